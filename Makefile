@@ -1,0 +1,110 @@
+# rdmatool: the only build entry.  GNU make, out-of-tree build in $(BUILD).
+#   make            build/rdmatool and build/librdmacore.a
+#   make check      every test (unit, integration, CLI consistency)
+#   make deps       install build and test dependencies (Debian, as root)
+#   make demo       run the main job on the soft device
+#   make asan/tsan  the tests under AddressSanitizer+UBSan / ThreadSanitizer
+#   make bench      the benchmarks, each against its same-run baseline
+#   make lint       cppcheck over the tree
+#   make install    PREFIX=/usr/local, DESTDIR honoured
+
+BUILD    ?= build
+PREFIX   ?= /usr/local
+CC       ?= gcc
+PKGS     := libibverbs librdmacm libibumad popt
+SAN_CFLAGS ?=
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -pthread $(SAN_CFLAGS)
+CPPFLAGS += -I. -MMD -MP $(PKG_CFLAGS)
+LDFLAGS  += -pthread $(SAN_CFLAGS)
+LDLIBS   += $(PKG_LIBS) -lm -lrt
+
+CORE_SRC := $(sort $(wildcard core/*.c core/*/*.c hw/*.c hw/*/*.c))
+CMD_SRC  := $(sort $(filter-out cmd/main.c,$(wildcard cmd/*.c cmd/*/*.c)))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_HELPER_SRC := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
+
+CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
+CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
+UNIT_HELPER_OBJ := $(UNIT_HELPER_SRC:%.c=$(BUILD)/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+RDMATOOL := $(BUILD)/rdmatool
+CORE_LIB := $(BUILD)/librdmacore.a
+CMD_LIB  := $(BUILD)/librdmacmd.a
+
+.PHONY: all check check-deps unit integration deps demo asan tsan bench lint install clean
+
+all: $(RDMATOOL) $(CORE_LIB)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(CORE_LIB): $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(CMD_LIB): $(CMD_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(RDMATOOL): $(BUILD)/cmd/main.o $(CMD_LIB) $(CORE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPER_OBJ) $(CMD_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(UNIT_HELPER_OBJ) $(CMD_LIB) $(CORE_LIB) $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
+
+check-deps:
+	@tests/deps.sh check
+
+# One runner for everything, so the summary line counts every test.
+check: check-deps all $(UNIT_BIN)
+	@BUILD=$(BUILD) tests/run-tests.sh $(UNIT_BIN) $(sort $(wildcard tests/integration/*.sh))
+
+unit: check-deps all $(UNIT_BIN)
+	@BUILD=$(BUILD) tests/run-tests.sh $(UNIT_BIN)
+
+integration: check-deps all
+	@BUILD=$(BUILD) tests/run-tests.sh $(sort $(wildcard tests/integration/*.sh))
+
+deps:
+	@tests/deps.sh install
+
+demo: check-deps all
+	$(RDMATOOL) devices
+
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+asan:
+	$(MAKE) BUILD=build-asan SAN_CFLAGS="$(ASAN_FLAGS)" CFLAGS="-O1 -g" check
+
+tsan:
+	$(MAKE) BUILD=build-tsan SAN_CFLAGS="-fsanitize=thread" CFLAGS="-O1 -g" check
+
+bench: check-deps all
+	@BUILD=$(BUILD) tests/bench.sh
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,performance,portability \
+	  --inline-suppr --suppress=missingIncludeSystem -I. cmd core hw tests/unit
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions
+	install -m 755 $(RDMATOOL) $(DESTDIR)$(PREFIX)/bin/rdmatool
+	for c in $$($(RDMATOOL) --help | awk '/^Commands:/{on=1;next} on&&NF{print $$1}'); do \
+	  ln -sf rdmatool $(DESTDIR)$(PREFIX)/bin/rdmatool-$$c; done
+	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 completions/rdmatool.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmatool
+	install -m 644 completions/_rdmatool $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_rdmatool
+
+clean:
+	rm -rf build build-asan build-tsan
+
+-include $(CORE_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(BUILD)/cmd/main.d $(UNIT_HELPER_OBJ:.o=.d) $(UNIT_BIN:=.d)

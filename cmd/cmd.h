@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* What every subcommand shares: global options, the command table, exit codes. */
+#ifndef RDMATOOL_CMD_H
+#define RDMATOOL_CMD_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum {
+	EXIT_OK = 0,
+	EXIT_FAILURES = 1, /* the run found failures, or the work failed */
+	EXIT_USAGE = 2,
+};
+
+struct global_options {
+	int json;
+	int pretty;
+	int verbose;
+	int quiet;
+};
+
+extern struct global_options global_opts;
+
+struct command {
+	const char *name;
+	int (*run)(int argc, const char **argv);
+	const char *summary;
+};
+
+extern const struct command commands[];
+
+/* Prints "rdmatool <cmd>: <message>" on stderr; returns EXIT_USAGE. */
+int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "rdmatool <cmd>: <message>" on stderr; returns EXIT_FAILURES. */
+int run_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "rdmatool <cmd>: " notice on stderr unless -q. */
+void notice(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* For a negative poptGetNextOpt result: names the bad option, points at --help. */
+struct poptContext_s;
+int popt_usage_error(const char *cmd, struct poptContext_s *pc, int rc);
+
+/* Progress on stderr only when it is a terminal and -q is not given. */
+bool progress_wanted(void);
+
+int cmd_devices(int argc, const char **argv);
+
+#endif

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmatool: dispatch to a subcommand by argv[1], or by the program's own
+ * name when invoked through a link (rdmatool-walk, or walk busybox-style).
+ */
+#include "cmd.h"
+#include "version.h"
+
+#include <libgen.h>
+#include <popt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct global_options global_opts;
+
+static void verror(const char *cmd, const char *fmt, va_list ap)
+{
+	fprintf(stderr, cmd ? "rdmatool %s: " : "rdmatool: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+int usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verror(cmd, fmt, ap);
+	va_end(ap);
+	return EXIT_USAGE;
+}
+
+int run_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verror(cmd, fmt, ap);
+	va_end(ap);
+	return EXIT_FAILURES;
+}
+
+void notice(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (global_opts.quiet)
+		return;
+	va_start(ap, fmt);
+	verror(cmd, fmt, ap);
+	va_end(ap);
+}
+
+int popt_usage_error(const char *cmd, poptContext pc, int rc)
+{
+	return usage_error(cmd, "%s: %s; see 'rdmatool %s --help'", poptBadOption(pc, 0), poptStrerror(rc), cmd);
+}
+
+bool progress_wanted(void)
+{
+	return !global_opts.quiet && isatty(STDERR_FILENO);
+}
+
+static const struct command *find_command(const char *name)
+{
+	for (const struct command *c = commands; c->name; c++)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
+
+static void list_commands(FILE *out)
+{
+	fputs("Commands:\n", out);
+	for (const struct command *c = commands; c->name; c++)
+		fprintf(out, "  %-10s %s\n", c->name, c->summary);
+}
+
+static void print_help(FILE *out)
+{
+	fputs("Usage: rdmatool [OPTION...] <command> [options]\n"
+	      "       rdmatool help <command>\n"
+	      "Stress, drive and measure RDMA fabrics.\n\n"
+	      "Options:\n"
+	      "  -j, --json       print one JSON document\n"
+	      "  -p, --pretty     indent JSON output\n"
+	      "  -v, --verbose    say more (repeat for more)\n"
+	      "  -q, --quiet      no notices or progress on stderr\n"
+	      "      --version    print the version and exit\n"
+	      "  -h, --help       print this help and exit\n\n",
+	      out);
+	list_commands(out);
+	fputs("\nRun 'rdmatool <command> --help' for the options of a command.\n", out);
+}
+
+static int run_command(const struct command *c, int argc, const char **argv)
+{
+	char name[64];
+
+	/* The command sees argv[0] = "rdmatool-<cmd>", as popt prints it in usage lines. */
+	snprintf(name, sizeof(name), "rdmatool %s", c->name);
+	argv[0] = name;
+	return c->run(argc, argv);
+}
+
+/* "rdmatool-walk" or "walk" -> the walk command; NULL for "rdmatool". */
+static const struct command *command_from_program_name(const char *argv0)
+{
+	char buf[256];
+	const char *base;
+
+	snprintf(buf, sizeof(buf), "%s", argv0);
+	base = basename(buf);
+	if (strncmp(base, "rdmatool-", 9) == 0)
+		base += 9;
+	return find_command(base);
+}
+
+int main(int argc, const char **argv)
+{
+	const struct command *c = command_from_program_name(argv[0]);
+	int show_version = 0, show_help = 0;
+	struct poptOption options[] = {
+		{ "json", 'j', POPT_ARG_NONE, &global_opts.json, 0, "print one JSON document", NULL },
+		{ "pretty", 'p', POPT_ARG_NONE, &global_opts.pretty, 0, "indent JSON output", NULL },
+		{ "verbose", 'v', POPT_ARG_NONE, NULL, 'v', "say more", NULL },
+		{ "quiet", 'q', POPT_ARG_NONE, &global_opts.quiet, 0, "no notices or progress", NULL },
+		{ "version", 0, POPT_ARG_NONE, &show_version, 0, "print the version", NULL },
+		{ "help", 'h', POPT_ARG_NONE, &show_help, 0, "print help", NULL },
+		POPT_TABLEEND,
+	};
+	poptContext pc;
+	int rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (c)
+		return run_command(c, argc, argv);
+
+	pc = poptGetContext("rdmatool", argc, argv, options, POPT_CONTEXT_POSIXMEHARDER);
+	while ((rc = poptGetNextOpt(pc)) > 0)
+		if (rc == 'v')
+			global_opts.verbose++;
+	if (rc < -1) {
+		fprintf(stderr, "rdmatool: %s: %s\n", poptBadOption(pc, 0), poptStrerror(rc));
+		list_commands(stderr);
+		poptFreeContext(pc);
+		return EXIT_USAGE;
+	}
+	if (global_opts.pretty)
+		global_opts.json = true;
+
+	int rest_argc = 0;
+	const char **rest = poptGetArgs(pc);
+
+	while (rest && rest[rest_argc])
+		rest_argc++;
+
+	if (show_version) {
+		printf("rdmatool %s\n", RDMATOOL_VERSION);
+		poptFreeContext(pc);
+		return EXIT_OK;
+	}
+	if (show_help || rest_argc == 0) {
+		print_help(show_help ? stdout : stderr);
+		poptFreeContext(pc);
+		return show_help ? EXIT_OK : EXIT_USAGE;
+	}
+
+	/* popt owns rest[]; give the command its own NULL-terminated copy. */
+	const char **args = calloc((size_t)rest_argc + 2, sizeof(*args));
+	int status;
+
+	if (!args) {
+		poptFreeContext(pc);
+		return run_error(NULL, "out of memory");
+	}
+	if (strcmp(rest[0], "help") == 0) {
+		if (rest_argc < 2) {
+			print_help(stdout);
+			status = EXIT_OK;
+			goto out;
+		}
+		c = find_command(rest[1]);
+		if (!c) {
+			status = usage_error(NULL, "unknown command '%s'; 'rdmatool --help' lists them", rest[1]);
+			list_commands(stderr);
+			goto out;
+		}
+		args[0] = c->name;
+		args[1] = "--help";
+		status = run_command(c, 2, args);
+		goto out;
+	}
+	c = find_command(rest[0]);
+	if (!c) {
+		status = usage_error(NULL, "unknown command '%s'; 'rdmatool --help' lists them", rest[0]);
+		list_commands(stderr);
+		goto out;
+	}
+	for (int i = 0; i < rest_argc; i++)
+		args[i] = rest[i];
+	status = run_command(c, rest_argc, args);
+out:
+	free(args);
+	poptFreeContext(pc);
+	return status;
+}

@@ -1,0 +1,1 @@
+#define RDMATOOL_VERSION "0.1.0"

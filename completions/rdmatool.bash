@@ -1,0 +1,48 @@
+# bash completion for rdmatool
+# Each command's options are listed once, in _rdmatool_options; the CLI
+# consistency test compares these lists with --help and the man pages.
+
+_rdmatool_options()
+{
+	case "$1" in
+	rdmatool) echo "-j --json -p --pretty -v --verbose -q --quiet --version -h --help" ;;
+	devices) echo "" ;;
+	esac
+}
+
+_rdmatool_commands()
+{
+	rdmatool --help 2>/dev/null | awk '/^Commands:/{on=1;next} on&&NF{print $1}'
+}
+
+_rdmatool()
+{
+	local cur cmd i
+	cur=${COMP_WORDS[COMP_CWORD]}
+	cmd=""
+	case "${COMP_WORDS[0]##*/}" in
+	rdmatool-*) cmd=${COMP_WORDS[0]##*/rdmatool-} ; cmd=${cmd#rdmatool-} ;;
+	esac
+	for ((i = 1; i < COMP_CWORD; i++)); do
+		case "${COMP_WORDS[i]}" in
+		-*) ;;
+		*) [ -z "$cmd" ] && cmd=${COMP_WORDS[i]} ;;
+		esac
+	done
+	if [ -z "$cmd" ]; then
+		if [[ $cur == -* ]]; then
+			mapfile -t COMPREPLY < <(compgen -W "$(_rdmatool_options rdmatool)" -- "$cur")
+		else
+			mapfile -t COMPREPLY < <(compgen -W "$(_rdmatool_commands) help" -- "$cur")
+		fi
+		return
+	fi
+	if [ "$cmd" = help ]; then
+		mapfile -t COMPREPLY < <(compgen -W "$(_rdmatool_commands)" -- "$cur")
+		return
+	fi
+	mapfile -t COMPREPLY < <(compgen -W "$(_rdmatool_options "$cmd") --help" -- "$cur")
+}
+
+complete -F _rdmatool rdmatool
+complete -F _rdmatool rdmatool-devices

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/* Device discovery across providers, and dispatch from a context to its provider. */
+#include "hw.h"
+
+#include <errno.h>
+#include <string.h>
+
+static const struct hw_provider *const providers[] = {
+	&hw_verbs_provider,
+	&hw_soft_provider,
+};
+#define NPROVIDERS (sizeof(providers) / sizeof(providers[0]))
+
+int hw_list_devices(struct hw_device *out, int max, int *verbs_errno)
+{
+	int count = 0;
+
+	if (verbs_errno)
+		*verbs_errno = 0;
+	for (size_t i = 0; i < NPROVIDERS; i++) {
+		int n = providers[i]->list_devices(out + count, max - count);
+
+		if (n < 0) {
+			if (providers[i] == &hw_verbs_provider && verbs_errno)
+				*verbs_errno = -n;
+			continue;
+		}
+		count += n;
+	}
+	return count;
+}
+
+static bool has_active_port(const struct hw_device *dev)
+{
+	struct ibv_context *ctx = dev->provider->open_device(dev);
+	struct ibv_device_attr attr;
+	bool active = false;
+
+	if (!ctx)
+		return false;
+	if (dev->provider->ops->query_device(ctx, &attr) == 0) {
+		for (uint8_t port = 1; port <= attr.phys_port_cnt && !active; port++) {
+			struct ibv_port_attr pattr;
+
+			if (dev->provider->ops->query_port(ctx, port, &pattr) == 0)
+				active = pattr.state == IBV_PORT_ACTIVE;
+		}
+	}
+	dev->provider->ops->close_device(ctx);
+	return active;
+}
+
+struct ibv_context *hw_open_device(const char *name, struct hw_device *chosen)
+{
+	struct hw_device devs[HW_MAX_DEVICES];
+	int n = hw_list_devices(devs, HW_MAX_DEVICES, NULL);
+	const struct hw_device *pick = NULL;
+
+	for (int i = 0; i < n && !pick; i++) {
+		if (name ? strcmp(devs[i].name, name) == 0
+			 : devs[i].provider == &hw_soft_provider || has_active_port(&devs[i]))
+			pick = &devs[i];
+	}
+	if (!pick) {
+		errno = ENODEV;
+		return NULL;
+	}
+	if (chosen)
+		*chosen = *pick;
+	return pick->provider->open_device(pick);
+}
+
+static const struct hw_provider *provider_of(const struct ibv_context *ctx)
+{
+	/* Soft first: its test is a pointer comparison, verbs owns the rest. */
+	if (hw_soft_provider.owns_context(ctx))
+		return &hw_soft_provider;
+	return &hw_verbs_provider;
+}
+
+const struct hw_ops *hw_ops_of(const struct ibv_context *ctx)
+{
+	return provider_of(ctx)->ops;
+}
+
+const char *hw_provider_name(const struct ibv_context *ctx)
+{
+	return provider_of(ctx)->name;
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Checks that --help, the man page and the bash and zsh completions of
+every rdmatool command list the same options.
+
+Conventions it reads (documented in CONTRIBUTING part of README):
+  --help      popt's option column: '  -c, --clients=N   text'
+  man page    man/rdmatool-CMD.1 (man/rdmatool.1 for the global options):
+              the line after each '.TP' names the option(s)
+  bash        completions/rdmatool.bash: '    CMD) echo "opts..." ;;'
+  zsh         completions/_rdmatool: in function _rdmatool_CMD, one
+              _arguments spec per line starting with the option(s)
+The popt built-ins (-?, --help, --usage) are common to all and not compared.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+BUILTIN = {"-?", "--help", "--usage"}
+OPT = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*|-[a-zA-Z?])(?![\w-])")
+
+
+def options_in(text):
+    return {o for o in OPT.findall(text)} - BUILTIN
+
+
+def run(rdmatool, *args):
+    out = subprocess.run([rdmatool, *args], capture_output=True, text=True, timeout=30)
+    return out.stdout
+
+
+def commands(rdmatool):
+    text = run(rdmatool, "--help")
+    section = text.split("Commands:", 1)[1] if "Commands:" in text else ""
+    return [line.split()[0] for line in section.splitlines()
+            if line.startswith("  ") and line.strip()]
+
+
+def help_options(rdmatool, cmd):
+    text = run(rdmatool, "--help") if cmd == "rdmatool" else run(rdmatool, cmd, "--help")
+    found = set()
+    for line in text.splitlines():
+        if not re.match(r"^\s+-", line):
+            continue
+        column = re.split(r"\s{2,}", line.strip(), maxsplit=1)[0]
+        found |= options_in(column.replace("=", " "))
+    return found
+
+
+def man_options(man_dir, cmd):
+    path = os.path.join(man_dir, "rdmatool.1" if cmd == "rdmatool" else f"rdmatool-{cmd}.1")
+    if not os.path.exists(path):
+        return None
+    lines = open(path, encoding="utf-8").read().splitlines()
+    found = set()
+    for i, line in enumerate(lines[:-1]):
+        if line.strip() == ".TP":
+            tag = lines[i + 1].replace("\\-", "-").replace('"', " ")
+            found |= options_in(tag.replace("=", " "))
+    return found
+
+
+def bash_options(comp_dir, cmd):
+    text = open(os.path.join(comp_dir, "rdmatool.bash"), encoding="utf-8").read()
+    m = re.search(r'^\s*' + re.escape(cmd) + r'\)\s*echo\s+"([^"]*)"', text, re.M)
+    return options_in(m.group(1)) if m else None
+
+
+def zsh_options(comp_dir, cmd):
+    text = open(os.path.join(comp_dir, "_rdmatool"), encoding="utf-8").read()
+    m = re.search(r"^_rdmatool_" + re.escape(cmd) + r"\(\)\s*\{\n(.*?)^\}", text, re.M | re.S)
+    if not m:
+        return None
+    found = set()
+    for line in m.group(1).splitlines():
+        spec = re.match(r"^\s*'(\([^)]*\)|\*)?'?(\{[^}]*\}|-[-a-zA-Z0-9?]+)", line)
+        if spec:
+            found |= options_in(spec.group(2).replace("=", " ").replace(",", " "))
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rdmatool", required=True)
+    ap.add_argument("--man-dir", default="man")
+    ap.add_argument("--completions-dir", default="completions")
+    a = ap.parse_args()
+
+    problems = []
+    cmds = ["rdmatool"] + commands(a.rdmatool)
+    if len(cmds) < 2:
+        problems.append("rdmatool --help lists no commands")
+    for cmd in cmds:
+        helped = help_options(a.rdmatool, cmd)
+        sources = {
+            "man page": man_options(a.man_dir, cmd),
+            "bash completion": bash_options(a.completions_dir, cmd),
+            "zsh completion": zsh_options(a.completions_dir, cmd),
+        }
+        for where, opts in sources.items():
+            if opts is None:
+                problems.append(f"{cmd}: no {where}")
+                continue
+            for o in sorted(helped - opts):
+                problems.append(f"{cmd}: {o} is in --help but not in the {where}")
+            for o in sorted(opts - helped):
+                problems.append(f"{cmd}: {o} is in the {where} but not in --help")
+        print(f"{cmd}: {len(helped)} options checked")
+    for p in problems:
+        print("MISMATCH", p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The dispatcher's contract: --version, --help, exit 2 on bad input, busybox names, devices.
+set -eu
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$RDMATOOL" --version | grep -Eq '^rdmatool [0-9]+\.[0-9]+' || fail "--version"
+"$RDMATOOL" --help | grep -q '^Commands:' || fail "--help lists commands"
+
+set +e
+out=$("$RDMATOOL" no-such-command 2>&1); rc=$?
+set -e
+[ $rc -eq 2 ] || fail "unknown command exit $rc, want 2"
+echo "$out" | grep -q "unknown command 'no-such-command'" || fail "unknown command message: $out"
+echo "$out" | grep -q 'devices' || fail "unknown command lists the commands"
+
+set +e
+out=$("$RDMATOOL" --no-such-option 2>&1); rc=$?
+set -e
+[ $rc -eq 2 ] || fail "unknown global option exit $rc"
+echo "$out" | grep -q -- '--no-such-option' || fail "unknown option named: $out"
+
+set +e
+out=$("$RDMATOOL" devices --bogus 2>&1); rc=$?
+set -e
+[ $rc -eq 2 ] || fail "unknown command option exit $rc"
+echo "$out" | grep -q -- "--bogus" || fail "bad option named: $out"
+
+set +e
+"$RDMATOOL" >/dev/null 2>&1; rc=$?
+set -e
+[ $rc -eq 2 ] || fail "no command exit $rc, want 2"
+
+"$RDMATOOL" help devices | grep -q 'Usage: rdmatool devices' || fail "help <command>"
+
+# Dispatch on the program's own name.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ln -s "$RDMATOOL" "$tmp/rdmatool-devices"
+ln -s "$RDMATOOL" "$tmp/devices"
+"$tmp/rdmatool-devices" 2>/dev/null | grep -q '^soft0' || fail "rdmatool-devices link"
+"$tmp/devices" 2>/dev/null | grep -q '^soft0' || fail "devices link"
+
+# devices: human and JSON; the soft device is always there.
+"$RDMATOOL" devices 2>"$tmp/err" | grep -q 'state: *ACTIVE' || fail "devices shows an ACTIVE port"
+"$RDMATOOL" -j devices 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+soft = [x for x in d["devices"] if x["provider"] == "soft"]
+assert len(soft) == 1, d
+p = soft[0]["ports"][0]
+assert p["port"] == 1 and p["state"] == "ACTIVE" and p["active_mtu"] == 4096, p
+for k in ("name", "node_guid", "limits", "ports"):
+    assert k in soft[0], k
+for k in ("physical_state", "lid", "sm_lid", "link_layer", "gid0"):
+    assert k in p, k
+' || fail "devices -j"
+"$RDMATOOL" -j -p devices 2>/dev/null | python3 -m json.tool >/dev/null || fail "-j -p is valid JSON"
+echo ok

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# --help, man pages and completions agree, and the checker notices when they do not.
+set -eu
+cd "$RDMATOOL_TOP"
+python3 tests/cli_consistency.py --rdmatool "$RDMATOOL"
+
+# The checker must fail when an option is only in --help: drop the first
+# option entry of the global man page in a copy and expect a mismatch.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp -r man "$tmp/man"
+awk 'BEGIN{dropped=0} /^\.TP$/ && !dropped {getline; dropped=1; next} {print}' man/rdmatool.1 >"$tmp/man/rdmatool.1"
+if python3 tests/cli_consistency.py --rdmatool "$RDMATOOL" --man-dir "$tmp/man" >"$tmp/out" 2>&1; then
+	echo "checker passed with an option missing from the man page" >&2
+	exit 1
+fi
+grep -q 'in --help but not in the man page' "$tmp/out"
+
+# ... and when a completion lists an option that --help does not.
+cp -r completions "$tmp/comp"
+sed -i 's/^\(\s*devices) echo "\)/\1--no-such-option /' "$tmp/comp/rdmatool.bash"
+if python3 tests/cli_consistency.py --rdmatool "$RDMATOOL" --completions-dir "$tmp/comp" >"$tmp/out" 2>&1; then
+	echo "checker passed with an extra option in the bash completion" >&2
+	exit 1
+fi
+grep -q -- '--no-such-option is in the bash completion but not in --help' "$tmp/out"
+echo "cli consistency: ok, and the checker catches both kinds of drift"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# tests/run-tests.sh TEST...: runs cmocka binaries and integration scripts,
+# each under a time limit, and closes with one "N passed, N failed" line.
+# An integration script exits 0 (pass), 77 (skipped: says why) or else (fail).
+set -u
+
+BUILD=${BUILD:-build}
+export RDMATOOL=${RDMATOOL:-$(cd "$BUILD" && pwd)/rdmatool}
+export RDMATOOL_TOP=${RDMATOOL_TOP:-$(pwd)}
+export BUILD
+TEST_TIMEOUT=${TEST_TIMEOUT:-300}
+
+passed=0 failed=0 skipped=0
+failed_names=()
+logdir=$(mktemp -d /tmp/rdmatool-tests.XXXXXX)
+
+for t in "$@"; do
+	name=$(basename "$t")
+	log="$logdir/$name.log"
+	start=$(date +%s)
+	case "$t" in
+	*.sh) timeout -k 10 "$TEST_TIMEOUT" bash "$t" >"$log" 2>&1 ;;
+	*) timeout -k 10 "$TEST_TIMEOUT" "$t" >"$log" 2>&1 ;;
+	esac
+	rc=$?
+	secs=$(($(date +%s) - start))
+	if [ $rc -eq 0 ]; then
+		passed=$((passed + 1))
+		printf 'PASS  %-40s %3ss\n' "$name" "$secs"
+	elif [ $rc -eq 77 ]; then
+		skipped=$((skipped + 1))
+		printf 'SKIP  %-40s %s\n' "$name" "$(tail -n 1 "$log")"
+	else
+		failed=$((failed + 1))
+		failed_names+=("$name")
+		[ $rc -eq 124 ] && echo "timed out after ${TEST_TIMEOUT}s" >>"$log"
+		printf 'FAIL  %-40s %3ss (exit %d)\n' "$name" "$secs" "$rc"
+		sed 's/^/    | /' "$log" | tail -n 60
+	fi
+done
+
+if [ $failed -eq 0 ]; then
+	rm -rf "$logdir"
+else
+	echo "failed: ${failed_names[*]} (logs in $logdir)"
+fi
+if [ $skipped -gt 0 ]; then
+	echo "tests: $passed passed, $failed failed, $skipped skipped"
+else
+	echo "tests: $passed passed, $failed failed"
+fi
+[ $failed -eq 0 ]

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* The JSON writer: commas, nesting, escaping, non-finite numbers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cmd/json.h"
+
+static char *render(void (*build)(struct json *), bool pretty)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct json j;
+
+	json_init(&j, f, pretty);
+	build(&j);
+	fclose(f);
+	return buf;
+}
+
+static void build_nested(struct json *j)
+{
+	json_begin_object(j, NULL);
+	json_string(j, "name", "soft0");
+	json_begin_array(j, "ports");
+	json_begin_object(j, NULL);
+	json_int(j, "port", 1);
+	json_bool(j, "up", true);
+	json_end_object(j);
+	json_begin_object(j, NULL);
+	json_int(j, "port", -2);
+	json_end_object(j);
+	json_end_array(j);
+	json_begin_array(j, "empty");
+	json_end_array(j);
+	json_uint(j, "big", 18446744073709551615ULL);
+	json_end_object(j);
+}
+
+static void nested_compact(void **state)
+{
+	(void)state;
+	char *s = render(build_nested, false);
+
+	assert_string_equal(s, "{\"name\":\"soft0\",\"ports\":[{\"port\":1,\"up\":true},{\"port\":-2}],"
+			       "\"empty\":[],\"big\":18446744073709551615}");
+	free(s);
+}
+
+static void nested_pretty(void **state)
+{
+	(void)state;
+	char *s = render(build_nested, true);
+
+	assert_non_null(strstr(s, "{\n  \"name\": \"soft0\",\n  \"ports\": [\n    {\n      \"port\": 1,"));
+	assert_non_null(strstr(s, "\"empty\": [],"));
+	free(s);
+}
+
+static void build_escapes(struct json *j)
+{
+	json_begin_object(j, NULL);
+	json_string(j, "s", "a\"b\\c\nd\x01");
+	json_string(j, "null", NULL);
+	json_double(j, "nan", 0.0 / 0.0);
+	json_double(j, "x", 2.5);
+	json_end_object(j);
+}
+
+static void escapes_and_numbers(void **state)
+{
+	(void)state;
+	char *s = render(build_escapes, false);
+
+	assert_string_equal(s, "{\"s\":\"a\\\"b\\\\c\\nd\\u0001\",\"null\":null,\"nan\":null,\"x\":2.5}");
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(nested_compact),
+		cmocka_unit_test(nested_pretty),
+		cmocka_unit_test(escapes_and_numbers),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
