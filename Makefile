@@ -20,7 +20,7 @@ CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -pthread $(SAN_CFLAGS)
-CPPFLAGS += -I. -MMD -MP $(PKG_CFLAGS)
+CPPFLAGS += -D_GNU_SOURCE -I. -MMD -MP $(PKG_CFLAGS)
 LDFLAGS  += -pthread $(SAN_CFLAGS)
 LDLIBS   += $(PKG_LIBS) -lm -lrt
 

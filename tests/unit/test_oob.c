@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/* OOB framing over real loopback TCP: order, sizes, timeouts, garbage from a peer. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "core/oob.h"
+
+struct pair {
+	struct oob_listener *l;
+	struct oob_conn *server, *client;
+};
+
+static void make_pair(struct pair *p)
+{
+	char addr[64];
+
+	assert_int_equal(oob_listen(NULL, &p->l), 0);
+	assert_true(oob_listener_port(p->l) > 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", oob_listener_port(p->l));
+	assert_int_equal(oob_connect(addr, 1000, &p->client), 0);
+	assert_int_equal(oob_accept(p->l, 1000, &p->server), 0);
+}
+
+static void free_pair(struct pair *p)
+{
+	oob_close(p->client);
+	oob_close(p->server);
+	oob_listener_close(p->l);
+}
+
+static void parse_addresses(void **state)
+{
+	(void)state;
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	assert_int_equal(oob_parse_address("127.0.0.1:4791", &ss, &len), 0);
+	assert_int_equal(ss.ss_family, AF_INET);
+	assert_int_equal(oob_parse_address("[::1]:80", &ss, &len), 0);
+	assert_int_equal(ss.ss_family, AF_INET6);
+	assert_int_equal(oob_parse_address("1234", &ss, &len), 0);
+	assert_int_equal(oob_parse_address("127.0.0.1:99999", &ss, &len), -EINVAL);
+	assert_int_equal(oob_parse_address("127.0.0.1:x", &ss, &len), -EINVAL);
+	assert_int_equal(oob_parse_address("", &ss, &len), -EINVAL);
+	assert_int_equal(oob_parse_address("[::1", &ss, &len), -EINVAL);
+}
+
+static void messages_arrive_in_order(void **state)
+{
+	(void)state;
+	struct pair p;
+	char buf[64];
+	uint32_t len;
+	uint16_t type;
+
+	make_pair(&p);
+	for (int i = 0; i < 100; i++) {
+		snprintf(buf, sizeof(buf), "message %d", i);
+		assert_int_equal(oob_send(p.client, (uint16_t)i, buf, (uint32_t)strlen(buf) + 1), 0);
+	}
+	for (int i = 0; i < 100; i++) {
+		char want[64];
+
+		assert_int_equal(oob_recv(p.server, &type, buf, sizeof(buf), &len, 1000), 0);
+		snprintf(want, sizeof(want), "message %d", i);
+		assert_int_equal(type, i);
+		assert_int_equal(len, strlen(want) + 1);
+		assert_string_equal(buf, want);
+	}
+	free_pair(&p);
+}
+
+static void oversize_is_consumed_and_timeout_reported(void **state)
+{
+	(void)state;
+	struct pair p;
+	static char big[100000];
+	char small[16];
+	uint32_t len;
+	uint16_t type;
+
+	make_pair(&p);
+	memset(big, 'x', sizeof(big));
+	assert_int_equal(oob_send(p.client, 1, big, sizeof(big)), 0);
+	assert_int_equal(oob_send(p.client, 2, "ok", 3), 0);
+	assert_int_equal(oob_recv(p.server, &type, small, sizeof(small), &len, 1000), -EMSGSIZE);
+	assert_int_equal(len, sizeof(big));
+	assert_int_equal(oob_recv(p.server, &type, small, sizeof(small), &len, 1000), 0);
+	assert_int_equal(type, 2);
+	assert_string_equal(small, "ok");
+	assert_int_equal(oob_recv(p.server, &type, small, sizeof(small), &len, 50), -ETIMEDOUT);
+	assert_int_equal(oob_send(p.client, 1, big, OOB_MAX_MESSAGE + 1), -EMSGSIZE);
+	free_pair(&p);
+}
+
+static void garbage_and_close_are_errors(void **state)
+{
+	(void)state;
+	struct pair p;
+	char buf[16];
+	uint32_t len;
+
+	make_pair(&p);
+	assert_int_equal(write(oob_conn_fd(p.client), "GARBAGE-GARBAGE!", 16), 16);
+	assert_int_equal(oob_recv(p.server, NULL, buf, sizeof(buf), &len, 1000), -EPROTO);
+	oob_close(p.client);
+	p.client = NULL;
+	assert_int_equal(oob_recv(p.server, NULL, buf, sizeof(buf), &len, 1000), -ECONNRESET);
+	free_pair(&p);
+}
+
+struct late {
+	char addr[64];
+	struct oob_listener *l;
+};
+
+/* Starts listening only after the client has begun retrying. */
+static void *late_listener(void *arg)
+{
+	struct late *late = arg;
+
+	usleep(100 * 1000);
+	oob_listen(late->addr, &late->l);
+	return NULL;
+}
+
+static void connect_refused_times_out(void **state)
+{
+	(void)state;
+	struct oob_listener *l;
+	struct oob_conn *c;
+	char addr[64];
+	int port;
+
+	/* Find a port nobody listens on: bind one, note it, close it. */
+	assert_int_equal(oob_listen(NULL, &l), 0);
+	port = oob_listener_port(l);
+	oob_listener_close(l);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	assert_int_equal(oob_connect(addr, 100, &c), -ETIMEDOUT);
+
+	/* A peer that starts listening late is reached by the retry loop. */
+	struct late late = { .l = NULL };
+	struct oob_conn *server;
+	pthread_t t;
+
+	snprintf(late.addr, sizeof(late.addr), "%s", addr);
+	pthread_create(&t, NULL, late_listener, &late);
+	assert_int_equal(oob_connect(addr, 5000, &c), 0);
+	pthread_join(t, NULL);
+	assert_non_null(late.l);
+	assert_int_equal(oob_accept(late.l, 1000, &server), 0);
+	oob_close(server);
+	oob_close(c);
+	oob_listener_close(late.l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(parse_addresses),
+		cmocka_unit_test(messages_arrive_in_order),
+		cmocka_unit_test(oversize_is_consumed_and_timeout_reported),
+		cmocka_unit_test(garbage_and_close_are_errors),
+		cmocka_unit_test(connect_refused_times_out),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
