@@ -98,7 +98,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions
 	install -m 755 $(RDMATOOL) $(DESTDIR)$(PREFIX)/bin/rdmatool
-	for c in $$($(RDMATOOL) --help | awk '/^Commands:/{on=1;next} on&&NF{print $$1}'); do \
+	for c in $$($(RDMATOOL) --help | awk '/^Commands:/{on=1;next} on&&!NF{exit} on{print $$1}'); do \
 	  ln -sf rdmatool $(DESTDIR)$(PREFIX)/bin/rdmatool-$$c; done
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 completions/rdmatool.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmatool
