@@ -19,10 +19,10 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -pthread $(SAN_CFLAGS)
-CPPFLAGS += -D_GNU_SOURCE -I. -MMD -MP $(PKG_CFLAGS)
-LDFLAGS  += -pthread $(SAN_CFLAGS)
-LDLIBS   += $(PKG_LIBS) -lm -lrt
+override CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -pthread $(SAN_CFLAGS)
+override CPPFLAGS += -D_GNU_SOURCE -I. -MMD -MP $(PKG_CFLAGS)
+override LDFLAGS  += -pthread $(SAN_CFLAGS)
+override LDLIBS   += $(PKG_LIBS) -lm -lrt
 
 CORE_SRC := $(sort $(wildcard core/*.c core/*/*.c hw/*.c hw/*/*.c))
 CMD_SRC  := $(sort $(filter-out cmd/main.c,$(wildcard cmd/*.c cmd/*/*.c)))
