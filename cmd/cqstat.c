@@ -511,6 +511,8 @@ static int run_samples(const struct cqstat_opts *o)
 				sample_free(&cur);
 				break;
 			}
+			if (!cur.nprocs && !o->npids && !o->comm)
+				notice(CMD, "no running rdmatool process publishes stats in %s", stats_segment_dir());
 		}
 		report_problems(&cur, &reported);
 		if (global_opts.json) {
