@@ -262,7 +262,7 @@ static void print_json(const struct sample *s, const struct sample *prev)
 
 	json_init(&j, stdout, global_opts.pretty);
 	json_begin_object(&j, NULL);
-	json_double(&j, "time", s->unix_time);
+	json_uint(&j, "time_ms", (unsigned long long)llround(s->unix_time * 1e3));
 	json_begin_array(&j, "processes");
 	for (size_t p = 0; p < s->nprocs; p++) {
 		const struct stats_snapshot *snap = s->procs[p];
@@ -271,7 +271,7 @@ static void print_json(const struct sample *s, const struct sample *prev)
 		json_begin_object(&j, NULL);
 		json_int(&j, "pid", snap->pid);
 		json_string(&j, "comm", snap->comm);
-		json_double(&j, "start_time", (double)snap->start_realtime_ns / 1e9);
+		json_uint(&j, "start_time_ms", snap->start_realtime_ns / 1000000u);
 		json_begin_array(&j, "cqs");
 		for (uint32_t i = 0; i < snap->nentries; i++) {
 			const struct stats_entry_snapshot *e = &snap->entry[i];

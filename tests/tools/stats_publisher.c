@@ -9,8 +9,10 @@
  * creates ENTRIES entries ("stripeN", stripe N) in a segment named COMM, then
  * every millisecond adds STEP to each entry's posted and completed counters
  * (and sets ring depth/hwm, and one error every 1000 steps), for SECONDS
- * seconds (0: until killed); prints "ready <segment path>" on stdout once the
- * segment exists, and on exit "completed <total over all entries>".
+ * seconds, then prints "completed <total over all entries>" and, with its
+ * counters frozen, waits for SIGTERM (so a reader can check the exact total).
+ * SECONDS 0 counts until SIGTERM, then prints the total.  Prints
+ * "ready <segment path>" on stdout once the segment exists.
  */
 #include "core/stats.h"
 
@@ -72,5 +74,15 @@ int main(int argc, char **argv)
 			break;
 	}
 	printf("completed %llu\n", total);
+	fflush(stdout);
+	/* Block, test, sigsuspend: a SIGTERM between the test and the wait is not lost. */
+	sigset_t block, old;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	while (!stop)
+		sigsuspend(&old);
 	return 0;
 }
