@@ -147,49 +147,61 @@ static void counts_are_exact_under_contention(void **state)
 	stats_segment_close();
 }
 
-/* stats_max alone, all threads racing on one word with the same value set. */
-struct max_arg {
+/*
+ * stats_max alone: threads offer ever larger tickets, so a non-atomic
+ * "load, compare, store" would sometimes store a smaller ticket over a larger
+ * one; a watcher thread sees any such regression.
+ */
+struct max_race {
 	struct stats_entry *e;
-	unsigned seed;
-	uint64_t offered_max;
+	_Atomic uint64_t ticket;
+	atomic_int running;
+	bool regressed;
 };
 
 static void *max_main(void *arg)
 {
-	struct max_arg *m = arg;
+	struct max_race *m = arg;
 
-	for (int i = 0; i < ITERS; i++) {
-		uint64_t v = (uint64_t)rand_r(&m->seed);
+	for (int i = 0; i < ITERS; i++)
+		stats_max(m->e, STATS_RING_HWM, atomic_fetch_add(&m->ticket, 1));
+	atomic_fetch_sub(&m->running, 1);
+	return NULL;
+}
 
-		if (v > m->offered_max)
-			m->offered_max = v;
-		stats_max(m->e, STATS_RING_HWM, v);
+static void *max_watcher(void *arg)
+{
+	struct max_race *m = arg;
+	uint64_t last = 0;
+
+	while (atomic_load(&m->running) > 0) {
+		uint64_t cur = atomic_load_explicit(&m->e->counter[STATS_RING_HWM], memory_order_relaxed);
+
+		if (cur < last)
+			m->regressed = true;
+		last = cur;
 	}
 	return NULL;
 }
 
-static void max_is_the_largest_offered(void **state)
+static void max_never_goes_back(void **state)
 {
 	(void)state;
-	struct max_arg m[WRITERS];
-	pthread_t t[WRITERS];
-	uint64_t expect = 0;
-	struct stats_entry *e;
+	struct max_race m = { 0 };
+	pthread_t t[WRITERS], watcher;
 
 	assert_int_equal(stats_segment_open("max"), 0);
-	e = stats_entry_add("hwm", STATS_KIND_CQ, -1);
-	assert_non_null(e);
-	for (int i = 0; i < WRITERS; i++) {
-		m[i] = (struct max_arg){ .e = e, .seed = 1234u + (unsigned)i };
-		assert_int_equal(pthread_create(&t[i], NULL, max_main, &m[i]), 0);
-	}
-	for (int i = 0; i < WRITERS; i++) {
+	m.e = stats_entry_add("hwm", STATS_KIND_CQ, -1);
+	assert_non_null(m.e);
+	atomic_init(&m.running, WRITERS);
+	assert_int_equal(pthread_create(&watcher, NULL, max_watcher, &m), 0);
+	for (int i = 0; i < WRITERS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, max_main, &m), 0);
+	for (int i = 0; i < WRITERS; i++)
 		pthread_join(t[i], NULL);
-		if (m[i].offered_max > expect)
-			expect = m[i].offered_max;
-	}
-	assert_true(expect > 0);
-	assert_int_equal(atomic_load(&e->counter[STATS_RING_HWM]), expect);
+	pthread_join(watcher, NULL);
+	assert_false(m.regressed);
+	assert_int_equal(atomic_load(&m.e->counter[STATS_RING_HWM]), (uint64_t)WRITERS * ITERS - 1);
 	stats_segment_close();
 }
 
@@ -197,7 +209,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(counts_are_exact_under_contention),
-		cmocka_unit_test(max_is_the_largest_offered),
+		cmocka_unit_test(max_never_goes_back),
 	};
 	int failed;
 
