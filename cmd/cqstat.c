@@ -59,29 +59,29 @@ static void on_interrupt(int sig)
 }
 
 static const char *const kind_names[STATS_NKINDS] = {
-	[STATS_KIND_STRIPE] = "stripe",
-	[STATS_KIND_CQ] = "cq",
-	[STATS_KIND_MADSTRESS_WORKER] = "madstress_worker",
-	[STATS_KIND_WALK_CLIENT] = "walk_client",
-	[STATS_KIND_AGENT] = "agent",
-	[STATS_KIND_OTHER] = "other",
+    [STATS_KIND_STRIPE] = "stripe",
+    [STATS_KIND_CQ] = "cq",
+    [STATS_KIND_MADSTRESS_WORKER] = "madstress_worker",
+    [STATS_KIND_WALK_CLIENT] = "walk_client",
+    [STATS_KIND_AGENT] = "agent",
+    [STATS_KIND_OTHER] = "other",
 };
 
 static const char *const counter_keys[STATS_NCOUNTERS] = {
-	[STATS_POSTED] = "posted",
-	[STATS_COMPLETED] = "completed",
-	[STATS_POLLS] = "polls",
-	[STATS_EMPTY_POLLS] = "empty_polls",
-	[STATS_RING_DEPTH] = "ring_depth",
-	[STATS_RING_HWM] = "ring_hwm",
-	[STATS_EAGAIN] = "eagain",
-	[STATS_ERRORS] = "errors",
-	[STATS_ERRORS_LOCAL] = "errors_local",
-	[STATS_ERRORS_REMOTE] = "errors_remote",
-	[STATS_ERRORS_FLUSH] = "errors_flush",
-	[STATS_ERRORS_TIMEOUT] = "errors_timeout",
-	[STATS_ERRORS_OTHER] = "errors_other",
-	[STATS_FLOW_CONTROL] = "flow_control",
+    [STATS_POSTED] = "posted",
+    [STATS_COMPLETED] = "completed",
+    [STATS_POLLS] = "polls",
+    [STATS_EMPTY_POLLS] = "empty_polls",
+    [STATS_RING_DEPTH] = "ring_depth",
+    [STATS_RING_HWM] = "ring_hwm",
+    [STATS_EAGAIN] = "eagain",
+    [STATS_ERRORS] = "errors",
+    [STATS_ERRORS_LOCAL] = "errors_local",
+    [STATS_ERRORS_REMOTE] = "errors_remote",
+    [STATS_ERRORS_FLUSH] = "errors_flush",
+    [STATS_ERRORS_TIMEOUT] = "errors_timeout",
+    [STATS_ERRORS_OTHER] = "errors_other",
+    [STATS_FLOW_CONTROL] = "flow_control",
 };
 
 /* Names come from other processes' memory: keep them printable ASCII. */
@@ -282,7 +282,8 @@ static void print_json(const struct sample *s, const struct sample *prev)
 			json_int(&j, "stripe", e->stripe);
 			for (int c = 0; c < STATS_NCOUNTERS; c++)
 				json_uint(&j, counter_keys[c], e->counter[c]);
-			json_double(&j, "rate_posted_per_s", rate(snap, before, i, STATS_POSTED, s->unix_time));
+			json_double(&j, "rate_posted_per_s",
+				    rate(snap, before, i, STATS_POSTED, s->unix_time));
 			json_double(&j, "rate_completed_per_s",
 				    rate(snap, before, i, STATS_COMPLETED, s->unix_time));
 			json_end_object(&j);
@@ -322,22 +323,14 @@ struct column {
 };
 
 static const struct column columns[] = {
-	{ "POSTED", 12, STATS_POSTED, 0, false },
-	{ "POST/s", 11, -1, STATS_POSTED, true },
-	{ "COMPLETED", 12, STATS_COMPLETED, 0, false },
-	{ "COMPL/s", 11, -1, STATS_COMPLETED, false },
-	{ "POLLS", 12, STATS_POLLS, 0, false },
-	{ "EMPTY", 12, STATS_EMPTY_POLLS, 0, false },
-	{ "DEPTH", 7, STATS_RING_DEPTH, 0, false },
-	{ "HWM", 7, STATS_RING_HWM, 0, false },
-	{ "EAGAIN", 9, STATS_EAGAIN, 0, false },
-	{ "ERRORS", 8, STATS_ERRORS, 0, false },
-	{ "E_LOCAL", 8, STATS_ERRORS_LOCAL, 0, true },
-	{ "E_REMOTE", 8, STATS_ERRORS_REMOTE, 0, true },
-	{ "E_FLUSH", 8, STATS_ERRORS_FLUSH, 0, true },
-	{ "E_TMOUT", 8, STATS_ERRORS_TIMEOUT, 0, true },
-	{ "E_OTHER", 8, STATS_ERRORS_OTHER, 0, true },
-	{ "FLOWCTL", 8, STATS_FLOW_CONTROL, 0, true },
+    {"POSTED", 12, STATS_POSTED, 0, false},	  {"POST/s", 11, -1, STATS_POSTED, true},
+    {"COMPLETED", 12, STATS_COMPLETED, 0, false}, {"COMPL/s", 11, -1, STATS_COMPLETED, false},
+    {"POLLS", 12, STATS_POLLS, 0, false},	  {"EMPTY", 12, STATS_EMPTY_POLLS, 0, false},
+    {"DEPTH", 7, STATS_RING_DEPTH, 0, false},	  {"HWM", 7, STATS_RING_HWM, 0, false},
+    {"EAGAIN", 9, STATS_EAGAIN, 0, false},	  {"ERRORS", 8, STATS_ERRORS, 0, false},
+    {"E_LOCAL", 8, STATS_ERRORS_LOCAL, 0, true},  {"E_REMOTE", 8, STATS_ERRORS_REMOTE, 0, true},
+    {"E_FLUSH", 8, STATS_ERRORS_FLUSH, 0, true},  {"E_TMOUT", 8, STATS_ERRORS_TIMEOUT, 0, true},
+    {"E_OTHER", 8, STATS_ERRORS_OTHER, 0, true},  {"FLOWCTL", 8, STATS_FLOW_CONTROL, 0, true},
 };
 
 #define NCOLUMNS (sizeof(columns) / sizeof(columns[0]))
@@ -371,9 +364,11 @@ static int print_rows(const struct cqstat_opts *o, const struct sample *s, const
 				if (col->detail && !o->details)
 					continue;
 				if (col->counter >= 0)
-					printf(" %*llu", col->width, (unsigned long long)e->counter[col->counter]);
+					printf(" %*llu", col->width,
+					       (unsigned long long)e->counter[col->counter]);
 				else
-					printf(" %*.0f", col->width, rate(snap, before, i, col->rate_of, s->unix_time));
+					printf(" %*.0f", col->width,
+					       rate(snap, before, i, col->rate_of, s->unix_time));
 			}
 			putchar('\n');
 			lines++;
@@ -416,7 +411,8 @@ static void report_problems(const struct sample *s, struct reported *done)
 {
 	for (size_t i = 0; i < s->nstale; i++)
 		if (first_report(done, s->stale[i].pid))
-			notice(CMD, "pid %d (%s): stale segment skipped, %s; 'rdmatool cqstat --clean' removes it",
+			notice(CMD,
+			       "pid %d (%s): stale segment skipped, %s; 'rdmatool cqstat --clean' removes it",
 			       (int)s->stale[i].pid, s->stale[i].comm, s->stale[i].why);
 	for (size_t i = 0; i < s->nunreadable; i++)
 		if (first_report(done, s->unreadable[i].pid))
@@ -438,23 +434,28 @@ static int check_targets(const struct cqstat_opts *o, const struct sample *s)
 			continue;
 		for (size_t p = 0; p < s->nstale; p++)
 			if (s->stale[p].pid == pid)
-				return run_error(CMD, "pid %d: %s; its segment is stale ('rdmatool cqstat --clean' "
-						      "removes it)",
-						 (int)pid, s->stale[p].why);
+				return run_error(
+				    CMD,
+				    "pid %d: %s; its segment is stale ('rdmatool cqstat --clean' "
+				    "removes it)",
+				    (int)pid, s->stale[p].why);
 		for (size_t p = 0; p < s->nunreadable; p++)
 			if (s->unreadable[p].pid == pid)
-				return run_error(CMD, "pid %d: %s; is it running another rdmatool version?", (int)pid,
-						 s->unreadable[p].why);
+				return run_error(CMD, "pid %d: %s; is it running another rdmatool version?",
+						 (int)pid, s->unreadable[p].why);
 		if (stats_process_liveness(pid, 0) == STATS_DEAD)
-			return run_error(CMD, "no process with pid %d; 'rdmatool cqstat' lists the processes "
-					      "that publish stats",
+			return run_error(CMD,
+					 "no process with pid %d; 'rdmatool cqstat' lists the processes "
+					 "that publish stats",
 					 (int)pid);
 		if (o->comm)
-			return run_error(CMD, "pid %d is not named '%s'; drop -c or the PID", (int)pid, o->comm);
+			return run_error(CMD, "pid %d is not named '%s'; drop -c or the PID", (int)pid,
+					 o->comm);
 		proc_comm(pid, comm, sizeof(comm));
 		stats_pid_path(pid, path, sizeof(path));
-		return run_error(CMD, "process %d (%s) publishes no stats segment (%s): only rdmatool commands "
-				      "that use core do, and not with RDMATOOL_STATS=0",
+		return run_error(CMD,
+				 "process %d (%s) publishes no stats segment (%s): only rdmatool commands "
+				 "that use core do, and not with RDMATOOL_STATS=0",
 				 (int)pid, comm, path);
 	}
 	return EXIT_OK;
@@ -484,8 +485,8 @@ static void advance(struct timespec *t, double secs)
 
 static int run_samples(const struct cqstat_opts *o)
 {
-	struct sample prev = { 0 }, cur;
-	struct reported reported = { 0 };
+	struct sample prev = {0}, cur;
+	struct reported reported = {0};
 	struct timespec next;
 	int status = EXIT_OK, rows = screen_rows(), since_header = 0;
 	long taken = 0;
@@ -496,23 +497,26 @@ static int run_samples(const struct cqstat_opts *o)
 		int err = take_sample(o, &cur);
 
 		if (err) {
-			status = run_error(CMD, "cannot list stats segments in %s: %s; set RDMATOOL_STATS_DIR to "
-						"an existing directory",
+			status = run_error(CMD,
+					   "cannot list stats segments in %s: %s; set RDMATOOL_STATS_DIR to "
+					   "an existing directory",
 					   stats_segment_dir(), strerror(-err));
 			break;
 		}
 		if (taken == 0) {
 			status = check_targets(o, &cur);
 			if (status == EXIT_OK && o->comm && !cur.nprocs)
-				status = run_error(CMD, "no live process named '%s' publishes stats; "
-							"'rdmatool cqstat' lists them",
+				status = run_error(CMD,
+						   "no live process named '%s' publishes stats; "
+						   "'rdmatool cqstat' lists them",
 						   o->comm);
 			if (status != EXIT_OK) {
 				sample_free(&cur);
 				break;
 			}
 			if (!cur.nprocs && !o->npids && !o->comm)
-				notice(CMD, "no running rdmatool process publishes stats in %s", stats_segment_dir());
+				notice(CMD, "no running rdmatool process publishes stats in %s",
+				       stats_segment_dir());
 		}
 		report_problems(&cur, &reported);
 		if (global_opts.json) {
@@ -554,7 +558,8 @@ static int clean_stale(const struct cqstat_opts *o)
 	all.comm = NULL;
 	err = take_sample(&all, &s);
 	if (err)
-		return run_error(CMD, "cannot list stats segments in %s: %s", stats_segment_dir(), strerror(-err));
+		return run_error(CMD, "cannot list stats segments in %s: %s", stats_segment_dir(),
+				 strerror(-err));
 	if (global_opts.json) {
 		json_init(&j, stdout, global_opts.pretty);
 		json_begin_object(&j, NULL);
@@ -622,15 +627,15 @@ static int parse_args(int argc, const char **argv, struct cqstat_opts *o)
 {
 	char *interval = NULL, *count = NULL, *comm = NULL;
 	struct poptOption options[] = {
-		{ "comm", 'c', POPT_ARG_STRING, &comm, 0, "only processes running this command (e.g. bench)",
-		  "NAME" },
-		{ "interval", 'i', POPT_ARG_STRING, &interval, 0,
-		  "sample every SECONDS (fractions allowed), rates per second since the last sample", "SECONDS" },
-		{ "count", 'n', POPT_ARG_STRING, &count, 0, "stop after COUNT samples", "COUNT" },
-		{ "details", 'd', POPT_ARG_NONE, &o->details, 0, "show every counter", NULL },
-		{ "clean", 0, POPT_ARG_NONE, &o->clean, 0, "remove stale segments of processes that are gone",
-		  NULL },
-		POPT_AUTOHELP POPT_TABLEEND,
+	    {"comm", 'c', POPT_ARG_STRING, &comm, 0, "only processes running this command (e.g. bench)",
+	     "NAME"},
+	    {"interval", 'i', POPT_ARG_STRING, &interval, 0,
+	     "sample every SECONDS (fractions allowed), rates per second since the last sample", "SECONDS"},
+	    {"count", 'n', POPT_ARG_STRING, &count, 0, "stop after COUNT samples", "COUNT"},
+	    {"details", 'd', POPT_ARG_NONE, &o->details, 0, "show every counter", NULL},
+	    {"clean", 0, POPT_ARG_NONE, &o->clean, 0, "remove stale segments of processes that are gone",
+	     NULL},
+	    POPT_AUTOHELP POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 	const char *arg;
@@ -645,7 +650,8 @@ static int parse_args(int argc, const char **argv, struct cqstat_opts *o)
 	}
 	rc = EXIT_OK;
 	if (interval && !parse_interval(interval, &o->interval)) {
-		rc = usage_error(CMD, "bad interval '%s'; give seconds > 0 and at most %.0f, e.g. -i 1 or -i 0.5",
+		rc = usage_error(CMD,
+				 "bad interval '%s'; give seconds > 0 and at most %.0f, e.g. -i 1 or -i 0.5",
 				 interval, MAX_INTERVAL_S);
 		goto out;
 	}
@@ -657,8 +663,8 @@ static int parse_args(int argc, const char **argv, struct cqstat_opts *o)
 		o->interval = 1; /* like vmstat: several samples, one second apart */
 	if (comm) {
 		if (!*comm || strlen(comm) > STATS_COMM_LEN) {
-			rc = usage_error(CMD, "bad command name '%s'; give 1 to %d characters, e.g. -c bench", comm,
-					 STATS_COMM_LEN);
+			rc = usage_error(CMD, "bad command name '%s'; give 1 to %d characters, e.g. -c bench",
+					 comm, STATS_COMM_LEN);
 			goto out;
 		}
 		o->comm = strdup(comm);
@@ -667,7 +673,8 @@ static int parse_args(int argc, const char **argv, struct cqstat_opts *o)
 		pid_t *grown;
 
 		if (!parse_positive(arg, INT32_MAX, &pid)) {
-			rc = usage_error(CMD, "bad PID '%s'; give a process id, e.g. 'rdmatool cqstat 1234'", arg);
+			rc = usage_error(CMD, "bad PID '%s'; give a process id, e.g. 'rdmatool cqstat 1234'",
+					 arg);
 			goto out;
 		}
 		grown = realloc(o->pids, (o->npids + 1) * sizeof(*grown));
@@ -692,8 +699,8 @@ out:
 
 int cmd_cqstat(int argc, const char **argv)
 {
-	struct cqstat_opts o = { 0 };
-	struct sigaction sa = { .sa_handler = on_interrupt };
+	struct cqstat_opts o = {0};
+	struct sigaction sa = {.sa_handler = on_interrupt};
 	int rc = parse_args(argc, argv, &o);
 
 	if (rc == EXIT_OK && o.clean) {

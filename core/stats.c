@@ -22,7 +22,7 @@ static struct {
 	pid_t owner; /* the process that created hdr; a forked child is not it */
 	bool atexit_done;
 	char path[PATH_MAX];
-} seg = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} seg = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 const char *stats_segment_dir(void)
 {

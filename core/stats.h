@@ -26,15 +26,15 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define STATS_MAGIC	   0x5453534c54414452ULL /* "RDATLSST" little-endian */
-#define STATS_VERSION	   1
-#define STATS_NAME_LEN	   32
-#define STATS_COMM_LEN	   32
-#define STATS_MAX_ENTRIES  256
-#define STATS_FILE_PREFIX  "rdmatool-stats."
-#define STATS_DEFAULT_DIR  "/dev/shm"
-#define STATS_ENV_DISABLE  "RDMATOOL_STATS"
-#define STATS_ENV_DIR	   "RDMATOOL_STATS_DIR"
+#define STATS_MAGIC	  0x5453534c54414452ULL /* "RDATLSST" little-endian */
+#define STATS_VERSION	  1
+#define STATS_NAME_LEN	  32
+#define STATS_COMM_LEN	  32
+#define STATS_MAX_ENTRIES 256
+#define STATS_FILE_PREFIX "rdmatool-stats."
+#define STATS_DEFAULT_DIR "/dev/shm"
+#define STATS_ENV_DISABLE "RDMATOOL_STATS"
+#define STATS_ENV_DIR	  "RDMATOOL_STATS_DIR"
 
 /* What an entry describes.  Values are part of the on-disk format. */
 enum stats_kind {
@@ -158,8 +158,8 @@ static inline void stats_max(struct stats_entry *e, enum stats_counter c, uint64
 		return;
 	uint64_t cur = atomic_load_explicit(&e->counter[c], memory_order_relaxed);
 
-	while (cur < v && !atomic_compare_exchange_weak_explicit(&e->counter[c], &cur, v, memory_order_relaxed,
-								 memory_order_relaxed))
+	while (cur < v && !atomic_compare_exchange_weak_explicit(&e->counter[c], &cur, v,
+								 memory_order_relaxed, memory_order_relaxed))
 		;
 }
 

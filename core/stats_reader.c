@@ -89,7 +89,7 @@ int stats_reader_open_path(struct stats_reader *r, const char *path, pid_t expec
 	}
 	if (st.st_size < (off_t)sizeof(struct stats_header)) {
 		/* Too short to map a header: decide from what read() can see. */
-		struct stats_header h = { 0 };
+		struct stats_header h = {0};
 		ssize_t got = pread(r->fd, &h, sizeof(h), 0);
 
 		status = got < 0 ? STATS_READ_IO : validate(&h, (size_t)got, expect_pid);

@@ -32,14 +32,15 @@ static void on_term(int sig)
 int main(int argc, char **argv)
 {
 	struct stats_entry *e[STATS_MAX_ENTRIES];
-	struct timespec tick = { 0, 1000000 }, start, now;
+	struct timespec tick = {0, 1000000}, start, now;
 	int n, err;
 	long step, secs;
 	unsigned long long total = 0, i;
 
 	if (argc != 5 || (n = atoi(argv[2])) <= 0 || n > STATS_MAX_ENTRIES || (step = atol(argv[3])) < 0 ||
 	    (secs = atol(argv[4])) < 0) {
-		fprintf(stderr, "usage: stats_publisher COMM ENTRIES(1..%d) STEP SECONDS\n", STATS_MAX_ENTRIES);
+		fprintf(stderr, "usage: stats_publisher COMM ENTRIES(1..%d) STEP SECONDS\n",
+			STATS_MAX_ENTRIES);
 		return 2;
 	}
 	signal(SIGTERM, on_term);

@@ -281,7 +281,7 @@ static int open_file(const char *name, pid_t expect_pid)
 
 static struct stats_header good_header(void)
 {
-	struct stats_header h = { 0 };
+	struct stats_header h = {0};
 
 	h.magic = STATS_MAGIC;
 	h.version = STATS_VERSION;
@@ -359,8 +359,8 @@ static void corrupt_files_are_errors(void **state)
 static void list_ignores_other_names(void **state)
 {
 	(void)state;
-	const char *junk[] = { ".rdmatool-stats.17.tmp", "rdmatool-stats.abc", "rdmatool-stats.12x",
-			       "rdmatool-stats.", "rdmatool-stats.-3", "other.18" };
+	const char *junk[] = {".rdmatool-stats.17.tmp", "rdmatool-stats.abc", "rdmatool-stats.12x",
+			      "rdmatool-stats.",	"rdmatool-stats.-3",  "other.18"};
 	pid_t *pids;
 	size_t n;
 
@@ -388,15 +388,15 @@ static int cleanup_dir(void)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(roundtrip, setup, teardown),
-		cmocka_unit_test_setup_teardown(null_entry_is_harmless, setup, teardown),
-		cmocka_unit_test_setup_teardown(disabled_by_environment, setup, teardown),
-		cmocka_unit_test_setup_teardown(full_segment_returns_null, setup, teardown),
-		cmocka_unit_test_setup_teardown(error_classes, setup, teardown),
-		cmocka_unit_test_setup_teardown(exit_removes_segment_and_fork_gets_its_own, setup, teardown),
-		cmocka_unit_test_setup_teardown(killed_publisher_is_stale, setup, teardown),
-		cmocka_unit_test_setup_teardown(corrupt_files_are_errors, setup, teardown),
-		cmocka_unit_test_setup_teardown(list_ignores_other_names, setup, teardown),
+	    cmocka_unit_test_setup_teardown(roundtrip, setup, teardown),
+	    cmocka_unit_test_setup_teardown(null_entry_is_harmless, setup, teardown),
+	    cmocka_unit_test_setup_teardown(disabled_by_environment, setup, teardown),
+	    cmocka_unit_test_setup_teardown(full_segment_returns_null, setup, teardown),
+	    cmocka_unit_test_setup_teardown(error_classes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(exit_removes_segment_and_fork_gets_its_own, setup, teardown),
+	    cmocka_unit_test_setup_teardown(killed_publisher_is_stale, setup, teardown),
+	    cmocka_unit_test_setup_teardown(corrupt_files_are_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(list_ignores_other_names, setup, teardown),
 	};
 	int failed;
 

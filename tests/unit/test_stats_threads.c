@@ -78,7 +78,8 @@ static void *reader_main(void *arg)
 		}
 		for (uint32_t i = 0; i < prev->nentries; i++)
 			for (int c = 0; c < STATS_NCOUNTERS; c++)
-				if (c != STATS_RING_DEPTH && cur->entry[i].counter[c] < prev->entry[i].counter[c])
+				if (c != STATS_RING_DEPTH &&
+				    cur->entry[i].counter[c] < prev->entry[i].counter[c])
 					sh->reader_saw_regression = true;
 		for (uint32_t i = 0; i < cur->nentries; i++)
 			if (cur->entry[i].name[0] == '\0')
@@ -99,7 +100,7 @@ out:
 static void counts_are_exact_under_contention(void **state)
 {
 	(void)state;
-	struct shared sh = { 0 };
+	struct shared sh = {0};
 	struct writer w[WRITERS];
 	pthread_t wt[WRITERS], rt;
 	struct stats_snapshot *s = malloc(sizeof(*s));
@@ -113,7 +114,7 @@ static void counts_are_exact_under_contention(void **state)
 	atomic_init(&sh.writers_left, WRITERS);
 	assert_int_equal(pthread_create(&rt, NULL, reader_main, &sh), 0);
 	for (int i = 0; i < WRITERS; i++) {
-		w[i] = (struct writer){ .sh = &sh, .id = i };
+		w[i] = (struct writer){.sh = &sh, .id = i};
 		assert_int_equal(pthread_create(&wt[i], NULL, writer_main, &w[i]), 0);
 	}
 	for (int i = 0; i < WRITERS; i++)
@@ -187,7 +188,7 @@ static void *max_watcher(void *arg)
 static void max_never_goes_back(void **state)
 {
 	(void)state;
-	struct max_race m = { 0 };
+	struct max_race m = {0};
 	pthread_t t[WRITERS], watcher;
 
 	assert_int_equal(stats_segment_open("max"), 0);
@@ -208,8 +209,8 @@ static void max_never_goes_back(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(counts_are_exact_under_contention),
-		cmocka_unit_test(max_never_goes_back),
+	    cmocka_unit_test(counts_are_exact_under_contention),
+	    cmocka_unit_test(max_never_goes_back),
 	};
 	int failed;
 
