@@ -627,11 +627,11 @@ static int parse_args(int argc, const char **argv, struct cqstat_opts *o)
 {
 	char *interval = NULL, *count = NULL, *comm = NULL;
 	struct poptOption options[] = {
-	    {"comm", 'c', POPT_ARG_STRING, &comm, 0, "only processes running this command (e.g. bench)",
+	    {"comm", 'c', POPT_ARG_STRING, NULL, 'c', "only processes running this command (e.g. bench)",
 	     "NAME"},
-	    {"interval", 'i', POPT_ARG_STRING, &interval, 0,
+	    {"interval", 'i', POPT_ARG_STRING, NULL, 'i',
 	     "sample every SECONDS (fractions allowed), rates per second since the last sample", "SECONDS"},
-	    {"count", 'n', POPT_ARG_STRING, &count, 0, "stop after COUNT samples", "COUNT"},
+	    {"count", 'n', POPT_ARG_STRING, NULL, 'n', "stop after COUNT samples", "COUNT"},
 	    {"details", 'd', POPT_ARG_NONE, &o->details, 0, "show every counter", NULL},
 	    {"clean", 0, POPT_ARG_NONE, &o->clean, 0, "remove stale segments of processes that are gone",
 	     NULL},
@@ -643,7 +643,13 @@ static int parse_args(int argc, const char **argv, struct cqstat_opts *o)
 	int rc;
 
 	poptSetOtherOptionHelp(pc, "[OPTION...] [PID...]");
-	rc = poptGetNextOpt(pc);
+	/* String options are collected here so that a repeated one replaces (and frees) the last. */
+	while ((rc = poptGetNextOpt(pc)) > 0) {
+		char **slot = rc == 'c' ? &comm : rc == 'i' ? &interval : &count;
+
+		free(*slot);
+		*slot = poptGetOptArg(pc);
+	}
 	if (rc < -1) {
 		rc = popt_usage_error(CMD, pc, rc);
 		goto out;
