@@ -219,6 +219,7 @@ int main(void)
 	setenv(STATS_ENV_DIR, dir, 1);
 	unsetenv(STATS_ENV_DISABLE);
 	failed = cmocka_run_group_tests(tests, NULL, NULL);
+	stats_segment_close(); /* a failed test leaves its segment open */
 	rmdir(dir);
 	return failed;
 }
