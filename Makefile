@@ -33,6 +33,9 @@ CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_HELPER_OBJ := $(UNIT_HELPER_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# Helper programs integration tests start (e.g. a stats segment publisher).
+TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
+TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 
 RDMATOOL := $(BUILD)/rdmatool
 CORE_LIB := $(BUILD)/librdmacore.a
@@ -61,17 +64,21 @@ $(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPER_OBJ) $(CMD_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(UNIT_HELPER_OBJ) $(CMD_LIB) $(CORE_LIB) $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
 
+$(BUILD)/tests/tools/%: tests/tools/%.c $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_LIB) $(LDFLAGS) $(LDLIBS)
+
 check-deps:
 	@tests/deps.sh check
 
 # One runner for everything, so the summary line counts every test.
-check: check-deps all $(UNIT_BIN)
+check: check-deps all $(UNIT_BIN) $(TOOL_BIN)
 	@BUILD=$(BUILD) tests/run-tests.sh $(UNIT_BIN) $(sort $(wildcard tests/integration/*.sh))
 
 unit: check-deps all $(UNIT_BIN)
 	@BUILD=$(BUILD) tests/run-tests.sh $(UNIT_BIN)
 
-integration: check-deps all
+integration: check-deps all $(TOOL_BIN)
 	@BUILD=$(BUILD) tests/run-tests.sh $(sort $(wildcard tests/integration/*.sh))
 
 deps:
@@ -107,4 +114,4 @@ install: all
 clean:
 	rm -rf build build-asan build-tsan
 
--include $(CORE_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(BUILD)/cmd/main.d $(UNIT_HELPER_OBJ:.o=.d) $(UNIT_BIN:=.d)
+-include $(CORE_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(BUILD)/cmd/main.d $(UNIT_HELPER_OBJ:.o=.d) $(UNIT_BIN:=.d) $(TOOL_BIN:=.d)

@@ -6,5 +6,6 @@
 
 const struct command commands[] = {
 	{ "devices", cmd_devices, "list RDMA devices and ports, the soft device included" },
+	{ "cqstat", cmd_cqstat, "live per-stripe and per-CQ counters of running rdmatool processes" },
 	{ NULL, NULL, NULL },
 };

@@ -1,0 +1,724 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmatool cqstat: the per-stripe and per-CQ counters every running rdmatool
+ * process publishes in its stats segment (core/stats.h), read from outside
+ * without a lock; one sample, or vmstat-like samples every -i seconds.
+ */
+#include "../core/stats_reader.h"
+#include "cmd.h"
+#include "json.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <popt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const CMD = "cqstat";
+
+#define MAX_INTERVAL_S (24 * 3600.0)
+
+struct cqstat_opts {
+	const char *comm;
+	double interval; /* 0: one sample unless -n asks for more */
+	long count;	 /* 0: until interrupted (with -i) */
+	int details;
+	int clean;
+	pid_t *pids; /* explicit PID arguments */
+	size_t npids;
+};
+
+/* One sample: the live processes' snapshots, and what could not be shown. */
+struct problem {
+	pid_t pid;
+	char comm[STATS_COMM_LEN + 1];
+	const char *why;
+};
+
+struct sample {
+	struct stats_snapshot **procs;
+	size_t nprocs;
+	struct problem *stale;
+	size_t nstale;
+	struct problem *unreadable;
+	size_t nunreadable;
+	double unix_time;
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static const char *const kind_names[STATS_NKINDS] = {
+    [STATS_KIND_STRIPE] = "stripe",
+    [STATS_KIND_CQ] = "cq",
+    [STATS_KIND_MADSTRESS_WORKER] = "madstress_worker",
+    [STATS_KIND_WALK_CLIENT] = "walk_client",
+    [STATS_KIND_AGENT] = "agent",
+    [STATS_KIND_OTHER] = "other",
+};
+
+static const char *const counter_keys[STATS_NCOUNTERS] = {
+    [STATS_POSTED] = "posted",
+    [STATS_COMPLETED] = "completed",
+    [STATS_POLLS] = "polls",
+    [STATS_EMPTY_POLLS] = "empty_polls",
+    [STATS_RING_DEPTH] = "ring_depth",
+    [STATS_RING_HWM] = "ring_hwm",
+    [STATS_EAGAIN] = "eagain",
+    [STATS_ERRORS] = "errors",
+    [STATS_ERRORS_LOCAL] = "errors_local",
+    [STATS_ERRORS_REMOTE] = "errors_remote",
+    [STATS_ERRORS_FLUSH] = "errors_flush",
+    [STATS_ERRORS_TIMEOUT] = "errors_timeout",
+    [STATS_ERRORS_OTHER] = "errors_other",
+    [STATS_FLOW_CONTROL] = "flow_control",
+};
+
+/* Names come from other processes' memory: keep them printable ASCII. */
+static void sanitize(char *s)
+{
+	for (; *s; s++)
+		if (!isprint((unsigned char)*s) || (unsigned char)*s >= 0x80)
+			*s = '?';
+}
+
+static void proc_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(buf, len, "?");
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+	sanitize(buf);
+}
+
+static double now_unix(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int add_problem(struct problem **list, size_t *n, pid_t pid, const char *comm, const char *why)
+{
+	struct problem *grown = realloc(*list, (*n + 1) * sizeof(**list));
+
+	if (!grown)
+		return -ENOMEM;
+	*list = grown;
+	grown[*n].pid = pid;
+	snprintf(grown[*n].comm, sizeof(grown[*n].comm), "%s", comm);
+	sanitize(grown[*n].comm);
+	grown[*n].why = why;
+	(*n)++;
+	return 0;
+}
+
+static void sample_free(struct sample *s)
+{
+	for (size_t i = 0; i < s->nprocs; i++)
+		free(s->procs[i]);
+	free(s->procs);
+	free(s->stale);
+	free(s->unreadable);
+	memset(s, 0, sizeof(*s));
+}
+
+/*
+ * Reads one pid's segment into the sample: live ones into procs, dead or
+ * reused pids into stale, bad files into unreadable.  A segment that
+ * vanished since the directory was listed is simply skipped.
+ */
+static int read_one(pid_t pid, const struct cqstat_opts *o, struct sample *s)
+{
+	struct stats_snapshot *snap;
+	struct stats_reader r;
+	int status;
+
+	status = stats_reader_open(&r, pid);
+	if (status == STATS_READ_NOENT)
+		return 0;
+	if (status != STATS_READ_OK) {
+		char comm[STATS_COMM_LEN + 1];
+
+		if (stats_process_liveness(pid, 0) == STATS_DEAD)
+			return add_problem(&s->stale, &s->nstale, pid, "?", "process is gone");
+		proc_comm(pid, comm, sizeof(comm));
+		return add_problem(&s->unreadable, &s->nunreadable, pid, comm, stats_read_strerror(status));
+	}
+	snap = malloc(sizeof(*snap));
+	if (!snap) {
+		stats_reader_close(&r);
+		return -ENOMEM;
+	}
+	status = stats_reader_snapshot(&r, snap);
+	stats_reader_close(&r);
+	if (status != STATS_READ_OK) {
+		free(snap);
+		return add_problem(&s->unreadable, &s->nunreadable, pid, "?", stats_read_strerror(status));
+	}
+	sanitize(snap->comm);
+	for (uint32_t i = 0; i < snap->nentries; i++)
+		sanitize(snap->entry[i].name);
+	switch (stats_process_liveness(pid, snap->proc_starttime)) {
+	case STATS_DEAD:
+		status = add_problem(&s->stale, &s->nstale, pid, snap->comm, "process is gone");
+		free(snap);
+		return status;
+	case STATS_PID_REUSED:
+		status = add_problem(&s->stale, &s->nstale, pid, snap->comm, "pid reused by another process");
+		free(snap);
+		return status;
+	case STATS_LIVE:
+		break;
+	}
+	if (o->comm && strcmp(o->comm, snap->comm)) {
+		free(snap);
+		return 0;
+	}
+	struct stats_snapshot **grown = realloc(s->procs, (s->nprocs + 1) * sizeof(*grown));
+
+	if (!grown) {
+		free(snap);
+		return -ENOMEM;
+	}
+	s->procs = grown;
+	s->procs[s->nprocs++] = snap;
+	return 0;
+}
+
+static int take_sample(const struct cqstat_opts *o, struct sample *s)
+{
+	pid_t *pids = o->pids;
+	size_t n = o->npids;
+	int err = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->unix_time = now_unix();
+	if (!o->npids) {
+		err = stats_list_pids(&pids, &n);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < n && !err; i++)
+		err = read_one(pids[i], o, s);
+	if (pids != o->pids)
+		free(pids);
+	return err;
+}
+
+/* The same process in the previous sample (same pid and start time), or NULL. */
+static const struct stats_snapshot *find_prev(const struct sample *prev, const struct stats_snapshot *cur)
+{
+	for (size_t i = 0; prev && i < prev->nprocs; i++)
+		if (prev->procs[i]->pid == cur->pid &&
+		    prev->procs[i]->start_realtime_ns == cur->start_realtime_ns)
+			return prev->procs[i];
+	return NULL;
+}
+
+/*
+ * Per-second rate of counter c of entry i: since the previous sample when
+ * there is one (entries are append-only, so index i is the same entry),
+ * else since the process created its segment.
+ */
+static double rate(const struct stats_snapshot *cur, const struct stats_snapshot *prev, uint32_t i, int c,
+		   double unix_time)
+{
+	double secs;
+	uint64_t base = 0;
+
+	if (prev && i < prev->nentries) {
+		secs = (double)(cur->taken_ns - prev->taken_ns) / 1e9;
+		base = prev->entry[i].counter[c];
+	} else {
+		secs = unix_time - (double)cur->start_realtime_ns / 1e9;
+	}
+	if (secs <= 0 || cur->entry[i].counter[c] < base)
+		return 0;
+	return (double)(cur->entry[i].counter[c] - base) / secs;
+}
+
+static void print_json(const struct sample *s, const struct sample *prev)
+{
+	struct json j;
+
+	json_init(&j, stdout, global_opts.pretty);
+	json_begin_object(&j, NULL);
+	json_uint(&j, "time_ms", (unsigned long long)llround(s->unix_time * 1e3));
+	json_begin_array(&j, "processes");
+	for (size_t p = 0; p < s->nprocs; p++) {
+		const struct stats_snapshot *snap = s->procs[p];
+		const struct stats_snapshot *before = find_prev(prev, snap);
+
+		json_begin_object(&j, NULL);
+		json_int(&j, "pid", snap->pid);
+		json_string(&j, "comm", snap->comm);
+		json_uint(&j, "start_time_ms", snap->start_realtime_ns / 1000000u);
+		json_begin_array(&j, "cqs");
+		for (uint32_t i = 0; i < snap->nentries; i++) {
+			const struct stats_entry_snapshot *e = &snap->entry[i];
+
+			json_begin_object(&j, NULL);
+			json_string(&j, "name", e->name);
+			json_string(&j, "kind", kind_names[e->kind]);
+			json_int(&j, "stripe", e->stripe);
+			for (int c = 0; c < STATS_NCOUNTERS; c++)
+				json_uint(&j, counter_keys[c], e->counter[c]);
+			json_double(&j, "rate_posted_per_s",
+				    rate(snap, before, i, STATS_POSTED, s->unix_time));
+			json_double(&j, "rate_completed_per_s",
+				    rate(snap, before, i, STATS_COMPLETED, s->unix_time));
+			json_end_object(&j);
+		}
+		json_end_array(&j);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	json_begin_array(&j, "stale");
+	for (size_t i = 0; i < s->nstale; i++) {
+		json_begin_object(&j, NULL);
+		json_int(&j, "pid", s->stale[i].pid);
+		json_string(&j, "comm", s->stale[i].comm);
+		json_string(&j, "reason", s->stale[i].why);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	json_begin_array(&j, "unreadable");
+	for (size_t i = 0; i < s->nunreadable; i++) {
+		json_begin_object(&j, NULL);
+		json_int(&j, "pid", s->unreadable[i].pid);
+		json_string(&j, "error", s->unreadable[i].why);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	json_end_object(&j);
+	json_finish(&j);
+}
+
+/* Columns of the table: the default set, and with -d every counter. */
+struct column {
+	const char *title;
+	int width;
+	int counter; /* stats_counter, or -1 for a rate */
+	int rate_of; /* with counter -1: the counter whose rate this is */
+	bool detail;
+};
+
+static const struct column columns[] = {
+    {"POSTED", 12, STATS_POSTED, 0, false},	  {"POST/s", 11, -1, STATS_POSTED, true},
+    {"COMPLETED", 12, STATS_COMPLETED, 0, false}, {"COMPL/s", 11, -1, STATS_COMPLETED, false},
+    {"POLLS", 12, STATS_POLLS, 0, false},	  {"EMPTY", 12, STATS_EMPTY_POLLS, 0, false},
+    {"DEPTH", 7, STATS_RING_DEPTH, 0, false},	  {"HWM", 7, STATS_RING_HWM, 0, false},
+    {"EAGAIN", 9, STATS_EAGAIN, 0, false},	  {"ERRORS", 8, STATS_ERRORS, 0, false},
+    {"E_LOCAL", 8, STATS_ERRORS_LOCAL, 0, true},  {"E_REMOTE", 8, STATS_ERRORS_REMOTE, 0, true},
+    {"E_FLUSH", 8, STATS_ERRORS_FLUSH, 0, true},  {"E_TMOUT", 8, STATS_ERRORS_TIMEOUT, 0, true},
+    {"E_OTHER", 8, STATS_ERRORS_OTHER, 0, true},  {"FLOWCTL", 8, STATS_FLOW_CONTROL, 0, true},
+};
+
+#define NCOLUMNS (sizeof(columns) / sizeof(columns[0]))
+
+static int print_header(const struct cqstat_opts *o)
+{
+	printf("%7s %-12s %-20s %6s", "PID", "COMM", "NAME", "STRIPE");
+	for (size_t c = 0; c < NCOLUMNS; c++)
+		if (!columns[c].detail || o->details)
+			printf(" %*s", columns[c].width, columns[c].title);
+	putchar('\n');
+	return 1;
+}
+
+/* Prints the sample's rows; returns how many lines it printed. */
+static int print_rows(const struct cqstat_opts *o, const struct sample *s, const struct sample *prev)
+{
+	int lines = 0;
+
+	for (size_t p = 0; p < s->nprocs; p++) {
+		const struct stats_snapshot *snap = s->procs[p];
+		const struct stats_snapshot *before = find_prev(prev, snap);
+
+		for (uint32_t i = 0; i < snap->nentries; i++) {
+			const struct stats_entry_snapshot *e = &snap->entry[i];
+
+			printf("%7d %-12.12s %-20.20s %6d", (int)snap->pid, snap->comm, e->name, e->stripe);
+			for (size_t c = 0; c < NCOLUMNS; c++) {
+				const struct column *col = &columns[c];
+
+				if (col->detail && !o->details)
+					continue;
+				if (col->counter >= 0)
+					printf(" %*llu", col->width,
+					       (unsigned long long)e->counter[col->counter]);
+				else
+					printf(" %*.0f", col->width,
+					       rate(snap, before, i, col->rate_of, s->unix_time));
+			}
+			putchar('\n');
+			lines++;
+		}
+	}
+	return lines;
+}
+
+static int screen_rows(void)
+{
+	struct winsize ws;
+
+	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 2)
+		return ws.ws_row;
+	return 24;
+}
+
+/* Stale and unreadable segments are reported once each on stderr, not per sample. */
+struct reported {
+	pid_t *pids;
+	size_t n;
+};
+
+static bool first_report(struct reported *r, pid_t pid)
+{
+	pid_t *grown;
+
+	for (size_t i = 0; i < r->n; i++)
+		if (r->pids[i] == pid)
+			return false;
+	grown = realloc(r->pids, (r->n + 1) * sizeof(*grown));
+	if (!grown)
+		return true;
+	r->pids = grown;
+	r->pids[r->n++] = pid;
+	return true;
+}
+
+static void report_problems(const struct sample *s, struct reported *done)
+{
+	for (size_t i = 0; i < s->nstale; i++)
+		if (first_report(done, s->stale[i].pid))
+			notice(CMD,
+			       "pid %d (%s): stale segment skipped, %s; 'rdmatool cqstat --clean' removes it",
+			       (int)s->stale[i].pid, s->stale[i].comm, s->stale[i].why);
+	for (size_t i = 0; i < s->nunreadable; i++)
+		if (first_report(done, s->unreadable[i].pid))
+			notice(CMD, "pid %d (%s): segment skipped: %s", (int)s->unreadable[i].pid,
+			       s->unreadable[i].comm, s->unreadable[i].why);
+}
+
+/* For explicit PIDs: every one must be a live process with a readable segment. */
+static int check_targets(const struct cqstat_opts *o, const struct sample *s)
+{
+	for (size_t i = 0; i < o->npids; i++) {
+		pid_t pid = o->pids[i];
+		char path[512], comm[64];
+		bool shown = false;
+
+		for (size_t p = 0; p < s->nprocs; p++)
+			shown |= s->procs[p]->pid == pid;
+		if (shown)
+			continue;
+		for (size_t p = 0; p < s->nstale; p++)
+			if (s->stale[p].pid == pid)
+				return run_error(
+				    CMD,
+				    "pid %d: %s; its segment is stale ('rdmatool cqstat --clean' "
+				    "removes it)",
+				    (int)pid, s->stale[p].why);
+		for (size_t p = 0; p < s->nunreadable; p++)
+			if (s->unreadable[p].pid == pid)
+				return run_error(CMD, "pid %d: %s; is it running another rdmatool version?",
+						 (int)pid, s->unreadable[p].why);
+		if (stats_process_liveness(pid, 0) == STATS_DEAD)
+			return run_error(CMD,
+					 "no process with pid %d; 'rdmatool cqstat' lists the processes "
+					 "that publish stats",
+					 (int)pid);
+		if (o->comm)
+			return run_error(CMD, "pid %d is not named '%s'; drop -c or the PID", (int)pid,
+					 o->comm);
+		proc_comm(pid, comm, sizeof(comm));
+		stats_pid_path(pid, path, sizeof(path));
+		return run_error(CMD,
+				 "process %d (%s) publishes no stats segment (%s): only rdmatool commands "
+				 "that use core do, and not with RDMATOOL_STATS=0",
+				 (int)pid, comm, path);
+	}
+	return EXIT_OK;
+}
+
+/* Sleeps until the absolute CLOCK_MONOTONIC deadline; false if interrupted by a signal. */
+static bool sleep_until(const struct timespec *deadline)
+{
+	while (!interrupted) {
+		int err = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, deadline, NULL);
+
+		if (err == 0)
+			return !interrupted;
+		if (err != EINTR)
+			return false;
+	}
+	return false;
+}
+
+static void advance(struct timespec *t, double secs)
+{
+	long long ns = t->tv_nsec + llround(secs * 1e9);
+
+	t->tv_sec += ns / 1000000000ll;
+	t->tv_nsec = ns % 1000000000ll;
+}
+
+static int run_samples(const struct cqstat_opts *o)
+{
+	struct sample prev = {0}, cur;
+	struct reported reported = {0};
+	struct timespec next;
+	int status = EXIT_OK, rows = screen_rows(), since_header = 0;
+	long taken = 0;
+	bool have_prev = false;
+
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (;;) {
+		int err = take_sample(o, &cur);
+
+		if (err) {
+			status = run_error(CMD,
+					   "cannot list stats segments in %s: %s; set RDMATOOL_STATS_DIR to "
+					   "an existing directory",
+					   stats_segment_dir(), strerror(-err));
+			break;
+		}
+		if (taken == 0) {
+			status = check_targets(o, &cur);
+			if (status == EXIT_OK && o->comm && !cur.nprocs)
+				status = run_error(CMD,
+						   "no live process named '%s' publishes stats; "
+						   "'rdmatool cqstat' lists them",
+						   o->comm);
+			if (status != EXIT_OK) {
+				sample_free(&cur);
+				break;
+			}
+			if (!cur.nprocs && !o->npids && !o->comm)
+				notice(CMD, "no running rdmatool process publishes stats in %s",
+				       stats_segment_dir());
+		}
+		report_problems(&cur, &reported);
+		if (global_opts.json) {
+			print_json(&cur, have_prev ? &prev : NULL);
+		} else {
+			if (taken == 0 || (o->interval > 0 && since_header >= rows - 1))
+				since_header = print_header(o);
+			since_header += print_rows(o, &cur, have_prev ? &prev : NULL);
+			fflush(stdout);
+		}
+		taken++;
+		sample_free(&prev);
+		prev = cur;
+		have_prev = true;
+		if (o->count ? taken >= o->count : o->interval == 0)
+			break;
+		/* Explicit targets that all exited end the run. */
+		if (o->npids && !cur.nprocs) {
+			notice(CMD, "the processes watched have exited");
+			break;
+		}
+		advance(&next, o->interval);
+		if (!sleep_until(&next))
+			break;
+	}
+	sample_free(&prev);
+	free(reported.pids);
+	return status;
+}
+
+/* --clean: removes every segment whose process is gone (or whose pid was reused). */
+static int clean_stale(const struct cqstat_opts *o)
+{
+	struct sample s;
+	struct cqstat_opts all = *o;
+	struct json j;
+	int err, status = EXIT_OK;
+
+	all.comm = NULL;
+	err = take_sample(&all, &s);
+	if (err)
+		return run_error(CMD, "cannot list stats segments in %s: %s", stats_segment_dir(),
+				 strerror(-err));
+	if (global_opts.json) {
+		json_init(&j, stdout, global_opts.pretty);
+		json_begin_object(&j, NULL);
+		json_begin_array(&j, "removed");
+	}
+	for (size_t i = 0; i < s.nstale; i++) {
+		const struct problem *p = &s.stale[i];
+
+		if (o->comm && strcmp(o->comm, p->comm))
+			continue;
+		err = stats_segment_remove(p->pid);
+		if (err && err != -ENOENT) {
+			status = run_error(CMD, "cannot remove the segment of pid %d: %s", (int)p->pid,
+					   strerror(-err));
+			continue;
+		}
+		if (global_opts.json) {
+			json_begin_object(&j, NULL);
+			json_int(&j, "pid", p->pid);
+			json_string(&j, "comm", p->comm);
+			json_string(&j, "reason", p->why);
+			json_end_object(&j);
+		} else {
+			printf("removed stale segment of pid %d (%s): %s\n", (int)p->pid, p->comm, p->why);
+		}
+	}
+	if (global_opts.json) {
+		json_end_array(&j);
+		json_end_object(&j);
+		json_finish(&j);
+	} else if (!s.nstale) {
+		notice(CMD, "no stale segments in %s", stats_segment_dir());
+	}
+	sample_free(&s);
+	return status;
+}
+
+static bool parse_interval(const char *arg, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !isfinite(v) || v <= 0 || v > MAX_INTERVAL_S)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_positive(const char *arg, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v <= 0 || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int parse_args(int argc, const char **argv, struct cqstat_opts *o)
+{
+	char *interval = NULL, *count = NULL, *comm = NULL;
+	struct poptOption options[] = {
+	    {"comm", 'c', POPT_ARG_STRING, NULL, 'c', "only processes running this command (e.g. bench)",
+	     "NAME"},
+	    {"interval", 'i', POPT_ARG_STRING, NULL, 'i',
+	     "sample every SECONDS (fractions allowed), rates per second since the last sample", "SECONDS"},
+	    {"count", 'n', POPT_ARG_STRING, NULL, 'n', "stop after COUNT samples", "COUNT"},
+	    {"details", 'd', POPT_ARG_NONE, &o->details, 0, "show every counter", NULL},
+	    {"clean", 0, POPT_ARG_NONE, &o->clean, 0, "remove stale segments of processes that are gone",
+	     NULL},
+	    POPT_AUTOHELP POPT_TABLEEND,
+	};
+	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
+	const char *arg;
+	long pid;
+	int rc;
+
+	poptSetOtherOptionHelp(pc, "[OPTION...] [PID...]");
+	/* String options are collected here so that a repeated one replaces (and frees) the last. */
+	while ((rc = poptGetNextOpt(pc)) > 0) {
+		char **slot = rc == 'c' ? &comm : rc == 'i' ? &interval : &count;
+
+		free(*slot);
+		*slot = poptGetOptArg(pc);
+	}
+	if (rc < -1) {
+		rc = popt_usage_error(CMD, pc, rc);
+		goto out;
+	}
+	rc = EXIT_OK;
+	if (interval && !parse_interval(interval, &o->interval)) {
+		rc = usage_error(CMD,
+				 "bad interval '%s'; give seconds > 0 and at most %.0f, e.g. -i 1 or -i 0.5",
+				 interval, MAX_INTERVAL_S);
+		goto out;
+	}
+	if (count && !parse_positive(count, 1000000000L, &o->count)) {
+		rc = usage_error(CMD, "bad count '%s'; give a number of samples >= 1, e.g. -n 5", count);
+		goto out;
+	}
+	if (o->count > 1 && o->interval == 0)
+		o->interval = 1; /* like vmstat: several samples, one second apart */
+	if (comm) {
+		if (!*comm || strlen(comm) > STATS_COMM_LEN) {
+			rc = usage_error(CMD, "bad command name '%s'; give 1 to %d characters, e.g. -c bench",
+					 comm, STATS_COMM_LEN);
+			goto out;
+		}
+		o->comm = strdup(comm);
+	}
+	while ((arg = poptGetArg(pc))) {
+		pid_t *grown;
+
+		if (!parse_positive(arg, INT32_MAX, &pid)) {
+			rc = usage_error(CMD, "bad PID '%s'; give a process id, e.g. 'rdmatool cqstat 1234'",
+					 arg);
+			goto out;
+		}
+		grown = realloc(o->pids, (o->npids + 1) * sizeof(*grown));
+		if (!grown) {
+			rc = run_error(CMD, "out of memory");
+			goto out;
+		}
+		o->pids = grown;
+		o->pids[o->npids++] = (pid_t)pid;
+	}
+	if (o->clean && (o->interval > 0 || o->count)) {
+		rc = usage_error(CMD, "--clean removes stale segments once; drop -i and -n");
+		goto out;
+	}
+out:
+	free(interval);
+	free(count);
+	free(comm);
+	poptFreeContext(pc);
+	return rc;
+}
+
+int cmd_cqstat(int argc, const char **argv)
+{
+	struct cqstat_opts o = {0};
+	struct sigaction sa = {.sa_handler = on_interrupt};
+	int rc = parse_args(argc, argv, &o);
+
+	if (rc == EXIT_OK && o.clean) {
+		rc = clean_stale(&o);
+	} else if (rc == EXIT_OK) {
+		/* Ctrl-C ends an -i run cleanly, after the last complete sample. */
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		rc = run_samples(&o);
+	}
+	free((char *)o.comm);
+	free(o.pids);
+	return rc;
+}
