@@ -6,5 +6,6 @@
 
 const struct command commands[] = {
 	{ "devices", cmd_devices, "list RDMA devices and ports, the soft device included" },
+	{ "madstress", cmd_madstress, "SMP MAD stress tester: windows of SMPs to many LIDs, rate and latency" },
 	{ NULL, NULL, NULL },
 };
