@@ -58,9 +58,16 @@ ibsim_console() {
 
 ibsim_stop() {
 	local rc=$?
-	[ -n "$OPENSM_PID" ] && kill "$OPENSM_PID" 2>/dev/null && wait "$OPENSM_PID" 2>/dev/null
-	[ -n "$IBSIM_PID" ] && kill "$IBSIM_PID" 2>/dev/null && wait "$IBSIM_PID" 2>/dev/null
-	exec 7>&- 2>/dev/null
+	set +e
+	if [ -n "$OPENSM_PID" ]; then
+		kill "$OPENSM_PID" 2>/dev/null
+		wait "$OPENSM_PID" 2>/dev/null
+	fi
+	if [ -n "$IBSIM_PID" ]; then
+		kill "$IBSIM_PID" 2>/dev/null
+		wait "$IBSIM_PID" 2>/dev/null
+	fi
+	exec 7>&-
 	if [ $rc -ne 0 ] && [ -n "$IBSIM_DIR" ]; then
 		echo "--- ibsim log" >&2
 		tail -n 20 "$IBSIM_DIR/ibsim.log" >&2
@@ -123,4 +130,9 @@ ibsim_start() {
 		exec opensm -f "$IBSIM_DIR/opensm.log" >opensm.out 2>&1) &
 	OPENSM_PID=$!
 	wait_for 300 ibsim_all_lids_assigned || fail "opensm did not assign every LID in 30 s"
+}
+
+# The LID of HCA $1 (its name in the topology file).
+ibsim_hca_lid() {
+	SIM_TIMEOUT=10 sim ibnetdiscover -p 2>/dev/null | awk -v n="'$1'" '$1 == "CA" && $(NF - 3) == n { print $2; exit }'
 }
