@@ -7,6 +7,7 @@ _rdmatool_options()
 	case "$1" in
 	rdmatool) echo "-j --json -p --pretty -v --verbose -q --quiet --version -h --help" ;;
 	devices) echo "" ;;
+	madstress) echo "-t --time -C --ca -P --port -N --local-depth -n --dest-depth -T --timeout -r --retries -m --method -p --workers -L --lids -D --dr-path -c --count -v --decode" ;;
 	esac
 }
 
@@ -46,3 +47,4 @@ _rdmatool()
 
 complete -F _rdmatool rdmatool
 complete -F _rdmatool rdmatool-devices
+complete -F _rdmatool rdmatool-madstress
