@@ -8,6 +8,7 @@ _rdmatool_options()
 	rdmatool) echo "-j --json -p --pretty -v --verbose -q --quiet --version -h --help" ;;
 	devices) echo "" ;;
 	cqstat) echo "-c --comm -i --interval -n --count -d --details --clean" ;;
+	madstress) echo "-t --time -C --ca -P --port -N --local-depth -n --dest-depth -T --timeout -r --retries -m --method -p --workers -L --lids -D --dr-path -c --count -v --decode" ;;
 	esac
 }
 
@@ -48,3 +49,4 @@ _rdmatool()
 complete -F _rdmatool rdmatool
 complete -F _rdmatool rdmatool-devices
 complete -F _rdmatool rdmatool-cqstat
+complete -F _rdmatool rdmatool-madstress
