@@ -48,8 +48,20 @@ ibsim_enter_netns() {
 
 # Runs a libibumad program against the fabric.  umad2sim writes its fake
 # sysfs under ./sys-<pid>, so everything runs in the fabric's directory.
+# A sanitizer build must have its runtime first in the preload list.
+sanitizer_runtime() {
+	ldd "$(command -v "$1")" 2>/dev/null | awk '/lib(asan|tsan)\.so/ {print $3; exit}'
+}
+
 sim() {
-	(cd "$IBSIM_DIR" && LD_PRELOAD="$UMAD2SIM" timeout -k 5 "${SIM_TIMEOUT:-60}" "$@")
+	local preload=$UMAD2SIM runtime
+	runtime=$(sanitizer_runtime "$1")
+	[ -n "$runtime" ] && preload="$runtime:$UMAD2SIM"
+	(cd "$IBSIM_DIR" && LD_PRELOAD="$preload" \
+		ASAN_OPTIONS="suppressions=$RDMATOOL_TOP/tests/sanitizers/asan.supp${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
+		LSAN_OPTIONS="suppressions=$RDMATOOL_TOP/tests/sanitizers/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
+		TSAN_OPTIONS="suppressions=$RDMATOOL_TOP/tests/sanitizers/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}" \
+		timeout -k 5 "${SIM_TIMEOUT:-60}" "$@")
 }
 
 ibsim_console() {
