@@ -89,7 +89,7 @@ static int child_main(int fd)
 	*(uint64_t *)(s.buf + 8192) = 5;
 	if (xfer(fd, &s))
 		return 11;
-	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 12, 3, 7, 1);
+	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 16, 7, 7, 1);
 	fx_ud_to_rts(s.ud, QKEY);
 	if (fx_post_recv(s.rc, 1, s.buf, 64, s.mr->lkey) || fx_post_recv(s.ud, 2, s.buf + 128, 40 + 64, s.mr->lkey))
 		return 14;
@@ -114,8 +114,10 @@ static int child_main(int fd)
 	go = ok ? 'y' : 'n';
 	if (write(fd, &go, 1) != 1)
 		return 13;
-	for (;;)
-		pause();
+	/* Until killed, or until the parent is gone and the socket closes. */
+	while (read(fd, &go, 1) > 0)
+		;
+	return 0;
 }
 
 static void post_wr(struct ibv_qp *qp, struct ibv_send_wr *wr)
@@ -151,7 +153,7 @@ static void two_processes_over_the_wire(void **state)
 	sge.lkey = s.mr->lkey;
 	assert_int_equal(xfer(sv[0], &s), 0);
 	assert_memory_not_equal(s.me.gid.raw, s.peer.gid.raw, 16);
-	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 12, 3, 7, 1);
+	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 16, 7, 7, 1);
 	fx_ud_to_rts(s.ud, QKEY);
 	assert_int_equal(read(sv[0], &c, 1), 1);
 
@@ -228,7 +230,7 @@ static void two_processes_over_the_wire(void **state)
 	sge.addr = (uintptr_t)s.buf;
 	sge.length = 4096;
 	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = s.peer.addr;
+	wr.wr.rdma.remote_addr = s.peer.addr + 16384; /* a region the child never reads */
 	wr.wr.rdma.rkey = s.peer.rkey;
 	uint64_t end = fx_now_ms() + 5000;
 	int posted = 0, done = 0, failed = 0;
