@@ -125,11 +125,14 @@ int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 
 	if (num_entries < 0)
 		return -1;
+	/* An empty CQ is answered without the lock: spinning pollers leave the engine alone. */
+	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE))
+		return 0;
 	pthread_mutex_lock(&cq->lock);
 	while (n < num_entries && cq->count) {
 		wc[n++] = cq->ring[cq->head];
 		cq->head = cq->head + 1 == cq->size ? 0 : cq->head + 1;
-		cq->count--;
+		__atomic_store_n(&cq->count, cq->count - 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&cq->lock);
 	return n;
@@ -163,7 +166,7 @@ void soft_cq_push(struct ibv_cq *ibcq, const struct ibv_wc *wc, bool solicited)
 		uint32_t tail = cq->head + cq->count;
 
 		cq->ring[tail >= cq->size ? tail - cq->size : tail] = *wc;
-		cq->count++;
+		__atomic_store_n(&cq->count, cq->count + 1, __ATOMIC_RELEASE);
 		if (cq->armed == 1 || (cq->armed == 2 && (solicited || wc->status != IBV_WC_SUCCESS))) {
 			cq->armed = 0;
 			notify = true;
