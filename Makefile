@@ -19,10 +19,10 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -pthread $(SAN_CFLAGS)
-CPPFLAGS += -D_GNU_SOURCE -I. -MMD -MP $(PKG_CFLAGS)
-LDFLAGS  += -pthread $(SAN_CFLAGS)
-LDLIBS   += $(PKG_LIBS) -lm -lrt
+override CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -pthread $(SAN_CFLAGS)
+override CPPFLAGS += -D_GNU_SOURCE -I. -MMD -MP $(PKG_CFLAGS)
+override LDFLAGS  += -pthread $(SAN_CFLAGS)
+override LDLIBS   += $(PKG_LIBS) -lm -lrt
 
 CORE_SRC := $(sort $(wildcard core/*.c core/*/*.c hw/*.c hw/*/*.c))
 CMD_SRC  := $(sort $(filter-out cmd/main.c,$(wildcard cmd/*.c cmd/*/*.c)))
@@ -98,7 +98,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions
 	install -m 755 $(RDMATOOL) $(DESTDIR)$(PREFIX)/bin/rdmatool
-	for c in $$($(RDMATOOL) --help | awk '/^Commands:/{on=1;next} on&&NF{print $$1}'); do \
+	for c in $$($(RDMATOOL) --help | awk '/^Commands:/{on=1;next} on&&!NF{exit} on{print $$1}'); do \
 	  ln -sf rdmatool $(DESTDIR)$(PREFIX)/bin/rdmatool-$$c; done
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 completions/rdmatool.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmatool

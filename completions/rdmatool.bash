@@ -12,7 +12,7 @@ _rdmatool_options()
 
 _rdmatool_commands()
 {
-	rdmatool --help 2>/dev/null | awk '/^Commands:/{on=1;next} on&&NF{print $1}'
+	rdmatool --help 2>/dev/null | awk '/^Commands:/{on=1;next} on&&!NF{exit} on{print $1}'
 }
 
 _rdmatool()
