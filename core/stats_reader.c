@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/* The reader side of the stats segment: list, map read-only, validate, copy. */
+#include "stats_reader.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *stats_read_strerror(int status)
+{
+	switch (status) {
+	case STATS_READ_OK:
+		return "ok";
+	case STATS_READ_NOENT:
+		return "no stats segment";
+	case STATS_READ_IO:
+		return "cannot read the segment file";
+	case STATS_READ_TRUNCATED:
+		return "segment file is truncated";
+	case STATS_READ_BAD_MAGIC:
+		return "not an rdmatool stats segment";
+	case STATS_READ_BAD_VERSION:
+		return "segment written by another rdmatool version";
+	case STATS_READ_BAD_LAYOUT:
+		return "segment layout is inconsistent";
+	}
+	return "unknown stats error";
+}
+
+int stats_pid_path(pid_t pid, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s%d", stats_segment_dir(), STATS_FILE_PREFIX, (int)pid);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * The layout checks, all against the file size, before any entry is read.
+ * The header is copied first so that a concurrent writer of a corrupt file
+ * cannot change a field between its check and its use.
+ */
+static int validate(const struct stats_header *mapped, size_t file_len, pid_t expect_pid)
+{
+	struct stats_header h;
+
+	if (file_len < sizeof(h.magic) + sizeof(h.version))
+		return STATS_READ_TRUNCATED;
+	memcpy(&h.magic, &mapped->magic, sizeof(h.magic));
+	if (h.magic != STATS_MAGIC)
+		return STATS_READ_BAD_MAGIC;
+	memcpy(&h.version, &mapped->version, sizeof(h.version));
+	if (h.version != STATS_VERSION)
+		return STATS_READ_BAD_VERSION;
+	if (file_len < sizeof(h))
+		return STATS_READ_TRUNCATED;
+	memcpy(&h, mapped, sizeof(h));
+	if (h.header_size != sizeof(struct stats_header) || h.entry_size != sizeof(struct stats_entry) ||
+	    h.max_entries == 0 || h.max_entries > STATS_MAX_ENTRIES || h.pid <= 0 ||
+	    (expect_pid && h.pid != expect_pid))
+		return STATS_READ_BAD_LAYOUT;
+	if (file_len < (size_t)h.header_size + (size_t)h.max_entries * h.entry_size)
+		return STATS_READ_TRUNCATED;
+	return STATS_READ_OK;
+}
+
+int stats_reader_open_path(struct stats_reader *r, const char *path, pid_t expect_pid)
+{
+	struct stat st;
+	void *map;
+	int status;
+
+	memset(r, 0, sizeof(*r));
+	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (r->fd < 0)
+		return errno == ENOENT ? STATS_READ_NOENT : STATS_READ_IO;
+	if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		status = STATS_READ_IO;
+		goto fail;
+	}
+	if (st.st_size < (off_t)sizeof(struct stats_header)) {
+		/* Too short to map a header: decide from what read() can see. */
+		struct stats_header h = { 0 };
+		ssize_t got = pread(r->fd, &h, sizeof(h), 0);
+
+		status = got < 0 ? STATS_READ_IO : validate(&h, (size_t)got, expect_pid);
+		if (status == STATS_READ_OK)
+			status = STATS_READ_TRUNCATED;
+		goto fail;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, r->fd, 0);
+	if (map == MAP_FAILED) {
+		status = STATS_READ_IO;
+		goto fail;
+	}
+	r->hdr = map;
+	r->len = (size_t)st.st_size;
+	status = validate(r->hdr, r->len, expect_pid);
+	if (status != STATS_READ_OK) {
+		stats_reader_close(r);
+		return status;
+	}
+	r->pid = r->hdr->pid;
+	return STATS_READ_OK;
+fail:
+	close(r->fd);
+	r->fd = -1;
+	return status;
+}
+
+int stats_reader_open(struct stats_reader *r, pid_t pid)
+{
+	char path[PATH_MAX];
+
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	if (pid <= 0 || stats_pid_path(pid, path, sizeof(path)) < 0)
+		return STATS_READ_NOENT;
+	return stats_reader_open_path(r, path, pid);
+}
+
+void stats_reader_close(struct stats_reader *r)
+{
+	if (r->hdr)
+		munmap((void *)r->hdr, r->len);
+	if (r->fd >= 0)
+		close(r->fd);
+	r->hdr = NULL;
+	r->fd = -1;
+}
+
+int stats_reader_snapshot(const struct stats_reader *r, struct stats_snapshot *s)
+{
+	const struct stats_header *h = r->hdr;
+	const struct stats_entry *entries;
+	struct timespec ts;
+	struct stat st;
+	uint32_t n;
+
+	/* A file shrunk after mapping would fault on access: check again. */
+	if (fstat(r->fd, &st) < 0)
+		return STATS_READ_IO;
+	if ((size_t)st.st_size < r->len)
+		return STATS_READ_TRUNCATED;
+	/* Acquire pairs with the writer's release: entries below n are initialised. */
+	n = atomic_load_explicit(&((struct stats_header *)h)->nentries, memory_order_acquire);
+	if (n > h->max_entries)
+		return STATS_READ_BAD_LAYOUT;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	s->taken_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	s->pid = h->pid;
+	memcpy(s->comm, h->comm, STATS_COMM_LEN);
+	s->comm[STATS_COMM_LEN] = '\0';
+	s->start_realtime_ns = h->start_realtime_ns;
+	s->proc_starttime = h->proc_starttime;
+	s->nentries = n;
+	entries = (const struct stats_entry *)((const char *)h + h->header_size);
+	for (uint32_t i = 0; i < n; i++) {
+		struct stats_entry *e = (struct stats_entry *)&entries[i];
+		struct stats_entry_snapshot *out = &s->entry[i];
+
+		memcpy(out->name, e->name, STATS_NAME_LEN);
+		out->name[STATS_NAME_LEN] = '\0';
+		out->kind = e->kind < STATS_NKINDS ? (enum stats_kind)e->kind : STATS_KIND_OTHER;
+		out->stripe = e->stripe;
+		for (int c = 0; c < STATS_NCOUNTERS; c++)
+			out->counter[c] = atomic_load_explicit(&e->counter[c], memory_order_relaxed);
+	}
+	return STATS_READ_OK;
+}
+
+int stats_proc_starttime(pid_t pid, uint64_t *starttime)
+{
+	char path[64], buf[1024];
+	unsigned long long v;
+	const char *p;
+	FILE *f;
+	size_t got;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	got = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[got] = '\0';
+	/* comm (field 2) may hold spaces and parentheses: fields resume after the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -EINVAL;
+	p++;
+	/* After ')' come field 3 (state) ... field 22 (starttime): skip 19 fields. */
+	for (int field = 3; field < 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -EINVAL;
+	}
+	if (sscanf(p, " %llu", &v) != 1)
+		return -EINVAL;
+	*starttime = v;
+	return 0;
+}
+
+enum stats_liveness stats_process_liveness(pid_t pid, uint64_t proc_starttime)
+{
+	uint64_t now_start;
+
+	if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH))
+		return STATS_DEAD;
+	if (proc_starttime && stats_proc_starttime(pid, &now_start) == 0 && now_start != proc_starttime)
+		return STATS_PID_REUSED;
+	return STATS_LIVE;
+}
+
+/* "rdmatool-stats.<digits>" and nothing else; returns the pid or 0. */
+static pid_t pid_of_name(const char *name)
+{
+	const size_t plen = strlen(STATS_FILE_PREFIX);
+	char *end;
+	long v;
+
+	if (strncmp(name, STATS_FILE_PREFIX, plen) || !isdigit((unsigned char)name[plen]))
+		return 0;
+	errno = 0;
+	v = strtol(name + plen, &end, 10);
+	if (errno || *end || v <= 0 || v > INT_MAX)
+		return 0;
+	return (pid_t)v;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int stats_list_pids(pid_t **pids, size_t *n)
+{
+	DIR *d = opendir(stats_segment_dir());
+	struct dirent *de;
+	size_t cap = 0;
+	pid_t *out = NULL;
+
+	*pids = NULL;
+	*n = 0;
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		pid_t pid = pid_of_name(de->d_name);
+
+		if (!pid)
+			continue;
+		if (*n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			pid_t *grown = realloc(out, ncap * sizeof(*out));
+
+			if (!grown) {
+				free(out);
+				closedir(d);
+				*n = 0;
+				return -ENOMEM;
+			}
+			out = grown;
+			cap = ncap;
+		}
+		out[(*n)++] = pid;
+	}
+	closedir(d);
+	if (*n)
+		qsort(out, *n, sizeof(*out), cmp_pid);
+	*pids = out;
+	return 0;
+}
+
+int stats_segment_remove(pid_t pid)
+{
+	char path[PATH_MAX];
+
+	if (stats_pid_path(pid, path, sizeof(path)) < 0)
+		return -ENAMETOOLONG;
+	return unlink(path) < 0 ? -errno : 0;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading other processes' stats segments (see core/stats.h) from outside:
+ * list them, map one read-only, validate its layout against the file size,
+ * copy its counters, and tell a live process from a dead or reused pid.
+ * Reading takes no lock and never writes to the segment.
+ */
+#ifndef RDMATOOL_CORE_STATS_READER_H
+#define RDMATOOL_CORE_STATS_READER_H
+
+#include "stats.h"
+
+#include <stddef.h>
+#include <sys/types.h>
+
+enum stats_read_status {
+	STATS_READ_OK = 0,
+	STATS_READ_NOENT = -1,	     /* no segment for that pid */
+	STATS_READ_IO = -2,	     /* open/fstat/mmap failed; errno says why */
+	STATS_READ_TRUNCATED = -3,   /* shorter than its header says */
+	STATS_READ_BAD_MAGIC = -4,   /* not a stats segment, or still being created */
+	STATS_READ_BAD_VERSION = -5, /* written by another rdmatool version */
+	STATS_READ_BAD_LAYOUT = -6,  /* sizes, counts or pid inconsistent */
+};
+
+const char *stats_read_strerror(int status);
+
+struct stats_reader {
+	int fd;
+	const struct stats_header *hdr; /* mapped read-only */
+	size_t len;
+	pid_t pid; /* from the header, checked against the file name */
+};
+
+/* One entry's counters as copied by stats_reader_snapshot(). */
+struct stats_entry_snapshot {
+	char name[STATS_NAME_LEN + 1];
+	enum stats_kind kind;
+	int stripe;
+	uint64_t counter[STATS_NCOUNTERS];
+};
+
+struct stats_snapshot {
+	pid_t pid;
+	char comm[STATS_COMM_LEN + 1];
+	uint64_t start_realtime_ns;
+	uint64_t proc_starttime;
+	uint64_t taken_ns; /* CLOCK_MONOTONIC when copied, for rates */
+	uint32_t nentries;
+	struct stats_entry_snapshot entry[STATS_MAX_ENTRIES];
+};
+
+/* Opens <stats_segment_dir()>/rdmatool-stats.<pid>.  Returns a stats_read_status. */
+int stats_reader_open(struct stats_reader *r, pid_t pid);
+/* Opens any file as a segment; expect_pid 0 accepts any pid in the header. */
+int stats_reader_open_path(struct stats_reader *r, const char *path, pid_t expect_pid);
+void stats_reader_close(struct stats_reader *r);
+/* Copies the header fields and every published entry.  Returns a stats_read_status. */
+int stats_reader_snapshot(const struct stats_reader *r, struct stats_snapshot *s);
+
+enum stats_liveness {
+	STATS_LIVE,
+	STATS_DEAD,	  /* no such process */
+	STATS_PID_REUSED, /* a process with that pid, started at another time */
+};
+
+/* proc_starttime 0 checks existence only. */
+enum stats_liveness stats_process_liveness(pid_t pid, uint64_t proc_starttime);
+/* Field 22 of /proc/<pid>/stat (clock ticks after boot).  0, or a negative errno. */
+int stats_proc_starttime(pid_t pid, uint64_t *starttime);
+
+/* The pids that have a segment file, sorted; *pids is malloc'd.  0 or -errno. */
+int stats_list_pids(pid_t **pids, size_t *n);
+/* Writes the segment path for pid into buf.  0, or -ENAMETOOLONG. */
+int stats_pid_path(pid_t pid, char *buf, size_t len);
+/* Unlinks pid's segment file (the caller decides it is stale).  0 or -errno. */
+int stats_segment_remove(pid_t pid);
+
+#endif

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The stats segment under contention: writer threads add entries and bump
+ * relaxed counters (some shared, some their own) while a reader thread
+ * snapshots the segment without a lock.  Every count must come out exact,
+ * every counter must look monotonic to the reader, and stats_max must end at
+ * the largest value any thread offered.  Run under build-tsan too.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "core/stats.h"
+#include "core/stats_reader.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define WRITERS 4
+#define ITERS	200000
+
+static char dir[] = "/tmp/rdmatool-test-stats-threads.XXXXXX";
+
+struct shared {
+	struct stats_entry *common;
+	atomic_int writers_left;
+	uint64_t reader_snapshots;
+	bool reader_saw_regression;
+	bool reader_failed;
+};
+
+struct writer {
+	struct shared *sh;
+	int id;
+	struct stats_entry *own;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	char name[STATS_NAME_LEN];
+
+	snprintf(name, sizeof(name), "stripe%d", w->id);
+	/* Concurrent adds while the reader is snapshotting. */
+	w->own = stats_entry_add(name, STATS_KIND_STRIPE, w->id);
+	for (int i = 0; i < ITERS; i++) {
+		stats_inc(w->own, STATS_POSTED);
+		stats_inc(w->sh->common, STATS_COMPLETED);
+		stats_add(w->sh->common, STATS_POLLS, 2);
+		/* Values interleave across threads; the largest is ITERS * WRITERS - 1. */
+		stats_max(w->sh->common, STATS_RING_HWM, (uint64_t)i * WRITERS + (uint64_t)w->id);
+		stats_ring_depth(w->own, (uint64_t)i);
+	}
+	atomic_fetch_sub(&w->sh->writers_left, 1);
+	return NULL;
+}
+
+/* Snapshots until the writers finish; every counter must only grow between snapshots. */
+static void *reader_main(void *arg)
+{
+	struct shared *sh = arg;
+	struct stats_snapshot *prev = calloc(1, sizeof(*prev)), *cur = calloc(1, sizeof(*cur));
+	struct stats_reader r;
+
+	if (!prev || !cur || stats_reader_open(&r, getpid()) != STATS_READ_OK) {
+		sh->reader_failed = true;
+		goto out;
+	}
+	while (atomic_load(&sh->writers_left) > 0) {
+		if (stats_reader_snapshot(&r, cur) != STATS_READ_OK || cur->nentries < prev->nentries) {
+			sh->reader_failed = true;
+			break;
+		}
+		for (uint32_t i = 0; i < prev->nentries; i++)
+			for (int c = 0; c < STATS_NCOUNTERS; c++)
+				if (c != STATS_RING_DEPTH && cur->entry[i].counter[c] < prev->entry[i].counter[c])
+					sh->reader_saw_regression = true;
+		for (uint32_t i = 0; i < cur->nentries; i++)
+			if (cur->entry[i].name[0] == '\0')
+				sh->reader_failed = true; /* published before it was named */
+		struct stats_snapshot *t = prev;
+
+		prev = cur;
+		cur = t;
+		sh->reader_snapshots++;
+	}
+	stats_reader_close(&r);
+out:
+	free(prev);
+	free(cur);
+	return NULL;
+}
+
+static void counts_are_exact_under_contention(void **state)
+{
+	(void)state;
+	struct shared sh = { 0 };
+	struct writer w[WRITERS];
+	pthread_t wt[WRITERS], rt;
+	struct stats_snapshot *s = malloc(sizeof(*s));
+	struct stats_reader r;
+	uint64_t posted_total = 0;
+
+	assert_non_null(s);
+	assert_int_equal(stats_segment_open("threads"), 0);
+	sh.common = stats_entry_add("cq", STATS_KIND_CQ, -1);
+	assert_non_null(sh.common);
+	atomic_init(&sh.writers_left, WRITERS);
+	assert_int_equal(pthread_create(&rt, NULL, reader_main, &sh), 0);
+	for (int i = 0; i < WRITERS; i++) {
+		w[i] = (struct writer){ .sh = &sh, .id = i };
+		assert_int_equal(pthread_create(&wt[i], NULL, writer_main, &w[i]), 0);
+	}
+	for (int i = 0; i < WRITERS; i++)
+		pthread_join(wt[i], NULL);
+	pthread_join(rt, NULL);
+
+	assert_false(sh.reader_failed);
+	assert_false(sh.reader_saw_regression);
+	assert_true(sh.reader_snapshots > 0);
+
+	assert_int_equal(stats_reader_open(&r, getpid()), STATS_READ_OK);
+	assert_int_equal(stats_reader_snapshot(&r, s), STATS_READ_OK);
+	stats_reader_close(&r);
+	assert_int_equal(s->nentries, 1 + WRITERS);
+	assert_string_equal(s->entry[0].name, "cq");
+	assert_int_equal(s->entry[0].counter[STATS_COMPLETED], (uint64_t)WRITERS * ITERS);
+	assert_int_equal(s->entry[0].counter[STATS_POLLS], 2ull * WRITERS * ITERS);
+	assert_int_equal(s->entry[0].counter[STATS_RING_HWM], (uint64_t)WRITERS * ITERS - 1);
+	for (uint32_t i = 1; i < s->nentries; i++) {
+		char name[STATS_NAME_LEN];
+
+		snprintf(name, sizeof(name), "stripe%d", s->entry[i].stripe);
+		assert_string_equal(s->entry[i].name, name);
+		assert_int_equal(s->entry[i].counter[STATS_POSTED], ITERS);
+		assert_int_equal(s->entry[i].counter[STATS_RING_HWM], ITERS - 1);
+		assert_int_equal(s->entry[i].counter[STATS_RING_DEPTH], ITERS - 1);
+		posted_total += s->entry[i].counter[STATS_POSTED];
+	}
+	assert_int_equal(posted_total, (uint64_t)WRITERS * ITERS);
+	free(s);
+	stats_segment_close();
+}
+
+/* stats_max alone, all threads racing on one word with the same value set. */
+struct max_arg {
+	struct stats_entry *e;
+	unsigned seed;
+	uint64_t offered_max;
+};
+
+static void *max_main(void *arg)
+{
+	struct max_arg *m = arg;
+
+	for (int i = 0; i < ITERS; i++) {
+		uint64_t v = (uint64_t)rand_r(&m->seed);
+
+		if (v > m->offered_max)
+			m->offered_max = v;
+		stats_max(m->e, STATS_RING_HWM, v);
+	}
+	return NULL;
+}
+
+static void max_is_the_largest_offered(void **state)
+{
+	(void)state;
+	struct max_arg m[WRITERS];
+	pthread_t t[WRITERS];
+	uint64_t expect = 0;
+	struct stats_entry *e;
+
+	assert_int_equal(stats_segment_open("max"), 0);
+	e = stats_entry_add("hwm", STATS_KIND_CQ, -1);
+	assert_non_null(e);
+	for (int i = 0; i < WRITERS; i++) {
+		m[i] = (struct max_arg){ .e = e, .seed = 1234u + (unsigned)i };
+		assert_int_equal(pthread_create(&t[i], NULL, max_main, &m[i]), 0);
+	}
+	for (int i = 0; i < WRITERS; i++) {
+		pthread_join(t[i], NULL);
+		if (m[i].offered_max > expect)
+			expect = m[i].offered_max;
+	}
+	assert_true(expect > 0);
+	assert_int_equal(atomic_load(&e->counter[STATS_RING_HWM]), expect);
+	stats_segment_close();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(counts_are_exact_under_contention),
+		cmocka_unit_test(max_is_the_largest_offered),
+	};
+	int failed;
+
+	if (!mkdtemp(dir))
+		return 1;
+	setenv(STATS_ENV_DIR, dir, 1);
+	unsetenv(STATS_ENV_DISABLE);
+	failed = cmocka_run_group_tests(tests, NULL, NULL);
+	rmdir(dir);
+	return failed;
+}
