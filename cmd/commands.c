@@ -6,5 +6,6 @@
 
 const struct command commands[] = {
 	{ "devices", cmd_devices, "list RDMA devices and ports, the soft device included" },
+	{ "bench", cmd_bench, "latency, bandwidth and message-rate tests over the striped transport" },
 	{ NULL, NULL, NULL },
 };
