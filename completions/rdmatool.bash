@@ -7,6 +7,7 @@ _rdmatool_options()
 	case "$1" in
 	rdmatool) echo "-j --json -p --pretty -v --verbose -q --quiet --version -h --help" ;;
 	devices) echo "" ;;
+	bench) echo "-s --size -n --iters --threads --stripes --lock --progress-thread --device --baseline" ;;
 	esac
 }
 
@@ -46,3 +47,4 @@ _rdmatool()
 
 complete -F _rdmatool rdmatool
 complete -F _rdmatool rdmatool-devices
+complete -F _rdmatool rdmatool-bench
