@@ -46,5 +46,6 @@ bool progress_wanted(void);
 int cmd_devices(int argc, const char **argv);
 int cmd_cqstat(int argc, const char **argv);
 int cmd_madstress(int argc, const char **argv);
+int cmd_bench(int argc, const char **argv);
 
 #endif

@@ -9,6 +9,7 @@ _rdmatool_options()
 	devices) echo "" ;;
 	cqstat) echo "-c --comm -i --interval -n --count -d --details --clean" ;;
 	madstress) echo "-t --time -C --ca -P --port -N --local-depth -n --dest-depth -T --timeout -r --retries -m --method -p --workers -L --lids -D --dr-path -c --count -v --decode" ;;
+	bench) echo "-s --size -n --iters --threads --stripes --lock --progress-thread --device --baseline" ;;
 	esac
 }
 
@@ -50,3 +51,4 @@ complete -F _rdmatool rdmatool
 complete -F _rdmatool rdmatool-devices
 complete -F _rdmatool rdmatool-cqstat
 complete -F _rdmatool rdmatool-madstress
+complete -F _rdmatool rdmatool-bench

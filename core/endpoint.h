@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The striped transport (seed 003 applied to verbs): an endpoint owns N
+ * stripes; a thread posts through its stripe (thread-local index), each
+ * stripe owns one RC QP per peer, a send CQ, a request pool and request
+ * table.  Completions of every stripe and of the receive engine go through
+ * one lock-free MPSC ring that core_cq_read() pops.
+ *
+ * Every data call returns 0 or a negative errno; -EAGAIN means "no
+ * resource right now (requests, credits, ring): read completions, retry".
+ * Transport failures come back as completions with status != IBV_WC_SUCCESS.
+ */
+#ifndef RDMATOOL_CORE_ENDPOINT_H
+#define RDMATOOL_CORE_ENDPOINT_H
+
+#include "env.h"
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum core_threading {
+	CORE_THREAD_SINGLE, /* one stripe, one thread: no atomics beyond what is needed */
+	CORE_THREAD_SAFE,   /* N stripes, any thread */
+};
+
+enum core_lock_mode {
+	CORE_LOCK_STRIPED, /* the lock-free data path */
+	CORE_LOCK_GLOBAL,  /* one mutex around every operation: the seed's current architecture */
+};
+
+struct core_ep_attr {
+	const char *device;	  /* NULL: hw_open_device's default */
+	enum core_threading threading;
+	enum core_lock_mode lock;
+	struct core_env env;	  /* stripes, progress thread, ring size */
+	uint32_t depth;		  /* outstanding user requests per stripe (default 128) */
+	uint32_t eager_max;	  /* largest eager payload (default 8192) */
+	uint32_t rx_depth;	  /* receive buffers per connection (default 64) */
+	uint32_t max_recv;	  /* posted user receives (default 1024) */
+};
+
+void core_ep_attr_defaults(struct core_ep_attr *attr);
+
+/* Completion flags */
+#define CORE_CQE_SEND (1u << 0)
+#define CORE_CQE_RECV (1u << 1)
+#define CORE_CQE_WRITE (1u << 2)
+#define CORE_CQE_READ (1u << 3)
+#define CORE_CQE_ATOMIC (1u << 4)
+#define CORE_CQE_TAGGED (1u << 5)
+#define CORE_CQE_RNDV (1u << 6) /* moved by rendezvous */
+
+struct core_cqe {
+	void *context;	   /* the caller's, from the post */
+	uint64_t len;	   /* bytes moved (receives: the message length) */
+	uint64_t tag;	   /* tagged receives: the sender's tag */
+	uint32_t flags;	   /* CORE_CQE_* */
+	uint32_t status;   /* enum ibv_wc_status, IBV_WC_SUCCESS = 0 */
+	uint32_t peer;	   /* receives: the sender's peer id */
+	int32_t err;	   /* 0, or a negative errno (e.g. -EMSGSIZE: truncated) */
+};
+
+struct core_ep;
+
+/* Opens the device, PD, stripes, ring; err gets a message on failure. */
+int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *err, size_t errlen);
+void core_ep_close(struct core_ep *ep);
+int core_ep_stripes(const struct core_ep *ep);
+
+/*
+ * Connecting (control plane, one mutex): core_ep_prepare() creates the QPs
+ * and receive buffers for one new peer and writes the local half into blob
+ * (CORE_ADDR_MAX bytes; *len its size).  The blob travels to the peer by any
+ * means (core_ep_connect_oob() uses core/oob), then core_ep_connect() moves
+ * the QPs to RTS and publishes the peer; *peer gets the id data calls take.
+ */
+#define CORE_ADDR_MAX 1024
+int core_ep_prepare(struct core_ep *ep, void *blob, uint32_t *len, uint32_t *slot);
+int core_ep_connect(struct core_ep *ep, uint32_t slot, const void *remote, uint32_t len, uint32_t *peer);
+struct oob_conn;
+/* prepare + exchange over an OOB connection + connect. */
+int core_ep_connect_oob(struct core_ep *ep, struct oob_conn *conn, uint32_t *peer);
+/* Both ends in one process: connects a <-> b; ids of each other in *pa (in a) and *pb (in b). */
+int core_ep_connect_pair(struct core_ep *a, struct core_ep *b, uint32_t *pa, uint32_t *pb);
+
+/* Memory registration through the read-mostly MR cache. */
+struct core_mr {
+	void *addr;
+	size_t len;
+	uint32_t lkey, rkey;
+};
+int core_mr_reg(struct core_ep *ep, void *addr, size_t len, struct core_mr *out);
+
+/* Two-sided: tag is matched against (tag & ~ignore) of posted tagged receives. */
+int core_send(struct core_ep *ep, uint32_t peer, const void *buf, size_t len, void *context);
+int core_tsend(struct core_ep *ep, uint32_t peer, const void *buf, size_t len, uint64_t tag, void *context);
+int core_recv(struct core_ep *ep, void *buf, size_t len, void *context);
+int core_trecv(struct core_ep *ep, void *buf, size_t len, uint64_t tag, uint64_t ignore, void *context);
+
+/* One-sided; the local buffer is registered through the cache if needed. */
+int core_write(struct core_ep *ep, uint32_t peer, const void *buf, size_t len, uint64_t raddr, uint32_t rkey,
+	       void *context);
+int core_read(struct core_ep *ep, uint32_t peer, void *buf, size_t len, uint64_t raddr, uint32_t rkey,
+	      void *context);
+/* 8-byte aligned remote word; *result receives the value before the operation. */
+int core_fetch_add(struct core_ep *ep, uint32_t peer, uint64_t raddr, uint32_t rkey, uint64_t add, uint64_t *result,
+		   void *context);
+int core_cmp_swp(struct core_ep *ep, uint32_t peer, uint64_t raddr, uint32_t rkey, uint64_t compare, uint64_t swap,
+		 uint64_t *result, void *context);
+
+/*
+ * Completions: up to n entries, 0 when none.  With manual progress the call
+ * first drives progress.  core_cq_sread blocks up to timeout_ms (-1:
+ * forever) for at least one; returns the count or -ETIMEDOUT.
+ */
+int core_cq_read(struct core_ep *ep, struct core_cqe *entries, int n);
+int core_cq_sread(struct core_ep *ep, struct core_cqe *entries, int n, int timeout_ms);
+/* The wait fd (eventfd) that becomes readable on the empty -> non-empty edge. */
+int core_cq_fd(const struct core_ep *ep);
+/* Drives progress once (what the progress thread loops on); returns work done. */
+int core_progress(struct core_ep *ep);
+
+/* Pins the calling thread to stripe index % nstripes (default: round robin on first use). */
+void core_thread_set_stripe(int index);
+
+#endif

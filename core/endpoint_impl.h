@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/* The endpoint's insides, shared by endpoint*.c, cq.c, progress.c and mr_cache.c. */
+#ifndef RDMATOOL_CORE_ENDPOINT_IMPL_H
+#define RDMATOOL_CORE_ENDPOINT_IMPL_H
+
+#include "endpoint.h"
+#include "ring.h"
+#include "rx.h"
+#include "stats.h"
+#include "stripe.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define CORE_MAX_PEERS 256
+
+enum msg_type { CORE_MSG_EAGER = 1, CORE_MSG_RTS, CORE_MSG_FIN, CORE_MSG_CREDIT };
+
+/* Every two-sided message starts with this header (receive buffers hold hdr + eager_max). */
+struct msg_hdr {
+	uint8_t type;
+	uint8_t tagged;
+	uint16_t reserved;
+	uint32_t credits; /* the sender's cumulative consumed receives on this connection */
+	uint64_t tag;
+	uint64_t len;
+	uint64_t addr;	  /* RTS: where to READ from */
+	uint32_t rkey;
+	uint32_t reserved2;
+	uint64_t sreq;	  /* RTS: the sender's wr_id, echoed by FIN */
+};
+
+/* One RC QP: stripe `stripe` of this endpoint to the same stripe of one peer. */
+struct conn {
+	struct ibv_qp *qp;
+	uint32_t peer, stripe;
+	uint32_t remote_rx_depth;
+	_Atomic uint32_t sent;		/* messages sent = receive credits used */
+	_Atomic uint32_t peer_consumed; /* peer's consumed receives, from headers */
+	_Atomic uint32_t consumed;	/* our consumed (reposted) receives */
+	_Atomic uint32_t reported;	/* highest `consumed` we told the peer */
+	_Atomic int dead;		/* the QP reported an error: posts fail */
+	unsigned char *rxbuf;
+	struct ibv_mr *rx_mr;
+	uint32_t slot_size;
+};
+
+struct peer {
+	uint32_t id;
+	uint32_t nconn;
+	uint32_t eager_max; /* min of both ends */
+	struct conn *conns;
+};
+
+/* A posted user receive; indices travel through the post ring. */
+struct rx_recv {
+	void *buf;
+	size_t len;
+	uint64_t tag, ignore;
+	bool tagged;
+	void *context;
+	struct rx_recv *next; /* receive engine's list */
+};
+
+/* An arrived message nobody was waiting for. */
+struct rx_unexpected {
+	struct msg_hdr hdr;
+	uint32_t peer;
+	struct conn *conn;
+	void *data; /* eager payload copy */
+	struct rx_unexpected *next;
+};
+
+struct rx_pending_read {
+	struct rx_recv *recv;
+	struct msg_hdr hdr;
+	struct conn *conn;
+	struct rx_pending_read *next;
+};
+
+struct fin_retry {
+	struct conn *conn;
+	uint64_t sreq;
+};
+
+struct mr_cache_entry {
+	uintptr_t start, end;
+	struct ibv_mr *mr;
+};
+
+struct core_ep {
+	struct core_ep_attr attr;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	union ibv_gid gid;
+	uint16_t lid;
+	enum ibv_mtu mtu;
+	int nstripes;
+	struct stripe *stripes;	 /* nstripes + 1: the last is the receive engine's */
+	struct ibv_cq *rx_cq;
+
+	/* Completion queue: the MPSC ring, its wait fd and sleepers count. */
+	struct ring *cq_ring;
+	int cq_fd;
+	_Atomic int cq_sleepers;
+	struct stats_entry *cq_stats;
+
+	/* Receive engine: one owner at a time (try-acquire), everything below is its own. */
+	struct rx_sm rx_sm;
+	_Alignas(64) _Atomic int rx_busy;
+	struct rx_recv *recv_pool;
+	struct ring *recv_free, *recv_post; /* uint32_t indices */
+	struct rx_recv *posted_head, *posted_tail;
+	struct rx_unexpected *unexp_head, *unexp_tail;
+	struct rx_pending_read *pending_reads;
+	struct ring *fin_retry; /* struct fin_retry: FINs that found no credit */
+
+	/* Control plane. */
+	pthread_mutex_t ctrl;
+	pthread_rwlock_t mr_lock;
+	struct mr_cache_entry *mrs;
+	int nmrs, mr_cap;
+	struct peer *peers[CORE_MAX_PEERS];
+	_Atomic uint32_t npeers;	/* published: peers[0..npeers) are immutable */
+	uint32_t nprepared;
+
+	/* Global lock mode. */
+	pthread_mutex_t glock;
+	bool global;
+
+	/* Progress thread. */
+	pthread_t progress_tid;
+	_Atomic int progress_run;
+	bool progress_started;
+};
+
+#define HDR_SIZE ((uint32_t)sizeof(struct msg_hdr))
+
+static inline void ep_lock(struct core_ep *ep)
+{
+	if (ep->global)
+		pthread_mutex_lock(&ep->glock);
+}
+static inline void ep_unlock(struct core_ep *ep)
+{
+	if (ep->global)
+		pthread_mutex_unlock(&ep->glock);
+}
+
+static inline struct stripe *rx_stripe(struct core_ep *ep)
+{
+	return &ep->stripes[ep->nstripes];
+}
+
+/* Published peer, or NULL. */
+static inline struct peer *ep_peer(struct core_ep *ep, uint32_t id)
+{
+	if (id >= atomic_load_explicit(&ep->npeers, memory_order_acquire))
+		return NULL;
+	return ep->peers[id];
+}
+
+/* cq.c */
+int cq_init(struct core_ep *ep, uint32_t size);
+void cq_fini(struct core_ep *ep);
+/* Pushes one completion; -EAGAIN when the ring is full. */
+int cq_push(struct core_ep *ep, const struct core_cqe *e);
+
+/* progress.c */
+int progress_start(struct core_ep *ep, char *err, size_t errlen);
+void progress_stop(struct core_ep *ep);
+int progress_once(struct core_ep *ep);
+bool progress_flush_backlog(struct core_ep *ep, struct stripe *s);
+void progress_emit(struct core_ep *ep, struct stripe *s, const struct core_cqe *e);
+/* A FIN names one of our rendezvous sends. */
+void progress_fin(struct core_ep *ep, uint64_t sreq, struct stripe *drainer);
+
+/* endpoint_rx.c */
+int rx_init(struct core_ep *ep);
+void rx_fini(struct core_ep *ep);
+int rx_progress(struct core_ep *ep);
+int rx_post_buffer(struct conn *c, uint32_t slot);
+
+/* endpoint_ops.c */
+int conn_take_credit(struct conn *c, bool ctrl);
+int post_ctrl_msg(struct core_ep *ep, struct conn *c, uint8_t type, uint64_t sreq);
+void fill_hdr(struct conn *c, struct msg_hdr *h, uint8_t type);
+
+/* mr_cache.c */
+int mr_cache_lookup(struct core_ep *ep, const void *addr, size_t len, struct ibv_mr **mr);
+void mr_cache_fini(struct core_ep *ep);
+
+#endif

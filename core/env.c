@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+#include "env.h"
+#include "ring.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+void core_env_defaults(struct core_env *env)
+{
+	env->tx_stripes = 0;
+	env->progress_thread = false;
+	env->progress_cpu = -1;
+	env->ring_size = 0;
+}
+
+int core_auto_stripes(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		n = 1;
+	return n > 16 ? 16 : (int)n;
+}
+
+/* Parses a whole decimal integer in [lo, hi]; false on junk or range. */
+static bool parse_long(const char *text, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (errno || end == text || *end || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+int core_env_read(struct core_env *env, char *msg, size_t msglen)
+{
+	const char *v;
+	long n;
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+
+	if ((v = getenv("RDMATOOL_TX_STRIPES"))) {
+		if (!parse_long(v, 0, CORE_MAX_STRIPES, &n)) {
+			snprintf(msg, msglen, "RDMATOOL_TX_STRIPES='%s' is invalid; use 0 (auto) to %d", v,
+				 CORE_MAX_STRIPES);
+			return -EINVAL;
+		}
+		env->tx_stripes = (int)n;
+	}
+	if ((v = getenv("RDMATOOL_PROGRESS_THREAD"))) {
+		if (!parse_long(v, 0, 1, &n)) {
+			snprintf(msg, msglen, "RDMATOOL_PROGRESS_THREAD='%s' is invalid; use 0 (off) or 1 (on)", v);
+			return -EINVAL;
+		}
+		env->progress_thread = n == 1;
+	}
+	if ((v = getenv("RDMATOOL_PROGRESS_CPU"))) {
+		if (!parse_long(v, -1, ncpu > 0 ? ncpu - 1 : 0, &n)) {
+			snprintf(msg, msglen, "RDMATOOL_PROGRESS_CPU='%s' is invalid; use -1 (any) or a CPU from 0 to %ld",
+				 v, ncpu > 0 ? ncpu - 1 : 0);
+			return -EINVAL;
+		}
+		env->progress_cpu = (int)n;
+	}
+	if ((v = getenv("RDMATOOL_RING_SIZE"))) {
+		if (!parse_long(v, 0, RING_MAX_CAPACITY, &n) || (n != 0 && !ring_valid_capacity((uint64_t)n))) {
+			snprintf(msg, msglen,
+				 "RDMATOOL_RING_SIZE='%s' is invalid; use 0 (auto) or a power of two from 2 to %u", v,
+				 RING_MAX_CAPACITY);
+			return -EINVAL;
+		}
+		env->ring_size = (uint32_t)n;
+	}
+	return 0;
+}

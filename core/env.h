@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transport's environment variables (seed 003 section 17, renamed):
+ *   RDMATOOL_TX_STRIPES      stripes per endpoint, 0 = auto (min(ncpus, 16))
+ *   RDMATOOL_PROGRESS_THREAD 0 or 1: a background progress thread
+ *   RDMATOOL_PROGRESS_CPU    CPU for that thread, -1 = any
+ *   RDMATOOL_RING_SIZE       completion ring entries, a power of two, 0 = auto
+ * Unset variables keep the defaults.  core never prints: a bad value gives
+ * -EINVAL and a message naming the variable and what it accepts.
+ */
+#ifndef RDMATOOL_CORE_ENV_H
+#define RDMATOOL_CORE_ENV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CORE_MAX_STRIPES 64
+
+struct core_env {
+	int tx_stripes;	      /* 0 = auto */
+	bool progress_thread;
+	int progress_cpu;     /* -1 = any */
+	uint32_t ring_size;   /* 0 = auto */
+};
+
+void core_env_defaults(struct core_env *env);
+/* Reads the variables over the defaults; 0, or -EINVAL with msg filled. */
+int core_env_read(struct core_env *env, char *msg, size_t msglen);
+/* Stripe count for "auto": min(online CPUs, 16), at least 1. */
+int core_auto_stripes(void);
+
+#endif

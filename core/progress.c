@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Progress: drain each stripe's send CQ and run the receive engine.  Each
+ * of those has one owner at a time, taken with a try-acquire flag: a
+ * thread that finds it taken skips it (someone is already progressing it),
+ * so no thread ever waits.  Manual progress runs this inline in
+ * core_cq_read; the progress thread loops on it.
+ */
+#include "endpoint_impl.h"
+#include "../hw/hw.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static inline bool try_own(struct core_ep *ep, _Atomic int *flag)
+{
+	if (ep->attr.threading == CORE_THREAD_SINGLE)
+		return true;
+	return atomic_load_explicit(flag, memory_order_relaxed) == 0 &&
+	       atomic_exchange_explicit(flag, 1, memory_order_acquire) == 0;
+}
+
+static inline void release_own(struct core_ep *ep, _Atomic int *flag)
+{
+	if (ep->attr.threading != CORE_THREAD_SINGLE)
+		atomic_store_explicit(flag, 0, memory_order_release);
+}
+
+/* Pushes the backlog first: completions keep their order. */
+bool progress_flush_backlog(struct core_ep *ep, struct stripe *s)
+{
+	while (s->backlog_len) {
+		if (cq_push(ep, &s->backlog[s->backlog_head]))
+			return false;
+		s->backlog_head = (s->backlog_head + 1) % STRIPE_BACKLOG;
+		s->backlog_len--;
+	}
+	s->backlog_head = 0;
+	return true;
+}
+
+void progress_emit(struct core_ep *ep, struct stripe *s, const struct core_cqe *e)
+{
+	if (s->backlog_len == 0 && cq_push(ep, e) == 0)
+		return;
+	s->backlog[(s->backlog_head + s->backlog_len) % STRIPE_BACKLOG] = *e;
+	s->backlog_len++;
+}
+
+static void finish_rndv_read(struct core_ep *ep, struct stripe *drainer, struct core_req *r,
+			     const struct ibv_wc *wc)
+{
+	struct core_cqe e = {
+		.context = r->recv->context,
+		.len = r->len,
+		.tag = r->tag,
+		.flags = CORE_CQE_RECV | CORE_CQE_RNDV | r->flags,
+		.status = wc->status,
+		.peer = r->conn->peer,
+	};
+	uint32_t idx = (uint32_t)(r->recv - ep->recv_pool);
+
+	progress_emit(ep, drainer, &e);
+	ring_push(ep->recv_free, &idx, NULL);
+	if (wc->status == IBV_WC_SUCCESS && post_ctrl_msg(ep, r->conn, CORE_MSG_FIN, r->remote_sreq)) {
+		struct fin_retry f = { .conn = r->conn, .sreq = r->remote_sreq };
+
+		/* No credit or request right now: the receive engine retries it. */
+		if (ring_push(ep->fin_retry, &f, NULL))
+			stats_error(drainer->stats, STATS_ERR_LOCAL);
+	}
+}
+
+static void complete_wc(struct core_ep *ep, struct stripe *drainer, const struct ibv_wc *wc)
+{
+	uint32_t si = wr_id_stripe(wc->wr_id), ri = wr_id_index(wc->wr_id);
+	struct stripe *owner;
+	struct core_req *r;
+	struct core_cqe e;
+
+	if (si > (uint32_t)ep->nstripes || ri >= ep->stripes[si].nreqs) {
+		stats_error(drainer->stats, STATS_ERR_OTHER);
+		return;
+	}
+	owner = &ep->stripes[si];
+	r = &owner->reqs[ri];
+	if (wc->status != IBV_WC_SUCCESS) {
+		stats_wc_error(drainer->stats, wc->status);
+		if (r->conn)
+			atomic_store_explicit(&r->conn->dead, 1, memory_order_relaxed);
+	}
+	memset(&e, 0, sizeof(e));
+	e.context = r->context;
+	e.len = r->len;
+	e.tag = r->tag;
+	e.flags = r->flags;
+	e.status = wc->status;
+	switch (r->kind) {
+	case REQ_SEND_RNDV:
+		if (wc->status == IBV_WC_SUCCESS &&
+		    atomic_fetch_sub_explicit(&r->rndv_events, 1, memory_order_acq_rel) != 1)
+			return; /* the FIN completes it */
+		if (wc->status == IBV_WC_SUCCESS)
+			e.status = r->rndv_status;
+		break;
+	case REQ_ATOMIC:
+		if (wc->status == IBV_WC_SUCCESS && r->result)
+			memcpy(r->result, r->bounce, sizeof(uint64_t));
+		break;
+	case REQ_CTRL:
+		stripe_req_free(owner, r);
+		return;
+	case REQ_RNDV_READ:
+		finish_rndv_read(ep, drainer, r, wc);
+		stripe_req_free(owner, r);
+		return;
+	default:
+		break;
+	}
+	stripe_req_free(owner, r);
+	progress_emit(ep, drainer, &e);
+}
+
+void progress_fin(struct core_ep *ep, uint64_t sreq, struct stripe *drainer)
+{
+	uint32_t si = wr_id_stripe(sreq), ri = wr_id_index(sreq);
+	struct core_req *r;
+
+	if (si >= (uint32_t)ep->nstripes || ri >= ep->stripes[si].nreqs)
+		return;
+	r = &ep->stripes[si].reqs[ri];
+	if (r->kind != REQ_SEND_RNDV)
+		return;
+	if (atomic_fetch_sub_explicit(&r->rndv_events, 1, memory_order_acq_rel) == 1) {
+		struct core_cqe e = {
+			.context = r->context, .len = r->len, .tag = r->tag, .flags = r->flags,
+			.status = r->rndv_status,
+		};
+
+		stripe_req_free(&ep->stripes[si], r);
+		progress_emit(ep, drainer, &e);
+	}
+}
+
+static int drain_stripe(struct core_ep *ep, struct stripe *s)
+{
+	struct ibv_wc wc[16];
+	int n;
+
+	if (!progress_flush_backlog(ep, s))
+		return 0;
+	n = hw_poll_cq(s->cq, 16, wc);
+	stats_inc(s->stats, STATS_POLLS);
+	if (n <= 0) {
+		stats_inc(s->stats, STATS_EMPTY_POLLS);
+		return 0;
+	}
+	stats_add(s->stats, STATS_COMPLETED, (uint64_t)n);
+	for (int i = 0; i < n; i++)
+		complete_wc(ep, s, &wc[i]);
+	return n;
+}
+
+int progress_once(struct core_ep *ep)
+{
+	int n = 0;
+
+	for (int i = 0; i < ep->nstripes; i++) {
+		struct stripe *s = &ep->stripes[i];
+
+		if (try_own(ep, &s->draining)) {
+			n += drain_stripe(ep, s);
+			release_own(ep, &s->draining);
+		}
+	}
+	if (try_own(ep, &ep->rx_busy)) {
+		n += rx_progress(ep);
+		release_own(ep, &ep->rx_busy);
+	}
+	return n;
+}
+
+int core_progress(struct core_ep *ep)
+{
+	int n;
+
+	ep_lock(ep);
+	n = progress_once(ep);
+	ep_unlock(ep);
+	return n;
+}
+
+static void *progress_main(void *arg)
+{
+	struct core_ep *ep = arg;
+	unsigned idle = 0;
+
+	while (atomic_load_explicit(&ep->progress_run, memory_order_relaxed)) {
+		if (core_progress(ep)) {
+			idle = 0;
+		} else if (++idle < 2000) {
+			sched_yield();
+		} else {
+			struct timespec ts = { 0, 20000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+int progress_start(struct core_ep *ep, char *err, size_t errlen)
+{
+	int rc;
+
+	atomic_store(&ep->progress_run, 1);
+	rc = pthread_create(&ep->progress_tid, NULL, progress_main, ep);
+	if (rc) {
+		snprintf(err, errlen, "cannot start the progress thread: %s", strerror(rc));
+		return -rc;
+	}
+	if (ep->attr.env.progress_cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(ep->attr.env.progress_cpu, &set);
+		rc = pthread_setaffinity_np(ep->progress_tid, sizeof(set), &set);
+		if (rc) {
+			atomic_store(&ep->progress_run, 0);
+			pthread_join(ep->progress_tid, NULL);
+			snprintf(err, errlen, "cannot pin the progress thread to CPU %d: %s; pick another RDMATOOL_PROGRESS_CPU",
+				 ep->attr.env.progress_cpu, strerror(rc));
+			return -rc;
+		}
+	}
+	ep->progress_started = true;
+	return 0;
+}
+
+void progress_stop(struct core_ep *ep)
+{
+	if (!ep->progress_started)
+		return;
+	atomic_store(&ep->progress_run, 0);
+	pthread_join(ep->progress_tid, NULL);
+	ep->progress_started = false;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A stripe: what one producing thread posts through.  It owns a send CQ,
+ * a request table, a free-list of request indices (a lock-free ring, so any
+ * thread may allocate and the completion drainer may free) and registered
+ * bounce slots, one per request.  wr_id = stripe << WR_ID_STRIPE_SHIFT |
+ * request index, so a completion drained by any thread finds its request
+ * with two array lookups and no lock.
+ */
+#ifndef RDMATOOL_CORE_STRIPE_H
+#define RDMATOOL_CORE_STRIPE_H
+
+#include "endpoint.h"
+#include "ring.h"
+#include "stats.h"
+
+#include <infiniband/verbs.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define WR_ID_STRIPE_SHIFT 48
+#define WR_ID_INDEX_MASK ((1ull << WR_ID_STRIPE_SHIFT) - 1)
+#define WR_ID_MAX_STRIPE 0xffffu
+
+static inline uint64_t wr_id_make(uint32_t stripe, uint32_t index)
+{
+	return ((uint64_t)stripe << WR_ID_STRIPE_SHIFT) | index;
+}
+static inline uint32_t wr_id_stripe(uint64_t wr_id)
+{
+	return (uint32_t)(wr_id >> WR_ID_STRIPE_SHIFT);
+}
+static inline uint32_t wr_id_index(uint64_t wr_id)
+{
+	return (uint32_t)(wr_id & WR_ID_INDEX_MASK);
+}
+
+enum req_kind {
+	REQ_SEND_EAGER,
+	REQ_SEND_RNDV, /* RTS sent; completes when its WC and the FIN both arrived */
+	REQ_WRITE,
+	REQ_READ,
+	REQ_ATOMIC,
+	REQ_CTRL,      /* FIN or CREDIT: no user completion */
+	REQ_RNDV_READ, /* receiver pulling a rendezvous payload */
+};
+
+struct rx_recv;
+struct conn;
+
+struct core_req {
+	uint8_t kind;
+	void *context;
+	uint64_t len;
+	uint64_t tag;
+	uint32_t flags;
+	uint64_t *result;	/* atomics */
+	struct rx_recv *recv;	/* REQ_RNDV_READ */
+	struct conn *conn;
+	uint64_t remote_sreq;	/* REQ_RNDV_READ: the sender's request, echoed in FIN */
+	_Atomic int rndv_events; /* REQ_SEND_RNDV: 2 = WC + FIN */
+	uint32_t rndv_status;
+	unsigned char *bounce;	/* registered, hdr + eager_max bytes */
+};
+
+#define STRIPE_BACKLOG 32
+
+struct stripe {
+	uint32_t index;
+	struct ibv_cq *cq; /* NULL for the receive engine's pseudo-stripe */
+	struct core_req *reqs;
+	uint32_t nreqs;
+	struct ring *free; /* uint32_t request indices */
+	unsigned char *bounce;
+	struct ibv_mr *bounce_mr;
+	uint32_t bounce_size;
+	/* Drain ownership: one thread drains this stripe's CQ at a time (try, never wait). */
+	_Alignas(64) _Atomic int draining;
+	/* Completions the ring had no room for, owned by the draining thread. */
+	struct core_cqe backlog[STRIPE_BACKLOG];
+	int backlog_head, backlog_len;
+	struct stats_entry *stats;
+};
+
+int stripe_init(struct stripe *s, uint32_t index, struct ibv_pd *pd, struct ibv_cq *cq, uint32_t nreqs,
+		uint32_t bounce_size);
+void stripe_fini(struct stripe *s);
+/* A free request, or NULL (pool empty: the caller returns -EAGAIN). */
+struct core_req *stripe_req_alloc(struct stripe *s);
+void stripe_req_free(struct stripe *s, struct core_req *r);
+static inline uint32_t stripe_req_index(const struct stripe *s, const struct core_req *r)
+{
+	return (uint32_t)(r - s->reqs);
+}
+
+#endif
