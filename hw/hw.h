@@ -100,6 +100,11 @@ int hw_list_devices(struct hw_device *out, int max, int *verbs_errno);
  */
 struct ibv_context *hw_open_device(const char *name, struct hw_device *chosen);
 const char *hw_provider_name(const struct ibv_context *ctx);
+/*
+ * Why the last soft device open failed on its configuration (a bad
+ * RDMATOOL_SOFT_ADDR or RDMATOOL_SOFT_FAULTS; errno was EINVAL), "" if not.
+ */
+const char *hw_soft_config_error(void);
 const struct hw_ops *hw_ops_of(const struct ibv_context *ctx);
 
 static inline int hw_close_device(struct ibv_context *ctx)

@@ -1,10 +1,314 @@
 /* SPDX-License-Identifier: MIT */
-/* The soft RDMA device: a user-space NIC, the embedded default provider. */
+/*
+ * The soft RDMA device: a user-space NIC, the embedded default provider.
+ *
+ * One NIC per process (struct soft_nic), shared by every context opened on
+ * soft0 and reference counted: an rkey registered through one context is
+ * reachable from another.  A single progress thread per NIC is the NIC's
+ * engine: it executes every send queue (requester), serves every incoming
+ * request (responder: SEND, WRITE, READ, atomics) and runs the retry and
+ * RNR timers.  Application threads only post, poll and modify.
+ *
+ * Addressing (like rxe/RoCE): the port's link layer is Ethernet, its LID is
+ * 0, and GID[0] names the NIC's TCP "wire" endpoint:
+ *
+ *	raw[0..1]   fe 80            link-local prefix
+ *	raw[2..7]   00               (zero)
+ *	raw[8..11]  IPv4 address     network order
+ *	raw[12..13] TCP port         network order
+ *	raw[14..15] 53 57            "SW", marks a soft GID
+ *
+ * A remote peer is addressed with ah_attr.is_global = 1 and grh.dgid = the
+ * peer's GID[0] (RC: IBV_QP_AV at INIT->RTR; UD: ibv_create_ah), plus
+ * dest_qp_num / remote_qpn as usual.  A dgid equal to this NIC's own GID,
+ * or is_global = 0, means in-process delivery (no socket involved).
+ *
+ * The NIC listens on RDMATOOL_SOFT_ADDR=ip:port (default 127.0.0.1, port 0
+ * = any free port).  RDMATOOL_SOFT_FAULTS configures fault injection
+ * (faults.c).
+ */
 #ifndef RDMATOOL_HW_SOFT_H
 #define RDMATOOL_HW_SOFT_H
 
 #include "../hw.h"
 
+#include <netinet/in.h>
+#include <pthread.h>
+#include <poll.h>
+#include <stdatomic.h>
+
 #define SOFT_DEVICE_NAME "soft0"
+
+/* Device limits, reported by query_device and enforced. */
+#define SOFT_MAX_QP 1024
+#define SOFT_MAX_QP_WR 4096
+#define SOFT_MAX_SGE 16
+#define SOFT_MAX_CQ 1024
+#define SOFT_MAX_CQE 65536
+#define SOFT_MAX_MR 4096
+#define SOFT_MAX_MW 4096
+#define SOFT_MAX_PD 1024
+#define SOFT_MAX_AH 4096
+#define SOFT_MAX_INLINE 256
+#define SOFT_MAX_MSG (1u << 30)
+#define SOFT_MTU 4096
+#define SOFT_GRH_LEN 40
+#define SOFT_QKEY_PRIVILEGED 0x80000000u
+/* Key index space: MRs and MWs share one table, index = key >> 8. */
+#define SOFT_MAX_KEYS (SOFT_MAX_MR + SOFT_MAX_MW + 1)
+
+struct soft_nic;
+
+struct soft_faults {
+	double drop, corrupt, error;
+	unsigned delay_us;
+	uint64_t rng;
+};
+
+struct soft_context {
+	struct ibv_context ibv;
+	struct soft_nic *nic;
+	int async_wr; /* write end of the async event pipe; ibv.async_fd reads */
+};
+
+struct soft_pd {
+	struct ibv_pd ibv;
+};
+
+struct soft_mr {
+	struct ibv_mr ibv;
+	int access;
+	int mw_bound; /* windows bound to this MR (progress thread, under obj_lock) */
+};
+
+struct soft_mw {
+	struct ibv_mw ibv;
+	uint32_t key; /* current rkey (type 2 changes at each bind) */
+	bool valid;
+	struct soft_mr *mr;
+	uint64_t addr, length;
+	int access;
+	uint32_t qpn; /* type 2: the QP it is bound to */
+};
+
+enum soft_key_kind { SOFT_KEY_FREE, SOFT_KEY_MR, SOFT_KEY_MW };
+
+struct soft_key_slot {
+	enum soft_key_kind kind;
+	uint8_t gen; /* rotating low key byte */
+	void *obj;
+};
+
+struct soft_channel {
+	struct ibv_comp_channel ibv;
+	int wr_fd; /* ibv.fd is the read end of this pipe */
+};
+
+struct soft_cq {
+	struct ibv_cq ibv;
+	pthread_mutex_t lock;
+	struct ibv_wc *ring;
+	uint32_t size, head, count;
+	bool overflow;
+	int armed; /* 0, or 1 + solicited_only */
+	atomic_int qp_refs;
+	atomic_uint events_unacked;
+};
+
+struct soft_ah {
+	struct ibv_ah ibv;
+	struct ibv_ah_attr attr;
+};
+
+/* A send WR as the NIC holds it: a private copy, with its own SGEs. */
+struct soft_swqe {
+	struct ibv_send_wr wr;
+	struct ibv_sge sge[SOFT_MAX_SGE];
+	uint32_t inline_len;
+	uint8_t inline_data[SOFT_MAX_INLINE];
+	union ibv_gid dgid; /* UD: from the AH */
+	bool dgid_local;
+	uint32_t dqpn, dqkey;
+	bool signaled;
+	uint32_t psn;
+	bool sent;
+	uint64_t deadline_ns, rnr_until_ns;
+	unsigned retries, rnr_retries;
+};
+
+struct soft_rwqe {
+	uint64_t wr_id;
+	int num_sge;
+	struct ibv_sge sge[SOFT_MAX_SGE];
+};
+
+struct soft_qp {
+	struct ibv_qp ibv;
+	struct soft_nic *nic;
+	pthread_mutex_t lock; /* state, attributes, send queue */
+	pthread_mutex_t rq_lock;
+	struct ibv_qp_attr attr; /* the attributes set so far */
+	struct ibv_qp_cap cap;
+	bool sq_sig_all;
+	/* send queue ring: [head, tail); [head, next) are in flight */
+	struct soft_swqe *sq;
+	uint32_t sq_size, sq_head, sq_next, sq_tail;
+	uint32_t next_psn;
+	/* receive queue ring */
+	struct soft_rwqe *rq;
+	uint32_t rq_size, rq_head, rq_tail;
+	/* responder */
+	uint32_t resp_psn;
+	uint64_t last_atomic_orig;
+	uint32_t last_atomic_psn;
+	bool has_atomic;
+	bool queued;		  /* on the NIC's run queue */
+	struct soft_qp *run_next; /* run queue link */
+	atomic_ulong ud_drops;
+	bool sqd_notify;
+};
+
+struct soft_conn;
+
+struct soft_nic {
+	int refs; /* under soft_nic_lock */
+	pthread_rwlock_t obj_lock; /* key and QP tables; held by the engine while it executes */
+	struct soft_key_slot keys[SOFT_MAX_KEYS];
+	struct soft_qp *qps[SOFT_MAX_QP];
+	uint16_t qp_gen[SOFT_MAX_QP];
+	atomic_int n_pd, n_mr, n_mw, n_cq, n_ah;
+	int n_qp;
+
+	pthread_t thread;
+	int wake_fd;
+	atomic_bool stop, sleeping;
+	pthread_mutex_t runq_lock;
+	struct soft_qp *runq_head, *runq_tail;
+	atomic_int timers; /* QPs waiting on a retry or RNR timer */
+
+	union ibv_gid gid;
+	struct sockaddr_in addr;
+	int listen_fd;
+	struct soft_conn *conns;
+	struct soft_faults faults;
+	atomic_ulong ud_drops, fault_drops, fault_corrupts, fault_errors;
+};
+
+/* device.c */
+struct soft_nic *soft_nic_of(struct ibv_context *ctx);
+uint64_t soft_now_ns(void);
+void soft_async_event(struct ibv_context *ctx, enum ibv_event_type type, void *obj);
+bool soft_gid_is_local(const struct soft_nic *nic, const union ibv_gid *gid);
+void soft_config_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* mr.c */
+struct soft_mr *soft_lookup_lkey(struct soft_nic *nic, uint32_t lkey);
+enum ibv_wc_status soft_check_rkey(struct soft_nic *nic, struct soft_qp *qp, uint32_t rkey,
+				   uint64_t addr, uint64_t len, int access, void **ptr);
+enum ibv_wc_status soft_exec_bind(struct soft_qp *qp, struct soft_mw *mw, uint32_t new_rkey,
+				  const struct ibv_mw_bind_info *info);
+enum ibv_wc_status soft_invalidate(struct soft_nic *nic, uint32_t rkey, struct soft_qp *qp,
+				   bool remote);
+struct ibv_pd *soft_alloc_pd(struct ibv_context *ctx);
+int soft_dealloc_pd(struct ibv_pd *pd);
+struct ibv_mr *soft_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access);
+int soft_dereg_mr(struct ibv_mr *mr);
+struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int soft_dealloc_mw(struct ibv_mw *mw);
+int soft_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
+
+/* cq.c */
+struct ibv_comp_channel *soft_create_comp_channel(struct ibv_context *ctx);
+int soft_destroy_comp_channel(struct ibv_comp_channel *channel);
+int soft_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context);
+void soft_ack_cq_events(struct ibv_cq *cq, unsigned int nevents);
+struct ibv_cq *soft_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
+			      struct ibv_comp_channel *channel, int comp_vector);
+int soft_destroy_cq(struct ibv_cq *cq);
+int soft_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+int soft_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+void soft_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+/* qp.c */
+struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init);
+int soft_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+int soft_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		  struct ibv_qp_init_attr *init);
+int soft_destroy_qp(struct ibv_qp *qp);
+bool soft_modify_is_ok(enum ibv_qp_state cur, enum ibv_qp_state next, enum ibv_qp_type type, int mask);
+void soft_qp_error(struct soft_qp *qp);
+void soft_qp_flush_locked(struct soft_qp *qp);
+struct soft_qp *soft_lookup_qp(struct soft_nic *nic, uint32_t qpn);
+struct ibv_ah *soft_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int soft_destroy_ah(struct ibv_ah *ah);
+
+/* post.c */
+int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int soft_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+void soft_complete_send(struct soft_qp *qp, struct soft_swqe *w, enum ibv_wc_status status, uint32_t byte_len);
+void soft_ring_doorbell(struct soft_qp *qp);
+
+/*
+ * A request as the responder sees it, whether it came from a QP of this
+ * NIC (payload gathered straight from the requester's SGEs) or off the wire
+ * (one contiguous segment).
+ */
+struct soft_seg {
+	const uint8_t *ptr;
+	uint32_t len;
+};
+
+struct soft_req {
+	uint8_t opcode; /* enum ibv_wr_opcode */
+	bool solicited;
+	enum ibv_qp_type qp_type;
+	uint32_t src_qpn, dst_qpn, psn, qkey;
+	uint32_t rkey, imm_data, invalidate_rkey;
+	uint64_t raddr, compare_add, swap;
+	uint32_t length;
+	union ibv_gid sgid, dgid;
+	int nseg;
+	struct soft_seg seg[SOFT_MAX_SGE];
+};
+
+enum soft_resp_kind {
+	SOFT_RESP_NONE, /* dropped: no answer at all */
+	SOFT_RESP_ACK,
+	SOFT_RESP_RNR,
+	SOFT_RESP_NAK,
+};
+
+struct soft_resp {
+	enum soft_resp_kind kind;
+	enum ibv_wc_status status; /* NAK: the requester's status */
+	uint8_t rnr_timer;
+	uint32_t psn;
+	uint64_t atomic_orig;
+	const uint8_t *read_data;
+	uint32_t read_len;
+};
+
+/* resp.c: the responder; runs on the engine with obj_lock held for reading. */
+void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct soft_req *req,
+		  struct soft_resp *resp);
+
+/* engine.c */
+int soft_engine_start(struct soft_nic *nic);
+void soft_engine_stop(struct soft_nic *nic);
+void soft_engine_wake(struct soft_nic *nic);
+void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp);
+uint64_t soft_rnr_ns(uint8_t timer);
+void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer);
+
+/* wire.c */
+int soft_wire_listen(struct soft_nic *nic, const char *spec);
+void soft_wire_close(struct soft_nic *nic);
+int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req);
+int soft_wire_pollfds(struct soft_nic *nic, struct pollfd *pfd, int max);
+void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n);
+
+/* faults.c */
+int soft_faults_parse(const char *spec, struct soft_faults *out, char *err, size_t errlen);
+bool soft_fault_hit(struct soft_faults *f, double p);
 
 #endif

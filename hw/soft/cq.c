@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completion queues and completion channels.  A CQ is a bounded ring; one
+ * completion too many sets it in overflow (later completions are lost) and
+ * raises IBV_EVENT_CQ_ERR.  A channel is a pipe carrying the CQ pointer of
+ * each notification, so its fd works with poll() and blocking reads.
+ */
+#define _GNU_SOURCE
+#include "soft.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct ibv_comp_channel *soft_create_comp_channel(struct ibv_context *ctx)
+{
+	struct soft_channel *ch = calloc(1, sizeof(*ch));
+	int fds[2];
+
+	if (!ch)
+		return NULL;
+	if (pipe2(fds, O_CLOEXEC)) {
+		free(ch);
+		return NULL;
+	}
+	fcntl(fds[1], F_SETFL, O_NONBLOCK);
+	ch->ibv.context = ctx;
+	ch->ibv.fd = fds[0];
+	ch->wr_fd = fds[1];
+	return &ch->ibv;
+}
+
+int soft_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct soft_channel *ch = (struct soft_channel *)channel;
+
+	if (__atomic_load_n(&channel->refcnt, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	close(ch->ibv.fd);
+	close(ch->wr_fd);
+	free(ch);
+	return 0;
+}
+
+int soft_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
+{
+	struct ibv_cq *got;
+	ssize_t n = read(channel->fd, &got, sizeof(got));
+
+	if (n != (ssize_t)sizeof(got)) {
+		if (n >= 0)
+			errno = EIO;
+		return -1;
+	}
+	*cq = got;
+	*cq_context = got->cq_context;
+	atomic_fetch_add(&((struct soft_cq *)got)->events_unacked, 1);
+	return 0;
+}
+
+void soft_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	atomic_fetch_sub(&((struct soft_cq *)cq)->events_unacked, nevents);
+}
+
+struct ibv_cq *soft_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
+			      struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct soft_nic *nic = soft_nic_of(ctx);
+	struct soft_cq *cq;
+
+	if (cqe < 1 || cqe > SOFT_MAX_CQE || comp_vector != 0 || (channel && channel->context != ctx)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (atomic_fetch_add(&nic->n_cq, 1) >= SOFT_MAX_CQ) {
+		atomic_fetch_sub(&nic->n_cq, 1);
+		errno = ENOMEM;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (cq)
+		cq->ring = calloc((size_t)cqe, sizeof(*cq->ring));
+	if (!cq || !cq->ring) {
+		free(cq);
+		atomic_fetch_sub(&nic->n_cq, 1);
+		errno = ENOMEM;
+		return NULL;
+	}
+	cq->size = (uint32_t)cqe;
+	pthread_mutex_init(&cq->lock, NULL);
+	cq->ibv.context = ctx;
+	cq->ibv.channel = channel;
+	cq->ibv.cq_context = cq_context;
+	cq->ibv.cqe = cqe;
+	pthread_mutex_init(&cq->ibv.mutex, NULL);
+	pthread_cond_init(&cq->ibv.cond, NULL);
+	if (channel)
+		__atomic_add_fetch(&channel->refcnt, 1, __ATOMIC_ACQ_REL);
+	return &cq->ibv;
+}
+
+int soft_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct soft_cq *cq = (struct soft_cq *)ibcq;
+
+	if (atomic_load(&cq->qp_refs))
+		return EBUSY;
+	if (ibcq->channel)
+		__atomic_sub_fetch(&ibcq->channel->refcnt, 1, __ATOMIC_ACQ_REL);
+	atomic_fetch_sub(&soft_nic_of(ibcq->context)->n_cq, 1);
+	pthread_mutex_destroy(&cq->lock);
+	pthread_mutex_destroy(&cq->ibv.mutex);
+	pthread_cond_destroy(&cq->ibv.cond);
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+{
+	struct soft_cq *cq = (struct soft_cq *)ibcq;
+	int n = 0;
+
+	if (num_entries < 0)
+		return -1;
+	pthread_mutex_lock(&cq->lock);
+	while (n < num_entries && cq->count) {
+		wc[n++] = cq->ring[cq->head];
+		cq->head = cq->head + 1 == cq->size ? 0 : cq->head + 1;
+		cq->count--;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	return n;
+}
+
+int soft_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct soft_cq *cq = (struct soft_cq *)ibcq;
+
+	if (!ibcq->channel)
+		return EINVAL;
+	pthread_mutex_lock(&cq->lock);
+	cq->armed = 1 + !!solicited_only;
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+void soft_cq_push(struct ibv_cq *ibcq, const struct ibv_wc *wc, bool solicited)
+{
+	struct soft_cq *cq = (struct soft_cq *)ibcq;
+	bool notify = false, overflowed = false;
+
+	pthread_mutex_lock(&cq->lock);
+	if (cq->overflow) {
+		pthread_mutex_unlock(&cq->lock);
+		return;
+	}
+	if (cq->count == cq->size) {
+		cq->overflow = overflowed = true;
+	} else {
+		uint32_t tail = cq->head + cq->count;
+
+		cq->ring[tail >= cq->size ? tail - cq->size : tail] = *wc;
+		cq->count++;
+		if (cq->armed == 1 || (cq->armed == 2 && (solicited || wc->status != IBV_WC_SUCCESS))) {
+			cq->armed = 0;
+			notify = true;
+		}
+	}
+	pthread_mutex_unlock(&cq->lock);
+	if (overflowed) {
+		soft_async_event(ibcq->context, IBV_EVENT_CQ_ERR, ibcq);
+	} else if (notify) {
+		ssize_t n = write(((struct soft_channel *)ibcq->channel)->wr_fd, &ibcq, sizeof(ibcq));
+
+		(void)n;
+	}
+}

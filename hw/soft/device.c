@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/* The soft NIC singleton, device/port/GID queries, contexts and async events. */
+#define _GNU_SOURCE
+#include "soft.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static pthread_mutex_t soft_nic_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct soft_nic *soft_nic_instance;
+static char soft_config_error[256];
+static pthread_once_t soft_atfork_once = PTHREAD_ONCE_INIT;
+
+static struct ibv_device soft_ibv_device = {
+	.node_type = IBV_NODE_CA,
+	.transport_type = IBV_TRANSPORT_IB,
+	.name = SOFT_DEVICE_NAME,
+	.dev_name = "soft_uverbs0",
+};
+
+uint64_t soft_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct soft_nic *soft_nic_of(struct ibv_context *ctx)
+{
+	return ((struct soft_context *)ctx)->nic;
+}
+
+bool soft_gid_is_local(const struct soft_nic *nic, const union ibv_gid *gid)
+{
+	return memcmp(gid->raw, nic->gid.raw, sizeof(gid->raw)) == 0;
+}
+
+void soft_config_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(soft_config_error, sizeof(soft_config_error), fmt, ap);
+	va_end(ap);
+}
+
+const char *hw_soft_config_error(void)
+{
+	return soft_config_error;
+}
+
+/* A forked child has no engine thread: it must build its own NIC. */
+static void soft_forget_nic_in_child(void)
+{
+	soft_nic_instance = NULL;
+	pthread_mutex_init(&soft_nic_lock, NULL);
+}
+
+static void soft_register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, soft_forget_nic_in_child);
+}
+
+static struct soft_nic *soft_nic_create(void)
+{
+	struct soft_nic *nic = calloc(1, sizeof(*nic));
+	const char *faults = getenv("RDMATOOL_SOFT_FAULTS");
+	int err;
+
+	if (!nic)
+		return NULL;
+	soft_config_error[0] = '\0';
+	if (faults && soft_faults_parse(faults, &nic->faults, soft_config_error, sizeof(soft_config_error))) {
+		free(nic);
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_rwlock_init(&nic->obj_lock, NULL);
+	pthread_mutex_init(&nic->runq_lock, NULL);
+	nic->listen_fd = -1;
+	nic->wake_fd = -1;
+	err = soft_wire_listen(nic, getenv("RDMATOOL_SOFT_ADDR"));
+	if (!err)
+		err = soft_engine_start(nic);
+	if (err) {
+		soft_wire_close(nic);
+		pthread_rwlock_destroy(&nic->obj_lock);
+		pthread_mutex_destroy(&nic->runq_lock);
+		free(nic);
+		errno = err;
+		return NULL;
+	}
+	return nic;
+}
+
+static void soft_nic_destroy(struct soft_nic *nic)
+{
+	soft_engine_stop(nic);
+	soft_wire_close(nic);
+	pthread_rwlock_destroy(&nic->obj_lock);
+	pthread_mutex_destroy(&nic->runq_lock);
+	free(nic);
+}
+
+static struct soft_nic *soft_nic_get(void)
+{
+	struct soft_nic *nic;
+
+	pthread_once(&soft_atfork_once, soft_register_atfork);
+	pthread_mutex_lock(&soft_nic_lock);
+	if (!soft_nic_instance)
+		soft_nic_instance = soft_nic_create();
+	nic = soft_nic_instance;
+	if (nic)
+		nic->refs++;
+	pthread_mutex_unlock(&soft_nic_lock);
+	return nic;
+}
+
+static void soft_nic_put(struct soft_nic *nic)
+{
+	bool last;
+
+	pthread_mutex_lock(&soft_nic_lock);
+	last = --nic->refs == 0;
+	if (last && soft_nic_instance == nic)
+		soft_nic_instance = NULL;
+	pthread_mutex_unlock(&soft_nic_lock);
+	if (last)
+		soft_nic_destroy(nic);
+}
+
+static int soft_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
+{
+	struct soft_nic *nic = soft_nic_of(ctx);
+
+	memset(attr, 0, sizeof(*attr));
+	strcpy(attr->fw_ver, "1.0");
+	memcpy(&attr->node_guid, &nic->gid.raw[8], sizeof(attr->node_guid));
+	attr->sys_image_guid = attr->node_guid;
+	attr->max_mr_size = SOFT_MAX_MSG;
+	attr->page_size_cap = 0xfffff000;
+	attr->vendor_id = 0xffffff;
+	attr->vendor_part_id = 1;
+	attr->hw_ver = 1;
+	attr->max_qp = SOFT_MAX_QP;
+	attr->max_qp_wr = SOFT_MAX_QP_WR;
+	attr->device_cap_flags = IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+				 IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
+				 IBV_DEVICE_PORT_ACTIVE_EVENT;
+	attr->max_sge = SOFT_MAX_SGE;
+	attr->max_sge_rd = SOFT_MAX_SGE;
+	attr->max_cq = SOFT_MAX_CQ;
+	attr->max_cqe = SOFT_MAX_CQE;
+	attr->max_mr = SOFT_MAX_MR;
+	attr->max_mw = SOFT_MAX_MW;
+	attr->max_pd = SOFT_MAX_PD;
+	attr->max_qp_rd_atom = 16;
+	attr->max_qp_init_rd_atom = 16;
+	attr->max_res_rd_atom = SOFT_MAX_QP * 16;
+	attr->atomic_cap = IBV_ATOMIC_HCA;
+	attr->max_ah = SOFT_MAX_AH;
+	attr->max_pkeys = 1;
+	attr->local_ca_ack_delay = 15;
+	attr->phys_port_cnt = 1;
+	return 0;
+}
+
+static int soft_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr)
+{
+	(void)ctx;
+	if (port != 1)
+		return EINVAL;
+	memset(attr, 0, sizeof(*attr));
+	attr->state = IBV_PORT_ACTIVE;
+	attr->phys_state = 5; /* LinkUp */
+	attr->max_mtu = IBV_MTU_4096;
+	attr->active_mtu = IBV_MTU_4096;
+	attr->gid_tbl_len = 1;
+	attr->pkey_tbl_len = 1;
+	attr->max_msg_sz = SOFT_MAX_MSG;
+	attr->port_cap_flags = IBV_PORT_CM_SUP;
+	attr->lid = 0; /* Ethernet link layer: addressing is by GID */
+	attr->sm_lid = 0;
+	attr->active_width = 2;	 /* 4x */
+	attr->active_speed = 32; /* EDR */
+	attr->link_layer = IBV_LINK_LAYER_ETHERNET;
+	return 0;
+}
+
+static int soft_query_gid(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid)
+{
+	if (port != 1 || index != 0)
+		return EINVAL;
+	*gid = soft_nic_of(ctx)->gid;
+	return 0;
+}
+
+void soft_async_event(struct ibv_context *ctx, enum ibv_event_type type, void *obj)
+{
+	struct soft_context *sctx = (struct soft_context *)ctx;
+	struct ibv_async_event ev = { .event_type = type };
+	ssize_t n;
+
+	switch (type) {
+	case IBV_EVENT_CQ_ERR:
+		ev.element.cq = obj;
+		break;
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_PORT_ERR:
+		ev.element.port_num = 1;
+		break;
+	default:
+		ev.element.qp = obj;
+		break;
+	}
+	/* Smaller than PIPE_BUF: written whole; a full pipe drops the event. */
+	n = write(sctx->async_wr, &ev, sizeof(ev));
+	(void)n;
+}
+
+static int soft_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
+{
+	ssize_t n = read(ctx->async_fd, event, sizeof(*event));
+
+	if (n == (ssize_t)sizeof(*event))
+		return 0;
+	if (n >= 0)
+		errno = EIO;
+	return -1;
+}
+
+static void soft_ack_async_event(struct ibv_async_event *event)
+{
+	(void)event;
+}
+
+static int soft_close_device(struct ibv_context *ctx)
+{
+	struct soft_context *sctx = (struct soft_context *)ctx;
+
+	close(sctx->ibv.async_fd);
+	close(sctx->async_wr);
+	pthread_mutex_destroy(&sctx->ibv.mutex);
+	soft_nic_put(sctx->nic);
+	free(sctx);
+	return 0;
+}
+
+static const struct hw_ops soft_ops = {
+	.query_device = soft_query_device,
+	.query_port = soft_query_port,
+	.query_gid = soft_query_gid,
+	.close_device = soft_close_device,
+	.alloc_pd = soft_alloc_pd,
+	.dealloc_pd = soft_dealloc_pd,
+	.reg_mr = soft_reg_mr,
+	.dereg_mr = soft_dereg_mr,
+	.alloc_mw = soft_alloc_mw,
+	.dealloc_mw = soft_dealloc_mw,
+	.bind_mw = soft_bind_mw,
+	.create_comp_channel = soft_create_comp_channel,
+	.destroy_comp_channel = soft_destroy_comp_channel,
+	.get_cq_event = soft_get_cq_event,
+	.ack_cq_events = soft_ack_cq_events,
+	.create_cq = soft_create_cq,
+	.destroy_cq = soft_destroy_cq,
+	.poll_cq = soft_poll_cq,
+	.req_notify_cq = soft_req_notify_cq,
+	.create_qp = soft_create_qp,
+	.modify_qp = soft_modify_qp,
+	.query_qp = soft_query_qp,
+	.destroy_qp = soft_destroy_qp,
+	.post_send = soft_post_send,
+	.post_recv = soft_post_recv,
+	.create_ah = soft_create_ah,
+	.destroy_ah = soft_destroy_ah,
+	.get_async_event = soft_get_async_event,
+	.ack_async_event = soft_ack_async_event,
+};
+
+static int soft_list_devices(struct hw_device *out, int max)
+{
+	if (max < 1)
+		return 0;
+	memset(out, 0, sizeof(*out));
+	strcpy(out->name, SOFT_DEVICE_NAME);
+	out->provider = &hw_soft_provider;
+	out->ibv_device = &soft_ibv_device;
+	return 1;
+}
+
+static struct ibv_context *soft_open_device(const struct hw_device *dev)
+{
+	struct soft_context *sctx = calloc(1, sizeof(*sctx));
+	int fds[2];
+
+	(void)dev;
+	if (!sctx)
+		return NULL;
+	if (pipe2(fds, O_CLOEXEC)) {
+		free(sctx);
+		return NULL;
+	}
+	/* The NIC never blocks on a consumer that does not read its events. */
+	fcntl(fds[1], F_SETFL, O_NONBLOCK);
+	sctx->nic = soft_nic_get();
+	if (!sctx->nic) {
+		int err = errno;
+
+		close(fds[0]);
+		close(fds[1]);
+		free(sctx);
+		errno = err;
+		return NULL;
+	}
+	sctx->ibv.device = &soft_ibv_device;
+	sctx->ibv.cmd_fd = -1;
+	sctx->ibv.async_fd = fds[0];
+	sctx->async_wr = fds[1];
+	sctx->ibv.num_comp_vectors = 1;
+	pthread_mutex_init(&sctx->ibv.mutex, NULL);
+	sctx->ibv.ops.post_send = soft_post_send;
+	sctx->ibv.ops.post_recv = soft_post_recv;
+	sctx->ibv.ops.poll_cq = soft_poll_cq;
+	sctx->ibv.ops.req_notify_cq = soft_req_notify_cq;
+	sctx->ibv.ops.alloc_mw = soft_alloc_mw;
+	sctx->ibv.ops.dealloc_mw = soft_dealloc_mw;
+	sctx->ibv.ops.bind_mw = soft_bind_mw;
+	return &sctx->ibv;
+}
+
+static bool soft_owns_context(const struct ibv_context *ctx)
+{
+	return ctx && ctx->device == &soft_ibv_device;
+}
+
+const struct hw_provider hw_soft_provider = {
+	.name = "soft",
+	.ops = &soft_ops,
+	.list_devices = soft_list_devices,
+	.open_device = soft_open_device,
+	.owns_context = soft_owns_context,
+};

@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NIC's engine: one thread that runs every send queue (requester),
+ * serves requests (responder, resp.c), receives from the wire and runs the
+ * retransmission and RNR timers.  It holds obj_lock for reading while it
+ * works, so a QP, MR or MW is never freed under it.
+ */
+#include "soft.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define SOFT_WINDOW 64		 /* RC requests in flight per QP */
+#define SOFT_TIMER_TICK_NS 500000 /* timer scan period while work waits on a timer */
+
+/* IB min_rnr_timer encoding, in microseconds (0 is the longest, 655.36 ms). */
+static const uint32_t soft_rnr_us[32] = {
+	655360, 10,    20,    30,    40,    60,     80,     120,    160,    240,	  320,
+	480,	640,   960,   1280,  1920,  2560,   3840,   5120,   7680,   10240,  15360,
+	20480,	30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+uint64_t soft_rnr_ns(uint8_t timer)
+{
+	return (uint64_t)soft_rnr_us[timer & 31] * 1000;
+}
+
+/* Local ACK timeout: 4.096 us * 2^timeout; 0 means wait forever. */
+static uint64_t soft_timeout_ns(const struct soft_qp *qp)
+{
+	return qp->attr.timeout ? 4096ull << qp->attr.timeout : 0;
+}
+
+void soft_engine_wake(struct soft_nic *nic)
+{
+	uint64_t one = 1;
+
+	if (atomic_load(&nic->sleeping)) {
+		ssize_t n = write(nic->wake_fd, &one, sizeof(one));
+
+		(void)n;
+	}
+}
+
+/* Resolves the local SGEs of w into segments; status on a bad lkey or length. */
+static enum ibv_wc_status soft_local_segs(struct soft_qp *qp, struct soft_swqe *w, bool writable,
+					  struct soft_seg *seg, uint64_t *total)
+{
+	*total = 0;
+	if (w->inline_len || (w->wr.send_flags & IBV_SEND_INLINE)) {
+		seg[0].ptr = w->inline_data;
+		seg[0].len = w->inline_len;
+		*total = w->inline_len;
+		return IBV_WC_SUCCESS;
+	}
+	for (int i = 0; i < w->wr.num_sge; i++) {
+		const struct ibv_sge *sge = &w->sge[i];
+		struct soft_mr *mr = soft_lookup_lkey(qp->nic, sge->lkey);
+		uint64_t base;
+
+		seg[i].ptr = (const uint8_t *)(uintptr_t)sge->addr;
+		seg[i].len = sge->length;
+		*total += sge->length;
+		if (!sge->length)
+			continue;
+		if (!mr || mr->ibv.pd != qp->ibv.pd || (writable && !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
+			return IBV_WC_LOC_PROT_ERR;
+		base = (uintptr_t)mr->ibv.addr;
+		if (sge->addr < base || sge->addr - base > mr->ibv.length ||
+		    sge->length > mr->ibv.length - (sge->addr - base))
+			return IBV_WC_LOC_PROT_ERR;
+	}
+	if (*total > SOFT_MAX_MSG)
+		return IBV_WC_LOC_LEN_ERR;
+	return IBV_WC_SUCCESS;
+}
+
+/* Completes the head WR and moves the QP to its error state. */
+static void soft_fail_head(struct soft_qp *qp, enum ibv_wc_status status)
+{
+	struct soft_swqe *w = &qp->sq[qp->sq_head % qp->sq_size];
+
+	soft_complete_send(qp, w, status, 0);
+	qp->sq_head++;
+	if (qp->sq_next < qp->sq_head)
+		qp->sq_next = qp->sq_head;
+	soft_qp_error(qp);
+}
+
+static uint32_t soft_payload_len(const struct soft_swqe *w)
+{
+	uint32_t total = 0;
+
+	for (int i = 0; i < w->wr.num_sge; i++)
+		total += w->sge[i].length;
+	return w->inline_len ? w->inline_len : total;
+}
+
+void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp)
+{
+	struct soft_swqe *w;
+	struct soft_seg seg[SOFT_MAX_SGE];
+	uint64_t total;
+
+	if (qp->sq_head == qp->sq_next)
+		return;
+	w = &qp->sq[qp->sq_head % qp->sq_size];
+	if (!w->sent || resp->psn != w->psn || resp->kind == SOFT_RESP_NONE)
+		return;
+	switch (resp->kind) {
+	case SOFT_RESP_ACK:
+		if (w->wr.opcode == IBV_WR_RDMA_READ) {
+			if (soft_local_segs(qp, w, true, seg, &total) != IBV_WC_SUCCESS || total != resp->read_len) {
+				soft_fail_head(qp, IBV_WC_LOC_PROT_ERR);
+				return;
+			}
+			for (int i = 0, off = 0; i < w->wr.num_sge; off += seg[i].len, i++)
+				memcpy((void *)seg[i].ptr, resp->read_data + off, seg[i].len);
+		} else if (w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			if (soft_local_segs(qp, w, true, seg, &total) != IBV_WC_SUCCESS) {
+				soft_fail_head(qp, IBV_WC_LOC_PROT_ERR);
+				return;
+			}
+			memcpy((void *)seg[0].ptr, &resp->atomic_orig, sizeof(resp->atomic_orig));
+		}
+		soft_complete_send(qp, w, IBV_WC_SUCCESS, soft_payload_len(w));
+		qp->sq_head++;
+		break;
+	case SOFT_RESP_RNR:
+		if (qp->attr.rnr_retry != 7 && w->rnr_retries++ >= qp->attr.rnr_retry) {
+			soft_fail_head(qp, IBV_WC_RNR_RETRY_EXC_ERR);
+			return;
+		}
+		/* Go back: this WR and all after it are sent again when the RNR timer expires. */
+		w->rnr_until_ns = soft_now_ns() + soft_rnr_ns(resp->rnr_timer);
+		for (uint32_t i = qp->sq_head; i != qp->sq_next; i++)
+			qp->sq[i % qp->sq_size].sent = false;
+		qp->sq_next = qp->sq_head;
+		break;
+	case SOFT_RESP_NAK:
+		soft_fail_head(qp, resp->status);
+		break;
+	case SOFT_RESP_NONE:
+		break;
+	}
+}
+
+/* BIND_MW and LOCAL_INV: executed by this NIC, no packet. */
+static enum ibv_wc_status soft_exec_local(struct soft_qp *qp, struct soft_swqe *w)
+{
+	if (w->wr.opcode == IBV_WR_LOCAL_INV)
+		return soft_invalidate(qp->nic, w->wr.invalidate_rkey, qp, false);
+	return soft_exec_bind(qp, (struct soft_mw *)w->wr.bind_mw.mw, w->wr.bind_mw.rkey, &w->wr.bind_mw.bind_info);
+}
+
+static void soft_build_req(struct soft_qp *qp, struct soft_swqe *w, struct soft_req *req)
+{
+	req->opcode = (uint8_t)w->wr.opcode;
+	req->solicited = w->wr.send_flags & IBV_SEND_SOLICITED;
+	req->qp_type = qp->ibv.qp_type;
+	req->src_qpn = qp->ibv.qp_num;
+	req->psn = w->psn;
+	req->imm_data = w->wr.imm_data;
+	req->invalidate_rkey = w->wr.invalidate_rkey;
+	req->sgid = qp->nic->gid;
+	if (qp->ibv.qp_type == IBV_QPT_UD) {
+		req->dst_qpn = w->dqpn;
+		req->qkey = w->dqkey;
+		req->dgid = w->dgid_local ? qp->nic->gid : w->dgid;
+		return;
+	}
+	req->dst_qpn = qp->attr.dest_qp_num;
+	req->dgid = qp->attr.ah_attr.is_global ? qp->attr.ah_attr.grh.dgid : qp->nic->gid;
+	switch (w->wr.opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		req->rkey = w->wr.wr.rdma.rkey;
+		req->raddr = w->wr.wr.rdma.remote_addr;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		req->rkey = w->wr.wr.atomic.rkey;
+		req->raddr = w->wr.wr.atomic.remote_addr;
+		req->compare_add = w->wr.wr.atomic.compare_add;
+		req->swap = w->wr.wr.atomic.swap;
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * Sends (or, in-process, executes) the WR at sq_next.  Returns false when a
+ * local error must wait for the work before it to complete first.
+ */
+static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w)
+{
+	struct soft_nic *nic = qp->nic;
+	struct soft_req req;
+	struct soft_resp resp;
+	enum ibv_wc_status st;
+	uint64_t total;
+	bool is_atomic = w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	bool is_read = w->wr.opcode == IBV_WR_RDMA_READ;
+	bool is_inline = w->inline_len || (w->wr.send_flags & IBV_SEND_INLINE);
+	bool local;
+
+	memset(&req, 0, sizeof(req));
+	soft_build_req(qp, w, &req);
+	st = soft_local_segs(qp, w, is_read || is_atomic, req.seg, &total);
+	if (st == IBV_WC_SUCCESS && is_atomic && total != 8)
+		st = IBV_WC_LOC_LEN_ERR;
+	if (st == IBV_WC_SUCCESS && qp->ibv.qp_type == IBV_QPT_UD && total > SOFT_MTU)
+		st = IBV_WC_LOC_LEN_ERR;
+	if (st != IBV_WC_SUCCESS) {
+		if (qp->sq_next != qp->sq_head)
+			return false;
+		qp->sq_next++;
+		soft_fail_head(qp, st);
+		return true;
+	}
+	req.length = (uint32_t)total;
+	req.nseg = is_read || is_atomic ? 0 : is_inline ? 1 : w->wr.num_sge;
+	local = soft_gid_is_local(nic, &req.dgid);
+	w->sent = true;
+	w->deadline_ns = soft_timeout_ns(qp) ? soft_now_ns() + soft_timeout_ns(qp) : 0;
+	qp->sq_next++;
+	if (local) {
+		soft_respond(nic, qp, &req, &resp);
+	} else if (soft_wire_send_req(nic, &req) && qp->ibv.qp_type == IBV_QPT_RC) {
+		/* The peer cannot be reached at all: as if every retry went unanswered. */
+		if (qp->sq_head == qp->sq_next - 1)
+			soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+		return true;
+	}
+	if (qp->ibv.qp_type == IBV_QPT_UD) {
+		/* Unreliable: complete once it left the port. */
+		soft_complete_send(qp, w, IBV_WC_SUCCESS, (uint32_t)total);
+		qp->sq_head++;
+		return true;
+	}
+	if (local)
+		soft_handle_resp(qp, &resp);
+	return true;
+}
+
+/* The wire lost its connection to peer: every RC QP waiting on it fails. */
+void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer)
+{
+	for (int i = 0; i < SOFT_MAX_QP; i++) {
+		struct soft_qp *qp = nic->qps[i];
+
+		if (!qp || qp->ibv.qp_type != IBV_QPT_RC)
+			continue;
+		pthread_mutex_lock(&qp->lock);
+		if (qp->sq_head != qp->sq_next && qp->attr.ah_attr.is_global &&
+		    memcmp(qp->attr.ah_attr.grh.dgid.raw, peer->raw, 16) == 0)
+			soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+		pthread_mutex_unlock(&qp->lock);
+	}
+}
+
+/* Runs a QP's send queue as far as it can; qp->lock held. */
+static void soft_qp_progress(struct soft_qp *qp, uint64_t now)
+{
+	struct soft_nic *nic = qp->nic;
+
+	/* Retransmission timer of the oldest request in flight. */
+	if (qp->sq_head != qp->sq_next) {
+		struct soft_swqe *h = &qp->sq[qp->sq_head % qp->sq_size];
+
+		if (h->sent && h->deadline_ns && now >= h->deadline_ns) {
+			if (h->retries++ >= qp->attr.retry_cnt) {
+				soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+				return;
+			}
+			for (uint32_t i = qp->sq_head; i != qp->sq_next; i++)
+				qp->sq[i % qp->sq_size].sent = false;
+			qp->sq_next = qp->sq_head;
+		}
+	}
+	while (qp->sq_next != qp->sq_tail && qp->attr.qp_state == IBV_QPS_RTS) {
+		struct soft_swqe *w = &qp->sq[qp->sq_next % qp->sq_size];
+		bool idle = qp->sq_next == qp->sq_head;
+
+		if (w->rnr_until_ns && now < w->rnr_until_ns)
+			break;
+		if (w->wr.opcode == IBV_WR_BIND_MW || w->wr.opcode == IBV_WR_LOCAL_INV) {
+			enum ibv_wc_status st;
+
+			if (!idle)
+				break; /* completes in order, after the work before it */
+			st = soft_exec_local(qp, w);
+			qp->sq_next++;
+			if (st != IBV_WC_SUCCESS) {
+				soft_fail_head(qp, st);
+				return;
+			}
+			soft_complete_send(qp, w, IBV_WC_SUCCESS, 0);
+			qp->sq_head++;
+			continue;
+		}
+		if (!idle && ((w->wr.send_flags & IBV_SEND_FENCE) || qp->sq_next - qp->sq_head >= SOFT_WINDOW))
+			break;
+		if (!soft_transmit(qp, w) || atomic_load(&nic->stop))
+			break;
+	}
+	if (qp->attr.qp_state == IBV_QPS_SQD && qp->sqd_notify && qp->sq_head == qp->sq_next) {
+		qp->sqd_notify = false;
+		soft_async_event(qp->ibv.context, IBV_EVENT_SQ_DRAINED, qp);
+	}
+}
+
+static bool soft_qp_waits(const struct soft_qp *qp)
+{
+	return qp->sq_head != qp->sq_tail &&
+	       (qp->attr.qp_state == IBV_QPS_RTS || qp->attr.qp_state == IBV_QPS_SQD);
+}
+
+static struct soft_qp *soft_runq_pop(struct soft_nic *nic)
+{
+	struct soft_qp *qp;
+
+	pthread_mutex_lock(&nic->runq_lock);
+	qp = nic->runq_head;
+	if (qp) {
+		nic->runq_head = qp->run_next;
+		if (!nic->runq_head)
+			nic->runq_tail = NULL;
+		qp->queued = false;
+	}
+	pthread_mutex_unlock(&nic->runq_lock);
+	return qp;
+}
+
+/* Runs the doorbelled QPs; returns whether any QP still waits on a timer or answer. */
+static bool soft_run_queue(struct soft_nic *nic)
+{
+	bool waiting = false;
+	struct soft_qp *qp;
+
+	pthread_rwlock_rdlock(&nic->obj_lock);
+	while ((qp = soft_runq_pop(nic))) {
+		pthread_mutex_lock(&qp->lock);
+		soft_qp_progress(qp, soft_now_ns());
+		waiting |= soft_qp_waits(qp);
+		pthread_mutex_unlock(&qp->lock);
+	}
+	pthread_rwlock_unlock(&nic->obj_lock);
+	return waiting;
+}
+
+static bool soft_run_timers(struct soft_nic *nic)
+{
+	bool waiting = false;
+	uint64_t now = soft_now_ns();
+
+	pthread_rwlock_rdlock(&nic->obj_lock);
+	for (int i = 0; i < SOFT_MAX_QP; i++) {
+		struct soft_qp *qp = nic->qps[i];
+
+		if (!qp)
+			continue;
+		pthread_mutex_lock(&qp->lock);
+		if (soft_qp_waits(qp)) {
+			soft_qp_progress(qp, now);
+			waiting |= soft_qp_waits(qp);
+		}
+		pthread_mutex_unlock(&qp->lock);
+	}
+	pthread_rwlock_unlock(&nic->obj_lock);
+	return waiting;
+}
+
+static void *soft_engine_main(void *arg)
+{
+	struct soft_nic *nic = arg;
+	struct pollfd pfd[SOFT_MAX_QP + 2];
+	bool waiting = false;
+	uint64_t next_tick = 0;
+
+	while (!atomic_load(&nic->stop)) {
+		int n, timeout;
+		uint64_t now;
+
+		waiting |= soft_run_queue(nic);
+		now = soft_now_ns();
+		if (waiting && now >= next_tick) {
+			waiting = soft_run_timers(nic);
+			next_tick = now + SOFT_TIMER_TICK_NS;
+		}
+		pfd[0].fd = nic->wake_fd;
+		pfd[0].events = POLLIN;
+		n = 1 + soft_wire_pollfds(nic, pfd + 1, SOFT_MAX_QP + 1);
+		atomic_store(&nic->sleeping, true);
+		pthread_mutex_lock(&nic->runq_lock);
+		timeout = nic->runq_head ? 0 : waiting ? 1 : -1;
+		pthread_mutex_unlock(&nic->runq_lock);
+		if (poll(pfd, (nfds_t)n, timeout) > 0) {
+			if (pfd[0].revents & POLLIN) {
+				uint64_t v;
+				ssize_t r = read(nic->wake_fd, &v, sizeof(v));
+
+				(void)r;
+			}
+			atomic_store(&nic->sleeping, false);
+			soft_wire_service(nic, pfd + 1, n - 1);
+			waiting = true;
+		}
+		atomic_store(&nic->sleeping, false);
+	}
+	return NULL;
+}
+
+int soft_engine_start(struct soft_nic *nic)
+{
+	nic->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (nic->wake_fd < 0)
+		return errno;
+	if (pthread_create(&nic->thread, NULL, soft_engine_main, nic)) {
+		close(nic->wake_fd);
+		nic->wake_fd = -1;
+		return EAGAIN;
+	}
+	return 0;
+}
+
+void soft_engine_stop(struct soft_nic *nic)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	atomic_store(&nic->stop, true);
+	n = write(nic->wake_fd, &one, sizeof(one));
+	(void)n;
+	pthread_join(nic->thread, NULL);
+	close(nic->wake_fd);
+}

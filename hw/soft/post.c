@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Posting work: post_send/post_recv validate each WR the way a NIC driver
+ * does (EINVAL for a malformed WR, ENOMEM for a full queue, *bad_wr set) and
+ * copy it into the QP's ring; the engine thread executes it.
+ */
+#include "soft.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+static enum ibv_wc_opcode soft_wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+void soft_complete_send(struct soft_qp *qp, struct soft_swqe *w, enum ibv_wc_status status, uint32_t byte_len)
+{
+	struct ibv_wc wc = {
+		.wr_id = w->wr.wr_id,
+		.status = status,
+		.opcode = soft_wc_opcode(w->wr.opcode),
+		.byte_len = byte_len,
+		.qp_num = qp->ibv.qp_num,
+	};
+
+	if (status == IBV_WC_SUCCESS && !w->signaled)
+		return;
+	soft_cq_push(qp->ibv.send_cq, &wc, false);
+}
+
+void soft_ring_doorbell(struct soft_qp *qp)
+{
+	struct soft_nic *nic = qp->nic;
+	bool wake = false;
+
+	pthread_mutex_lock(&nic->runq_lock);
+	if (!qp->queued) {
+		qp->queued = true;
+		qp->run_next = NULL;
+		if (nic->runq_tail)
+			nic->runq_tail->run_next = qp;
+		else
+			nic->runq_head = qp;
+		nic->runq_tail = qp;
+		wake = true;
+	}
+	pthread_mutex_unlock(&nic->runq_lock);
+	if (wake)
+		soft_engine_wake(nic);
+}
+
+static bool soft_opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return true;
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_BIND_MW:
+	case IBV_WR_LOCAL_INV:
+		return type == IBV_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+static bool soft_carries_payload(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_SEND_WITH_INV ||
+	       op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+}
+
+/* Validates and copies one WR into slot w; returns 0 or an errno. */
+static int soft_fill_swqe(struct soft_qp *qp, struct soft_swqe *w, const struct ibv_send_wr *wr)
+{
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge || !soft_opcode_ok(qp->ibv.qp_type, wr->opcode))
+		return EINVAL;
+	w->wr = *wr;
+	w->wr.next = NULL;
+	w->wr.sg_list = w->sge;
+	if (wr->num_sge)
+		memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
+	w->inline_len = 0;
+	if ((wr->send_flags & IBV_SEND_INLINE) && soft_carries_payload(wr->opcode)) {
+		uint32_t total = 0;
+
+		for (int i = 0; i < wr->num_sge; i++) {
+			if (wr->sg_list[i].length > SOFT_MAX_INLINE - total)
+				return EINVAL;
+			memcpy(w->inline_data + total, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+			total += wr->sg_list[i].length;
+		}
+		w->inline_len = total;
+	} else {
+		w->wr.send_flags &= ~IBV_SEND_INLINE;
+	}
+	if (qp->ibv.qp_type == IBV_QPT_UD) {
+		const struct soft_ah *ah = (const struct soft_ah *)wr->wr.ud.ah;
+
+		if (!ah)
+			return EINVAL;
+		w->dgid_local = !ah->attr.is_global || soft_gid_is_local(qp->nic, &ah->attr.grh.dgid);
+		w->dgid = ah->attr.grh.dgid;
+		w->dqpn = wr->wr.ud.remote_qpn;
+		w->dqkey = wr->wr.ud.remote_qkey;
+	}
+	if (wr->opcode == IBV_WR_BIND_MW && !wr->bind_mw.mw)
+		return EINVAL;
+	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	w->sent = false;
+	w->retries = w->rnr_retries = 0;
+	w->deadline_ns = w->rnr_until_ns = 0;
+	if (wr->opcode != IBV_WR_BIND_MW && wr->opcode != IBV_WR_LOCAL_INV) {
+		w->psn = qp->next_psn;
+		qp->next_psn = (qp->next_psn + 1) & 0xffffff;
+	}
+	return 0;
+}
+
+int soft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct soft_qp *qp = (struct soft_qp *)ibqp;
+	enum ibv_qp_state state;
+	bool posted = false;
+	int err = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	state = qp->attr.qp_state;
+	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR)
+		err = EINVAL;
+	for (; wr && !err; wr = wr->next) {
+		struct soft_swqe *w;
+
+		if (qp->sq_tail - qp->sq_head >= qp->sq_size) {
+			err = ENOMEM;
+			break;
+		}
+		w = &qp->sq[qp->sq_tail % qp->sq_size];
+		err = soft_fill_swqe(qp, w, wr);
+		if (err)
+			break;
+		if (state == IBV_QPS_ERR || state == IBV_QPS_SQE) {
+			/* A QP in error completes new work at once, flushed. */
+			soft_complete_send(qp, w, IBV_WC_WR_FLUSH_ERR, 0);
+			continue;
+		}
+		qp->sq_tail++;
+		posted = true;
+	}
+	pthread_mutex_unlock(&qp->lock);
+	if (err)
+		*bad_wr = wr;
+	if (posted)
+		soft_ring_doorbell(qp);
+	return err;
+}
+
+int soft_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct soft_qp *qp = (struct soft_qp *)ibqp;
+	int err = 0;
+
+	pthread_mutex_lock(&qp->rq_lock);
+	if (__atomic_load_n(&qp->ibv.state, __ATOMIC_ACQUIRE) == IBV_QPS_RESET)
+		err = EINVAL;
+	for (; wr && !err; wr = wr->next) {
+		struct soft_rwqe *r;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge) {
+			err = EINVAL;
+			break;
+		}
+		if (__atomic_load_n(&qp->ibv.state, __ATOMIC_ACQUIRE) == IBV_QPS_ERR) {
+			struct ibv_wc wc = { .wr_id = wr->wr_id, .status = IBV_WC_WR_FLUSH_ERR,
+					     .opcode = IBV_WC_RECV, .qp_num = ibqp->qp_num };
+
+			soft_cq_push(ibqp->recv_cq, &wc, false);
+			continue;
+		}
+		if (qp->rq_tail - qp->rq_head >= qp->rq_size) {
+			err = ENOMEM;
+			break;
+		}
+		r = &qp->rq[qp->rq_tail % qp->rq_size];
+		r->wr_id = wr->wr_id;
+		r->num_sge = wr->num_sge;
+		if (wr->num_sge)
+			memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(r->sge[0]));
+		qp->rq_tail++;
+	}
+	pthread_mutex_unlock(&qp->rq_lock);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}

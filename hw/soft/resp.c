@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The responder: executes one request against this NIC's memory and QPs,
+ * exactly once per PSN (RC duplicates are answered, not re-executed, except
+ * READ which has no side effect), and says what the requester gets back.
+ * Runs on the engine thread with obj_lock held for reading.
+ */
+#include "soft.h"
+
+#include <arpa/inet.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Signed distance between 24-bit PSNs. */
+static int32_t soft_psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
+
+/* Copies the source segments into dst; *len receives the byte count. */
+static void soft_copy_segs(struct soft_seg *dst, int ndst, const struct soft_seg *src, int nsrc)
+{
+	int d = 0, s = 0;
+	uint32_t doff = 0, soff = 0;
+
+	while (d < ndst && s < nsrc) {
+		uint32_t n = dst[d].len - doff;
+
+		if (src[s].len - soff < n)
+			n = src[s].len - soff;
+		memcpy((uint8_t *)dst[d].ptr + doff, src[s].ptr + soff, n);
+		doff += n;
+		soff += n;
+		if (doff == dst[d].len)
+			d++, doff = 0;
+		if (soff == src[s].len)
+			s++, soff = 0;
+	}
+}
+
+/* Resolves a receive WQE's SGEs into writable segments; false on a protection error. */
+static bool soft_recv_segs(struct soft_qp *qp, const struct soft_rwqe *r, struct soft_seg *seg, uint64_t *cap)
+{
+	*cap = 0;
+	for (int i = 0; i < r->num_sge; i++) {
+		const struct ibv_sge *sge = &r->sge[i];
+		struct soft_mr *mr = soft_lookup_lkey(qp->nic, sge->lkey);
+
+		if (sge->length && (!mr || mr->ibv.pd != qp->ibv.pd || !(mr->access & IBV_ACCESS_LOCAL_WRITE) ||
+				    sge->addr < (uintptr_t)mr->ibv.addr ||
+				    sge->addr - (uintptr_t)mr->ibv.addr > mr->ibv.length ||
+				    sge->length > mr->ibv.length - (sge->addr - (uintptr_t)mr->ibv.addr)))
+			return false;
+		seg[i].ptr = (const uint8_t *)(uintptr_t)sge->addr;
+		seg[i].len = sge->length;
+		*cap += sge->length;
+	}
+	return true;
+}
+
+static void soft_fill_grh(uint8_t *grh, const struct soft_req *req)
+{
+	uint32_t vtf = htonl(6u << 28);
+	uint16_t plen = htons((uint16_t)(req->length > 0xffff ? 0xffff : req->length));
+
+	memset(grh, 0, SOFT_GRH_LEN);
+	memcpy(grh, &vtf, 4);
+	memcpy(grh + 4, &plen, 2);
+	grh[6] = 0x1b; /* next header: IBA */
+	grh[7] = 64;   /* hop limit */
+	memcpy(grh + 8, req->sgid.raw, 16);
+	memcpy(grh + 24, req->dgid.raw, 16);
+}
+
+static bool soft_consume_recv(struct soft_qp *qp, struct soft_rwqe *out)
+{
+	bool got = false;
+
+	pthread_mutex_lock(&qp->rq_lock);
+	if (qp->rq_head != qp->rq_tail) {
+		*out = qp->rq[qp->rq_head % qp->rq_size];
+		qp->rq_head++;
+		got = true;
+	}
+	pthread_mutex_unlock(&qp->rq_lock);
+	return got;
+}
+
+static void soft_recv_done(struct soft_qp *qp, const struct soft_req *req, uint64_t wr_id,
+			   enum ibv_wc_status status, uint32_t byte_len)
+{
+	struct ibv_wc wc = {
+		.wr_id = wr_id,
+		.status = status,
+		.opcode = req->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
+		.byte_len = byte_len,
+		.qp_num = qp->ibv.qp_num,
+		.src_qp = req->src_qpn,
+	};
+
+	if (req->opcode == IBV_WR_SEND_WITH_IMM || req->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+		wc.imm_data = req->imm_data;
+	} else if (req->opcode == IBV_WR_SEND_WITH_INV && status == IBV_WC_SUCCESS) {
+		wc.wc_flags |= IBV_WC_WITH_INV;
+		wc.invalidated_rkey = req->invalidate_rkey;
+	}
+	if (qp->ibv.qp_type == IBV_QPT_UD)
+		wc.wc_flags |= IBV_WC_GRH;
+	soft_cq_push(qp->ibv.recv_cq, &wc, req->solicited);
+}
+
+static void soft_maybe_corrupt(struct soft_nic *nic, struct soft_seg *dst, int ndst)
+{
+	if (!soft_fault_hit(&nic->faults, nic->faults.corrupt))
+		return;
+	for (int i = 0; i < ndst; i++) {
+		if (dst[i].len) {
+			((uint8_t *)dst[i].ptr)[dst[i].len / 2] ^= 0x20;
+			atomic_fetch_add(&nic->fault_corrupts, 1);
+			return;
+		}
+	}
+}
+
+static void soft_respond_ud(struct soft_nic *nic, struct soft_qp *qp, const struct soft_req *req)
+{
+	struct soft_seg dst[SOFT_MAX_SGE];
+	struct soft_rwqe r;
+	uint64_t cap;
+	uint8_t grh[SOFT_GRH_LEN];
+	struct soft_seg src[SOFT_MAX_SGE + 1];
+	uint32_t qkey = req->qkey & SOFT_QKEY_PRIVILEGED ? qp->attr.qkey : req->qkey;
+
+	if (qkey != qp->attr.qkey || !soft_consume_recv(qp, &r)) {
+		atomic_fetch_add(&qp->ud_drops, 1);
+		atomic_fetch_add(&nic->ud_drops, 1);
+		return;
+	}
+	if (!soft_recv_segs(qp, &r, dst, &cap)) {
+		soft_recv_done(qp, req, r.wr_id, IBV_WC_LOC_PROT_ERR, 0);
+		soft_qp_error(qp);
+		return;
+	}
+	if (cap < SOFT_GRH_LEN + (uint64_t)req->length) {
+		soft_recv_done(qp, req, r.wr_id, IBV_WC_LOC_LEN_ERR, 0);
+		return;
+	}
+	soft_fill_grh(grh, req);
+	src[0].ptr = grh;
+	src[0].len = SOFT_GRH_LEN;
+	memcpy(&src[1], req->seg, (size_t)req->nseg * sizeof(src[0]));
+	soft_copy_segs(dst, r.num_sge, src, req->nseg + 1);
+	soft_maybe_corrupt(nic, dst, r.num_sge);
+	soft_recv_done(qp, req, r.wr_id, IBV_WC_SUCCESS, SOFT_GRH_LEN + req->length);
+}
+
+static void soft_nak(struct soft_qp *qp, struct soft_resp *resp, enum ibv_wc_status status)
+{
+	resp->kind = SOFT_RESP_NAK;
+	resp->status = status;
+	/* An RC responder error is fatal for the responder QP too. */
+	soft_qp_error(qp);
+}
+
+/* Executes a new (in-order) RC request; qp->lock held. */
+static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const struct soft_req *req,
+			    struct soft_resp *resp)
+{
+	int qp_access = qp->attr.qp_access_flags;
+	struct soft_seg dst[SOFT_MAX_SGE];
+	struct soft_rwqe r;
+	uint64_t cap;
+	void *ptr;
+	enum ibv_wc_status st;
+	bool needs_recv = req->opcode != IBV_WR_RDMA_WRITE && req->opcode != IBV_WR_RDMA_READ &&
+			  req->opcode != IBV_WR_ATOMIC_CMP_AND_SWP && req->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
+	bool is_write = req->opcode == IBV_WR_RDMA_WRITE || req->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	bool is_atomic = req->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || req->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+
+	if ((is_write && !(qp_access & IBV_ACCESS_REMOTE_WRITE)) ||
+	    (req->opcode == IBV_WR_RDMA_READ && !(qp_access & IBV_ACCESS_REMOTE_READ)) ||
+	    (is_atomic && !(qp_access & IBV_ACCESS_REMOTE_ATOMIC)) || (is_atomic && (req->raddr & 7))) {
+		soft_nak(qp, resp, IBV_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	if (needs_recv) {
+		pthread_mutex_lock(&qp->rq_lock);
+		bool empty = qp->rq_head == qp->rq_tail;
+
+		pthread_mutex_unlock(&qp->rq_lock);
+		if (empty) {
+			resp->kind = SOFT_RESP_RNR;
+			resp->rnr_timer = qp->attr.min_rnr_timer;
+			return;
+		}
+	}
+	if (is_write || req->opcode == IBV_WR_RDMA_READ || is_atomic) {
+		int need = is_write ? IBV_ACCESS_REMOTE_WRITE
+				    : is_atomic ? IBV_ACCESS_REMOTE_ATOMIC : IBV_ACCESS_REMOTE_READ;
+		uint32_t len = is_atomic ? 8 : req->length;
+
+		st = soft_check_rkey(nic, qp, req->rkey, req->raddr, len, need, &ptr);
+		if (st != IBV_WC_SUCCESS) {
+			soft_nak(qp, resp, st);
+			return;
+		}
+		if (is_write) {
+			struct soft_seg d = { .ptr = ptr, .len = req->length };
+
+			soft_copy_segs(&d, 1, req->seg, req->nseg);
+			soft_maybe_corrupt(nic, &d, 1);
+		} else if (req->opcode == IBV_WR_RDMA_READ) {
+			resp->read_data = ptr;
+			resp->read_len = req->length;
+		} else {
+			uint64_t *target = ptr, orig;
+
+			if (req->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+				orig = __atomic_fetch_add(target, req->compare_add, __ATOMIC_SEQ_CST);
+			} else {
+				orig = req->compare_add;
+				__atomic_compare_exchange_n(target, &orig, req->swap, false, __ATOMIC_SEQ_CST,
+							    __ATOMIC_SEQ_CST);
+			}
+			resp->atomic_orig = orig;
+			qp->last_atomic_orig = orig;
+			qp->last_atomic_psn = req->psn;
+			qp->has_atomic = true;
+		}
+		if (req->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) {
+			resp->kind = SOFT_RESP_ACK;
+			return;
+		}
+	}
+	soft_consume_recv(qp, &r);
+	if (!soft_recv_segs(qp, &r, dst, &cap)) {
+		soft_recv_done(qp, req, r.wr_id, IBV_WC_LOC_PROT_ERR, 0);
+		soft_nak(qp, resp, IBV_WC_REM_OP_ERR);
+		return;
+	}
+	if (req->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) {
+		if (cap < req->length) {
+			soft_recv_done(qp, req, r.wr_id, IBV_WC_LOC_LEN_ERR, 0);
+			soft_nak(qp, resp, IBV_WC_REM_INV_REQ_ERR);
+			return;
+		}
+		if (req->opcode == IBV_WR_SEND_WITH_INV &&
+		    soft_invalidate(nic, req->invalidate_rkey, qp, true) != IBV_WC_SUCCESS) {
+			soft_recv_done(qp, req, r.wr_id, IBV_WC_REM_INV_REQ_ERR, 0);
+			soft_nak(qp, resp, IBV_WC_REM_INV_REQ_ERR);
+			return;
+		}
+		soft_copy_segs(dst, r.num_sge, req->seg, req->nseg);
+		soft_maybe_corrupt(nic, dst, r.num_sge);
+	}
+	soft_recv_done(qp, req, r.wr_id, IBV_WC_SUCCESS, req->length);
+	resp->kind = SOFT_RESP_ACK;
+}
+
+static void soft_respond_rc(struct soft_nic *nic, struct soft_qp *qp, const struct soft_req *req,
+			    struct soft_resp *resp)
+{
+	int32_t diff;
+
+	if (req->src_qpn != qp->attr.dest_qp_num)
+		return; /* not from our connected peer: dropped */
+	diff = soft_psn_diff(req->psn, qp->resp_psn);
+	if (diff > 0)
+		return; /* an earlier packet was lost: wait for the retransmission */
+	if (diff < 0) {
+		/* A duplicate: answer again without executing twice. */
+		if (req->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || req->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			if (!qp->has_atomic || qp->last_atomic_psn != req->psn)
+				return;
+			resp->atomic_orig = qp->last_atomic_orig;
+		} else if (req->opcode == IBV_WR_RDMA_READ) {
+			void *ptr;
+
+			if (soft_check_rkey(nic, qp, req->rkey, req->raddr, req->length, IBV_ACCESS_REMOTE_READ,
+					    &ptr) != IBV_WC_SUCCESS)
+				return;
+			resp->read_data = ptr;
+			resp->read_len = req->length;
+		}
+		resp->kind = SOFT_RESP_ACK;
+		return;
+	}
+	if (soft_fault_hit(&nic->faults, nic->faults.error)) {
+		atomic_fetch_add(&nic->fault_errors, 1);
+		resp->kind = SOFT_RESP_NAK;
+		resp->status = IBV_WC_REM_OP_ERR;
+		return;
+	}
+	soft_execute_rc(nic, qp, req, resp);
+	if (resp->kind == SOFT_RESP_ACK)
+		qp->resp_psn = (qp->resp_psn + 1) & 0xffffff;
+}
+
+void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct soft_req *req,
+		  struct soft_resp *resp)
+{
+	struct soft_qp *qp;
+	enum ibv_qp_state state;
+
+	memset(resp, 0, sizeof(*resp));
+	resp->kind = SOFT_RESP_NONE;
+	resp->psn = req->psn;
+	if (nic->faults.delay_us)
+		usleep(nic->faults.delay_us);
+	if (soft_fault_hit(&nic->faults, nic->faults.drop)) {
+		atomic_fetch_add(&nic->fault_drops, 1);
+		return;
+	}
+	qp = soft_lookup_qp(nic, req->dst_qpn);
+	if (!qp || qp->ibv.qp_type != req->qp_type) {
+		if (req->qp_type == IBV_QPT_UD)
+			atomic_fetch_add(&nic->ud_drops, 1);
+		return;
+	}
+	if (qp != requester)
+		pthread_mutex_lock(&qp->lock);
+	state = qp->attr.qp_state;
+	if (state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD ||
+	    (state == IBV_QPS_SQE && req->qp_type == IBV_QPT_UD)) {
+		if (req->qp_type == IBV_QPT_UD) {
+			soft_respond_ud(nic, qp, req);
+			resp->kind = SOFT_RESP_ACK;
+		} else {
+			soft_respond_rc(nic, qp, req, resp);
+		}
+	} else if (req->qp_type == IBV_QPT_UD) {
+		atomic_fetch_add(&nic->ud_drops, 1);
+	}
+	if (qp != requester)
+		pthread_mutex_unlock(&qp->lock);
+}

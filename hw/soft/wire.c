@@ -1,0 +1,480 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The TCP wire between soft NICs.  Every packet is a fixed little-endian
+ * header and a payload.  A requester connects to the peer GID's ip:port and
+ * sends REQ packets; the peer's engine answers RSP packets on the same
+ * socket.  All sockets are non-blocking and owned by the engine thread,
+ * with per-connection buffers, so two NICs writing to each other never
+ * deadlock.  A connection that breaks fails the RC QPs waiting on it with
+ * RETRY_EXC_ERR (soft_peer_lost).
+ */
+#define _GNU_SOURCE
+#include "soft.h"
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define SOFT_WIRE_MAGIC 0x53574952u /* "SWIR" */
+#define SOFT_CONNECT_TIMEOUT_MS 1000
+
+enum { SOFT_PKT_REQ = 1, SOFT_PKT_RSP = 2 };
+
+struct soft_wire_hdr {
+	uint32_t magic, payload;
+	uint8_t type, opcode, qp_type, solicited, kind, status, rnr_timer, pad;
+	uint32_t src_qpn, dst_qpn, psn, qkey, rkey, imm_data, invalidate_rkey, length;
+	uint64_t raddr, compare_add, swap;
+	uint8_t sgid[16], dgid[16];
+} __attribute__((packed));
+
+struct soft_conn {
+	int fd;
+	bool outgoing, dead;
+	union ibv_gid peer;
+	uint8_t *in, *out;
+	size_t in_len, in_cap, out_off, out_len, out_cap;
+	struct soft_conn *next;
+};
+
+int soft_wire_listen(struct soft_nic *nic, const char *spec)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int one = 1;
+
+	if (spec && *spec) {
+		char host[64];
+		const char *colon = strrchr(spec, ':');
+		char *end;
+		unsigned long port;
+
+		if (!colon || (size_t)(colon - spec) >= sizeof(host)) {
+			soft_config_fail("RDMATOOL_SOFT_ADDR=%s is not ip:port; use e.g. 127.0.0.1:7000 (port 0 = any)", spec);
+			return EINVAL;
+		}
+		memcpy(host, spec, (size_t)(colon - spec));
+		host[colon - spec] = '\0';
+		errno = 0;
+		port = strtoul(colon + 1, &end, 10);
+		if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 || errno || end == colon + 1 || *end || port > 65535) {
+			soft_config_fail("RDMATOOL_SOFT_ADDR=%s is not ip:port; use an IPv4 address and a port from 0 to 65535",
+					 spec);
+			return EINVAL;
+		}
+		sa.sin_port = htons((uint16_t)port);
+	}
+	nic->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (nic->listen_fd < 0)
+		return errno;
+	setsockopt(nic->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(nic->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(nic->listen_fd, 64) ||
+	    getsockname(nic->listen_fd, (struct sockaddr *)&sa, &len)) {
+		int err = errno;
+		char ip[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+		soft_config_fail("soft0 cannot listen on %s:%u: %s; set RDMATOOL_SOFT_ADDR to a free local ip:port", ip,
+				 ntohs(sa.sin_port), strerror(err));
+		close(nic->listen_fd);
+		nic->listen_fd = -1;
+		return err;
+	}
+	nic->addr = sa;
+	memset(&nic->gid, 0, sizeof(nic->gid));
+	nic->gid.raw[0] = 0xfe;
+	nic->gid.raw[1] = 0x80;
+	memcpy(&nic->gid.raw[8], &sa.sin_addr.s_addr, 4);
+	memcpy(&nic->gid.raw[12], &sa.sin_port, 2);
+	nic->gid.raw[14] = 'S';
+	nic->gid.raw[15] = 'W';
+	return 0;
+}
+
+static void soft_conn_free(struct soft_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->in);
+	free(c->out);
+	free(c);
+}
+
+void soft_wire_close(struct soft_nic *nic)
+{
+	while (nic->conns) {
+		struct soft_conn *c = nic->conns;
+
+		nic->conns = c->next;
+		soft_conn_free(c);
+	}
+	if (nic->listen_fd >= 0)
+		close(nic->listen_fd);
+	nic->listen_fd = -1;
+}
+
+static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoing, const union ibv_gid *peer)
+{
+	struct soft_conn *c = calloc(1, sizeof(*c));
+	int one = 1;
+
+	if (!c) {
+		close(fd);
+		return NULL;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->fd = fd;
+	c->outgoing = outgoing;
+	if (peer)
+		c->peer = *peer;
+	c->next = nic->conns;
+	nic->conns = c;
+	return c;
+}
+
+static struct soft_conn *soft_conn_to(struct soft_nic *nic, const union ibv_gid *gid)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct pollfd p;
+	int fd, err = 0;
+	socklen_t len = sizeof(err);
+
+	for (struct soft_conn *c = nic->conns; c; c = c->next)
+		if (c->outgoing && !c->dead && memcmp(c->peer.raw, gid->raw, 16) == 0)
+			return c;
+	if (gid->raw[14] != 'S' || gid->raw[15] != 'W')
+		return NULL; /* not a soft NIC's GID: unreachable */
+	memcpy(&sa.sin_addr.s_addr, &gid->raw[8], 4);
+	memcpy(&sa.sin_port, &gid->raw[12], 2);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return NULL;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS) {
+		close(fd);
+		return NULL;
+	}
+	p.fd = fd;
+	p.events = POLLOUT;
+	if (poll(&p, 1, SOFT_CONNECT_TIMEOUT_MS) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+		close(fd);
+		return NULL;
+	}
+	return soft_conn_new(nic, fd, true, gid);
+}
+
+static void soft_conn_flush(struct soft_conn *c)
+{
+	while (!c->dead && c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+
+		if (n > 0)
+			c->out_off += (size_t)n;
+		else if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		else
+			c->dead = true;
+	}
+	if (c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
+}
+
+static uint8_t *soft_conn_reserve(struct soft_conn *c, size_t n)
+{
+	if (c->out_len + n > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 65536;
+		uint8_t *p;
+
+		if (c->out_off) {
+			memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+			c->out_len -= c->out_off;
+			c->out_off = 0;
+		}
+		while (cap < c->out_len + n)
+			cap *= 2;
+		if (cap != c->out_cap) {
+			p = realloc(c->out, cap);
+			if (!p)
+				return NULL;
+			c->out = p;
+			c->out_cap = cap;
+		}
+	}
+	c->out_len += n;
+	return c->out + c->out_len - n;
+}
+
+static void soft_hdr_to_le(struct soft_wire_hdr *h)
+{
+	h->magic = htole32(h->magic);
+	h->payload = htole32(h->payload);
+	h->src_qpn = htole32(h->src_qpn);
+	h->dst_qpn = htole32(h->dst_qpn);
+	h->psn = htole32(h->psn);
+	h->qkey = htole32(h->qkey);
+	h->rkey = htole32(h->rkey);
+	h->imm_data = htole32(h->imm_data);
+	h->invalidate_rkey = htole32(h->invalidate_rkey);
+	h->length = htole32(h->length);
+	h->raddr = htole64(h->raddr);
+	h->compare_add = htole64(h->compare_add);
+	h->swap = htole64(h->swap);
+}
+
+static void soft_hdr_from_le(struct soft_wire_hdr *h)
+{
+	/* The conversion is its own inverse. */
+	soft_hdr_to_le(h);
+}
+
+/* Queues one packet: header plus the payload gathered from segs. */
+static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const struct soft_seg *seg, int nseg)
+{
+	size_t payload = 0;
+	uint8_t *p;
+
+	for (int i = 0; i < nseg; i++)
+		payload += seg[i].len;
+	h->magic = SOFT_WIRE_MAGIC;
+	h->payload = (uint32_t)payload;
+	p = soft_conn_reserve(c, sizeof(*h) + payload);
+	if (!p)
+		return ENOMEM;
+	soft_hdr_to_le(h);
+	memcpy(p, h, sizeof(*h));
+	p += sizeof(*h);
+	for (int i = 0; i < nseg; i++) {
+		memcpy(p, seg[i].ptr, seg[i].len);
+		p += seg[i].len;
+	}
+	soft_conn_flush(c);
+	return c->dead ? EPIPE : 0;
+}
+
+int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req)
+{
+	struct soft_conn *c = soft_conn_to(nic, &req->dgid);
+	struct soft_wire_hdr h = {
+		.type = SOFT_PKT_REQ,
+		.opcode = req->opcode,
+		.qp_type = (uint8_t)req->qp_type,
+		.solicited = req->solicited,
+		.src_qpn = req->src_qpn,
+		.dst_qpn = req->dst_qpn,
+		.psn = req->psn,
+		.qkey = req->qkey,
+		.rkey = req->rkey,
+		.imm_data = req->imm_data,
+		.invalidate_rkey = req->invalidate_rkey,
+		.length = req->length,
+		.raddr = req->raddr,
+		.compare_add = req->compare_add,
+		.swap = req->swap,
+	};
+
+	if (!c)
+		return ECONNREFUSED;
+	memcpy(h.sgid, req->sgid.raw, 16);
+	memcpy(h.dgid, req->dgid.raw, 16);
+	return soft_conn_send(c, &h, req->seg, req->nseg);
+}
+
+int soft_wire_pollfds(struct soft_nic *nic, struct pollfd *pfd, int max)
+{
+	int n = 0;
+
+	if (max < 1)
+		return 0;
+	pfd[n].fd = nic->listen_fd;
+	pfd[n++].events = POLLIN;
+	for (struct soft_conn *c = nic->conns; c && n < max; c = c->next) {
+		pfd[n].fd = c->fd;
+		pfd[n++].events = (short)(POLLIN | (c->out_len > c->out_off ? POLLOUT : 0));
+	}
+	return n;
+}
+
+static bool soft_opcode_known(uint8_t op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const struct soft_wire_hdr *h,
+			   const uint8_t *payload)
+{
+	struct soft_req req = {
+		.opcode = h->opcode,
+		.solicited = h->solicited,
+		.qp_type = h->qp_type == IBV_QPT_UD ? IBV_QPT_UD : IBV_QPT_RC,
+		.src_qpn = h->src_qpn,
+		.dst_qpn = h->dst_qpn,
+		.psn = h->psn,
+		.qkey = h->qkey,
+		.rkey = h->rkey,
+		.imm_data = h->imm_data,
+		.invalidate_rkey = h->invalidate_rkey,
+		.length = h->length,
+		.raddr = h->raddr,
+		.compare_add = h->compare_add,
+		.swap = h->swap,
+	};
+	struct soft_resp resp;
+	struct soft_wire_hdr r = { .type = SOFT_PKT_RSP };
+	struct soft_seg data;
+	bool carries = h->opcode != IBV_WR_RDMA_READ && h->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+		       h->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
+
+	/* A malformed request is dropped, as a NIC drops a bad packet. */
+	if (!soft_opcode_known(h->opcode) || (h->qp_type != IBV_QPT_UD && h->qp_type != IBV_QPT_RC) ||
+	    (carries ? h->payload != h->length : h->payload != 0) || h->length > SOFT_MAX_MSG)
+		return;
+	memcpy(req.sgid.raw, h->sgid, 16);
+	memcpy(req.dgid.raw, h->dgid, 16);
+	req.seg[0].ptr = payload;
+	req.seg[0].len = h->payload;
+	req.nseg = h->payload ? 1 : 0;
+	soft_respond(nic, NULL, &req, &resp);
+	if (req.qp_type == IBV_QPT_UD || resp.kind == SOFT_RESP_NONE)
+		return;
+	r.opcode = h->opcode;
+	r.kind = (uint8_t)resp.kind;
+	r.status = (uint8_t)resp.status;
+	r.rnr_timer = resp.rnr_timer;
+	r.src_qpn = h->dst_qpn;
+	r.dst_qpn = h->src_qpn;
+	r.psn = resp.psn;
+	r.compare_add = resp.atomic_orig;
+	r.length = resp.read_len;
+	data.ptr = resp.read_data;
+	data.len = resp.read_len;
+	soft_conn_send(c, &r, &data, resp.read_data ? 1 : 0);
+}
+
+static void soft_take_rsp(struct soft_nic *nic, const struct soft_wire_hdr *h, const uint8_t *payload)
+{
+	struct soft_qp *qp = soft_lookup_qp(nic, h->dst_qpn);
+	struct soft_resp resp = {
+		.kind = (enum soft_resp_kind)h->kind,
+		.status = (enum ibv_wc_status)h->status,
+		.rnr_timer = h->rnr_timer,
+		.psn = h->psn,
+		.atomic_orig = h->compare_add,
+		.read_data = payload,
+		.read_len = h->payload,
+	};
+
+	if (!qp || qp->ibv.qp_type != IBV_QPT_RC || h->kind < SOFT_RESP_ACK || h->kind > SOFT_RESP_NAK ||
+	    (h->kind == SOFT_RESP_NAK && (h->status == IBV_WC_SUCCESS || h->status > IBV_WC_TM_RNDV_INCOMPLETE)))
+		return;
+	pthread_mutex_lock(&qp->lock);
+	soft_handle_resp(qp, &resp);
+	pthread_mutex_unlock(&qp->lock);
+	soft_ring_doorbell(qp);
+}
+
+static void soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
+{
+	size_t off = 0;
+
+	for (;;) {
+		ssize_t n;
+
+		if (c->in_cap - c->in_len < 65536) {
+			size_t cap = c->in_cap ? c->in_cap * 2 : 262144;
+			uint8_t *p = realloc(c->in, cap);
+
+			if (!p) {
+				c->dead = true;
+				return;
+			}
+			c->in = p;
+			c->in_cap = cap;
+		}
+		n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+		if (n > 0) {
+			c->in_len += (size_t)n;
+			continue;
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			c->dead = true;
+		break;
+	}
+	while (c->in_len - off >= sizeof(struct soft_wire_hdr)) {
+		struct soft_wire_hdr h;
+
+		memcpy(&h, c->in + off, sizeof(h));
+		soft_hdr_from_le(&h);
+		if (h.magic != SOFT_WIRE_MAGIC || h.payload > SOFT_MAX_MSG) {
+			c->dead = true; /* not our protocol: hang up */
+			return;
+		}
+		if (c->in_len - off - sizeof(h) < h.payload)
+			break;
+		if (h.type == SOFT_PKT_REQ)
+			soft_serve_req(nic, c, &h, c->in + off + sizeof(h));
+		else if (h.type == SOFT_PKT_RSP)
+			soft_take_rsp(nic, &h, c->in + off + sizeof(h));
+		off += sizeof(h) + h.payload;
+	}
+	memmove(c->in, c->in + off, c->in_len - off);
+	c->in_len -= off;
+}
+
+void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n)
+{
+	struct soft_conn **pp;
+
+	if (n < 1)
+		return;
+	pthread_rwlock_rdlock(&nic->obj_lock);
+	if (pfd[0].revents & POLLIN) {
+		int fd;
+
+		while ((fd = accept4(nic->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0)
+			soft_conn_new(nic, fd, false, NULL);
+	}
+	for (int i = 1; i < n; i++) {
+		struct soft_conn *c;
+
+		for (c = nic->conns; c && c->fd != pfd[i].fd; c = c->next)
+			;
+		if (!c || !pfd[i].revents)
+			continue;
+		if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
+			soft_conn_read(nic, c);
+		if (pfd[i].revents & POLLOUT)
+			soft_conn_flush(c);
+	}
+	for (pp = &nic->conns; *pp;) {
+		struct soft_conn *c = *pp;
+
+		if (!c->dead) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		if (c->outgoing)
+			soft_peer_lost(nic, &c->peer);
+		soft_conn_free(c);
+	}
+	pthread_rwlock_unlock(&nic->obj_lock);
+}

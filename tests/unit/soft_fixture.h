@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared set-up for the soft device tests: a context, a PD, CQs and connected QPs. */
+#ifndef RDMATOOL_TEST_SOFT_FIXTURE_H
+#define RDMATOOL_TEST_SOFT_FIXTURE_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "hw/hw.h"
+
+#define FX_BUF 65536
+
+struct fx {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *scq, *rcq; /* a: scq for both, b: rcq for both */
+	struct ibv_qp *a, *b;
+	uint8_t *abuf, *bbuf;
+	struct ibv_mr *amr, *bmr;
+};
+
+static inline uint64_t fx_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Polls one completion, failing the test after timeout_ms. */
+static inline void fx_wait(struct ibv_cq *cq, struct ibv_wc *wc, unsigned timeout_ms)
+{
+	uint64_t end = fx_now_ms() + timeout_ms;
+	int n;
+
+	while ((n = hw_poll_cq(cq, 1, wc)) == 0 && fx_now_ms() < end)
+		;
+	assert_int_equal(n, 1);
+}
+
+/* Asserts no completion arrives within ms. */
+static inline void fx_none(struct ibv_cq *cq, unsigned ms)
+{
+	struct ibv_wc wc;
+	uint64_t end = fx_now_ms() + ms;
+
+	while (fx_now_ms() < end)
+		assert_int_equal(hw_poll_cq(cq, 1, &wc), 0);
+}
+
+static inline struct ibv_qp *fx_qp(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type type, int sig_all)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = type,
+		.sq_sig_all = sig_all,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4,
+			 .max_inline_data = 64 },
+	};
+
+	return hw_create_qp(pd, &init);
+}
+
+static inline void fx_rc_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *dgid, uint8_t timeout,
+				uint8_t retry, uint8_t rnr_retry, uint8_t min_rnr_timer)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	};
+
+	assert_int_equal(hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_4096;
+	a.dest_qp_num = dest_qpn;
+	a.rq_psn = 100;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = min_rnr_timer;
+	a.ah_attr.port_num = 1;
+	if (dgid) {
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.dgid = *dgid;
+	}
+	assert_int_equal(hw_modify_qp(qp, &a,
+				      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+			 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = timeout;
+	a.retry_cnt = retry;
+	a.rnr_retry = rnr_retry;
+	a.sq_psn = 100;
+	a.max_rd_atomic = 4;
+	assert_int_equal(hw_modify_qp(qp, &a,
+				      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					      IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
+			 0);
+}
+
+static inline void fx_ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey };
+
+	assert_int_equal(hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
+	a.qp_state = IBV_QPS_RTR;
+	assert_int_equal(hw_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	assert_int_equal(hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+}
+
+static inline int fx_setup_common(void **state, int sig_all)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND;
+
+	if (!f)
+		return -1;
+	f->ctx = hw_open_device("soft0", NULL);
+	if (!f->ctx)
+		return -1;
+	f->pd = hw_alloc_pd(f->ctx);
+	f->scq = hw_create_cq(f->ctx, 256, NULL, NULL, 0);
+	f->rcq = hw_create_cq(f->ctx, 256, NULL, NULL, 0);
+	f->a = fx_qp(f->pd, f->scq, IBV_QPT_RC, sig_all);
+	f->b = fx_qp(f->pd, f->rcq, IBV_QPT_RC, sig_all);
+	f->abuf = aligned_alloc(64, FX_BUF);
+	f->bbuf = aligned_alloc(64, FX_BUF);
+	if (!f->pd || !f->scq || !f->rcq || !f->a || !f->b || !f->abuf || !f->bbuf)
+		return -1;
+	memset(f->abuf, 0, FX_BUF);
+	memset(f->bbuf, 0, FX_BUF);
+	f->amr = hw_reg_mr(f->pd, f->abuf, FX_BUF, access);
+	f->bmr = hw_reg_mr(f->pd, f->bbuf, FX_BUF, access);
+	if (!f->amr || !f->bmr)
+		return -1;
+	fx_rc_to_rts(f->a, f->b->qp_num, NULL, 8, 3, 3, 1);
+	fx_rc_to_rts(f->b, f->a->qp_num, NULL, 8, 3, 3, 1);
+	*state = f;
+	return 0;
+}
+
+static inline int fx_setup(void **state)
+{
+	return fx_setup_common(state, 1);
+}
+
+static inline int fx_teardown(void **state)
+{
+	struct fx *f = *state;
+
+	hw_destroy_qp(f->a);
+	hw_destroy_qp(f->b);
+	hw_dereg_mr(f->amr);
+	hw_dereg_mr(f->bmr);
+	hw_destroy_cq(f->scq);
+	hw_destroy_cq(f->rcq);
+	hw_dealloc_pd(f->pd);
+	hw_close_device(f->ctx);
+	free(f->abuf);
+	free(f->bbuf);
+	free(f);
+	return 0;
+}
+
+static inline int fx_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len, .lkey = lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return hw_post_recv(qp, &wr, &bad);
+}
+
+static inline int fx_post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void *addr, uint32_t len,
+			  uint32_t lkey, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return hw_post_send(qp, &wr, &bad);
+}
+
+#endif
