@@ -44,5 +44,6 @@ int popt_usage_error(const char *cmd, struct poptContext_s *pc, int rc);
 bool progress_wanted(void);
 
 int cmd_devices(int argc, const char **argv);
+int cmd_walk(int argc, const char **argv);
 
 #endif

@@ -6,5 +6,6 @@
 
 const struct command commands[] = {
 	{ "devices", cmd_devices, "list RDMA devices and ports, the soft device included" },
+	{ "walk", cmd_walk, "the RDMA random walker: random, mostly valid verbs from many clients" },
 	{ NULL, NULL, NULL },
 };

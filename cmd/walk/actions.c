@@ -624,6 +624,11 @@ int connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn)
 				    IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+int walk_create_rc_responder(struct walk_client *c)
+{
+	return create_qp(c, IBV_QPT_RC);
+}
+
 static int do_create_rc_qp_pair(struct walk_client *c)
 {
 	struct walk_msg m = { .type = MSG_RC_REQUEST };

@@ -19,7 +19,7 @@
 #define MIN_MW 1
 #define MAX_MW 30 /* per type */
 #define MAX_RC_INITIATED 10
-#define MAX_QP 48 /* RC initiated + responders (which may exceed) + UD */
+#define MAX_QP 96 /* RC initiated + responders (which may exceed) + UD */
 #define MAX_UD 8
 #define MAX_AH 16
 #define MAX_REMOTE_KEYS 1024
@@ -116,6 +116,9 @@ struct walk_client {
 	const struct walk_peer_addr *peers;
 	atomic_bool *stop;
 	atomic_uint_fast64_t live_steps;
+	/* Waits until every client stopped issuing (in-process or via the hub). */
+	void (*barrier)(struct walk_client *c);
+	void *barrier_arg;
 
 	struct ibv_context *ctx;
 	struct ibv_device_attr dattr;
@@ -147,7 +150,7 @@ struct walk_client {
 	int nout, outcap;
 
 	/* --verify: one checked WRITE + READ-back at a time, one probe */
-	bool check_busy, check_write_ok, probe_busy;
+	bool check_busy, check_write_ok, probe_busy, type2;
 	uint32_t check_len;
 	uint64_t check_seed;
 };
@@ -181,5 +184,6 @@ int walk_do_action(struct walk_client *c, enum walk_action a);
 int connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn);
 int post_probe(struct walk_client *c, const struct walk_msg *m);
 int destroy_qp_rec(struct walk_client *c, int q);
+int walk_create_rc_responder(struct walk_client *c);
 
 #endif

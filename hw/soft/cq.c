@@ -5,7 +5,9 @@
  * raises IBV_EVENT_CQ_ERR.  A channel is a pipe carrying the CQ pointer of
  * each notification, so its fd works with poll() and blocking reads.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "soft.h"
 
 #include <errno.h>

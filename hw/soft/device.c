@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The soft NIC singleton, device/port/GID queries, contexts and async events. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "soft.h"
 
 #include <arpa/inet.h>

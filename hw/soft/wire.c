@@ -8,7 +8,9 @@
  * deadlock.  A connection that breaks fails the RC QPs waiting on it with
  * RETRY_EXC_ERR (soft_peer_lost).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "soft.h"
 
 #include <arpa/inet.h>
