@@ -1097,43 +1097,77 @@ static bool pick_target(struct walk_client *c, uint32_t min_len, struct rdma_tar
 	return (t->m = pick_mr(c, c->qp[t->q].pd, min_len)) >= 0;
 }
 
-/* --verify: WRITE a pattern into our slot of the peer's check zone, READ it back. */
-static int checked_write(struct walk_client *c, const struct rdma_target *t)
-{
-	const struct rkey_rec *k = &c->rkeys[t->k];
-	const struct mr_rec *mr = &c->mr[t->m];
-	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
-	uint32_t remote_off = slot_off + CHECK_SLOT / 2, len = (uint32_t)rng_range(&c->rng, 8, CHECK_SLOT / 4);
-	struct ibv_sge src = { (uintptr_t)(c->buf + slot_off), len, mr->mr->lkey };
-	struct ibv_sge dst = { (uintptr_t)(c->buf + slot_off + CHECK_SLOT / 4), len, mr->mr->lkey };
-	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_WRITE, .sg_list = &src, .num_sge = 1 };
-	int ws, rs;
+struct check_want {
+	uint32_t remote_off, local_off, len;
+};
 
-	if (k->off > remote_off || k->off + k->len < remote_off + len || mr->off > slot_off ||
-	    mr->off + mr->len < slot_off + CHECK_SLOT / 2 || c->qp[t->q].send_inflight + 2 > (int)c->qp[t->q].cap.max_send_wr ||
-	    c->cq[c->qp[t->q].scq].outstanding + 2 > c->cq[c->qp[t->q].scq].cqe || c->nfree_wr < 2)
+static bool rkey_covers(struct walk_client *c, int i, const void *arg)
+{
+	const struct check_want *w = arg;
+	const struct rkey_rec *k = &c->rkeys[i];
+
+	return k->used && k->off <= w->remote_off && k->off + k->len >= w->remote_off + w->len;
+}
+
+static bool mr_covers(struct walk_client *c, int i, const void *arg)
+{
+	const struct mr_want *w = arg;
+	const struct mr_rec *m = &c->mr[i];
+	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+
+	return m->used && m->pd == w->pd && m->off <= slot_off && m->off + m->len >= slot_off + CHECK_SLOT / 2;
+}
+
+/*
+ * --verify: WRITE a pattern into our own slot of a peer's check zone (no one
+ * else writes there), READ it back on the same QP, compare on completion.
+ */
+static int checked_write(struct walk_client *c)
+{
+	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	struct check_want cw = { slot_off + CHECK_SLOT / 2, slot_off, (uint32_t)rng_range(&c->rng, 8, CHECK_SLOT / 4) };
+	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_WRITE, .num_sge = 1 };
+	struct ibv_sge src, dst;
+	const struct rkey_rec *k;
+	struct mr_want mw;
+	struct reach w;
+	int ki, q, m, ws, rs;
+
+	if ((ki = pick_index(c, MAX_REMOTE_KEYS, rkey_covers, &cw)) < 0)
 		return 0;
+	k = &c->rkeys[ki];
+	w = (struct reach){ k, false };
+	if ((q = pick_index(c, MAX_QP, qp_reaches, &w)) < 0)
+		return 0;
+	mw = (struct mr_want){ c->qp[q].pd, 1 };
+	if ((m = pick_index(c, MAX_MR, mr_covers, &mw)) < 0 ||
+	    c->qp[q].send_inflight + 2 > (int)c->qp[q].cap.max_send_wr ||
+	    c->cq[c->qp[q].scq].outstanding + 2 > c->cq[c->qp[q].scq].cqe || c->nfree_wr < 2)
+		return 0;
+	src = (struct ibv_sge){ (uintptr_t)(c->buf + slot_off), cw.len, c->mr[m].mr->lkey };
+	dst = (struct ibv_sge){ (uintptr_t)(c->buf + slot_off + CHECK_SLOT / 4), cw.len, c->mr[m].mr->lkey };
 	c->check_seed = rng_next(&c->rng);
-	c->check_len = len;
-	fill_pattern(c->buf + slot_off, len, c->check_seed);
-	memset(c->buf + slot_off + CHECK_SLOT / 4, 0, len);
-	wr.wr.rdma.remote_addr = remote_addr(k, remote_off);
+	c->check_len = cw.len;
+	fill_pattern(c->buf + slot_off, cw.len, c->check_seed);
+	memset(c->buf + slot_off + CHECK_SLOT / 4, 0, cw.len);
+	wr.sg_list = &src;
+	wr.wr.rdma.remote_addr = remote_addr(k, cw.remote_off);
 	wr.wr.rdma.rkey = k->rkey;
-	ws = alloc_wr(c, ACT_WRITE, t->q, t->m, &wr.wr_id);
+	ws = alloc_wr(c, ACT_WRITE, q, m, &wr.wr_id);
 	c->wr[ws].check = true;
-	if (post_send_wr(c, ACT_WRITE, t->q, t->m, &wr, ws))
+	if (post_send_wr(c, ACT_WRITE, q, m, &wr, ws))
 		return 1;
 	wr = (struct ibv_send_wr){ .opcode = IBV_WR_RDMA_READ, .sg_list = &dst, .num_sge = 1 };
-	wr.wr.rdma.remote_addr = remote_addr(k, remote_off);
+	wr.wr.rdma.remote_addr = remote_addr(k, cw.remote_off);
 	wr.wr.rdma.rkey = k->rkey;
-	rs = alloc_wr(c, ACT_READ, t->q, t->m, &wr.wr_id);
+	rs = alloc_wr(c, ACT_READ, q, m, &wr.wr_id);
 	c->wr[rs].check = true;
 	c->check_busy = true;
 	c->check_write_ok = false;
-	if (post_send_wr(c, ACT_READ, t->q, t->m, &wr, rs))
+	if (post_send_wr(c, ACT_READ, q, m, &wr, rs))
 		c->check_busy = false;
-	LOG(c, "c%d #%llu checked write c%d rkey=%x len=%u seed=%llx", c->id, (unsigned long long)c->seq, k->owner,
-	    k->rkey, len, (unsigned long long)c->check_seed);
+	LOG(c, "c%d #%llu checked write to c%d rkey=%x len=%u seed=%llx", c->id, (unsigned long long)c->seq, k->owner,
+	    k->rkey, cw.len, (unsigned long long)c->check_seed);
 	return 1;
 }
 
@@ -1146,10 +1180,10 @@ static int do_read_write(struct walk_client *c, enum walk_action a)
 	const struct rkey_rec *k;
 	int slot;
 
+	if (a == ACT_WRITE && c->cfg->verify && !c->check_busy && rng_bernoulli(&c->rng, 0.5) && checked_write(c))
+		return 1;
 	if (!pick_target(c, 1, &t))
 		return 0;
-	if (a == ACT_WRITE && c->cfg->verify && !c->check_busy && rng_bernoulli(&c->rng, 0.25))
-		return checked_write(c, &t);
 	k = &c->rkeys[t.k];
 	/* A READ writes locally, a WRITE remotely: that side avoids the check zone. */
 	len = choose_range(c, c->mr[t.m].off, c->mr[t.m].len, want, a == ACT_READ, 1, &lstart);

@@ -198,7 +198,7 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 	uint32_t cap = sizeof(struct walk_stats) + 64;
 	void *buf = malloc(cap);
 	uint64_t start = walk_now_ns();
-	int err;
+	int err, port;
 
 	h.conn = calloc((size_t)n, sizeof(*h.conn));
 	h.quiesced = calloc((size_t)n, sizeof(bool));
@@ -212,12 +212,13 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 		rc = run_error(cmd, "cannot listen on 127.0.0.1 for the clients: %s", strerror(-err));
 		goto out;
 	}
+	port = oob_listener_port(l);
 	fflush(NULL);
 	for (int i = 0; i < n; i++) {
 		pid[i] = fork();
 		if (pid[i] == 0) {
 			oob_listener_close(l);
-			_exit(child_main(cfg, i, oob_listener_port(l)));
+			_exit(child_main(cfg, i, port));
 		}
 		if (pid[i] < 0) {
 			rc = run_error(cmd, "cannot start client %d: %s; use fewer --clients", i, strerror(errno));
