@@ -7,6 +7,7 @@ _rdmatool_options()
 	case "$1" in
 	rdmatool) echo "-j --json -p --pretty -v --verbose -q --quiet --version -h --help" ;;
 	devices) echo "" ;;
+	walk) echo "-c --clients -d --duration -m --multinode -D --device -P --port -g --gid-index -n --steps -s --seed -w --weight --preset -H --history --history-file -V --verify --allow-outstanding-ops" ;;
 	esac
 }
 
@@ -46,3 +47,4 @@ _rdmatool()
 
 complete -F _rdmatool rdmatool
 complete -F _rdmatool rdmatool-devices
+complete -F _rdmatool rdmatool-walk
