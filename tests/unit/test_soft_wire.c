@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Soft device over the TCP wire: two processes, each with its own NIC,
+ * exchange GID/QPN/rkey over a socketpair and run RC SEND/WRITE/READ/atomics
+ * and UD SEND with data checks; then the peer is killed and the survivor
+ * gets RETRY_EXC_ERR, not a hang.
+ */
+#include "soft_fixture.h"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct peer_info {
+	union ibv_gid gid;
+	uint32_t rc_qpn, ud_qpn, rkey;
+	uint64_t addr;
+};
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *rc, *ud;
+	uint8_t *buf;
+	struct ibv_mr *mr;
+	struct peer_info me, peer;
+};
+
+#define BUF 65536
+#define QKEY 0x11223344
+
+static int side_open(struct side *s)
+{
+	s->ctx = hw_open_device("soft0", NULL);
+	if (!s->ctx)
+		return -1;
+	s->pd = hw_alloc_pd(s->ctx);
+	s->cq = hw_create_cq(s->ctx, 1024, NULL, NULL, 0);
+	s->buf = aligned_alloc(4096, BUF);
+	if (!s->pd || !s->cq || !s->buf)
+		return -1;
+	memset(s->buf, 0, BUF);
+	s->mr = hw_reg_mr(s->pd, s->buf, BUF,
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				  IBV_ACCESS_REMOTE_ATOMIC);
+	s->rc = fx_qp(s->pd, s->cq, IBV_QPT_RC, 1);
+	s->ud = fx_qp(s->pd, s->cq, IBV_QPT_UD, 1);
+	if (!s->mr || !s->rc || !s->ud)
+		return -1;
+	hw_query_gid(s->ctx, 1, 0, &s->me.gid);
+	s->me.rc_qpn = s->rc->qp_num;
+	s->me.ud_qpn = s->ud->qp_num;
+	s->me.rkey = s->mr->rkey;
+	s->me.addr = (uintptr_t)s->buf;
+	return 0;
+}
+
+static int xfer(int fd, struct side *s)
+{
+	if (write(fd, &s->me, sizeof(s->me)) != sizeof(s->me))
+		return -1;
+	return read(fd, &s->peer, sizeof(s->peer)) == sizeof(s->peer) ? 0 : -1;
+}
+
+static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	uint64_t end = fx_now_ms() + 5000;
+	int n;
+
+	while ((n = hw_poll_cq(cq, 1, wc)) == 0 && fx_now_ms() < end)
+		;
+	return n == 1 ? 0 : -1;
+}
+
+/* The child: receives, checks what arrived, reports, then waits to be killed. */
+static int child_main(int fd)
+{
+	struct side s = { 0 };
+	struct ibv_wc wc;
+	char go;
+	int ok = 1, got_rc = 0, got_ud = 0;
+
+	if (side_open(&s))
+		return 10;
+	for (int i = 0; i < BUF / 2; i++)
+		s.buf[BUF / 2 + i] = (uint8_t)(i * 3);
+	*(uint64_t *)(s.buf + 8192) = 5;
+	if (xfer(fd, &s))
+		return 11;
+	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 12, 3, 7, 1);
+	fx_ud_to_rts(s.ud, QKEY);
+	if (fx_post_recv(s.rc, 1, s.buf, 64, s.mr->lkey) || fx_post_recv(s.ud, 2, s.buf + 128, 40 + 64, s.mr->lkey))
+		return 14;
+	if (write(fd, "r", 1) != 1 || read(fd, &go, 1) != 1)
+		return 12;
+	while (got_rc + got_ud < 2 && wait_wc(s.cq, &wc) == 0) {
+		if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV)
+			ok = 0;
+		if (wc.qp_num == s.rc->qp_num) {
+			got_rc = 1;
+			ok &= wc.byte_len == 11 && strcmp((char *)s.buf, "hello wire") == 0 && wc.src_qp == s.peer.rc_qpn;
+		} else {
+			got_ud = 1;
+			ok &= wc.byte_len == 40 + 8 && strcmp((char *)s.buf + 128 + 40, "ud wire") == 0 &&
+			      wc.src_qp == s.peer.ud_qpn && memcmp(s.buf + 128 + 8, s.peer.gid.raw, 16) == 0;
+		}
+	}
+	ok &= got_rc && got_ud;
+	for (int i = 0; i < 4096; i++)
+		ok &= s.buf[4096 + i] == (uint8_t)(i ^ 0x5a);
+	ok &= *(uint64_t *)(s.buf + 8192) == 107; /* 5 + 2, then CAS 7 -> 107 */
+	go = ok ? 'y' : 'n';
+	if (write(fd, &go, 1) != 1)
+		return 13;
+	for (;;)
+		pause();
+}
+
+static void post_wr(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	assert_int_equal(hw_post_send(qp, wr, &bad), 0);
+}
+
+static void two_processes_over_the_wire(void **state)
+{
+	int sv[2];
+	pid_t pid;
+	struct side s = { 0 };
+	struct ibv_wc wc;
+	char c;
+	struct ibv_sge sge = { .lkey = 0 };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_ah_attr aa = { .port_num = 1, .is_global = 1 };
+	struct ibv_ah *ah;
+	int status, errors = 0;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(sv[0]);
+		_exit(child_main(sv[1]));
+	}
+	close(sv[1]);
+	assert_int_equal(side_open(&s), 0);
+	sge.lkey = s.mr->lkey;
+	assert_int_equal(xfer(sv[0], &s), 0);
+	assert_memory_not_equal(s.me.gid.raw, s.peer.gid.raw, 16);
+	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 12, 3, 7, 1);
+	fx_ud_to_rts(s.ud, QKEY);
+	assert_int_equal(read(sv[0], &c, 1), 1);
+
+	/* RC SEND */
+	memcpy(s.buf, "hello wire", 11);
+	sge.addr = (uintptr_t)s.buf;
+	sge.length = 11;
+	wr.opcode = IBV_WR_SEND;
+	post_wr(s.rc, &wr);
+	assert_int_equal(wait_wc(s.cq, &wc), 0);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	/* RC WRITE */
+	for (int i = 0; i < 4096; i++)
+		s.buf[4096 + i] = (uint8_t)(i ^ 0x5a);
+	sge.addr = (uintptr_t)s.buf + 4096;
+	sge.length = 4096;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = s.peer.addr + 4096;
+	wr.wr.rdma.rkey = s.peer.rkey;
+	post_wr(s.rc, &wr);
+	assert_int_equal(wait_wc(s.cq, &wc), 0);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	/* RC READ of the child's pattern, 32 KiB */
+	sge.addr = (uintptr_t)s.buf + BUF / 2;
+	sge.length = BUF / 2;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = s.peer.addr + BUF / 2;
+	post_wr(s.rc, &wr);
+	assert_int_equal(wait_wc(s.cq, &wc), 0);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RDMA_READ);
+	for (int i = 0; i < BUF / 2; i++)
+		if (s.buf[BUF / 2 + i] != (uint8_t)(i * 3))
+			errors++;
+	assert_int_equal(errors, 0);
+	/* Atomics */
+	sge.addr = (uintptr_t)s.buf + 8192;
+	sge.length = 8;
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.wr.atomic.remote_addr = s.peer.addr + 8192;
+	wr.wr.atomic.rkey = s.peer.rkey;
+	wr.wr.atomic.compare_add = 2;
+	post_wr(s.rc, &wr);
+	assert_int_equal(wait_wc(s.cq, &wc), 0);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(*(uint64_t *)(s.buf + 8192), 5);
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.compare_add = 7;
+	wr.wr.atomic.swap = 107;
+	post_wr(s.rc, &wr);
+	assert_int_equal(wait_wc(s.cq, &wc), 0);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(*(uint64_t *)(s.buf + 8192), 7);
+	/* UD SEND */
+	aa.grh.dgid = s.peer.gid;
+	ah = hw_create_ah(s.pd, &aa);
+	memcpy(s.buf, "ud wire", 8);
+	sge.addr = (uintptr_t)s.buf;
+	sge.length = 8;
+	wr.opcode = IBV_WR_SEND;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = s.peer.ud_qpn;
+	wr.wr.ud.remote_qkey = QKEY;
+	post_wr(s.ud, &wr);
+	assert_int_equal(wait_wc(s.cq, &wc), 0);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+
+	/* The child checks what it received. */
+	assert_int_equal(write(sv[0], "g", 1), 1);
+	assert_int_equal(read(sv[0], &c, 1), 1);
+	assert_int_equal(c, 'y');
+
+	/* Kill the peer in the middle of a stream of writes: an error, never a hang. */
+	sge.addr = (uintptr_t)s.buf;
+	sge.length = 4096;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = s.peer.addr;
+	wr.wr.rdma.rkey = s.peer.rkey;
+	uint64_t end = fx_now_ms() + 5000;
+	int posted = 0, done = 0, failed = 0;
+	bool killed = false;
+
+	while (!failed && fx_now_ms() < end) {
+		struct ibv_send_wr *bad;
+
+		if (posted - done < 16 && hw_post_send(s.rc, &wr, &bad) == 0)
+			posted++;
+		while (hw_poll_cq(s.cq, 1, &wc) == 1) {
+			done++;
+			if (wc.status == IBV_WC_RETRY_EXC_ERR)
+				failed = 1;
+			else if (failed) /* the QP is in ERR: the rest is flushed */
+				assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+			else
+				assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		}
+		if (!killed && done >= 50) {
+			kill(pid, SIGKILL);
+			killed = true;
+		}
+	}
+	assert_true(killed);
+	assert_int_equal(failed, 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	hw_destroy_ah(ah);
+	hw_destroy_qp(s.rc);
+	hw_destroy_qp(s.ud);
+	hw_dereg_mr(s.mr);
+	hw_destroy_cq(s.cq);
+	hw_dealloc_pd(s.pd);
+	hw_close_device(s.ctx);
+	free(s.buf);
+	close(sv[0]);
+}
+
+static void unreachable_peer_is_retry_exceeded(void **state)
+{
+	struct side s = { 0 };
+	union ibv_gid nobody;
+	struct ibv_wc wc;
+
+	(void)state;
+	assert_int_equal(side_open(&s), 0);
+	/* Our own GID with port 1: nothing listens there. */
+	nobody = s.me.gid;
+	nobody.raw[12] = 0;
+	nobody.raw[13] = 1;
+	fx_rc_to_rts(s.rc, 1234, &nobody, 10, 2, 7, 1);
+	assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, 1, s.buf, 8, s.mr->lkey, 0x1000, 1), 0);
+	assert_int_equal(wait_wc(s.cq, &wc), 0);
+	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
+	hw_destroy_qp(s.rc);
+	hw_destroy_qp(s.ud);
+	hw_dereg_mr(s.mr);
+	hw_destroy_cq(s.cq);
+	hw_dealloc_pd(s.pd);
+	hw_close_device(s.ctx);
+	free(s.buf);
+}
+
+static void bad_configuration_is_einval_with_message(void **state)
+{
+	(void)state;
+	setenv("RDMATOOL_SOFT_FAULTS", "drop=2", 1);
+	errno = 0;
+	assert_null(hw_open_device("soft0", NULL));
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(strstr(hw_soft_config_error(), "drop=2"));
+	setenv("RDMATOOL_SOFT_FAULTS", "bogus=1", 1);
+	assert_null(hw_open_device("soft0", NULL));
+	assert_non_null(strstr(hw_soft_config_error(), "bogus"));
+	unsetenv("RDMATOOL_SOFT_FAULTS");
+	setenv("RDMATOOL_SOFT_ADDR", "localhost", 1);
+	errno = 0;
+	assert_null(hw_open_device("soft0", NULL));
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(strstr(hw_soft_config_error(), "RDMATOOL_SOFT_ADDR"));
+	setenv("RDMATOOL_SOFT_ADDR", "127.0.0.1:0", 1);
+	struct ibv_context *ctx = hw_open_device("soft0", NULL);
+
+	assert_non_null(ctx);
+	hw_close_device(ctx);
+	unsetenv("RDMATOOL_SOFT_ADDR");
+}
+
+/* drop=1: every request is lost, so RC retries and gives up with RETRY_EXC_ERR. */
+static void fault_drop_all_is_retry_exceeded(void **state)
+{
+	struct side s = { 0 };
+	struct ibv_wc wc;
+
+	(void)state;
+	setenv("RDMATOOL_SOFT_FAULTS", "drop=1,seed=7", 1);
+	assert_int_equal(side_open(&s), 0);
+	unsetenv("RDMATOOL_SOFT_FAULTS");
+	fx_rc_to_rts(s.rc, s.rc->qp_num, NULL, 8, 2, 7, 1);
+	assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, 1, s.buf, 8, s.mr->lkey, (uintptr_t)s.buf + 64, s.mr->rkey), 0);
+	assert_int_equal(wait_wc(s.cq, &wc), 0);
+	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
+	hw_destroy_qp(s.rc);
+	hw_destroy_qp(s.ud);
+	hw_dereg_mr(s.mr);
+	hw_destroy_cq(s.cq);
+	hw_dealloc_pd(s.pd);
+	hw_close_device(s.ctx);
+	free(s.buf);
+}
+
+/* drop=0.3: RC still delivers every write exactly once, in order, by retransmission. */
+static void fault_drop_some_is_recovered(void **state)
+{
+	struct side s = { 0 };
+	struct ibv_wc wc;
+
+	(void)state;
+	setenv("RDMATOOL_SOFT_FAULTS", "drop=0.3,seed=3", 1);
+	assert_int_equal(side_open(&s), 0);
+	unsetenv("RDMATOOL_SOFT_FAULTS");
+	fx_rc_to_rts(s.rc, s.rc->qp_num, NULL, 4, 7, 7, 1);
+	*(uint64_t *)(s.buf + 64) = 0;
+	for (int i = 0; i < 20; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)s.buf, .length = 8, .lkey = s.mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD }, *bad;
+
+		wr.wr.atomic.remote_addr = (uintptr_t)s.buf + 64;
+		wr.wr.atomic.rkey = s.mr->rkey;
+		wr.wr.atomic.compare_add = 1;
+		assert_int_equal(hw_post_send(s.rc, &wr, &bad), 0);
+		assert_int_equal(wait_wc(s.cq, &wc), 0);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(*(uint64_t *)s.buf, (uint64_t)i);
+	}
+	assert_int_equal(*(uint64_t *)(s.buf + 64), 20);
+	hw_destroy_qp(s.rc);
+	hw_destroy_qp(s.ud);
+	hw_dereg_mr(s.mr);
+	hw_destroy_cq(s.cq);
+	hw_dealloc_pd(s.pd);
+	hw_close_device(s.ctx);
+	free(s.buf);
+}
+
+static void fault_error_all_is_rem_op_err(void **state)
+{
+	struct side s = { 0 };
+	struct ibv_wc wc;
+
+	(void)state;
+	setenv("RDMATOOL_SOFT_FAULTS", "error=1", 1);
+	assert_int_equal(side_open(&s), 0);
+	unsetenv("RDMATOOL_SOFT_FAULTS");
+	fx_rc_to_rts(s.rc, s.rc->qp_num, NULL, 8, 2, 7, 1);
+	assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, 1, s.buf, 8, s.mr->lkey, (uintptr_t)s.buf + 64, s.mr->rkey), 0);
+	assert_int_equal(wait_wc(s.cq, &wc), 0);
+	assert_int_equal(wc.status, IBV_WC_REM_OP_ERR);
+	hw_destroy_qp(s.rc);
+	hw_destroy_qp(s.ud);
+	hw_dereg_mr(s.mr);
+	hw_destroy_cq(s.cq);
+	hw_dealloc_pd(s.pd);
+	hw_close_device(s.ctx);
+	free(s.buf);
+}
+
+static void fault_corrupt_flips_payload(void **state)
+{
+	struct side s = { 0 };
+	struct ibv_wc wc;
+
+	(void)state;
+	setenv("RDMATOOL_SOFT_FAULTS", "corrupt=1,delay_us=100", 1);
+	assert_int_equal(side_open(&s), 0);
+	unsetenv("RDMATOOL_SOFT_FAULTS");
+	fx_rc_to_rts(s.rc, s.rc->qp_num, NULL, 8, 2, 7, 1);
+	memset(s.buf, 'a', 64);
+	assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, 1, s.buf, 64, s.mr->lkey, (uintptr_t)s.buf + 1024, s.mr->rkey), 0);
+	assert_int_equal(wait_wc(s.cq, &wc), 0);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_memory_not_equal(s.buf, s.buf + 1024, 64);
+	hw_destroy_qp(s.rc);
+	hw_destroy_qp(s.ud);
+	hw_dereg_mr(s.mr);
+	hw_destroy_cq(s.cq);
+	hw_dealloc_pd(s.pd);
+	hw_close_device(s.ctx);
+	free(s.buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(two_processes_over_the_wire),
+		cmocka_unit_test(unreachable_peer_is_retry_exceeded),
+		cmocka_unit_test(bad_configuration_is_einval_with_message),
+		cmocka_unit_test(fault_drop_all_is_retry_exceeded),
+		cmocka_unit_test(fault_drop_some_is_recovered),
+		cmocka_unit_test(fault_error_all_is_rem_op_err),
+		cmocka_unit_test(fault_corrupt_flips_payload),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
