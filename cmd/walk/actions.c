@@ -1007,12 +1007,6 @@ static bool rkey_kind2(struct walk_client *c, int i, const void *arg)
 	return c->rkeys[i].used && c->rkeys[i].kind == 2;
 }
 
-static bool rkey_any(struct walk_client *c, int i, const void *arg)
-{
-	(void)arg;
-	return c->rkeys[i].used;
-}
-
 static int do_send_with_inv(struct walk_client *c)
 {
 	struct reach w;
@@ -1084,12 +1078,25 @@ struct rdma_target {
 	int k, q, m;
 };
 
+/* A remote region of at least min_len bytes that one of our QPs can reach. */
+static bool rkey_reachable(struct walk_client *c, int i, const void *arg)
+{
+	struct reach w = { &c->rkeys[i], false };
+
+	if (!c->rkeys[i].used || c->rkeys[i].len < *(const uint32_t *)arg)
+		return false;
+	for (int q = 0; q < MAX_QP; q++)
+		if (qp_reaches(c, q, &w))
+			return true;
+	return false;
+}
+
 /* A remote region, an RC QP reaching it and a local MR on that QP's PD. */
 static bool pick_target(struct walk_client *c, uint32_t min_len, struct rdma_target *t)
 {
 	struct reach w;
 
-	if ((t->k = pick_index(c, MAX_REMOTE_KEYS, rkey_any, NULL)) < 0 || c->rkeys[t->k].len < min_len)
+	if ((t->k = pick_index(c, MAX_REMOTE_KEYS, rkey_reachable, &min_len)) < 0)
 		return false;
 	w = (struct reach){ &c->rkeys[t->k], false };
 	if ((t->q = pick_index(c, MAX_QP, qp_reaches, &w)) < 0)
