@@ -532,6 +532,8 @@ static void teardown(struct walk_client *c)
 int walk_client_run(struct walk_client *c)
 {
 	bool lockstep = c->clients == 1 || c->cfg->steps;
+
+	c->lockstep = lockstep;
 	uint64_t start = walk_now_ns(), end = start + (uint64_t)c->cfg->duration_s * 1000000000ULL;
 	uint64_t steps = 0;
 

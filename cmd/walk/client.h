@@ -151,6 +151,7 @@ struct walk_client {
 
 	/* --verify: one checked WRITE + READ-back at a time, one probe */
 	bool check_busy, check_write_ok, probe_busy, type2;
+	bool lockstep; /* each step waits for its sends: single-client replay */
 	uint32_t check_len;
 	uint64_t check_seed;
 };

@@ -79,7 +79,18 @@ int alloc_wr(struct walk_client *c, enum walk_action a, int qp, int mr, uint64_t
 
 	if (!c->nfree_wr)
 		return -1;
-	slot = c->free_wr[--c->nfree_wr];
+	if (c->lockstep) {
+		/* Replay: the lowest free slot, whatever order completions came in. */
+		int low = 0;
+
+		for (int i = 1; i < c->nfree_wr; i++)
+			if (c->free_wr[i] < c->free_wr[low])
+				low = i;
+		slot = c->free_wr[low];
+		c->free_wr[low] = c->free_wr[--c->nfree_wr];
+	} else {
+		slot = c->free_wr[--c->nfree_wr];
+	}
 	w = &c->wr[slot];
 	memset(w, 0, sizeof(*w));
 	w->busy = true;
