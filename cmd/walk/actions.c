@@ -365,6 +365,7 @@ static int do_reg_mr(struct walk_client *c)
 	count_ok(c, ACT_REG_MR);
 	LOG(c, "c%d #%llu reg_mr pd[%d] off=%u len=%u -> lkey=%x rkey=%x", c->id, (unsigned long long)c->seq, p, off,
 	    len, mr->lkey, mr->rkey);
+	note_key(c, mr->rkey, true);
 	send_rkey(c, MSG_ADD_RKEY, 0, mr->rkey, c->pd[p].id, 0, off, len);
 	return 1;
 }
@@ -393,6 +394,7 @@ static int do_dereg_mr(struct walk_client *c)
 	c->pd[c->mr[i].pd].users--;
 	c->mr[i].used = false;
 	count_ok(c, ACT_DEREG_MR);
+	note_key(c, rkey, false);
 	send_rkey(c, MSG_REMOVE_RKEY, 0, rkey, pd_id, 0, off, len);
 	return 1;
 }
@@ -443,6 +445,7 @@ static int do_dealloc_mw(struct walk_client *c, int type)
 	}
 	c->pd[m->pd].users--;
 	if (m->state == MW_BOUND) {
+		note_key(c, m->rkey, false);
 		c->mr[m->mr].bound_mws--;
 		if (m->qp >= 0)
 			c->qp[m->qp].type2_bound--;
@@ -503,6 +506,7 @@ static int do_bind_mw(struct walk_client *c, int type)
 		count_error(c, a, rc);
 		return 1;
 	}
+	note_key(c, c->mw[i].new_rkey, true);
 	c->qp[q].send_inflight++;
 	c->cq[c->qp[q].scq].outstanding++;
 	c->mr[m].bound_mws++;

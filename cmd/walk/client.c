@@ -180,17 +180,20 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 
 		/* Not found: we deallocated it after the NIC invalidated it. */
 		if (i >= 0) {
+			note_key(c, wc->invalidated_rkey, false);
 			publish_mw(c, i, MSG_REMOVE_RKEY);
 			unbind_mw(c, i);
 		}
 	}
 	if (w->probe) {
 		c->probe_busy = false;
-		if (ok)
-			walk_stats_fail(&c->stats,
-					"client %d: READ through rkey %x of client %d succeeded after the owner "
-					"removed it (expected REM_ACCESS_ERR)",
-					c->id, w->probe_rkey, w->probe_owner);
+		if (ok) {
+			/* Only the owner knows whether it issued the key value again. */
+			struct walk_msg hit = { .type = MSG_PROBE_HIT, .dst = (uint16_t)w->probe_owner,
+						.rkey = w->probe_rkey };
+
+			publish(c, &hit);
+		}
 	}
 	if (w->check)
 		check_done(c, w, wc->status);
@@ -378,6 +381,13 @@ static void handle_msg(struct walk_client *c, const struct walk_msg *m)
 		for (int i = 0; i < MAX_REMOTE_UD; i++)
 			if (c->ruds[i].used && c->ruds[i].owner == m->src && c->ruds[i].qpn == m->qpn)
 				c->ruds[i].used = false;
+		break;
+	case MSG_PROBE_HIT:
+		if (key_removed_last(c, m->rkey) == 1)
+			walk_stats_fail(&c->stats,
+					"client %d: client %d READ through rkey %x after it was removed (dereg, dealloc "
+					"or invalidate) and before it was issued again; expected REM_ACCESS_ERR",
+					c->id, m->src, m->rkey);
 		break;
 	case MSG_CREDIT:
 		q = qp_by_num(c, m->peer_qpn);

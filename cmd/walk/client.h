@@ -26,7 +26,8 @@
 #define MAX_REMOTE_UD (MAX_UD * WALK_MAX_CLIENTS)
 #define MAX_WR 8192
 #define CREDITS 32
-#define OUTBOX_SOFT_LIMIT 256 /* beyond this, actions that publish redraw */
+#define OUTBOX_SOFT_LIMIT 256
+#define KEY_EVENTS 4096 /* --verify: recent rkey issues and removals */ /* beyond this, actions that publish redraw */
 
 struct cq_rec {
 	bool used;
@@ -152,6 +153,13 @@ struct walk_client {
 	/* --verify: one checked WRITE + READ-back at a time, one probe */
 	bool check_busy, check_write_ok, probe_busy, type2;
 	bool lockstep; /* each step waits for its sends: single-client replay */
+	/* Devices reuse key values (8-bit tags), so a probe that worked is a
+	 * failure only if the owner did not issue that key again since. */
+	struct {
+		uint32_t rkey;
+		bool issued;
+	} key_event[KEY_EVENTS];
+	uint64_t nkey_events;
 	uint32_t check_len;
 	uint64_t check_seed;
 };
@@ -178,6 +186,9 @@ bool outbox_busy(struct walk_client *c);
 void flush_outbox(struct walk_client *c);
 uint64_t objects_alive(struct walk_client *c);
 void fill_pattern(unsigned char *p, uint32_t len, uint64_t seed);
+void note_key(struct walk_client *c, uint32_t rkey, bool issued);
+/* 1: last event removed it, 0: issued again (or live), -1: unknown (aged out) */
+int key_removed_last(struct walk_client *c, uint32_t rkey);
 
 /* actions.c */
 /* Returns 1 done (issued), 0 precondition not met (redraw). */

@@ -189,3 +189,21 @@ void fill_pattern(unsigned char *p, uint32_t len, uint64_t seed)
 		memcpy(p + i, &v, len - i < 8 ? len - i : 8);
 	}
 }
+
+void note_key(struct walk_client *c, uint32_t rkey, bool issued)
+{
+	uint64_t n = c->nkey_events++;
+
+	c->key_event[n % KEY_EVENTS].rkey = rkey;
+	c->key_event[n % KEY_EVENTS].issued = issued;
+}
+
+int key_removed_last(struct walk_client *c, uint32_t rkey)
+{
+	uint64_t first = c->nkey_events > KEY_EVENTS ? c->nkey_events - KEY_EVENTS : 0;
+
+	for (uint64_t n = c->nkey_events; n-- > first;)
+		if (c->key_event[n % KEY_EVENTS].rkey == rkey)
+			return c->key_event[n % KEY_EVENTS].issued ? 0 : 1;
+	return -1;
+}

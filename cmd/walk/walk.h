@@ -113,6 +113,7 @@ enum walk_msg_type {
 	MSG_ADD_UD_QP,
 	MSG_REMOVE_UD_QP,
 	MSG_CREDIT, /* one receive of `bytes` posted for the peer's QP */
+	MSG_PROBE_HIT, /* --verify: a READ through the owner's removed rkey worked */
 	MSG_TYPE_MAX
 };
 

@@ -8,7 +8,7 @@ out=$("$RDMATOOL" -j walk --clients=3 --duration=3 --verify --seed=5 2>/dev/null
 echo "$out" | jq -e '.result == "pass" and (.failures | length) == 0' >/dev/null || fail "clean: $out"
 
 set +e
-out=$(RDMATOOL_SOFT_FAULTS="corrupt=0.05,seed=3" "$RDMATOOL" -j walk --clients=2 --duration=4 --verify --seed=7 \
+out=$(RDMATOOL_SOFT_FAULTS="corrupt=0.5,seed=3" "$RDMATOOL" -j walk --clients=2 --duration=4 --verify --seed=7 \
 	2>/tmp/walk_verify_err.$$)
 rc=$?
 set -e
