@@ -85,7 +85,7 @@ deps:
 	@tests/deps.sh install
 
 demo: check-deps all
-	$(RDMATOOL) devices
+	$(RDMATOOL) walk --clients=5 --duration=20 --multinode=false
 
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 asan:

@@ -47,5 +47,6 @@ int cmd_devices(int argc, const char **argv);
 int cmd_cqstat(int argc, const char **argv);
 int cmd_madstress(int argc, const char **argv);
 int cmd_bench(int argc, const char **argv);
+int cmd_walk(int argc, const char **argv);
 
 #endif

@@ -9,5 +9,6 @@ const struct command commands[] = {
 	{ "cqstat", cmd_cqstat, "live per-stripe and per-CQ counters of running rdmatool processes" },
 	{ "madstress", cmd_madstress, "SMP MAD stress tester: windows of SMPs to many LIDs, rate and latency" },
 	{ "bench", cmd_bench, "latency, bandwidth and message-rate tests over the striped transport" },
+	{ "walk", cmd_walk, "the RDMA random walker: random, mostly valid verbs from many clients" },
 	{ NULL, NULL, NULL },
 };

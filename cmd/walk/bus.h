@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The walker's out-of-band backend: delivers struct walk_msg between
+ * clients, in order per source.  In-process: one bounded mailbox per client.
+ * Multinode: each client process talks to a hub in the parent over TCP
+ * (core/oob); the hub forwards frames, so per-source order is TCP's order.
+ */
+#ifndef RDMATOOL_CMD_WALK_BUS_H
+#define RDMATOOL_CMD_WALK_BUS_H
+
+#include "walk.h"
+
+struct oob_conn;
+
+#define WALK_MAILBOX_DEPTH 4096
+
+/* In-process bus for `clients` clients. */
+struct walk_bus *walk_bus_inproc(int clients);
+/* A client process's end of the hub connection; starts its I/O threads. */
+struct walk_bus *walk_bus_tcp(struct oob_conn *conn, int self);
+/* 0, -EAGAIN (destination or outbound queue full: retry later), -EPIPE. */
+int walk_bus_send(struct walk_bus *b, const struct walk_msg *m);
+/* 0 or -EAGAIN. */
+int walk_bus_recv(struct walk_bus *b, int self, struct walk_msg *m);
+/* Stops delivery to `self`: later messages for it are dropped. */
+void walk_bus_close_inbox(struct walk_bus *b, int self);
+void walk_bus_free(struct walk_bus *b);
+
+/* Frame types on the hub connection (besides walk_msg frames). */
+enum walk_frame {
+	FRAME_HELLO = 1, /* child -> hub: struct walk_hello */
+	FRAME_TABLE, /* hub -> child: struct walk_peer_addr[clients] */
+	FRAME_MSG, /* struct walk_msg, either way */
+	FRAME_QUIESCED, /* child -> hub: stopped issuing */
+	FRAME_GO_DOWN, /* hub -> child: everyone stopped, tear down */
+	FRAME_STATS, /* child -> hub: struct walk_stats */
+	FRAME_BYE, /* hub -> child: done */
+};
+
+struct walk_hello {
+	uint32_t id;
+	struct walk_peer_addr addr;
+};
+
+struct oob_conn;
+/* Multinode: the child's reader thread sets this when GO_DOWN arrives. */
+bool walk_bus_go_down(struct walk_bus *b);
+/* Multinode: sends a control frame through the writer, in order with messages. */
+int walk_bus_send_frame(struct walk_bus *b, uint16_t type, const void *buf, uint32_t len);
+
+#endif

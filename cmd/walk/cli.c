@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/* rdmatool walk: options, the header, the run, the report, the exit status. */
+#include "run.h"
+
+#include "../cmd.h"
+
+#include <errno.h>
+#include <popt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const CMD = "walk";
+
+static bool parse_bool(const char *s, bool *out)
+{
+	if (!strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "yes")) {
+		*out = true;
+		return true;
+	}
+	if (!strcmp(s, "false") || !strcmp(s, "0") || !strcmp(s, "no")) {
+		*out = false;
+		return true;
+	}
+	return false;
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	if (!s || !*s || *s == '-')
+		return false;
+	*out = strtoull(s, &end, 0);
+	return !errno && !*end;
+}
+
+/* Opens the device once to name it and learn whether it has type-2 MWs. */
+static int probe_device(struct walk_config *cfg, char *name, size_t len, bool *type2)
+{
+	struct hw_device chosen;
+	struct ibv_device_attr attr;
+	struct ibv_port_attr port;
+	union ibv_gid gid;
+	struct ibv_context *ctx = hw_open_device(cfg->device, &chosen);
+
+	if (!ctx) {
+		if (cfg->device && errno == ENODEV)
+			return usage_error(CMD, "--device %s: no such device; 'rdmatool devices' lists them",
+					   cfg->device);
+		return run_error(CMD, "cannot open %s: %s; check 'rdmatool devices'",
+				 cfg->device ? cfg->device : "a device", strerror(errno));
+	}
+	snprintf(name, len, "%s", chosen.name);
+	if (hw_query_device(ctx, &attr) || hw_query_port(ctx, (uint8_t)cfg->port, &port)) {
+		hw_close_device(ctx);
+		return usage_error(CMD, "--port %d: %s has no such port (it has %d)", cfg->port, name,
+				   attr.phys_port_cnt);
+	}
+	if (hw_query_gid(ctx, (uint8_t)cfg->port, cfg->gid_index, &gid)) {
+		hw_close_device(ctx);
+		return usage_error(CMD, "--gid-index %d: port %d of %s has no such GID", cfg->gid_index, cfg->port,
+				   name);
+	}
+	*type2 = attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	hw_close_device(ctx);
+	return 0;
+}
+
+static int parse(int argc, const char **argv, struct walk_config *cfg)
+{
+	char *multinode = NULL, *steps = NULL, *seed = NULL, *preset = NULL, *weight = NULL;
+	char *device = NULL, *history_file = NULL;
+	int verify = 0, outstanding = 0, rc;
+	char *weights[64];
+	int nweights = 0;
+	struct poptOption options[] = {
+		{ "clients", 'c', POPT_ARG_INT, &cfg->clients, 0, "number of clients (default 2)", "N" },
+		{ "duration", 'd', POPT_ARG_INT, &cfg->duration_s, 0, "seconds each client walks (default 20)", "S" },
+		{ "multinode", 'm', POPT_ARG_STRING, &multinode, 0,
+		  "true: each client is its own process, updates over TCP (default false)", "BOOL" },
+		{ "device", 'D', POPT_ARG_STRING, &device, 0, "device (default: first active, else soft0)", "NAME" },
+		{ "port", 'P', POPT_ARG_INT, &cfg->port, 0, "port number (default 1)", "N" },
+		{ "gid-index", 'g', POPT_ARG_INT, &cfg->gid_index, 0, "GID index (default 0)", "N" },
+		{ "steps", 'n', POPT_ARG_STRING, &steps, 0, "steps per client instead of --duration", "N" },
+		{ "seed", 's', POPT_ARG_STRING, &seed, 0, "random seed (printed when not given)", "N" },
+		{ "weight", 'w', POPT_ARG_STRING, &weight, 'w', "set an action's weight (repeatable)", "ACTION=W" },
+		{ "preset", 0, POPT_ARG_STRING, &preset, 0, "weights: default, control or rdma", "NAME" },
+		{ "history", 'H', POPT_ARG_INT, &cfg->history, 0, "actions kept per client for triage (default 200)",
+		  "N" },
+		{ "history-file", 0, POPT_ARG_STRING, &history_file, 0, "also write the history to FILE", "FILE" },
+		{ "verify", 'V', POPT_ARG_NONE, &verify, 0, "check data, completions, flushes and stale rkeys", NULL },
+		{ "allow-outstanding-ops", 0, POPT_ARG_NONE, &outstanding, 0,
+		  "allow modify-to-ERR and destroy of QPs with WRs in flight", NULL },
+		POPT_AUTOHELP POPT_TABLEEND,
+	};
+	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
+
+	poptSetOtherOptionHelp(pc, "[OPTION...]");
+	while ((rc = poptGetNextOpt(pc)) > 0)
+		if (rc == 'w' && nweights < 64)
+			weights[nweights++] = weight;
+		else if (rc == 'w')
+			free(weight);
+	if (rc < -1) {
+		rc = popt_usage_error(CMD, pc, rc);
+		goto out;
+	}
+	rc = 0;
+	if (poptPeekArg(pc)) {
+		rc = usage_error(CMD, "unexpected argument '%s'; walk takes options only", poptPeekArg(pc));
+		goto out;
+	}
+	if (cfg->clients < 1 || cfg->clients > WALK_MAX_CLIENTS)
+		rc = usage_error(CMD, "--clients %d: give 1 to %d", cfg->clients, WALK_MAX_CLIENTS);
+	else if (cfg->duration_s < 1 || cfg->duration_s > 86400)
+		rc = usage_error(CMD, "--duration %d: give 1 to 86400 seconds", cfg->duration_s);
+	else if (multinode && !parse_bool(multinode, &cfg->multinode))
+		rc = usage_error(CMD, "--multinode '%s': give true or false", multinode);
+	else if (cfg->port < 1 || cfg->port > 255)
+		rc = usage_error(CMD, "--port %d: give a port number from 1 to 255", cfg->port);
+	else if (cfg->gid_index < 0 || cfg->gid_index > 255)
+		rc = usage_error(CMD, "--gid-index %d: give 0 to 255", cfg->gid_index);
+	else if (steps && (!parse_u64(steps, &cfg->steps) || cfg->steps == 0))
+		rc = usage_error(CMD, "--steps '%s': give a positive number of steps", steps);
+	else if (seed && !parse_u64(seed, &cfg->seed))
+		rc = usage_error(CMD, "--seed '%s': give a non-negative integer", seed);
+	else if (cfg->history < 0 || cfg->history > 1000000)
+		rc = usage_error(CMD, "--history %d: give 0 to 1000000 entries", cfg->history);
+	else if (walk_preset(preset ? preset : "default", cfg->weight))
+		rc = usage_error(CMD, "--preset '%s': give default, control or rdma", preset);
+	for (int i = 0; !rc && i < nweights; i++) {
+		char why[200];
+
+		if (walk_apply_weight(weights[i], cfg->weight, why, sizeof(why)))
+			rc = usage_error(CMD, "%s", why);
+	}
+	if (!rc) {
+		uint64_t sum = 0;
+
+		for (int a = 0; a < ACT_COUNT; a++)
+			sum += cfg->weight[a];
+		if (!sum)
+			rc = usage_error(CMD, "every action weight is 0; give at least one --weight ACTION=W above 0");
+	}
+	cfg->seed_given = seed != NULL;
+	cfg->verify = verify;
+	cfg->allow_outstanding_ops = outstanding;
+	cfg->device = device ? strdup(device) : NULL;
+	cfg->history_file = history_file ? strdup(history_file) : NULL;
+out:
+	for (int i = 0; i < nweights; i++)
+		free(weights[i]);
+	free(multinode);
+	free(steps);
+	free(seed);
+	free(preset);
+	free(device);
+	free(history_file);
+	poptFreeContext(pc);
+	return rc;
+}
+
+int cmd_walk(int argc, const char **argv)
+{
+	struct walk_config cfg = { .clients = 2, .duration_s = 20, .port = 1, .history = 200 };
+	struct walk_result res = { 0 };
+	char device[64];
+	bool type2 = true;
+	int rc = parse(argc, argv, &cfg);
+
+	if (rc)
+		goto out;
+	if (!cfg.seed_given) {
+		cfg.seed = rng_entropy_seed();
+		if (global_opts.json || global_opts.quiet)
+			fprintf(stderr, "rdmatool walk: seed %llu\n", (unsigned long long)cfg.seed);
+	}
+	if ((rc = probe_device(&cfg, device, sizeof(device), &type2)))
+		goto out;
+	if (!type2 && walk_drop_type2(cfg.weight))
+		notice(CMD, "%s has no type-2 memory windows (IBV_DEVICE_MEM_WINDOW_TYPE_2B): their weights drop to 0",
+		       device);
+	if (cfg.history_file && unlink(cfg.history_file) && errno != ENOENT) {
+		rc = usage_error(CMD, "--history-file %s: %s; give a writable path", cfg.history_file, strerror(errno));
+		goto out;
+	}
+	walk_print_header(&cfg, device, !type2);
+	res.clients = cfg.clients;
+	res.per_client = calloc((size_t)cfg.clients, sizeof(*res.per_client));
+	if (!res.per_client) {
+		rc = run_error(CMD, "out of memory");
+		goto out;
+	}
+	atomic_store(&walk_stop, false);
+	atomic_store(&walk_stop_signal, 0);
+	walk_install_signals();
+	rc = cfg.multinode ? walk_run_multinode(&cfg, &res, CMD) : walk_run_inproc(&cfg, &res, CMD);
+	if (!rc) {
+		walk_print_report(&cfg, &res);
+		rc = res.total.nfailures ? EXIT_FAILURES : EXIT_OK;
+		if (atomic_load(&walk_stop_signal))
+			notice(CMD, "stopped by signal %d after %llu steps", atomic_load(&walk_stop_signal),
+			       (unsigned long long)res.total.steps);
+	}
+	free(res.per_client);
+out:
+	free((char *)cfg.device);
+	free((char *)cfg.history_file);
+	return rc;
+}

@@ -1,0 +1,587 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A walker client's life: open the device, bootstrap the minimum objects,
+ * step (updates in, one random action, completions out), then drain and
+ * destroy everything in dependency order.
+ */
+#include "bus.h"
+#include "client.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LOG(c, ...) walk_history_add(&(c)->hist, __VA_ARGS__)
+#define MAX_REDRAWS 1000
+#define FLUSH_DEADLINE_NS (3ULL * 1000000000ULL)
+#define DRAIN_TIMEOUT_NS (5ULL * 1000000000ULL)
+#define PROBE_PROBABILITY 0.3
+
+uint64_t walk_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int walk_client_open(struct walk_client *c)
+{
+	memcpy(c->weight, c->cfg->weight, sizeof(c->weight));
+	rng_seed(&c->rng, c->cfg->seed, (uint64_t)c->id);
+	if (walk_history_init(&c->hist, c->cfg->history))
+		return -ENOMEM;
+	c->ctx = hw_open_device(c->cfg->device, NULL);
+	if (!c->ctx)
+		return -(errno ? errno : ENODEV);
+	if (hw_query_device(c->ctx, &c->dattr) || hw_query_port(c->ctx, (uint8_t)c->cfg->port, &c->pattr) ||
+	    hw_query_gid(c->ctx, (uint8_t)c->cfg->port, c->cfg->gid_index, &c->gid))
+		return -EINVAL;
+	c->type2 = c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	if (!c->type2)
+		walk_drop_type2(c->weight);
+	c->buf = aligned_alloc(4096, BUF_SIZE);
+	c->wr = calloc(MAX_WR, sizeof(*c->wr));
+	c->free_wr = calloc(MAX_WR, sizeof(*c->free_wr));
+	if (!c->buf || !c->wr || !c->free_wr)
+		return -ENOMEM;
+	memset(c->buf, '-', BUF_SIZE);
+	for (uint32_t i = 0; i < MAX_WR; i++)
+		c->free_wr[i] = MAX_WR - 1 - i;
+	c->nfree_wr = MAX_WR;
+	return 0;
+}
+
+/* ---- completions ---- */
+
+static int find_mw_by_rkey(struct walk_client *c, uint32_t rkey)
+{
+	for (int i = 0; i < 2 * MAX_MW; i++)
+		if (c->mw[i].used && c->mw[i].type == 2 && c->mw[i].state == MW_BOUND && c->mw[i].rkey == rkey)
+			return i;
+	return -1;
+}
+
+static void publish_mw(struct walk_client *c, int i, int type)
+{
+	struct mw_rec *m = &c->mw[i];
+	struct walk_msg msg = { .type = (uint16_t)type,
+				.kind = (uint16_t)m->type,
+				.rkey = m->rkey,
+				.pd_id = c->pd[m->pd].id,
+				.qpn = m->qp >= 0 ? c->qp[m->qp].qp->qp_num : 0,
+				.bytes = (uint32_t)(m->addr - (uintptr_t)c->buf),
+				.addr = m->addr,
+				.length = m->len };
+
+	broadcast(c, &msg);
+}
+
+static void unbind_mw(struct walk_client *c, int i)
+{
+	struct mw_rec *m = &c->mw[i];
+
+	c->mr[m->mr].bound_mws--;
+	if (m->qp >= 0)
+		c->qp[m->qp].type2_bound--;
+	m->state = MW_FREE;
+	m->mr = m->qp = -1;
+}
+
+static void bind_done(struct walk_client *c, int i, bool ok)
+{
+	struct mw_rec *m = &c->mw[i];
+
+	if (!ok) {
+		unbind_mw(c, i);
+		return;
+	}
+	m->state = MW_BOUND;
+	m->rkey = m->new_rkey;
+	m->mw->rkey = m->new_rkey; /* type 2: the consumer owns the key */
+	publish_mw(c, i, MSG_ADD_RKEY);
+}
+
+static void check_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_status st)
+{
+	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	unsigned char *expect = c->buf + slot_off, *got = c->buf + slot_off + CHECK_SLOT / 4;
+
+	if (w->action == ACT_WRITE) {
+		c->check_write_ok = st == IBV_WC_SUCCESS;
+		return;
+	}
+	c->check_busy = false;
+	if (st != IBV_WC_SUCCESS || !c->check_write_ok)
+		return;
+	fill_pattern(expect, c->check_len, c->check_seed);
+	if (memcmp(expect, got, c->check_len) != 0) {
+		uint32_t at = 0;
+
+		while (at < c->check_len && expect[at] == got[at])
+			at++;
+		walk_stats_fail(&c->stats,
+				"client %d: data check failed: %u-byte WRITE (seed %llx) read back differs at byte %u "
+				"(%02x, expected %02x)",
+				c->id, c->check_len, (unsigned long long)c->check_seed, at, got[at], expect[at]);
+	}
+}
+
+static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
+{
+	uint32_t slot = (uint32_t)wc->wr_id, gen = (uint32_t)(wc->wr_id >> 32);
+	struct wr_rec *w;
+	struct qp_rec *r;
+	bool ok = wc->status == IBV_WC_SUCCESS;
+
+	if (slot >= MAX_WR || !c->wr[slot].busy || c->wr[slot].gen != gen) {
+		LOG(c, "c%d completion for unknown wr=%llx status=%s", c->id, (unsigned long long)wc->wr_id,
+		    ibv_wc_status_str(wc->status));
+		if (!c->cfg->allow_outstanding_ops)
+			walk_stats_fail(&c->stats,
+					"client %d: completion for wr_id %llx (qp %u, %s) that is not outstanding: "
+					"a duplicate or a WR never posted",
+					c->id, (unsigned long long)wc->wr_id, wc->qp_num, ibv_wc_status_str(wc->status));
+		return;
+	}
+	w = &c->wr[slot];
+	r = &c->qp[w->qp];
+	if ((unsigned)wc->status < WALK_WC_STATUSES)
+		c->stats.wc[w->action][wc->status]++;
+	else
+		c->stats.wc_other++;
+	LOG(c, "c%d cqe %s wr=%llx qp=%u %s", c->id, walk_action_names[w->action], (unsigned long long)wc->wr_id,
+	    wc->qp_num, ibv_wc_status_str(wc->status));
+	if (w->is_recv) {
+		r->recv_inflight--;
+		c->cq[r->rcq].outstanding--;
+	} else {
+		r->send_inflight--;
+		c->cq[r->scq].outstanding--;
+	}
+	if (w->mr >= 0)
+		c->mr[w->mr].inflight--;
+	if (ok)
+		c->stats.ok[w->action]++;
+	else
+		c->stats.errors[w->action]++;
+	if (!ok && r->state != QP_ERR) {
+		/* Any error completion leaves the QP in an error state. */
+		r->state = QP_ERR;
+		r->err_since_ns = walk_now_ns();
+		r->credit_count = 0;
+	}
+	if (w->mw >= 0)
+		bind_done(c, w->mw, ok);
+	if (w->is_recv && ok && (wc->wc_flags & IBV_WC_WITH_INV)) {
+		int i = find_mw_by_rkey(c, wc->invalidated_rkey);
+
+		/* Not found: we deallocated it after the NIC invalidated it. */
+		if (i >= 0) {
+			note_key(c, wc->invalidated_rkey, false);
+			publish_mw(c, i, MSG_REMOVE_RKEY);
+			unbind_mw(c, i);
+		}
+	}
+	if (w->probe) {
+		c->probe_busy = false;
+		if (ok) {
+			/* Only the owner knows whether it issued the key value again. */
+			struct walk_msg hit = { .type = MSG_PROBE_HIT, .dst = (uint16_t)w->probe_owner,
+						.rkey = w->probe_rkey };
+
+			publish(c, &hit);
+		}
+	}
+	if (w->check)
+		check_done(c, w, wc->status);
+	release_wr(c, slot);
+}
+
+static int poll_all(struct walk_client *c)
+{
+	struct ibv_wc wc[16];
+	int total = 0;
+
+	for (int i = 0; i < MAX_CQ; i++) {
+		int n;
+
+		if (!c->cq[i].used)
+			continue;
+		while ((n = hw_poll_cq(c->cq[i].cq, 16, wc)) > 0) {
+			for (int k = 0; k < n; k++)
+				handle_wc(c, &wc[k]);
+			total += n;
+		}
+	}
+	return total;
+}
+
+/* --verify: a QP in ERR must flush every outstanding WR promptly. */
+static void check_flush_deadlines(struct walk_client *c)
+{
+	uint64_t now = walk_now_ns();
+
+	if (!c->cfg->verify)
+		return;
+	for (int q = 0; q < MAX_QP; q++) {
+		struct qp_rec *r = &c->qp[q];
+
+		if (!r->used || r->state != QP_ERR || !r->err_since_ns || !(r->send_inflight + r->recv_inflight))
+			continue;
+		if (now - r->err_since_ns > FLUSH_DEADLINE_NS) {
+			walk_stats_fail(&c->stats, "client %d: QP %u still has %d send and %d receive WRs 3 s after "
+						   "entering ERR (they must flush)",
+					c->id, r->qp->qp_num, r->send_inflight, r->recv_inflight);
+			r->err_since_ns = 0;
+		}
+	}
+}
+
+/* ---- updates from other clients ---- */
+
+static int qp_by_num(struct walk_client *c, uint32_t qpn)
+{
+	for (int q = 0; q < MAX_QP; q++)
+		if (c->qp[q].used && c->qp[q].qp->qp_num == qpn)
+			return q;
+	return -1;
+}
+
+static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
+{
+	struct walk_msg reply = { .type = MSG_RC_REPLY, .dst = m->src, .peer_qpn = m->qpn };
+	int q = -1;
+
+	/* Responders may exceed the initiator bound; only the table limits them. */
+	for (int i = 0; i < MAX_QP && q < 0; i++)
+		if (!c->qp[i].used)
+			q = i;
+	if (q >= 0)
+		q = walk_create_rc_responder(c);
+	if (q >= 0 && connect_rc(c, q, m->src, m->qpn) != 0) {
+		destroy_qp_rec(c, q);
+		q = -1;
+	}
+	if (q >= 0) {
+		struct qp_rec *r = &c->qp[q];
+
+		r->peer = m->src;
+		r->peer_qpn = m->qpn;
+		r->peer_pd = m->pd_id;
+		r->state = QP_CONNECTING; /* usable once the initiator says RC_READY */
+		reply.qpn = r->qp->qp_num;
+		reply.pd_id = c->pd[r->pd].id;
+	}
+	LOG(c, "c%d rc request from c%d qp=%u -> %s qp=%u", c->id, m->src, m->qpn, q >= 0 ? "accepted" : "refused",
+	    reply.qpn);
+	publish(c, &reply);
+}
+
+static void on_rc_reply(struct walk_client *c, const struct walk_msg *m)
+{
+	struct walk_msg ready = { .type = MSG_RC_READY, .dst = m->src, .peer_qpn = m->qpn };
+	int q = qp_by_num(c, m->peer_qpn), rc;
+	struct qp_rec *r;
+
+	if (q < 0 || !c->qp[q].initiator || c->qp[q].state != QP_CONNECTING || c->qp[q].peer != m->src)
+		return;
+	r = &c->qp[q];
+	if (!m->qpn) {
+		c->stats.errors[ACT_CREATE_RC_QP_PAIR]++;
+		r->state = QP_ERR;
+		r->down_sent = true;
+		return;
+	}
+	r->peer_qpn = m->qpn;
+	r->peer_pd = m->pd_id;
+	rc = connect_rc(c, q, m->src, m->qpn);
+	LOG(c, "c%d rc reply from c%d: qp %u <-> %u -> %d", c->id, m->src, r->qp->qp_num, m->qpn, rc);
+	if (rc) {
+		c->stats.errors[ACT_CREATE_RC_QP_PAIR]++;
+		r->state = QP_ERR;
+		r->err_since_ns = walk_now_ns();
+		ready.type = MSG_RC_DOWN;
+		r->down_sent = true;
+	} else {
+		c->stats.ok[ACT_CREATE_RC_QP_PAIR]++;
+		r->state = QP_READY;
+	}
+	ready.qpn = r->qp->qp_num;
+	publish(c, &ready);
+}
+
+static void add_rkey(struct walk_client *c, const struct walk_msg *m)
+{
+	for (int i = 0; i < MAX_REMOTE_KEYS; i++)
+		if (!c->rkeys[i].used) {
+			c->rkeys[i] = (struct rkey_rec){ .used = true,
+							 .owner = m->src,
+							 .kind = m->kind,
+							 .rkey = m->rkey,
+							 .pd_id = m->pd_id,
+							 .qpn = m->qpn,
+							 .off = m->bytes,
+							 .addr = m->addr,
+							 .len = m->length };
+			return;
+		}
+}
+
+static void remove_rkey(struct walk_client *c, const struct walk_msg *m)
+{
+	for (int i = 0; i < MAX_REMOTE_KEYS; i++)
+		if (c->rkeys[i].used && c->rkeys[i].owner == m->src && c->rkeys[i].rkey == m->rkey)
+			c->rkeys[i].used = false;
+	if (c->cfg->verify && rng_bernoulli(&c->rng, PROBE_PROBABILITY))
+		post_probe(c, m);
+}
+
+static void handle_msg(struct walk_client *c, const struct walk_msg *m)
+{
+	int q;
+
+	switch (m->type) {
+	case MSG_ADD_RKEY:
+		add_rkey(c, m);
+		break;
+	case MSG_REMOVE_RKEY:
+		remove_rkey(c, m);
+		break;
+	case MSG_RC_REQUEST:
+		on_rc_request(c, m);
+		break;
+	case MSG_RC_REPLY:
+		on_rc_reply(c, m);
+		break;
+	case MSG_RC_READY:
+		q = qp_by_num(c, m->peer_qpn);
+		if (q >= 0 && c->qp[q].peer == m->src && c->qp[q].peer_qpn == m->qpn &&
+		    c->qp[q].state == QP_CONNECTING)
+			c->qp[q].state = QP_READY;
+		break;
+	case MSG_RC_DOWN:
+		q = qp_by_num(c, m->peer_qpn);
+		if (q >= 0 && c->qp[q].type == IBV_QPT_RC && c->qp[q].peer == m->src &&
+		    (c->qp[q].state == QP_READY || c->qp[q].state == QP_CONNECTING)) {
+			c->qp[q].state = QP_PEER_DOWN;
+			c->qp[q].credit_count = 0;
+		}
+		break;
+	case MSG_ADD_UD_QP:
+		for (int i = 0; i < MAX_REMOTE_UD; i++)
+			if (!c->ruds[i].used) {
+				c->ruds[i] = (struct rud_rec){ true, m->src, m->qpn, m->qkey };
+				break;
+			}
+		break;
+	case MSG_REMOVE_UD_QP:
+		for (int i = 0; i < MAX_REMOTE_UD; i++)
+			if (c->ruds[i].used && c->ruds[i].owner == m->src && c->ruds[i].qpn == m->qpn)
+				c->ruds[i].used = false;
+		break;
+	case MSG_PROBE_HIT:
+		if (key_removed_last(c, m->rkey) == 1)
+			walk_stats_fail(&c->stats,
+					"client %d: client %d READ through rkey %x after it was removed (dereg, dealloc "
+					"or invalidate) and before it was issued again; expected REM_ACCESS_ERR",
+					c->id, m->src, m->rkey);
+		break;
+	case MSG_CREDIT:
+		q = qp_by_num(c, m->peer_qpn);
+		if (q >= 0 && c->qp[q].peer == m->src && c->qp[q].peer_qpn == m->qpn &&
+		    (c->qp[q].state == QP_READY || c->qp[q].state == QP_CONNECTING) &&
+		    c->qp[q].credit_count < CREDITS) {
+			struct qp_rec *r = &c->qp[q];
+
+			r->credit[(r->credit_head + r->credit_count) % CREDITS] = m->bytes;
+			r->credit_count++;
+		}
+		break;
+	}
+}
+
+static void process_inbox(struct walk_client *c)
+{
+	struct walk_msg m;
+
+	while (walk_bus_recv(c->bus, c->id, &m) == 0)
+		if (walk_msg_valid(&m, c->clients) && m.dst == c->id)
+			handle_msg(c, &m);
+}
+
+/* ---- the walk ---- */
+
+static int bootstrap(struct walk_client *c)
+{
+	static const struct {
+		enum walk_action a;
+		int n;
+	} boot[] = { { ACT_CREATE_CQ, MIN_CQ },	   { ACT_ALLOC_PD, MIN_PD },	     { ACT_REG_MR, MIN_MR },
+		     { ACT_ALLOC_MW_TYPE1, MIN_MW }, { ACT_ALLOC_MW_TYPE2, MIN_MW } };
+
+	for (size_t i = 0; i < sizeof(boot) / sizeof(boot[0]); i++) {
+		if (boot[i].a == ACT_ALLOC_MW_TYPE2 && !c->type2)
+			continue;
+		for (int k = 0; k < boot[i].n; k++) {
+			uint64_t before = c->stats.ok[boot[i].a];
+
+			walk_do_action(c, boot[i].a);
+			if (c->stats.ok[boot[i].a] == before)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static bool sends_outstanding(struct walk_client *c)
+{
+	for (int q = 0; q < MAX_QP; q++)
+		if (c->qp[q].used && c->qp[q].send_inflight)
+			return true;
+	return false;
+}
+
+/* Waits (bounded) for every send-side WR: makes single-client steps repeatable. */
+static void quiesce_sends(struct walk_client *c, uint64_t timeout_ns)
+{
+	uint64_t end = walk_now_ns() + timeout_ns;
+
+	while (sends_outstanding(c) && walk_now_ns() < end) {
+		if (!poll_all(c))
+			sched_yield();
+		flush_outbox(c);
+	}
+}
+
+static void one_step(struct walk_client *c, bool lockstep)
+{
+	int a = rng_weighted(&c->rng, c->weight, ACT_COUNT);
+
+	process_inbox(c);
+	c->seq++;
+	for (int tries = 0; a >= 0 && tries < MAX_REDRAWS; tries++) {
+		if (walk_do_action(c, (enum walk_action)a))
+			break;
+		c->stats.redraws[a]++;
+		a = rng_weighted(&c->rng, c->weight, ACT_COUNT);
+	}
+	poll_all(c);
+	flush_outbox(c);
+	check_flush_deadlines(c);
+	if (lockstep)
+		quiesce_sends(c, 2000000000ULL);
+}
+
+static void move_all_to_error(struct walk_client *c)
+{
+	for (int q = 0; q < MAX_QP; q++) {
+		struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+		struct qp_rec *r = &c->qp[q];
+
+		if (!r->used || r->state == QP_ERR)
+			continue;
+		if (hw_modify_qp(r->qp, &attr, IBV_QP_STATE) == 0) {
+			r->state = QP_ERR;
+			r->err_since_ns = walk_now_ns();
+		}
+	}
+}
+
+static void destroy_failed(struct walk_client *c, const char *what, int rc)
+{
+	c->stats.destroy_failures++;
+	walk_stats_fail(&c->stats, "client %d: at shutdown %s returned %d (%s)", c->id, what, rc, strerror(rc));
+}
+
+/* Destroys everything in dependency order; every destroy must return 0. */
+static void teardown(struct walk_client *c)
+{
+	uint64_t end = walk_now_ns() + DRAIN_TIMEOUT_NS;
+	int rc;
+
+	move_all_to_error(c);
+	while (c->inflight && walk_now_ns() < end)
+		if (!poll_all(c))
+			sched_yield();
+	if (c->inflight && !c->cfg->allow_outstanding_ops)
+		walk_stats_fail(&c->stats, "client %d: %d WRs never completed within 5 s of their QP entering ERR",
+				c->id, c->inflight);
+	for (int i = 0; i < 2 * MAX_MW; i++)
+		if (c->mw[i].used && (rc = hw_dealloc_mw(c->mw[i].mw)))
+			destroy_failed(c, "ibv_dealloc_mw", rc);
+	for (int q = 0; q < MAX_QP; q++)
+		if (c->qp[q].used) {
+			c->qp[q].type2_bound = 0;
+			c->qp[q].down_sent = true;
+			if ((rc = hw_destroy_qp(c->qp[q].qp)))
+				destroy_failed(c, "ibv_destroy_qp", rc);
+		}
+	for (int i = 0; i < MAX_AH; i++)
+		if (c->ah[i].used && (rc = hw_destroy_ah(c->ah[i].ah)))
+			destroy_failed(c, "ibv_destroy_ah", rc);
+	for (int i = 0; i < MAX_MR; i++)
+		if (c->mr[i].used && (rc = hw_dereg_mr(c->mr[i].mr)))
+			destroy_failed(c, "ibv_dereg_mr", rc);
+	for (int i = 0; i < MAX_PD; i++)
+		if (c->pd[i].used && (rc = hw_dealloc_pd(c->pd[i].pd)))
+			destroy_failed(c, "ibv_dealloc_pd", rc);
+	for (int i = 0; i < MAX_CQ; i++)
+		if (c->cq[i].used && (rc = hw_destroy_cq(c->cq[i].cq)))
+			destroy_failed(c, "ibv_destroy_cq", rc);
+	memset(c->mw, 0, sizeof(c->mw));
+	memset(c->qp, 0, sizeof(c->qp));
+	memset(c->ah, 0, sizeof(c->ah));
+	memset(c->mr, 0, sizeof(c->mr));
+	memset(c->pd, 0, sizeof(c->pd));
+	memset(c->cq, 0, sizeof(c->cq));
+}
+
+int walk_client_run(struct walk_client *c)
+{
+	bool lockstep = c->clients == 1 || c->cfg->steps;
+
+	c->lockstep = lockstep;
+	uint64_t start = walk_now_ns(), end = start + (uint64_t)c->cfg->duration_s * 1000000000ULL;
+	uint64_t steps = 0;
+
+	if (bootstrap(c)) {
+		walk_stats_fail(&c->stats, "client %d: cannot create the minimum objects (CQs, PDs, MRs, MWs)", c->id);
+	} else {
+		while (!atomic_load_explicit(c->stop, memory_order_relaxed) &&
+		       (c->cfg->steps ? steps < c->cfg->steps : walk_now_ns() < end)) {
+			one_step(c, lockstep);
+			steps++;
+			atomic_store_explicit(&c->live_steps, steps, memory_order_relaxed);
+		}
+	}
+	c->stats.steps = steps;
+	c->stats.seconds = (double)(walk_now_ns() - start) / 1e9;
+	c->stats.alive_end = objects_alive(c);
+	/* Phase 1: stop issuing, let handshakes and sends finish, then wait for all. */
+	quiesce_sends(c, 2000000000ULL);
+	process_inbox(c);
+	flush_outbox(c);
+	c->barrier(c);
+	/* Phase 2: nobody issues any more; updates are moot. */
+	walk_bus_close_inbox(c->bus, c->id);
+	teardown(c);
+	return c->stats.nfailures ? 1 : 0;
+}
+
+void walk_client_close(struct walk_client *c)
+{
+	if (c->ctx)
+		hw_close_device(c->ctx);
+	c->ctx = NULL;
+	free(c->buf);
+	free(c->wr);
+	free(c->free_wr);
+	free(c->outbox);
+	c->buf = NULL;
+	c->wr = NULL;
+	c->free_wr = NULL;
+	c->outbox = NULL;
+}

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/* One walker client: its device context, its objects and their references. */
+#ifndef RDMATOOL_CMD_WALK_CLIENT_H
+#define RDMATOOL_CMD_WALK_CLIENT_H
+
+#include "walk.h"
+
+#define BUF_SIZE (16u << 20) /* the per-client memory MRs are carved from */
+#define CHECK_SLOT (16u << 10) /* --verify: one slot per writer at the end */
+#define ZONE_START (BUF_SIZE - WALK_MAX_CLIENTS * CHECK_SLOT)
+
+/* Object bounds (the original's): minimums are bootstrapped. */
+#define MIN_CQ 2
+#define MAX_CQ 5
+#define MIN_PD 2
+#define MAX_PD 5
+#define MIN_MR 2
+#define MAX_MR 10
+#define MIN_MW 1
+#define MAX_MW 30 /* per type */
+#define MAX_RC_INITIATED 10
+#define MAX_QP 96 /* RC initiated + responders (which may exceed) + UD */
+#define MAX_UD 8
+#define MAX_AH 16
+#define MAX_REMOTE_KEYS 1024
+#define MAX_REMOTE_UD (MAX_UD * WALK_MAX_CLIENTS)
+#define MAX_WR 8192
+#define CREDITS 32
+#define OUTBOX_SOFT_LIMIT 256
+#define KEY_EVENTS 4096 /* --verify: recent rkey issues and removals */ /* beyond this, actions that publish redraw */
+
+struct cq_rec {
+	bool used;
+	struct ibv_cq *cq;
+	int cqe, users, outstanding;
+};
+
+struct pd_rec {
+	bool used;
+	struct ibv_pd *pd;
+	uint32_t id;
+	int users;
+};
+
+struct mr_rec {
+	bool used;
+	struct ibv_mr *mr;
+	int pd;
+	uint32_t off, len;
+	int bound_mws, inflight;
+};
+
+enum mw_state { MW_FREE, MW_BINDING, MW_BOUND };
+
+struct mw_rec {
+	bool used;
+	struct ibv_mw *mw;
+	int type, pd, mr, qp;
+	enum mw_state state;
+	uint32_t rkey, new_rkey;
+	uint64_t addr, len;
+};
+
+enum qp_state { QP_CONNECTING, QP_READY, QP_PEER_DOWN, QP_ERR };
+
+struct qp_rec {
+	bool used;
+	struct ibv_qp *qp;
+	enum ibv_qp_type type;
+	enum qp_state state;
+	int pd, scq, rcq;
+	struct ibv_qp_cap cap;
+	bool initiator, down_sent;
+	int peer;
+	uint32_t peer_qpn, peer_pd, qkey;
+	int send_inflight, recv_inflight, type2_bound;
+	uint32_t credit[CREDITS]; /* bytes of each receive the peer posted for us */
+	int credit_head, credit_count;
+	uint64_t err_since_ns;
+};
+
+struct ah_rec {
+	bool used;
+	struct ibv_ah *ah;
+	int pd, target;
+};
+
+struct rkey_rec {
+	bool used;
+	int owner, kind;
+	uint32_t rkey, pd_id, qpn;
+	uint32_t off; /* offset of addr in the owner's buffer */
+	uint64_t addr, len;
+};
+
+struct rud_rec {
+	bool used;
+	int owner;
+	uint32_t qpn, qkey;
+};
+
+struct wr_rec {
+	bool busy, is_recv, probe, check;
+	uint8_t action;
+	int8_t qp, mr, mw;
+	uint32_t gen, len;
+	uint32_t probe_rkey;
+	int probe_owner;
+};
+
+struct walk_shared; /* the orchestrator's view, see run.h */
+
+struct walk_client {
+	int id, clients;
+	const struct walk_config *cfg;
+	struct walk_bus *bus;
+	const struct walk_peer_addr *peers;
+	atomic_bool *stop;
+	atomic_uint_fast64_t live_steps;
+	/* Waits until every client stopped issuing (in-process or via the hub). */
+	void (*barrier)(struct walk_client *c);
+	void *barrier_arg;
+
+	struct ibv_context *ctx;
+	struct ibv_device_attr dattr;
+	struct ibv_port_attr pattr;
+	union ibv_gid gid;
+	uint32_t weight[ACT_COUNT];
+	struct rng rng;
+	struct walk_history hist;
+	struct walk_stats stats;
+	unsigned char *buf;
+	uint32_t next_pd_id;
+	uint64_t seq;
+
+	struct cq_rec cq[MAX_CQ];
+	struct pd_rec pd[MAX_PD];
+	struct mr_rec mr[MAX_MR];
+	struct mw_rec mw[2 * MAX_MW];
+	struct qp_rec qp[MAX_QP];
+	struct ah_rec ah[MAX_AH];
+	struct rkey_rec rkeys[MAX_REMOTE_KEYS];
+	struct rud_rec ruds[MAX_REMOTE_UD];
+
+	struct wr_rec *wr;
+	uint32_t *free_wr;
+	int nfree_wr, inflight;
+	uint32_t gen;
+
+	struct walk_msg *outbox;
+	int nout, outcap;
+
+	/* --verify: one checked WRITE + READ-back at a time, one probe */
+	bool check_busy, check_write_ok, probe_busy, type2;
+	bool lockstep; /* each step waits for its sends: single-client replay */
+	/* Devices reuse key values (8-bit tags), so a probe that worked is a
+	 * failure only if the owner did not issue that key again since. */
+	struct {
+		uint32_t rkey;
+		bool issued;
+	} key_event[KEY_EVENTS];
+	uint64_t nkey_events;
+	uint32_t check_len;
+	uint64_t check_seed;
+};
+
+/* client.c */
+int walk_client_open(struct walk_client *c);
+int walk_client_run(struct walk_client *c);
+void walk_client_close(struct walk_client *c);
+uint64_t walk_now_ns(void);
+
+/* objects.c: bookkeeping */
+int pick_index(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *),
+	       const void *arg);
+int count_used_cq(struct walk_client *c);
+int count_used_pd(struct walk_client *c);
+int count_used_mr(struct walk_client *c);
+int count_mw(struct walk_client *c, int type);
+int count_qp(struct walk_client *c, enum ibv_qp_type type, bool initiated_only);
+int alloc_wr(struct walk_client *c, enum walk_action a, int qp, int mr, uint64_t *wr_id);
+void release_wr(struct walk_client *c, uint32_t slot);
+void publish(struct walk_client *c, struct walk_msg *m);
+void broadcast(struct walk_client *c, struct walk_msg *m);
+bool outbox_busy(struct walk_client *c);
+void flush_outbox(struct walk_client *c);
+uint64_t objects_alive(struct walk_client *c);
+void fill_pattern(unsigned char *p, uint32_t len, uint64_t seed);
+void note_key(struct walk_client *c, uint32_t rkey, bool issued);
+/* 1: last event removed it, 0: issued again (or live), -1: unknown (aged out) */
+int key_removed_last(struct walk_client *c, uint32_t rkey);
+
+/* actions.c */
+/* Returns 1 done (issued), 0 precondition not met (redraw). */
+int walk_do_action(struct walk_client *c, enum walk_action a);
+int connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn);
+int post_probe(struct walk_client *c, const struct walk_msg *m);
+int destroy_qp_rec(struct walk_client *c, int q);
+int walk_create_rc_responder(struct walk_client *c);
+
+#endif

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/* Action names, default weights, presets and --weight parsing. */
+#include "walk.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const walk_action_names[ACT_COUNT] = {
+	[ACT_CREATE_CQ] = "create_cq",
+	[ACT_DESTROY_CQ] = "destroy_cq",
+	[ACT_ALLOC_PD] = "alloc_pd",
+	[ACT_DEALLOC_PD] = "dealloc_pd",
+	[ACT_REG_MR] = "reg_mr",
+	[ACT_DEREG_MR] = "dereg_mr",
+	[ACT_ALLOC_MW_TYPE1] = "alloc_mw_type1",
+	[ACT_ALLOC_MW_TYPE2] = "alloc_mw_type2",
+	[ACT_DEALLOC_MW_TYPE1] = "dealloc_mw_type1",
+	[ACT_DEALLOC_MW_TYPE2] = "dealloc_mw_type2",
+	[ACT_BIND_MW_TYPE1] = "bind_mw_type1",
+	[ACT_BIND_MW_TYPE2] = "bind_mw_type2",
+	[ACT_CREATE_RC_QP_PAIR] = "create_rc_qp_pair",
+	[ACT_CREATE_UD_QP] = "create_ud_qp",
+	[ACT_MODIFY_QP_ERROR] = "modify_qp_error",
+	[ACT_DESTROY_QP] = "destroy_qp",
+	[ACT_CREATE_AH] = "create_ah",
+	[ACT_DESTROY_AH] = "destroy_ah",
+	[ACT_SEND] = "send",
+	[ACT_SEND_WITH_INV] = "send_with_inv",
+	[ACT_RECV] = "recv",
+	[ACT_READ] = "read",
+	[ACT_WRITE] = "write",
+	[ACT_FETCH_ADD] = "fetch_add",
+	[ACT_COMP_SWAP] = "comp_swap",
+};
+
+/*
+ * The original's weights, except modify_qp_error and send_with_inv, which
+ * it leaves at 0: here they run too, so the whole action space is covered.
+ */
+static const uint32_t default_weight[ACT_COUNT] = {
+	[ACT_CREATE_CQ] = 1,	     [ACT_DESTROY_CQ] = 1,	 [ACT_ALLOC_PD] = 2,	    [ACT_DEALLOC_PD] = 1,
+	[ACT_REG_MR] = 2,	     [ACT_DEREG_MR] = 2,	 [ACT_ALLOC_MW_TYPE1] = 5,  [ACT_ALLOC_MW_TYPE2] = 5,
+	[ACT_DEALLOC_MW_TYPE1] = 5,  [ACT_DEALLOC_MW_TYPE2] = 5, [ACT_BIND_MW_TYPE1] = 5,   [ACT_BIND_MW_TYPE2] = 5,
+	[ACT_CREATE_RC_QP_PAIR] = 2, [ACT_CREATE_UD_QP] = 1,	 [ACT_MODIFY_QP_ERROR] = 1, [ACT_DESTROY_QP] = 2,
+	[ACT_CREATE_AH] = 5,	     [ACT_DESTROY_AH] = 5,	 [ACT_SEND] = 5,	    [ACT_SEND_WITH_INV] = 5,
+	[ACT_RECV] = 5,		     [ACT_READ] = 10,		 [ACT_WRITE] = 10,	    [ACT_FETCH_ADD] = 10,
+	[ACT_COMP_SWAP] = 10,
+};
+
+static const enum walk_action data_path[] = { ACT_SEND,	 ACT_SEND_WITH_INV, ACT_RECV,	  ACT_READ,
+					      ACT_WRITE, ACT_FETCH_ADD,	    ACT_COMP_SWAP };
+
+int walk_action_from_name(const char *name)
+{
+	for (int i = 0; i < ACT_COUNT; i++)
+		if (strcmp(walk_action_names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+int walk_preset(const char *name, uint32_t *weight)
+{
+	memcpy(weight, default_weight, sizeof(default_weight));
+	if (strcmp(name, "default") == 0)
+		return 0;
+	if (strcmp(name, "control") == 0) {
+		for (size_t i = 0; i < sizeof(data_path) / sizeof(data_path[0]); i++)
+			weight[data_path[i]] = 0;
+		return 0;
+	}
+	if (strcmp(name, "rdma") == 0) {
+		/* Enough control actions to keep objects churning, 5x the traffic. */
+		for (size_t i = 0; i < sizeof(data_path) / sizeof(data_path[0]); i++)
+			weight[data_path[i]] *= 5;
+		return 0;
+	}
+	return -1;
+}
+
+int walk_apply_weight(const char *spec, uint32_t *weight, char *why, size_t why_len)
+{
+	const char *eq = strchr(spec, '=');
+	char name[64];
+	unsigned long w;
+	char *end;
+	int a;
+
+	if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof(name)) {
+		snprintf(why, why_len, "--weight '%s' is not ACTION=W (e.g. --weight read=20)", spec);
+		return -1;
+	}
+	memcpy(name, spec, (size_t)(eq - spec));
+	name[eq - spec] = '\0';
+	a = walk_action_from_name(name);
+	if (a < 0) {
+		snprintf(why, why_len, "--weight: unknown action '%s'; see the ACTIONS section of rdmatool-walk(1)",
+			 name);
+		return -1;
+	}
+	errno = 0;
+	w = strtoul(eq + 1, &end, 10);
+	if (errno || end == eq + 1 || *end || eq[1] == '-' || w > 1000000) {
+		snprintf(why, why_len, "--weight %s: '%s' is not a weight; give an integer 0..1000000", name, eq + 1);
+		return -1;
+	}
+	weight[a] = (uint32_t)w;
+	return 0;
+}
+
+bool walk_drop_type2(uint32_t *weight)
+{
+	bool any = weight[ACT_ALLOC_MW_TYPE2] || weight[ACT_DEALLOC_MW_TYPE2] || weight[ACT_BIND_MW_TYPE2];
+
+	weight[ACT_ALLOC_MW_TYPE2] = weight[ACT_DEALLOC_MW_TYPE2] = weight[ACT_BIND_MW_TYPE2] = 0;
+	return any;
+}
+
+bool walk_msg_valid(const struct walk_msg *m, int clients)
+{
+	if (m->type < MSG_ADD_RKEY || m->type >= MSG_TYPE_MAX)
+		return false;
+	if (m->src >= clients || m->dst >= clients)
+		return false;
+	if ((m->type == MSG_ADD_RKEY || m->type == MSG_REMOVE_RKEY) && m->kind > 2)
+		return false;
+	return true;
+}
+
+void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from)
+{
+	into->steps += from->steps;
+	if (from->seconds > into->seconds)
+		into->seconds = from->seconds;
+	for (int a = 0; a < ACT_COUNT; a++) {
+		into->issued[a] += from->issued[a];
+		into->ok[a] += from->ok[a];
+		into->redraws[a] += from->redraws[a];
+		into->errors[a] += from->errors[a];
+		for (int s = 0; s < WALK_WC_STATUSES; s++)
+			into->wc[a][s] += from->wc[a][s];
+	}
+	into->wc_other += from->wc_other;
+	into->alive_end += from->alive_end;
+	into->outbox_full += from->outbox_full;
+	into->destroy_failures += from->destroy_failures;
+	for (int i = 0; i < from->nfailures && i < WALK_MAX_FAILURES; i++)
+		walk_stats_fail(into, "%s", walk_stats_failure(from, i));
+}
+
+void walk_stats_fail(struct walk_stats *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->nfailures >= WALK_MAX_FAILURES) {
+		s->nfailures++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(s->failures + WALK_FAILURE_LEN * s->nfailures, WALK_FAILURE_LEN, fmt, ap);
+	va_end(ap);
+	s->nfailures++;
+}
+
+const char *walk_stats_failure(const struct walk_stats *s, int i)
+{
+	return s->failures + WALK_FAILURE_LEN * i;
+}

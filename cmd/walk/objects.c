@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/* Client bookkeeping: random choice among eligible objects, WR slots, outbox. */
+#include "bus.h"
+#include "client.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Uniform choice among indices i < n with ok(i); -1 if none (reservoir sampling). */
+int pick_index(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *), const void *arg)
+{
+	int chosen = -1, seen = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!ok(c, i, arg))
+			continue;
+		seen++;
+		if (rng_range(&c->rng, 0, (uint64_t)seen - 1) == 0)
+			chosen = i;
+	}
+	return chosen;
+}
+
+int count_used_cq(struct walk_client *c)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_CQ; i++)
+		n += c->cq[i].used;
+	return n;
+}
+
+int count_used_pd(struct walk_client *c)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_PD; i++)
+		n += c->pd[i].used;
+	return n;
+}
+
+int count_used_mr(struct walk_client *c)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_MR; i++)
+		n += c->mr[i].used;
+	return n;
+}
+
+int count_mw(struct walk_client *c, int type)
+{
+	int n = 0;
+
+	for (int i = 0; i < 2 * MAX_MW; i++)
+		n += c->mw[i].used && c->mw[i].type == type;
+	return n;
+}
+
+int count_qp(struct walk_client *c, enum ibv_qp_type type, bool initiated_only)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_QP; i++)
+		n += c->qp[i].used && c->qp[i].type == type && (!initiated_only || c->qp[i].initiator);
+	return n;
+}
+
+/*
+ * wr_id = generation << 32 | slot: a completion finds its WR in O(1), and
+ * a second completion for the same WR (or one for a WR never posted) is
+ * caught because the slot is free or its generation moved on.
+ */
+int alloc_wr(struct walk_client *c, enum walk_action a, int qp, int mr, uint64_t *wr_id)
+{
+	struct wr_rec *w;
+	uint32_t slot;
+
+	if (!c->nfree_wr)
+		return -1;
+	if (c->lockstep) {
+		/* Replay: the lowest free slot, whatever order completions came in. */
+		int low = 0;
+
+		for (int i = 1; i < c->nfree_wr; i++)
+			if (c->free_wr[i] < c->free_wr[low])
+				low = i;
+		slot = c->free_wr[low];
+		c->free_wr[low] = c->free_wr[--c->nfree_wr];
+	} else {
+		slot = c->free_wr[--c->nfree_wr];
+	}
+	w = &c->wr[slot];
+	memset(w, 0, sizeof(*w));
+	w->busy = true;
+	w->action = (uint8_t)a;
+	w->qp = (int8_t)qp;
+	w->mr = (int8_t)mr;
+	w->mw = -1;
+	w->gen = ++c->gen;
+	*wr_id = (uint64_t)w->gen << 32 | slot;
+	c->inflight++;
+	return (int)slot;
+}
+
+void release_wr(struct walk_client *c, uint32_t slot)
+{
+	c->wr[slot].busy = false;
+	c->free_wr[c->nfree_wr++] = slot;
+	c->inflight--;
+}
+
+bool outbox_busy(struct walk_client *c)
+{
+	return c->nout >= OUTBOX_SOFT_LIMIT;
+}
+
+/* Queues a message; it leaves in order when the destination has room. */
+void publish(struct walk_client *c, struct walk_msg *m)
+{
+	m->src = (uint16_t)c->id;
+	if (c->nout == c->outcap) {
+		int cap = c->outcap ? c->outcap * 2 : 64;
+		struct walk_msg *grown = realloc(c->outbox, (size_t)cap * sizeof(*grown));
+
+		if (!grown) {
+			/* Out of memory: the update is lost, and said so. */
+			walk_stats_fail(&c->stats, "client %d: out of memory queueing an update", c->id);
+			return;
+		}
+		c->outbox = grown;
+		c->outcap = cap;
+	}
+	c->outbox[c->nout++] = *m;
+	flush_outbox(c);
+}
+
+void broadcast(struct walk_client *c, struct walk_msg *m)
+{
+	for (int d = 0; d < c->clients; d++) {
+		m->dst = (uint16_t)d;
+		publish(c, m);
+	}
+}
+
+/* Sends queued messages in order; a full destination holds back the rest. */
+void flush_outbox(struct walk_client *c)
+{
+	int sent = 0;
+
+	while (sent < c->nout) {
+		int rc = walk_bus_send(c->bus, &c->outbox[sent]);
+
+		if (rc == -EAGAIN) {
+			c->stats.outbox_full++;
+			break;
+		}
+		sent++; /* sent, or the bus is closed and it can never be */
+	}
+	if (sent) {
+		memmove(c->outbox, c->outbox + sent, (size_t)(c->nout - sent) * sizeof(*c->outbox));
+		c->nout -= sent;
+	}
+}
+
+uint64_t objects_alive(struct walk_client *c)
+{
+	uint64_t n = 0;
+
+	n += (uint64_t)count_used_cq(c) + (uint64_t)count_used_pd(c) + (uint64_t)count_used_mr(c);
+	for (int i = 0; i < 2 * MAX_MW; i++)
+		n += c->mw[i].used;
+	for (int i = 0; i < MAX_QP; i++)
+		n += c->qp[i].used;
+	for (int i = 0; i < MAX_AH; i++)
+		n += c->ah[i].used;
+	return n;
+}
+
+void fill_pattern(unsigned char *p, uint32_t len, uint64_t seed)
+{
+	struct rng r;
+
+	rng_seed(&r, seed, 0x5a5a);
+	for (uint32_t i = 0; i < len; i += 8) {
+		uint64_t v = rng_next(&r);
+
+		memcpy(p + i, &v, len - i < 8 ? len - i : 8);
+	}
+}
+
+void note_key(struct walk_client *c, uint32_t rkey, bool issued)
+{
+	uint64_t n = c->nkey_events++;
+
+	c->key_event[n % KEY_EVENTS].rkey = rkey;
+	c->key_event[n % KEY_EVENTS].issued = issued;
+}
+
+int key_removed_last(struct walk_client *c, uint32_t rkey)
+{
+	uint64_t first = c->nkey_events > KEY_EVENTS ? c->nkey_events - KEY_EVENTS : 0;
+
+	for (uint64_t n = c->nkey_events; n-- > first;)
+		if (c->key_event[n % KEY_EVENTS].rkey == rkey)
+			return c->key_event[n % KEY_EVENTS].issued ? 0 : 1;
+	return -1;
+}

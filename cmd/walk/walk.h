@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmatool walk: the RDMA random walker (after Google rdma-unit-test's
+ * random_walk).  Each client owns one device context and issues random,
+ * mostly valid verbs; metadata that other clients need (rkeys, QP numbers,
+ * receive credits) travels as struct walk_msg through the bus.
+ */
+#ifndef RDMATOOL_CMD_WALK_H
+#define RDMATOOL_CMD_WALK_H
+
+#include "../../core/rng.h"
+#include "../../hw/hw.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum walk_action {
+	ACT_CREATE_CQ,
+	ACT_DESTROY_CQ,
+	ACT_ALLOC_PD,
+	ACT_DEALLOC_PD,
+	ACT_REG_MR,
+	ACT_DEREG_MR,
+	ACT_ALLOC_MW_TYPE1,
+	ACT_ALLOC_MW_TYPE2,
+	ACT_DEALLOC_MW_TYPE1,
+	ACT_DEALLOC_MW_TYPE2,
+	ACT_BIND_MW_TYPE1,
+	ACT_BIND_MW_TYPE2,
+	ACT_CREATE_RC_QP_PAIR,
+	ACT_CREATE_UD_QP,
+	ACT_MODIFY_QP_ERROR,
+	ACT_DESTROY_QP,
+	ACT_CREATE_AH,
+	ACT_DESTROY_AH,
+	ACT_SEND,
+	ACT_SEND_WITH_INV,
+	ACT_RECV,
+	ACT_READ,
+	ACT_WRITE,
+	ACT_FETCH_ADD,
+	ACT_COMP_SWAP,
+	ACT_COUNT
+};
+
+extern const char *const walk_action_names[ACT_COUNT];
+
+/* ---- configuration (config.c) ---- */
+
+#define WALK_MAX_CLIENTS 64
+#define WALK_MAX_FAILURES 16
+#define WALK_FAILURE_LEN 240
+
+struct walk_config {
+	int clients;
+	int duration_s;
+	bool multinode;
+	const char *device;
+	int port;
+	int gid_index;
+	uint64_t steps; /* 0: run for duration_s */
+	uint64_t seed;
+	bool seed_given;
+	uint32_t weight[ACT_COUNT];
+	int history;
+	const char *history_file;
+	bool verify;
+	bool allow_outstanding_ops;
+};
+
+int walk_action_from_name(const char *name);
+/* Fills weight[] from a preset name; -1 for an unknown preset. */
+int walk_preset(const char *name, uint32_t *weight);
+/* Applies "ACTION=W"; on error returns -1 and fills why. */
+int walk_apply_weight(const char *spec, uint32_t *weight, char *why, size_t why_len);
+/* Zeroes the type-2 MW weights; returns true if any was non-zero. */
+bool walk_drop_type2(uint32_t *weight);
+
+/* ---- per-client statistics, merged at the end (report.c) ---- */
+
+#define WALK_WC_STATUSES (IBV_WC_TM_RNDV_INCOMPLETE + 1)
+
+struct walk_stats {
+	uint64_t steps;
+	double seconds;
+	uint64_t issued[ACT_COUNT];
+	uint64_t ok[ACT_COUNT];
+	uint64_t redraws[ACT_COUNT];
+	uint64_t errors[ACT_COUNT];
+	uint64_t wc[ACT_COUNT][WALK_WC_STATUSES];
+	uint64_t wc_other; /* a status outside the known enum */
+	uint64_t alive_end; /* objects alive when the walk stopped */
+	uint64_t outbox_full; /* times backpressure held an update back */
+	int destroy_failures;
+	int nfailures;
+	char failures[WALK_FAILURE_LEN * WALK_MAX_FAILURES];
+};
+
+void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from);
+void walk_stats_fail(struct walk_stats *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *walk_stats_failure(const struct walk_stats *s, int i);
+
+/* ---- out-of-band messages (bus.c) ---- */
+
+enum walk_msg_type {
+	MSG_ADD_RKEY = 1,
+	MSG_REMOVE_RKEY,
+	MSG_RC_REQUEST, /* handshake 1: initiator's QP exists */
+	MSG_RC_REPLY, /* handshake 2: responder's QP is RTS (or refused) */
+	MSG_RC_READY, /* handshake 3: initiator's QP is RTS */
+	MSG_RC_DOWN, /* the sender's side of a pair is gone or in ERR */
+	MSG_ADD_UD_QP,
+	MSG_REMOVE_UD_QP,
+	MSG_CREDIT, /* one receive of `bytes` posted for the peer's QP */
+	MSG_PROBE_HIT, /* --verify: a READ through the owner's removed rkey worked */
+	MSG_TYPE_MAX
+};
+
+struct walk_msg {
+	uint16_t type;
+	uint16_t src;
+	uint16_t dst;
+	uint16_t kind; /* ADD/REMOVE_RKEY: 0 MR, 1 type-1 MW, 2 type-2 MW */
+	uint32_t rkey;
+	uint32_t qpn; /* the sender's QP */
+	uint32_t peer_qpn; /* the receiver's QP */
+	uint32_t pd_id; /* sender-local PD serial */
+	uint32_t qkey;
+	uint32_t bytes;
+	uint64_t addr;
+	uint64_t length;
+};
+
+/* Validates a message from a peer; false means drop it. */
+bool walk_msg_valid(const struct walk_msg *m, int clients);
+
+struct walk_bus;
+struct walk_peer_addr {
+	union ibv_gid gid;
+	uint16_t lid;
+	bool valid;
+};
+
+/* ---- history ring (history.c) ---- */
+
+#define WALK_HISTORY_LINE 192
+
+struct walk_history {
+	int size;
+	atomic_uint_fast64_t next; /* entries written so far */
+	char (*lines)[WALK_HISTORY_LINE];
+};
+
+int walk_history_init(struct walk_history *h, int size);
+void walk_history_free(struct walk_history *h);
+void walk_history_add(struct walk_history *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* write(2)-only: safe in a signal handler.  Oldest first. */
+void walk_history_dump(const struct walk_history *h, int fd, int client);
+
+#endif

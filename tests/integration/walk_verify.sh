@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# walk --verify: no failure on a correct device; finds one when the soft
+# device corrupts payloads (RDMATOOL_SOFT_FAULTS), and prints the history.
+set -eu
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+out=$("$RDMATOOL" -j walk --clients=3 --duration=3 --verify --seed=5 2>/dev/null) || fail "clean device: $out"
+echo "$out" | jq -e '.result == "pass" and (.failures | length) == 0' >/dev/null || fail "clean: $out"
+
+set +e
+out=$(RDMATOOL_SOFT_FAULTS="corrupt=0.5,seed=3" "$RDMATOOL" -j walk --clients=2 --duration=4 --verify --seed=7 \
+	2>/tmp/walk_verify_err.$$)
+rc=$?
+set -e
+err=$(cat /tmp/walk_verify_err.$$); rm -f /tmp/walk_verify_err.$$
+[ $rc -eq 1 ] || fail "with faults: exit $rc, want 1: $out"
+echo "$out" | jq -e '.result == "fail" and (.failures | length) > 0' >/dev/null || fail "no failure found: $out"
+echo "$out" | jq -r '.failures[]' | grep -q "data check failed" || fail "want a data check failure: $out"
+echo "$err" | grep -q -- "--- history of client" || fail "history not printed on failure"
+echo "walk verify ok"
