@@ -6,6 +6,7 @@
  */
 #include "bus.h"
 #include "client.h"
+#include "core/stats.h"
 
 #include <errno.h>
 #include <string.h>
@@ -220,6 +221,8 @@ static int post_send_wr(struct walk_client *c, enum walk_action a, int q, int m,
 
 	wr->send_flags |= IBV_SEND_SIGNALED;
 	rc = hw_post_send(c->qp[q].qp, wr, &bad);
+	if (!rc)
+		stats_inc(c->counters, STATS_POSTED);
 	c->stats.issued[a]++;
 	if (rc) {
 		release_wr(c, (uint32_t)slot);
@@ -498,6 +501,8 @@ static int do_bind_mw(struct walk_client *c, int type)
 		wr.bind_mw.bind_info = info;
 		rc = hw_post_send(c->qp[q].qp, &wr, &bad);
 	}
+	if (!rc)
+		stats_inc(c->counters, STATS_POSTED);
 	LOG(c, "c%d #%llu %s mw[%d] qp=%u mr[%d] off=%u len=%u rkey=%x wr=%llx -> %d", c->id,
 	    (unsigned long long)c->seq, walk_action_names[a], i, c->qp[q].qp->qp_num, m, start, len, c->mw[i].new_rkey,
 	    (unsigned long long)wr_id, rc);
@@ -1049,6 +1054,8 @@ static int do_recv(struct walk_client *c)
 	wr.num_sge = make_sges(c, m, start, len, sge_count(c, c->qp[q].cap.max_recv_sge), sge);
 	c->stats.issued[ACT_RECV]++;
 	rc = hw_post_recv(c->qp[q].qp, &wr, &bad);
+	if (!rc)
+		stats_inc(c->counters, STATS_POSTED);
 	LOG(c, "c%d #%llu recv qp=%u sges=%d len=%u wr=%llx -> %d", c->id, (unsigned long long)c->seq,
 	    c->qp[q].qp->qp_num, wr.num_sge, len, (unsigned long long)wr.wr_id, rc);
 	if (rc) {

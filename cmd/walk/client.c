@@ -6,9 +6,11 @@
  */
 #include "bus.h"
 #include "client.h"
+#include "core/stats.h"
 
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -48,6 +50,12 @@ int walk_client_open(struct walk_client *c)
 	if (!c->buf || !c->wr || !c->free_wr)
 		return -ENOMEM;
 	memset(c->buf, '-', BUF_SIZE);
+	/* Counters for cqstat; a missing segment (RDMATOOL_STATS=0) leaves NULL, which the helpers ignore. */
+	char name[STATS_NAME_LEN];
+
+	snprintf(name, sizeof(name), "walk client %d", c->id);
+	stats_segment_open("walk");
+	c->counters = stats_entry_add(name, STATS_KIND_WALK_CLIENT, c->id);
 	for (uint32_t i = 0; i < MAX_WR; i++)
 		c->free_wr[i] = MAX_WR - 1 - i;
 	c->nfree_wr = MAX_WR;
@@ -211,10 +219,17 @@ static int poll_all(struct walk_client *c)
 		if (!c->cq[i].used)
 			continue;
 		while ((n = hw_poll_cq(c->cq[i].cq, 16, wc)) > 0) {
-			for (int k = 0; k < n; k++)
+			stats_inc(c->counters, STATS_POLLS);
+			stats_add(c->counters, STATS_COMPLETED, (uint64_t)n);
+			for (int k = 0; k < n; k++) {
+				if (wc[k].status != IBV_WC_SUCCESS)
+					stats_wc_error(c->counters, wc[k].status);
 				handle_wc(c, &wc[k]);
+			}
 			total += n;
 		}
+		stats_inc(c->counters, STATS_POLLS);
+		stats_inc(c->counters, STATS_EMPTY_POLLS);
 	}
 	return total;
 }

@@ -129,6 +129,7 @@ struct walk_client {
 	struct rng rng;
 	struct walk_history hist;
 	struct walk_stats stats;
+	struct stats_entry *counters; /* this client's row in `rdmatool cqstat` */
 	unsigned char *buf;
 	uint32_t next_pd_id;
 	uint64_t seq;
