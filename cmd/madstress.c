@@ -7,6 +7,7 @@
 #include "../core/mad_engine.h"
 #include "../core/mad_target.h"
 #include "cmd.h"
+#include "../core/stats.h"
 #include "json.h"
 
 #include <errno.h>
@@ -594,7 +595,9 @@ static int run(struct madstress_opts *o)
 		.duration_ns = (uint64_t)(o->seconds * 1e9),
 		.count = o->count,
 		.keep_replies = o->decode,
+		.publish_stats = true,
 	};
+	stats_segment_open("madstress");
 	rc = mad_engine_create(&e, &cfg, dests, ndests);
 	if (rc) {
 		rc = engine_error(rc, &port);

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* MAD window engine: per-worker send/receive loop over shared lock-free windows. */
 #include "mad_engine.h"
+#include "stats.h"
 #include "mad_slots.h"
 #include "mad_window.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -29,6 +31,7 @@ struct worker {
 	int cursor;
 	_Atomic uint64_t finished;
 	uint64_t end_ns;
+	struct stats_entry *counters; /* NULL unless publish_stats */
 };
 
 struct mad_engine {
@@ -139,6 +142,8 @@ static void finish(struct worker *w, int idx)
 	mad_window_release(&e->dest_window[dest]);
 	mad_window_release(&e->local);
 	atomic_fetch_add_explicit(&w->finished, 1, memory_order_relaxed);
+	stats_inc(w->counters, STATS_COMPLETED);
+	stats_ring_depth(w->counters, w->slots.nbusy);
 }
 
 static void count_error(struct worker *w, int dest, uint32_t status)
@@ -147,6 +152,7 @@ static void count_error(struct worker *w, int dest, uint32_t status)
 	w->dest_stats[dest].errors++;
 	mad_stats_count_status(&w->stats, status, 1);
 	mad_stats_count_status(&w->dest_stats[dest], status, 1);
+	stats_error(w->counters, (status & MAD_STATUS_UMAD) ? STATS_ERR_LOCAL : STATS_ERR_REMOTE);
 }
 
 /* No answer in time (or ETIMEDOUT from below): retransmit while tries are left. */
@@ -168,6 +174,7 @@ static void expire(struct worker *w, int idx, uint64_t now)
 	}
 	w->stats.timeouts++;
 	w->dest_stats[dest].timeouts++;
+	stats_error(w->counters, STATS_ERR_TIMEOUT);
 	finish(w, idx);
 }
 
@@ -214,6 +221,8 @@ static void fill(struct worker *w, uint64_t now)
 		idx = mad_slots_take(&w->slots, d, e->cfg.retries, now, deadline);
 		w->stats.sent++;
 		w->dest_stats[d].sent++;
+		stats_inc(w->counters, STATS_POSTED);
+		stats_ring_depth(w->counters, w->slots.nbusy);
 		if (send_slot(w, idx) != 0) {
 			count_error(w, d, MAD_STATUS_UMAD | EIO);
 			finish(w, idx);
@@ -292,8 +301,15 @@ static void *worker_main(void *arg)
 		if (hw_umad_wait(&w->umad, wait_ms(w, now)) < 0)
 			break;
 		now = now_ns();
-		while (hw_umad_recv(&w->umad, &mad, &len, &status) == 0)
+		int received = 0;
+
+		while (hw_umad_recv(&w->umad, &mad, &len, &status) == 0) {
 			on_reply(w, mad, len, status, now);
+			received++;
+		}
+		stats_inc(w->counters, STATS_POLLS);
+		if (!received)
+			stats_inc(w->counters, STATS_EMPTY_POLLS);
 		while ((oldest = mad_slots_oldest(&w->slots)) >= 0 && w->slots.slot[oldest].deadline_ns <= now)
 			expire(w, oldest, now);
 	}
@@ -378,6 +394,12 @@ int mad_engine_create(struct mad_engine **out, const struct mad_engine_config *c
 		}
 		for (int d = 0; d < ndests; d++)
 			mad_stats_init(&w->dest_stats[d]);
+		if (cfg->publish_stats) {
+			char name[STATS_NAME_LEN];
+
+			snprintf(name, sizeof(name), "mad worker %d", i);
+			w->counters = stats_entry_add(name, STATS_KIND_MADSTRESS_WORKER, i);
+		}
 		rc = mad_slots_init(&w->slots, cap);
 		if (rc)
 			break;

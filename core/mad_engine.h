@@ -61,6 +61,7 @@ struct mad_engine_config {
 	uint64_t count;		 /* MADs to send in all; 0 = no limit */
 	uint32_t per_dest_limit; /* MADs per destination; 0 = no limit */
 	bool keep_replies;	 /* remember each destination's last good reply */
+	bool publish_stats;	 /* one stats-segment row per worker, for cqstat */
 };
 
 struct mad_engine;

@@ -31,6 +31,29 @@ assert t["mads_per_s"] > 0 and 0 < t["cpu_pct"] < 400, t
 assert d["params"]["method"] == "get" and d["params"]["attr"] == 0x11, d["params"]
 PY
 
+# While it runs, cqstat sees one row per worker with rising counters.
+export RDMATOOL_STATS_DIR="$IBSIM_DIR/stats"
+mkdir -p "$RDMATOOL_STATS_DIR"
+sim "$RDMATOOL" -q madstress -m get -t 3 -N 16 -n 2 -L "$lids" NodeInfo >/dev/null &
+bg=$!
+for _ in $(seq 100); do
+	ls "$RDMATOOL_STATS_DIR"/rdmatool-stats.* >/dev/null 2>&1 && break
+	sleep 0.05
+done
+"$RDMATOOL" -j cqstat -c madstress -i 0.5 -n 2 >"$IBSIM_DIR/cqstat.json" || fail "cqstat on madstress"
+wait "$bg" || fail "background madstress run"
+python3 - "$IBSIM_DIR/cqstat.json" <<'PY' || fail "cqstat rows of madstress"
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = [[c for p in x["processes"] if p["comm"] == "madstress" for c in p["cqs"]] for x in s]
+assert len(rows) == 2 and all(len(r) == 1 for r in rows), rows
+a, b = rows[0][0], rows[1][0]
+assert a["name"] == "mad worker 0", a
+assert b["posted"] > a["posted"] > 0 and b["completed"] > a["completed"], (a, b)
+assert b["errors"] == 0, b
+PY
+unset RDMATOOL_STATS_DIR
+
 # -v decodes NodeInfo: the GUIDs must match what smpquery reads.
 lid=$(echo "$lids" | cut -d, -f5)
 sim "$RDMATOOL" -j madstress -m get -c 20 -v -L "$lid" 0x11 >"$out" || fail "decode run"
