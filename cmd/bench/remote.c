@@ -98,6 +98,7 @@ int bench_client(const char *addr, const char *test, const struct bench_opts *o,
 	(void)addr;
 	snprintf(p.test, sizeof(p.test), "%s", test);
 	ep_attr(&attr, o->device, o->lock, o->stripes, o->progress_thread);
+	attr.name = "a";
 	if ((rc = oob_send(client_conn, MSG_PARAMS, &p, sizeof(p)))) {
 		snprintf(err, errlen, "the bench server went away: %s", strerror(-rc));
 		return rc;
@@ -148,6 +149,7 @@ static int serve_one(struct oob_conn *c, const struct wire_params *p, const stru
 		return -EPROTO;
 	}
 	ep_attr(&attr, defaults->device, (enum core_lock_mode)lock, (int)stripes, (int)progress);
+	attr.name = "b";
 	if ((rc = core_ep_open(&attr, &ep, err, errlen)))
 		return rc;
 	if ((rc = core_ep_connect_oob(ep, c, &peer))) {

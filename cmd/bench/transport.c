@@ -412,7 +412,11 @@ int bench_transport(const char *test, const struct bench_opts *o, struct bench_r
 	attr.lock = o->lock;
 	attr.env.tx_stripes = o->stripes;
 	attr.env.progress_thread = o->progress_thread;
-	if ((rc = core_ep_open(&attr, &l.a, err, errlen)) || (rc = core_ep_open(&attr, &l.b, err, errlen)))
+	attr.name = "a";
+	if ((rc = core_ep_open(&attr, &l.a, err, errlen)))
+		goto out;
+	attr.name = "b";
+	if ((rc = core_ep_open(&attr, &l.b, err, errlen)))
 		goto out;
 	if ((rc = core_ep_connect_pair(l.a, l.b, &l.pa, &l.pb))) {
 		snprintf(err, errlen, "cannot connect the two endpoints: %s", strerror(-rc));
