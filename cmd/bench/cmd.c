@@ -250,7 +250,11 @@ int cmd_bench(int argc, const char **argv)
 		poptFreeContext(pc);
 		return usage_error(CMD, "the ring test runs in one process; drop --client");
 	}
-	if (is_lat && nthreads > 1) {
+	int max_threads = 1;
+
+	for (int i = 0; i < nthreads; i++)
+		max_threads = threads[i] > max_threads ? threads[i] : max_threads;
+	if (is_lat && max_threads > 1) {
 		poptFreeContext(pc);
 		return usage_error(CMD, "latency tests run one thread; drop --threads or use a _bw test");
 	}
