@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
@@ -28,7 +29,10 @@ int cq_init(struct core_ep *ep, uint32_t size)
 	if (ep->cq_fd < 0)
 		return -errno;
 	atomic_init(&ep->cq_sleepers, 0);
-	ep->cq_stats = stats_entry_add("cq", STATS_KIND_CQ, -1);
+	char name[STATS_NAME_LEN];
+
+	snprintf(name, sizeof(name), "%s%scq", ep->attr.name ? ep->attr.name : "", ep->attr.name ? "." : "");
+	ep->cq_stats = stats_entry_add(name, STATS_KIND_CQ, -1);
 	return 0;
 }
 

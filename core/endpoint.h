@@ -32,6 +32,7 @@ enum core_lock_mode {
 
 struct core_ep_attr {
 	const char *device;	  /* NULL: hw_open_device's default */
+	const char *name;	  /* stats label: the CQ entry is "<name>.cq" (NULL: "cq") */
 	enum core_threading threading;
 	enum core_lock_mode lock;
 	struct core_env env;	  /* stripes, progress thread, ring size */

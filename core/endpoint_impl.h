@@ -40,6 +40,8 @@ struct conn {
 	_Atomic uint32_t consumed;	/* our consumed (reposted) receives */
 	_Atomic uint32_t reported;	/* highest `consumed` we told the peer */
 	_Atomic int dead;		/* the QP reported an error: posts fail */
+	_Atomic uint32_t rndv_out;	/* rendezvous sends waiting for a FIN */
+	uint64_t last_probe_ns;		/* receive engine's: last keepalive while rndv_out > 0 */
 	unsigned char *rxbuf;
 	struct ibv_mr *rx_mr;
 	uint32_t slot_size;
@@ -114,6 +116,7 @@ struct core_ep {
 	struct rx_unexpected *unexp_head, *unexp_tail;
 	struct rx_pending_read *pending_reads;
 	struct ring *fin_retry; /* struct fin_retry: FINs that found no credit */
+	uint64_t last_keepalive_ns;
 
 	/* Control plane. */
 	pthread_mutex_t ctrl;
@@ -160,6 +163,12 @@ static inline struct peer *ep_peer(struct core_ep *ep, uint32_t id)
 	return ep->peers[id];
 }
 
+/* A connection's non-zero id within its endpoint (rndv_armed). */
+static inline uint32_t conn_id(const struct conn *c)
+{
+	return c->peer * 128u + c->stripe + 1;
+}
+
 /* cq.c */
 int cq_init(struct core_ep *ep, uint32_t size);
 void cq_fini(struct core_ep *ep);
@@ -174,6 +183,8 @@ bool progress_flush_backlog(struct core_ep *ep, struct stripe *s);
 void progress_emit(struct core_ep *ep, struct stripe *s, const struct core_cqe *e);
 /* A FIN names one of our rendezvous sends. */
 void progress_fin(struct core_ep *ep, uint64_t sreq, struct stripe *drainer);
+/* Marks c dead (first caller only) and fails its rendezvous sends still waiting for a FIN. */
+void progress_conn_dead(struct core_ep *ep, struct conn *c, struct stripe *drainer);
 
 /* endpoint_rx.c */
 int rx_init(struct core_ep *ep);

@@ -183,8 +183,11 @@ static int send_common(struct core_ep *ep, uint32_t peer, const void *buf, size_
 		}
 		r->kind = REQ_SEND_RNDV;
 		r->flags |= CORE_CQE_RNDV;
-		r->rndv_status = IBV_WC_SUCCESS;
+		atomic_store_explicit(&r->rndv_status, IBV_WC_SUCCESS, memory_order_relaxed);
 		atomic_store_explicit(&r->rndv_events, 2, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->rndv_out, 1, memory_order_relaxed);
+		/* Release: a sweep that claims the request sees its fields. */
+		atomic_store_explicit(&r->rndv_armed, conn_id(c), memory_order_release);
 		fill_hdr(c, h, CORE_MSG_RTS);
 		h->addr = (uintptr_t)buf;
 		h->rkey = mr->rkey;
@@ -195,8 +198,13 @@ static int send_common(struct core_ep *ep, uint32_t peer, const void *buf, size_
 	h->tag = tag;
 	h->tagged = tagged;
 	rc = finish(s, c, r, &wr);
-	if (rc)
+	if (rc) {
 		atomic_fetch_sub_explicit(&c->sent, 1, memory_order_relaxed);
+		if (r->kind == REQ_SEND_RNDV) {
+			atomic_store_explicit(&r->rndv_armed, 0, memory_order_relaxed);
+			atomic_fetch_sub_explicit(&c->rndv_out, 1, memory_order_relaxed);
+		}
+	}
 out:
 	ep_unlock(ep);
 	return rc;

@@ -16,10 +16,14 @@
  */
 #include "endpoint_impl.h"
 #include "../hw/hw.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define KEEPALIVE_CHECK_NS 10000000ull  /* look for connections to probe every 10 ms */
+#define KEEPALIVE_PROBE_NS 100000000ull /* probe one at most every 100 ms */
 
 static inline uint64_t recv_wr_id(const struct conn *c, uint32_t slot)
 {
@@ -355,6 +359,37 @@ static void return_credits(struct core_ep *ep)
 	}
 }
 
+/*
+ * A connection with rendezvous sends waiting for FINs may have nothing in
+ * flight, and RC notices a dead peer only through a request in flight: probe
+ * such connections with a CREDIT message now and then, so a dead peer turns
+ * into an error completion (and the sweep fails the waiting sends).
+ */
+static void keepalive(struct core_ep *ep)
+{
+	uint64_t now = clock_ns();
+	uint32_t np;
+
+	if (now - ep->last_keepalive_ns < KEEPALIVE_CHECK_NS)
+		return;
+	ep->last_keepalive_ns = now;
+	np = atomic_load_explicit(&ep->npeers, memory_order_acquire);
+	for (uint32_t i = 0; i < np; i++) {
+		struct peer *p = ep->peers[i];
+
+		for (uint32_t k = 0; k < p->nconn; k++) {
+			struct conn *c = &p->conns[k];
+
+			if (!atomic_load_explicit(&c->rndv_out, memory_order_relaxed) ||
+			    atomic_load_explicit(&c->dead, memory_order_relaxed) ||
+			    now - c->last_probe_ns < KEEPALIVE_PROBE_NS)
+				continue;
+			c->last_probe_ns = now;
+			post_ctrl_msg(ep, c, CORE_MSG_CREDIT, 0);
+		}
+	}
+}
+
 int rx_progress(struct core_ep *ep)
 {
 	struct stripe *s = rx_stripe(ep);
@@ -365,6 +400,7 @@ int rx_progress(struct core_ep *ep)
 		return 0;
 	work = take_posted(ep);
 	retry_deferred(ep);
+	keepalive(ep);
 	n = hw_poll_cq(ep->rx_cq, 16, wc);
 	stats_inc(s->stats, STATS_POLLS);
 	if (n <= 0) {
@@ -384,7 +420,7 @@ int rx_progress(struct core_ep *ep)
 		if (wc[i].status != IBV_WC_SUCCESS) {
 			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
 				stats_wc_error(s->stats, wc[i].status);
-			atomic_store_explicit(&c->dead, 1, memory_order_relaxed);
+			progress_conn_dead(ep, c, s);
 			continue;
 		}
 		const struct msg_hdr *h = (const void *)(c->rxbuf + (size_t)slot * c->slot_size);

@@ -90,7 +90,7 @@ static void complete_wc(struct core_ep *ep, struct stripe *drainer, const struct
 	if (wc->status != IBV_WC_SUCCESS) {
 		stats_wc_error(drainer->stats, wc->status);
 		if (r->conn)
-			atomic_store_explicit(&r->conn->dead, 1, memory_order_relaxed);
+			progress_conn_dead(ep, r->conn, drainer);
 	}
 	memset(&e, 0, sizeof(e));
 	e.context = r->context;
@@ -100,11 +100,16 @@ static void complete_wc(struct core_ep *ep, struct stripe *drainer, const struct
 	e.status = wc->status;
 	switch (r->kind) {
 	case REQ_SEND_RNDV:
-		if (wc->status == IBV_WC_SUCCESS &&
-		    atomic_fetch_sub_explicit(&r->rndv_events, 1, memory_order_acq_rel) != 1)
-			return; /* the FIN completes it */
-		if (wc->status == IBV_WC_SUCCESS)
-			e.status = r->rndv_status;
+		if (wc->status != IBV_WC_SUCCESS) {
+			/* No FIN will come for a failed RTS: take the FIN's share too, unless it is taken. */
+			atomic_store_explicit(&r->rndv_status, wc->status, memory_order_relaxed);
+			if (atomic_exchange_explicit(&r->rndv_armed, 0, memory_order_acq_rel))
+				atomic_fetch_sub_explicit(&r->rndv_events, 1, memory_order_acq_rel);
+		}
+		if (atomic_fetch_sub_explicit(&r->rndv_events, 1, memory_order_acq_rel) != 1)
+			return; /* the FIN (or the dead connection's sweep) completes it */
+		e.status = atomic_load_explicit(&r->rndv_status, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&r->conn->rndv_out, 1, memory_order_relaxed);
 		break;
 	case REQ_ATOMIC:
 		if (wc->status == IBV_WC_SUCCESS && r->result)
@@ -124,6 +129,18 @@ static void complete_wc(struct core_ep *ep, struct stripe *drainer, const struct
 	progress_emit(ep, drainer, &e);
 }
 
+static void rndv_finish(struct core_ep *ep, struct stripe *owner, struct core_req *r, struct stripe *drainer)
+{
+	struct core_cqe e = {
+		.context = r->context, .len = r->len, .tag = r->tag, .flags = r->flags,
+		.status = atomic_load_explicit(&r->rndv_status, memory_order_relaxed),
+	};
+
+	atomic_fetch_sub_explicit(&r->conn->rndv_out, 1, memory_order_relaxed);
+	stripe_req_free(owner, r);
+	progress_emit(ep, drainer, &e);
+}
+
 void progress_fin(struct core_ep *ep, uint64_t sreq, struct stripe *drainer)
 {
 	uint32_t si = wr_id_stripe(sreq), ri = wr_id_index(sreq);
@@ -132,16 +149,35 @@ void progress_fin(struct core_ep *ep, uint64_t sreq, struct stripe *drainer)
 	if (si >= (uint32_t)ep->nstripes || ri >= ep->stripes[si].nreqs)
 		return;
 	r = &ep->stripes[si].reqs[ri];
-	if (r->kind != REQ_SEND_RNDV)
+	/* A FIN for a request not waiting for one (stale, forged, or swept) is ignored. */
+	if (!atomic_exchange_explicit(&r->rndv_armed, 0, memory_order_acq_rel))
 		return;
-	if (atomic_fetch_sub_explicit(&r->rndv_events, 1, memory_order_acq_rel) == 1) {
-		struct core_cqe e = {
-			.context = r->context, .len = r->len, .tag = r->tag, .flags = r->flags,
-			.status = r->rndv_status,
-		};
+	if (atomic_fetch_sub_explicit(&r->rndv_events, 1, memory_order_acq_rel) == 1)
+		rndv_finish(ep, &ep->stripes[si], r, drainer);
+}
 
-		stripe_req_free(&ep->stripes[si], r);
-		progress_emit(ep, drainer, &e);
+void progress_conn_dead(struct core_ep *ep, struct conn *c, struct stripe *drainer)
+{
+	uint32_t id = conn_id(c);
+
+	if (atomic_exchange_explicit(&c->dead, 1, memory_order_acq_rel))
+		return;
+	if (!atomic_load_explicit(&c->rndv_out, memory_order_relaxed))
+		return;
+	for (int si = 0; si < ep->nstripes; si++) {
+		struct stripe *s = &ep->stripes[si];
+
+		for (uint32_t ri = 0; ri < s->nreqs; ri++) {
+			struct core_req *r = &s->reqs[ri];
+			uint32_t want = id;
+
+			if (!atomic_compare_exchange_strong_explicit(&r->rndv_armed, &want, 0, memory_order_acq_rel,
+								     memory_order_relaxed))
+				continue;
+			atomic_store_explicit(&r->rndv_status, IBV_WC_RETRY_EXC_ERR, memory_order_relaxed);
+			if (atomic_fetch_sub_explicit(&r->rndv_events, 1, memory_order_acq_rel) == 1)
+				rndv_finish(ep, s, r, drainer);
+		}
 	}
 }
 

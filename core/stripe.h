@@ -59,7 +59,10 @@ struct core_req {
 	struct conn *conn;
 	uint64_t remote_sreq;	/* REQ_RNDV_READ: the sender's request, echoed in FIN */
 	_Atomic int rndv_events; /* REQ_SEND_RNDV: 2 = WC + FIN */
-	uint32_t rndv_status;
+	_Atomic uint32_t rndv_status;
+	/* REQ_SEND_RNDV waiting for its FIN: the connection's id (conn_id), else 0.
+	 * Whoever clears it (the FIN, or the sweep of a dead connection) owns the FIN's share. */
+	_Atomic uint32_t rndv_armed;
 	unsigned char *bounce;	/* registered, hdr + eager_max bytes */
 };
 

@@ -5,13 +5,15 @@
 
 #include "../../core/endpoint.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct bench_opts {
 	size_t size;
-	long iters;
-	double duration;
+	long iters;	 /* per thread; 0 with a duration: until it ends */
+	double duration; /* seconds, 0 = run iters */
 	int threads;
 	int stripes;
 	enum core_lock_mode lock;
@@ -28,8 +30,40 @@ struct bench_result {
 	int is_lat;
 };
 
+/* The far end of a transport test: in this process (b != NULL) or a server. */
+struct bench_link {
+	struct core_ep *a, *b;
+	uint32_t pa, pb;	/* a's id for b, b's id for a */
+	char *src, *dst;	/* a's buffer; b's buffer (in-process only) */
+	uint64_t raddr;		/* b's registered buffer, as a sees it */
+	uint32_t rkey;
+	struct oob_conn *oob;	/* two processes: the control connection */
+};
+
 /* Each returns 0 or a negative errno with err filled. */
 int bench_ring(const struct bench_opts *o, int lockfree, struct bench_result *r, char *err, size_t errlen);
+/* Both ends in this process. */
 int bench_transport(const char *test, const struct bench_opts *o, struct bench_result *r, char *err, size_t errlen);
+/* The measuring side over an established link (in-process or to a server). */
+int bench_measure(const char *test, const struct bench_opts *o, struct bench_link *l, struct bench_result *r,
+		  char *err, size_t errlen);
+/* Receives on ep until *stop (or, with oob, until the client says it is done). */
+int bench_serve_receives(struct core_ep *ep, char *buf, size_t len, _Atomic int *stop, struct oob_conn *oob);
+/* Echo side of send_lat: answers each message until one carries the last-message mark. */
+int bench_serve_pong(struct core_ep *ep, uint32_t peer, char *buf, size_t len);
+
+/* Two processes: the client measures, the server mirrors what the client asks for. */
+int bench_client(const char *addr, const char *test, const struct bench_opts *o, struct bench_result *r, char *err,
+		 size_t errlen);
+int bench_client_open(const char *addr, char *err, size_t errlen);
+void bench_client_close(void);
+int bench_server(const char *addr, const struct bench_opts *defaults, char *err, size_t errlen);
+
+/* Raw TCP on loopback: the baselines of --baseline. */
+int tcp_baseline_bw(size_t size, double seconds, double *mib_s);
+int tcp_baseline_lat(size_t size, long iters, double *half_rtt_us);
+
+/* Shared by the runners. */
+void bench_stats_latency(double *samples, long n, struct bench_result *r);
 
 #endif

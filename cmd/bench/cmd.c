@@ -4,7 +4,9 @@
 #include "../json.h"
 #include "bench.h"
 #include "../../core/clock.h"
+#include "../../core/stats.h"
 
+#include <errno.h>
 #include <popt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +15,24 @@ static const char *const CMD = "bench";
 static const char *const TESTS[] = { "send_lat", "write_lat", "read_lat", "atomic_lat", "send_bw",
 				     "write_bw", "read_bw",  "msg_rate", "ring",	 NULL };
 
+#define MAX_SIZE (8l << 20)
+#define MAX_SWEEP 32
+
+struct baseline {
+	double memcpy_mib_s, tcp_mib_s, tcp_lat_us;
+};
+
 static double memcpy_mib_s(size_t size)
 {
 	size_t len = size < 4096 ? 4096 : size;
 	char *a = malloc(len), *b = malloc(len);
 	uint64_t t0, bytes = 0;
 
+	if (!a || !b) {
+		free(a);
+		free(b);
+		return 0;
+	}
 	memset(a, 1, len);
 	memset(b, 0, len);
 	t0 = clock_ns();
@@ -34,16 +48,27 @@ static double memcpy_mib_s(size_t size)
 	return (double)bytes / secs / (1024.0 * 1024.0);
 }
 
+static int measure_baseline(size_t size, bool is_lat, struct baseline *b)
+{
+	memset(b, 0, sizeof(*b));
+	if (is_lat)
+		return tcp_baseline_lat(size, 2000, &b->tcp_lat_us);
+	b->memcpy_mib_s = memcpy_mib_s(size);
+	return tcp_baseline_bw(size, 0.3, &b->tcp_mib_s);
+}
+
 static int parse_threads(const char *text, int *out, int max)
 {
 	int n = 0;
 	char *copy = strdup(text), *save, *tok;
 
-	for (tok = strtok_r(copy, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save)) {
+	if (!copy)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *end;
 		long v = strtol(tok, &end, 10);
 
-		if (*end || v < 1 || v > 64) {
+		if (*end || v < 1 || v > 64 || n == max) {
 			free(copy);
 			return -1;
 		}
@@ -53,49 +78,163 @@ static int parse_threads(const char *text, int *out, int max)
 	return n;
 }
 
+struct row {
+	const char *name;
+	int threads;
+	struct bench_result r;
+	const struct baseline *base;
+};
+
+static void print_header(bool is_ring, bool is_lat, bool baseline)
+{
+	if (global_opts.json)
+		return;
+	if (is_ring)
+		printf("%-9s %-8s %14s\n", "impl", "threads", "ops/s");
+	else if (is_lat)
+		printf("%-8s %-7s %-8s %-11s %-8s %-8s %-10s %-8s %-8s %-8s %-8s%s\n", "lock", "threads", "#bytes",
+		       "#iterations", "t_min", "t_max", "t_typical", "t_avg", "t_stdev", "99%", "99.9%",
+		       baseline ? "  vs TCP" : "");
+	else
+		printf("%-8s %-7s %-8s %-11s %-20s %-23s %-14s%s\n", "lock", "threads", "#bytes", "#iterations",
+		       "BW peak[MiB/sec]", "BW average[MiB/sec]", "MsgRate[Mpps]", baseline ? "  vs memcpy  vs TCP" : "");
+}
+
+static void print_row(struct json *j, bool is_ring, bool is_lat, const struct row *w)
+{
+	const struct bench_result *r = &w->r;
+	const struct baseline *b = w->base;
+
+	if (global_opts.json) {
+		json_begin_object(j, NULL);
+		if (is_ring) {
+			json_string(j, "impl", w->name);
+			json_int(j, "threads", w->threads);
+			json_double(j, "ops_per_s", r->ops_per_s);
+			json_end_object(j);
+			return;
+		}
+		json_string(j, "lock", w->name);
+		json_int(j, "threads", w->threads);
+		json_uint(j, "MsgSize", r->size);
+		json_int(j, "n_iterations", r->iters);
+		if (is_lat) {
+			json_double(j, "t_min", r->t_min);
+			json_double(j, "t_max", r->t_max);
+			json_double(j, "t_typical", r->t_typical);
+			json_double(j, "t_avg", r->t_avg);
+			json_double(j, "t_stdev", r->t_stdev);
+			json_double(j, "percentile_99", r->p99);
+			json_double(j, "percentile_99_9", r->p999);
+			if (b) {
+				json_double(j, "tcp_t_typical", b->tcp_lat_us);
+				json_double(j, "ratio_to_tcp", r->t_typical / b->tcp_lat_us);
+			}
+		} else {
+			json_double(j, "BW_peak", r->bw_peak);
+			json_double(j, "BW_average", r->bw_avg);
+			json_double(j, "MsgRate", r->msg_rate);
+			if (b) {
+				json_double(j, "memcpy_MiB_s", b->memcpy_mib_s);
+				json_double(j, "ratio_to_memcpy", r->bw_avg / b->memcpy_mib_s);
+				json_double(j, "tcp_MiB_s", b->tcp_mib_s);
+				json_double(j, "ratio_to_tcp", r->bw_avg / b->tcp_mib_s);
+			}
+		}
+		json_end_object(j);
+	} else if (is_ring) {
+		printf("%-9s %-8d %14.0f\n", w->name, w->threads, r->ops_per_s);
+	} else if (is_lat) {
+		printf("%-8s %-7d %-8zu %-11ld %-8.2f %-8.2f %-10.2f %-8.2f %-8.2f %-8.2f %-8.2f", w->name, w->threads,
+		       r->size, r->iters, r->t_min, r->t_max, r->t_typical, r->t_avg, r->t_stdev, r->p99, r->p999);
+		if (b)
+			printf("  %.2fx (TCP %.2f us)", r->t_typical / b->tcp_lat_us, b->tcp_lat_us);
+		printf("\n");
+	} else {
+		printf("%-8s %-7d %-8zu %-11ld %-20.2f %-23.2f %-14.4f", w->name, w->threads, r->size, r->iters,
+		       r->bw_peak, r->bw_avg, r->msg_rate);
+		if (b)
+			printf("  %.3fx      %.3fx", r->bw_avg / b->memcpy_mib_s, r->bw_avg / b->tcp_mib_s);
+		printf("\n");
+	}
+}
+
+struct ratio {
+	int threads;
+	size_t size;
+	double value;
+};
+
 int cmd_bench(int argc, const char **argv)
 {
-	long size = 8, iters = 0;
-	char *threads_arg = NULL, *lock_arg = NULL, *device = NULL;
-	int stripes = 0, progress = 0, baseline = 0;
+	long size = 8, iters = -1;
+	double duration = 0;
+	char *threads_arg = NULL, *lock_arg = NULL, *device = NULL, *server = NULL, *client = NULL;
+	int stripes = 0, progress = 0, baseline = 0, all = 0, is_server = 0;
 	struct poptOption opts[] = {
 		{ "size", 's', POPT_ARG_LONG, &size, 0, "message size in bytes (default 8)", "BYTES" },
+		{ "all", 'a', POPT_ARG_NONE, &all, 0, "sweep sizes 2 B .. 8 MiB (powers of two)", NULL },
 		{ "iters", 'n', POPT_ARG_LONG, &iters, 0, "iterations per thread", "N" },
+		{ "duration", 'D', POPT_ARG_DOUBLE, &duration, 0, "run each measurement for this many seconds", "SECONDS" },
 		{ "threads", 0, POPT_ARG_STRING, &threads_arg, 0, "thread counts to sweep, e.g. 1,2,4", "LIST" },
 		{ "stripes", 0, POPT_ARG_INT, &stripes, 0, "stripes per endpoint (0 = auto)", "N" },
 		{ "lock", 0, POPT_ARG_STRING, &lock_arg, 0, "striped, global or both (default both)", "MODE" },
 		{ "progress-thread", 0, POPT_ARG_NONE, &progress, 0, "progress in a background thread", NULL },
 		{ "device", 0, POPT_ARG_STRING, &device, 0, "device to use (default: first active, else soft0)", "NAME" },
-		{ "baseline", 0, POPT_ARG_NONE, &baseline, 0, "measure memcpy bandwidth in the same run", NULL },
+		{ "server", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, &server, 1,
+		  "serve one client on [ADDR:]PORT (default 18515; port 0 = any, printed)", "[ADDR:]PORT" },
+		{ "client", 0, POPT_ARG_STRING, &client, 0, "run against a bench server", "HOST[:PORT]" },
+		{ "baseline", 0, POPT_ARG_NONE, &baseline, 0, "measure memcpy and raw TCP loopback in the same run",
+		  NULL },
 		POPT_AUTOHELP POPT_TABLEEND
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
-	int rc, threads[16] = { 1 }, nthreads = 1, do_striped = 1, do_global = 1;
-	const char *test;
-	char err[512];
+	int rc, threads[16] = { 1 }, nthreads = 1, do_striped = 1, do_global = 1, nsizes = 0;
+	size_t sizes[MAX_SWEEP];
+	const char *test = NULL;
+	char err[512], addr[300];
 
-	poptSetOtherOptionHelp(pc, "[OPTIONS] <test>");
+	poptSetOtherOptionHelp(pc, "[OPTIONS] <test> | --server");
 	while ((rc = poptGetNextOpt(pc)) > 0)
-		;
+		if (rc == 1)
+			is_server = 1;
 	if (rc < -1)
 		return popt_usage_error(CMD, pc, rc);
+	stats_segment_open("bench"); /* cqstat -c bench; without a segment bench still runs */
 	test = poptGetArg(pc);
+	if (size < 1 || size > MAX_SIZE || iters < -1 || stripes < 0 || stripes > CORE_MAX_STRIPES || duration < 0 ||
+	    duration > 86400) {
+		poptFreeContext(pc);
+		return usage_error(CMD, "--size must be 1..%ld, --iters >= 0, --stripes 0..%d, --duration 0..86400",
+				   MAX_SIZE, CORE_MAX_STRIPES);
+	}
+	if (is_server) {
+		struct bench_opts d = { .device = device };
+
+		if (test || client) {
+			poptFreeContext(pc);
+			return usage_error(CMD, "--server takes no test and no --client; the client chooses the test");
+		}
+		snprintf(addr, sizeof(addr), "%s%s", server && strchr(server, ':') ? "" : "0.0.0.0:",
+			 server ? server : "18515");
+		rc = bench_server(addr, &d, err, sizeof(err));
+		poptFreeContext(pc);
+		return rc ? run_error(CMD, "%s", err) : EXIT_OK;
+	}
 	int known = 0;
 
 	for (int i = 0; test && TESTS[i]; i++)
 		known |= !strcmp(test, TESTS[i]);
-	if (!known) {
+	if (!known || poptPeekArg(pc)) {
 		poptFreeContext(pc);
 		return usage_error(CMD, "%s test%s%s; use one of send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw msg_rate ring",
-				   test ? "unknown" : "missing", test ? " " : "", test ? test : "");
-	}
-	if (size < 1 || size > (8l << 20) || iters < 0 || stripes < 0 || stripes > CORE_MAX_STRIPES) {
-		poptFreeContext(pc);
-		return usage_error(CMD, "--size must be 1..8388608, --iters >= 0, --stripes 0..%d", CORE_MAX_STRIPES);
+				   !test ? "missing" : known ? "one" : "unknown", test && !known ? " " : "",
+				   test && !known ? test : test ? " only" : "");
 	}
 	if (threads_arg && (nthreads = parse_threads(threads_arg, threads, 16)) <= 0) {
 		poptFreeContext(pc);
-		return usage_error(CMD, "--threads='%s' is invalid; give counts 1..64 separated by commas", threads_arg);
+		return usage_error(CMD, "--threads='%s' is invalid; give up to 16 counts 1..64 separated by commas",
+				   threads_arg);
 	}
 	if (lock_arg) {
 		do_striped = !strcmp(lock_arg, "striped") || !strcmp(lock_arg, "both");
@@ -107,120 +246,109 @@ int cmd_bench(int argc, const char **argv)
 	}
 	bool is_ring = !strcmp(test, "ring"), is_lat = strstr(test, "_lat") != NULL;
 
-	if (!iters)
-		iters = is_ring ? 1000000 : is_lat ? 2000 : 20000;
-	struct bench_opts o = { .size = (size_t)size, .iters = iters, .threads = 1, .stripes = stripes,
-				.progress_thread = progress, .device = device };
+	if (client && is_ring) {
+		poptFreeContext(pc);
+		return usage_error(CMD, "the ring test runs in one process; drop --client");
+	}
+	int max_threads = 1;
+
+	for (int i = 0; i < nthreads; i++)
+		max_threads = threads[i] > max_threads ? threads[i] : max_threads;
+	if (is_lat && max_threads > 1) {
+		poptFreeContext(pc);
+		return usage_error(CMD, "latency tests run one thread; drop --threads or use a _bw test");
+	}
+	if (iters < 0)
+		iters = duration > 0 ? 0 : is_ring ? 1000000 : is_lat ? 2000 : 20000;
+	if (all) {
+		for (long s = 2; s <= MAX_SIZE; s <<= 1)
+			sizes[nsizes++] = (size_t)s;
+	} else {
+		sizes[nsizes++] = (size_t)size;
+	}
+	if (client) {
+		snprintf(addr, sizeof(addr), "%s%s", client, strchr(client, ':') ? "" : ":18515");
+		if (bench_client_open(addr, err, sizeof(err))) {
+			poptFreeContext(pc);
+			return run_error(CMD, "%s", err);
+		}
+	}
+	struct bench_opts o = { .iters = iters, .duration = duration, .stripes = stripes, .progress_thread = progress,
+				.device = device };
 	struct json j;
-	double mc = baseline ? memcpy_mib_s((size_t)size) : 0;
+	struct ratio ratios[MAX_SWEEP * 16];
+	int nratios = 0, status = EXIT_OK;
 
 	if (global_opts.json) {
 		json_init(&j, stdout, global_opts.pretty);
 		json_begin_object(&j, NULL);
 		json_string(&j, "test", test);
-		if (baseline)
-			json_double(&j, "memcpy_MiB_s", mc);
+		json_string(&j, "mode", client ? "two processes" : "one process");
 		json_begin_array(&j, "results");
-	} else if (is_ring) {
-		printf("%-9s %-8s %14s\n", "impl", "threads", "ops/s");
-	} else if (is_lat) {
-		printf("%-8s %-7s %-8s %-11s %-8s %-8s %-10s %-8s %-8s %-8s %-8s\n", "lock", "threads", "#bytes",
-		       "#iterations", "t_min", "t_max", "t_typical", "t_avg", "t_stdev", "99%", "99.9%");
-	} else {
-		printf("%-8s %-7s %-8s %-11s %-20s %-23s %-14s\n", "lock", "threads", "#bytes", "#iterations",
-		       "BW peak[MiB/sec]", "BW average[MiB/sec]", "MsgRate[Mpps]");
 	}
-	double ratio_vals[16];
-	int nratios = 0, status = EXIT_OK;
+	print_header(is_ring, is_lat, baseline && !is_ring);
+	for (int si = 0; si < nsizes; si++) {
+		struct baseline base;
 
-	for (int ti = 0; ti < nthreads; ti++) {
-		double val[2] = { 0, 0 };
-
-		o.threads = threads[ti];
-		for (int m = 0; m < 2; m++) {
-			struct bench_result r;
-			const char *name;
-
-			if ((m == 0 && !do_striped) || (m == 1 && !do_global))
-				continue;
-			o.lock = m == 0 ? CORE_LOCK_STRIPED : CORE_LOCK_GLOBAL;
-			name = is_ring ? (m == 0 ? "lockfree" : "mutex") : (m == 0 ? "striped" : "global");
-			if (progress_wanted())
-				fprintf(stderr, "\r%s %s threads=%d ...", test, name, o.threads);
-			rc = is_ring ? bench_ring(&o, m == 0, &r, err, sizeof(err))
-				     : bench_transport(test, &o, &r, err, sizeof(err));
-			if (progress_wanted())
-				fprintf(stderr, "\r\033[K");
-			if (rc) {
-				status = run_error(CMD, "%s", err);
-				goto done;
-			}
-			val[m] = is_ring ? r.ops_per_s : is_lat ? r.t_avg : r.msg_rate;
-			if (global_opts.json) {
-				json_begin_object(&j, NULL);
-				if (is_ring) {
-					json_string(&j, "impl", name);
-					json_int(&j, "threads", o.threads);
-					json_double(&j, "ops_per_s", r.ops_per_s);
-				} else {
-					json_string(&j, "lock", name);
-					json_int(&j, "threads", o.threads);
-					json_uint(&j, "MsgSize", r.size);
-					json_int(&j, "n_iterations", r.iters);
-					if (is_lat) {
-						json_double(&j, "t_min", r.t_min);
-						json_double(&j, "t_max", r.t_max);
-						json_double(&j, "t_typical", r.t_typical);
-						json_double(&j, "t_avg", r.t_avg);
-						json_double(&j, "t_stdev", r.t_stdev);
-						json_double(&j, "percentile_99", r.p99);
-						json_double(&j, "percentile_99_9", r.p999);
-					} else {
-						json_double(&j, "BW_peak", r.bw_peak);
-						json_double(&j, "BW_average", r.bw_avg);
-						json_double(&j, "MsgRate", r.msg_rate);
-						if (baseline)
-							json_double(&j, "ratio_to_memcpy", r.bw_avg / mc);
-					}
-				}
-				json_end_object(&j);
-			} else if (is_ring) {
-				printf("%-9s %-8d %14.0f\n", name, o.threads, r.ops_per_s);
-			} else if (is_lat) {
-				printf("%-8s %-7d %-8zu %-11ld %-8.2f %-8.2f %-10.2f %-8.2f %-8.2f %-8.2f %-8.2f\n", name,
-				       o.threads, r.size, r.iters, r.t_min, r.t_max, r.t_typical, r.t_avg, r.t_stdev, r.p99,
-				       r.p999);
-			} else {
-				printf("%-8s %-7d %-8zu %-11ld %-20.2f %-23.2f %-14.4f", name, o.threads, r.size, r.iters,
-				       r.bw_peak, r.bw_avg, r.msg_rate);
-				if (baseline)
-					printf("  %.3fx memcpy", r.bw_avg / mc);
-				printf("\n");
-			}
+		o.size = sizes[si];
+		if (baseline && !is_ring && (rc = measure_baseline(o.size, is_lat, &base))) {
+			status = run_error(CMD, "the TCP loopback baseline failed: %s", strerror(-rc));
+			goto done;
 		}
-		if (do_striped && do_global && val[1] > 0)
-			ratio_vals[nratios++] = is_lat ? val[1] / val[0] : val[0] / val[1];
+		for (int ti = 0; ti < nthreads; ti++) {
+			double val[2] = { 0, 0 };
+
+			o.threads = threads[ti];
+			for (int m = 0; m < 2; m++) {
+				struct row w = { .threads = o.threads, .base = baseline && !is_ring ? &base : NULL };
+
+				if ((m == 0 && !do_striped) || (m == 1 && !do_global))
+					continue;
+				o.lock = m == 0 ? CORE_LOCK_STRIPED : CORE_LOCK_GLOBAL;
+				w.name = is_ring ? (m == 0 ? "lockfree" : "mutex") : (m == 0 ? "striped" : "global");
+				if (progress_wanted())
+					fprintf(stderr, "\r%s %s threads=%d size=%zu ...", test, w.name, o.threads, o.size);
+				rc = is_ring  ? bench_ring(&o, m == 0, &w.r, err, sizeof(err))
+				     : client ? bench_client(addr, test, &o, &w.r, err, sizeof(err))
+					      : bench_transport(test, &o, &w.r, err, sizeof(err));
+				if (progress_wanted())
+					fprintf(stderr, "\r\033[K");
+				if (rc) {
+					status = run_error(CMD, "%s", err);
+					goto done;
+				}
+				val[m] = is_ring ? w.r.ops_per_s : is_lat ? w.r.t_avg : w.r.msg_rate;
+				print_row(&j, is_ring, is_lat, &w);
+			}
+			if (do_striped && do_global && val[0] > 0 && val[1] > 0)
+				ratios[nratios++] = (struct ratio){ o.threads, o.size,
+								    is_lat ? val[1] / val[0] : val[0] / val[1] };
+		}
 	}
 done:
+	if (client)
+		bench_client_close();
 	if (global_opts.json) {
 		json_end_array(&j);
 		json_begin_array(&j, "ratios");
 		for (int i = 0; i < nratios; i++) {
 			json_begin_object(&j, NULL);
-			json_int(&j, "threads", threads[i]);
-			json_double(&j, is_ring ? "lockfree_over_mutex" : "striped_over_global", ratio_vals[i]);
+			json_int(&j, "threads", ratios[i].threads);
+			if (!is_ring)
+				json_uint(&j, "MsgSize", ratios[i].size);
+			json_double(&j, is_ring ? "lockfree_over_mutex" : is_lat ? "global_over_striped_latency"
+									       : "striped_over_global",
+				    ratios[i].value);
 			json_end_object(&j);
 		}
 		json_end_array(&j);
 		json_end_object(&j);
 		json_finish(&j);
 	} else {
-		if (baseline)
-			printf("baseline memcpy: %.1f MiB/s\n", mc);
 		for (int i = 0; i < nratios; i++)
-			printf("threads=%d %s: %.3fx\n", threads[i],
+			printf("threads=%d size=%zu %s: %.3fx\n", ratios[i].threads, ratios[i].size,
 			       is_ring ? "lockfree/mutex" : is_lat ? "global/striped latency" : "striped/global rate",
-			       ratio_vals[i]);
+			       ratios[i].value);
 	}
 	poptFreeContext(pc);
 	return status;

@@ -1,27 +1,50 @@
 /* SPDX-License-Identifier: MIT */
-/* bench latency / bandwidth / message-rate tests over core, both ends in one process. */
+/*
+ * bench latency / bandwidth / message-rate tests over core.  The measuring
+ * side (endpoint a) is the same whether the far end (b) lives in this
+ * process or in a server: a's completions land in one queue that every
+ * sending thread reads, so each post carries its thread's counters as the
+ * completion context and whoever reads a completion credits the thread
+ * that posted it.
+ */
 #include "bench.h"
 #include "../../core/clock.h"
+#include "../../core/oob.h"
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct tctx {
-	const struct bench_opts *o;
+#define WINDOW 64		     /* outstanding operations per sending thread */
+#define DRAIN_NS 10000000000ull	     /* a completion later than this is a transport hang */
+#define PEAK_WINDOW_NS 10000000ull   /* BW peak: the best 10 ms */
+#define RECV_CTX ((void *)1)
+#define SEND_CTX ((void *)2)
+
+struct tstate {
+	_Alignas(64) _Atomic long outstanding;
+	_Atomic long completed;
+	_Atomic long errors;
+};
+
+struct run {
 	const char *test;
-	struct core_ep *a, *b;
-	uint32_t pa, pb;
-	char *src, *dst;
-	struct core_mr dst_mr;
+	const struct bench_opts *o;
+	struct bench_link *l;
 	_Atomic int stop;
-	_Atomic long done;
-	long per_thread;
+	_Atomic int finished;
+	_Atomic int failed; /* a negative errno */
+	struct tstate ts[64];
+};
+
+struct sender_arg {
+	struct run *run;
+	struct tstate *ts;
 };
 
 static int cmp_double(const void *x, const void *y)
@@ -31,172 +54,357 @@ static int cmp_double(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-static int reap(struct core_ep *ep, int want, int *errors)
+/* Reads completions and credits each to the thread that posted it; returns the count. */
+static int reap(struct core_ep *ep, int max, long *errors)
 {
 	struct core_cqe e[32];
-	int n = core_cq_read(ep, e, want < 32 ? want : 32);
+	int n = core_cq_read(ep, e, max < 32 ? max : 32);
 
-	for (int i = 0; i < n; i++)
-		if (e[i].status || e[i].err)
+	for (int i = 0; i < n; i++) {
+		bool bad = e[i].status || e[i].err;
+		struct tstate *ts = e[i].context;
+
+		if (bad && errors)
 			(*errors)++;
+		if (!ts || ts == RECV_CTX || ts == SEND_CTX)
+			continue;
+		if (bad)
+			atomic_fetch_add_explicit(&ts->errors, 1, memory_order_relaxed);
+		else
+			atomic_fetch_add_explicit(&ts->completed, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&ts->outstanding, 1, memory_order_release);
+	}
 	return n;
 }
 
-static int wait_n(struct core_ep *ep, int n, int *errors)
+/* Waits for n completions on ep; -ETIMEDOUT means the transport lost one. */
+static int wait_n(struct core_ep *ep, int n, long *errors)
 {
-	uint64_t deadline = clock_ns() + 10000000000ull;
+	uint64_t deadline = clock_ns() + DRAIN_NS;
 
 	while (n > 0) {
 		n -= reap(ep, n, errors);
-		if (clock_ns() > deadline)
+		if (n > 0 && clock_ns() > deadline)
 			return -ETIMEDOUT;
 	}
 	return 0;
 }
 
-static int post_op(struct tctx *t, char *src, size_t len)
+static bool is_two_sided(const char *test)
 {
-	const char *test = t->test;
-
-	if (!strncmp(test, "send", 4) || !strcmp(test, "msg_rate"))
-		return core_send(t->a, t->pa, src, len, NULL);
-	if (!strncmp(test, "write", 5))
-		return core_write(t->a, t->pa, src, len, (uintptr_t)t->dst, t->dst_mr.rkey, NULL);
-	if (!strncmp(test, "read", 4))
-		return core_read(t->a, t->pa, src, len, (uintptr_t)t->dst, t->dst_mr.rkey, NULL);
-	static __thread uint64_t result;
-	return core_fetch_add(t->a, t->pa, (uintptr_t)t->dst, t->dst_mr.rkey, 1, &result, NULL);
+	return !strncmp(test, "send", 4) || !strcmp(test, "msg_rate");
 }
 
-static int run_latency(struct tctx *t, struct bench_result *r)
+static int post_op(struct run *run, void *context)
 {
-	long n = t->o->iters;
-	double *samples = malloc(sizeof(double) * (size_t)n);
-	int errors = 0, rc = 0;
-	bool two_sided = !strcmp(t->test, "send_lat");
+	struct bench_link *l = run->l;
+	const char *test = run->test;
+	size_t len = run->o->size;
+	static __thread uint64_t result;
+
+	if (is_two_sided(test))
+		return core_send(l->a, l->pa, l->src, len, context);
+	if (!strncmp(test, "write", 5))
+		return core_write(l->a, l->pa, l->src, len, l->raddr, l->rkey, context);
+	if (!strncmp(test, "read", 4))
+		return core_read(l->a, l->pa, l->src, len, l->raddr, l->rkey, context);
+	return core_fetch_add(l->a, l->pa, l->raddr, l->rkey, 1, &result, context);
+}
+
+void bench_stats_latency(double *samples, long n, struct bench_result *r)
+{
+	double sum = 0, sq = 0;
+
+	qsort(samples, (size_t)n, sizeof(double), cmp_double);
+	for (long i = 0; i < n; i++)
+		sum += samples[i];
+	r->t_avg = sum / (double)n;
+	for (long i = 0; i < n; i++)
+		sq += (samples[i] - r->t_avg) * (samples[i] - r->t_avg);
+	r->t_min = samples[0];
+	r->t_max = samples[n - 1];
+	r->t_typical = samples[n / 2];
+	r->t_stdev = sqrt(sq / (double)n);
+	r->p99 = samples[(long)((double)(n - 1) * 0.99)];
+	r->p999 = samples[(long)((double)(n - 1) * 0.999)];
+	r->iters = n;
+	r->is_lat = 1;
+}
+
+/* One ping-pong: the in-process far end answers inline, a server answers by itself. */
+static int ping_pong(struct run *run, bool last, long *errors)
+{
+	struct bench_link *l = run->l;
+	size_t len = run->o->size;
+	int rc;
+
+	l->src[0] = last;
+	if (l->b) {
+		while ((rc = core_recv(l->b, l->dst, len, RECV_CTX)) == -EAGAIN)
+			reap(l->b, 1, errors);
+		if (rc)
+			return rc;
+	}
+	while ((rc = core_recv(l->a, l->dst, len, RECV_CTX)) == -EAGAIN)
+		reap(l->a, 1, errors);
+	if (rc)
+		return rc;
+	while ((rc = core_send(l->a, l->pa, l->src, len, SEND_CTX)) == -EAGAIN)
+		reap(l->a, 1, errors);
+	if (rc)
+		return rc;
+	if (l->b) {
+		if ((rc = wait_n(l->b, 1, errors)))
+			return rc;
+		while ((rc = core_send(l->b, l->pb, l->dst, len, SEND_CTX)) == -EAGAIN)
+			reap(l->b, 1, errors);
+		if (rc || (rc = wait_n(l->b, 1, errors)))
+			return rc;
+	}
+	return wait_n(l->a, 2, errors); /* our send + the pong */
+}
+
+static int run_latency(struct run *run, struct bench_result *r)
+{
+	const struct bench_opts *o = run->o;
+	long cap = o->iters ? o->iters : 1l << 22, n = 0, errors = 0;
+	bool two_sided = !strcmp(run->test, "send_lat");
+	uint64_t end = o->duration > 0 ? clock_ns() + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
+	double *samples = malloc(sizeof(double) * (size_t)cap);
+	int rc = 0;
 
 	if (!samples)
 		return -ENOMEM;
-	for (long i = 0; i < n && !rc; i++) {
+	while (n < cap && !rc) {
+		bool last = n + 1 == cap || clock_ns() >= end;
 		uint64_t t0 = clock_ns();
 
 		if (two_sided) {
-			while (core_recv(t->b, t->dst, t->o->size, NULL) == -EAGAIN)
-				core_cq_read(t->b, NULL, 0);
-			while ((rc = core_send(t->a, t->pa, t->src, t->o->size, NULL)) == -EAGAIN)
-				reap(t->a, 1, &errors);
-			if (!rc && !(rc = wait_n(t->b, 1, &errors))) {
-				core_recv(t->a, t->src, t->o->size, NULL);
-				core_send(t->b, t->pb, t->dst, t->o->size, NULL);
-				rc = wait_n(t->a, 2, &errors); /* our send + the pong */
-				if (!rc)
-					rc = wait_n(t->b, 1, &errors);
-			}
+			rc = ping_pong(run, last, &errors);
 		} else {
-			while ((rc = post_op(t, t->src, t->o->size)) == -EAGAIN)
-				reap(t->a, 1, &errors);
+			while ((rc = post_op(run, SEND_CTX)) == -EAGAIN)
+				reap(run->l->a, 1, &errors);
 			if (!rc)
-				rc = wait_n(t->a, 1, &errors);
+				rc = wait_n(run->l->a, 1, &errors);
 		}
 		/* Round trips are halved like perftest; reads and atomics are one round trip. */
 		double us = (double)(clock_ns() - t0) / 1000.0;
-		samples[i] = two_sided || !strncmp(t->test, "write", 5) ? us / 2 : us;
+
+		samples[n++] = two_sided || !strncmp(run->test, "write", 5) ? us / 2 : us;
+		if (last)
+			break;
 	}
 	if (!rc && errors)
 		rc = -EIO;
-	if (!rc) {
-		double sum = 0, sq = 0;
-
-		qsort(samples, (size_t)n, sizeof(double), cmp_double);
-		for (long i = 0; i < n; i++)
-			sum += samples[i];
-		r->t_avg = sum / (double)n;
-		for (long i = 0; i < n; i++)
-			sq += (samples[i] - r->t_avg) * (samples[i] - r->t_avg);
-		r->t_min = samples[0];
-		r->t_max = samples[n - 1];
-		r->t_typical = samples[n / 2];
-		r->t_stdev = sqrt(sq / (double)n);
-		r->p99 = samples[(long)((double)(n - 1) * 0.99)];
-		r->p999 = samples[(long)((double)(n - 1) * 0.999)];
-		r->is_lat = 1;
-	}
+	if (!rc)
+		bench_stats_latency(samples, n, r);
 	free(samples);
 	return rc;
 }
 
-static void *receiver(void *arg)
-{
-	struct tctx *t = arg;
-	int errors = 0;
-
-	while (!atomic_load(&t->stop)) {
-		while (core_recv(t->b, t->dst, t->o->size, NULL) == 0)
-			;
-		reap(t->b, 32, &errors);
-	}
-	return NULL;
-}
-
 static void *sender(void *arg)
 {
-	struct tctx *t = arg;
-	int errors = 0, outstanding = 0;
-	long posted = 0, completed = 0;
+	struct sender_arg *sa = arg;
+	struct run *run = sa->run;
+	struct tstate *ts = sa->ts;
+	long posted = 0, iters = run->o->iters;
+	int rc = 0;
 
-	while (completed < t->per_thread) {
-		if (posted < t->per_thread && outstanding < 64 && post_op(t, t->src, t->o->size) == 0) {
-			posted++;
-			outstanding++;
-			continue;
+	core_thread_set_stripe((int)(ts - run->ts));
+	while (!atomic_load_explicit(&run->stop, memory_order_relaxed) && (!iters || posted < iters)) {
+		if (atomic_load_explicit(&ts->outstanding, memory_order_acquire) < WINDOW) {
+			atomic_fetch_add_explicit(&ts->outstanding, 1, memory_order_relaxed);
+			rc = post_op(run, ts);
+			if (rc == 0) {
+				posted++;
+				continue;
+			}
+			atomic_fetch_sub_explicit(&ts->outstanding, 1, memory_order_relaxed);
+			if (rc != -EAGAIN)
+				break;
+			rc = 0;
 		}
-		int n = reap(t->a, 32, &errors);
-
-		/* Completions land in one queue: whoever reads them counts them. */
-		atomic_fetch_add(&t->done, n);
-		completed = atomic_load(&t->done) / t->o->threads;
-		outstanding -= n;
-		if (outstanding < 0)
-			outstanding = 0;
-		if (atomic_load(&t->done) >= t->per_thread * t->o->threads)
-			break;
+		reap(run->l->a, 32, NULL);
 	}
+	uint64_t deadline = clock_ns() + DRAIN_NS;
+
+	while (atomic_load_explicit(&ts->outstanding, memory_order_acquire) > 0) {
+		reap(run->l->a, 32, NULL);
+		if (clock_ns() > deadline) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+	}
+	if (!rc && atomic_load(&ts->errors))
+		rc = -EIO;
+	if (rc)
+		atomic_store(&run->failed, rc);
+	atomic_fetch_add(&run->finished, 1);
 	return NULL;
 }
 
-static int run_bandwidth(struct tctx *t, struct bench_result *r)
-{
-	pthread_t rx, tx[64];
-	bool two_sided = !strncmp(t->test, "send", 4) || !strcmp(t->test, "msg_rate");
-	uint64_t t0;
+struct rx_arg {
+	struct core_ep *ep;
+	char *buf;
+	size_t len;
+	_Atomic int *stop;
+};
 
-	t->per_thread = t->o->iters;
-	if (two_sided)
-		pthread_create(&rx, NULL, receiver, t);
-	t0 = clock_ns();
-	for (int i = 0; i < t->o->threads; i++)
-		pthread_create(&tx[i], NULL, sender, t);
-	for (int i = 0; i < t->o->threads; i++)
+static void *receiver(void *arg)
+{
+	struct rx_arg *ra = arg;
+
+	bench_serve_receives(ra->ep, ra->buf, ra->len, ra->stop, NULL);
+	return NULL;
+}
+
+int bench_serve_receives(struct core_ep *ep, char *buf, size_t len, _Atomic int *stop, struct oob_conn *oob)
+{
+	unsigned spins = 0;
+
+	for (;;) {
+		if (stop && atomic_load(stop))
+			return 0;
+		if (oob && ++spins % 1024 == 0) {
+			struct pollfd p = { .fd = oob_conn_fd(oob), .events = POLLIN };
+
+			if (poll(&p, 1, 0) > 0)
+				return 0; /* the client's next control message: it is done */
+		}
+		while (core_recv(ep, buf, len, RECV_CTX) == 0)
+			;
+		reap(ep, 32, NULL);
+	}
+}
+
+int bench_serve_pong(struct core_ep *ep, uint32_t peer, char *buf, size_t len)
+{
+	for (;;) {
+		struct core_cqe e;
+		int rc;
+
+		while ((rc = core_recv(ep, buf, len, RECV_CTX)) == -EAGAIN)
+			core_cq_read(ep, &e, 1);
+		if (rc)
+			return rc;
+		for (;;) {
+			rc = core_cq_sread(ep, &e, 1, 30000);
+			if (rc < 0)
+				return rc;
+			if (e.status || e.err)
+				return -EIO;
+			if (e.context == RECV_CTX)
+				break;
+		}
+		while ((rc = core_send(ep, peer, buf, len, SEND_CTX)) == -EAGAIN)
+			core_cq_read(ep, &e, 1);
+		if (rc)
+			return rc;
+		if (buf[0]) {
+			rc = core_cq_sread(ep, &e, 1, 30000);
+			return rc < 0 ? rc : e.status || e.err ? -EIO : 0;
+		}
+	}
+}
+
+static long total_completed(struct run *run)
+{
+	long t = 0;
+
+	for (int i = 0; i < run->o->threads; i++)
+		t += atomic_load_explicit(&run->ts[i].completed, memory_order_relaxed);
+	return t;
+}
+
+static int run_bandwidth(struct run *run, struct bench_result *r)
+{
+	const struct bench_opts *o = run->o;
+	struct bench_link *l = run->l;
+	pthread_t rx, tx[64];
+	struct sender_arg sa[64];
+	_Atomic int stop_rx = 0;
+	struct rx_arg ra = { .ep = l->b, .buf = l->dst, .len = o->size, .stop = &stop_rx };
+	bool rx_thread = is_two_sided(run->test) && l->b;
+	uint64_t t0, last_t, end;
+	long last_n = 0;
+	double peak = 0;
+	int started = 0;
+
+	if (rx_thread && pthread_create(&rx, NULL, receiver, &ra))
+		return -EAGAIN;
+	t0 = last_t = clock_ns();
+	end = o->duration > 0 ? t0 + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
+	for (; started < o->threads; started++) {
+		sa[started] = (struct sender_arg){ .run = run, .ts = &run->ts[started] };
+		if (pthread_create(&tx[started], NULL, sender, &sa[started]))
+			break;
+	}
+	if (started < o->threads)
+		atomic_store(&run->stop, 1);
+	while (atomic_load(&run->finished) < started) {
+		struct timespec ts = { 0, 2000000 };
+		uint64_t now;
+
+		nanosleep(&ts, NULL);
+		now = clock_ns();
+		if (now >= end)
+			atomic_store(&run->stop, 1);
+		if (now - last_t >= PEAK_WINDOW_NS) {
+			long n = total_completed(run);
+			double rate = (double)(n - last_n) / ((double)(now - last_t) / 1e9);
+
+			peak = rate > peak ? rate : peak;
+			last_n = n;
+			last_t = now;
+		}
+	}
+	for (int i = 0; i < started; i++)
 		pthread_join(tx[i], NULL);
 	double secs = (double)(clock_ns() - t0) / 1e9;
 
-	atomic_store(&t->stop, 1);
-	if (two_sided)
+	atomic_store(&stop_rx, 1);
+	if (rx_thread)
 		pthread_join(rx, NULL);
-	long total = atomic_load(&t->done);
+	if (started < o->threads)
+		return -EAGAIN;
+	long total = total_completed(run);
+	double mib = (double)o->size / (1024.0 * 1024.0);
 
 	r->msg_rate = (double)total / secs / 1e6;
-	r->bw_avg = (double)total * (double)t->o->size / secs / (1024.0 * 1024.0);
-	r->bw_peak = r->bw_avg;
+	r->bw_avg = (double)total * mib / secs;
+	r->bw_peak = peak * mib > r->bw_avg ? peak * mib : r->bw_avg;
 	r->iters = total;
-	return 0;
+	return atomic_load(&run->failed);
+}
+
+int bench_measure(const char *test, const struct bench_opts *o, struct bench_link *l, struct bench_result *r,
+		  char *err, size_t errlen)
+{
+	struct run *run = calloc(1, sizeof(*run));
+	int rc;
+
+	if (!run)
+		return -ENOMEM;
+	run->test = test;
+	run->o = o;
+	run->l = l;
+	memset(r, 0, sizeof(*r));
+	r->size = o->size;
+	rc = strstr(test, "_lat") ? run_latency(run, r) : run_bandwidth(run, r);
+	if (rc)
+		snprintf(err, errlen, "%s failed: %s%s", test, strerror(-rc),
+			 rc == -EIO ? " (error completions: the peer is gone or refused the operation)" : "");
+	free(run);
+	return rc;
 }
 
 int bench_transport(const char *test, const struct bench_opts *o, struct bench_result *r, char *err, size_t errlen)
 {
-	struct tctx t = { .o = o, .test = test };
+	struct bench_link l = { 0 };
 	struct core_ep_attr attr;
+	struct core_mr mr;
 	size_t buf_len = o->size < 8 ? 8 : o->size;
+	size_t alloc = (buf_len + 4095) & ~(size_t)4095;
 	int rc;
 
 	core_ep_attr_defaults(&attr);
@@ -204,34 +412,36 @@ int bench_transport(const char *test, const struct bench_opts *o, struct bench_r
 	attr.lock = o->lock;
 	attr.env.tx_stripes = o->stripes;
 	attr.env.progress_thread = o->progress_thread;
-	memset(r, 0, sizeof(*r));
-	r->size = o->size;
-	r->iters = o->iters;
-	if ((rc = core_ep_open(&attr, &t.a, err, errlen)) || (rc = core_ep_open(&attr, &t.b, err, errlen)))
+	attr.name = "a";
+	if ((rc = core_ep_open(&attr, &l.a, err, errlen)))
 		goto out;
-	if ((rc = core_ep_connect_pair(t.a, t.b, &t.pa, &t.pb))) {
+	attr.name = "b";
+	if ((rc = core_ep_open(&attr, &l.b, err, errlen)))
+		goto out;
+	if ((rc = core_ep_connect_pair(l.a, l.b, &l.pa, &l.pb))) {
 		snprintf(err, errlen, "cannot connect the two endpoints: %s", strerror(-rc));
 		goto out;
 	}
-	t.src = aligned_alloc(4096, (buf_len + 4095) & ~(size_t)4095);
-	t.dst = aligned_alloc(4096, (buf_len + 4095) & ~(size_t)4095);
-	if (!t.src || !t.dst) {
+	l.src = aligned_alloc(4096, alloc);
+	l.dst = aligned_alloc(4096, alloc);
+	if (!l.src || !l.dst) {
 		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory for %zu-byte buffers", buf_len);
 		goto out;
 	}
-	memset(t.src, 1, buf_len);
-	memset(t.dst, 0, buf_len);
-	if ((rc = core_mr_reg(t.b, t.dst, buf_len, &t.dst_mr))) {
+	memset(l.src, 0x5a, buf_len);
+	memset(l.dst, 0, buf_len);
+	if ((rc = core_mr_reg(l.b, l.dst, buf_len, &mr))) {
 		snprintf(err, errlen, "cannot register memory: %s", strerror(-rc));
 		goto out;
 	}
-	rc = strstr(test, "_lat") ? run_latency(&t, r) : run_bandwidth(&t, r);
-	if (rc)
-		snprintf(err, errlen, "%s failed: %s", test, strerror(-rc));
+	l.raddr = (uintptr_t)l.dst;
+	l.rkey = mr.rkey;
+	rc = bench_measure(test, o, &l, r, err, errlen);
 out:
-	core_ep_close(t.a);
-	core_ep_close(t.b);
-	free(t.src);
-	free(t.dst);
+	core_ep_close(l.a);
+	core_ep_close(l.b);
+	free(l.src);
+	free(l.dst);
 	return rc;
 }

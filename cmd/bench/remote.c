@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench across two processes (or hosts).  One control connection (core/oob)
+ * carries, per measurement: the client's PARAMS (test, size, lock, stripes,
+ * progress); both ends open an endpoint and exchange addresses over the
+ * same connection (core_ep_connect_oob); the server sends its buffer's
+ * address and rkey (RKEY); the client measures, sends DONE, and the server
+ * answers DONE once its endpoint is closed.  BYE (or a closed connection)
+ * ends the server.  Every field travels big-endian; the server checks each
+ * one, so a bad or hostile client gets an error, never a crash.
+ */
+#include "bench.h"
+#include "../../core/oob.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MSG_PARAMS = 0x4201, MSG_RKEY, MSG_DONE, MSG_BYE };
+
+#define CTRL_TIMEOUT_MS 30000
+
+struct wire_params {
+	char test[16];
+	uint64_t size;
+	uint32_t lock, stripes, progress, reserved;
+};
+
+struct wire_rkey {
+	uint64_t addr;
+	uint32_t rkey, reserved;
+};
+
+static struct oob_conn *client_conn;
+
+int bench_client_open(const char *addr, char *err, size_t errlen)
+{
+	int rc = oob_connect(addr, 10000, &client_conn);
+
+	if (rc)
+		snprintf(err, errlen, "cannot reach the bench server at %s: %s; start `rdmatool bench --server` there first",
+			 addr, strerror(-rc));
+	return rc;
+}
+
+void bench_client_close(void)
+{
+	if (!client_conn)
+		return;
+	oob_send(client_conn, MSG_BYE, NULL, 0);
+	oob_close(client_conn);
+	client_conn = NULL;
+}
+
+static void *alloc_buf(size_t size)
+{
+	size_t len = ((size < 8 ? 8 : size) + 4095) & ~(size_t)4095;
+	char *p = aligned_alloc(4096, len);
+
+	if (p)
+		memset(p, 0, len);
+	return p;
+}
+
+static void ep_attr(struct core_ep_attr *attr, const char *device, enum core_lock_mode lock, int stripes,
+		    int progress)
+{
+	core_ep_attr_defaults(attr);
+	attr->device = device;
+	attr->lock = lock;
+	attr->env.tx_stripes = stripes;
+	attr->env.progress_thread = progress;
+}
+
+static int expect(struct oob_conn *c, uint16_t want, void *buf, uint32_t len)
+{
+	uint16_t type;
+	uint32_t got;
+	int rc = oob_recv(c, &type, buf, len, &got, CTRL_TIMEOUT_MS);
+
+	if (rc)
+		return rc;
+	return type == want && got == len ? 0 : -EPROTO;
+}
+
+int bench_client(const char *addr, const char *test, const struct bench_opts *o, struct bench_result *r, char *err,
+		 size_t errlen)
+{
+	struct wire_params p = { .size = htobe64(o->size), .lock = htobe32(o->lock),
+				 .stripes = htobe32((uint32_t)o->stripes), .progress = htobe32(o->progress_thread) };
+	struct bench_link l = { .oob = client_conn };
+	struct wire_rkey k;
+	struct core_ep_attr attr;
+	int rc;
+
+	(void)addr;
+	snprintf(p.test, sizeof(p.test), "%s", test);
+	ep_attr(&attr, o->device, o->lock, o->stripes, o->progress_thread);
+	attr.name = "a";
+	if ((rc = oob_send(client_conn, MSG_PARAMS, &p, sizeof(p)))) {
+		snprintf(err, errlen, "the bench server went away: %s", strerror(-rc));
+		return rc;
+	}
+	if ((rc = core_ep_open(&attr, &l.a, err, errlen)))
+		return rc;
+	if ((rc = core_ep_connect_oob(l.a, client_conn, &l.pa)) || (rc = expect(client_conn, MSG_RKEY, &k, sizeof(k)))) {
+		snprintf(err, errlen, "cannot connect to the bench server: %s", strerror(-rc));
+		goto out;
+	}
+	l.raddr = be64toh(k.addr);
+	l.rkey = be32toh(k.rkey);
+	l.src = alloc_buf(o->size);
+	l.dst = alloc_buf(o->size);
+	if (!l.src || !l.dst) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory for %zu-byte buffers", o->size);
+		goto out;
+	}
+	memset(l.src, 0x5a, o->size);
+	rc = bench_measure(test, o, &l, r, err, errlen);
+	if (!rc && ((rc = oob_send(client_conn, MSG_DONE, NULL, 0)) || (rc = expect(client_conn, MSG_DONE, NULL, 0))))
+		snprintf(err, errlen, "the bench server did not finish the run: %s", strerror(-rc));
+out:
+	core_ep_close(l.a);
+	free(l.src);
+	free(l.dst);
+	return rc;
+}
+
+/* One measurement, as the client asked. */
+static int serve_one(struct oob_conn *c, const struct wire_params *p, const struct bench_opts *defaults, char *err,
+		     size_t errlen)
+{
+	uint64_t size = be64toh(p->size);
+	uint32_t lock = be32toh(p->lock), stripes = be32toh(p->stripes), progress = be32toh(p->progress);
+	struct core_ep_attr attr;
+	struct core_ep *ep = NULL;
+	struct core_mr mr;
+	uint32_t peer;
+	char *buf = NULL;
+	int rc;
+
+	if (size < 1 || size > (8u << 20) || lock > CORE_LOCK_GLOBAL || stripes > CORE_MAX_STRIPES || progress > 1 ||
+	    !memchr(p->test, 0, sizeof(p->test))) {
+		snprintf(err, errlen, "the client sent invalid parameters (size %llu, lock %u, stripes %u)",
+			 (unsigned long long)size, lock, stripes);
+		return -EPROTO;
+	}
+	ep_attr(&attr, defaults->device, (enum core_lock_mode)lock, (int)stripes, (int)progress);
+	attr.name = "b";
+	if ((rc = core_ep_open(&attr, &ep, err, errlen)))
+		return rc;
+	if ((rc = core_ep_connect_oob(ep, c, &peer))) {
+		snprintf(err, errlen, "cannot connect to the client: %s", strerror(-rc));
+		goto out;
+	}
+	if (!(buf = alloc_buf(size)) || (rc = core_mr_reg(ep, buf, size, &mr))) {
+		rc = rc ? rc : -ENOMEM;
+		snprintf(err, errlen, "cannot set up a %llu-byte buffer: %s", (unsigned long long)size, strerror(-rc));
+		goto out;
+	}
+	struct wire_rkey k = { .addr = htobe64((uintptr_t)buf), .rkey = htobe32(mr.rkey) };
+
+	if ((rc = oob_send(c, MSG_RKEY, &k, sizeof(k))))
+		goto out;
+	if (!strcmp(p->test, "send_lat"))
+		rc = bench_serve_pong(ep, peer, buf, size);
+	else
+		rc = bench_serve_receives(ep, buf, size, NULL, c);
+	if (rc) {
+		snprintf(err, errlen, "%s with the client failed: %s", p->test, strerror(-rc));
+		goto out;
+	}
+	if ((rc = expect(c, MSG_DONE, NULL, 0)))
+		snprintf(err, errlen, "the client did not finish the run: %s", strerror(-rc));
+out:
+	core_ep_close(ep);
+	free(buf);
+	if (!rc)
+		rc = oob_send(c, MSG_DONE, NULL, 0);
+	return rc;
+}
+
+int bench_server(const char *addr, const struct bench_opts *defaults, char *err, size_t errlen)
+{
+	struct oob_listener *lis;
+	struct oob_conn *c;
+	int rc = oob_listen(addr, &lis);
+
+	if (rc) {
+		snprintf(err, errlen, "cannot listen on %s: %s; pick a free [ADDR:]PORT", addr, strerror(-rc));
+		return rc;
+	}
+	/* Scripts wait for this line before starting the client. */
+	fprintf(stderr, "bench server listening on port %d\n", oob_listener_port(lis));
+	fflush(stderr);
+	rc = oob_accept(lis, -1, &c);
+	oob_listener_close(lis);
+	if (rc) {
+		snprintf(err, errlen, "no client connected: %s", strerror(-rc));
+		return rc;
+	}
+	for (;;) {
+		struct wire_params p;
+		uint16_t type;
+		uint32_t len;
+
+		rc = oob_recv(c, &type, &p, sizeof(p), &len, -1);
+		if (rc == -ECONNRESET || (!rc && type == MSG_BYE)) {
+			rc = 0;
+			break;
+		}
+		if (!rc && (type != MSG_PARAMS || len != sizeof(p)))
+			rc = -EPROTO;
+		if (rc) {
+			snprintf(err, errlen, "bad control message from the client: %s", strerror(-rc));
+			break;
+		}
+		if ((rc = serve_one(c, &p, defaults, err, errlen)))
+			break;
+	}
+	oob_close(c);
+	return rc;
+}

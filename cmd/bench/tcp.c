@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The raw TCP loopback baselines of --baseline: throughput (one stream,
+ * writes of the message size) and ping-pong latency (TCP_NODELAY, half the
+ * round trip), both with the far end on a thread of this process, so the
+ * transport's figures can be read as ratios to them.
+ */
+#include "bench.h"
+#include "../../core/clock.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct peer_arg {
+	int fd;
+	size_t size;
+	bool echo;
+	uint64_t bytes;
+};
+
+static int full_io(int fd, char *buf, size_t len, bool rd)
+{
+	while (len) {
+		ssize_t n = rd ? read(fd, buf, len) : write(fd, buf, len);
+
+		if (n <= 0)
+			return n == 0 ? -ECONNRESET : -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void *peer_main(void *arg)
+{
+	struct peer_arg *p = arg;
+	char *buf = malloc(p->size);
+
+	while (buf) {
+		if (p->echo) {
+			if (full_io(p->fd, buf, p->size, true) || full_io(p->fd, buf, p->size, false))
+				break;
+		} else {
+			ssize_t n = read(p->fd, buf, p->size);
+
+			if (n <= 0)
+				break;
+			p->bytes += (uint64_t)n;
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+/* A connected loopback pair: *cfd ours, the accepted end runs peer_main. */
+static int loopback_pair(int *cfd, int *sfd)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int one = 1, l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc = 0;
+
+	*cfd = *sfd = -1;
+	if (l < 0)
+		return -errno;
+	if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) || getsockname(l, (struct sockaddr *)&a, &len) ||
+	    (*cfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    connect(*cfd, (struct sockaddr *)&a, sizeof(a)) || (*sfd = accept(l, NULL, NULL)) < 0)
+		rc = -errno;
+	close(l);
+	if (rc) {
+		if (*cfd >= 0)
+			close(*cfd);
+		return rc;
+	}
+	setsockopt(*cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(*sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return 0;
+}
+
+int tcp_baseline_bw(size_t size, double seconds, double *mib_s)
+{
+	struct peer_arg p = { .size = size < 65536 ? 65536 : size };
+	pthread_t tid;
+	int cfd, rc = loopback_pair(&cfd, &p.fd);
+	char *buf = calloc(1, size);
+	uint64_t t0, end;
+
+	if (rc || !buf || pthread_create(&tid, NULL, peer_main, &p)) {
+		free(buf);
+		if (!rc) {
+			close(cfd);
+			close(p.fd);
+		}
+		return rc ? rc : -ENOMEM;
+	}
+	t0 = clock_ns();
+	end = t0 + (uint64_t)(seconds * 1e9);
+	while (clock_ns() < end && (rc = full_io(cfd, buf, size, false)) == 0)
+		;
+	shutdown(cfd, SHUT_WR);
+	pthread_join(tid, NULL);
+	*mib_s = (double)p.bytes / ((double)(clock_ns() - t0) / 1e9) / (1024.0 * 1024.0);
+	close(cfd);
+	close(p.fd);
+	free(buf);
+	return rc;
+}
+
+int tcp_baseline_lat(size_t size, long iters, double *half_rtt_us)
+{
+	struct peer_arg p = { .size = size, .echo = true };
+	pthread_t tid;
+	int cfd, rc = loopback_pair(&cfd, &p.fd);
+	char *buf = calloc(1, size);
+	double *samples = malloc(sizeof(double) * (size_t)iters);
+
+	if (rc || !buf || !samples || pthread_create(&tid, NULL, peer_main, &p)) {
+		free(buf);
+		free(samples);
+		if (!rc) {
+			close(cfd);
+			close(p.fd);
+		}
+		return rc ? rc : -ENOMEM;
+	}
+	long n = 0;
+
+	for (; n < iters && !rc; n++) {
+		uint64_t t0 = clock_ns();
+
+		rc = full_io(cfd, buf, size, false);
+		if (!rc)
+			rc = full_io(cfd, buf, size, true);
+		samples[n] = (double)(clock_ns() - t0) / 2000.0;
+	}
+	shutdown(cfd, SHUT_RDWR);
+	pthread_join(tid, NULL);
+	close(cfd);
+	close(p.fd);
+	if (!rc) {
+		struct bench_result r;
+
+		bench_stats_latency(samples, n, &r);
+		*half_rtt_us = r.t_typical;
+	}
+	free(buf);
+	free(samples);
+	return rc;
+}

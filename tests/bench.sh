@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# make bench: every bar of issue 4, each measured next to its baseline in the
+# same run, printed as a ratio.  Figures vary from run to run on a shared
+# machine; read the ratios, and rerun before drawing conclusions.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+RDMATOOL=${RDMATOOL:-$top/${BUILD:-build}/rdmatool}
+command -v jq >/dev/null || { echo "jq missing; run 'make deps'" >&2; exit 1; }
+dir=$(mktemp -d /tmp/rdmatool-bench.XXXXXX)
+export RDMATOOL_STATS_DIR=$dir
+server=
+cleanup() {
+	[ -n "$server" ] && kill -9 "$server" 2>/dev/null
+	wait 2>/dev/null || true
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+start_server() {
+	"$RDMATOOL" bench --server=127.0.0.1:0 2>"$dir/server.err" &
+	server=$!
+	port=
+	for _ in $(seq 200); do
+		port=$(sed -n 's/^bench server listening on port \([0-9]*\)$/\1/p' "$dir/server.err")
+		[ -n "$port" ] && return 0
+		sleep 0.05
+	done
+	echo "bench server did not start: $(cat "$dir/server.err")" >&2
+	exit 1
+}
+stop_server() { wait "$server" || true; server=; }
+bar() { printf '%-52s %8.3fx  (bar %s)\n' "$1" "$2" "$3"; }
+
+"$RDMATOOL" -j bench ring --threads=2 >"$dir/ring.json"
+bar "ring 2P+1C lock-free / mutex" "$(jq '.ratios[0].lockfree_over_mutex' "$dir/ring.json")" ">= 2"
+
+"$RDMATOOL" -j bench msg_rate -s 8 --threads=1,2 -D 2 >"$dir/rate.json"
+bar "msg_rate 8 B 1 thread striped / global" "$(jq '.ratios[] | select(.threads == 1) | .striped_over_global' "$dir/rate.json")" ">= 0.95"
+bar "msg_rate 8 B 2 threads striped / global" "$(jq '.ratios[] | select(.threads == 2) | .striped_over_global' "$dir/rate.json")" ">= 1.5"
+
+"$RDMATOOL" -j bench write_bw -s 65536 -D 2 --lock=striped --baseline >"$dir/wbw.json"
+bar "write_bw 64 KiB one process / memcpy" "$(jq '.results[0].ratio_to_memcpy' "$dir/wbw.json")" ">= 0.5"
+
+start_server
+"$RDMATOOL" -j bench write_bw -s 1048576 -D 2 --lock=striped --baseline --client="127.0.0.1:$port" >"$dir/wbw2.json"
+stop_server
+bar "write_bw 1 MiB two processes / raw TCP" "$(jq '.results[0].ratio_to_tcp' "$dir/wbw2.json")" ">= 0.6"
+
+start_server
+"$RDMATOOL" -j bench send_lat -s 8 -n 5000 --lock=striped --baseline --client="127.0.0.1:$port" >"$dir/lat.json"
+stop_server
+bar "send_lat 8 B two processes t_typical / TCP ping-pong" "$(jq '.results[0].ratio_to_tcp' "$dir/lat.json")" "<= 2"

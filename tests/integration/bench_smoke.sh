@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Every bench test once with tiny sizes: the JSON has the documented shape and
+# positive numbers (never their speed); two processes (--server/--client) too.
+set -eu
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v jq >/dev/null || fail "jq missing; run 'make deps'"
+
+dir=$(mktemp -d /tmp/rdmatool-bench-smoke.XXXXXX)
+export RDMATOOL_STATS_DIR=$dir
+server=
+cleanup() {
+	[ -n "$server" ] && kill -9 "$server" 2>/dev/null
+	wait 2>/dev/null || true
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+check_transport() { # json test
+	jq -e --arg t "$2" '.test == $t and (.results | length) == 2 and (.ratios | length) == 1' "$1" >/dev/null ||
+		fail "$2: shape: $(cat "$1")"
+	jq -e '[.results[] | .lock] == ["striped", "global"]' "$1" >/dev/null || fail "$2: locks: $(cat "$1")"
+	jq -e '.results[] | .n_iterations > 0 and .MsgSize > 0 and .threads >= 1' "$1" >/dev/null ||
+		fail "$2: counts: $(cat "$1")"
+	case $2 in
+	*_lat) jq -e '.results[] | .t_min > 0 and .t_typical >= .t_min and .t_avg > 0 and .percentile_99 >= .t_typical' \
+		"$1" >/dev/null || fail "$2: latency figures: $(cat "$1")" ;;
+	*) jq -e '.results[] | .BW_average > 0 and .BW_peak >= .BW_average and .MsgRate > 0' "$1" >/dev/null ||
+		fail "$2: bandwidth figures: $(cat "$1")" ;;
+	esac
+	jq -e '.ratios[0] | to_entries | map(select(.key != "threads" and .key != "MsgSize")) | .[0].value > 0' \
+		"$1" >/dev/null || fail "$2: ratio: $(cat "$1")"
+}
+
+for t in send_lat write_lat read_lat atomic_lat; do
+	"$RDMATOOL" -j bench "$t" -s 8 -n 50 >"$dir/$t.json" || fail "$t failed"
+	check_transport "$dir/$t.json" "$t"
+done
+for t in send_bw write_bw read_bw msg_rate; do
+	"$RDMATOOL" -j bench "$t" -s 64 -n 200 >"$dir/$t.json" || fail "$t failed"
+	check_transport "$dir/$t.json" "$t"
+done
+# Rendezvous sizes, two threads, and a duration instead of a count.
+"$RDMATOOL" -j bench send_bw -s 65536 -n 20 --threads=2 >"$dir/rndv.json" || fail "send_bw 64 KiB failed"
+check_transport "$dir/rndv.json" send_bw
+"$RDMATOOL" -j bench msg_rate -D 0.2 --threads=2 --lock=striped >"$dir/dur.json" || fail "msg_rate -D failed"
+jq -e '(.results | length) == 1 and .results[0].n_iterations > 0 and .results[0].threads == 2' "$dir/dur.json" \
+	>/dev/null || fail "msg_rate -D: $(cat "$dir/dur.json")"
+
+"$RDMATOOL" -j bench ring -n 2000 --threads=2 >"$dir/ring.json" || fail "ring failed"
+jq -e '[.results[] | .impl] == ["lockfree", "mutex"] and (.results[] | .ops_per_s > 0) and .ratios[0].lockfree_over_mutex > 0' \
+	"$dir/ring.json" >/dev/null || fail "ring: $(cat "$dir/ring.json")"
+
+"$RDMATOOL" -j bench write_bw -s 4096 -n 20 --lock=striped --baseline >"$dir/base.json" || fail "--baseline failed"
+jq -e '.results[0] | .memcpy_MiB_s > 0 and .tcp_MiB_s > 0 and .ratio_to_memcpy > 0 and .ratio_to_tcp > 0' \
+	"$dir/base.json" >/dev/null || fail "baseline: $(cat "$dir/base.json")"
+
+# Two processes: the server prints its port, the client runs two tests over one control connection each.
+for t in send_lat write_bw; do
+	"$RDMATOOL" bench --server=127.0.0.1:0 2>"$dir/server.err" &
+	server=$!
+	port=
+	for _ in $(seq 200); do
+		port=$(sed -n 's/^bench server listening on port \([0-9]*\)$/\1/p' "$dir/server.err")
+		[ -n "$port" ] && break
+		kill -0 "$server" 2>/dev/null || fail "server exited: $(cat "$dir/server.err")"
+		sleep 0.05
+	done
+	[ -n "$port" ] || fail "server never listened"
+	"$RDMATOOL" -j bench "$t" -s 16384 -n 30 --client="127.0.0.1:$port" >"$dir/remote.json" ||
+		fail "$t --client failed"
+	jq -e '.mode == "two processes"' "$dir/remote.json" >/dev/null || fail "mode: $(cat "$dir/remote.json")"
+	check_transport "$dir/remote.json" "$t"
+	wait "$server" || fail "server failed: $(cat "$dir/server.err")"
+	server=
+done
+
+# Usage errors exit 2 with a message.
+set +e
+"$RDMATOOL" bench nosuch >/dev/null 2>"$dir/err"; [ $? -eq 2 ] || fail "unknown test: not 2"
+"$RDMATOOL" bench send_lat --threads=2 >/dev/null 2>&1; [ $? -eq 2 ] || fail "latency with threads: not 2"
+"$RDMATOOL" bench msg_rate --lock=nope >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad lock: not 2"
+set -e
+echo "bench_smoke: ok"

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A peer process dies: sends to it come back as error completions (or a
+ * post error), never a hang -- also a rendezvous send whose RTS completed
+ * but whose FIN can no longer come.  The peer is a forked child connected
+ * over core/oob; each test forks before it opens anything.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "core/clock.h"
+#include "core/endpoint.h"
+#include "core/oob.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define OOB_READY 0x5252
+
+/* The child: connect, say ready, drive progress until killed. */
+static void child_main(int port)
+{
+	char addr[64], err[256];
+	struct core_ep_attr attr;
+	struct core_ep *ep;
+	struct oob_conn *c;
+	uint32_t peer;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	core_ep_attr_defaults(&attr);
+	attr.env.tx_stripes = 1;
+	if (oob_connect(addr, 10000, &c) || core_ep_open(&attr, &ep, err, sizeof(err)) ||
+	    core_ep_connect_oob(ep, c, &peer) || oob_send(c, OOB_READY, NULL, 0))
+		_exit(1);
+	for (;;) {
+		struct core_cqe e;
+
+		core_cq_read(ep, &e, 1);
+		usleep(100);
+	}
+}
+
+struct pair {
+	pid_t child;
+	struct oob_conn *c;
+	struct core_ep *ep;
+	uint32_t peer;
+};
+
+static void start(struct pair *p)
+{
+	struct oob_listener *l;
+	struct core_ep_attr attr;
+	char err[256];
+	uint16_t type;
+	uint32_t len;
+
+	assert_int_equal(oob_listen(NULL, &l), 0);
+	p->child = fork();
+	assert_true(p->child >= 0);
+	if (p->child == 0)
+		child_main(oob_listener_port(l));
+	assert_int_equal(oob_accept(l, 10000, &p->c), 0);
+	oob_listener_close(l);
+	core_ep_attr_defaults(&attr);
+	attr.env.tx_stripes = 1;
+	assert_int_equal(core_ep_open(&attr, &p->ep, err, sizeof(err)), 0);
+	assert_int_equal(core_ep_connect_oob(p->ep, p->c, &p->peer), 0);
+	assert_int_equal(oob_recv(p->c, &type, NULL, 0, &len, 10000), 0);
+	assert_int_equal(type, OOB_READY);
+}
+
+static void kill_child(struct pair *p)
+{
+	kill(p->child, SIGKILL);
+	waitpid(p->child, NULL, 0);
+}
+
+static void stop(struct pair *p)
+{
+	core_ep_close(p->ep);
+	oob_close(p->c);
+}
+
+/* Waits up to 15 s for the completion of context; returns its status (or -1 on timeout). */
+static int wait_for(struct core_ep *ep, void *context)
+{
+	uint64_t deadline = clock_ns() + 15000000000ull;
+
+	while (clock_ns() < deadline) {
+		struct core_cqe e;
+		int n = core_cq_sread(ep, &e, 1, 100);
+
+		if (n == 1 && e.context == context)
+			return (int)e.status;
+	}
+	return -1;
+}
+
+static void test_eager_after_death(void **state)
+{
+	struct pair p;
+	static char buf[64];
+	int ctx, rc, status;
+
+	(void)state;
+	start(&p);
+	/* While the child lives, a send completes successfully. */
+	assert_int_equal(core_send(p.ep, p.peer, buf, sizeof(buf), &ctx), 0);
+	assert_int_equal(wait_for(p.ep, &ctx), IBV_WC_SUCCESS);
+	kill_child(&p);
+	/* After: the post fails, or its completion carries an error. */
+	rc = core_send(p.ep, p.peer, buf, sizeof(buf), &ctx);
+	if (rc == 0) {
+		status = wait_for(p.ep, &ctx);
+		assert_int_not_equal(status, -1);
+		assert_int_not_equal(status, IBV_WC_SUCCESS);
+		/* The connection is now known dead: the next post fails at once. */
+		assert_int_equal(core_send(p.ep, p.peer, buf, sizeof(buf), &ctx), -ECONNRESET);
+	} else {
+		assert_int_equal(rc, -ECONNRESET);
+	}
+	stop(&p);
+}
+
+static void test_rendezvous_waiting_for_fin(void **state)
+{
+	struct pair p;
+	size_t len = 256 * 1024; /* over eager_max: an RTS, then a FIN after the peer's READ */
+	char *buf = calloc(1, len);
+	int ctx;
+	struct core_cqe e;
+
+	(void)state;
+	start(&p);
+	/* The child posts no receive: the RTS completes, the FIN never comes. */
+	assert_int_equal(core_send(p.ep, p.peer, buf, len, &ctx), 0);
+	uint64_t until = clock_ns() + 300000000ull;
+
+	while (clock_ns() < until)
+		assert_int_equal(core_cq_read(p.ep, &e, 1), 0);
+	kill_child(&p);
+	int status = wait_for(p.ep, &ctx);
+
+	assert_int_not_equal(status, -1); /* no hang */
+	assert_int_not_equal(status, IBV_WC_SUCCESS);
+	stop(&p);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_eager_after_death),
+		cmocka_unit_test(test_rendezvous_waiting_for_fin),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
