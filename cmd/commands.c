@@ -5,10 +5,10 @@
 #include <stddef.h>
 
 const struct command commands[] = {
-	{ "devices", cmd_devices, "list RDMA devices and ports, the soft device included" },
-	{ "cqstat", cmd_cqstat, "live per-stripe and per-CQ counters of running rdmatool processes" },
-	{ "madstress", cmd_madstress, "SMP MAD stress tester: windows of SMPs to many LIDs, rate and latency" },
-	{ "bench", cmd_bench, "latency, bandwidth and message-rate tests over the striped transport" },
 	{ "walk", cmd_walk, "the RDMA random walker: random, mostly valid verbs from many clients" },
+	{ "bench", cmd_bench, "latency, bandwidth and message-rate tests over the striped transport" },
+	{ "madstress", cmd_madstress, "SMP MAD stress tester: windows of SMPs to many LIDs, rate and latency" },
+	{ "cqstat", cmd_cqstat, "live per-stripe and per-CQ counters of running rdmatool processes" },
+	{ "devices", cmd_devices, "list RDMA devices and ports, the soft device included" },
 	{ NULL, NULL, NULL },
 };
