@@ -382,6 +382,7 @@ int soft_destroy_qp(struct ibv_qp *ibqp)
 			else
 				nic->runq_tail = *pp, pp = &(*pp)->run_next;
 		}
+		atomic_store(&nic->runq_nonempty, nic->runq_head != NULL);
 	}
 	pthread_mutex_unlock(&nic->runq_lock);
 	pthread_rwlock_unlock(&nic->obj_lock);

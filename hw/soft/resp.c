@@ -76,7 +76,7 @@ static bool soft_consume_recv(struct soft_qp *qp, struct soft_rwqe *out)
 {
 	bool got = false;
 
-	pthread_mutex_lock(&qp->rq_lock);
+	soft_lock(&qp->rq_lock);
 	if (qp->rq_head != qp->rq_tail) {
 		*out = qp->rq[qp->rq_head % qp->rq_size];
 		qp->rq_head++;
@@ -319,7 +319,7 @@ void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct 
 		return;
 	}
 	if (qp != requester)
-		pthread_mutex_lock(&qp->lock);
+		soft_lock(&qp->lock);
 	state = qp->attr.qp_state;
 	if (state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD ||
 	    (state == IBV_QPS_SQE && req->qp_type == IBV_QPT_UD)) {

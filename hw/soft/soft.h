@@ -34,6 +34,7 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <poll.h>
 #include <stdatomic.h>
 
@@ -182,6 +183,8 @@ struct soft_nic {
 	pthread_t thread;
 	int wake_fd;
 	atomic_bool stop, sleeping;
+	uint64_t spin_ns; /* how long the engine busy-polls before it sleeps */
+	atomic_bool runq_nonempty; /* runq_head != NULL, readable without runq_lock */
 	pthread_mutex_t runq_lock;
 	struct soft_qp *runq_head, *runq_tail;
 	atomic_int timers; /* QPs waiting on a retry or RNR timer */
@@ -193,6 +196,34 @@ struct soft_nic {
 	struct soft_faults faults;
 	atomic_ulong ud_drops, fault_drops, fault_corrupts, fault_errors;
 };
+
+/* A pause for busy-wait loops: lets the sibling hyperthread run. */
+static inline void soft_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/*
+ * Locks m, spinning a little first.  The engine and the application hold
+ * QP and CQ locks for short stretches; sleeping in the kernel on such a
+ * lock costs both sides a system call and a context switch (the unlocker
+ * must wake the sleeper), far more than the wait itself.
+ */
+static inline void soft_lock(pthread_mutex_t *m)
+{
+	for (int i = 0; i < 100; i++) {
+		if (!pthread_mutex_trylock(m))
+			return;
+		soft_cpu_relax();
+	}
+	/* The holder may share this CPU with us: let it run, then queue. */
+	sched_yield();
+	pthread_mutex_lock(m);
+}
 
 /* device.c */
 struct soft_nic *soft_nic_of(struct ibv_context *ctx);

@@ -387,7 +387,7 @@ static void soft_take_rsp(struct soft_nic *nic, const struct soft_wire_hdr *h, c
 	if (!qp || qp->ibv.qp_type != IBV_QPT_RC || h->kind < SOFT_RESP_ACK || h->kind > SOFT_RESP_NAK ||
 	    (h->kind == SOFT_RESP_NAK && (h->status == IBV_WC_SUCCESS || h->status > IBV_WC_TM_RNDV_INCOMPLETE)))
 		return;
-	pthread_mutex_lock(&qp->lock);
+	soft_lock(&qp->lock);
 	soft_handle_resp(qp, &resp);
 	pthread_mutex_unlock(&qp->lock);
 	soft_ring_doorbell(qp);
