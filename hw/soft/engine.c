@@ -85,7 +85,7 @@ static enum ibv_wc_status soft_local_segs(struct soft_qp *qp, struct soft_swqe *
 /* Completes the head WR and moves the QP to its error state. */
 static void soft_fail_head(struct soft_qp *qp, enum ibv_wc_status status)
 {
-	struct soft_swqe *w = &qp->sq[qp->sq_head % qp->sq_size];
+	struct soft_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
 
 	soft_complete_send(qp, w, status, 0);
 	qp->sq_head++;
@@ -111,7 +111,7 @@ void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp)
 
 	if (qp->sq_head == qp->sq_next)
 		return;
-	w = &qp->sq[qp->sq_head % qp->sq_size];
+	w = &qp->sq[qp->sq_head & qp->sq_mask];
 	if (!w->sent || resp->psn != w->psn || resp->kind == SOFT_RESP_NONE)
 		return;
 	switch (resp->kind) {
@@ -141,7 +141,7 @@ void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp)
 		/* Go back: this WR and all after it are sent again when the RNR timer expires. */
 		w->rnr_until_ns = soft_now_ns() + soft_rnr_ns(resp->rnr_timer);
 		for (uint32_t i = qp->sq_head; i != qp->sq_next; i++)
-			qp->sq[i % qp->sq_size].sent = false;
+			qp->sq[i & qp->sq_mask].sent = false;
 		qp->sq_next = qp->sq_head;
 		break;
 	case SOFT_RESP_NAK:
@@ -280,7 +280,7 @@ static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 
 	/* Retransmission timer of the oldest request in flight. */
 	if (qp->sq_head != qp->sq_next) {
-		struct soft_swqe *h = &qp->sq[qp->sq_head % qp->sq_size];
+		struct soft_swqe *h = &qp->sq[qp->sq_head & qp->sq_mask];
 
 		if (h->sent && h->deadline_ns && now >= h->deadline_ns) {
 			if (h->retries++ >= qp->attr.retry_cnt) {
@@ -288,12 +288,12 @@ static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 				return false;
 			}
 			for (uint32_t i = qp->sq_head; i != qp->sq_next; i++)
-				qp->sq[i % qp->sq_size].sent = false;
+				qp->sq[i & qp->sq_mask].sent = false;
 			qp->sq_next = qp->sq_head;
 		}
 	}
 	while (qp->sq_next != qp->sq_tail && qp->attr.qp_state == IBV_QPS_RTS) {
-		struct soft_swqe *w = &qp->sq[qp->sq_next % qp->sq_size];
+		struct soft_swqe *w = &qp->sq[qp->sq_next & qp->sq_mask];
 		bool idle = qp->sq_next == qp->sq_head;
 
 		if (w->rnr_until_ns && now < w->rnr_until_ns)

@@ -159,7 +159,7 @@ int soft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 			err = ENOMEM;
 			break;
 		}
-		w = &qp->sq[qp->sq_tail % qp->sq_size];
+		w = &qp->sq[qp->sq_tail & qp->sq_mask];
 		err = soft_fill_swqe(qp, w, wr);
 		if (err)
 			break;
@@ -205,7 +205,7 @@ int soft_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 			err = ENOMEM;
 			break;
 		}
-		r = &qp->rq[qp->rq_tail % qp->rq_size];
+		r = &qp->rq[qp->rq_tail & qp->rq_mask];
 		r->wr_id = wr->wr_id;
 		r->num_sge = wr->num_sge;
 		if (wr->num_sge)

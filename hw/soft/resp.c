@@ -78,7 +78,7 @@ static bool soft_consume_recv(struct soft_qp *qp, struct soft_rwqe *out)
 
 	soft_lock(&qp->rq_lock);
 	if (qp->rq_head != qp->rq_tail) {
-		*out = qp->rq[qp->rq_head % qp->rq_size];
+		*out = qp->rq[qp->rq_head & qp->rq_mask];
 		qp->rq_head++;
 		got = true;
 	}

@@ -55,6 +55,7 @@
 #define SOFT_MTU 4096
 #define SOFT_GRH_LEN 40
 #define SOFT_QKEY_PRIVILEGED 0x80000000u
+#define SOFT_RING_START 0xffffffc0u /* first ring index: 64 requests before the 32-bit wrap */
 /* Key index space: MRs and MWs share one table, index = key >> 8. */
 #define SOFT_MAX_KEYS (SOFT_MAX_MR + SOFT_MAX_MW + 1)
 
@@ -151,13 +152,17 @@ struct soft_qp {
 	struct ibv_qp_attr attr; /* the attributes set so far */
 	struct ibv_qp_cap cap;
 	bool sq_sig_all;
-	/* send queue ring: [head, tail); [head, next) are in flight */
+	/*
+	 * Send queue ring: [head, tail); [head, next) are in flight.  Indices
+	 * run freely and wrap; size is the capacity the user asked for, the
+	 * ring has mask + 1 (a power of two) slots.
+	 */
 	struct soft_swqe *sq;
-	uint32_t sq_size, sq_head, sq_next, sq_tail;
+	uint32_t sq_size, sq_mask, sq_head, sq_next, sq_tail;
 	uint32_t next_psn;
 	/* receive queue ring */
 	struct soft_rwqe *rq;
-	uint32_t rq_size, rq_head, rq_tail;
+	uint32_t rq_size, rq_mask, rq_head, rq_tail;
 	/* responder */
 	uint32_t resp_psn;
 	uint64_t last_atomic_orig;
