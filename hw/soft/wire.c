@@ -40,6 +40,8 @@ struct soft_wire_hdr {
 struct soft_conn {
 	int fd;
 	bool outgoing, dead;
+	bool connecting;	      /* outgoing, connect() still in progress */
+	uint64_t connect_deadline_ns; /* then it is given up */
 	union ibv_gid peer;
 	uint8_t *in, *out;
 	size_t in_len, in_cap, out_off, out_len, out_cap;
@@ -145,9 +147,8 @@ static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoi
 static struct soft_conn *soft_conn_to(struct soft_nic *nic, const union ibv_gid *gid)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
-	struct pollfd p;
-	int fd, err = 0;
-	socklen_t len = sizeof(err);
+	struct soft_conn *c;
+	int fd;
 
 	for (struct soft_conn *c = nic->conns; c; c = c->next)
 		if (c->outgoing && !c->dead && memcmp(c->peer.raw, gid->raw, 16) == 0)
@@ -159,22 +160,37 @@ static struct soft_conn *soft_conn_to(struct soft_nic *nic, const union ibv_gid 
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return NULL;
+	/*
+	 * The engine never waits for the handshake: packets queue on the new
+	 * connection and leave once it is up (soft_wire_service); a refused or
+	 * timed-out attempt breaks the connection like any other loss.
+	 */
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS) {
 		close(fd);
 		return NULL;
 	}
-	p.fd = fd;
-	p.events = POLLOUT;
-	if (poll(&p, 1, SOFT_CONNECT_TIMEOUT_MS) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
-		close(fd);
-		return NULL;
+	c = soft_conn_new(nic, fd, true, gid);
+	if (c) {
+		c->connecting = true;
+		c->connect_deadline_ns = soft_now_ns() + SOFT_CONNECT_TIMEOUT_MS * 1000000ull;
 	}
-	return soft_conn_new(nic, fd, true, gid);
+	return c;
+}
+
+/* A connection attempt finished (POLLOUT or an error): up, or dead. */
+static void soft_conn_established(struct soft_conn *c)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	c->connecting = false;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) || err)
+		c->dead = true;
 }
 
 static void soft_conn_flush(struct soft_conn *c)
 {
-	while (!c->dead && c->out_off < c->out_len) {
+	while (!c->dead && !c->connecting && c->out_off < c->out_len) {
 		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
 
 		if (n > 0)
@@ -297,8 +313,11 @@ int soft_wire_pollfds(struct soft_nic *nic, struct pollfd *pfd, int max)
 	pfd[n].fd = nic->listen_fd;
 	pfd[n++].events = POLLIN;
 	for (struct soft_conn *c = nic->conns; c && n < max; c = c->next) {
+		/* A handshake past its deadline is cut: poll reports the hang-up. */
+		if (c->connecting && soft_now_ns() >= c->connect_deadline_ns)
+			shutdown(c->fd, SHUT_RDWR);
 		pfd[n].fd = c->fd;
-		pfd[n++].events = (short)(POLLIN | (c->out_len > c->out_off ? POLLOUT : 0));
+		pfd[n++].events = (short)(POLLIN | (c->connecting || c->out_len > c->out_off ? POLLOUT : 0));
 	}
 	return n;
 }
@@ -461,6 +480,8 @@ void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n)
 			;
 		if (!c || !pfd[i].revents)
 			continue;
+		if (c->connecting)
+			soft_conn_established(c);
 		if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
 			soft_conn_read(nic, c);
 		if (pfd[i].revents & POLLOUT)
