@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define SOFT_WIRE_MAGIC 0x53574952u /* "SWIR" */
@@ -44,7 +45,7 @@ struct soft_conn {
 	uint64_t connect_deadline_ns; /* then it is given up */
 	union ibv_gid peer;
 	uint8_t *in, *out;
-	size_t in_len, in_cap, out_off, out_len, out_cap;
+	size_t in_off, in_len, in_cap, out_off, out_len, out_cap; /* in: [in_off, in_len) unparsed */
 	struct soft_conn *next;
 };
 
@@ -252,25 +253,71 @@ static void soft_hdr_from_le(struct soft_wire_hdr *h)
 	soft_hdr_to_le(h);
 }
 
-/* Queues one packet: header plus the payload gathered from segs. */
+/*
+ * Sends what it can of header + segments straight from their memory (one
+ * sendmsg, no staging copy) when nothing is queued before it; returns the
+ * bytes sent.
+ */
+static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_wire_hdr *h, const struct soft_seg *seg,
+				    int nseg)
+{
+	struct iovec iov[SOFT_MAX_SGE + 1];
+	struct msghdr msg = { .msg_iov = iov };
+	ssize_t n;
+
+	if (c->dead || c->connecting || c->out_len > c->out_off)
+		return 0;
+	iov[0].iov_base = (void *)h;
+	iov[0].iov_len = sizeof(*h);
+	for (int i = 0; i < nseg; i++) {
+		iov[i + 1].iov_base = (void *)seg[i].ptr;
+		iov[i + 1].iov_len = seg[i].len;
+	}
+	msg.msg_iovlen = (size_t)nseg + 1;
+	n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n >= 0)
+		return (size_t)n;
+	if (errno != EAGAIN && errno != EINTR)
+		c->dead = true;
+	return 0;
+}
+
+/* Sends one packet, header plus the payload gathered from segs; what the socket does not take is queued. */
 static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const struct soft_seg *seg, int nseg)
 {
-	size_t payload = 0;
+	size_t payload = 0, sent, skip;
 	uint8_t *p;
 
 	for (int i = 0; i < nseg; i++)
 		payload += seg[i].len;
 	h->magic = SOFT_WIRE_MAGIC;
 	h->payload = (uint32_t)payload;
-	p = soft_conn_reserve(c, sizeof(*h) + payload);
+	soft_hdr_to_le(h);
+	sent = soft_conn_send_direct(c, h, seg, nseg);
+	if (c->dead)
+		return EPIPE;
+	if (sent == sizeof(*h) + payload)
+		return 0;
+	p = soft_conn_reserve(c, sizeof(*h) + payload - sent);
 	if (!p)
 		return ENOMEM;
-	soft_hdr_to_le(h);
-	memcpy(p, h, sizeof(*h));
-	p += sizeof(*h);
+	/* Queue the unsent tail: the rest of the header, then of each segment. */
+	skip = sent;
+	if (skip < sizeof(*h)) {
+		memcpy(p, (const uint8_t *)h + skip, sizeof(*h) - skip);
+		p += sizeof(*h) - skip;
+		skip = 0;
+	} else {
+		skip -= sizeof(*h);
+	}
 	for (int i = 0; i < nseg; i++) {
-		memcpy(p, seg[i].ptr, seg[i].len);
-		p += seg[i].len;
+		if (skip >= seg[i].len) {
+			skip -= seg[i].len;
+			continue;
+		}
+		memcpy(p, seg[i].ptr + skip, seg[i].len - skip);
+		p += seg[i].len - skip;
+		skip = 0;
 	}
 	soft_conn_flush(c);
 	return c->dead ? EPIPE : 0;
@@ -414,11 +461,17 @@ static void soft_take_rsp(struct soft_nic *nic, const struct soft_wire_hdr *h, c
 
 static void soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 {
-	size_t off = 0;
+	size_t off;
 
 	for (;;) {
 		ssize_t n;
 
+		if (c->in_cap - c->in_len < 65536 && c->in_off) {
+			/* Move the unparsed rest (part of one packet) to the front once room runs out. */
+			memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+			c->in_len -= c->in_off;
+			c->in_off = 0;
+		}
 		if (c->in_cap - c->in_len < 65536) {
 			size_t cap = c->in_cap ? c->in_cap * 2 : 262144;
 			uint8_t *p = realloc(c->in, cap);
@@ -439,6 +492,7 @@ static void soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 			c->dead = true;
 		break;
 	}
+	off = c->in_off;
 	while (c->in_len - off >= sizeof(struct soft_wire_hdr)) {
 		struct soft_wire_hdr h;
 
@@ -456,8 +510,10 @@ static void soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 			soft_take_rsp(nic, &h, c->in + off + sizeof(h));
 		off += sizeof(h) + h.payload;
 	}
-	memmove(c->in, c->in + off, c->in_len - off);
-	c->in_len -= off;
+	if (off == c->in_len)
+		c->in_off = c->in_len = 0;
+	else
+		c->in_off = off;
 }
 
 void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n)
