@@ -233,7 +233,9 @@ static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w)
 	w->sent = true;
 	w->deadline_ns = soft_timeout_ns(qp) ? soft_now_ns() + soft_timeout_ns(qp) : 0;
 	qp->sq_next++;
-	if (local) {
+	if (local && soft_delay_req(nic, &req, 0)) {
+		local = false; /* held on the delay line: the answer comes later (delay.c) */
+	} else if (local) {
 		soft_respond(nic, qp, &req, &resp);
 	} else if (soft_wire_send_req(nic, &req) && qp->ibv.qp_type == IBV_QPT_RC) {
 		/* The peer cannot be reached at all: as if every retry went unanswered. */
@@ -432,7 +434,9 @@ static void *soft_engine_main(void *arg)
 	uint64_t now = soft_now_ns(), next_tick = 0, next_wire = 0, idle_since = now;
 
 	while (!atomic_load(&nic->stop)) {
-		int n, timeout;
+		int n;
+		int64_t timeout_ns;
+		struct timespec ts;
 		bool worked = soft_run_queue(nic, &waiting);
 
 		now = soft_now_ns();
@@ -441,6 +445,7 @@ static void *soft_engine_main(void *arg)
 			next_tick = now + SOFT_TIMER_TICK_NS;
 		}
 		/* Connected sockets are polled every round; a lone listener now and then. */
+		worked |= soft_delay_run(nic, now);
 		if (nic->conns || now >= next_wire) {
 			worked |= soft_wire_poll_now(nic, pfd, SOFT_MAX_QP + 1);
 			next_wire = now + SOFT_LISTEN_POLL_NS;
@@ -458,8 +463,16 @@ static void *soft_engine_main(void *arg)
 		pfd[0].events = POLLIN;
 		n = 1 + soft_wire_pollfds(nic, pfd + 1, SOFT_MAX_QP + 1);
 		atomic_store(&nic->sleeping, true);
-		timeout = atomic_load(&nic->runq_nonempty) ? 0 : waiting ? 1 : -1;
-		if (poll(pfd, (nfds_t)n, timeout) > 0) {
+		timeout_ns = atomic_load(&nic->runq_nonempty) ? 0 : waiting ? 1000000 : -1;
+		if (soft_delay_next_ns(nic)) {
+			uint64_t due = soft_delay_next_ns(nic), left = due > now ? due - now : 0;
+
+			if (timeout_ns < 0 || left < (uint64_t)timeout_ns)
+				timeout_ns = (int64_t)left;
+		}
+		ts.tv_sec = timeout_ns / 1000000000;
+		ts.tv_nsec = timeout_ns % 1000000000;
+		if (ppoll(pfd, (nfds_t)n, timeout_ns < 0 ? NULL : &ts, NULL) > 0) {
 			if (pfd[0].revents & POLLIN) {
 				uint64_t v;
 				ssize_t r = read(nic->wake_fd, &v, sizeof(v));
@@ -501,4 +514,5 @@ void soft_engine_stop(struct soft_nic *nic)
 	(void)n;
 	pthread_join(nic->thread, NULL);
 	close(nic->wake_fd);
+	soft_delay_clear(nic);
 }

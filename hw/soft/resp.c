@@ -306,8 +306,6 @@ void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct 
 	memset(resp, 0, sizeof(*resp));
 	resp->kind = SOFT_RESP_NONE;
 	resp->psn = req->psn;
-	if (nic->faults.delay_us)
-		usleep(nic->faults.delay_us);
 	if (soft_fault_hit(&nic->faults, nic->faults.drop)) {
 		atomic_fetch_add(&nic->fault_drops, 1);
 		return;

@@ -175,6 +175,7 @@ struct soft_qp {
 };
 
 struct soft_conn;
+struct soft_delayed;
 
 struct soft_nic {
 	int refs; /* under soft_nic_lock */
@@ -198,6 +199,8 @@ struct soft_nic {
 	struct sockaddr_in addr;
 	int listen_fd;
 	struct soft_conn *conns;
+	uint64_t next_conn_id;
+	struct soft_delayed *delay_head, *delay_tail; /* delay_us fault: held requests, engine only */
 	struct soft_faults faults;
 	atomic_ulong ud_drops, fault_drops, fault_corrupts, fault_errors;
 };
@@ -342,6 +345,13 @@ void soft_wire_close(struct soft_nic *nic);
 int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req);
 int soft_wire_pollfds(struct soft_nic *nic, struct pollfd *pfd, int max);
 void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n);
+void soft_wire_serve(struct soft_nic *nic, uint64_t conn_id, const struct soft_req *req);
+
+/* delay.c: the delay_us fault; engine thread only. */
+bool soft_delay_req(struct soft_nic *nic, const struct soft_req *req, uint64_t conn_id);
+bool soft_delay_run(struct soft_nic *nic, uint64_t now);
+uint64_t soft_delay_next_ns(const struct soft_nic *nic);
+void soft_delay_clear(struct soft_nic *nic);
 
 /* faults.c */
 int soft_faults_parse(const char *spec, struct soft_faults *out, char *err, size_t errlen);

@@ -44,6 +44,7 @@ struct soft_conn {
 	bool connecting;	      /* outgoing, connect() still in progress */
 	uint64_t connect_deadline_ns; /* then it is given up */
 	union ibv_gid peer;
+	uint64_t id; /* unique for the NIC's lifetime: held requests name their connection by it */
 	uint8_t *in, *out;
 	size_t in_off, in_len, in_cap, out_off, out_len, out_cap; /* in: [in_off, in_len) unparsed */
 	struct soft_conn *next;
@@ -137,6 +138,7 @@ static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoi
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->fd = fd;
+	c->id = ++nic->next_conn_id;
 	c->outgoing = outgoing;
 	if (peer)
 		c->peer = *peer;
@@ -386,6 +388,8 @@ static bool soft_opcode_known(uint8_t op)
 	}
 }
 
+static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const struct soft_req *req);
+
 static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const struct soft_wire_hdr *h,
 			   const uint8_t *payload)
 {
@@ -405,9 +409,6 @@ static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const stru
 		.compare_add = h->compare_add,
 		.swap = h->swap,
 	};
-	struct soft_resp resp;
-	struct soft_wire_hdr r = { .type = SOFT_PKT_RSP };
-	struct soft_seg data;
 	bool carries = h->opcode != IBV_WR_RDMA_READ && h->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 		       h->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
 
@@ -420,15 +421,26 @@ static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const stru
 	req.seg[0].ptr = payload;
 	req.seg[0].len = h->payload;
 	req.nseg = h->payload ? 1 : 0;
-	soft_respond(nic, NULL, &req, &resp);
-	if (req.qp_type == IBV_QPT_UD || resp.kind == SOFT_RESP_NONE)
+	if (!soft_delay_req(nic, &req, c->id))
+		soft_conn_serve(nic, c, &req);
+}
+
+/* Serves a request that came in on c and sends the answer back on it. */
+static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const struct soft_req *req)
+{
+	struct soft_resp resp;
+	struct soft_wire_hdr r = { .type = SOFT_PKT_RSP };
+	struct soft_seg data;
+
+	soft_respond(nic, NULL, req, &resp);
+	if (req->qp_type == IBV_QPT_UD || resp.kind == SOFT_RESP_NONE)
 		return;
-	r.opcode = h->opcode;
+	r.opcode = req->opcode;
 	r.kind = (uint8_t)resp.kind;
 	r.status = (uint8_t)resp.status;
 	r.rnr_timer = resp.rnr_timer;
-	r.src_qpn = h->dst_qpn;
-	r.dst_qpn = h->src_qpn;
+	r.src_qpn = req->dst_qpn;
+	r.dst_qpn = req->src_qpn;
 	r.psn = resp.psn;
 	r.compare_add = resp.atomic_orig;
 	r.length = resp.read_len;
@@ -514,6 +526,17 @@ static void soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 		c->in_off = c->in_len = 0;
 	else
 		c->in_off = off;
+}
+
+/* Serves a held request (delay.c) that came in on connection conn_id, if it is still up. */
+void soft_wire_serve(struct soft_nic *nic, uint64_t conn_id, const struct soft_req *req)
+{
+	struct soft_conn *c;
+
+	for (c = nic->conns; c && c->id != conn_id; c = c->next)
+		;
+	if (c && !c->dead)
+		soft_conn_serve(nic, c, req);
 }
 
 void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n)

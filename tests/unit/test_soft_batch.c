@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -376,6 +377,71 @@ static void large_writes_between_processes(void **state)
 	free(s.buf);
 }
 
+#define DELAY_QPS 8
+#define DELAY_MS 50
+
+/*
+ * delay_us holds each request on its own: eight WRITEs on eight QPs,
+ * posted together, all complete one delay later, not one after another
+ * (an engine that slept delay_us per request needed 8 x 50 ms).
+ */
+static void delay_fault_holds_each_request_alone(void **state)
+{
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp[DELAY_QPS];
+	uint8_t *buf = aligned_alloc(64, 4096);
+	struct ibv_wc wc;
+	uint64_t t0, took;
+	char spec[64];
+
+	(void)state;
+	assert_non_null(buf);
+	snprintf(spec, sizeof(spec), "delay_us=%u", DELAY_MS * 1000);
+	setenv("RDMATOOL_SOFT_FAULTS", spec, 1);
+	ctx = hw_open_device("soft0", NULL);
+	unsetenv("RDMATOOL_SOFT_FAULTS");
+	assert_non_null(ctx);
+	pd = hw_alloc_pd(ctx);
+	cq = hw_create_cq(ctx, 64, NULL, NULL, 0);
+	assert_non_null(pd);
+	assert_non_null(cq);
+	mr = hw_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr);
+	memset(buf, 0, 4096);
+	for (int i = 0; i < DELAY_QPS; i++) {
+		qp[i] = rc_qp(pd, cq, 4);
+		assert_non_null(qp[i]);
+		/* Each QP writes to itself; timeout 0: no retransmission while held. */
+		fx_rc_to_rts(qp[i], qp[i]->qp_num, NULL, 0, 7, 7, 1);
+	}
+	for (int i = 0; i < DELAY_QPS; i++)
+		buf[2048 + i] = (uint8_t)(i + 1);
+	t0 = fx_now_ms();
+	for (int i = 0; i < DELAY_QPS; i++)
+		post_send_op(qp[i], IBV_WR_RDMA_WRITE, (uint64_t)i, buf + 2048 + i, 1, mr->lkey,
+			     (uintptr_t)(buf + i), mr->rkey);
+	for (int i = 0; i < DELAY_QPS; i++) {
+		fx_wait(cq, &wc, 10000);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	}
+	took = fx_now_ms() - t0;
+	assert_true(took >= DELAY_MS);
+	/* Sequential holding would take DELAY_QPS * DELAY_MS = 400 ms. */
+	assert_true(took < (DELAY_QPS / 2) * DELAY_MS);
+	for (int i = 0; i < DELAY_QPS; i++)
+		assert_int_equal(buf[i], i + 1);
+	for (int i = 0; i < DELAY_QPS; i++)
+		assert_int_equal(hw_destroy_qp(qp[i]), 0);
+	assert_int_equal(hw_dereg_mr(mr), 0);
+	assert_int_equal(hw_destroy_cq(cq), 0);
+	assert_int_equal(hw_dealloc_pd(pd), 0);
+	assert_int_equal(hw_close_device(ctx), 0);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +449,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(many_qps_complete_each_request_once, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(silent_peer_does_not_block_the_engine, fx_setup, fx_teardown),
 		cmocka_unit_test(large_writes_between_processes),
+		cmocka_unit_test(delay_fault_holds_each_request_alone),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
