@@ -25,7 +25,9 @@
  *
  * The NIC listens on RDMATOOL_SOFT_ADDR=ip:port (default 127.0.0.1, port 0
  * = any free port).  RDMATOOL_SOFT_FAULTS configures fault injection
- * (faults.c).
+ * (faults.c).  RDMATOOL_SOFT_SPIN_US (default 50, 0..1000000) is how long
+ * the engine busy-polls after its last work before it sleeps (engine.c):
+ * 0 saves CPU, a doorbell then always wakes the engine through an eventfd.
  */
 #ifndef RDMATOOL_HW_SOFT_H
 #define RDMATOOL_HW_SOFT_H

@@ -442,6 +442,57 @@ static void delay_fault_holds_each_request_alone(void **state)
 	free(buf);
 }
 
+/* A malformed RDMATOOL_SOFT_SPIN_US is refused with a message naming it. */
+static void bad_spin_setting_is_einval_with_message(void **state)
+{
+	(void)state;
+	setenv("RDMATOOL_SOFT_SPIN_US", "5ms", 1);
+	errno = 0;
+	assert_null(hw_open_device("soft0", NULL));
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(strstr(hw_soft_config_error(), "RDMATOOL_SOFT_SPIN_US"));
+	unsetenv("RDMATOOL_SOFT_SPIN_US");
+}
+
+/*
+ * With no busy-polling the engine sleeps whenever it runs dry, so nearly
+ * every doorbell meets the sleeping edge: none may be lost (one lost
+ * wake-up leaves a request, and this test, stuck).
+ */
+static void no_spin_loses_no_wakeup(void **state)
+{
+	struct fx *f;
+	struct ibv_wc wc[32];
+	int done = 0, posted = 0;
+	uint64_t end;
+
+	(void)state;
+	setenv("RDMATOOL_SOFT_SPIN_US", "0", 1);
+	assert_int_equal(fx_setup((void **)&f), 0);
+	unsetenv("RDMATOOL_SOFT_SPIN_US");
+	for (int i = 0; i < 2000; i++) {
+		post_send_op(f->a, IBV_WR_RDMA_WRITE, (uint64_t)i, f->abuf, 8, f->amr->lkey, (uintptr_t)f->bbuf,
+			     f->bmr->rkey);
+		fx_wait(f->scq, wc, 5000);
+		assert_int_equal(wc[0].wr_id, i);
+	}
+	end = fx_now_ms() + 20000;
+	while (done < 4000 && fx_now_ms() < end) {
+		int n;
+
+		while (posted < 4000 && posted - done < 32)
+			post_send_op(f->a, IBV_WR_RDMA_WRITE, (uint64_t)posted++, f->abuf, 64, f->amr->lkey,
+				     (uintptr_t)f->bbuf, f->bmr->rkey);
+		n = hw_poll_cq(f->scq, 32, wc);
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+			assert_int_equal(wc[i].wr_id, done++);
+		}
+	}
+	assert_int_equal(done, 4000);
+	fx_teardown((void **)&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -450,6 +501,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(silent_peer_does_not_block_the_engine, fx_setup, fx_teardown),
 		cmocka_unit_test(large_writes_between_processes),
 		cmocka_unit_test(delay_fault_holds_each_request_alone),
+		cmocka_unit_test(bad_spin_setting_is_einval_with_message),
+		cmocka_unit_test(no_spin_loses_no_wakeup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
