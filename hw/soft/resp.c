@@ -317,7 +317,7 @@ void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct 
 		return;
 	}
 	if (qp != requester)
-		soft_lock(&qp->lock);
+		soft_lock_nested(&qp->lock);
 	state = qp->attr.qp_state;
 	if (state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD ||
 	    (state == IBV_QPS_SQE && req->qp_type == IBV_QPT_UD)) {

@@ -235,6 +235,22 @@ static inline void soft_lock(pthread_mutex_t *m)
 	pthread_mutex_lock(m);
 }
 
+/*
+ * Locks m while the caller holds another lock of the same kind (the engine
+ * holds the requester QP and takes the target QP): it never blocks, it
+ * retries, so no order between QP locks is ever needed and two such
+ * lockers can never deadlock.
+ */
+static inline void soft_lock_nested(pthread_mutex_t *m)
+{
+	for (unsigned i = 1; pthread_mutex_trylock(m); i++) {
+		if (i % 64)
+			soft_cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
 /* device.c */
 struct soft_nic *soft_nic_of(struct ibv_context *ctx);
 uint64_t soft_now_ns(void);
