@@ -453,6 +453,8 @@ static void *soft_engine_main(void *arg)
 			worked |= soft_wire_poll_now(nic, pfd, SOFT_MAX_QP + 1);
 			next_wire = now + SOFT_LISTEN_POLL_NS;
 		}
+		/* What this round queued for the wire leaves now, one call per connection. */
+		soft_wire_flush(nic);
 		if (worked) {
 			idle_since = now;
 			continue;

@@ -27,6 +27,7 @@
 
 #define SOFT_WIRE_MAGIC 0x53574952u /* "SWIR" */
 #define SOFT_CONNECT_TIMEOUT_MS 1000
+#define SOFT_WIRE_COALESCE_MAX 8192 /* payloads up to this size are queued, then sent in one call */
 
 enum { SOFT_PKT_REQ = 1, SOFT_PKT_RSP = 2 };
 
@@ -284,10 +285,17 @@ static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_wire_
 	return 0;
 }
 
-/* Sends one packet, header plus the payload gathered from segs; what the socket does not take is queued. */
+/*
+ * Sends one packet, header plus the payload gathered from segs.  A small
+ * packet is only queued: the engine sends everything queued in one call
+ * per connection at the end of its round (soft_wire_flush), so a burst of
+ * requests or answers costs one system call, not one each.  A large one
+ * goes out at once, after what is queued, straight from its buffers; what
+ * the socket does not take is queued.
+ */
 static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const struct soft_seg *seg, int nseg)
 {
-	size_t payload = 0, sent, skip;
+	size_t payload = 0, sent = 0, skip;
 	uint8_t *p;
 
 	for (int i = 0; i < nseg; i++)
@@ -295,7 +303,12 @@ static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const st
 	h->magic = SOFT_WIRE_MAGIC;
 	h->payload = (uint32_t)payload;
 	soft_hdr_to_le(h);
-	sent = soft_conn_send_direct(c, h, seg, nseg);
+	if (c->dead)
+		return EPIPE;
+	if (payload > SOFT_WIRE_COALESCE_MAX) {
+		soft_conn_flush(c);
+		sent = soft_conn_send_direct(c, h, seg, nseg);
+	}
 	if (c->dead)
 		return EPIPE;
 	if (sent == sizeof(*h) + payload)
@@ -321,8 +334,14 @@ static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const st
 		p += seg[i].len - skip;
 		skip = 0;
 	}
-	soft_conn_flush(c);
 	return c->dead ? EPIPE : 0;
+}
+
+void soft_wire_flush(struct soft_nic *nic)
+{
+	for (struct soft_conn *c = nic->conns; c; c = c->next)
+		if (c->out_len > c->out_off)
+			soft_conn_flush(c);
 }
 
 int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req)

@@ -236,13 +236,13 @@ static int big_open(struct big_side *s)
 	if (!s->ctx)
 		return -1;
 	s->pd = hw_alloc_pd(s->ctx);
-	s->cq = hw_create_cq(s->ctx, 64, NULL, NULL, 0);
+	s->cq = hw_create_cq(s->ctx, 128, NULL, NULL, 0);
 	s->buf = aligned_alloc(4096, BIG);
 	if (!s->pd || !s->cq || !s->buf)
 		return -1;
 	s->mr = hw_reg_mr(s->pd, s->buf, BIG,
 			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	s->qp = rc_qp(s->pd, s->cq, 16);
+	s->qp = rc_qp(s->pd, s->cq, 64);
 	if (!s->mr || !s->qp)
 		return -1;
 	hw_query_gid(s->ctx, 1, 0, &s->me.gid);
@@ -252,9 +252,17 @@ static int big_open(struct big_side *s)
 	return 0;
 }
 
+#define SMALL_SPAN 65536 /* the first 64 KiB are rewritten by 4-byte WRITEs */
+
 static uint8_t big_pattern(size_t i)
 {
 	return (uint8_t)(i * 7 + (i >> 20) * 13);
+}
+
+/* What the child's buffer holds at the end. */
+static uint8_t big_expected(size_t i)
+{
+	return i < SMALL_SPAN ? (uint8_t)~big_pattern(i) : big_pattern(i);
 }
 
 /*
@@ -285,7 +293,7 @@ static int big_child(int fd)
 	if (n != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 5)
 		return 14;
 	for (size_t i = 0; i < BIG; i++)
-		ok &= s.buf[i] == big_pattern(i);
+		ok &= s.buf[i] == big_expected(i);
 	c = ok ? 'y' : 'n';
 	if (write(fd, &c, 1) != 1)
 		return 13;
@@ -298,8 +306,9 @@ static int big_child(int fd)
  * Two processes, 1 MiB WRITEs over the wire, 8 in flight: payloads larger
  * than a socket takes at once leave partly straight from the source
  * buffer and partly through the send queue, and arrive split across many
- * reads.  Every byte lands (the child checks all 16 MiB), completions come
- * in order, and a 1 MiB READ brings the data back.
+ * reads.  Then 16384 4-byte WRITEs, 64 in flight, which travel coalesced.
+ * Every byte lands (the child checks all 16 MiB), completions come in
+ * order, and a 1 MiB READ brings the data back.
  */
 static void large_writes_between_processes(void **state)
 {
@@ -358,6 +367,28 @@ static void large_writes_between_processes(void **state)
 	assert_int_equal(wc[0].wr_id, 99);
 	for (size_t i = 0; i < CHUNK; i++)
 		assert_int_equal(back[i], big_pattern(2 * CHUNK + i));
+	/* Then many small WRITEs, 64 in flight: coalesced into few socket calls on both sides. */
+	for (size_t i = 0; i < SMALL_SPAN; i++)
+		s.buf[i] = (uint8_t)~big_pattern(i);
+	posted = done = 0;
+	total = SMALL_SPAN / 4;
+	end = fx_now_ms() + 60000;
+	while (done < total && fx_now_ms() < end) {
+		int n;
+
+		while (posted < total && posted - done < 64) {
+			post_send_op(s.qp, IBV_WR_RDMA_WRITE, posted, s.buf + 4 * posted, 4, s.mr->lkey,
+				     s.peer.addr + 4 * posted, s.peer.rkey);
+			posted++;
+		}
+		n = hw_poll_cq(s.cq, 8, wc);
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+			assert_int_equal(wc[i].wr_id, done);
+			done++;
+		}
+	}
+	assert_int_equal(done, total);
 	post_send_op(s.qp, IBV_WR_SEND, 100, s.buf, 0, s.mr->lkey, 0, 0);
 	end = fx_now_ms() + 30000;
 	while (hw_poll_cq(s.cq, 1, wc) == 0 && fx_now_ms() < end)
