@@ -18,13 +18,16 @@
 #include <unistd.h>
 
 #define ORDER_DEPTH 100 /* not a power of two: ring slots != capacity */
-#define ORDER_OPS 3000
+#define ORDER_OPS   3000
 
 static struct ibv_qp *rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t depth)
 {
 	struct ibv_qp_init_attr init = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .sq_sig_all = 1,
-		.cap = { .max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 1, .max_recv_sge = 1 },
+	    .send_cq = cq,
+	    .recv_cq = cq,
+	    .qp_type = IBV_QPT_RC,
+	    .sq_sig_all = 1,
+	    .cap = {.max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 1, .max_recv_sge = 1},
 	};
 
 	return hw_create_qp(pd, &init);
@@ -60,7 +63,8 @@ static void order_kept_across_batches_and_wrap(void **state)
 		int n;
 
 		while (recv_posted < ORDER_OPS / 2 && recv_posted - recv_done < ORDER_DEPTH) {
-			assert_int_equal(fx_post_recv(b, recv_posted, rx + recv_posted % ORDER_DEPTH, 8, f->bmr->lkey), 0);
+			assert_int_equal(
+			    fx_post_recv(b, recv_posted, rx + recv_posted % ORDER_DEPTH, 8, f->bmr->lkey), 0);
 			recv_posted++;
 		}
 		while (posted < ORDER_OPS && posted - sent_done < ORDER_DEPTH) {
@@ -68,8 +72,8 @@ static void order_kept_across_batches_and_wrap(void **state)
 
 			*s = posted;
 			/* Even: WRITE to the word; odd: SEND (receive number posted / 2). */
-			post_send_op(a, posted % 2 ? IBV_WR_SEND : IBV_WR_RDMA_WRITE, posted, s, 8, f->amr->lkey,
-				     (uintptr_t)word, f->bmr->rkey);
+			post_send_op(a, posted % 2 ? IBV_WR_SEND : IBV_WR_RDMA_WRITE, posted, s, 8,
+				     f->amr->lkey, (uintptr_t)word, f->bmr->rkey);
 			posted++;
 		}
 		n = hw_poll_cq(f->scq, 64, wc);
@@ -94,7 +98,7 @@ static void order_kept_across_batches_and_wrap(void **state)
 	assert_int_equal(hw_destroy_qp(b), 0);
 }
 
-#define PAIRS 64
+#define PAIRS  64
 #define PER_QP 250 /* PAIRS * PER_QP words fit in FX_BUF */
 
 /*
@@ -107,7 +111,7 @@ static void many_qps_complete_each_request_once(void **state)
 	struct fx *f = *state;
 	struct ibv_cq *cq = hw_create_cq(f->ctx, PAIRS * 32, NULL, NULL, 0);
 	struct ibv_qp *snd[PAIRS], *rcv[PAIRS];
-	uint32_t posted[PAIRS] = { 0 }, done[PAIRS] = { 0 }, total = 0;
+	uint32_t posted[PAIRS] = {0}, done[PAIRS] = {0}, total = 0;
 	uint64_t end = fx_now_ms() + 20000;
 	uint32_t *dst = (uint32_t *)f->bbuf; /* PAIRS x PER_QP words */
 	struct ibv_wc wc[64];
@@ -132,8 +136,8 @@ static void many_qps_complete_each_request_once(void **state)
 				uint32_t idx = (uint32_t)p * PER_QP + posted[p];
 
 				post_send_op(snd[p], IBV_WR_RDMA_WRITE, ((uint64_t)p << 32) | posted[p],
-					     (uint32_t *)f->abuf + idx, 4, f->amr->lkey, (uintptr_t)(dst + idx),
-					     f->bmr->rkey);
+					     (uint32_t *)f->abuf + idx, 4, f->amr->lkey,
+					     (uintptr_t)(dst + idx), f->bmr->rkey);
 				posted[p]++;
 			}
 		}
@@ -171,11 +175,11 @@ static void many_qps_complete_each_request_once(void **state)
 static void silent_peer_does_not_block_the_engine(void **state)
 {
 	struct fx *f = *state;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(sa);
 	int lfd = socket(AF_INET, SOCK_STREAM, 0), fill[8];
 	int nfill = 0;
-	union ibv_gid silent = { .raw = { 0xfe, 0x80 } };
+	union ibv_gid silent = {.raw = {0xfe, 0x80}};
 	struct ibv_qp *q;
 	struct ibv_wc wc;
 	uint64_t t0;
@@ -213,7 +217,7 @@ static void silent_peer_does_not_block_the_engine(void **state)
 	close(lfd);
 }
 
-#define BIG (16u << 20)
+#define BIG   (16u << 20)
 #define CHUNK (1u << 20)
 
 struct big_side {
@@ -272,7 +276,7 @@ static uint8_t big_expected(size_t i)
  */
 static int big_child(int fd)
 {
-	struct big_side s = { 0 };
+	struct big_side s = {0};
 	struct ibv_wc wc;
 	uint64_t end;
 	char c;
@@ -281,7 +285,8 @@ static int big_child(int fd)
 	if (big_open(&s))
 		return 10;
 	memset(s.buf, 0, BIG);
-	if (write(fd, &s.me, sizeof(s.me)) != sizeof(s.me) || read(fd, &s.peer, sizeof(s.peer)) != sizeof(s.peer))
+	if (write(fd, &s.me, sizeof(s.me)) != sizeof(s.me) ||
+	    read(fd, &s.peer, sizeof(s.peer)) != sizeof(s.peer))
 		return 11;
 	fx_rc_to_rts(s.qp, s.peer.qpn, &s.peer.gid, 16, 7, 7, 1);
 	/* The last byte of the buffer receives the final SEND (no payload). */
@@ -312,7 +317,7 @@ static int big_child(int fd)
  */
 static void large_writes_between_processes(void **state)
 {
-	struct big_side s = { 0 };
+	struct big_side s = {0};
 	int sv[2], status;
 	pid_t pid;
 	char c;
@@ -359,7 +364,8 @@ static void large_writes_between_processes(void **state)
 	/* Read the third MiB back over the first one (already written, so it may be reused). */
 	back = s.buf;
 	memset(back, 0, CHUNK);
-	post_send_op(s.qp, IBV_WR_RDMA_READ, 99, back, CHUNK, s.mr->lkey, s.peer.addr + 2 * CHUNK, s.peer.rkey);
+	post_send_op(s.qp, IBV_WR_RDMA_READ, 99, back, CHUNK, s.mr->lkey, s.peer.addr + 2 * CHUNK,
+		     s.peer.rkey);
 	end = fx_now_ms() + 60000;
 	while (hw_poll_cq(s.cq, 1, wc) == 0 && fx_now_ms() < end)
 		;
@@ -409,7 +415,7 @@ static void large_writes_between_processes(void **state)
 }
 
 #define DELAY_QPS 8
-#define DELAY_MS 50
+#define DELAY_MS  50
 
 /*
  * delay_us holds each request on its own: eight WRITEs on eight QPs,
@@ -502,8 +508,8 @@ static void no_spin_loses_no_wakeup(void **state)
 	assert_int_equal(fx_setup((void **)&f), 0);
 	unsetenv("RDMATOOL_SOFT_SPIN_US");
 	for (int i = 0; i < 2000; i++) {
-		post_send_op(f->a, IBV_WR_RDMA_WRITE, (uint64_t)i, f->abuf, 8, f->amr->lkey, (uintptr_t)f->bbuf,
-			     f->bmr->rkey);
+		post_send_op(f->a, IBV_WR_RDMA_WRITE, (uint64_t)i, f->abuf, 8, f->amr->lkey,
+			     (uintptr_t)f->bbuf, f->bmr->rkey);
 		fx_wait(f->scq, wc, 5000);
 		assert_int_equal(wc[0].wr_id, i);
 	}
@@ -527,13 +533,13 @@ static void no_spin_loses_no_wakeup(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(order_kept_across_batches_and_wrap, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(many_qps_complete_each_request_once, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(silent_peer_does_not_block_the_engine, fx_setup, fx_teardown),
-		cmocka_unit_test(large_writes_between_processes),
-		cmocka_unit_test(delay_fault_holds_each_request_alone),
-		cmocka_unit_test(bad_spin_setting_is_einval_with_message),
-		cmocka_unit_test(no_spin_loses_no_wakeup),
+	    cmocka_unit_test_setup_teardown(order_kept_across_batches_and_wrap, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(many_qps_complete_each_request_once, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(silent_peer_does_not_block_the_engine, fx_setup, fx_teardown),
+	    cmocka_unit_test(large_writes_between_processes),
+	    cmocka_unit_test(delay_fault_holds_each_request_alone),
+	    cmocka_unit_test(bad_spin_setting_is_einval_with_message),
+	    cmocka_unit_test(no_spin_loses_no_wakeup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
