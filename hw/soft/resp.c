@@ -28,7 +28,8 @@ static void soft_copy_segs(struct soft_seg *dst, int ndst, const struct soft_seg
 
 		if (src[s].len - soff < n)
 			n = src[s].len - soff;
-		memcpy((uint8_t *)dst[d].ptr + doff, src[s].ptr + soff, n);
+		/* memmove: a loopback WRITE/READ may copy between overlapping ranges. */
+		memmove((uint8_t *)dst[d].ptr + doff, src[s].ptr + soff, n);
 		doff += n;
 		soff += n;
 		if (doff == dst[d].len)
