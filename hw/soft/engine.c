@@ -20,6 +20,7 @@
 #define SOFT_WINDOW 64		 /* RC requests in flight per QP */
 #define SOFT_TIMER_TICK_NS 500000 /* timer scan period while work waits on a timer */
 #define SOFT_BATCH 16		  /* requests one QP sends before the next QP's turn */
+#define SOFT_BATCH_BYTES 262144	  /* ... or bytes: the poster waits on the QP lock meanwhile */
 #define SOFT_SPIN_NS 50000	  /* busy-poll this long after the last work before sleeping */
 #define SOFT_LISTEN_POLL_NS 100000 /* accept period while busy with no connection yet */
 
@@ -275,13 +276,14 @@ void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer)
 
 /*
  * Runs a QP's send queue as far as it can, but at most SOFT_BATCH requests
- * (so the poster and other QPs get their turn); qp->lock held.  Returns
+ * or about SOFT_BATCH_BYTES (so the poster and other QPs get their turn); qp->lock held.  Returns
  * whether it stopped on that budget with sendable work left.
  */
 static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 {
 	struct soft_nic *nic = qp->nic;
 	int budget = SOFT_BATCH;
+	uint64_t bytes = 0;
 
 	/* Retransmission timer of the oldest request in flight. */
 	if (qp->sq_head != qp->sq_next) {
@@ -320,8 +322,9 @@ static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 		}
 		if (!idle && ((w->wr.send_flags & IBV_SEND_FENCE) || qp->sq_next - qp->sq_head >= SOFT_WINDOW))
 			break;
-		if (!budget--)
+		if (!budget-- || bytes >= SOFT_BATCH_BYTES)
 			return true;
+		bytes += soft_payload_len(w);
 		if (!soft_transmit(qp, w) || atomic_load(&nic->stop))
 			break;
 	}

@@ -225,13 +225,15 @@ static inline void soft_cpu_relax(void)
  */
 static inline void soft_lock(pthread_mutex_t *m)
 {
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < 1000; i++) {
 		if (!pthread_mutex_trylock(m))
 			return;
-		soft_cpu_relax();
+		/* The holder may share this CPU with us: let it run now and then. */
+		if (i % 100 == 99)
+			sched_yield();
+		else
+			soft_cpu_relax();
 	}
-	/* The holder may share this CPU with us: let it run, then queue. */
-	sched_yield();
 	pthread_mutex_lock(m);
 }
 
