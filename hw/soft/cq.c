@@ -13,7 +13,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <unistd.h>
+
+#define SOFT_POLL_YIELD 64 /* empty polls in a row before a poller yields its CPU */
 
 struct ibv_comp_channel *soft_create_comp_channel(struct ibv_context *ctx)
 {
@@ -120,6 +123,9 @@ int soft_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
+/* Empty polls in a row by this thread. */
+static __thread unsigned soft_empty_polls;
+
 int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct soft_cq *cq = (struct soft_cq *)ibcq;
@@ -127,10 +133,19 @@ int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 
 	if (num_entries < 0)
 		return -1;
-	/* An empty CQ is answered without the lock: spinning pollers leave the engine alone. */
-	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE))
+	/*
+	 * An empty CQ is answered without the lock: spinning pollers leave the
+	 * engine alone.  This NIC needs a CPU to make progress, and on a busy
+	 * machine its engine may share one with the poller: every so many
+	 * empty polls in a row, the poller yields the CPU.
+	 */
+	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
+		if (++soft_empty_polls % SOFT_POLL_YIELD == 0)
+			sched_yield();
 		return 0;
-	pthread_mutex_lock(&cq->lock);
+	}
+	soft_empty_polls = 0;
+	soft_lock(&cq->lock);
 	while (n < num_entries && cq->count) {
 		wc[n++] = cq->ring[cq->head];
 		cq->head = cq->head + 1 == cq->size ? 0 : cq->head + 1;
@@ -157,7 +172,7 @@ void soft_cq_push(struct ibv_cq *ibcq, const struct ibv_wc *wc, bool solicited)
 	struct soft_cq *cq = (struct soft_cq *)ibcq;
 	bool notify = false, overflowed = false;
 
-	pthread_mutex_lock(&cq->lock);
+	soft_lock(&cq->lock);
 	if (cq->overflow) {
 		pthread_mutex_unlock(&cq->lock);
 		return;

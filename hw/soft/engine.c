@@ -2,19 +2,27 @@
 /*
  * The NIC's engine: one thread that runs every send queue (requester),
  * serves requests (responder, resp.c), receives from the wire and runs the
- * retransmission and RNR timers.  It holds obj_lock for reading while it
+ * retransmission and RNR timers.  It drains every doorbelled QP per round
+ * (SOFT_BATCH requests per QP per turn) and busy-polls RDMATOOL_SOFT_SPIN_US
+ * (default 50) after its last work before it sleeps, so a steady stream of
+ * doorbells costs no system call on either side.  It holds obj_lock for reading while it
  * works, so a QP, MR or MW is never freed under it.
  */
 #include "soft.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #define SOFT_WINDOW 64		 /* RC requests in flight per QP */
 #define SOFT_TIMER_TICK_NS 500000 /* timer scan period while work waits on a timer */
+#define SOFT_BATCH 16		  /* requests one QP sends before the next QP's turn */
+#define SOFT_BATCH_BYTES 262144	  /* ... or bytes: the poster waits on the QP lock meanwhile */
+#define SOFT_SPIN_NS 50000	  /* busy-poll this long after the last work before sleeping */
+#define SOFT_LISTEN_POLL_NS 100000 /* accept period while busy with no connection yet */
 
 /* IB min_rnr_timer encoding, in microseconds (0 is the longest, 655.36 ms). */
 static const uint32_t soft_rnr_us[32] = {
@@ -81,7 +89,7 @@ static enum ibv_wc_status soft_local_segs(struct soft_qp *qp, struct soft_swqe *
 /* Completes the head WR and moves the QP to its error state. */
 static void soft_fail_head(struct soft_qp *qp, enum ibv_wc_status status)
 {
-	struct soft_swqe *w = &qp->sq[qp->sq_head % qp->sq_size];
+	struct soft_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
 
 	soft_complete_send(qp, w, status, 0);
 	qp->sq_head++;
@@ -107,7 +115,7 @@ void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp)
 
 	if (qp->sq_head == qp->sq_next)
 		return;
-	w = &qp->sq[qp->sq_head % qp->sq_size];
+	w = &qp->sq[qp->sq_head & qp->sq_mask];
 	if (!w->sent || resp->psn != w->psn || resp->kind == SOFT_RESP_NONE)
 		return;
 	switch (resp->kind) {
@@ -137,7 +145,7 @@ void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp)
 		/* Go back: this WR and all after it are sent again when the RNR timer expires. */
 		w->rnr_until_ns = soft_now_ns() + soft_rnr_ns(resp->rnr_timer);
 		for (uint32_t i = qp->sq_head; i != qp->sq_next; i++)
-			qp->sq[i % qp->sq_size].sent = false;
+			qp->sq[i & qp->sq_mask].sent = false;
 		qp->sq_next = qp->sq_head;
 		break;
 	case SOFT_RESP_NAK:
@@ -229,7 +237,9 @@ static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w)
 	w->sent = true;
 	w->deadline_ns = soft_timeout_ns(qp) ? soft_now_ns() + soft_timeout_ns(qp) : 0;
 	qp->sq_next++;
-	if (local) {
+	if (local && soft_delay_req(nic, &req, 0)) {
+		local = false; /* held on the delay line: the answer comes later (delay.c) */
+	} else if (local) {
 		soft_respond(nic, qp, &req, &resp);
 	} else if (soft_wire_send_req(nic, &req) && qp->ibv.qp_type == IBV_QPT_RC) {
 		/* The peer cannot be reached at all: as if every retry went unanswered. */
@@ -264,27 +274,33 @@ void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer)
 	}
 }
 
-/* Runs a QP's send queue as far as it can; qp->lock held. */
-static void soft_qp_progress(struct soft_qp *qp, uint64_t now)
+/*
+ * Runs a QP's send queue as far as it can, but at most SOFT_BATCH requests
+ * or about SOFT_BATCH_BYTES (so the poster and other QPs get their turn); qp->lock held.  Returns
+ * whether it stopped on that budget with sendable work left.
+ */
+static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 {
 	struct soft_nic *nic = qp->nic;
+	int budget = SOFT_BATCH;
+	uint64_t bytes = 0;
 
 	/* Retransmission timer of the oldest request in flight. */
 	if (qp->sq_head != qp->sq_next) {
-		struct soft_swqe *h = &qp->sq[qp->sq_head % qp->sq_size];
+		struct soft_swqe *h = &qp->sq[qp->sq_head & qp->sq_mask];
 
 		if (h->sent && h->deadline_ns && now >= h->deadline_ns) {
 			if (h->retries++ >= qp->attr.retry_cnt) {
 				soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
-				return;
+				return false;
 			}
 			for (uint32_t i = qp->sq_head; i != qp->sq_next; i++)
-				qp->sq[i % qp->sq_size].sent = false;
+				qp->sq[i & qp->sq_mask].sent = false;
 			qp->sq_next = qp->sq_head;
 		}
 	}
 	while (qp->sq_next != qp->sq_tail && qp->attr.qp_state == IBV_QPS_RTS) {
-		struct soft_swqe *w = &qp->sq[qp->sq_next % qp->sq_size];
+		struct soft_swqe *w = &qp->sq[qp->sq_next & qp->sq_mask];
 		bool idle = qp->sq_next == qp->sq_head;
 
 		if (w->rnr_until_ns && now < w->rnr_until_ns)
@@ -298,7 +314,7 @@ static void soft_qp_progress(struct soft_qp *qp, uint64_t now)
 			qp->sq_next++;
 			if (st != IBV_WC_SUCCESS) {
 				soft_fail_head(qp, st);
-				return;
+				return false;
 			}
 			soft_complete_send(qp, w, IBV_WC_SUCCESS, 0);
 			qp->sq_head++;
@@ -306,6 +322,9 @@ static void soft_qp_progress(struct soft_qp *qp, uint64_t now)
 		}
 		if (!idle && ((w->wr.send_flags & IBV_SEND_FENCE) || qp->sq_next - qp->sq_head >= SOFT_WINDOW))
 			break;
+		if (!budget-- || bytes >= SOFT_BATCH_BYTES)
+			return true;
+		bytes += soft_payload_len(w);
 		if (!soft_transmit(qp, w) || atomic_load(&nic->stop))
 			break;
 	}
@@ -313,6 +332,7 @@ static void soft_qp_progress(struct soft_qp *qp, uint64_t now)
 		qp->sqd_notify = false;
 		soft_async_event(qp->ibv.context, IBV_EVENT_SQ_DRAINED, qp);
 	}
+	return false;
 }
 
 static bool soft_qp_waits(const struct soft_qp *qp)
@@ -333,25 +353,40 @@ static struct soft_qp *soft_runq_pop(struct soft_nic *nic)
 			nic->runq_tail = NULL;
 		qp->queued = false;
 	}
+	atomic_store_explicit(&nic->runq_nonempty, nic->runq_head != NULL, memory_order_relaxed);
 	pthread_mutex_unlock(&nic->runq_lock);
 	return qp;
 }
 
-/* Runs the doorbelled QPs; returns whether any QP still waits on a timer or answer. */
-static bool soft_run_queue(struct soft_nic *nic)
+/*
+ * Runs the doorbelled QPs; *waiting becomes true when one still waits on a
+ * timer or an answer.  Returns whether there was any QP to run.
+ */
+static bool soft_run_queue(struct soft_nic *nic, bool *waiting)
 {
-	bool waiting = false;
-	struct soft_qp *qp;
+	struct soft_qp *qp, *again[SOFT_MAX_QP];
+	int n_again = 0;
+	bool ran = false;
 
+	if (!atomic_load_explicit(&nic->runq_nonempty, memory_order_acquire))
+		return false;
 	pthread_rwlock_rdlock(&nic->obj_lock);
 	while ((qp = soft_runq_pop(nic))) {
-		pthread_mutex_lock(&qp->lock);
-		soft_qp_progress(qp, soft_now_ns());
-		waiting |= soft_qp_waits(qp);
+		bool more;
+
+		ran = true;
+		soft_lock(&qp->lock);
+		more = soft_qp_progress(qp, soft_now_ns());
+		*waiting |= soft_qp_waits(qp);
 		pthread_mutex_unlock(&qp->lock);
+		/* Its budget is spent: back to the end of the queue, after this round. */
+		if (more && n_again < SOFT_MAX_QP)
+			again[n_again++] = qp;
 	}
+	for (int i = 0; i < n_again; i++)
+		soft_ring_doorbell(again[i]);
 	pthread_rwlock_unlock(&nic->obj_lock);
-	return waiting;
+	return ran;
 }
 
 static bool soft_run_timers(struct soft_nic *nic)
@@ -362,45 +397,90 @@ static bool soft_run_timers(struct soft_nic *nic)
 	pthread_rwlock_rdlock(&nic->obj_lock);
 	for (int i = 0; i < SOFT_MAX_QP; i++) {
 		struct soft_qp *qp = nic->qps[i];
+		bool more = false;
 
 		if (!qp)
 			continue;
 		pthread_mutex_lock(&qp->lock);
 		if (soft_qp_waits(qp)) {
-			soft_qp_progress(qp, now);
+			more = soft_qp_progress(qp, now);
 			waiting |= soft_qp_waits(qp);
 		}
 		pthread_mutex_unlock(&qp->lock);
+		if (more)
+			soft_ring_doorbell(qp);
 	}
 	pthread_rwlock_unlock(&nic->obj_lock);
 	return waiting;
 }
 
+/* Polls the wire without blocking and serves what is ready; returns whether anything was. */
+static bool soft_wire_poll_now(struct soft_nic *nic, struct pollfd *pfd, int max)
+{
+	int n = soft_wire_pollfds(nic, pfd, max);
+
+	if (n < 1 || poll(pfd, (nfds_t)n, 0) <= 0)
+		return false;
+	soft_wire_service(nic, pfd, n);
+	return true;
+}
+
+/*
+ * The engine loop.  While work keeps coming it never sleeps: after its last
+ * piece of work it busy-polls (yielding the CPU each round) for
+ * SOFT_SPIN_NS, so a doorbell then costs no system call and no wake-up.
+ * Only then does it announce it is sleeping (nic->sleeping) and block in
+ * poll(); a doorbell writes the eventfd only on that sleeping edge.
+ */
 static void *soft_engine_main(void *arg)
 {
 	struct soft_nic *nic = arg;
 	struct pollfd pfd[SOFT_MAX_QP + 2];
 	bool waiting = false;
-	uint64_t next_tick = 0;
+	uint64_t now = soft_now_ns(), next_tick = 0, next_wire = 0, idle_since = now;
 
 	while (!atomic_load(&nic->stop)) {
-		int n, timeout;
-		uint64_t now;
+		int n;
+		int64_t timeout_ns;
+		struct timespec ts;
+		bool worked = soft_run_queue(nic, &waiting);
 
-		waiting |= soft_run_queue(nic);
 		now = soft_now_ns();
 		if (waiting && now >= next_tick) {
 			waiting = soft_run_timers(nic);
 			next_tick = now + SOFT_TIMER_TICK_NS;
 		}
+		/* Connected sockets are polled every round; a lone listener now and then. */
+		worked |= soft_delay_run(nic, now);
+		if (nic->conns || now >= next_wire) {
+			worked |= soft_wire_poll_now(nic, pfd, SOFT_MAX_QP + 1);
+			next_wire = now + SOFT_LISTEN_POLL_NS;
+		}
+		/* What this round queued for the wire leaves now, one call per connection. */
+		soft_wire_flush(nic);
+		if (worked) {
+			idle_since = now;
+			continue;
+		}
+		if (now - idle_since < nic->spin_ns) {
+			/* Free when the CPU is ours alone; lets a poster sharing it run. */
+			sched_yield();
+			continue;
+		}
 		pfd[0].fd = nic->wake_fd;
 		pfd[0].events = POLLIN;
 		n = 1 + soft_wire_pollfds(nic, pfd + 1, SOFT_MAX_QP + 1);
 		atomic_store(&nic->sleeping, true);
-		pthread_mutex_lock(&nic->runq_lock);
-		timeout = nic->runq_head ? 0 : waiting ? 1 : -1;
-		pthread_mutex_unlock(&nic->runq_lock);
-		if (poll(pfd, (nfds_t)n, timeout) > 0) {
+		timeout_ns = atomic_load(&nic->runq_nonempty) ? 0 : waiting ? 1000000 : -1;
+		if (soft_delay_next_ns(nic)) {
+			uint64_t due = soft_delay_next_ns(nic), left = due > now ? due - now : 0;
+
+			if (timeout_ns < 0 || left < (uint64_t)timeout_ns)
+				timeout_ns = (int64_t)left;
+		}
+		ts.tv_sec = timeout_ns / 1000000000;
+		ts.tv_nsec = timeout_ns % 1000000000;
+		if (ppoll(pfd, (nfds_t)n, timeout_ns < 0 ? NULL : &ts, NULL) > 0) {
 			if (pfd[0].revents & POLLIN) {
 				uint64_t v;
 				ssize_t r = read(nic->wake_fd, &v, sizeof(v));
@@ -409,15 +489,37 @@ static void *soft_engine_main(void *arg)
 			}
 			atomic_store(&nic->sleeping, false);
 			soft_wire_service(nic, pfd + 1, n - 1);
-			waiting = true;
 		}
 		atomic_store(&nic->sleeping, false);
+		idle_since = soft_now_ns();
 	}
 	return NULL;
 }
 
+/* RDMATOOL_SOFT_SPIN_US: the busy-poll window in microseconds (0 = sleep at once). */
+static int soft_spin_parse(const char *spec, uint64_t *ns)
+{
+	char *end;
+	unsigned long long us;
+
+	*ns = SOFT_SPIN_NS;
+	if (!spec)
+		return 0;
+	errno = 0;
+	us = strtoull(spec, &end, 10);
+	if (errno || end == spec || *end || *spec == '-' || us > 1000000) {
+		soft_config_fail("RDMATOOL_SOFT_SPIN_US=%s is not a whole number of microseconds from 0 to 1000000",
+				 spec);
+		return EINVAL;
+	}
+	*ns = us * 1000;
+	return 0;
+}
+
 int soft_engine_start(struct soft_nic *nic)
 {
+	if (soft_spin_parse(getenv("RDMATOOL_SOFT_SPIN_US"), &nic->spin_ns))
+		return EINVAL;
 	nic->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (nic->wake_fd < 0)
 		return errno;
@@ -439,4 +541,5 @@ void soft_engine_stop(struct soft_nic *nic)
 	(void)n;
 	pthread_join(nic->thread, NULL);
 	close(nic->wake_fd);
+	soft_delay_clear(nic);
 }

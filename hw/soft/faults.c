@@ -4,7 +4,8 @@
  *   drop     probability that a request is lost before the responder sees it
  *            (RC: the requester retransmits after its timeout; UD: gone)
  *   corrupt  probability that delivered payload has one bit flipped, silently
- *   delay_us every request waits N microseconds before it is served
+ *   delay_us every request waits N microseconds before it is served (each
+ *            on its own: the engine goes on meanwhile, see delay.c)
  *   error    probability that an RC request is refused with REM_OP_ERR
  *   seed     seed of the fault generator (default 1), for reproducible runs
  * Probabilities are in [0, 1].  Only the engine thread draws numbers.

@@ -60,6 +60,7 @@ void soft_ring_doorbell(struct soft_qp *qp)
 		else
 			nic->runq_head = qp;
 		nic->runq_tail = qp;
+		atomic_store(&nic->runq_nonempty, true);
 		wake = true;
 	}
 	pthread_mutex_unlock(&nic->runq_lock);
@@ -147,7 +148,7 @@ int soft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	bool posted = false;
 	int err = 0;
 
-	pthread_mutex_lock(&qp->lock);
+	soft_lock(&qp->lock);
 	state = qp->attr.qp_state;
 	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR)
 		err = EINVAL;
@@ -158,7 +159,7 @@ int soft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 			err = ENOMEM;
 			break;
 		}
-		w = &qp->sq[qp->sq_tail % qp->sq_size];
+		w = &qp->sq[qp->sq_tail & qp->sq_mask];
 		err = soft_fill_swqe(qp, w, wr);
 		if (err)
 			break;
@@ -183,7 +184,7 @@ int soft_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	struct soft_qp *qp = (struct soft_qp *)ibqp;
 	int err = 0;
 
-	pthread_mutex_lock(&qp->rq_lock);
+	soft_lock(&qp->rq_lock);
 	if (__atomic_load_n(&qp->ibv.state, __ATOMIC_ACQUIRE) == IBV_QPS_RESET)
 		err = EINVAL;
 	for (; wr && !err; wr = wr->next) {
@@ -204,7 +205,7 @@ int soft_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 			err = ENOMEM;
 			break;
 		}
-		r = &qp->rq[qp->rq_tail % qp->rq_size];
+		r = &qp->rq[qp->rq_tail & qp->rq_mask];
 		r->wr_id = wr->wr_id;
 		r->num_sge = wr->num_sge;
 		if (wr->num_sge)

@@ -102,6 +102,27 @@ bool soft_modify_is_ok(enum ibv_qp_state cur, enum ibv_qp_state next, enum ibv_q
 	return !(mask & ~(tr->req[t] | tr->opt[t] | IBV_QP_STATE));
 }
 
+/* Ring slots for a queue of n entries: a power of two, so indices may wrap. */
+static uint32_t soft_ring_slots(uint32_t n)
+{
+	uint32_t slots = 1;
+
+	while (slots < n)
+		slots <<= 1;
+	return slots;
+}
+
+/*
+ * Empties both rings (qp->lock and, once the QP is visible, rq_lock held).  The free-running 32-bit indices start just short of
+ * their wrap-around, so every QP that completes a few dozen requests
+ * exercises the wrap (harmless: slots are indexed by index & mask).
+ */
+static void soft_ring_reset(struct soft_qp *qp)
+{
+	qp->sq_head = qp->sq_next = qp->sq_tail = SOFT_RING_START;
+	qp->rq_head = qp->rq_tail = SOFT_RING_START;
+}
+
 struct soft_qp *soft_lookup_qp(struct soft_nic *nic, uint32_t qpn)
 {
 	struct soft_qp *qp = nic->qps[qpn % SOFT_MAX_QP];
@@ -129,8 +150,11 @@ struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		return NULL;
 	qp->sq_size = cap->max_send_wr ? cap->max_send_wr : 1;
 	qp->rq_size = cap->max_recv_wr ? cap->max_recv_wr : 1;
-	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
-	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
+	qp->sq_mask = soft_ring_slots(qp->sq_size) - 1;
+	qp->rq_mask = soft_ring_slots(qp->rq_size) - 1;
+	soft_ring_reset(qp);
+	qp->sq = calloc(qp->sq_mask + 1, sizeof(*qp->sq));
+	qp->rq = calloc(qp->rq_mask + 1, sizeof(*qp->rq));
 	if (!qp->sq || !qp->rq) {
 		free(qp->sq);
 		free(qp->rq);
@@ -233,11 +257,11 @@ static void soft_push_flush(struct ibv_cq *cq, struct soft_qp *qp, uint64_t wr_i
 void soft_qp_flush_locked(struct soft_qp *qp)
 {
 	for (; qp->sq_head != qp->sq_tail; qp->sq_head++)
-		soft_complete_send(qp, &qp->sq[qp->sq_head % qp->sq_size], IBV_WC_WR_FLUSH_ERR, 0);
+		soft_complete_send(qp, &qp->sq[qp->sq_head & qp->sq_mask], IBV_WC_WR_FLUSH_ERR, 0);
 	qp->sq_next = qp->sq_head;
 	pthread_mutex_lock(&qp->rq_lock);
 	for (; qp->rq_head != qp->rq_tail; qp->rq_head++)
-		soft_push_flush(qp->ibv.recv_cq, qp, qp->rq[qp->rq_head % qp->rq_size].wr_id, IBV_WC_RECV);
+		soft_push_flush(qp->ibv.recv_cq, qp, qp->rq[qp->rq_head & qp->rq_mask].wr_id, IBV_WC_RECV);
 	pthread_mutex_unlock(&qp->rq_lock);
 }
 
@@ -253,7 +277,7 @@ void soft_qp_error(struct soft_qp *qp)
 	if (qp->ibv.qp_type == IBV_QPT_UD && qp->attr.qp_state != IBV_QPS_ERR) {
 		soft_set_state(qp, IBV_QPS_SQE);
 		for (; qp->sq_head != qp->sq_tail; qp->sq_head++)
-			soft_complete_send(qp, &qp->sq[qp->sq_head % qp->sq_size], IBV_WC_WR_FLUSH_ERR, 0);
+			soft_complete_send(qp, &qp->sq[qp->sq_head & qp->sq_mask], IBV_WC_WR_FLUSH_ERR, 0);
 		qp->sq_next = qp->sq_head;
 		return;
 	}
@@ -309,9 +333,8 @@ int soft_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		switch (next) {
 		case IBV_QPS_RESET:
 			/* Outstanding work is discarded without completions. */
-			qp->sq_head = qp->sq_next = qp->sq_tail = 0;
 			pthread_mutex_lock(&qp->rq_lock);
-			qp->rq_head = qp->rq_tail = 0;
+			soft_ring_reset(qp);
 			pthread_mutex_unlock(&qp->rq_lock);
 			qp->has_atomic = false;
 			break;
@@ -382,6 +405,7 @@ int soft_destroy_qp(struct ibv_qp *ibqp)
 			else
 				nic->runq_tail = *pp, pp = &(*pp)->run_next;
 		}
+		atomic_store(&nic->runq_nonempty, nic->runq_head != NULL);
 	}
 	pthread_mutex_unlock(&nic->runq_lock);
 	pthread_rwlock_unlock(&nic->obj_lock);

@@ -77,9 +77,9 @@ static bool soft_consume_recv(struct soft_qp *qp, struct soft_rwqe *out)
 {
 	bool got = false;
 
-	pthread_mutex_lock(&qp->rq_lock);
+	soft_lock(&qp->rq_lock);
 	if (qp->rq_head != qp->rq_tail) {
-		*out = qp->rq[qp->rq_head % qp->rq_size];
+		*out = qp->rq[qp->rq_head & qp->rq_mask];
 		qp->rq_head++;
 		got = true;
 	}
@@ -307,8 +307,6 @@ void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct 
 	memset(resp, 0, sizeof(*resp));
 	resp->kind = SOFT_RESP_NONE;
 	resp->psn = req->psn;
-	if (nic->faults.delay_us)
-		usleep(nic->faults.delay_us);
 	if (soft_fault_hit(&nic->faults, nic->faults.drop)) {
 		atomic_fetch_add(&nic->fault_drops, 1);
 		return;
@@ -320,7 +318,7 @@ void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct 
 		return;
 	}
 	if (qp != requester)
-		pthread_mutex_lock(&qp->lock);
+		soft_lock_nested(&qp->lock);
 	state = qp->attr.qp_state;
 	if (state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD ||
 	    (state == IBV_QPS_SQE && req->qp_type == IBV_QPT_UD)) {

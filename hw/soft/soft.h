@@ -25,7 +25,9 @@
  *
  * The NIC listens on RDMATOOL_SOFT_ADDR=ip:port (default 127.0.0.1, port 0
  * = any free port).  RDMATOOL_SOFT_FAULTS configures fault injection
- * (faults.c).
+ * (faults.c).  RDMATOOL_SOFT_SPIN_US (default 50, 0..1000000) is how long
+ * the engine busy-polls after its last work before it sleeps (engine.c):
+ * 0 saves CPU, a doorbell then always wakes the engine through an eventfd.
  */
 #ifndef RDMATOOL_HW_SOFT_H
 #define RDMATOOL_HW_SOFT_H
@@ -34,6 +36,7 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <poll.h>
 #include <stdatomic.h>
 
@@ -54,6 +57,7 @@
 #define SOFT_MTU 4096
 #define SOFT_GRH_LEN 40
 #define SOFT_QKEY_PRIVILEGED 0x80000000u
+#define SOFT_RING_START 0xffffffc0u /* first ring index: 64 requests before the 32-bit wrap */
 /* Key index space: MRs and MWs share one table, index = key >> 8. */
 #define SOFT_MAX_KEYS (SOFT_MAX_MR + SOFT_MAX_MW + 1)
 
@@ -150,13 +154,17 @@ struct soft_qp {
 	struct ibv_qp_attr attr; /* the attributes set so far */
 	struct ibv_qp_cap cap;
 	bool sq_sig_all;
-	/* send queue ring: [head, tail); [head, next) are in flight */
+	/*
+	 * Send queue ring: [head, tail); [head, next) are in flight.  Indices
+	 * run freely and wrap; size is the capacity the user asked for, the
+	 * ring has mask + 1 (a power of two) slots.
+	 */
 	struct soft_swqe *sq;
-	uint32_t sq_size, sq_head, sq_next, sq_tail;
+	uint32_t sq_size, sq_mask, sq_head, sq_next, sq_tail;
 	uint32_t next_psn;
 	/* receive queue ring */
 	struct soft_rwqe *rq;
-	uint32_t rq_size, rq_head, rq_tail;
+	uint32_t rq_size, rq_mask, rq_head, rq_tail;
 	/* responder */
 	uint32_t resp_psn;
 	uint64_t last_atomic_orig;
@@ -169,6 +177,7 @@ struct soft_qp {
 };
 
 struct soft_conn;
+struct soft_delayed;
 
 struct soft_nic {
 	int refs; /* under soft_nic_lock */
@@ -182,6 +191,8 @@ struct soft_nic {
 	pthread_t thread;
 	int wake_fd;
 	atomic_bool stop, sleeping;
+	uint64_t spin_ns; /* how long the engine busy-polls before it sleeps */
+	atomic_bool runq_nonempty; /* runq_head != NULL, readable without runq_lock */
 	pthread_mutex_t runq_lock;
 	struct soft_qp *runq_head, *runq_tail;
 	atomic_int timers; /* QPs waiting on a retry or RNR timer */
@@ -190,9 +201,57 @@ struct soft_nic {
 	struct sockaddr_in addr;
 	int listen_fd;
 	struct soft_conn *conns;
+	uint64_t next_conn_id;
+	struct soft_delayed *delay_head, *delay_tail; /* delay_us fault: held requests, engine only */
 	struct soft_faults faults;
 	atomic_ulong ud_drops, fault_drops, fault_corrupts, fault_errors;
 };
+
+/* A pause for busy-wait loops: lets the sibling hyperthread run. */
+static inline void soft_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/*
+ * Locks m, spinning a little first.  The engine and the application hold
+ * QP and CQ locks for short stretches; sleeping in the kernel on such a
+ * lock costs both sides a system call and a context switch (the unlocker
+ * must wake the sleeper), far more than the wait itself.
+ */
+static inline void soft_lock(pthread_mutex_t *m)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (!pthread_mutex_trylock(m))
+			return;
+		/* The holder may share this CPU with us: let it run now and then. */
+		if (i % 100 == 99)
+			sched_yield();
+		else
+			soft_cpu_relax();
+	}
+	pthread_mutex_lock(m);
+}
+
+/*
+ * Locks m while the caller holds another lock of the same kind (the engine
+ * holds the requester QP and takes the target QP): it never blocks, it
+ * retries, so no order between QP locks is ever needed and two such
+ * lockers can never deadlock.
+ */
+static inline void soft_lock_nested(pthread_mutex_t *m)
+{
+	for (unsigned i = 1; pthread_mutex_trylock(m); i++) {
+		if (i % 64)
+			soft_cpu_relax();
+		else
+			sched_yield();
+	}
+}
 
 /* device.c */
 struct soft_nic *soft_nic_of(struct ibv_context *ctx);
@@ -306,6 +365,14 @@ void soft_wire_close(struct soft_nic *nic);
 int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req);
 int soft_wire_pollfds(struct soft_nic *nic, struct pollfd *pfd, int max);
 void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n);
+void soft_wire_serve(struct soft_nic *nic, uint64_t conn_id, const struct soft_req *req);
+void soft_wire_flush(struct soft_nic *nic);
+
+/* delay.c: the delay_us fault; engine thread only. */
+bool soft_delay_req(struct soft_nic *nic, const struct soft_req *req, uint64_t conn_id);
+bool soft_delay_run(struct soft_nic *nic, uint64_t now);
+uint64_t soft_delay_next_ns(const struct soft_nic *nic);
+void soft_delay_clear(struct soft_nic *nic);
 
 /* faults.c */
 int soft_faults_parse(const char *spec, struct soft_faults *out, char *err, size_t errlen);

@@ -22,10 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define SOFT_WIRE_MAGIC 0x53574952u /* "SWIR" */
 #define SOFT_CONNECT_TIMEOUT_MS 1000
+#define SOFT_WIRE_COALESCE_MAX 8192 /* payloads up to this size are queued, then sent in one call */
 
 enum { SOFT_PKT_REQ = 1, SOFT_PKT_RSP = 2 };
 
@@ -40,9 +42,12 @@ struct soft_wire_hdr {
 struct soft_conn {
 	int fd;
 	bool outgoing, dead;
+	bool connecting;	      /* outgoing, connect() still in progress */
+	uint64_t connect_deadline_ns; /* then it is given up */
 	union ibv_gid peer;
+	uint64_t id; /* unique for the NIC's lifetime: held requests name their connection by it */
 	uint8_t *in, *out;
-	size_t in_len, in_cap, out_off, out_len, out_cap;
+	size_t in_off, in_len, in_cap, out_off, out_len, out_cap; /* in: [in_off, in_len) unparsed */
 	struct soft_conn *next;
 };
 
@@ -134,6 +139,7 @@ static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoi
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->fd = fd;
+	c->id = ++nic->next_conn_id;
 	c->outgoing = outgoing;
 	if (peer)
 		c->peer = *peer;
@@ -145,9 +151,8 @@ static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoi
 static struct soft_conn *soft_conn_to(struct soft_nic *nic, const union ibv_gid *gid)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
-	struct pollfd p;
-	int fd, err = 0;
-	socklen_t len = sizeof(err);
+	struct soft_conn *c;
+	int fd;
 
 	for (struct soft_conn *c = nic->conns; c; c = c->next)
 		if (c->outgoing && !c->dead && memcmp(c->peer.raw, gid->raw, 16) == 0)
@@ -159,22 +164,37 @@ static struct soft_conn *soft_conn_to(struct soft_nic *nic, const union ibv_gid 
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return NULL;
+	/*
+	 * The engine never waits for the handshake: packets queue on the new
+	 * connection and leave once it is up (soft_wire_service); a refused or
+	 * timed-out attempt breaks the connection like any other loss.
+	 */
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS) {
 		close(fd);
 		return NULL;
 	}
-	p.fd = fd;
-	p.events = POLLOUT;
-	if (poll(&p, 1, SOFT_CONNECT_TIMEOUT_MS) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
-		close(fd);
-		return NULL;
+	c = soft_conn_new(nic, fd, true, gid);
+	if (c) {
+		c->connecting = true;
+		c->connect_deadline_ns = soft_now_ns() + SOFT_CONNECT_TIMEOUT_MS * 1000000ull;
 	}
-	return soft_conn_new(nic, fd, true, gid);
+	return c;
+}
+
+/* A connection attempt finished (POLLOUT or an error): up, or dead. */
+static void soft_conn_established(struct soft_conn *c)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	c->connecting = false;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) || err)
+		c->dead = true;
 }
 
 static void soft_conn_flush(struct soft_conn *c)
 {
-	while (!c->dead && c->out_off < c->out_len) {
+	while (!c->dead && !c->connecting && c->out_off < c->out_len) {
 		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
 
 		if (n > 0)
@@ -236,28 +256,92 @@ static void soft_hdr_from_le(struct soft_wire_hdr *h)
 	soft_hdr_to_le(h);
 }
 
-/* Queues one packet: header plus the payload gathered from segs. */
+/*
+ * Sends what it can of header + segments straight from their memory (one
+ * sendmsg, no staging copy) when nothing is queued before it; returns the
+ * bytes sent.
+ */
+static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_wire_hdr *h, const struct soft_seg *seg,
+				    int nseg)
+{
+	struct iovec iov[SOFT_MAX_SGE + 1];
+	struct msghdr msg = { .msg_iov = iov };
+	ssize_t n;
+
+	if (c->dead || c->connecting || c->out_len > c->out_off)
+		return 0;
+	iov[0].iov_base = (void *)h;
+	iov[0].iov_len = sizeof(*h);
+	for (int i = 0; i < nseg; i++) {
+		iov[i + 1].iov_base = (void *)seg[i].ptr;
+		iov[i + 1].iov_len = seg[i].len;
+	}
+	msg.msg_iovlen = (size_t)nseg + 1;
+	n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n >= 0)
+		return (size_t)n;
+	if (errno != EAGAIN && errno != EINTR)
+		c->dead = true;
+	return 0;
+}
+
+/*
+ * Sends one packet, header plus the payload gathered from segs.  A small
+ * packet is only queued: the engine sends everything queued in one call
+ * per connection at the end of its round (soft_wire_flush), so a burst of
+ * requests or answers costs one system call, not one each.  A large one
+ * goes out at once, after what is queued, straight from its buffers; what
+ * the socket does not take is queued.
+ */
 static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const struct soft_seg *seg, int nseg)
 {
-	size_t payload = 0;
+	size_t payload = 0, sent = 0, skip;
 	uint8_t *p;
 
 	for (int i = 0; i < nseg; i++)
 		payload += seg[i].len;
 	h->magic = SOFT_WIRE_MAGIC;
 	h->payload = (uint32_t)payload;
-	p = soft_conn_reserve(c, sizeof(*h) + payload);
+	soft_hdr_to_le(h);
+	if (c->dead)
+		return EPIPE;
+	if (payload > SOFT_WIRE_COALESCE_MAX) {
+		soft_conn_flush(c);
+		sent = soft_conn_send_direct(c, h, seg, nseg);
+	}
+	if (c->dead)
+		return EPIPE;
+	if (sent == sizeof(*h) + payload)
+		return 0;
+	p = soft_conn_reserve(c, sizeof(*h) + payload - sent);
 	if (!p)
 		return ENOMEM;
-	soft_hdr_to_le(h);
-	memcpy(p, h, sizeof(*h));
-	p += sizeof(*h);
-	for (int i = 0; i < nseg; i++) {
-		memcpy(p, seg[i].ptr, seg[i].len);
-		p += seg[i].len;
+	/* Queue the unsent tail: the rest of the header, then of each segment. */
+	skip = sent;
+	if (skip < sizeof(*h)) {
+		memcpy(p, (const uint8_t *)h + skip, sizeof(*h) - skip);
+		p += sizeof(*h) - skip;
+		skip = 0;
+	} else {
+		skip -= sizeof(*h);
 	}
-	soft_conn_flush(c);
+	for (int i = 0; i < nseg; i++) {
+		if (skip >= seg[i].len) {
+			skip -= seg[i].len;
+			continue;
+		}
+		memcpy(p, seg[i].ptr + skip, seg[i].len - skip);
+		p += seg[i].len - skip;
+		skip = 0;
+	}
 	return c->dead ? EPIPE : 0;
+}
+
+void soft_wire_flush(struct soft_nic *nic)
+{
+	for (struct soft_conn *c = nic->conns; c; c = c->next)
+		if (c->out_len > c->out_off)
+			soft_conn_flush(c);
 }
 
 int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req)
@@ -297,8 +381,11 @@ int soft_wire_pollfds(struct soft_nic *nic, struct pollfd *pfd, int max)
 	pfd[n].fd = nic->listen_fd;
 	pfd[n++].events = POLLIN;
 	for (struct soft_conn *c = nic->conns; c && n < max; c = c->next) {
+		/* A handshake past its deadline is cut: poll reports the hang-up. */
+		if (c->connecting && soft_now_ns() >= c->connect_deadline_ns)
+			shutdown(c->fd, SHUT_RDWR);
 		pfd[n].fd = c->fd;
-		pfd[n++].events = (short)(POLLIN | (c->out_len > c->out_off ? POLLOUT : 0));
+		pfd[n++].events = (short)(POLLIN | (c->connecting || c->out_len > c->out_off ? POLLOUT : 0));
 	}
 	return n;
 }
@@ -320,6 +407,8 @@ static bool soft_opcode_known(uint8_t op)
 	}
 }
 
+static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const struct soft_req *req);
+
 static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const struct soft_wire_hdr *h,
 			   const uint8_t *payload)
 {
@@ -339,9 +428,6 @@ static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const stru
 		.compare_add = h->compare_add,
 		.swap = h->swap,
 	};
-	struct soft_resp resp;
-	struct soft_wire_hdr r = { .type = SOFT_PKT_RSP };
-	struct soft_seg data;
 	bool carries = h->opcode != IBV_WR_RDMA_READ && h->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 		       h->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
 
@@ -354,15 +440,26 @@ static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const stru
 	req.seg[0].ptr = payload;
 	req.seg[0].len = h->payload;
 	req.nseg = h->payload ? 1 : 0;
-	soft_respond(nic, NULL, &req, &resp);
-	if (req.qp_type == IBV_QPT_UD || resp.kind == SOFT_RESP_NONE)
+	if (!soft_delay_req(nic, &req, c->id))
+		soft_conn_serve(nic, c, &req);
+}
+
+/* Serves a request that came in on c and sends the answer back on it. */
+static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const struct soft_req *req)
+{
+	struct soft_resp resp;
+	struct soft_wire_hdr r = { .type = SOFT_PKT_RSP };
+	struct soft_seg data;
+
+	soft_respond(nic, NULL, req, &resp);
+	if (req->qp_type == IBV_QPT_UD || resp.kind == SOFT_RESP_NONE)
 		return;
-	r.opcode = h->opcode;
+	r.opcode = req->opcode;
 	r.kind = (uint8_t)resp.kind;
 	r.status = (uint8_t)resp.status;
 	r.rnr_timer = resp.rnr_timer;
-	r.src_qpn = h->dst_qpn;
-	r.dst_qpn = h->src_qpn;
+	r.src_qpn = req->dst_qpn;
+	r.dst_qpn = req->src_qpn;
 	r.psn = resp.psn;
 	r.compare_add = resp.atomic_orig;
 	r.length = resp.read_len;
@@ -387,7 +484,7 @@ static void soft_take_rsp(struct soft_nic *nic, const struct soft_wire_hdr *h, c
 	if (!qp || qp->ibv.qp_type != IBV_QPT_RC || h->kind < SOFT_RESP_ACK || h->kind > SOFT_RESP_NAK ||
 	    (h->kind == SOFT_RESP_NAK && (h->status == IBV_WC_SUCCESS || h->status > IBV_WC_TM_RNDV_INCOMPLETE)))
 		return;
-	pthread_mutex_lock(&qp->lock);
+	soft_lock(&qp->lock);
 	soft_handle_resp(qp, &resp);
 	pthread_mutex_unlock(&qp->lock);
 	soft_ring_doorbell(qp);
@@ -395,11 +492,17 @@ static void soft_take_rsp(struct soft_nic *nic, const struct soft_wire_hdr *h, c
 
 static void soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 {
-	size_t off = 0;
+	size_t off;
 
 	for (;;) {
 		ssize_t n;
 
+		if (c->in_cap - c->in_len < 65536 && c->in_off) {
+			/* Move the unparsed rest (part of one packet) to the front once room runs out. */
+			memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+			c->in_len -= c->in_off;
+			c->in_off = 0;
+		}
 		if (c->in_cap - c->in_len < 65536) {
 			size_t cap = c->in_cap ? c->in_cap * 2 : 262144;
 			uint8_t *p = realloc(c->in, cap);
@@ -420,6 +523,7 @@ static void soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 			c->dead = true;
 		break;
 	}
+	off = c->in_off;
 	while (c->in_len - off >= sizeof(struct soft_wire_hdr)) {
 		struct soft_wire_hdr h;
 
@@ -437,8 +541,21 @@ static void soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 			soft_take_rsp(nic, &h, c->in + off + sizeof(h));
 		off += sizeof(h) + h.payload;
 	}
-	memmove(c->in, c->in + off, c->in_len - off);
-	c->in_len -= off;
+	if (off == c->in_len)
+		c->in_off = c->in_len = 0;
+	else
+		c->in_off = off;
+}
+
+/* Serves a held request (delay.c) that came in on connection conn_id, if it is still up. */
+void soft_wire_serve(struct soft_nic *nic, uint64_t conn_id, const struct soft_req *req)
+{
+	struct soft_conn *c;
+
+	for (c = nic->conns; c && c->id != conn_id; c = c->next)
+		;
+	if (c && !c->dead)
+		soft_conn_serve(nic, c, req);
 }
 
 void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n)
@@ -461,6 +578,8 @@ void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n)
 			;
 		if (!c || !pfd[i].revents)
 			continue;
+		if (c->connecting)
+			soft_conn_established(c);
 		if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
 			soft_conn_read(nic, c);
 		if (pfd[i].revents & POLLOUT)
