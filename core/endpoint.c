@@ -76,8 +76,11 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 	ep->ctx = hw_open_device(attr->device, NULL);
 	if (!ep->ctx) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot open device %s: %s; see `rdmatool devices`",
-			 attr->device ? attr->device : "(default)", strerror(errno));
+		if (*hw_soft_config_error())
+			snprintf(err, errlen, "%s", hw_soft_config_error());
+		else
+			snprintf(err, errlen, "cannot open device %s: %s; see `rdmatool devices`",
+				 attr->device ? attr->device : "(default)", strerror(errno));
 		free(ep);
 		return rc;
 	}

@@ -7,6 +7,8 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include "../../core/env.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +21,7 @@ struct bench_opts {
 	enum core_lock_mode lock;
 	int progress_thread;
 	const char *device;
+	struct core_env env; /* RDMATOOL_* variables: progress CPU, ring size */
 };
 
 struct bench_result {

@@ -198,8 +198,23 @@ int cmd_bench(int argc, const char **argv)
 	while ((rc = poptGetNextOpt(pc)) > 0)
 		if (rc == 1)
 			is_server = 1;
-	if (rc < -1)
-		return popt_usage_error(CMD, pc, rc);
+	if (rc < -1) {
+		rc = popt_usage_error(CMD, pc, rc);
+		poptFreeContext(pc);
+		return rc;
+	}
+	struct core_env env;
+	char env_error[256];
+
+	core_env_defaults(&env);
+	if (core_env_read(&env, env_error, sizeof(env_error))) {
+		poptFreeContext(pc);
+		return run_error(CMD, "%s", env_error);
+	}
+	/* Options win over the environment. */
+	if (!stripes)
+		stripes = env.tx_stripes;
+	progress = progress || env.progress_thread;
 	stats_segment_open("bench"); /* cqstat -c bench; without a segment bench still runs */
 	test = poptGetArg(pc);
 	if (size < 1 || size > MAX_SIZE || iters < -1 || stripes < 0 || stripes > CORE_MAX_STRIPES || duration < 0 ||
@@ -209,7 +224,7 @@ int cmd_bench(int argc, const char **argv)
 				   MAX_SIZE, CORE_MAX_STRIPES);
 	}
 	if (is_server) {
-		struct bench_opts d = { .device = device };
+		struct bench_opts d = { .device = device, .env = env };
 
 		if (test || client) {
 			poptFreeContext(pc);
@@ -226,10 +241,12 @@ int cmd_bench(int argc, const char **argv)
 	for (int i = 0; test && TESTS[i]; i++)
 		known |= !strcmp(test, TESTS[i]);
 	if (!known || poptPeekArg(pc)) {
+		/* test points into popt's context: report before freeing it. */
+		rc = usage_error(CMD, "%s test%s%s; use one of send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw msg_rate ring",
+				 !test ? "missing" : known ? "one" : "unknown", test && !known ? " " : "",
+				 test && !known ? test : test ? " only" : "");
 		poptFreeContext(pc);
-		return usage_error(CMD, "%s test%s%s; use one of send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw msg_rate ring",
-				   !test ? "missing" : known ? "one" : "unknown", test && !known ? " " : "",
-				   test && !known ? test : test ? " only" : "");
+		return rc;
 	}
 	if (threads_arg && (nthreads = parse_threads(threads_arg, threads, 16)) <= 0) {
 		poptFreeContext(pc);
@@ -274,7 +291,7 @@ int cmd_bench(int argc, const char **argv)
 		}
 	}
 	struct bench_opts o = { .iters = iters, .duration = duration, .stripes = stripes, .progress_thread = progress,
-				.device = device };
+				.device = device, .env = env };
 	struct json j;
 	struct ratio ratios[MAX_SWEEP * 16];
 	int nratios = 0, status = EXIT_OK;

@@ -64,11 +64,12 @@ static void *alloc_buf(size_t size)
 	return p;
 }
 
-static void ep_attr(struct core_ep_attr *attr, const char *device, enum core_lock_mode lock, int stripes,
+static void ep_attr(struct core_ep_attr *attr, const struct bench_opts *o, enum core_lock_mode lock, int stripes,
 		    int progress)
 {
 	core_ep_attr_defaults(attr);
-	attr->device = device;
+	attr->env = o->env;
+	attr->device = o->device;
 	attr->lock = lock;
 	attr->env.tx_stripes = stripes;
 	attr->env.progress_thread = progress;
@@ -97,7 +98,7 @@ int bench_client(const char *addr, const char *test, const struct bench_opts *o,
 
 	(void)addr;
 	snprintf(p.test, sizeof(p.test), "%s", test);
-	ep_attr(&attr, o->device, o->lock, o->stripes, o->progress_thread);
+	ep_attr(&attr, o, o->lock, o->stripes, o->progress_thread);
 	attr.name = "a";
 	if ((rc = oob_send(client_conn, MSG_PARAMS, &p, sizeof(p)))) {
 		snprintf(err, errlen, "the bench server went away: %s", strerror(-rc));
@@ -148,7 +149,7 @@ static int serve_one(struct oob_conn *c, const struct wire_params *p, const stru
 			 (unsigned long long)size, lock, stripes);
 		return -EPROTO;
 	}
-	ep_attr(&attr, defaults->device, (enum core_lock_mode)lock, (int)stripes, (int)progress);
+	ep_attr(&attr, defaults, (enum core_lock_mode)lock, (int)stripes, (int)progress);
 	attr.name = "b";
 	if ((rc = core_ep_open(&attr, &ep, err, errlen)))
 		return rc;

@@ -408,6 +408,7 @@ int bench_transport(const char *test, const struct bench_opts *o, struct bench_r
 	int rc;
 
 	core_ep_attr_defaults(&attr);
+	attr.env = o->env;
 	attr.device = o->device;
 	attr.lock = o->lock;
 	attr.env.tx_stripes = o->stripes;

@@ -79,5 +79,19 @@ set +e
 "$RDMATOOL" bench nosuch >/dev/null 2>"$dir/err"; [ $? -eq 2 ] || fail "unknown test: not 2"
 "$RDMATOOL" bench send_lat --threads=2 >/dev/null 2>&1; [ $? -eq 2 ] || fail "latency with threads: not 2"
 "$RDMATOOL" bench msg_rate --lock=nope >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad lock: not 2"
+grep -q "unknown test nosuch" "$dir/err" || fail "unknown test message: $(cat "$dir/err")"
+
+# The transport's environment variables: a bad value is named, exit 1.
+for bad in RDMATOOL_TX_STRIPES=abc RDMATOOL_PROGRESS_THREAD=2 RDMATOOL_PROGRESS_CPU=99999 RDMATOOL_RING_SIZE=3 \
+	RDMATOOL_SOFT_FAULTS=bogus=1 RDMATOOL_SOFT_SPIN_US=x; do
+	env "$bad" "$RDMATOOL" bench write_lat -n 5 >/dev/null 2>"$dir/err"
+	rc=$?
+	[ $rc -eq 1 ] || fail "$bad: exit $rc, want 1"
+	grep -q "${bad%%=*}" "$dir/err" || fail "$bad: message does not name the variable: $(cat "$dir/err")"
+done
 set -e
+# ... and valid values are accepted.
+RDMATOOL_TX_STRIPES=2 RDMATOOL_PROGRESS_THREAD=1 "$RDMATOOL" -j bench write_lat -n 20 >"$dir/env.json" ||
+	fail "bench with valid RDMATOOL_* variables"
+jq -e '.results | length > 0' "$dir/env.json" >/dev/null || fail "env run results: $(cat "$dir/env.json")"
 echo "bench_smoke: ok"

@@ -51,4 +51,11 @@ pid=
 [ $rc -eq 0 ] || fail "SIGINT run exit $rc"
 grep -q -- "--- history of client 1" "$err" || fail "no history after SIGINT: $(cat "$err")"
 grep -q "stopped by signal 2" "$err" || fail "no stop notice"
+# A bad soft-device setting is named, not reported as a generic open failure.
+set +e
+RDMATOOL_SOFT_FAULTS=bogus=1 "$RDMATOOL" walk --duration=1 >/dev/null 2>"$err"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "bad RDMATOOL_SOFT_FAULTS: exit $rc, want 1"
+grep -q "RDMATOOL_SOFT_FAULTS: unknown key 'bogus'" "$err" || fail "bad RDMATOOL_SOFT_FAULTS message: $(cat "$err")"
 echo "walk usage ok"
