@@ -88,8 +88,19 @@ struct ibv_mr *soft_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acc
 		atomic_fetch_sub(&nic->n_mr, 1);
 		return NULL;
 	}
+	mr->ibv.context = pd->context;
+	mr->ibv.pd = pd;
+	mr->ibv.addr = addr;
+	mr->ibv.length = length;
+	mr->access = access;
+	/* The key slot makes the MR visible to the engine (under the read
+	 * lock): every field it checks must be set before the lock drops. */
 	pthread_rwlock_wrlock(&nic->obj_lock);
 	err = soft_key_alloc(nic, SOFT_KEY_MR, mr, &key);
+	if (!err) {
+		mr->ibv.lkey = key;
+		mr->ibv.rkey = key;
+	}
 	pthread_rwlock_unlock(&nic->obj_lock);
 	if (err) {
 		atomic_fetch_sub(&nic->n_mr, 1);
@@ -97,13 +108,6 @@ struct ibv_mr *soft_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acc
 		errno = err;
 		return NULL;
 	}
-	mr->ibv.context = pd->context;
-	mr->ibv.pd = pd;
-	mr->ibv.addr = addr;
-	mr->ibv.length = length;
-	mr->ibv.lkey = key;
-	mr->ibv.rkey = key;
-	mr->access = access;
 	return &mr->ibv;
 }
 
@@ -148,8 +152,16 @@ struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 		atomic_fetch_sub(&nic->n_mw, 1);
 		return NULL;
 	}
+	mw->ibv.context = pd->context;
+	mw->ibv.pd = pd;
+	mw->ibv.type = type;
+	/* As for MRs: complete before the key slot publishes it. */
 	pthread_rwlock_wrlock(&nic->obj_lock);
 	err = soft_key_alloc(nic, SOFT_KEY_MW, mw, &key);
+	if (!err) {
+		mw->ibv.rkey = key;
+		mw->key = key;
+	}
 	pthread_rwlock_unlock(&nic->obj_lock);
 	if (err) {
 		atomic_fetch_sub(&nic->n_mw, 1);
@@ -157,11 +169,6 @@ struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 		errno = err;
 		return NULL;
 	}
-	mw->ibv.context = pd->context;
-	mw->ibv.pd = pd;
-	mw->ibv.type = type;
-	mw->ibv.rkey = key;
-	mw->key = key;
 	return &mw->ibv;
 }
 

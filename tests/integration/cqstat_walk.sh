@@ -21,6 +21,11 @@ for _ in $(seq 100); do
 	sleep 0.05
 done
 ls "$dir"/rdmatool-stats.* >/dev/null 2>&1 || fail "walk published no stats segment"
+# Clients open their devices one after another: wait until both rows exist.
+for _ in $(seq 100); do
+	[ "$("$RDMATOOL" -j cqstat -c walk 2>/dev/null | jq '[.processes[].cqs[]] | length')" = 2 ] && break
+	sleep 0.05
+done
 
 "$RDMATOOL" -j cqstat -c walk -i 1 -n 2 >"$dir/samples.json" || fail "cqstat exit $?"
 python3 - "$dir/samples.json" <<'PY' || fail "cqstat samples of walk"
