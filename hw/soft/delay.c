@@ -36,7 +36,7 @@ bool soft_delay_req(struct soft_nic *nic, const struct soft_req *req, uint64_t c
 	d->req = *req;
 	p = d->payload;
 	for (int i = 0; i < req->nseg; i++) {
-		memcpy(p, req->seg[i].ptr, req->seg[i].len);
+		soft_dma_copy(p, req->seg[i].ptr, req->seg[i].len);
 		p += req->seg[i].len;
 	}
 	d->req.nseg = req->nseg > 0;

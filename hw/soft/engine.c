@@ -126,13 +126,13 @@ void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp)
 				return;
 			}
 			for (int i = 0, off = 0; i < w->wr.num_sge; off += seg[i].len, i++)
-				memmove((void *)seg[i].ptr, resp->read_data + off, seg[i].len); /* may overlap in loopback */
+				soft_dma_copy((void *)seg[i].ptr, resp->read_data + off, seg[i].len);
 		} else if (w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 			if (soft_local_segs(qp, w, true, seg, &total) != IBV_WC_SUCCESS) {
 				soft_fail_head(qp, IBV_WC_LOC_PROT_ERR);
 				return;
 			}
-			memcpy((void *)seg[0].ptr, &resp->atomic_orig, sizeof(resp->atomic_orig));
+			soft_dma_copy((void *)seg[0].ptr, &resp->atomic_orig, sizeof(resp->atomic_orig));
 		}
 		soft_complete_send(qp, w, IBV_WC_SUCCESS, soft_payload_len(w));
 		qp->sq_head++;

@@ -28,8 +28,7 @@ static void soft_copy_segs(struct soft_seg *dst, int ndst, const struct soft_seg
 
 		if (src[s].len - soff < n)
 			n = src[s].len - soff;
-		/* memmove: a loopback WRITE/READ may copy between overlapping ranges. */
-		memmove((uint8_t *)dst[d].ptr + doff, src[s].ptr + soff, n);
+		soft_dma_copy((uint8_t *)dst[d].ptr + doff, src[s].ptr + soff, n);
 		doff += n;
 		soff += n;
 		if (doff == dst[d].len)
@@ -217,13 +216,10 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 		} else {
 			uint64_t *target = ptr, orig;
 
-			if (req->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-				orig = __atomic_fetch_add(target, req->compare_add, __ATOMIC_SEQ_CST);
-			} else {
-				orig = req->compare_add;
-				__atomic_compare_exchange_n(target, &orig, req->swap, false, __ATOMIC_SEQ_CST,
-							    __ATOMIC_SEQ_CST);
-			}
+			if (req->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+				orig = soft_dma_fetch_add(target, req->compare_add);
+			else
+				orig = soft_dma_cmp_swap(target, req->compare_add, req->swap);
 			resp->atomic_orig = orig;
 			qp->last_atomic_orig = orig;
 			qp->last_atomic_psn = req->psn;

@@ -214,6 +214,12 @@ static inline void soft_cpu_relax(void)
 	__builtin_ia32_pause();
 #elif defined(__aarch64__)
 	__asm__ __volatile__("yield" ::: "memory");
+/* dma.c: the NIC's accesses to registered memory (see there). */
+void soft_dma_copy(void *dst, const void *src, size_t len);
+uint64_t soft_dma_fetch_add(uint64_t *target, uint64_t add);
+/* Returns the value found; it was replaced by swap if it equalled compare. */
+uint64_t soft_dma_cmp_swap(uint64_t *target, uint64_t compare, uint64_t swap);
+
 #endif
 }
 
@@ -377,5 +383,11 @@ void soft_delay_clear(struct soft_nic *nic);
 /* faults.c */
 int soft_faults_parse(const char *spec, struct soft_faults *out, char *err, size_t errlen);
 bool soft_fault_hit(struct soft_faults *f, double p);
+
+/* dma.c: the NIC's accesses to registered memory (see there). */
+void soft_dma_copy(void *dst, const void *src, size_t len);
+uint64_t soft_dma_fetch_add(uint64_t *target, uint64_t add);
+/* Returns the value found; it was replaced by swap if it equalled compare. */
+uint64_t soft_dma_cmp_swap(uint64_t *target, uint64_t compare, uint64_t swap);
 
 #endif

@@ -330,7 +330,7 @@ static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const st
 			skip -= seg[i].len;
 			continue;
 		}
-		memcpy(p, seg[i].ptr + skip, seg[i].len - skip);
+		soft_dma_copy(p, seg[i].ptr + skip, seg[i].len - skip);
 		p += seg[i].len - skip;
 		skip = 0;
 	}
