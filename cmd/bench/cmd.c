@@ -165,25 +165,29 @@ struct ratio {
 	double value;
 };
 
-int cmd_bench(int argc, const char **argv)
+/* The string options, owned by cmd_bench. */
+struct bench_args {
+	char *threads, *lock, *device, *server, *client;
+};
+
+static int bench_main(int argc, const char **argv, struct bench_args *a)
 {
 	long size = 8, iters = -1;
 	double duration = 0;
-	char *threads_arg = NULL, *lock_arg = NULL, *device = NULL, *server = NULL, *client = NULL;
 	int stripes = 0, progress = 0, baseline = 0, all = 0, is_server = 0;
 	struct poptOption opts[] = {
 		{ "size", 's', POPT_ARG_LONG, &size, 0, "message size in bytes (default 8)", "BYTES" },
 		{ "all", 'a', POPT_ARG_NONE, &all, 0, "sweep sizes 2 B .. 8 MiB (powers of two)", NULL },
 		{ "iters", 'n', POPT_ARG_LONG, &iters, 0, "iterations per thread", "N" },
 		{ "duration", 'D', POPT_ARG_DOUBLE, &duration, 0, "run each measurement for this many seconds", "SECONDS" },
-		{ "threads", 0, POPT_ARG_STRING, &threads_arg, 0, "thread counts to sweep, e.g. 1,2,4", "LIST" },
+		{ "threads", 0, POPT_ARG_STRING, &a->threads, 0, "thread counts to sweep, e.g. 1,2,4", "LIST" },
 		{ "stripes", 0, POPT_ARG_INT, &stripes, 0, "stripes per endpoint (0 = auto)", "N" },
-		{ "lock", 0, POPT_ARG_STRING, &lock_arg, 0, "striped, global or both (default both)", "MODE" },
+		{ "lock", 0, POPT_ARG_STRING, &a->lock, 0, "striped, global or both (default both)", "MODE" },
 		{ "progress-thread", 0, POPT_ARG_NONE, &progress, 0, "progress in a background thread", NULL },
-		{ "device", 0, POPT_ARG_STRING, &device, 0, "device to use (default: first active, else soft0)", "NAME" },
-		{ "server", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, &server, 1,
+		{ "device", 0, POPT_ARG_STRING, &a->device, 0, "device to use (default: first active, else soft0)", "NAME" },
+		{ "server", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, &a->server, 1,
 		  "serve one client on [ADDR:]PORT (default 18515; port 0 = any, printed)", "[ADDR:]PORT" },
-		{ "client", 0, POPT_ARG_STRING, &client, 0, "run against a bench server", "HOST[:PORT]" },
+		{ "client", 0, POPT_ARG_STRING, &a->client, 0, "run against a bench server", "HOST[:PORT]" },
 		{ "baseline", 0, POPT_ARG_NONE, &baseline, 0, "measure memcpy and raw TCP loopback in the same run",
 		  NULL },
 		POPT_AUTOHELP POPT_TABLEEND
@@ -224,14 +228,14 @@ int cmd_bench(int argc, const char **argv)
 				   MAX_SIZE, CORE_MAX_STRIPES);
 	}
 	if (is_server) {
-		struct bench_opts d = { .device = device, .env = env };
+		struct bench_opts d = { .device = a->device, .env = env };
 
-		if (test || client) {
+		if (test || a->client) {
 			poptFreeContext(pc);
 			return usage_error(CMD, "--server takes no test and no --client; the client chooses the test");
 		}
-		snprintf(addr, sizeof(addr), "%s%s", server && strchr(server, ':') ? "" : "0.0.0.0:",
-			 server ? server : "18515");
+		snprintf(addr, sizeof(addr), "%s%s", a->server && strchr(a->server, ':') ? "" : "0.0.0.0:",
+			 a->server ? a->server : "18515");
 		rc = bench_server(addr, &d, err, sizeof(err));
 		poptFreeContext(pc);
 		return rc ? run_error(CMD, "%s", err) : EXIT_OK;
@@ -248,22 +252,22 @@ int cmd_bench(int argc, const char **argv)
 		poptFreeContext(pc);
 		return rc;
 	}
-	if (threads_arg && (nthreads = parse_threads(threads_arg, threads, 16)) <= 0) {
+	if (a->threads && (nthreads = parse_threads(a->threads, threads, 16)) <= 0) {
 		poptFreeContext(pc);
 		return usage_error(CMD, "--threads='%s' is invalid; give up to 16 counts 1..64 separated by commas",
-				   threads_arg);
+				   a->threads);
 	}
-	if (lock_arg) {
-		do_striped = !strcmp(lock_arg, "striped") || !strcmp(lock_arg, "both");
-		do_global = !strcmp(lock_arg, "global") || !strcmp(lock_arg, "both");
+	if (a->lock) {
+		do_striped = !strcmp(a->lock, "striped") || !strcmp(a->lock, "both");
+		do_global = !strcmp(a->lock, "global") || !strcmp(a->lock, "both");
 		if (!do_striped && !do_global) {
 			poptFreeContext(pc);
-			return usage_error(CMD, "--lock='%s' is invalid; use striped, global or both", lock_arg);
+			return usage_error(CMD, "--lock='%s' is invalid; use striped, global or both", a->lock);
 		}
 	}
 	bool is_ring = !strcmp(test, "ring"), is_lat = strstr(test, "_lat") != NULL;
 
-	if (client && is_ring) {
+	if (a->client && is_ring) {
 		poptFreeContext(pc);
 		return usage_error(CMD, "the ring test runs in one process; drop --client");
 	}
@@ -283,15 +287,15 @@ int cmd_bench(int argc, const char **argv)
 	} else {
 		sizes[nsizes++] = (size_t)size;
 	}
-	if (client) {
-		snprintf(addr, sizeof(addr), "%s%s", client, strchr(client, ':') ? "" : ":18515");
+	if (a->client) {
+		snprintf(addr, sizeof(addr), "%s%s", a->client, strchr(a->client, ':') ? "" : ":18515");
 		if (bench_client_open(addr, err, sizeof(err))) {
 			poptFreeContext(pc);
 			return run_error(CMD, "%s", err);
 		}
 	}
 	struct bench_opts o = { .iters = iters, .duration = duration, .stripes = stripes, .progress_thread = progress,
-				.device = device, .env = env };
+				.device = a->device, .env = env };
 	struct json j;
 	struct ratio ratios[MAX_SWEEP * 16];
 	int nratios = 0, status = EXIT_OK;
@@ -300,7 +304,7 @@ int cmd_bench(int argc, const char **argv)
 		json_init(&j, stdout, global_opts.pretty);
 		json_begin_object(&j, NULL);
 		json_string(&j, "test", test);
-		json_string(&j, "mode", client ? "two processes" : "one process");
+		json_string(&j, "mode", a->client ? "two processes" : "one process");
 		json_begin_array(&j, "results");
 	}
 	print_header(is_ring, is_lat, baseline && !is_ring);
@@ -326,7 +330,7 @@ int cmd_bench(int argc, const char **argv)
 				if (progress_wanted())
 					fprintf(stderr, "\r%s %s threads=%d size=%zu ...", test, w.name, o.threads, o.size);
 				rc = is_ring  ? bench_ring(&o, m == 0, &w.r, err, sizeof(err))
-				     : client ? bench_client(addr, test, &o, &w.r, err, sizeof(err))
+				     : a->client ? bench_client(addr, test, &o, &w.r, err, sizeof(err))
 					      : bench_transport(test, &o, &w.r, err, sizeof(err));
 				if (progress_wanted())
 					fprintf(stderr, "\r\033[K");
@@ -343,7 +347,7 @@ int cmd_bench(int argc, const char **argv)
 		}
 	}
 done:
-	if (client)
+	if (a->client)
 		bench_client_close();
 	if (global_opts.json) {
 		json_end_array(&j);
@@ -369,4 +373,18 @@ done:
 	}
 	poptFreeContext(pc);
 	return status;
+}
+
+/* popt hands string options over in malloc'd copies: they are freed here, whatever bench_main returns. */
+int cmd_bench(int argc, const char **argv)
+{
+	struct bench_args a = { NULL };
+	int rc = bench_main(argc, argv, &a);
+
+	free(a.threads);
+	free(a.lock);
+	free(a.device);
+	free(a.server);
+	free(a.client);
+	return rc;
 }
