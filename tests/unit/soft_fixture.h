@@ -119,6 +119,38 @@ static inline void fx_ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
 	assert_int_equal(hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
 }
 
+/* Releases whatever a (possibly partial) setup created. */
+static inline void fx_free(struct fx *f)
+{
+	if (!f)
+		return;
+	if (f->a)
+		hw_destroy_qp(f->a);
+	if (f->b)
+		hw_destroy_qp(f->b);
+	if (f->amr)
+		hw_dereg_mr(f->amr);
+	if (f->bmr)
+		hw_dereg_mr(f->bmr);
+	if (f->scq)
+		hw_destroy_cq(f->scq);
+	if (f->rcq)
+		hw_destroy_cq(f->rcq);
+	if (f->pd)
+		hw_dealloc_pd(f->pd);
+	if (f->ctx)
+		hw_close_device(f->ctx);
+	free(f->abuf);
+	free(f->bbuf);
+	free(f);
+}
+
+static inline int fx_teardown(void **state)
+{
+	fx_free(*state);
+	return 0;
+}
+
 static inline int fx_setup_common(void **state, int sig_all)
 {
 	struct fx *f = calloc(1, sizeof(*f));
@@ -128,8 +160,10 @@ static inline int fx_setup_common(void **state, int sig_all)
 	if (!f)
 		return -1;
 	f->ctx = hw_open_device("soft0", NULL);
-	if (!f->ctx)
+	if (!f->ctx) {
+		fx_free(f);
 		return -1;
+	}
 	f->pd = hw_alloc_pd(f->ctx);
 	f->scq = hw_create_cq(f->ctx, 256, NULL, NULL, 0);
 	f->rcq = hw_create_cq(f->ctx, 256, NULL, NULL, 0);
@@ -137,14 +171,18 @@ static inline int fx_setup_common(void **state, int sig_all)
 	f->b = fx_qp(f->pd, f->rcq, IBV_QPT_RC, sig_all);
 	f->abuf = aligned_alloc(64, FX_BUF);
 	f->bbuf = aligned_alloc(64, FX_BUF);
-	if (!f->pd || !f->scq || !f->rcq || !f->a || !f->b || !f->abuf || !f->bbuf)
+	if (!f->pd || !f->scq || !f->rcq || !f->a || !f->b || !f->abuf || !f->bbuf) {
+		fx_free(f);
 		return -1;
+	}
 	memset(f->abuf, 0, FX_BUF);
 	memset(f->bbuf, 0, FX_BUF);
 	f->amr = hw_reg_mr(f->pd, f->abuf, FX_BUF, access);
 	f->bmr = hw_reg_mr(f->pd, f->bbuf, FX_BUF, access);
-	if (!f->amr || !f->bmr)
+	if (!f->amr || !f->bmr) {
+		fx_free(f);
 		return -1;
+	}
 	fx_rc_to_rts(f->a, f->b->qp_num, NULL, 8, 3, 3, 1);
 	fx_rc_to_rts(f->b, f->a->qp_num, NULL, 8, 3, 3, 1);
 	*state = f;
@@ -154,24 +192,6 @@ static inline int fx_setup_common(void **state, int sig_all)
 static inline int fx_setup(void **state)
 {
 	return fx_setup_common(state, 1);
-}
-
-static inline int fx_teardown(void **state)
-{
-	struct fx *f = *state;
-
-	hw_destroy_qp(f->a);
-	hw_destroy_qp(f->b);
-	hw_dereg_mr(f->amr);
-	hw_dereg_mr(f->bmr);
-	hw_destroy_cq(f->scq);
-	hw_destroy_cq(f->rcq);
-	hw_dealloc_pd(f->pd);
-	hw_close_device(f->ctx);
-	free(f->abuf);
-	free(f->bbuf);
-	free(f);
-	return 0;
 }
 
 static inline int fx_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)

@@ -436,7 +436,7 @@ static void delay_fault_holds_each_request_alone(void **state)
 
 	(void)state;
 	assert_non_null(buf);
-	snprintf(spec, sizeof(spec), "delay_us=%u", DELAY_MS * 1000);
+	snprintf(spec, sizeof(spec), "delay_us=%d", DELAY_MS * 1000);
 	setenv("RDMATOOL_SOFT_FAULTS", spec, 1);
 	ctx = hw_open_device("soft0", NULL);
 	unsetenv("RDMATOOL_SOFT_FAULTS");
