@@ -415,7 +415,7 @@ static void large_writes_between_processes(void **state)
 }
 
 #define DELAY_QPS 8
-#define DELAY_MS  50
+#define DELAY_MS  100
 
 /*
  * delay_us holds each request on its own: eight WRITEs on eight QPs,
@@ -466,7 +466,7 @@ static void delay_fault_holds_each_request_alone(void **state)
 	}
 	took = fx_now_ms() - t0;
 	assert_true(took >= DELAY_MS);
-	/* Sequential holding would take DELAY_QPS * DELAY_MS = 400 ms. */
+	/* Sequential holding would take DELAY_QPS * DELAY_MS = 800 ms. */
 	assert_true(took < (DELAY_QPS / 2) * DELAY_MS);
 	for (int i = 0; i < DELAY_QPS; i++)
 		assert_int_equal(buf[i], i + 1);
