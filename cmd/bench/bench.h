@@ -62,9 +62,18 @@ int bench_client_open(const char *addr, char *err, size_t errlen);
 void bench_client_close(void);
 int bench_server(const char *addr, const struct bench_opts *defaults, char *err, size_t errlen);
 
-/* Raw TCP on loopback: the baselines of --baseline. */
+/* Raw TCP on loopback: the baselines of --baseline, far end on a thread of this process. */
 int tcp_baseline_bw(size_t size, double seconds, double *mib_s);
 int tcp_baseline_lat(size_t size, long iters, double *half_rtt_us);
+/* The same over a connected socket whose far end runs tcp_serve (echo for ping-pong, else sink). */
+int tcp_ping_pong(int fd, size_t size, long iters, double *half_rtt_us);
+int tcp_stream(int fd, size_t size, double seconds, double *mib_s);
+int tcp_serve(int fd, size_t size, bool echo);
+int tcp_full_io(int fd, char *buf, size_t len, bool rd);
+void tcp_set_nodelay(int fd);
+/* Two processes: the same baselines, the bench server as the far end. */
+int bench_client_tcp_lat(size_t size, long iters, double *half_rtt_us, char *err, size_t errlen);
+int bench_client_tcp_bw(size_t size, double seconds, double *mib_s, char *err, size_t errlen);
 
 /* Shared by the runners. */
 void bench_stats_latency(double *samples, long n, struct bench_result *r);

@@ -48,13 +48,21 @@ static double memcpy_mib_s(size_t size)
 	return (double)bytes / secs / (1024.0 * 1024.0);
 }
 
-static int measure_baseline(size_t size, bool is_lat, struct baseline *b)
+/* Raw TCP between the same places as the test: this process alone, or this process and the server. */
+static int measure_baseline(size_t size, bool is_lat, bool remote, struct baseline *b, char *err, size_t errlen)
 {
+	int rc;
+
 	memset(b, 0, sizeof(*b));
-	if (is_lat)
-		return tcp_baseline_lat(size, 2000, &b->tcp_lat_us);
-	b->memcpy_mib_s = memcpy_mib_s(size);
-	return tcp_baseline_bw(size, 0.3, &b->tcp_mib_s);
+	if (!is_lat)
+		b->memcpy_mib_s = memcpy_mib_s(size);
+	if (remote)
+		return is_lat ? bench_client_tcp_lat(size, 2000, &b->tcp_lat_us, err, errlen)
+			      : bench_client_tcp_bw(size, 0.3, &b->tcp_mib_s, err, errlen);
+	rc = is_lat ? tcp_baseline_lat(size, 2000, &b->tcp_lat_us) : tcp_baseline_bw(size, 0.3, &b->tcp_mib_s);
+	if (rc)
+		snprintf(err, errlen, "the TCP loopback baseline failed: %s", strerror(-rc));
+	return rc;
 }
 
 static int parse_threads(const char *text, int *out, int max)
@@ -312,8 +320,8 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 		struct baseline base;
 
 		o.size = sizes[si];
-		if (baseline && !is_ring && (rc = measure_baseline(o.size, is_lat, &base))) {
-			status = run_error(CMD, "the TCP loopback baseline failed: %s", strerror(-rc));
+		if (baseline && !is_ring && measure_baseline(o.size, is_lat, a->client != NULL, &base, err, sizeof(err))) {
+			status = run_error(CMD, "%s", err);
 			goto done;
 		}
 		for (int ti = 0; ti < nthreads; ti++) {

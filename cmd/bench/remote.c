@@ -5,8 +5,12 @@
  * progress); both ends open an endpoint and exchange addresses over the
  * same connection (core_ep_connect_oob); the server sends its buffer's
  * address and rkey (RKEY); the client measures, sends DONE, and the server
- * answers DONE once its endpoint is closed.  BYE (or a closed connection)
- * ends the server.  Every field travels big-endian; the server checks each
+ * answers DONE once its endpoint is closed.  For --baseline the client
+ * sends TCP (size, echo or sink): the server listens on a second socket on
+ * the control connection's address, answers TCP with its port, serves one
+ * raw TCP connection (echoes or swallows until the client closes it) and
+ * answers DONE, so raw TCP is measured between the same two processes as
+ * the transport.  BYE (or a closed connection) ends the server.  Every field travels big-endian; the server checks each
  * one, so a bad or hostile client gets an error, never a crash.
  */
 #include "bench.h"
@@ -14,11 +18,15 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-enum { MSG_PARAMS = 0x4201, MSG_RKEY, MSG_DONE, MSG_BYE };
+enum { MSG_PARAMS = 0x4201, MSG_RKEY, MSG_DONE, MSG_BYE, MSG_TCP };
 
 #define CTRL_TIMEOUT_MS 30000
 
@@ -26,6 +34,11 @@ struct wire_params {
 	char test[16];
 	uint64_t size;
 	uint32_t lock, stripes, progress, reserved;
+};
+
+struct wire_tcp {
+	uint64_t size;
+	uint32_t echo, port;
 };
 
 struct wire_rkey {
@@ -130,7 +143,121 @@ out:
 	return rc;
 }
 
-/* One measurement, as the client asked. */
+/* Asks the server for a raw TCP far end and connects to it: a socket or a negative errno. */
+static int client_tcp_open(size_t size, bool echo, char *err, size_t errlen)
+{
+	struct wire_tcp t = { .size = htobe64(size), .echo = htobe32(echo) };
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int rc, fd;
+
+	if ((rc = oob_send(client_conn, MSG_TCP, &t, sizeof(t))) || (rc = expect(client_conn, MSG_TCP, &t, sizeof(t)))) {
+		snprintf(err, errlen, "the bench server did not offer a TCP baseline: %s", strerror(-rc));
+		return rc;
+	}
+	if (getpeername(oob_conn_fd(client_conn), (struct sockaddr *)&ss, &len)) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot read the bench server's address: %s", strerror(errno));
+		return rc;
+	}
+	if (ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)be32toh(t.port));
+	else
+		((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)be32toh(t.port));
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len)) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "cannot open the TCP baseline connection: %s", strerror(-rc));
+		return rc;
+	}
+	tcp_set_nodelay(fd);
+	return fd;
+}
+
+/* Closes the baseline socket and waits for the server to be back on the control connection. */
+static int client_tcp_close(int fd, int rc, char *err, size_t errlen)
+{
+	int done;
+
+	close(fd);
+	done = expect(client_conn, MSG_DONE, NULL, 0);
+	if (rc)
+		snprintf(err, errlen, "the TCP baseline failed: %s", strerror(-rc));
+	else if (done)
+		snprintf(err, errlen, "the bench server did not finish the TCP baseline: %s", strerror(-done));
+	return rc ? rc : done;
+}
+
+int bench_client_tcp_lat(size_t size, long iters, double *half_rtt_us, char *err, size_t errlen)
+{
+	int fd = client_tcp_open(size, true, err, errlen);
+
+	if (fd < 0)
+		return fd;
+	return client_tcp_close(fd, tcp_ping_pong(fd, size, iters, half_rtt_us), err, errlen);
+}
+
+int bench_client_tcp_bw(size_t size, double seconds, double *mib_s, char *err, size_t errlen)
+{
+	int fd = client_tcp_open(size, false, err, errlen);
+
+	if (fd < 0)
+		return fd;
+	return client_tcp_close(fd, tcp_stream(fd, size, seconds, mib_s), err, errlen);
+}
+
+/* The far end of a TCP baseline, on the control connection's own address. */
+static int serve_tcp(struct oob_conn *c, const struct wire_tcp *t, char *err, size_t errlen)
+{
+	uint64_t size = be64toh(t->size);
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	struct wire_tcp reply = { 0 };
+	struct pollfd p;
+	int rc = 0, l = -1, fd = -1;
+
+	if (size < 1 || size > (8u << 20) || be32toh(t->echo) > 1) {
+		snprintf(err, errlen, "the client sent invalid TCP baseline parameters (size %llu)",
+			 (unsigned long long)size);
+		return -EPROTO;
+	}
+	if (getsockname(oob_conn_fd(c), (struct sockaddr *)&ss, &len) ||
+	    (l = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		goto fail;
+	if (ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+	else
+		((struct sockaddr_in *)&ss)->sin_port = 0;
+	if (bind(l, (struct sockaddr *)&ss, len) || listen(l, 1) || getsockname(l, (struct sockaddr *)&ss, &len))
+		goto fail;
+	reply.port = htobe32(ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+							    : ((struct sockaddr_in *)&ss)->sin_port));
+	if ((rc = oob_send(c, MSG_TCP, &reply, sizeof(reply))))
+		goto out;
+	p = (struct pollfd){ .fd = l, .events = POLLIN };
+	if (poll(&p, 1, CTRL_TIMEOUT_MS) != 1) {
+		rc = -ETIMEDOUT;
+		snprintf(err, errlen, "the client did not open the TCP baseline connection");
+		goto out;
+	}
+	if ((fd = accept(l, NULL, NULL)) < 0)
+		goto fail;
+	tcp_set_nodelay(fd);
+	tcp_serve(fd, size, be32toh(t->echo));
+	close(fd);
+	rc = oob_send(c, MSG_DONE, NULL, 0);
+	goto out;
+fail:
+	rc = -errno;
+	snprintf(err, errlen, "cannot serve the TCP baseline: %s", strerror(errno));
+out:
+	if (l >= 0)
+		close(l);
+	return rc;
+}
+
 static int serve_one(struct oob_conn *c, const struct wire_params *p, const struct bench_opts *defaults, char *err,
 		     size_t errlen)
 {
@@ -204,22 +331,25 @@ int bench_server(const char *addr, const struct bench_opts *defaults, char *err,
 		return rc;
 	}
 	for (;;) {
-		struct wire_params p;
+		union {
+			struct wire_params p;
+			struct wire_tcp t;
+		} m;
 		uint16_t type;
 		uint32_t len;
 
-		rc = oob_recv(c, &type, &p, sizeof(p), &len, -1);
+		rc = oob_recv(c, &type, &m, sizeof(m), &len, -1);
 		if (rc == -ECONNRESET || (!rc && type == MSG_BYE)) {
 			rc = 0;
 			break;
 		}
-		if (!rc && (type != MSG_PARAMS || len != sizeof(p)))
+		if (!rc && !(type == MSG_PARAMS && len == sizeof(m.p)) && !(type == MSG_TCP && len == sizeof(m.t)))
 			rc = -EPROTO;
 		if (rc) {
 			snprintf(err, errlen, "bad control message from the client: %s", strerror(-rc));
 			break;
 		}
-		if ((rc = serve_one(c, &p, defaults, err, errlen)))
+		if ((rc = type == MSG_TCP ? serve_tcp(c, &m.t, err, errlen) : serve_one(c, &m.p, defaults, err, errlen)))
 			break;
 	}
 	oob_close(c);

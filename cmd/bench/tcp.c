@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The raw TCP loopback baselines of --baseline: throughput (one stream,
- * writes of the message size) and ping-pong latency (TCP_NODELAY, half the
- * round trip), both with the far end on a thread of this process, so the
- * transport's figures can be read as ratios to them.
+ * The raw TCP baselines of --baseline: throughput (one stream, writes of the
+ * message size) and ping-pong latency (TCP_NODELAY, half the round trip).
+ * A one-process test runs its far end on a thread of this process; a
+ * two-process test runs it in the bench server (tcp_serve_*), so each
+ * transport figure is read as a ratio to raw TCP between the same places.
  */
 #include "bench.h"
 #include "../../core/clock.h"
@@ -25,7 +26,7 @@ struct peer_arg {
 	uint64_t bytes;
 };
 
-static int full_io(int fd, char *buf, size_t len, bool rd)
+int tcp_full_io(int fd, char *buf, size_t len, bool rd)
 {
 	while (len) {
 		ssize_t n = rd ? read(fd, buf, len) : write(fd, buf, len);
@@ -45,7 +46,7 @@ static void *peer_main(void *arg)
 
 	while (buf) {
 		if (p->echo) {
-			if (full_io(p->fd, buf, p->size, true) || full_io(p->fd, buf, p->size, false))
+			if (tcp_full_io(p->fd, buf, p->size, true) || tcp_full_io(p->fd, buf, p->size, false))
 				break;
 		} else {
 			ssize_t n = read(p->fd, buf, p->size);
@@ -64,7 +65,7 @@ static int loopback_pair(int *cfd, int *sfd)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(a);
-	int one = 1, l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc = 0;
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc = 0;
 
 	*cfd = *sfd = -1;
 	if (l < 0)
@@ -79,8 +80,8 @@ static int loopback_pair(int *cfd, int *sfd)
 			close(*cfd);
 		return rc;
 	}
-	setsockopt(*cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(*sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	tcp_set_nodelay(*cfd);
+	tcp_set_nodelay(*sfd);
 	return 0;
 }
 
@@ -102,7 +103,7 @@ int tcp_baseline_bw(size_t size, double seconds, double *mib_s)
 	}
 	t0 = clock_ns();
 	end = t0 + (uint64_t)(seconds * 1e9);
-	while (clock_ns() < end && (rc = full_io(cfd, buf, size, false)) == 0)
+	while (clock_ns() < end && (rc = tcp_full_io(cfd, buf, size, false)) == 0)
 		;
 	shutdown(cfd, SHUT_WR);
 	pthread_join(tid, NULL);
@@ -113,37 +114,21 @@ int tcp_baseline_bw(size_t size, double seconds, double *mib_s)
 	return rc;
 }
 
-int tcp_baseline_lat(size_t size, long iters, double *half_rtt_us)
+int tcp_ping_pong(int fd, size_t size, long iters, double *half_rtt_us)
 {
-	struct peer_arg p = { .size = size, .echo = true };
-	pthread_t tid;
-	int cfd, rc = loopback_pair(&cfd, &p.fd);
 	char *buf = calloc(1, size);
 	double *samples = malloc(sizeof(double) * (size_t)iters);
-
-	if (rc || !buf || !samples || pthread_create(&tid, NULL, peer_main, &p)) {
-		free(buf);
-		free(samples);
-		if (!rc) {
-			close(cfd);
-			close(p.fd);
-		}
-		return rc ? rc : -ENOMEM;
-	}
 	long n = 0;
+	int rc = buf && samples ? 0 : -ENOMEM;
 
 	for (; n < iters && !rc; n++) {
 		uint64_t t0 = clock_ns();
 
-		rc = full_io(cfd, buf, size, false);
+		rc = tcp_full_io(fd, buf, size, false);
 		if (!rc)
-			rc = full_io(cfd, buf, size, true);
+			rc = tcp_full_io(fd, buf, size, true);
 		samples[n] = (double)(clock_ns() - t0) / 2000.0;
 	}
-	shutdown(cfd, SHUT_RDWR);
-	pthread_join(tid, NULL);
-	close(cfd);
-	close(p.fd);
 	if (!rc) {
 		struct bench_result r;
 
@@ -152,5 +137,58 @@ int tcp_baseline_lat(size_t size, long iters, double *half_rtt_us)
 	}
 	free(buf);
 	free(samples);
+	return rc;
+}
+
+int tcp_stream(int fd, size_t size, double seconds, double *mib_s)
+{
+	char *buf = calloc(1, size), drain;
+	uint64_t t0 = clock_ns(), end = t0 + (uint64_t)(seconds * 1e9), bytes = 0;
+	int rc = buf ? 0 : -ENOMEM;
+
+	while (!rc && clock_ns() < end && (rc = tcp_full_io(fd, buf, size, false)) == 0)
+		bytes += size;
+	shutdown(fd, SHUT_WR);
+	/* The reader closes once it has read everything: only then is the stream over. */
+	if (!rc && read(fd, &drain, 1) < 0)
+		rc = -errno;
+	*mib_s = (double)bytes / ((double)(clock_ns() - t0) / 1e9) / (1024.0 * 1024.0);
+	free(buf);
+	return rc;
+}
+
+int tcp_serve(int fd, size_t size, bool echo)
+{
+	struct peer_arg p = { .fd = fd, .size = echo ? size : size < 65536 ? 65536 : size, .echo = echo };
+
+	peer_main(&p);
+	return 0;
+}
+
+void tcp_set_nodelay(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int tcp_baseline_lat(size_t size, long iters, double *half_rtt_us)
+{
+	struct peer_arg p = { .size = size, .echo = true };
+	pthread_t tid;
+	int cfd, rc = loopback_pair(&cfd, &p.fd);
+
+	if (rc)
+		return rc;
+	if (pthread_create(&tid, NULL, peer_main, &p)) {
+		close(cfd);
+		close(p.fd);
+		return -EAGAIN;
+	}
+	rc = tcp_ping_pong(cfd, size, iters, half_rtt_us);
+	shutdown(cfd, SHUT_RDWR);
+	pthread_join(tid, NULL);
+	close(cfd);
+	close(p.fd);
 	return rc;
 }
