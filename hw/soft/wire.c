@@ -514,9 +514,18 @@ static void soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 			c->in = p;
 			c->in_cap = cap;
 		}
-		n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+		size_t room = c->in_cap - c->in_len;
+
+		n = recv(c->fd, c->in + c->in_len, room, 0);
 		if (n > 0) {
 			c->in_len += (size_t)n;
+			/*
+			 * A short read drained the socket: stop here rather than pay
+			 * a second recv for its EAGAIN (poll is level-triggered, so
+			 * what arrives next, or the peer's close, is seen next round).
+			 */
+			if ((size_t)n < room)
+				break;
 			continue;
 		}
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
