@@ -17,6 +17,7 @@ static const char *const TESTS[] = { "send_lat", "write_lat", "read_lat", "atomi
 
 #define MAX_SIZE (8l << 20)
 #define MAX_SWEEP 32
+#define MAX_ROUNDS 99
 
 struct baseline {
 	double memcpy_mib_s, tcp_mib_s, tcp_lat_us;
@@ -167,6 +168,20 @@ static void print_row(struct json *j, bool is_ring, bool is_lat, const struct ro
 	}
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Of the rounds' ratios: a slow spell of a shared machine moves one round, not the median. */
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 struct ratio {
 	int threads;
 	size_t size;
@@ -182,7 +197,7 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 {
 	long size = 8, iters = -1;
 	double duration = 0;
-	int stripes = 0, progress = 0, baseline = 0, all = 0, is_server = 0;
+	int stripes = 0, progress = 0, baseline = 0, all = 0, is_server = 0, rounds = 1;
 	struct poptOption opts[] = {
 		{ "size", 's', POPT_ARG_LONG, &size, 0, "message size in bytes (default 8)", "BYTES" },
 		{ "all", 'a', POPT_ARG_NONE, &all, 0, "sweep sizes 2 B .. 8 MiB (powers of two)", NULL },
@@ -196,6 +211,8 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 		{ "server", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, &a->server, 1,
 		  "serve one client on [ADDR:]PORT (default 18515; port 0 = any, printed)", "[ADDR:]PORT" },
 		{ "client", 0, POPT_ARG_STRING, &a->client, 0, "run against a bench server", "HOST[:PORT]" },
+		{ "rounds", 0, POPT_ARG_INT, &rounds, 0,
+		  "alternate striped and global this many times; the ratio is the median of the rounds' ratios", "N" },
 		{ "baseline", 0, POPT_ARG_NONE, &baseline, 0, "measure memcpy and raw TCP loopback in the same run",
 		  NULL },
 		POPT_AUTOHELP POPT_TABLEEND
@@ -230,10 +247,11 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 	stats_segment_open("bench"); /* cqstat -c bench; without a segment bench still runs */
 	test = poptGetArg(pc);
 	if (size < 1 || size > MAX_SIZE || iters < -1 || stripes < 0 || stripes > CORE_MAX_STRIPES || duration < 0 ||
-	    duration > 86400) {
+	    duration > 86400 || rounds < 1 || rounds > MAX_ROUNDS) {
 		poptFreeContext(pc);
-		return usage_error(CMD, "--size must be 1..%ld, --iters >= 0, --stripes 0..%d, --duration 0..86400",
-				   MAX_SIZE, CORE_MAX_STRIPES);
+		return usage_error(CMD,
+				   "--size must be 1..%ld, --iters >= 0, --stripes 0..%d, --duration 0..86400, --rounds 1..%d",
+				   MAX_SIZE, CORE_MAX_STRIPES, MAX_ROUNDS);
 	}
 	if (is_server) {
 		struct bench_opts d = { .device = a->device, .env = env };
@@ -325,33 +343,41 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 			goto done;
 		}
 		for (int ti = 0; ti < nthreads; ti++) {
-			double val[2] = { 0, 0 };
+			double round_ratio[MAX_ROUNDS];
+			int nround = 0;
 
 			o.threads = threads[ti];
-			for (int m = 0; m < 2; m++) {
-				struct row w = { .threads = o.threads, .base = baseline && !is_ring ? &base : NULL };
+			for (int round = 0; round < rounds; round++) {
+				double val[2] = { 0, 0 };
 
-				if ((m == 0 && !do_striped) || (m == 1 && !do_global))
-					continue;
-				o.lock = m == 0 ? CORE_LOCK_STRIPED : CORE_LOCK_GLOBAL;
-				w.name = is_ring ? (m == 0 ? "lockfree" : "mutex") : (m == 0 ? "striped" : "global");
-				if (progress_wanted())
-					fprintf(stderr, "\r%s %s threads=%d size=%zu ...", test, w.name, o.threads, o.size);
-				rc = is_ring  ? bench_ring(&o, m == 0, &w.r, err, sizeof(err))
-				     : a->client ? bench_client(addr, test, &o, &w.r, err, sizeof(err))
-					      : bench_transport(test, &o, &w.r, err, sizeof(err));
-				if (progress_wanted())
-					fprintf(stderr, "\r\033[K");
-				if (rc) {
-					status = run_error(CMD, "%s", err);
-					goto done;
+				/* ABBA order: neither lock always runs first (warm caches, a fresh engine). */
+				for (int mi = 0; mi < 2; mi++) {
+					int m = round % 2 ? 1 - mi : mi;
+					struct row w = { .threads = o.threads, .base = baseline && !is_ring ? &base : NULL };
+
+					if ((m == 0 && !do_striped) || (m == 1 && !do_global))
+						continue;
+					o.lock = m == 0 ? CORE_LOCK_STRIPED : CORE_LOCK_GLOBAL;
+					w.name = is_ring ? (m == 0 ? "lockfree" : "mutex") : (m == 0 ? "striped" : "global");
+					if (progress_wanted())
+						fprintf(stderr, "\r%s %s threads=%d size=%zu ...", test, w.name, o.threads, o.size);
+					rc = is_ring  ? bench_ring(&o, m == 0, &w.r, err, sizeof(err))
+					     : a->client ? bench_client(addr, test, &o, &w.r, err, sizeof(err))
+						      : bench_transport(test, &o, &w.r, err, sizeof(err));
+					if (progress_wanted())
+						fprintf(stderr, "\r\033[K");
+					if (rc) {
+						status = run_error(CMD, "%s", err);
+						goto done;
+					}
+					val[m] = is_ring ? w.r.ops_per_s : is_lat ? w.r.t_avg : w.r.msg_rate;
+					print_row(&j, is_ring, is_lat, &w);
 				}
-				val[m] = is_ring ? w.r.ops_per_s : is_lat ? w.r.t_avg : w.r.msg_rate;
-				print_row(&j, is_ring, is_lat, &w);
+				if (do_striped && do_global && val[0] > 0 && val[1] > 0)
+					round_ratio[nround++] = is_lat ? val[1] / val[0] : val[0] / val[1];
 			}
-			if (do_striped && do_global && val[0] > 0 && val[1] > 0)
-				ratios[nratios++] = (struct ratio){ o.threads, o.size,
-								    is_lat ? val[1] / val[0] : val[0] / val[1] };
+			if (nround)
+				ratios[nratios++] = (struct ratio){ o.threads, o.size, median(round_ratio, nround) };
 		}
 	}
 done:
@@ -363,6 +389,7 @@ done:
 		for (int i = 0; i < nratios; i++) {
 			json_begin_object(&j, NULL);
 			json_int(&j, "threads", ratios[i].threads);
+			json_int(&j, "rounds", rounds);
 			if (!is_ring)
 				json_uint(&j, "MsgSize", ratios[i].size);
 			json_double(&j, is_ring ? "lockfree_over_mutex" : is_lat ? "global_over_striped_latency"
