@@ -54,7 +54,8 @@ jq -e '[.results[] | .impl] == ["lockfree", "mutex"] and (.results[] | .ops_per_
 jq -e '.results[0] | .memcpy_MiB_s > 0 and .tcp_MiB_s > 0 and .ratio_to_memcpy > 0 and .ratio_to_tcp > 0' \
 	"$dir/base.json" >/dev/null || fail "baseline: $(cat "$dir/base.json")"
 
-# Two processes: the server prints its port, the client runs two tests over one control connection each.
+# Two processes: the server prints its port, the client runs two tests over one control connection each,
+# each with its raw TCP baseline served by the same server process.
 for t in send_lat write_bw; do
 	"$RDMATOOL" bench --server=127.0.0.1:0 2>"$dir/server.err" &
 	server=$!
@@ -66,16 +67,27 @@ for t in send_lat write_bw; do
 		sleep 0.05
 	done
 	[ -n "$port" ] || fail "server never listened"
-	"$RDMATOOL" -j bench "$t" -s 16384 -n 30 --client="127.0.0.1:$port" >"$dir/remote.json" ||
-		fail "$t --client failed"
+	"$RDMATOOL" -j bench "$t" -s 16384 -n 30 --baseline --client="127.0.0.1:$port" >"$dir/remote.json" ||
+		fail "$t --client --baseline failed"
 	jq -e '.mode == "two processes"' "$dir/remote.json" >/dev/null || fail "mode: $(cat "$dir/remote.json")"
 	check_transport "$dir/remote.json" "$t"
+	case $t in
+	*_lat) jq -e '.results[] | .tcp_t_typical > 0 and .ratio_to_tcp > 0' "$dir/remote.json" >/dev/null ;;
+	*) jq -e '.results[] | .tcp_MiB_s > 0 and .ratio_to_tcp > 0 and .memcpy_MiB_s > 0' "$dir/remote.json" >/dev/null ;;
+	esac || fail "$t two-process baseline: $(cat "$dir/remote.json")"
 	wait "$server" || fail "server failed: $(cat "$dir/server.err")"
 	server=
 done
 
+# --rounds alternates the locks ABBA and reports one (median) ratio per thread count.
+"$RDMATOOL" -j bench msg_rate -s 8 -n 50 --rounds=3 >"$dir/rounds.json" || fail "--rounds failed"
+jq -e '[.results[] | .lock] == ["striped", "global", "global", "striped", "striped", "global"] and
+	(.ratios | length) == 1 and .ratios[0].rounds == 3 and .ratios[0].striped_over_global > 0' \
+	"$dir/rounds.json" >/dev/null || fail "rounds: $(cat "$dir/rounds.json")"
+
 # Usage errors exit 2 with a message.
 set +e
+"$RDMATOOL" bench msg_rate --rounds=0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--rounds=0: not 2"
 "$RDMATOOL" bench nosuch >/dev/null 2>"$dir/err"; [ $? -eq 2 ] || fail "unknown test: not 2"
 "$RDMATOOL" bench send_lat --threads=2 >/dev/null 2>&1; [ $? -eq 2 ] || fail "latency with threads: not 2"
 "$RDMATOOL" bench msg_rate --lock=nope >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad lock: not 2"
