@@ -34,6 +34,16 @@ void core_ep_attr_defaults(struct core_ep_attr *attr)
 	attr->max_recv = 1024;
 }
 
+const char *core_ep_device_name(const struct core_ep *ep)
+{
+	return ep->device.name;
+}
+
+const char *core_ep_provider_name(const struct core_ep *ep)
+{
+	return ep->device.provider->name;
+}
+
 int core_ep_stripes(const struct core_ep *ep)
 {
 	return ep->nstripes;
@@ -73,7 +83,7 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 	ep->nstripes = attr->threading == CORE_THREAD_SINGLE ? 1
 		       : attr->env.tx_stripes	       ? attr->env.tx_stripes
 						       : core_auto_stripes();
-	ep->ctx = hw_open_device(attr->device, NULL);
+	ep->ctx = hw_open_device(attr->device, &ep->device);
 	if (!ep->ctx) {
 		rc = -errno;
 		if (*hw_soft_config_error())

@@ -69,6 +69,9 @@ struct core_ep;
 int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *err, size_t errlen);
 void core_ep_close(struct core_ep *ep);
 int core_ep_stripes(const struct core_ep *ep);
+/* The device the endpoint runs on (its name, and "verbs" or "soft"). */
+const char *core_ep_device_name(const struct core_ep *ep);
+const char *core_ep_provider_name(const struct core_ep *ep);
 
 /*
  * Connecting (control plane, one mutex): core_ep_prepare() creates the QPs

@@ -3,6 +3,7 @@
 #ifndef RDMATOOL_CORE_ENDPOINT_IMPL_H
 #define RDMATOOL_CORE_ENDPOINT_IMPL_H
 
+#include "../hw/hw.h"
 #include "endpoint.h"
 #include "ring.h"
 #include "rx.h"
@@ -93,6 +94,7 @@ struct mr_cache_entry {
 struct core_ep {
 	struct core_ep_attr attr;
 	struct ibv_context *ctx;
+	struct hw_device device; /* which device ctx is */
 	struct ibv_pd *pd;
 	union ibv_gid gid;
 	uint16_t lid;

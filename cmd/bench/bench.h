@@ -24,6 +24,9 @@ struct bench_opts {
 	struct core_env env; /* RDMATOOL_* variables: progress CPU, ring size */
 };
 
+struct core_ep;
+void bench_announce_device(const struct core_ep *ep);
+
 struct bench_result {
 	size_t size;
 	long iters;

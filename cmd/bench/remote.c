@@ -119,6 +119,7 @@ int bench_client(const char *addr, const char *test, const struct bench_opts *o,
 	}
 	if ((rc = core_ep_open(&attr, &l.a, err, errlen)))
 		return rc;
+	bench_announce_device(l.a);
 	if ((rc = core_ep_connect_oob(l.a, client_conn, &l.pa)) || (rc = expect(client_conn, MSG_RKEY, &k, sizeof(k)))) {
 		snprintf(err, errlen, "cannot connect to the bench server: %s", strerror(-rc));
 		goto out;
@@ -280,6 +281,7 @@ static int serve_one(struct oob_conn *c, const struct wire_params *p, const stru
 	attr.name = "b";
 	if ((rc = core_ep_open(&attr, &ep, err, errlen)))
 		return rc;
+	bench_announce_device(ep);
 	if ((rc = core_ep_connect_oob(ep, c, &peer))) {
 		snprintf(err, errlen, "cannot connect to the client: %s", strerror(-rc));
 		goto out;

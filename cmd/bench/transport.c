@@ -8,6 +8,7 @@
  * that posted it.
  */
 #include "bench.h"
+#include "../cmd.h"
 #include "../../core/clock.h"
 #include "../../core/oob.h"
 
@@ -109,6 +110,17 @@ static int post_op(struct run *run, void *context)
 	if (!strncmp(test, "read", 4))
 		return core_read(l->a, l->pa, l->src, len, l->raddr, l->rkey, context);
 	return core_fetch_add(l->a, l->pa, l->raddr, l->rkey, 1, &result, context);
+}
+
+/* Says once which device the measurements run on, as perftest's header does. */
+void bench_announce_device(const struct core_ep *ep)
+{
+	static bool announced;
+
+	if (announced)
+		return;
+	announced = true;
+	notice("bench", "device %s (%s)", core_ep_device_name(ep), core_ep_provider_name(ep));
 }
 
 void bench_stats_latency(double *samples, long n, struct bench_result *r)
@@ -416,6 +428,7 @@ int bench_transport(const char *test, const struct bench_opts *o, struct bench_r
 	attr.name = "a";
 	if ((rc = core_ep_open(&attr, &l.a, err, errlen)))
 		goto out;
+	bench_announce_device(l.a);
 	attr.name = "b";
 	if ((rc = core_ep_open(&attr, &l.b, err, errlen)))
 		goto out;

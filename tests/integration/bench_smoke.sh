@@ -85,6 +85,12 @@ jq -e '[.results[] | .lock] == ["striped", "global", "global", "striped", "strip
 	(.ratios | length) == 1 and .ratios[0].rounds == 3 and .ratios[0].striped_over_global > 0' \
 	"$dir/rounds.json" >/dev/null || fail "rounds: $(cat "$dir/rounds.json")"
 
+# Without --device it says which device it picked (the soft one here), unless -q.
+"$RDMATOOL" bench write_lat -n 5 2>"$dir/err" >/dev/null || fail "write_lat for the device notice"
+grep -q "device soft0 (soft)" "$dir/err" || fail "no device notice: $(cat "$dir/err")"
+"$RDMATOOL" -q bench write_lat -n 5 2>"$dir/err" >/dev/null || fail "write_lat -q"
+[ ! -s "$dir/err" ] || fail "-q still printed: $(cat "$dir/err")"
+
 # Usage errors exit 2 with a message.
 set +e
 "$RDMATOOL" bench msg_rate --rounds=0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--rounds=0: not 2"
