@@ -456,8 +456,12 @@ static void *soft_engine_main(void *arg)
 			worked |= soft_wire_poll_now(nic, pfd, SOFT_MAX_QP + 1);
 			next_wire = now + SOFT_LISTEN_POLL_NS;
 		}
-		/* What this round queued for the wire leaves now, one call per connection. */
-		soft_wire_flush(nic);
+		/*
+		 * What this round queued for the wire leaves now, one call per
+		 * connection; a connection holding only ACKs of SENDs waits a
+		 * little for a request to carry them (soft_wire_flush).
+		 */
+		soft_wire_flush(nic, false);
 		if (worked) {
 			idle_since = now;
 			continue;
@@ -467,6 +471,8 @@ static void *soft_engine_main(void *arg)
 			sched_yield();
 			continue;
 		}
+		/* Nothing may stay held while the engine sleeps. */
+		soft_wire_flush(nic, true);
 		pfd[0].fd = nic->wake_fd;
 		pfd[0].events = POLLIN;
 		n = 1 + soft_wire_pollfds(nic, pfd + 1, SOFT_MAX_QP + 1);

@@ -372,7 +372,8 @@ int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req);
 int soft_wire_pollfds(struct soft_nic *nic, struct pollfd *pfd, int max);
 void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n);
 void soft_wire_serve(struct soft_nic *nic, uint64_t conn_id, const struct soft_req *req);
-void soft_wire_flush(struct soft_nic *nic);
+void soft_wire_flush(struct soft_nic *nic, bool all);
+bool soft_wire_holding(const struct soft_nic *nic);
 
 /* delay.c: the delay_us fault; engine thread only. */
 bool soft_delay_req(struct soft_nic *nic, const struct soft_req *req, uint64_t conn_id);

@@ -28,6 +28,7 @@
 #define SOFT_WIRE_MAGIC 0x53574952u /* "SWIR" */
 #define SOFT_CONNECT_TIMEOUT_MS 1000
 #define SOFT_WIRE_COALESCE_MAX 8192 /* payloads up to this size are queued, then sent in one call */
+#define SOFT_ACK_HOLD_NS 20000	    /* the longest a SEND's ACK waits for a request to ride with */
 
 enum { SOFT_PKT_REQ = 1, SOFT_PKT_RSP = 2 };
 
@@ -42,6 +43,10 @@ struct soft_wire_hdr {
 struct soft_conn {
 	int fd;
 	bool outgoing, dead;
+	bool peer_known;	      /* outgoing, or incoming and learned from the requests' source GID */
+	bool blocked;		      /* the socket took less than offered: wait for POLLOUT */
+	bool urgent;		      /* out holds more than delayable ACKs */
+	uint64_t hold_until_ns;	      /* out holds only delayable ACKs: sent by then at the latest */
 	bool connecting;	      /* outgoing, connect() still in progress */
 	uint64_t connect_deadline_ns; /* then it is given up */
 	union ibv_gid peer;
@@ -141,8 +146,10 @@ static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoi
 	c->fd = fd;
 	c->id = ++nic->next_conn_id;
 	c->outgoing = outgoing;
-	if (peer)
+	if (peer) {
 		c->peer = *peer;
+		c->peer_known = true;
+	}
 	c->next = nic->conns;
 	nic->conns = c;
 	return c;
@@ -156,6 +163,13 @@ static struct soft_conn *soft_conn_to(struct soft_nic *nic, const union ibv_gid 
 
 	for (struct soft_conn *c = nic->conns; c; c = c->next)
 		if (c->outgoing && !c->dead && memcmp(c->peer.raw, gid->raw, 16) == 0)
+			return c;
+	/*
+	 * The peer's own connection to us carries our requests too: its ACKs
+	 * and our requests then share writes, and no second socket is opened.
+	 */
+	for (struct soft_conn *c = nic->conns; c; c = c->next)
+		if (c->peer_known && !c->dead && memcmp(c->peer.raw, gid->raw, 16) == 0)
 			return c;
 	if (gid->raw[14] != 'S' || gid->raw[15] != 'W')
 		return NULL; /* not a soft NIC's GID: unreachable */
@@ -194,18 +208,23 @@ static void soft_conn_established(struct soft_conn *c)
 
 static void soft_conn_flush(struct soft_conn *c)
 {
+	c->blocked = false;
 	while (!c->dead && !c->connecting && c->out_off < c->out_len) {
 		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
 
-		if (n > 0)
+		if (n > 0) {
 			c->out_off += (size_t)n;
-		else if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		} else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+			c->blocked = true;
 			break;
-		else
+		} else {
 			c->dead = true;
+		}
 	}
-	if (c->out_off == c->out_len)
+	if (c->out_off == c->out_len) {
 		c->out_off = c->out_len = 0;
+		c->urgent = false;
+	}
 }
 
 static uint8_t *soft_conn_reserve(struct soft_conn *c, size_t n)
@@ -293,10 +312,16 @@ static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_wire_
  * goes out at once, after what is queued, straight from its buffers; what
  * the socket does not take is queued.
  */
-static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const struct soft_seg *seg, int nseg)
+static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const struct soft_seg *seg, int nseg,
+			  bool delayable)
 {
 	size_t payload = 0, sent = 0, skip;
 	uint8_t *p;
+
+	if (!delayable)
+		c->urgent = true;
+	else if (c->out_len == c->out_off)
+		c->hold_until_ns = soft_now_ns() + SOFT_ACK_HOLD_NS;
 
 	for (int i = 0; i < nseg; i++)
 		payload += seg[i].len;
@@ -337,11 +362,29 @@ static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const st
 	return c->dead ? EPIPE : 0;
 }
 
-void soft_wire_flush(struct soft_nic *nic)
+void soft_wire_flush(struct soft_nic *nic, bool all)
 {
-	for (struct soft_conn *c = nic->conns; c; c = c->next)
-		if (c->out_len > c->out_off)
-			soft_conn_flush(c);
+	uint64_t now = 0;
+
+	for (struct soft_conn *c = nic->conns; c; c = c->next) {
+		if (c->out_len == c->out_off || c->blocked)
+			continue;
+		if (!all && !c->urgent) {
+			if (!now)
+				now = soft_now_ns();
+			if (now < c->hold_until_ns)
+				continue; /* only ACKs: wait a little for a request to ride along */
+		}
+		soft_conn_flush(c);
+	}
+}
+
+bool soft_wire_holding(const struct soft_nic *nic)
+{
+	for (const struct soft_conn *c = nic->conns; c; c = c->next)
+		if (c->out_len > c->out_off && !c->blocked)
+			return true;
+	return false;
 }
 
 int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req)
@@ -369,7 +412,7 @@ int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req)
 		return ECONNREFUSED;
 	memcpy(h.sgid, req->sgid.raw, 16);
 	memcpy(h.dgid, req->dgid.raw, 16);
-	return soft_conn_send(c, &h, req->seg, req->nseg);
+	return soft_conn_send(c, &h, req->seg, req->nseg, false);
 }
 
 int soft_wire_pollfds(struct soft_nic *nic, struct pollfd *pfd, int max)
@@ -385,7 +428,7 @@ int soft_wire_pollfds(struct soft_nic *nic, struct pollfd *pfd, int max)
 		if (c->connecting && soft_now_ns() >= c->connect_deadline_ns)
 			shutdown(c->fd, SHUT_RDWR);
 		pfd[n].fd = c->fd;
-		pfd[n++].events = (short)(POLLIN | (c->connecting || c->out_len > c->out_off ? POLLOUT : 0));
+		pfd[n++].events = (short)(POLLIN | (c->connecting || c->blocked ? POLLOUT : 0));
 	}
 	return n;
 }
@@ -408,6 +451,22 @@ static bool soft_opcode_known(uint8_t op)
 }
 
 static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const struct soft_req *req);
+
+/*
+ * An incoming connection learns its peer from the source GID of the
+ * requests on it, unless another connection to that peer exists: a QP's
+ * requests must keep to one connection, or they could overtake each other.
+ */
+static void soft_conn_learn_peer(struct soft_nic *nic, struct soft_conn *c, const union ibv_gid *sgid)
+{
+	if (sgid->raw[14] != 'S' || sgid->raw[15] != 'W' || soft_gid_is_local(nic, sgid))
+		return;
+	for (struct soft_conn *o = nic->conns; o; o = o->next)
+		if (o->peer_known && !o->dead && memcmp(o->peer.raw, sgid->raw, 16) == 0)
+			return;
+	c->peer = *sgid;
+	c->peer_known = true;
+}
 
 static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const struct soft_wire_hdr *h,
 			   const uint8_t *payload)
@@ -437,6 +496,8 @@ static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const stru
 		return;
 	memcpy(req.sgid.raw, h->sgid, 16);
 	memcpy(req.dgid.raw, h->dgid, 16);
+	if (!c->peer_known)
+		soft_conn_learn_peer(nic, c, &req.sgid);
 	req.seg[0].ptr = payload;
 	req.seg[0].len = h->payload;
 	req.nseg = h->payload ? 1 : 0;
@@ -465,7 +526,12 @@ static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const str
 	r.length = resp.read_len;
 	data.ptr = resp.read_data;
 	data.len = resp.read_len;
-	soft_conn_send(c, &r, &data, resp.read_data ? 1 : 0);
+	/*
+	 * The ACK of a SEND may wait a moment (like TCP's delayed ACK): the
+	 * application often answers it, and the answer then carries it.
+	 */
+	soft_conn_send(c, &r, &data, resp.read_data ? 1 : 0,
+		       resp.kind == SOFT_RESP_ACK && (req->opcode == IBV_WR_SEND || req->opcode == IBV_WR_SEND_WITH_IMM));
 }
 
 static void soft_take_rsp(struct soft_nic *nic, const struct soft_wire_hdr *h, const uint8_t *payload)
@@ -602,7 +668,7 @@ void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n)
 			continue;
 		}
 		*pp = c->next;
-		if (c->outgoing)
+		if (c->peer_known)
 			soft_peer_lost(nic, &c->peer);
 		soft_conn_free(c);
 	}

@@ -7,7 +7,9 @@
  */
 #include "soft_fixture.h"
 
+#include <dirent.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -269,6 +271,140 @@ static void two_processes_over_the_wire(void **state)
 	close(sv[0]);
 }
 
+#define PINGS 300
+
+/* Sockets this process holds: /proc/self/fd entries that link to "socket:[...]". */
+static int count_sockets(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char path[300], link[64];
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len > 0) {
+			link[len] = '\0';
+			n += strncmp(link, "socket:", 7) == 0;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * One side of an RC SEND ping-pong: the pinger sends i and waits for i
+ * back, the ponger echoes what it receives.  Every message and every send
+ * completion must come exactly once, in order.  Returns 0 or a step number.
+ */
+static int ping_pong(struct side *s, bool pinger)
+{
+	struct ibv_wc wc;
+	uint32_t *out = (uint32_t *)s->buf, *in = (uint32_t *)(s->buf + 64);
+
+	for (uint32_t i = 0; i < PINGS; i++) {
+		int sends = 0, recvs = 0;
+
+		/* The ponger posts each receive before it answers the ping before it. */
+		if (pinger && fx_post_recv(s->rc, 1000 + i, in, 4, s->mr->lkey))
+			return 1;
+		if (pinger) {
+			*out = i;
+			if (fx_post(s->rc, IBV_WR_SEND, i, out, 4, s->mr->lkey, 0, 0))
+				return 2;
+		}
+		while (recvs < 1 || sends < 1) {
+			if (wait_wc(s->cq, &wc) || wc.status != IBV_WC_SUCCESS)
+				return 3;
+			if (wc.opcode == IBV_WC_RECV) {
+				if (recvs++ || wc.wr_id != 1000 + i || wc.byte_len != 4 || *in != i)
+					return 4;
+				if (!pinger) {
+					if (i + 1 < PINGS && fx_post_recv(s->rc, 1000 + i + 1, in, 4, s->mr->lkey))
+						return 7;
+					*out = *in;
+					if (fx_post(s->rc, IBV_WR_SEND, i, out, 4, s->mr->lkey, 0, 0))
+						return 5;
+				}
+			} else if (sends++ || wc.opcode != IBV_WC_SEND || wc.wr_id != i) {
+				return 6;
+			}
+		}
+	}
+	return 0;
+}
+
+static int ponger_main(int fd)
+{
+	struct side s = { 0 };
+	int before, rc;
+	char go;
+
+	if (side_open(&s) || xfer(fd, &s))
+		return 10;
+	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 16, 7, 7, 1);
+	if (fx_post_recv(s.rc, 1000, s.buf + 64, 4, s.mr->lkey))
+		return 13;
+	/* Counted before the pinger can connect: it waits for "r". */
+	before = count_sockets();
+	if (write(fd, "r", 1) != 1 || read(fd, &go, 1) != 1)
+		return 11;
+	rc = ping_pong(&s, false);
+	if (rc)
+		return 20 + rc;
+	/* It answered on the connection the pinger opened: no socket of its own. */
+	if (count_sockets() != before + 1)
+		return 12;
+	hw_destroy_qp(s.rc);
+	hw_destroy_qp(s.ud);
+	hw_dereg_mr(s.mr);
+	hw_destroy_cq(s.cq);
+	hw_dealloc_pd(s.pd);
+	hw_close_device(s.ctx);
+	free(s.buf);
+	return 0;
+}
+
+static void ping_pong_answers_on_the_pingers_connection(void **state)
+{
+	int sv[2], status;
+	pid_t pid;
+	struct side s = { 0 };
+	char c;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(sv[0]);
+		_exit(ponger_main(sv[1]));
+	}
+	close(sv[1]);
+	assert_int_equal(side_open(&s), 0);
+	assert_int_equal(xfer(sv[0], &s), 0);
+	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 16, 7, 7, 1);
+	assert_int_equal(read(sv[0], &c, 1), 1);
+	assert_int_equal(write(sv[0], "g", 1), 1);
+	assert_int_equal(ping_pong(&s, true), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	hw_destroy_qp(s.rc);
+	hw_destroy_qp(s.ud);
+	hw_dereg_mr(s.mr);
+	hw_destroy_cq(s.cq);
+	hw_dealloc_pd(s.pd);
+	hw_close_device(s.ctx);
+	free(s.buf);
+	close(sv[0]);
+}
+
 static void unreachable_peer_is_retry_exceeded(void **state)
 {
 	struct side s = { 0 };
@@ -427,6 +563,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(two_processes_over_the_wire),
+		cmocka_unit_test(ping_pong_answers_on_the_pingers_connection),
 		cmocka_unit_test(unreachable_peer_is_retry_exceeded),
 		cmocka_unit_test(bad_configuration_is_einval_with_message),
 		cmocka_unit_test(fault_drop_all_is_retry_exceeded),
