@@ -17,7 +17,7 @@ cleanup() {
 trap cleanup EXIT
 
 start_server() {
-	"$RDMATOOL" bench --server=127.0.0.1:0 2>"$dir/server.err" &
+	"$RDMATOOL" -q bench --server=127.0.0.1:0 2>"$dir/server.err" &
 	server=$!
 	port=
 	for _ in $(seq 200); do
@@ -29,26 +29,30 @@ start_server() {
 	exit 1
 }
 stop_server() { wait "$server" || true; server=; }
-bar() { printf '%-52s %8.3fx  (bar %s)\n' "$1" "$2" "$3"; }
+# bar LABEL RATIO TARGET [DETAIL]: the absolute figures go in DETAIL, the ratio is what counts.
+bar() { printf '%-58s %8.3fx  (bar %s)  %s\n' "$1" "$2" "$3" "${4:-}"; }
 
-"$RDMATOOL" -j bench ring --threads=2 >"$dir/ring.json"
+"$RDMATOOL" -q -j bench ring --threads=2 >"$dir/ring.json"
 bar "ring 2P+1C lock-free / mutex" "$(jq '.ratios[0].lockfree_over_mutex' "$dir/ring.json")" ">= 2"
 
 # Five short interleaved rounds per thread count, the median ratio: one run of
 # each lock let a busy spell of the shared machine swing the 1-thread ratio 0.7..1.6.
-"$RDMATOOL" -j bench msg_rate -s 8 --threads=1,2 -D 0.4 --rounds=5 >"$dir/rate.json"
+"$RDMATOOL" -q -j bench msg_rate -s 8 --threads=1,2 -D 0.4 --rounds=5 >"$dir/rate.json"
 bar "msg_rate 8 B 1 thread striped / global" "$(jq '.ratios[] | select(.threads == 1) | .striped_over_global' "$dir/rate.json")" ">= 0.95"
 bar "msg_rate 8 B 2 threads striped / global" "$(jq '.ratios[] | select(.threads == 2) | .striped_over_global' "$dir/rate.json")" ">= 1.5"
 
-"$RDMATOOL" -j bench write_bw -s 65536 -D 2 --lock=striped --baseline >"$dir/wbw.json"
-bar "write_bw 64 KiB one process / memcpy" "$(jq '.results[0].ratio_to_memcpy' "$dir/wbw.json")" ">= 0.5"
+"$RDMATOOL" -q -j bench write_bw -s 65536 -D 2 --lock=striped --baseline >"$dir/wbw.json"
+bar "write_bw 64 KiB one process / memcpy" "$(jq '.results[0].ratio_to_memcpy' "$dir/wbw.json")" ">= 0.5" \
+	"$(jq -r '.results[0] | "(\(.BW_average | floor) vs \(.memcpy_MiB_s | floor) MiB/s)"' "$dir/wbw.json")"
 
 start_server
-"$RDMATOOL" -j bench write_bw -s 1048576 -D 2 --lock=striped --baseline --client="127.0.0.1:$port" >"$dir/wbw2.json"
+"$RDMATOOL" -q -j bench write_bw -s 1048576 -D 2 --lock=striped --baseline --client="127.0.0.1:$port" >"$dir/wbw2.json"
 stop_server
-bar "write_bw 1 MiB two processes / raw TCP (same 2 processes)" "$(jq '.results[0].ratio_to_tcp' "$dir/wbw2.json")" ">= 0.6"
+bar "write_bw 1 MiB two processes / raw TCP (same 2 processes)" "$(jq '.results[0].ratio_to_tcp' "$dir/wbw2.json")" ">= 0.6" \
+	"$(jq -r '.results[0] | "(\(.BW_average | floor) vs \(.tcp_MiB_s | floor) MiB/s)"' "$dir/wbw2.json")"
 
 start_server
-"$RDMATOOL" -j bench send_lat -s 8 -n 5000 --lock=striped --baseline --client="127.0.0.1:$port" >"$dir/lat.json"
+"$RDMATOOL" -q -j bench send_lat -s 8 -n 5000 --lock=striped --baseline --client="127.0.0.1:$port" >"$dir/lat.json"
 stop_server
-bar "send_lat 8 B two processes t_typical / TCP ping-pong (same 2 processes)" "$(jq '.results[0].ratio_to_tcp' "$dir/lat.json")" "<= 2"
+bar "send_lat 8 B two processes t_typical / TCP ping-pong (same 2 processes)" "$(jq '.results[0].ratio_to_tcp' "$dir/lat.json")" "<= 2" \
+	"$(jq -r '.results[0] | "(\(.t_typical) vs \(.tcp_t_typical) us)"' "$dir/lat.json")"
