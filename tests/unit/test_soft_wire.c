@@ -59,6 +59,18 @@ static int side_open(struct side *s)
 	return 0;
 }
 
+/* Destroys what side_open created, in dependency order. */
+static void side_close(struct side *s)
+{
+	hw_destroy_qp(s->rc);
+	hw_destroy_qp(s->ud);
+	hw_dereg_mr(s->mr);
+	hw_destroy_cq(s->cq);
+	hw_dealloc_pd(s->pd);
+	hw_close_device(s->ctx);
+	free(s->buf);
+}
+
 static int xfer(int fd, struct side *s)
 {
 	if (write(fd, &s->me, sizeof(s->me)) != sizeof(s->me))
@@ -261,13 +273,7 @@ static void two_processes_over_the_wire(void **state)
 	assert_int_equal(failed, 1);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	hw_destroy_ah(ah);
-	hw_destroy_qp(s.rc);
-	hw_destroy_qp(s.ud);
-	hw_dereg_mr(s.mr);
-	hw_destroy_cq(s.cq);
-	hw_dealloc_pd(s.pd);
-	hw_close_device(s.ctx);
-	free(s.buf);
+	side_close(&s);
 	close(sv[0]);
 }
 
@@ -360,13 +366,7 @@ static int ponger_main(int fd)
 	/* It answered on the connection the pinger opened: no socket of its own. */
 	if (count_sockets() != before + 1)
 		return 12;
-	hw_destroy_qp(s.rc);
-	hw_destroy_qp(s.ud);
-	hw_dereg_mr(s.mr);
-	hw_destroy_cq(s.cq);
-	hw_dealloc_pd(s.pd);
-	hw_close_device(s.ctx);
-	free(s.buf);
+	side_close(&s);
 	return 0;
 }
 
@@ -395,13 +395,7 @@ static void ping_pong_answers_on_the_pingers_connection(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
-	hw_destroy_qp(s.rc);
-	hw_destroy_qp(s.ud);
-	hw_dereg_mr(s.mr);
-	hw_destroy_cq(s.cq);
-	hw_dealloc_pd(s.pd);
-	hw_close_device(s.ctx);
-	free(s.buf);
+	side_close(&s);
 	close(sv[0]);
 }
 
@@ -421,13 +415,7 @@ static void unreachable_peer_is_retry_exceeded(void **state)
 	assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, 1, s.buf, 8, s.mr->lkey, 0x1000, 1), 0);
 	assert_int_equal(wait_wc(s.cq, &wc), 0);
 	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
-	hw_destroy_qp(s.rc);
-	hw_destroy_qp(s.ud);
-	hw_dereg_mr(s.mr);
-	hw_destroy_cq(s.cq);
-	hw_dealloc_pd(s.pd);
-	hw_close_device(s.ctx);
-	free(s.buf);
+	side_close(&s);
 }
 
 static void bad_configuration_is_einval_with_message(void **state)
@@ -455,6 +443,18 @@ static void bad_configuration_is_einval_with_message(void **state)
 	unsetenv("RDMATOOL_SOFT_ADDR");
 }
 
+/*
+ * Opens a side under RDMATOOL_SOFT_FAULTS=spec, its RC QP connected to
+ * itself over the wire with the given timeout, retry and RNR retry counts.
+ */
+static void side_open_faulty(struct side *s, const char *spec, int timeout, int retry_cnt, int rnr_retry)
+{
+	setenv("RDMATOOL_SOFT_FAULTS", spec, 1);
+	assert_int_equal(side_open(s), 0);
+	unsetenv("RDMATOOL_SOFT_FAULTS");
+	fx_rc_to_rts(s->rc, s->rc->qp_num, NULL, (uint8_t)timeout, (uint8_t)retry_cnt, (uint8_t)rnr_retry, 1);
+}
+
 /* drop=1: every request is lost, so RC retries and gives up with RETRY_EXC_ERR. */
 static void fault_drop_all_is_retry_exceeded(void **state)
 {
@@ -462,20 +462,11 @@ static void fault_drop_all_is_retry_exceeded(void **state)
 	struct ibv_wc wc;
 
 	(void)state;
-	setenv("RDMATOOL_SOFT_FAULTS", "drop=1,seed=7", 1);
-	assert_int_equal(side_open(&s), 0);
-	unsetenv("RDMATOOL_SOFT_FAULTS");
-	fx_rc_to_rts(s.rc, s.rc->qp_num, NULL, 8, 2, 7, 1);
+	side_open_faulty(&s, "drop=1,seed=7", 8, 2, 7);
 	assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, 1, s.buf, 8, s.mr->lkey, (uintptr_t)s.buf + 64, s.mr->rkey), 0);
 	assert_int_equal(wait_wc(s.cq, &wc), 0);
 	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
-	hw_destroy_qp(s.rc);
-	hw_destroy_qp(s.ud);
-	hw_dereg_mr(s.mr);
-	hw_destroy_cq(s.cq);
-	hw_dealloc_pd(s.pd);
-	hw_close_device(s.ctx);
-	free(s.buf);
+	side_close(&s);
 }
 
 /* drop=0.3: RC still delivers every write exactly once, in order, by retransmission. */
@@ -485,10 +476,7 @@ static void fault_drop_some_is_recovered(void **state)
 	struct ibv_wc wc;
 
 	(void)state;
-	setenv("RDMATOOL_SOFT_FAULTS", "drop=0.3,seed=3", 1);
-	assert_int_equal(side_open(&s), 0);
-	unsetenv("RDMATOOL_SOFT_FAULTS");
-	fx_rc_to_rts(s.rc, s.rc->qp_num, NULL, 4, 7, 7, 1);
+	side_open_faulty(&s, "drop=0.3,seed=3", 4, 7, 7);
 	*(uint64_t *)(s.buf + 64) = 0;
 	for (int i = 0; i < 20; i++) {
 		struct ibv_sge sge = { .addr = (uintptr_t)s.buf, .length = 8, .lkey = s.mr->lkey };
@@ -504,13 +492,7 @@ static void fault_drop_some_is_recovered(void **state)
 		assert_int_equal(*(uint64_t *)s.buf, (uint64_t)i);
 	}
 	assert_int_equal(*(uint64_t *)(s.buf + 64), 20);
-	hw_destroy_qp(s.rc);
-	hw_destroy_qp(s.ud);
-	hw_dereg_mr(s.mr);
-	hw_destroy_cq(s.cq);
-	hw_dealloc_pd(s.pd);
-	hw_close_device(s.ctx);
-	free(s.buf);
+	side_close(&s);
 }
 
 static void fault_error_all_is_rem_op_err(void **state)
@@ -519,20 +501,11 @@ static void fault_error_all_is_rem_op_err(void **state)
 	struct ibv_wc wc;
 
 	(void)state;
-	setenv("RDMATOOL_SOFT_FAULTS", "error=1", 1);
-	assert_int_equal(side_open(&s), 0);
-	unsetenv("RDMATOOL_SOFT_FAULTS");
-	fx_rc_to_rts(s.rc, s.rc->qp_num, NULL, 8, 2, 7, 1);
+	side_open_faulty(&s, "error=1", 8, 2, 7);
 	assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, 1, s.buf, 8, s.mr->lkey, (uintptr_t)s.buf + 64, s.mr->rkey), 0);
 	assert_int_equal(wait_wc(s.cq, &wc), 0);
 	assert_int_equal(wc.status, IBV_WC_REM_OP_ERR);
-	hw_destroy_qp(s.rc);
-	hw_destroy_qp(s.ud);
-	hw_dereg_mr(s.mr);
-	hw_destroy_cq(s.cq);
-	hw_dealloc_pd(s.pd);
-	hw_close_device(s.ctx);
-	free(s.buf);
+	side_close(&s);
 }
 
 static void fault_corrupt_flips_payload(void **state)
@@ -541,22 +514,13 @@ static void fault_corrupt_flips_payload(void **state)
 	struct ibv_wc wc;
 
 	(void)state;
-	setenv("RDMATOOL_SOFT_FAULTS", "corrupt=1,delay_us=100", 1);
-	assert_int_equal(side_open(&s), 0);
-	unsetenv("RDMATOOL_SOFT_FAULTS");
-	fx_rc_to_rts(s.rc, s.rc->qp_num, NULL, 8, 2, 7, 1);
+	side_open_faulty(&s, "corrupt=1,delay_us=100", 8, 2, 7);
 	memset(s.buf, 'a', 64);
 	assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, 1, s.buf, 64, s.mr->lkey, (uintptr_t)s.buf + 1024, s.mr->rkey), 0);
 	assert_int_equal(wait_wc(s.cq, &wc), 0);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_memory_not_equal(s.buf, s.buf + 1024, 64);
-	hw_destroy_qp(s.rc);
-	hw_destroy_qp(s.ud);
-	hw_dereg_mr(s.mr);
-	hw_destroy_cq(s.cq);
-	hw_dealloc_pd(s.pd);
-	hw_close_device(s.ctx);
-	free(s.buf);
+	side_close(&s);
 }
 
 int main(void)
