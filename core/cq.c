@@ -7,6 +7,13 @@
  * Lost-wakeup argument: a sleeper increments cq_sleepers (seq_cst), then
  * re-checks the ring; a producer publishes, fences (seq_cst, inside
  * ring_push) and reads cq_sleepers.  One of the two sees the other.
+ *
+ * Manual progress has nobody else to fill the ring, so a sleeper sleeps on
+ * the hardware instead: every CQ reports to one completion channel.  It
+ * arms each CQ, then polls once more (a completion that landed between the
+ * last poll and the arming raises no event), then poll()s the channel fd
+ * and the eventfd (for completions another thread drained, and receives
+ * posted meanwhile).  Events are acknowledged as soon as they are taken.
  */
 #include "endpoint_impl.h"
 #include "clock.h"
@@ -14,7 +21,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
-#include <sched.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -96,10 +102,129 @@ int core_cq_read(struct core_ep *ep, struct core_cqe *entries, int n)
 	return got;
 }
 
+void cq_wake(struct core_ep *ep)
+{
+	if (ep->progress_started)
+		return;
+	/* Pairs with the sleeper's seq_cst increment before its last look. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&ep->cq_sleepers, memory_order_relaxed) > 0) {
+		uint64_t one = 1;
+		ssize_t n = write(ep->cq_fd, &one, sizeof(one));
+
+		(void)n; /* EAGAIN only if the counter is saturated: the fd is readable anyway */
+	}
+}
+
+void cq_channel_drain(struct core_ep *ep)
+{
+	struct ibv_cq *cq;
+	void *context;
+
+	while (hw_get_cq_event(ep->cq_channel, &cq, &context) == 0)
+		hw_ack_cq_events(cq, 1);
+}
+
+static void drain_eventfd(struct core_ep *ep)
+{
+	uint64_t drain;
+	ssize_t rd = read(ep->cq_fd, &drain, sizeof(drain));
+
+	(void)rd; /* EAGAIN: nothing was written */
+}
+
+static int wait_ms_until(uint64_t deadline)
+{
+	uint64_t now = clock_ns();
+
+	if (deadline == UINT64_MAX)
+		return -1;
+	return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+}
+
+/*
+ * The receive engine's timed work (keepalive probes for rendezvous sends
+ * waiting on a FIN, FINs to retry) runs only inside progress: while there
+ * is some, a manual-progress sleeper wakes this often.
+ */
+#define SREAD_TICK_MS 100
+
+static bool timed_work_pending(struct core_ep *ep)
+{
+	uint32_t np = atomic_load_explicit(&ep->npeers, memory_order_acquire);
+
+	if (ep->fin_retry && ring_count(ep->fin_retry))
+		return true;
+	for (uint32_t i = 0; i < np; i++) {
+		struct peer *p = ep->peers[i];
+
+		for (uint32_t k = 0; k < p->nconn; k++)
+			if (atomic_load_explicit(&p->conns[k].rndv_out, memory_order_relaxed) &&
+			    !atomic_load_explicit(&p->conns[k].dead, memory_order_relaxed))
+				return true;
+	}
+	return false;
+}
+
+static void arm_cqs(struct core_ep *ep)
+{
+	ep_lock(ep);
+	for (int i = 0; i < ep->nstripes; i++)
+		hw_req_notify_cq(ep->stripes[i].cq, 0);
+	hw_req_notify_cq(ep->rx_cq, 0);
+	ep_unlock(ep);
+}
+
+/* Manual progress: sleep on the hardware until a completion, a wake-up or the deadline. */
+static int sleep_manual(struct core_ep *ep, struct core_cqe *entries, int n, uint64_t deadline)
+{
+	int got, wait_ms;
+
+	drain_eventfd(ep);
+	atomic_fetch_add(&ep->cq_sleepers, 1);
+	arm_cqs(ep);
+	got = core_cq_read(ep, entries, n);
+	if (!got) {
+		struct pollfd pfd[2] = {
+			{ .fd = ep->cq_channel->fd, .events = POLLIN },
+			{ .fd = ep->cq_fd, .events = POLLIN },
+		};
+
+		wait_ms = wait_ms_until(deadline);
+		if ((wait_ms < 0 || wait_ms > SREAD_TICK_MS) && timed_work_pending(ep))
+			wait_ms = SREAD_TICK_MS;
+		if (poll(pfd, 2, wait_ms) > 0 && pfd[0].revents)
+			cq_channel_drain(ep);
+	}
+	atomic_fetch_sub(&ep->cq_sleepers, 1);
+	return got;
+}
+
+/* Progress thread: it fills the ring and writes the eventfd for sleepers. */
+static int sleep_on_ring(struct core_ep *ep, struct core_cqe *entries, int n, uint64_t deadline)
+{
+	int got;
+
+	drain_eventfd(ep);
+	atomic_fetch_add(&ep->cq_sleepers, 1);
+	got = pop_some(ep, entries, n);
+	if (got) {
+		stats_add(ep->cq_stats, STATS_COMPLETED, (uint64_t)got);
+	} else {
+		struct pollfd pfd = { .fd = ep->cq_fd, .events = POLLIN };
+
+		poll(&pfd, 1, wait_ms_until(deadline));
+	}
+	atomic_fetch_sub(&ep->cq_sleepers, 1);
+	return got;
+}
+
 int core_cq_sread(struct core_ep *ep, struct core_cqe *entries, int n, int timeout_ms)
 {
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : clock_ns() + (uint64_t)timeout_ms * 1000000ull;
 
+	if (n <= 0)
+		return n < 0 ? -EINVAL : 0;
 	for (;;) {
 		int got = core_cq_read(ep, entries, n);
 
@@ -107,28 +232,10 @@ int core_cq_sread(struct core_ep *ep, struct core_cqe *entries, int n, int timeo
 			return got;
 		if (clock_ns() >= deadline)
 			return -ETIMEDOUT;
-		if (!ep->progress_started) {
-			/* Manual progress: nobody else will fill the ring, keep driving it. */
-			sched_yield();
-			continue;
-		}
-		uint64_t drain;
-		ssize_t rd = read(ep->cq_fd, &drain, sizeof(drain));
-
-		(void)rd;
-		atomic_fetch_add(&ep->cq_sleepers, 1);
-		got = pop_some(ep, entries, n);
-		if (got) {
-			atomic_fetch_sub(&ep->cq_sleepers, 1);
-			stats_add(ep->cq_stats, STATS_COMPLETED, (uint64_t)got);
+		got = ep->progress_started ? sleep_on_ring(ep, entries, n, deadline)
+					   : sleep_manual(ep, entries, n, deadline);
+		if (got)
 			return got;
-		}
-		uint64_t now = clock_ns();
-		int wait_ms = deadline == UINT64_MAX ? -1 : (int)((deadline - now + 999999) / 1000000);
-		struct pollfd pfd = { .fd = ep->cq_fd, .events = POLLIN };
-
-		poll(&pfd, 1, wait_ms);
-		atomic_fetch_sub(&ep->cq_sleepers, 1);
 	}
 }
 

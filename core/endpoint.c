@@ -5,6 +5,7 @@
 #include "../hw/hw.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,16 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 		snprintf(err, errlen, "cannot allocate a protection domain: %s", strerror(errno));
 		goto fail;
 	}
+	ep->cq_channel = hw_create_comp_channel(ep->ctx);
+	if (!ep->cq_channel) {
+		snprintf(err, errlen, "cannot create a completion channel: %s", strerror(errno));
+		goto fail;
+	}
+	/* Several readers may wake on one event: the losers must not block in get_cq_event. */
+	if (fcntl(ep->cq_channel->fd, F_SETFL, fcntl(ep->cq_channel->fd, F_GETFL) | O_NONBLOCK)) {
+		snprintf(err, errlen, "cannot make the completion channel non-blocking: %s", strerror(errno));
+		goto fail;
+	}
 	ep->stripes = calloc((size_t)ep->nstripes + 1, sizeof(*ep->stripes));
 	if (!ep->stripes)
 		goto fail;
@@ -114,7 +125,8 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 		uint32_t nreqs = i < ep->nstripes ? attr->depth : 4 * attr->rx_depth;
 
 		if (i < ep->nstripes) {
-			cq = hw_create_cq(ep->ctx, (int)(attr->depth + 4 * attr->rx_depth) * 2, NULL, NULL, 0);
+			cq = hw_create_cq(ep->ctx, (int)(attr->depth + 4 * attr->rx_depth) * 2, NULL,
+					   ep->cq_channel, 0);
 			if (!cq) {
 				snprintf(err, errlen, "cannot create a completion queue: %s", strerror(errno));
 				goto fail;
@@ -128,7 +140,7 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 			goto fail;
 		}
 	}
-	ep->rx_cq = hw_create_cq(ep->ctx, 4096, NULL, NULL, 0);
+	ep->rx_cq = hw_create_cq(ep->ctx, 4096, NULL, ep->cq_channel, 0);
 	if (!ep->rx_cq) {
 		snprintf(err, errlen, "cannot create the receive completion queue: %s", strerror(errno));
 		goto fail;
@@ -183,6 +195,8 @@ void core_ep_close(struct core_ep *ep)
 	if (ep->recv_free)
 		rx_fini(ep);
 	cq_fini(ep);
+	if (ep->cq_channel)
+		cq_channel_drain(ep);
 	if (ep->rx_cq)
 		hw_destroy_cq(ep->rx_cq);
 	mr_cache_fini(ep);
@@ -194,6 +208,8 @@ void core_ep_close(struct core_ep *ep)
 			hw_destroy_cq(cq);
 	}
 	free(ep->stripes);
+	if (ep->cq_channel)
+		hw_destroy_comp_channel(ep->cq_channel);
 	if (ep->pd)
 		hw_dealloc_pd(ep->pd);
 	if (ep->ctx)

@@ -102,6 +102,8 @@ struct core_ep {
 	int nstripes;
 	struct stripe *stripes;	 /* nstripes + 1: the last is the receive engine's */
 	struct ibv_cq *rx_cq;
+	/* Every hardware CQ above reports here: manual-progress cq_sread sleeps on its fd. */
+	struct ibv_comp_channel *cq_channel;
 
 	/* Completion queue: the MPSC ring, its wait fd and sleepers count. */
 	struct ring *cq_ring;
@@ -176,6 +178,10 @@ int cq_init(struct core_ep *ep, uint32_t size);
 void cq_fini(struct core_ep *ep);
 /* Pushes one completion; -EAGAIN when the ring is full. */
 int cq_push(struct core_ep *ep, const struct core_cqe *e);
+/* Wakes a manual-progress cq_sread sleeper: work arrived that no CQ event announces. */
+void cq_wake(struct core_ep *ep);
+/* Takes and acknowledges every pending channel event (before the CQs are destroyed). */
+void cq_channel_drain(struct core_ep *ep);
 
 /* progress.c */
 int progress_start(struct core_ep *ep, char *err, size_t errlen);

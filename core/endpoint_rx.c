@@ -125,6 +125,8 @@ static int post_recv_common(struct core_ep *ep, void *buf, size_t len, uint64_t 
 	ring_push(ep->recv_post, &idx, NULL);
 	stats_inc(rx_stripe(ep)->stats, STATS_POSTED);
 	ep_unlock(ep);
+	/* The receive may match a message already here: a sleeping reader must look. */
+	cq_wake(ep);
 	return 0;
 }
 
