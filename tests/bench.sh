@@ -32,7 +32,7 @@ stop_server() { wait "$server" || true; server=; }
 # bar LABEL RATIO TARGET [DETAIL]: the absolute figures go in DETAIL, the ratio is what counts.
 bar() { printf '%-58s %8.3fx  (bar %s)  %s\n' "$1" "$2" "$3" "${4:-}"; }
 
-"$RDMATOOL" -q -j bench ring --threads=2 >"$dir/ring.json"
+"$RDMATOOL" -q -j bench ring --threads=2 --rounds=5 >"$dir/ring.json"
 bar "ring 2P+1C lock-free / mutex" "$(jq '.ratios[0].lockfree_over_mutex' "$dir/ring.json")" ">= 2"
 
 # Five short interleaved rounds per thread count, the median ratio: one run of
