@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "hw/hw.h"
@@ -117,6 +120,26 @@ static inline void fx_ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = 0;
 	assert_int_equal(hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+}
+
+/*
+ * Forks a peer process that runs child(fd) on one end of a socketpair and
+ * exits with its result; returns the parent's end.  The peer opens its own
+ * soft NIC after the fork, so the two really talk over the wire.
+ */
+static inline int fx_fork_peer(int (*child)(int fd), pid_t *pid)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	*pid = fork();
+	assert_true(*pid >= 0);
+	if (*pid == 0) {
+		close(sv[0]);
+		_exit(child(sv[1]));
+	}
+	close(sv[1]);
+	return sv[0];
 }
 
 /* Releases whatever a (possibly partial) setup created. */

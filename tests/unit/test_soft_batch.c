@@ -318,7 +318,7 @@ static int big_child(int fd)
 static void large_writes_between_processes(void **state)
 {
 	struct big_side s = {0};
-	int sv[2], status;
+	int fd, status;
 	pid_t pid;
 	char c;
 	uint32_t posted = 0, done = 0, total = 4 * (BIG / CHUNK);
@@ -327,21 +327,14 @@ static void large_writes_between_processes(void **state)
 	uint64_t end;
 
 	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(sv[0]);
-		_exit(big_child(sv[1]));
-	}
-	close(sv[1]);
+	fd = fx_fork_peer(big_child, &pid);
 	assert_int_equal(big_open(&s), 0);
 	for (size_t i = 0; i < BIG; i++)
 		s.buf[i] = big_pattern(i);
-	assert_int_equal(read(sv[0], &s.peer, sizeof(s.peer)), sizeof(s.peer));
-	assert_int_equal(write(sv[0], &s.me, sizeof(s.me)), sizeof(s.me));
+	assert_int_equal(read(fd, &s.peer, sizeof(s.peer)), sizeof(s.peer));
+	assert_int_equal(write(fd, &s.me, sizeof(s.me)), sizeof(s.me));
 	fx_rc_to_rts(s.qp, s.peer.qpn, &s.peer.gid, 16, 7, 7, 1);
-	assert_int_equal(read(sv[0], &c, 1), 1);
+	assert_int_equal(read(fd, &c, 1), 1);
 	end = fx_now_ms() + 60000;
 	while (done < total && fx_now_ms() < end) {
 		int n;
@@ -401,10 +394,10 @@ static void large_writes_between_processes(void **state)
 		;
 	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
 	assert_int_equal(wc[0].wr_id, 100);
-	assert_int_equal(read(sv[0], &c, 1), 1);
+	assert_int_equal(read(fd, &c, 1), 1);
 	assert_int_equal(c, 'y');
 	kill(pid, SIGTERM);
-	close(sv[0]);
+	close(fd);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	hw_destroy_qp(s.qp);
 	hw_dereg_mr(s.mr);

@@ -143,7 +143,7 @@ static void post_wr(struct ibv_qp *qp, struct ibv_send_wr *wr)
 
 static void two_processes_over_the_wire(void **state)
 {
-	int sv[2];
+	int fd;
 	pid_t pid;
 	struct side s = { 0 };
 	struct ibv_wc wc;
@@ -155,21 +155,14 @@ static void two_processes_over_the_wire(void **state)
 	int status, errors = 0;
 
 	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(sv[0]);
-		_exit(child_main(sv[1]));
-	}
-	close(sv[1]);
+	fd = fx_fork_peer(child_main, &pid);
 	assert_int_equal(side_open(&s), 0);
 	sge.lkey = s.mr->lkey;
-	assert_int_equal(xfer(sv[0], &s), 0);
+	assert_int_equal(xfer(fd, &s), 0);
 	assert_memory_not_equal(s.me.gid.raw, s.peer.gid.raw, 16);
 	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 16, 7, 7, 1);
 	fx_ud_to_rts(s.ud, QKEY);
-	assert_int_equal(read(sv[0], &c, 1), 1);
+	assert_int_equal(read(fd, &c, 1), 1);
 
 	/* RC SEND */
 	memcpy(s.buf, "hello wire", 11);
@@ -236,8 +229,8 @@ static void two_processes_over_the_wire(void **state)
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 
 	/* The child checks what it received. */
-	assert_int_equal(write(sv[0], "g", 1), 1);
-	assert_int_equal(read(sv[0], &c, 1), 1);
+	assert_int_equal(write(fd, "g", 1), 1);
+	assert_int_equal(read(fd, &c, 1), 1);
 	assert_int_equal(c, 'y');
 
 	/* Kill the peer in the middle of a stream of writes: an error, never a hang. */
@@ -274,7 +267,7 @@ static void two_processes_over_the_wire(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	hw_destroy_ah(ah);
 	side_close(&s);
-	close(sv[0]);
+	close(fd);
 }
 
 #define PINGS 300
@@ -372,31 +365,24 @@ static int ponger_main(int fd)
 
 static void ping_pong_answers_on_the_pingers_connection(void **state)
 {
-	int sv[2], status;
+	int fd, status;
 	pid_t pid;
 	struct side s = { 0 };
 	char c;
 
 	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(sv[0]);
-		_exit(ponger_main(sv[1]));
-	}
-	close(sv[1]);
+	fd = fx_fork_peer(ponger_main, &pid);
 	assert_int_equal(side_open(&s), 0);
-	assert_int_equal(xfer(sv[0], &s), 0);
+	assert_int_equal(xfer(fd, &s), 0);
 	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 16, 7, 7, 1);
-	assert_int_equal(read(sv[0], &c, 1), 1);
-	assert_int_equal(write(sv[0], "g", 1), 1);
+	assert_int_equal(read(fd, &c, 1), 1);
+	assert_int_equal(write(fd, "g", 1), 1);
 	assert_int_equal(ping_pong(&s, true), 0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	side_close(&s);
-	close(sv[0]);
+	close(fd);
 }
 
 static void unreachable_peer_is_retry_exceeded(void **state)
@@ -455,18 +441,24 @@ static void side_open_faulty(struct side *s, const char *spec, int timeout, int 
 	fx_rc_to_rts(s->rc, s->rc->qp_num, NULL, (uint8_t)timeout, (uint8_t)retry_cnt, (uint8_t)rnr_retry, 1);
 }
 
-/* drop=1: every request is lost, so RC retries and gives up with RETRY_EXC_ERR. */
-static void fault_drop_all_is_retry_exceeded(void **state)
+/* One RDMA WRITE under the fault spec completes with exactly the given status. */
+static void expect_write_status(const char *spec, enum ibv_wc_status want)
 {
 	struct side s = { 0 };
 	struct ibv_wc wc;
 
-	(void)state;
-	side_open_faulty(&s, "drop=1,seed=7", 8, 2, 7);
+	side_open_faulty(&s, spec, 8, 2, 7);
 	assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, 1, s.buf, 8, s.mr->lkey, (uintptr_t)s.buf + 64, s.mr->rkey), 0);
 	assert_int_equal(wait_wc(s.cq, &wc), 0);
-	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
+	assert_int_equal(wc.status, want);
 	side_close(&s);
+}
+
+/* drop=1: every request is lost, so RC retries and gives up with RETRY_EXC_ERR. */
+static void fault_drop_all_is_retry_exceeded(void **state)
+{
+	(void)state;
+	expect_write_status("drop=1,seed=7", IBV_WC_RETRY_EXC_ERR);
 }
 
 /* drop=0.3: RC still delivers every write exactly once, in order, by retransmission. */
@@ -495,17 +487,11 @@ static void fault_drop_some_is_recovered(void **state)
 	side_close(&s);
 }
 
+/* error=1: the responder refuses every request with REM_OP_ERR. */
 static void fault_error_all_is_rem_op_err(void **state)
 {
-	struct side s = { 0 };
-	struct ibv_wc wc;
-
 	(void)state;
-	side_open_faulty(&s, "error=1", 8, 2, 7);
-	assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, 1, s.buf, 8, s.mr->lkey, (uintptr_t)s.buf + 64, s.mr->rkey), 0);
-	assert_int_equal(wait_wc(s.cq, &wc), 0);
-	assert_int_equal(wc.status, IBV_WC_REM_OP_ERR);
-	side_close(&s);
+	expect_write_status("error=1", IBV_WC_REM_OP_ERR);
 }
 
 static void fault_corrupt_flips_payload(void **state)
