@@ -166,19 +166,22 @@ fail:
 	return rc ? rc : -ENOMEM;
 }
 
+static void conn_free(struct conn *c)
+{
+	if (c->qp)
+		hw_destroy_qp(c->qp);
+	if (c->rx_mr)
+		hw_dereg_mr(c->rx_mr);
+	free(c->rxbuf);
+	memset(c, 0, sizeof(*c));
+}
+
 static void peer_free(struct peer *p)
 {
 	if (!p)
 		return;
-	for (uint32_t k = 0; k < p->nconn; k++) {
-		struct conn *c = &p->conns[k];
-
-		if (c->qp)
-			hw_destroy_qp(c->qp);
-		if (c->rx_mr)
-			hw_dereg_mr(c->rx_mr);
-		free(c->rxbuf);
-	}
+	for (uint32_t k = 0; k < p->nconn; k++)
+		conn_free(&p->conns[k]);
 	free(p->conns);
 	free(p);
 }
@@ -333,6 +336,7 @@ static int conn_connect(struct core_ep *ep, struct conn *c, const struct addr_bl
 int core_ep_connect(struct core_ep *ep, uint32_t slot, const void *remote, uint32_t len, uint32_t *peer)
 {
 	const struct addr_blob *b = remote;
+	uint32_t remote_nconn;
 	struct peer *p;
 	int rc = 0;
 
@@ -344,10 +348,21 @@ int core_ep_connect(struct core_ep *ep, uint32_t slot, const void *remote, uint3
 		goto out;
 	}
 	p = ep->peers[slot];
-	if (be32toh(b->nconn) != p->nconn || be32toh(b->rx_depth) < 4) {
-		rc = -EPROTO; /* stripe counts must match on both ends */
+	remote_nconn = be32toh(b->nconn);
+	if (remote_nconn < 1 || remote_nconn > CORE_MAX_STRIPES || be32toh(b->rx_depth) < 4) {
+		rc = -EPROTO;
 		goto out;
 	}
+	/*
+	 * Both ends prepared one QP per own stripe; the pair uses the first
+	 * min(ours, theirs) of them, and both sides drop their extra QPs the
+	 * same way.  Our stripes beyond that share connections (stripe s posts
+	 * on connection s % nconn, see begin() in endpoint_ops.c): QPs take
+	 * posts from several threads, and completions find their request
+	 * through wr_id whichever CQ reports them.
+	 */
+	while (p->nconn > remote_nconn)
+		conn_free(&p->conns[--p->nconn]);
 	p->eager_max = be32toh(b->eager_max) < ep->attr.eager_max ? be32toh(b->eager_max) : ep->attr.eager_max;
 	for (uint32_t k = 0; k < p->nconn; k++)
 		if ((rc = conn_connect(ep, &p->conns[k], b, k)))

@@ -31,7 +31,10 @@ struct msg_hdr {
 	uint64_t sreq;	  /* RTS: the sender's wr_id, echoed by FIN */
 };
 
-/* One RC QP: stripe `stripe` of this endpoint to the same stripe of one peer. */
+/*
+ * One RC QP: stripe `stripe` of this endpoint to the same stripe of one peer.
+ * A peer with fewer stripes gets fewer of these; stripes beyond share them.
+ */
 struct conn {
 	struct ibv_qp *qp;
 	uint32_t peer, stripe;
