@@ -17,6 +17,11 @@
 #include <unistd.h>
 
 #define SOFT_POLL_YIELD 64 /* empty polls in a row before a poller yields its CPU */
+/*
+ * ... when the poller drives the wire itself: each empty poll already costs
+ * a system call, and a peer process spinning on the same CPU gets it sooner.
+ */
+#define SOFT_POLL_YIELD_WIRE 4
 
 struct ibv_comp_channel *soft_create_comp_channel(struct ibv_context *ctx)
 {
@@ -140,9 +145,16 @@ int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	 * empty polls in a row, the poller yields the CPU.
 	 */
 	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
-		if (++soft_empty_polls % SOFT_POLL_YIELD == 0)
-			sched_yield();
-		return 0;
+		struct soft_nic *nic = soft_nic_of(ibcq->context);
+		unsigned yield_every = atomic_load_explicit(&nic->n_conns, memory_order_relaxed) ? SOFT_POLL_YIELD_WIRE
+											  : SOFT_POLL_YIELD;
+
+		/* Over the wire, the poller receives what arrived itself (soft_app_round). */
+		if (!soft_app_round(nic, true) || !__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
+			if (++soft_empty_polls % yield_every == 0)
+				sched_yield();
+			return 0;
+		}
 	}
 	soft_empty_polls = 0;
 	soft_lock(&cq->lock);
@@ -164,6 +176,8 @@ int soft_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	pthread_mutex_lock(&cq->lock);
 	cq->armed = 1 + !!solicited_only;
 	pthread_mutex_unlock(&cq->lock);
+	/* The poller is going to block: the engine must watch the wire again. */
+	soft_apps_leave(soft_nic_of(ibcq->context));
 	return 0;
 }
 

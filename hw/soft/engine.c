@@ -23,6 +23,7 @@
 #define SOFT_BATCH_BYTES 262144	  /* ... or bytes: the poster waits on the QP lock meanwhile */
 #define SOFT_SPIN_NS 50000	  /* busy-poll this long after the last work before sleeping */
 #define SOFT_LISTEN_POLL_NS 100000 /* accept period while busy with no connection yet */
+#define SOFT_APP_WINDOW_NS 200000 /* application threads drove a round this recently: the engine naps */
 
 /* IB min_rnr_timer encoding, in microseconds (0 is the longest, 655.36 ms). */
 static const uint32_t soft_rnr_us[32] = {
@@ -425,79 +426,229 @@ static bool soft_wire_poll_now(struct soft_nic *nic, struct pollfd *pfd, int max
 	return true;
 }
 
+enum soft_wire_mode {
+	SOFT_WIRE_NONE, /* send queues only */
+	SOFT_WIRE_POLL, /* poll every socket, listener included */
+	SOFT_WIRE_READ, /* read the connections, poll now and then */
+};
+
+static bool soft_round_try_own(struct soft_nic *nic)
+{
+	return atomic_load_explicit(&nic->round_owner, memory_order_relaxed) == 0 &&
+	       atomic_exchange_explicit(&nic->round_owner, 1, memory_order_acquire) == 0;
+}
+
+/* The engine thread must own the round to sleep or serve what woke it: application rounds are short. */
+static void soft_round_own(struct soft_nic *nic)
+{
+	for (unsigned i = 1; !soft_round_try_own(nic); i++) {
+		if (i % 64)
+			soft_cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
+static void soft_round_release(struct soft_nic *nic)
+{
+	atomic_fetch_add_explicit(&nic->rounds, 1, memory_order_seq_cst);
+	atomic_store_explicit(&nic->round_owner, 0, memory_order_release);
+}
+
+/*
+ * One engine round, by the round owner: the doorbelled send queues, the
+ * timers when due, the delay line, the wire (poll_wire) and the flush of
+ * what the round queued for the wire, one call per connection; a
+ * connection holding only ACKs of SENDs waits a little for a request to
+ * carry them (soft_wire_flush).  Returns whether there was any work.
+ */
+static bool soft_round(struct soft_nic *nic, enum soft_wire_mode wire, struct pollfd *pfd, int max)
+{
+	bool worked = soft_run_queue(nic, &nic->timer_waiting);
+	uint64_t now = soft_now_ns();
+
+	if (nic->timer_waiting && now >= nic->next_tick) {
+		nic->timer_waiting = soft_run_timers(nic);
+		nic->next_tick = now + SOFT_TIMER_TICK_NS;
+	}
+	worked |= soft_delay_run(nic, now);
+	/*
+	 * Connected sockets are polled every round, a lone listener now and
+	 * then; an application round reads the connections directly and
+	 * polls everything (accepts, handshakes) only now and then.
+	 */
+	if (wire == SOFT_WIRE_READ && now < nic->next_wire) {
+		worked |= soft_wire_read_now(nic);
+	} else if (wire != SOFT_WIRE_NONE && (nic->conns || now >= nic->next_wire)) {
+		worked |= soft_wire_poll_now(nic, pfd, max);
+		nic->next_wire = now + SOFT_LISTEN_POLL_NS;
+	}
+	soft_wire_flush(nic, false);
+	return worked;
+}
+
+/* Whether a round left work that has to run later (held ACKs, timers, the delay line). */
+static bool soft_round_left_work(const struct soft_nic *nic)
+{
+	return nic->timer_waiting || soft_wire_holding(nic) || soft_delay_next_ns(nic) ||
+	       atomic_load_explicit(&nic->runq_nonempty, memory_order_relaxed);
+}
+
+/*
+ * Application-driven progress.  Over the wire the engine thread is a hand-
+ * off on each side of every message: the poster wakes the engine, which
+ * sends; the peer's engine receives and completes, which its poller sees.
+ * On a machine with fewer cores than busy threads each hand-off waits for
+ * the scheduler.  So a thread that posts to a remote peer, or polls an
+ * empty CQ of a NIC with connections, runs the round itself when nobody
+ * else does, and the engine thread naps while application threads drive
+ * (soft_engine_main).
+ */
+bool soft_app_round(struct soft_nic *nic, bool poll_wire)
+{
+	struct pollfd pfd[64];
+	bool worked, left;
+
+	if (!atomic_load_explicit(&nic->n_conns, memory_order_relaxed) || !soft_round_try_own(nic))
+		return false;
+	atomic_store_explicit(&nic->app_round_ns, soft_now_ns(), memory_order_relaxed);
+	worked = soft_round(nic, poll_wire ? SOFT_WIRE_READ : SOFT_WIRE_NONE, pfd, 64);
+	left = soft_round_left_work(nic);
+	soft_round_release(nic);
+	/*
+	 * Pairs with soft_engine_sleep: either the engine sees this round
+	 * (rounds changed) and does not sleep long, or this sees it asleep
+	 * and wakes it for what the round left.
+	 */
+	if (left && atomic_load_explicit(&nic->deep_sleep, memory_order_seq_cst))
+		soft_engine_wake(nic);
+	return worked;
+}
+
+void soft_apps_leave(struct soft_nic *nic)
+{
+	if (!atomic_load_explicit(&nic->app_round_ns, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&nic->app_round_ns, 0, memory_order_relaxed);
+	soft_engine_wake(nic);
+}
+
+static bool soft_apps_driving(struct soft_nic *nic, uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&nic->app_round_ns, memory_order_relaxed);
+
+	return last && now - last < SOFT_APP_WINDOW_NS;
+}
+
+static void soft_wake_fd_drain(struct soft_nic *nic)
+{
+	uint64_t v;
+	ssize_t r = read(nic->wake_fd, &v, sizeof(v));
+
+	(void)r;
+}
+
+/*
+ * Application threads drive the rounds: the engine thread stays off the
+ * CPUs they need, and looks again after SOFT_APP_WINDOW_NS (then it runs a
+ * round: timers and held ACKs never wait longer) or when a doorbell finds
+ * no application thread to run it.
+ */
+static void soft_engine_nap(struct soft_nic *nic)
+{
+	struct pollfd pfd = { .fd = nic->wake_fd, .events = POLLIN };
+	struct timespec ts = { .tv_nsec = SOFT_APP_WINDOW_NS };
+
+	/*
+	 * A doorbell that missed `sleeping` leaves its QP for the next
+	 * application round, or for the end of this nap at the latest.
+	 */
+	atomic_store(&nic->sleeping, true);
+	if (ppoll(&pfd, 1, &ts, NULL) > 0)
+		soft_wake_fd_drain(nic);
+	atomic_store(&nic->sleeping, false);
+}
+
+/*
+ * Nothing to do and nobody driving: sleep until a doorbell, a packet, a
+ * timer or a held request is due.  Nothing may stay held meanwhile.
+ */
+static void soft_engine_sleep(struct soft_nic *nic, struct pollfd *pfd, int max)
+{
+	uint64_t now, rounds;
+	int64_t timeout_ns;
+	struct timespec ts;
+	int n;
+
+	soft_round_own(nic);
+	soft_wire_flush(nic, true);
+	pfd[0].fd = nic->wake_fd;
+	pfd[0].events = POLLIN;
+	n = 1 + soft_wire_pollfds(nic, pfd + 1, max - 1);
+	now = soft_now_ns();
+	timeout_ns = nic->timer_waiting ? 1000000 : -1;
+	if (soft_delay_next_ns(nic)) {
+		uint64_t due = soft_delay_next_ns(nic), left = due > now ? due - now : 0;
+
+		if (timeout_ns < 0 || left < (uint64_t)timeout_ns)
+			timeout_ns = (int64_t)left;
+	}
+	rounds = atomic_load_explicit(&nic->rounds, memory_order_relaxed);
+	atomic_store_explicit(&nic->round_owner, 0, memory_order_release);
+	atomic_store(&nic->sleeping, true);
+	atomic_store_explicit(&nic->deep_sleep, true, memory_order_seq_cst);
+	/* A round since we looked (our own release above did not count one), or a doorbell: do not sleep. */
+	if (atomic_load(&nic->runq_nonempty) || atomic_load_explicit(&nic->rounds, memory_order_seq_cst) != rounds)
+		timeout_ns = 0;
+	ts.tv_sec = timeout_ns / 1000000000;
+	ts.tv_nsec = timeout_ns % 1000000000;
+	if (ppoll(pfd, (nfds_t)n, timeout_ns < 0 ? NULL : &ts, NULL) > 0) {
+		if (pfd[0].revents & POLLIN)
+			soft_wake_fd_drain(nic);
+		atomic_store(&nic->deep_sleep, false);
+		atomic_store(&nic->sleeping, false);
+		soft_round_own(nic);
+		soft_wire_service(nic, pfd + 1, n - 1);
+		soft_round_release(nic);
+	}
+	atomic_store(&nic->deep_sleep, false);
+	atomic_store(&nic->sleeping, false);
+}
+
 /*
  * The engine loop.  While work keeps coming it never sleeps: after its last
  * piece of work it busy-polls (yielding the CPU each round) for
  * SOFT_SPIN_NS, so a doorbell then costs no system call and no wake-up.
  * Only then does it announce it is sleeping (nic->sleeping) and block in
- * poll(); a doorbell writes the eventfd only on that sleeping edge.
+ * ppoll(); a doorbell writes the eventfd only on that sleeping edge.  While
+ * application threads drive the rounds it naps instead (soft_engine_nap).
  */
 static void *soft_engine_main(void *arg)
 {
 	struct soft_nic *nic = arg;
 	struct pollfd pfd[SOFT_MAX_QP + 2];
-	bool waiting = false;
-	uint64_t now = soft_now_ns(), next_tick = 0, next_wire = 0, idle_since = now;
+	uint64_t now, idle_since = soft_now_ns();
 
 	while (!atomic_load(&nic->stop)) {
-		int n;
-		int64_t timeout_ns;
-		struct timespec ts;
-		bool worked = soft_run_queue(nic, &waiting);
+		bool worked = false;
 
+		if (soft_round_try_own(nic)) {
+			worked = soft_round(nic, SOFT_WIRE_POLL, pfd, SOFT_MAX_QP + 1);
+			soft_round_release(nic);
+		}
 		now = soft_now_ns();
-		if (waiting && now >= next_tick) {
-			waiting = soft_run_timers(nic);
-			next_tick = now + SOFT_TIMER_TICK_NS;
-		}
-		/* Connected sockets are polled every round; a lone listener now and then. */
-		worked |= soft_delay_run(nic, now);
-		if (nic->conns || now >= next_wire) {
-			worked |= soft_wire_poll_now(nic, pfd, SOFT_MAX_QP + 1);
-			next_wire = now + SOFT_LISTEN_POLL_NS;
-		}
-		/*
-		 * What this round queued for the wire leaves now, one call per
-		 * connection; a connection holding only ACKs of SENDs waits a
-		 * little for a request to carry them (soft_wire_flush).
-		 */
-		soft_wire_flush(nic, false);
 		if (worked) {
 			idle_since = now;
-			continue;
-		}
-		if (now - idle_since < nic->spin_ns) {
+		} else if (soft_apps_driving(nic, now)) {
+			soft_engine_nap(nic);
+			idle_since = soft_now_ns();
+		} else if (now - idle_since < nic->spin_ns) {
 			/* Free when the CPU is ours alone; lets a poster sharing it run. */
 			sched_yield();
-			continue;
+		} else {
+			soft_engine_sleep(nic, pfd, SOFT_MAX_QP + 2);
+			idle_since = soft_now_ns();
 		}
-		/* Nothing may stay held while the engine sleeps. */
-		soft_wire_flush(nic, true);
-		pfd[0].fd = nic->wake_fd;
-		pfd[0].events = POLLIN;
-		n = 1 + soft_wire_pollfds(nic, pfd + 1, SOFT_MAX_QP + 1);
-		atomic_store(&nic->sleeping, true);
-		timeout_ns = atomic_load(&nic->runq_nonempty) ? 0 : waiting ? 1000000 : -1;
-		if (soft_delay_next_ns(nic)) {
-			uint64_t due = soft_delay_next_ns(nic), left = due > now ? due - now : 0;
-
-			if (timeout_ns < 0 || left < (uint64_t)timeout_ns)
-				timeout_ns = (int64_t)left;
-		}
-		ts.tv_sec = timeout_ns / 1000000000;
-		ts.tv_nsec = timeout_ns % 1000000000;
-		if (ppoll(pfd, (nfds_t)n, timeout_ns < 0 ? NULL : &ts, NULL) > 0) {
-			if (pfd[0].revents & POLLIN) {
-				uint64_t v;
-				ssize_t r = read(nic->wake_fd, &v, sizeof(v));
-
-				(void)r;
-			}
-			atomic_store(&nic->sleeping, false);
-			soft_wire_service(nic, pfd + 1, n - 1);
-		}
-		atomic_store(&nic->sleeping, false);
-		idle_since = soft_now_ns();
 	}
 	return NULL;
 }

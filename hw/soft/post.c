@@ -2,7 +2,8 @@
 /*
  * Posting work: post_send/post_recv validate each WR the way a NIC driver
  * does (EINVAL for a malformed WR, ENOMEM for a full queue, *bad_wr set) and
- * copy it into the QP's ring; the engine thread executes it.
+ * copy it into the QP's ring; the engine executes it (engine.c: a post for
+ * the wire may run the engine's round on the posting thread).
  */
 #include "soft.h"
 
@@ -46,7 +47,8 @@ void soft_complete_send(struct soft_qp *qp, struct soft_swqe *w, enum ibv_wc_sta
 	soft_cq_push(qp->ibv.send_cq, &wc, false);
 }
 
-void soft_ring_doorbell(struct soft_qp *qp)
+/* Puts qp on the NIC's run queue; returns whether it was not there yet. */
+static bool soft_runq_add(struct soft_qp *qp)
 {
 	struct soft_nic *nic = qp->nic;
 	bool wake = false;
@@ -64,8 +66,21 @@ void soft_ring_doorbell(struct soft_qp *qp)
 		wake = true;
 	}
 	pthread_mutex_unlock(&nic->runq_lock);
-	if (wake)
-		soft_engine_wake(nic);
+	return wake;
+}
+
+void soft_ring_doorbell(struct soft_qp *qp)
+{
+	if (soft_runq_add(qp))
+		soft_engine_wake(qp->nic);
+}
+
+/* Whether the WR in slot w leaves this NIC over the wire. */
+static bool soft_swqe_remote(const struct soft_qp *qp, const struct soft_swqe *w)
+{
+	if (qp->ibv.qp_type == IBV_QPT_UD)
+		return !w->dgid_local;
+	return qp->attr.ah_attr.is_global && !soft_gid_is_local(qp->nic, &qp->attr.ah_attr.grh.dgid);
 }
 
 static bool soft_opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
@@ -145,7 +160,7 @@ int soft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 {
 	struct soft_qp *qp = (struct soft_qp *)ibqp;
 	enum ibv_qp_state state;
-	bool posted = false;
+	bool posted = false, remote = false;
 	int err = 0;
 
 	soft_lock(&qp->lock);
@@ -168,14 +183,25 @@ int soft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 			soft_complete_send(qp, w, IBV_WC_WR_FLUSH_ERR, 0);
 			continue;
 		}
+		remote |= soft_swqe_remote(qp, w);
 		qp->sq_tail++;
 		posted = true;
 	}
 	pthread_mutex_unlock(&qp->lock);
 	if (err)
 		*bad_wr = wr;
-	if (posted)
-		soft_ring_doorbell(qp);
+	/*
+	 * Work for the wire leaves from this thread when no round runs now
+	 * (soft_app_round); otherwise whoever runs rounds, or the engine
+	 * woken here, takes it.
+	 */
+	if (posted && soft_runq_add(qp)) {
+		bool sent = remote && soft_app_round(qp->nic, false) &&
+			    !atomic_load_explicit(&qp->nic->runq_nonempty, memory_order_relaxed);
+
+		if (!sent)
+			soft_engine_wake(qp->nic);
+	}
 	return err;
 }
 

@@ -4,10 +4,14 @@
  *
  * One NIC per process (struct soft_nic), shared by every context opened on
  * soft0 and reference counted: an rkey registered through one context is
- * reachable from another.  A single progress thread per NIC is the NIC's
- * engine: it executes every send queue (requester), serves every incoming
- * request (responder: SEND, WRITE, READ, atomics) and runs the retry and
- * RNR timers.  Application threads only post, poll and modify.
+ * reachable from another.  The NIC's engine executes every send queue
+ * (requester), serves every incoming request (responder: SEND, WRITE, READ,
+ * atomics) and runs the retry and RNR timers, one round at a time.  A
+ * progress thread per NIC runs the rounds; while the NIC talks over the
+ * wire, an application thread that posts to a remote peer or polls an
+ * empty CQ runs a round itself when nobody else does, and the progress
+ * thread naps meanwhile (engine.c), so a message crosses no thread
+ * hand-off on either side.
  *
  * Addressing (like rxe/RoCE): the port's link layer is Ethernet, its LID is
  * 0, and GID[0] names the NIC's TCP "wire" endpoint:
@@ -190,19 +194,33 @@ struct soft_nic {
 
 	pthread_t thread;
 	int wake_fd;
-	atomic_bool stop, sleeping;
+	atomic_bool stop;
+	atomic_bool sleeping;	 /* the engine thread waits in ppoll: a doorbell writes wake_fd */
+	atomic_bool deep_sleep;	 /* ... and no application thread drives rounds (engine.c) */
 	uint64_t spin_ns; /* how long the engine busy-polls before it sleeps */
+	/*
+	 * Engine rounds (engine.c) run one at a time, on the engine thread or on
+	 * an application thread that posts to or polls this NIC while it talks
+	 * over the wire: round_owner is the try-acquire flag, and everything
+	 * marked "round owner's" below belongs to whoever holds it.
+	 */
+	_Alignas(64) atomic_int round_owner;
+	atomic_ulong rounds;	   /* rounds completed, by anyone */
+	atomic_ullong app_round_ns; /* when an application thread last ran one (0: not lately) */
+	atomic_int n_conns;	   /* wire connections: application threads drive rounds only if any */
+	bool timer_waiting;	   /* round owner's: a QP waits on a retry or RNR timer */
+	uint64_t next_tick, next_wire; /* round owner's: next timer scan, next listener poll */
 	atomic_bool runq_nonempty; /* runq_head != NULL, readable without runq_lock */
-	pthread_mutex_t runq_lock;
+	_Alignas(64) pthread_mutex_t runq_lock;
 	struct soft_qp *runq_head, *runq_tail;
 	atomic_int timers; /* QPs waiting on a retry or RNR timer */
 
 	union ibv_gid gid;
 	struct sockaddr_in addr;
 	int listen_fd;
-	struct soft_conn *conns;
+	struct soft_conn *conns; /* round owner's */
 	uint64_t next_conn_id;
-	struct soft_delayed *delay_head, *delay_tail; /* delay_us fault: held requests, engine only */
+	struct soft_delayed *delay_head, *delay_tail; /* delay_us fault: held requests, round owner's */
 	struct soft_faults faults;
 	atomic_ulong ud_drops, fault_drops, fault_corrupts, fault_errors;
 };
@@ -361,21 +379,36 @@ void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct 
 int soft_engine_start(struct soft_nic *nic);
 void soft_engine_stop(struct soft_nic *nic);
 void soft_engine_wake(struct soft_nic *nic);
+/*
+ * An application thread runs one engine round itself, if the NIC talks
+ * over the wire and nobody else runs one now: a post to a remote peer
+ * leaves at once (poll_wire false: only the send queues run), an empty
+ * poll receives what arrived (poll_wire true).  Returns whether it did work.
+ */
+bool soft_app_round(struct soft_nic *nic, bool poll_wire);
+/* An application thread is about to block on a completion channel: the engine takes over. */
+void soft_apps_leave(struct soft_nic *nic);
 void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp);
 uint64_t soft_rnr_ns(uint8_t timer);
 void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer);
 
-/* wire.c */
+/* wire.c: round owner only, except listen and close */
 int soft_wire_listen(struct soft_nic *nic, const char *spec);
 void soft_wire_close(struct soft_nic *nic);
 int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req);
 int soft_wire_pollfds(struct soft_nic *nic, struct pollfd *pfd, int max);
 void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n);
+/*
+ * Reads every established connection once without polling first (one
+ * system call each instead of a poll and a read) and retries blocked
+ * sends; accepts, handshakes and hang-ups are left to soft_wire_service.
+ */
+bool soft_wire_read_now(struct soft_nic *nic);
 void soft_wire_serve(struct soft_nic *nic, uint64_t conn_id, const struct soft_req *req);
 void soft_wire_flush(struct soft_nic *nic, bool all);
 bool soft_wire_holding(const struct soft_nic *nic);
 
-/* delay.c: the delay_us fault; engine thread only. */
+/* delay.c: the delay_us fault; round owner only. */
 bool soft_delay_req(struct soft_nic *nic, const struct soft_req *req, uint64_t conn_id);
 bool soft_delay_run(struct soft_nic *nic, uint64_t now);
 uint64_t soft_delay_next_ns(const struct soft_nic *nic);

@@ -3,8 +3,8 @@
  * The TCP wire between soft NICs.  Every packet is a fixed little-endian
  * header and a payload.  A requester connects to the peer GID's ip:port and
  * sends REQ packets; the peer's engine answers RSP packets on the same
- * socket.  All sockets are non-blocking and owned by the engine thread,
- * with per-connection buffers, so two NICs writing to each other never
+ * socket.  All sockets are non-blocking and belong to whoever runs the
+ * engine's round (engine.c), with per-connection buffers, so two NICs writing to each other never
  * deadlock.  A connection that breaks fails the RC QPs waiting on it with
  * RETRY_EXC_ERR (soft_peer_lost).
  */
@@ -152,6 +152,7 @@ static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoi
 	}
 	c->next = nic->conns;
 	nic->conns = c;
+	atomic_fetch_add_explicit(&nic->n_conns, 1, memory_order_relaxed);
 	return c;
 }
 
@@ -546,19 +547,25 @@ static void soft_take_rsp(struct soft_nic *nic, const struct soft_wire_hdr *h, c
 		.read_data = payload,
 		.read_len = h->payload,
 	};
+	bool more;
 
 	if (!qp || qp->ibv.qp_type != IBV_QPT_RC || h->kind < SOFT_RESP_ACK || h->kind > SOFT_RESP_NAK ||
 	    (h->kind == SOFT_RESP_NAK && (h->status == IBV_WC_SUCCESS || h->status > IBV_WC_TM_RNDV_INCOMPLETE)))
 		return;
 	soft_lock(&qp->lock);
 	soft_handle_resp(qp, &resp);
+	more = qp->sq_next != qp->sq_tail || qp->attr.qp_state == IBV_QPS_SQD;
 	pthread_mutex_unlock(&qp->lock);
-	soft_ring_doorbell(qp);
+	/* The answer may have opened the window, asked for a resend (RNR) or drained an SQD queue. */
+	if (more)
+		soft_ring_doorbell(qp);
 }
 
-static void soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
+/* Reads what the socket has and serves every whole packet; returns whether anything came. */
+static bool soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 {
 	size_t off;
+	bool got = false;
 
 	for (;;) {
 		ssize_t n;
@@ -575,7 +582,7 @@ static void soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 
 			if (!p) {
 				c->dead = true;
-				return;
+				return true;
 			}
 			c->in = p;
 			c->in_cap = cap;
@@ -584,6 +591,7 @@ static void soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 
 		n = recv(c->fd, c->in + c->in_len, room, 0);
 		if (n > 0) {
+			got = true;
 			c->in_len += (size_t)n;
 			/*
 			 * A short read drained the socket: stop here rather than pay
@@ -606,7 +614,7 @@ static void soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 		soft_hdr_from_le(&h);
 		if (h.magic != SOFT_WIRE_MAGIC || h.payload > SOFT_MAX_MSG) {
 			c->dead = true; /* not our protocol: hang up */
-			return;
+			return true;
 		}
 		if (c->in_len - off - sizeof(h) < h.payload)
 			break;
@@ -620,6 +628,7 @@ static void soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 		c->in_off = c->in_len = 0;
 	else
 		c->in_off = off;
+	return got || c->dead;
 }
 
 /* Serves a held request (delay.c) that came in on connection conn_id, if it is still up. */
@@ -633,9 +642,26 @@ void soft_wire_serve(struct soft_nic *nic, uint64_t conn_id, const struct soft_r
 		soft_conn_serve(nic, c, req);
 }
 
+/* Frees the connections that broke, failing the RC QPs waiting on them; obj_lock held. */
+static void soft_wire_reap(struct soft_nic *nic)
+{
+	for (struct soft_conn **pp = &nic->conns; *pp;) {
+		struct soft_conn *c = *pp;
+
+		if (!c->dead) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		atomic_fetch_sub_explicit(&nic->n_conns, 1, memory_order_relaxed);
+		if (c->peer_known)
+			soft_peer_lost(nic, &c->peer);
+		soft_conn_free(c);
+	}
+}
+
 void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n)
 {
-	struct soft_conn **pp;
 
 	if (n < 1)
 		return;
@@ -660,17 +686,23 @@ void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n)
 		if (pfd[i].revents & POLLOUT)
 			soft_conn_flush(c);
 	}
-	for (pp = &nic->conns; *pp;) {
-		struct soft_conn *c = *pp;
-
-		if (!c->dead) {
-			pp = &c->next;
-			continue;
-		}
-		*pp = c->next;
-		if (c->peer_known)
-			soft_peer_lost(nic, &c->peer);
-		soft_conn_free(c);
-	}
+	soft_wire_reap(nic);
 	pthread_rwlock_unlock(&nic->obj_lock);
+}
+
+bool soft_wire_read_now(struct soft_nic *nic)
+{
+	bool got = false;
+
+	pthread_rwlock_rdlock(&nic->obj_lock);
+	for (struct soft_conn *c = nic->conns; c; c = c->next) {
+		if (c->connecting || c->dead)
+			continue;
+		if (c->blocked)
+			soft_conn_flush(c);
+		got |= soft_conn_read(nic, c);
+	}
+	soft_wire_reap(nic);
+	pthread_rwlock_unlock(&nic->obj_lock);
+	return got;
 }

@@ -385,6 +385,72 @@ static void ping_pong_answers_on_the_pingers_connection(void **state)
 	close(fd);
 }
 
+/*
+ * The ponger drives its NIC's rounds while it polls (soft_app_round), then
+ * stops polling for good and blocks on the socketpair: its engine thread
+ * must take the wire over and serve the pinger's WRITEs and READs.
+ */
+static int quiet_target_main(int fd)
+{
+	struct side s = { 0 };
+	char go;
+	int rc;
+
+	if (side_open(&s) || xfer(fd, &s))
+		return 10;
+	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 16, 7, 7, 1);
+	if (fx_post_recv(s.rc, 1000, s.buf + 64, 4, s.mr->lkey))
+		return 13;
+	if (write(fd, "r", 1) != 1 || read(fd, &go, 1) != 1)
+		return 11;
+	rc = ping_pong(&s, false);
+	if (rc)
+		return 20 + rc;
+	if (write(fd, "p", 1) != 1)
+		return 12;
+	while (read(fd, &go, 1) > 0)
+		;
+	return 0;
+}
+
+static void engine_serves_a_target_that_stopped_polling(void **state)
+{
+	struct side s = { 0 };
+	struct ibv_wc wc;
+	int fd, status;
+	pid_t pid;
+	char c;
+
+	(void)state;
+	fd = fx_fork_peer(quiet_target_main, &pid);
+	assert_int_equal(side_open(&s), 0);
+	assert_int_equal(xfer(fd, &s), 0);
+	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 16, 7, 7, 1);
+	assert_int_equal(read(fd, &c, 1), 1);
+	assert_int_equal(write(fd, "g", 1), 1);
+	assert_int_equal(ping_pong(&s, true), 0);
+	assert_int_equal(read(fd, &c, 1), 1);
+	assert_int_equal(c, 'p');
+	for (uint32_t i = 0; i < 200; i++) {
+		uint8_t *src = s.buf + 1024;
+
+		memset(src, (int)i, 256);
+		assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, i, src, 256, s.mr->lkey, s.peer.addr + 4096, s.peer.rkey), 0);
+		assert_int_equal(wait_wc(s.cq, &wc), 0);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		memset(s.buf + 2048, 0xee, 256);
+		assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_READ, i, s.buf + 2048, 256, s.mr->lkey, s.peer.addr + 4096, s.peer.rkey), 0);
+		assert_int_equal(wait_wc(s.cq, &wc), 0);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_memory_equal(s.buf + 2048, src, 256);
+	}
+	close(fd);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	side_close(&s);
+}
+
 static void unreachable_peer_is_retry_exceeded(void **state)
 {
 	struct side s = { 0 };
@@ -514,6 +580,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(two_processes_over_the_wire),
 		cmocka_unit_test(ping_pong_answers_on_the_pingers_connection),
+		cmocka_unit_test(engine_serves_a_target_that_stopped_polling),
 		cmocka_unit_test(unreachable_peer_is_retry_exceeded),
 		cmocka_unit_test(bad_configuration_is_einval_with_message),
 		cmocka_unit_test(fault_drop_all_is_retry_exceeded),
