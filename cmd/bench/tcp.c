@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The raw TCP baselines of --baseline: throughput (one stream, writes of the
- * message size) and ping-pong latency (TCP_NODELAY, half the round trip).
+ * message size) and ping-pong latency (TCP_NODELAY, half the round trip,
+ * both ends busy-polling their socket).
  * A one-process test runs its far end on a thread of this process; a
  * two-process test runs it in the bench server (tcp_serve_*), so each
  * transport figure is read as a ratio to raw TCP between the same places.
@@ -14,6 +15,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -39,6 +41,32 @@ int tcp_full_io(int fd, char *buf, size_t len, bool rd)
 	return 0;
 }
 
+/*
+ * Reads len bytes, busy-polling the socket the way the soft device's
+ * pollers drive its wire (a non-blocking read per poll, the CPU yielded
+ * every few empty ones): the latency baseline then pays no wake-up of a
+ * sleeping reader, and when both ends share a CPU neither spins away the
+ * other's time slice.  The ratio compares the transports, not wake-ups.
+ */
+static int tcp_spin_read(int fd, char *buf, size_t len)
+{
+	for (unsigned empty = 0; len;) {
+		ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
+
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+		} else if (n == 0) {
+			return -ECONNRESET;
+		} else if (errno != EAGAIN && errno != EINTR) {
+			return -errno;
+		} else if (++empty % 4 == 0) {
+			sched_yield();
+		}
+	}
+	return 0;
+}
+
 static void *peer_main(void *arg)
 {
 	struct peer_arg *p = arg;
@@ -46,7 +74,7 @@ static void *peer_main(void *arg)
 
 	while (buf) {
 		if (p->echo) {
-			if (tcp_full_io(p->fd, buf, p->size, true) || tcp_full_io(p->fd, buf, p->size, false))
+			if (tcp_spin_read(p->fd, buf, p->size) || tcp_full_io(p->fd, buf, p->size, false))
 				break;
 		} else {
 			ssize_t n = read(p->fd, buf, p->size);
@@ -126,7 +154,7 @@ int tcp_ping_pong(int fd, size_t size, long iters, double *half_rtt_us)
 
 		rc = tcp_full_io(fd, buf, size, false);
 		if (!rc)
-			rc = tcp_full_io(fd, buf, size, true);
+			rc = tcp_spin_read(fd, buf, size);
 		samples[n] = (double)(clock_ns() - t0) / 2000.0;
 	}
 	if (!rc) {
