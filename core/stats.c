@@ -209,8 +209,9 @@ const char *stats_segment_path(void)
  * - A reader that saw seq == G (odd, acquire) sees generation G's fields or
  *   newer ones: G's field stores came before the release of G.
  * - A reader whose field load returns a newer generation's value (or a
- *   counter bumped by its owner, since relaxed increments continue the
- *   release sequence of add's store of 0) synchronizes with that release
+ *   counter bumped by its owner: relaxed increments continue the release
+ *   sequence of add's store of 0, and stats_set() stores with release)
+ *   synchronizes with that release
  *   store, so the "seq = even" that preceded it happens-before the reader's
  *   second seq load, which therefore cannot return G: the copy is dropped.
  * So an accepted copy never mixes two generations.  seq wraps after 2^31

@@ -9,8 +9,9 @@
  * the first stats_entry_add() open it), adds one entry per stripe/CQ/worker,
  * and bumps the entry's counters with the inline helpers below, e.g.
  *	stats_inc(e, STATS_COMPLETED); stats_ring_depth(e, depth);
- * Counters are _Atomic uint64_t updated with memory_order_relaxed: a reader
- * sees each counter torn-free, but not a consistent cut across counters.
+ * Counters are _Atomic uint64_t updated with relaxed RMWs (stats_set: a
+ * release store): a reader sees each counter torn-free, but not a consistent
+ * cut across counters.
  *
  * Every helper accepts a NULL entry and does nothing, so code keeps working
  * when the segment is disabled (RDMATOOL_STATS=0), could not be created, or is
@@ -176,10 +177,16 @@ static inline void stats_inc(struct stats_entry *e, enum stats_counter c)
 	stats_add(e, c, 1);
 }
 
+/*
+ * Release, unlike the relaxed increments: a plain store does not continue the
+ * release sequence of stats_entry_add()'s store of 0 (an RMW does), and a
+ * reader that sees this value must also see the seq it was written under
+ * (see core/stats.c).  On x86 a release store is a plain move.
+ */
 static inline void stats_set(struct stats_entry *e, enum stats_counter c, uint64_t v)
 {
 	if (e)
-		atomic_store_explicit(&e->counter[c], v, memory_order_relaxed);
+		atomic_store_explicit(&e->counter[c], v, memory_order_release);
 }
 
 /* Raises the counter to v if v is larger; concurrent callers never lower it. */
