@@ -235,8 +235,8 @@ static void fill_entry(struct stats_entry *e, const char *name, enum stats_kind 
 			 __ATOMIC_RELEASE);
 	__atomic_store_n(&e->stripe, (int32_t)stripe, __ATOMIC_RELEASE);
 	clock_gettime(CLOCK_REALTIME, &ts);
-	__atomic_store_n(&e->created_realtime_ns,
-			 (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->created_realtime_ns, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+			 __ATOMIC_RELEASE);
 	for (int c = 0; c < STATS_NCOUNTERS; c++)
 		atomic_store_explicit(&e->counter[c], 0, memory_order_release);
 }

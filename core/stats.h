@@ -101,8 +101,8 @@ enum stats_counter {
  */
 struct stats_entry {
 	char name[STATS_NAME_LEN];
-	uint32_t kind;	/* enum stats_kind */
-	int32_t stripe; /* stripe index, or -1 */
+	uint32_t kind;	      /* enum stats_kind */
+	int32_t stripe;	      /* stripe index, or -1 */
 	_Atomic uint32_t seq; /* generation: odd = live, even = free or retired */
 	uint32_t reserved0;
 	uint64_t created_realtime_ns; /* CLOCK_REALTIME when this generation was added */

@@ -196,8 +196,8 @@ bool stats_entry_copy(const struct stats_entry *e, struct stats_entry_snapshot *
 		out->stripe = __atomic_load_n(&e->stripe, __ATOMIC_ACQUIRE);
 		out->created_realtime_ns = __atomic_load_n(&e->created_realtime_ns, __ATOMIC_ACQUIRE);
 		for (int c = 0; c < STATS_NCOUNTERS; c++)
-			out->counter[c] = atomic_load_explicit((_Atomic uint64_t *)&e->counter[c],
-							       memory_order_acquire);
+			out->counter[c] =
+			    atomic_load_explicit((_Atomic uint64_t *)&e->counter[c], memory_order_acquire);
 		if (atomic_load_explicit((_Atomic uint32_t *)&e->seq, memory_order_relaxed) != seq)
 			continue;
 		memcpy(out->name, words, STATS_NAME_LEN);
