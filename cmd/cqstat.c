@@ -235,25 +235,49 @@ static const struct stats_snapshot *find_prev(const struct sample *prev, const s
 }
 
 /*
+ * The same entry in the previous sample: same slot and same generation (a
+ * removed entry's slot is reused by the next one, with another seq), or NULL.
+ * Both snapshots list entries in slot order.
+ */
+static const struct stats_entry_snapshot *find_prev_entry(const struct stats_snapshot *prev,
+							  const struct stats_entry_snapshot *e)
+{
+	uint32_t lo = 0, hi = prev ? prev->nentries : 0;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (prev->entry[mid].slot < e->slot)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (prev && lo < prev->nentries && prev->entry[lo].slot == e->slot && prev->entry[lo].seq == e->seq)
+		return &prev->entry[lo];
+	return NULL;
+}
+
+/*
  * Per-second rate of counter c of entry i: since the previous sample when
- * there is one (entries are append-only, so index i is the same entry),
- * else since the process created its segment.
+ * that sample had the same entry, else since the entry was added (a new
+ * entry, or the first sample).
  */
 static double rate(const struct stats_snapshot *cur, const struct stats_snapshot *prev, uint32_t i, int c,
 		   double unix_time)
 {
+	const struct stats_entry_snapshot *e = &cur->entry[i], *before = find_prev_entry(prev, e);
 	double secs;
 	uint64_t base = 0;
 
-	if (prev && i < prev->nentries) {
+	if (before) {
 		secs = (double)(cur->taken_ns - prev->taken_ns) / 1e9;
-		base = prev->entry[i].counter[c];
+		base = before->counter[c];
 	} else {
-		secs = unix_time - (double)cur->start_realtime_ns / 1e9;
+		secs = unix_time - (double)e->created_realtime_ns / 1e9;
 	}
-	if (secs <= 0 || cur->entry[i].counter[c] < base)
+	if (secs <= 0 || e->counter[c] < base)
 		return 0;
-	return (double)(cur->entry[i].counter[c] - base) / secs;
+	return (double)(e->counter[c] - base) / secs;
 }
 
 static void print_json(const struct sample *s, const struct sample *prev)

@@ -49,6 +49,8 @@ void cq_fini(struct core_ep *ep)
 	ep->cq_fd = -1;
 	ring_destroy(ep->cq_ring);
 	ep->cq_ring = NULL;
+	stats_entry_remove(ep->cq_stats);
+	ep->cq_stats = NULL;
 }
 
 int cq_push(struct core_ep *ep, const struct core_cqe *e)

@@ -337,6 +337,8 @@ static void destroy_worker(struct worker *w)
 	free(w->dest_stats);
 	free(w->replies);
 	free(w->have_reply);
+	stats_entry_remove(w->counters);
+	w->counters = NULL;
 }
 
 int mad_engine_create(struct mad_engine **out, const struct mad_engine_config *cfg, const struct mad_dest *dests,

@@ -197,28 +197,110 @@ const char *stats_segment_path(void)
 	return path;
 }
 
+/*
+ * Memory ordering between a writer rewriting a slot and a reader copying it
+ * (stats_entry_copy() in stats_reader.c), a seqlock with per-field ordering:
+ *
+ * - Writers (add, remove) run under seg.lock, so a remove's "seq = even"
+ *   happens-before the next add's rewrite of that slot.
+ * - add writes every field a reader copies (name, kind, stripe, created,
+ *   counters) with release stores, then publishes "seq = odd" with release.
+ *   The reader loads seq (acquire), the fields (acquire), then seq again.
+ * - A reader that saw seq == G (odd, acquire) sees generation G's fields or
+ *   newer ones: G's field stores came before the release of G.
+ * - A reader whose field load returns a newer generation's value (or a
+ *   counter bumped by its owner: relaxed increments continue the release
+ *   sequence of add's store of 0, and stats_set() stores with release)
+ *   synchronizes with that release
+ *   store, so the "seq = even" that preceded it happens-before the reader's
+ *   second seq load, which therefore cannot return G: the copy is dropped.
+ * So an accepted copy never mixes two generations.  seq wraps after 2^31
+ * reuses of one slot, far more than can happen during one copy.
+ *
+ * Release/acquire on each field instead of the textbook fences: GCC's
+ * ThreadSanitizer does not model atomic_thread_fence (and warns about it),
+ * and on x86 these are plain moves anyway; neither side is on a data path.
+ * Every access is atomic, so an in-process reader has no data race.
+ */
+static void fill_entry(struct stats_entry *e, const char *name, enum stats_kind kind, int stripe)
+{
+	uint64_t words[STATS_NAME_LEN / sizeof(uint64_t)] = {0};
+	uint64_t *name_words = (uint64_t *)(void *)e->name;
+	struct timespec ts;
+
+	snprintf((char *)words, sizeof(words), "%s", name ? name : "");
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		__atomic_store_n(&name_words[i], words[i], __ATOMIC_RELEASE);
+	__atomic_store_n(&e->kind, (uint32_t)(kind < STATS_NKINDS ? kind : STATS_KIND_OTHER),
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(&e->stripe, (int32_t)stripe, __ATOMIC_RELEASE);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	__atomic_store_n(&e->created_realtime_ns, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+			 __ATOMIC_RELEASE);
+	for (int c = 0; c < STATS_NCOUNTERS; c++)
+		atomic_store_explicit(&e->counter[c], 0, memory_order_release);
+}
+
+/* A retired slot below n to reuse, or NULL.  Called under seg.lock. */
+static struct stats_entry *retired_slot_locked(uint32_t n)
+{
+	struct stats_entry *entries = segment_entries(seg.hdr);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (!(atomic_load_explicit(&entries[i].seq, memory_order_relaxed) & 1))
+			return &entries[i];
+	return NULL;
+}
+
 struct stats_entry *stats_entry_add(const char *name, enum stats_kind kind, int stripe)
 {
 	struct stats_entry *e = NULL;
-	uint32_t n;
+	uint32_t n, seq;
 
 	pthread_mutex_lock(&seg.lock);
 	if (open_locked(NULL))
 		goto out;
-	/* Adds are serialised by seg.lock, so only readers race with this. */
+	/* Adds and removes are serialised by seg.lock, so only readers race with this. */
 	n = atomic_load_explicit(&seg.hdr->nentries, memory_order_relaxed);
-	if (n >= seg.hdr->max_entries)
+	e = retired_slot_locked(n);
+	if (!e && n < seg.hdr->max_entries)
+		e = &segment_entries(seg.hdr)[n];
+	if (!e)
 		goto out;
-	e = &segment_entries(seg.hdr)[n];
-	memset(e, 0, sizeof(*e));
-	snprintf(e->name, sizeof(e->name), "%s", name ? name : "");
-	e->kind = kind < STATS_NKINDS ? kind : STATS_KIND_OTHER;
-	e->stripe = stripe;
-	/* Release: a reader that sees n + 1 entries sees this one initialised. */
-	atomic_store_explicit(&seg.hdr->nentries, n + 1, memory_order_release);
+	seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+	fill_entry(e, name, kind, stripe);
+	/* Release: a reader that sees the odd seq sees the fields just written. */
+	atomic_store_explicit(&e->seq, seq + 1, memory_order_release);
+	/* Release: a reader that sees n + 1 entries sees the new slot's seq. */
+	if (e == &segment_entries(seg.hdr)[n])
+		atomic_store_explicit(&seg.hdr->nentries, n + 1, memory_order_release);
 out:
 	pthread_mutex_unlock(&seg.lock);
 	return e;
+}
+
+void stats_entry_remove(struct stats_entry *e)
+{
+	struct stats_entry *entries;
+	uint32_t seq;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&seg.lock);
+	/*
+	 * Only this process's own segment: a forked child still holds the
+	 * parent's entries, and retiring them would hide the parent's counters.
+	 */
+	if (!seg.hdr || seg.owner != getpid())
+		goto out;
+	entries = segment_entries(seg.hdr);
+	if (e < entries || e >= entries + seg.hdr->max_entries)
+		goto out;
+	seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+	if (seq & 1)
+		atomic_store_explicit(&e->seq, seq + 1, memory_order_release);
+out:
+	pthread_mutex_unlock(&seg.lock);
 }
 
 enum stats_error_kind stats_error_kind_of_wc(enum ibv_wc_status status)

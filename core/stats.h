@@ -9,12 +9,28 @@
  * the first stats_entry_add() open it), adds one entry per stripe/CQ/worker,
  * and bumps the entry's counters with the inline helpers below, e.g.
  *	stats_inc(e, STATS_COMPLETED); stats_ring_depth(e, depth);
- * Counters are _Atomic uint64_t updated with memory_order_relaxed: a reader
- * sees each counter torn-free, but not a consistent cut across counters.
+ * Counters are _Atomic uint64_t updated with relaxed RMWs (stats_set: a
+ * release store): a reader sees each counter torn-free, but not a consistent
+ * cut across counters.
  *
  * Every helper accepts a NULL entry and does nothing, so code keeps working
  * when the segment is disabled (RDMATOOL_STATS=0), could not be created, or is
  * full: callers keep the pointer stats_entry_add() returned and never test it.
+ *
+ * Entries have owners (a stripe, a CQ, a worker): the owner calls
+ * stats_entry_remove() when it goes away and must not touch the pointer
+ * after.  A removed entry's slot is reused by a later stats_entry_add(), so a
+ * process that opens and closes endpoints all day stays within
+ * STATS_MAX_ENTRIES as long as its live entries do.
+ *
+ * Format (version 2): a struct stats_header, then max_entries slots of struct
+ * stats_entry.  Slots below nentries have been used; each slot's seq says
+ * whether it is live: odd = live, even = free (0, never used; or retired).
+ * Every add (append or reuse) and every remove bumps seq by one, so seq also
+ * names the entry's generation: a reader matches an entry across two samples
+ * by (slot, seq), never by slot alone.  A reader copies a slot seqlock-style
+ * (see stats_entry_copy()) and drops it unless seq was the same odd value
+ * before and after the copy.
  *
  * The segment is removed at exit (atexit) and by stats_segment_close().
  * Reader side: core/stats_reader.h.
@@ -24,10 +40,11 @@
 
 #include <infiniband/verbs.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define STATS_MAGIC	  0x5453534c54414452ULL /* "RDATLSST" little-endian */
-#define STATS_VERSION	  1
+#define STATS_VERSION	  2
 #define STATS_NAME_LEN	  32
 #define STATS_COMM_LEN	  32
 #define STATS_MAX_ENTRIES 256
@@ -78,13 +95,18 @@ enum stats_counter {
 
 /*
  * One entry, one cache line multiple so that two stripes' counters never share
- * a line.  name/kind/stripe are written once, before the entry is published.
+ * a line.  name/kind/stripe/created_realtime_ns are written by
+ * stats_entry_add() while seq is even, before seq turns odd; with atomic
+ * stores because a reader may be copying the previous generation.
  */
 struct stats_entry {
 	char name[STATS_NAME_LEN];
-	uint32_t kind;	/* enum stats_kind */
-	int32_t stripe; /* stripe index, or -1 */
-	uint8_t reserved[24];
+	uint32_t kind;	      /* enum stats_kind */
+	int32_t stripe;	      /* stripe index, or -1 */
+	_Atomic uint32_t seq; /* generation: odd = live, even = free or retired */
+	uint32_t reserved0;
+	uint64_t created_realtime_ns; /* CLOCK_REALTIME when this generation was added */
+	uint8_t reserved[8];
 	_Atomic uint64_t counter[STATS_NCOUNTERS];
 } __attribute__((aligned(64)));
 
@@ -107,7 +129,10 @@ struct stats_header {
 	uint8_t reserved[40];
 } __attribute__((aligned(64)));
 
+/* 32 name + 8 kind/stripe + 8 seq + 8 created + 8 reserved + 14 * 8 counters = 176, aligned to 192. */
 _Static_assert(sizeof(struct stats_entry) == 192, "stats_entry layout is part of the format");
+_Static_assert(offsetof(struct stats_entry, seq) == 40 && offsetof(struct stats_entry, counter) == 64,
+	       "stats_entry layout is part of the format");
 _Static_assert(sizeof(struct stats_header) == 128, "stats_header layout is part of the format");
 
 /*
@@ -127,9 +152,16 @@ const char *stats_segment_dir(void);
 
 /*
  * A new zeroed entry (opening the segment if needed), or NULL when the segment
- * is disabled, failed or full.  Thread-safe; meant for setup, not the data path.
+ * is disabled, failed or every slot is live.  Reuses a removed entry's slot
+ * before appending a new one.  Thread-safe; meant for setup, not the data path.
  */
 struct stats_entry *stats_entry_add(const char *name, enum stats_kind kind, int stripe);
+/*
+ * Retires e (NULL: nothing): readers stop showing it and its slot goes to the
+ * next stats_entry_add().  The caller must have stopped updating e, in every
+ * thread, and must drop the pointer.  Thread-safe; not for the data path.
+ */
+void stats_entry_remove(struct stats_entry *e);
 
 /* Maps a completion status to its error class. */
 enum stats_error_kind stats_error_kind_of_wc(enum ibv_wc_status status);
@@ -145,10 +177,16 @@ static inline void stats_inc(struct stats_entry *e, enum stats_counter c)
 	stats_add(e, c, 1);
 }
 
+/*
+ * Release, unlike the relaxed increments: a plain store does not continue the
+ * release sequence of stats_entry_add()'s store of 0 (an RMW does), and a
+ * reader that sees this value must also see the seq it was written under
+ * (see core/stats.c).  On x86 a release store is a plain move.
+ */
 static inline void stats_set(struct stats_entry *e, enum stats_counter c, uint64_t v)
 {
 	if (e)
-		atomic_store_explicit(&e->counter[c], v, memory_order_relaxed);
+		atomic_store_explicit(&e->counter[c], v, memory_order_release);
 }
 
 /* Raises the counter to v if v is larger; concurrent callers never lower it. */

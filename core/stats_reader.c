@@ -162,20 +162,51 @@ int stats_reader_snapshot(const struct stats_reader *r, struct stats_snapshot *s
 	s->comm[STATS_COMM_LEN] = '\0';
 	s->start_realtime_ns = h->start_realtime_ns;
 	s->proc_starttime = h->proc_starttime;
-	s->nentries = n;
+	s->nentries = 0;
 	entries = (const struct stats_entry *)((const char *)h + h->header_size);
 	for (uint32_t i = 0; i < n; i++) {
-		struct stats_entry *e = (struct stats_entry *)&entries[i];
-		struct stats_entry_snapshot *out = &s->entry[i];
+		struct stats_entry_snapshot *out = &s->entry[s->nentries];
 
-		memcpy(out->name, e->name, STATS_NAME_LEN);
-		out->name[STATS_NAME_LEN] = '\0';
-		out->kind = e->kind < STATS_NKINDS ? (enum stats_kind)e->kind : STATS_KIND_OTHER;
-		out->stripe = e->stripe;
-		for (int c = 0; c < STATS_NCOUNTERS; c++)
-			out->counter[c] = atomic_load_explicit(&e->counter[c], memory_order_relaxed);
+		if (stats_entry_copy(&entries[i], out)) {
+			out->slot = i;
+			s->nentries++;
+		}
 	}
 	return STATS_READ_OK;
+}
+
+/* A slot rewritten this many times during one copy is skipped for this sample. */
+#define COPY_TRIES 4
+
+bool stats_entry_copy(const struct stats_entry *e, struct stats_entry_snapshot *out)
+{
+	const uint64_t *name_words = (const uint64_t *)(const void *)e->name;
+	uint64_t words[STATS_NAME_LEN / sizeof(uint64_t)];
+
+	for (int t = 0; t < COPY_TRIES; t++) {
+		uint32_t seq = atomic_load_explicit((_Atomic uint32_t *)&e->seq, memory_order_acquire);
+		uint32_t kind;
+
+		if (!(seq & 1))
+			return false;
+		/* Acquire on every field: see the ordering argument in core/stats.c. */
+		for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+			words[i] = __atomic_load_n(&name_words[i], __ATOMIC_ACQUIRE);
+		kind = __atomic_load_n(&e->kind, __ATOMIC_ACQUIRE);
+		out->stripe = __atomic_load_n(&e->stripe, __ATOMIC_ACQUIRE);
+		out->created_realtime_ns = __atomic_load_n(&e->created_realtime_ns, __ATOMIC_ACQUIRE);
+		for (int c = 0; c < STATS_NCOUNTERS; c++)
+			out->counter[c] =
+			    atomic_load_explicit((_Atomic uint64_t *)&e->counter[c], memory_order_acquire);
+		if (atomic_load_explicit((_Atomic uint32_t *)&e->seq, memory_order_relaxed) != seq)
+			continue;
+		memcpy(out->name, words, STATS_NAME_LEN);
+		out->name[STATS_NAME_LEN] = '\0';
+		out->kind = kind < STATS_NKINDS ? (enum stats_kind)kind : STATS_KIND_OTHER;
+		out->seq = seq;
+		return true;
+	}
+	return false;
 }
 
 int stats_proc_starttime(pid_t pid, uint64_t *starttime)

@@ -10,6 +10,7 @@
 
 #include "stats.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -32,11 +33,17 @@ struct stats_reader {
 	pid_t pid; /* from the header, checked against the file name */
 };
 
-/* One entry's counters as copied by stats_reader_snapshot(). */
+/*
+ * One live entry as copied by stats_reader_snapshot().  (slot, seq) names the
+ * entry across samples: a slot whose seq changed was removed and reused.
+ */
 struct stats_entry_snapshot {
 	char name[STATS_NAME_LEN + 1];
 	enum stats_kind kind;
 	int stripe;
+	uint32_t slot; /* index in the segment */
+	uint32_t seq;  /* generation, odd */
+	uint64_t created_realtime_ns;
 	uint64_t counter[STATS_NCOUNTERS];
 };
 
@@ -46,7 +53,7 @@ struct stats_snapshot {
 	uint64_t start_realtime_ns;
 	uint64_t proc_starttime;
 	uint64_t taken_ns; /* CLOCK_MONOTONIC when copied, for rates */
-	uint32_t nentries;
+	uint32_t nentries; /* live entries copied into entry[], in slot order */
 	struct stats_entry_snapshot entry[STATS_MAX_ENTRIES];
 };
 
@@ -55,8 +62,14 @@ int stats_reader_open(struct stats_reader *r, pid_t pid);
 /* Opens any file as a segment; expect_pid 0 accepts any pid in the header. */
 int stats_reader_open_path(struct stats_reader *r, const char *path, pid_t expect_pid);
 void stats_reader_close(struct stats_reader *r);
-/* Copies the header fields and every published entry.  Returns a stats_read_status. */
+/* Copies the header fields and every live entry.  Returns a stats_read_status. */
 int stats_reader_snapshot(const struct stats_reader *r, struct stats_snapshot *s);
+/*
+ * Copies one slot seqlock-style (see the comment above fill_entry() in
+ * core/stats.c): true with out filled (slot left alone) when e is live and the
+ * copy is of one generation; false when e is free, retired, or kept changing.
+ */
+bool stats_entry_copy(const struct stats_entry *e, struct stats_entry_snapshot *out);
 
 enum stats_liveness {
 	STATS_LIVE,

@@ -57,6 +57,7 @@ void stripe_fini(struct stripe *s)
 	free(s->bounce);
 	ring_destroy(s->free);
 	free(s->reqs);
+	stats_entry_remove(s->stats);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -595,6 +595,8 @@ void walk_client_close(struct walk_client *c)
 	free(c->wr);
 	free(c->free_wr);
 	free(c->outbox);
+	stats_entry_remove(c->counters);
+	c->counters = NULL;
 	c->buf = NULL;
 	c->wr = NULL;
 	c->free_wr = NULL;
