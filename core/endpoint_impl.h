@@ -95,10 +95,17 @@ struct mr_cache_entry {
 	struct ibv_mr *mr;
 	uint32_t pins;			/* core_mr_reg holds (under ctrl): never evicted */
 	struct mr_cache_entry *next;	/* on the dropped list, or a victim list */
-	_Alignas(64) _Atomic uint32_t users; /* operations in flight */
+	/*
+	 * One atomic for the hit path: the low MR_USERS_BITS count operations in
+	 * flight (at most stripes * depth + the receive engine's requests, far
+	 * below 2^24), the bits above count lookups that found it (hits).
+	 */
+	_Alignas(64) _Atomic uint64_t uses;
 	_Atomic uint64_t last_use;	/* ep->mr_clock at the latest lookup: LRU order */
-	_Atomic uint64_t hits;
 };
+#define MR_USERS_BITS 24
+#define MR_USERS_MASK ((1ull << MR_USERS_BITS) - 1)
+#define MR_HIT (1ull << MR_USERS_BITS)
 
 /* What lookups scan: the range next to the entry, in one contiguous array. */
 struct mr_cache_slot {

@@ -20,7 +20,7 @@
  *
  * Who trims: mr_trim says "over the bound, or dropped entries pending".  A
  * release that brings an entry's users to 0 reads it after its decrement;
- * trim raises it before reading the users counts (both seq_cst), so at
+ * trim raises it before reading the users counts (all seq_cst), so at
  * least one of the two sees the other and no idle entry is left behind.
  * Trimming from a release takes the control mutex: code holding ctrl must
  * never wait for progress.
@@ -49,15 +49,14 @@ static inline void acquire(struct core_ep *ep, struct mr_cache_entry *e)
 {
 	uint64_t now = atomic_load_explicit(&ep->mr_clock, memory_order_relaxed);
 
-	atomic_fetch_add_explicit(&e->users, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&e->hits, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&e->uses, MR_HIT + 1, memory_order_relaxed);
 	if (atomic_load_explicit(&e->last_use, memory_order_relaxed) != now)
 		atomic_store_explicit(&e->last_use, now, memory_order_relaxed);
 }
 
 static inline bool idle(struct mr_cache_entry *e)
 {
-	return atomic_load_explicit(&e->users, memory_order_seq_cst) == 0;
+	return (atomic_load_explicit(&e->uses, memory_order_seq_cst) & MR_USERS_MASK) == 0;
 }
 
 static void slot_remove(struct core_ep *ep, int i)
@@ -125,6 +124,16 @@ static void update_trim_flag(struct core_ep *ep)
 	atomic_store_explicit(&ep->mr_trim, pending, memory_order_seq_cst);
 }
 
+static inline uint64_t hits_of(struct mr_cache_entry *e)
+{
+	return atomic_load_explicit(&e->uses, memory_order_relaxed) >> MR_USERS_BITS;
+}
+
+static inline bool busy(struct mr_cache_entry *e)
+{
+	return (atomic_load_explicit(&e->uses, memory_order_acquire) & MR_USERS_MASK) != 0;
+}
+
 /* Under ctrl: the victims' hits join the total, then they are deregistered outside the write lock. */
 static void dereg_list(struct core_ep *ep, struct mr_cache_entry *victims)
 {
@@ -132,7 +141,7 @@ static void dereg_list(struct core_ep *ep, struct mr_cache_entry *victims)
 
 	while ((e = victims)) {
 		victims = e->next;
-		ep->mr_gone_hits += atomic_load_explicit(&e->hits, memory_order_relaxed);
+		ep->mr_gone_hits += hits_of(e);
 		hw_dereg_mr(e->mr);
 		free(e);
 	}
@@ -178,9 +187,8 @@ static int add(struct core_ep *ep, uintptr_t start, uintptr_t end, bool pin, str
 		goto out;
 	}
 	e->pins = pin;
-	atomic_init(&e->users, pin ? 0 : 1);
+	atomic_init(&e->uses, pin ? 0 : 1);
 	atomic_init(&e->last_use, atomic_fetch_add_explicit(&ep->mr_clock, 1, memory_order_relaxed) + 1);
-	atomic_init(&e->hits, 0);
 out:
 	pthread_rwlock_wrlock(&ep->mr_lock);
 	if (!rc && ep->nmrs == ep->mr_cap) {
@@ -246,7 +254,7 @@ int mr_cache_lookup(struct core_ep *ep, const void *addr, size_t len, struct mr_
 void mr_cache_release(struct core_ep *ep, struct mr_cache_entry *e)
 {
 	/* After the decrement e may be gone: only the endpoint's flag is read. */
-	if (e && atomic_fetch_sub_explicit(&e->users, 1, memory_order_seq_cst) == 1 &&
+	if (e && (atomic_fetch_sub_explicit(&e->uses, 1, memory_order_seq_cst) & MR_USERS_MASK) == 1 &&
 	    atomic_load_explicit(&ep->mr_trim, memory_order_seq_cst))
 		trim(ep);
 }
@@ -280,7 +288,7 @@ int core_mr_reg(struct core_ep *ep, void *addr, size_t len, struct core_mr *out)
 	if (e) {
 		/* pins belongs to ctrl holders, who alone evict: e stays while we hold ctrl. */
 		e->pins++;
-		atomic_fetch_add_explicit(&e->hits, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->uses, MR_HIT, memory_order_relaxed);
 	} else {
 		rc = add(ep, start, end, true, &e);
 	}
@@ -335,18 +343,18 @@ void core_mr_cache_stats(struct core_ep *ep, struct core_mr_cache_stats *out)
 	out->drops = ep->mr_drops;
 	for (int i = 0; i < ep->nmrs; i++) {
 		struct mr_cache_entry *e = ep->mrs[i].entry;
-		bool busy = atomic_load_explicit(&e->users, memory_order_acquire) != 0;
+		bool in_flight = busy(e);
 
-		out->hits += atomic_load_explicit(&e->hits, memory_order_relaxed);
+		out->hits += hits_of(e);
 		out->entries++;
-		out->in_flight += busy;
+		out->in_flight += in_flight;
 		out->pinned += e->pins != 0;
-		out->idle += !busy && !e->pins;
+		out->idle += !in_flight && !e->pins;
 	}
 	for (struct mr_cache_entry *e = ep->mr_dropped; e; e = e->next) {
-		out->hits += atomic_load_explicit(&e->hits, memory_order_relaxed);
+		out->hits += hits_of(e);
 		out->entries++;
-		out->in_flight += atomic_load_explicit(&e->users, memory_order_acquire) != 0;
+		out->in_flight += busy(e);
 	}
 	pthread_rwlock_unlock(&ep->mr_lock);
 	pthread_mutex_unlock(&ep->ctrl);
