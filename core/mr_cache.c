@@ -32,9 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ACCESS_ALL                                                                                  \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | \
-	 IBV_ACCESS_REMOTE_ATOMIC)
+#define ACCESS_ALL \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
 
 static struct mr_cache_entry *find(struct core_ep *ep, uintptr_t start, uintptr_t end)
 {
@@ -95,15 +94,19 @@ static struct mr_cache_entry *trim_locked(struct core_ep *ep, int room)
 	}
 	for (cached = cached_count(ep); cached + room > max; cached--) {
 		int best = -1;
+		uint64_t oldest = 0;
 
 		for (int i = 0; i < ep->nmrs; i++) {
+			uint64_t used;
+
 			e = ep->mrs[i].entry;
 			if (e->pins || !idle(e))
 				continue;
-			if (best < 0 || atomic_load_explicit(&e->last_use, memory_order_relaxed) <
-						atomic_load_explicit(&ep->mrs[best].entry->last_use,
-								     memory_order_relaxed))
+			used = atomic_load_explicit(&e->last_use, memory_order_relaxed);
+			if (best < 0 || used < oldest) {
 				best = i;
+				oldest = used;
+			}
 		}
 		if (best < 0)
 			break; /* every one is in flight: their releases trim */
