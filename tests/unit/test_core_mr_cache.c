@@ -27,7 +27,8 @@ struct pair {
 	uint32_t rkey;
 };
 
-static void open_pair(struct pair *p, uint32_t cache_max, int stripes, bool progress_thread, size_t dst_len)
+static void open_pair_lock(struct pair *p, uint32_t cache_max, int stripes, bool progress_thread, size_t dst_len,
+			   enum core_lock_mode lock)
 {
 	struct core_ep_attr attr;
 	struct core_mr mr;
@@ -39,6 +40,7 @@ static void open_pair(struct pair *p, uint32_t cache_max, int stripes, bool prog
 	attr.env.tx_stripes = stripes;
 	attr.env.progress_thread = progress_thread;
 	attr.env.mr_cache_max = cache_max;
+	attr.lock = lock;
 	assert_int_equal(core_ep_open(&attr, &p->a, err, sizeof(err)), 0);
 	assert_int_equal(core_ep_open(&attr, &p->b, err, sizeof(err)), 0);
 	assert_int_equal(core_ep_connect_pair(p->a, p->b, &p->pa, &p->pb), 0);
@@ -47,6 +49,11 @@ static void open_pair(struct pair *p, uint32_t cache_max, int stripes, bool prog
 	assert_non_null(p->dst);
 	assert_int_equal(core_mr_reg(p->b, p->dst, dst_len, &mr), 0);
 	p->rkey = mr.rkey;
+}
+
+static void open_pair(struct pair *p, uint32_t cache_max, int stripes, bool progress_thread, size_t dst_len)
+{
+	open_pair_lock(p, cache_max, stripes, progress_thread, dst_len, CORE_LOCK_STRIPED);
 }
 
 static void close_pair(struct pair *p)
@@ -417,7 +424,7 @@ static void *mt_main(void *arg)
 	return NULL;
 }
 
-static void run_threads(bool progress_thread)
+static void run_threads(bool progress_thread, enum core_lock_mode lock)
 {
 	struct mt *mt = calloc(1, sizeof(*mt));
 	struct mt_thread th[MT_THREADS];
@@ -426,7 +433,7 @@ static void run_threads(bool progress_thread)
 	struct pair p;
 
 	assert_non_null(mt);
-	open_pair(&p, MT_MAX, MT_THREADS / 2, progress_thread, mt_region(MT_THREADS, 0));
+	open_pair_lock(&p, MT_MAX, MT_THREADS / 2, progress_thread, mt_region(MT_THREADS, 0), lock);
 	mt->p = &p;
 	mt->shared = malloc(MT_LEN);
 	assert_non_null(mt->shared);
@@ -471,13 +478,20 @@ static void run_threads(bool progress_thread)
 static void test_threads_manual(void **state)
 {
 	(void)state;
-	run_threads(false);
+	run_threads(false, CORE_LOCK_STRIPED);
 }
 
 static void test_threads_progress_thread(void **state)
 {
 	(void)state;
-	run_threads(true);
+	run_threads(true, CORE_LOCK_STRIPED);
+}
+
+/* The global-lock baseline: releases trim under the global lock, lookups take ctrl under it too. */
+static void test_threads_global(void **state)
+{
+	(void)state;
+	run_threads(true, CORE_LOCK_GLOBAL);
 }
 
 int main(void)
@@ -491,6 +505,7 @@ int main(void)
 		cmocka_unit_test(test_zero_bound_and_pins),
 		cmocka_unit_test(test_threads_manual),
 		cmocka_unit_test(test_threads_progress_thread),
+		cmocka_unit_test(test_threads_global),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
