@@ -89,13 +89,45 @@ int core_ep_connect_oob(struct core_ep *ep, struct oob_conn *conn, uint32_t *pee
 /* Both ends in one process: connects a <-> b; ids of each other in *pa (in a) and *pb (in b). */
 int core_ep_connect_pair(struct core_ep *a, struct core_ep *b, uint32_t *pa, uint32_t *pb);
 
-/* Memory registration through the read-mostly MR cache. */
+/*
+ * Memory registration through the read-mostly MR cache.  Data calls register
+ * the caller's buffer on first use and keep up to attr.env.mr_cache_max
+ * (RDMATOOL_MR_CACHE_MAX) idle registrations, dropping the least recently
+ * used one that no operation is using.  core_mr_reg registers a buffer a
+ * peer will access with the rkey: it stays registered (and does not count
+ * against the bound) until core_mr_dereg or core_ep_close.
+ *
+ * Contract: a buffer that was registered, by core_mr_reg or by any data
+ * call, must be dropped with core_mr_dereg before it is freed (or the
+ * endpoint closed first).  A registration pins the pages it was made on; if
+ * the buffer is freed and new memory is later allocated at the same address,
+ * a cached registration still points at the old pages on real hardware, and
+ * data would silently move to or from them.
+ */
 struct core_mr {
 	void *addr;
 	size_t len;
 	uint32_t lkey, rkey;
 };
 int core_mr_reg(struct core_ep *ep, void *addr, size_t len, struct core_mr *out);
+/*
+ * The application is about to free [addr, addr+len): every cached
+ * registration overlapping it is dropped, deregistered now if idle or when
+ * its last operation in flight completes, and never handed out again.
+ * Returns how many registrations it dropped.
+ */
+int core_mr_dereg(struct core_ep *ep, void *addr, size_t len);
+
+struct core_mr_cache_stats {
+	uint64_t hits, misses;	/* lookups that found / had to make a registration */
+	uint64_t evictions;	/* idle registrations dropped to stay within the bound */
+	uint64_t drops;		/* registrations dropped by core_mr_dereg */
+	uint32_t entries;	/* registrations held now, dropped ones in flight included */
+	uint32_t idle;		/* ... of which cached, unpinned, no operation in flight */
+	uint32_t in_flight;	/* ... of which used by an operation in flight */
+	uint32_t pinned;	/* ... of which held by core_mr_reg */
+};
+void core_mr_cache_stats(struct core_ep *ep, struct core_mr_cache_stats *out);
 
 /* Two-sided: tag is matched against (tag & ~ignore) of posted tagged receives. */
 int core_send(struct core_ep *ep, uint32_t peer, const void *buf, size_t len, void *context);

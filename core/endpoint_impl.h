@@ -89,9 +89,31 @@ struct fin_retry {
 	uint64_t sreq;
 };
 
+/*
+ * One cached registration.  Allocated on its own (requests in flight point
+ * at it); the counters sit on their own cache line so that threads bumping
+ * them do not slow down the lookups scanning the slot array.
+ */
 struct mr_cache_entry {
-	uintptr_t start, end;
 	struct ibv_mr *mr;
+	uint32_t pins;			/* core_mr_reg holds (under ctrl): never evicted */
+	struct mr_cache_entry *next;	/* on the dropped list, or a victim list */
+	/*
+	 * One atomic for the hit path: the low MR_USERS_BITS count operations in
+	 * flight (at most stripes * depth + the receive engine's requests, far
+	 * below 2^24), the bits above count lookups that found it (hits).
+	 */
+	_Alignas(64) _Atomic uint64_t uses;
+	_Atomic uint64_t last_use;	/* ep->mr_clock at the latest lookup: LRU order */
+};
+#define MR_USERS_BITS 24
+#define MR_USERS_MASK ((1ull << MR_USERS_BITS) - 1)
+#define MR_HIT (1ull << MR_USERS_BITS)
+
+/* What lookups scan: the range next to the entry, in one contiguous array. */
+struct mr_cache_slot {
+	uintptr_t start, end;
+	struct mr_cache_entry *entry;
 };
 
 struct core_ep {
@@ -127,9 +149,14 @@ struct core_ep {
 
 	/* Control plane. */
 	pthread_mutex_t ctrl;
+	/* MR cache (mr_cache.c): the slots change under ctrl + the write side of mr_lock. */
 	pthread_rwlock_t mr_lock;
-	struct mr_cache_entry *mrs;
+	struct mr_cache_slot *mrs;
 	int nmrs, mr_cap;
+	struct mr_cache_entry *mr_dropped; /* core_mr_dereg'd, still in flight */
+	_Atomic uint64_t mr_clock;	   /* ticks at each miss */
+	_Atomic int mr_trim;		   /* over the bound or dropped entries pending: releases trim */
+	uint64_t mr_misses, mr_evictions, mr_drops, mr_gone_hits; /* under ctrl */
 	struct peer *peers[CORE_MAX_PEERS];
 	_Atomic uint32_t npeers;	/* published: peers[0..npeers) are immutable */
 	uint32_t nprepared;
@@ -209,7 +236,18 @@ int post_ctrl_msg(struct core_ep *ep, struct conn *c, uint8_t type, uint64_t sre
 void fill_hdr(struct conn *c, struct msg_hdr *h, uint8_t type);
 
 /* mr_cache.c */
-int mr_cache_lookup(struct core_ep *ep, const void *addr, size_t len, struct ibv_mr **mr);
+/* A registration covering [addr, addr+len), held for one operation until mr_cache_release. */
+int mr_cache_lookup(struct core_ep *ep, const void *addr, size_t len, struct mr_cache_entry **entry);
+/* The operation holding entry completed (NULL: none held). */
+void mr_cache_release(struct core_ep *ep, struct mr_cache_entry *entry);
+/* A request's registration, if it holds one, goes back before the request is freed. */
+static inline void req_release_mr(struct core_ep *ep, struct core_req *r)
+{
+	struct mr_cache_entry *e = r->mr_entry;
+
+	r->mr_entry = NULL;
+	mr_cache_release(ep, e);
+}
 void mr_cache_fini(struct core_ep *ep);
 
 #endif

@@ -83,6 +83,7 @@ int post_ctrl_msg(struct core_ep *ep, struct conn *c, uint8_t type, uint64_t sre
 	}
 	r->kind = REQ_CTRL;
 	r->conn = c;
+	r->mr_entry = NULL;
 	fill_hdr(c, (struct msg_hdr *)r->bounce, type);
 	((struct msg_hdr *)r->bounce)->sreq = sreq;
 
@@ -118,6 +119,7 @@ static int begin(struct core_ep *ep, uint32_t peer, struct stripe **ps, struct c
 		return -EAGAIN;
 	}
 	(*pr)->conn = c;
+	(*pr)->mr_entry = NULL;
 	*ps = s;
 	*pc = c;
 	if (pp)
@@ -145,6 +147,7 @@ static int send_common(struct core_ep *ep, uint32_t peer, const void *buf, size_
 	struct conn *c;
 	struct core_req *r;
 	struct peer *p;
+	struct mr_cache_entry *mr = NULL;
 	int rc;
 
 	ep_lock(ep);
@@ -173,14 +176,14 @@ static int send_common(struct core_ep *ep, uint32_t peer, const void *buf, size_
 			memcpy(h + 1, buf, len);
 		sge.length = HDR_SIZE + (uint32_t)len;
 	} else {
-		struct ibv_mr *mr;
-
 		rc = mr_cache_lookup(ep, buf, len, &mr);
 		if (rc) {
 			atomic_fetch_sub_explicit(&c->sent, 1, memory_order_relaxed);
 			stripe_req_free(s, r);
 			goto out;
 		}
+		/* Held until the send completes: the peer READs the buffer until its FIN. */
+		r->mr_entry = mr;
 		r->kind = REQ_SEND_RNDV;
 		r->flags |= CORE_CQE_RNDV;
 		atomic_store_explicit(&r->rndv_status, IBV_WC_SUCCESS, memory_order_relaxed);
@@ -190,7 +193,7 @@ static int send_common(struct core_ep *ep, uint32_t peer, const void *buf, size_
 		atomic_store_explicit(&r->rndv_armed, conn_id(c), memory_order_release);
 		fill_hdr(c, h, CORE_MSG_RTS);
 		h->addr = (uintptr_t)buf;
-		h->rkey = mr->rkey;
+		h->rkey = mr->mr->rkey;
 		h->sreq = wr.wr_id;
 		sge.length = HDR_SIZE;
 	}
@@ -204,6 +207,7 @@ static int send_common(struct core_ep *ep, uint32_t peer, const void *buf, size_
 			atomic_store_explicit(&r->rndv_armed, 0, memory_order_relaxed);
 			atomic_fetch_sub_explicit(&c->rndv_out, 1, memory_order_relaxed);
 		}
+		mr_cache_release(ep, mr); /* r went back to the pool: no completion will */
 	}
 out:
 	ep_unlock(ep);
@@ -226,7 +230,7 @@ static int rma(struct core_ep *ep, uint32_t peer, void *buf, size_t len, uint64_
 	struct stripe *s;
 	struct conn *c;
 	struct core_req *r;
-	struct ibv_mr *mr;
+	struct mr_cache_entry *mr;
 	int rc;
 
 	ep_lock(ep);
@@ -238,13 +242,14 @@ static int rma(struct core_ep *ep, uint32_t peer, void *buf, size_t len, uint64_
 		stripe_req_free(s, r);
 		goto out;
 	}
+	r->mr_entry = mr;
 	r->kind = write ? REQ_WRITE : REQ_READ;
 	r->context = context;
 	r->len = len;
 	r->tag = 0;
 	r->flags = write ? CORE_CQE_WRITE : CORE_CQE_READ;
 
-	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)len, .lkey = mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)len, .lkey = mr->mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = wr_id_make(s->index, stripe_req_index(s, r)),
 		.sg_list = &sge,
@@ -255,6 +260,8 @@ static int rma(struct core_ep *ep, uint32_t peer, void *buf, size_t len, uint64_
 	};
 
 	rc = finish(s, c, r, &wr);
+	if (rc)
+		mr_cache_release(ep, mr); /* r went back to the pool: no completion will */
 out:
 	ep_unlock(ep);
 	return rc;

@@ -178,7 +178,7 @@ static bool start_read(struct core_ep *ep, struct rx_recv *r, const struct msg_h
 {
 	struct stripe *s = rx_stripe(ep);
 	size_t n = h->len <= r->len ? h->len : r->len;
-	struct ibv_mr *mr;
+	struct mr_cache_entry *mr;
 	struct core_req *q;
 
 	if (atomic_load_explicit(&c->dead, memory_order_relaxed) || mr_cache_lookup(ep, r->buf, n, &mr)) {
@@ -191,8 +191,11 @@ static bool start_read(struct core_ep *ep, struct rx_recv *r, const struct msg_h
 		return true;
 	}
 	q = stripe_req_alloc(s);
-	if (!q)
+	if (!q) {
+		mr_cache_release(ep, mr);
 		return false;
+	}
+	q->mr_entry = mr; /* held until the READ completes */
 	q->kind = REQ_RNDV_READ;
 	q->recv = r;
 	q->conn = c;
@@ -202,7 +205,7 @@ static bool start_read(struct core_ep *ep, struct rx_recv *r, const struct msg_h
 	q->remote_sreq = h->sreq;
 	q->context = r->context;
 
-	struct ibv_sge sge = { .addr = (uintptr_t)r->buf, .length = (uint32_t)n, .lkey = mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)r->buf, .length = (uint32_t)n, .lkey = mr->mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = wr_id_make(s->index, stripe_req_index(s, q)),
 		.sg_list = &sge,
@@ -213,6 +216,7 @@ static bool start_read(struct core_ep *ep, struct rx_recv *r, const struct msg_h
 	}, *bad;
 
 	if (hw_post_send(c->qp, &wr, &bad)) {
+		req_release_mr(ep, q);
 		stripe_req_free(s, q);
 		return false;
 	}

@@ -13,6 +13,7 @@ void core_env_defaults(struct core_env *env)
 	env->progress_thread = false;
 	env->progress_cpu = -1;
 	env->ring_size = 0;
+	env->mr_cache_max = CORE_MR_CACHE_DEFAULT;
 }
 
 int core_auto_stripes(void)
@@ -75,6 +76,15 @@ int core_env_read(struct core_env *env, char *msg, size_t msglen)
 			return -EINVAL;
 		}
 		env->ring_size = (uint32_t)n;
+	}
+	if ((v = getenv("RDMATOOL_MR_CACHE_MAX"))) {
+		if (!parse_long(v, 0, CORE_MR_CACHE_LIMIT, &n)) {
+			snprintf(msg, msglen,
+				 "RDMATOOL_MR_CACHE_MAX='%s' is invalid; use 0 (no caching) to %d cached registrations",
+				 v, CORE_MR_CACHE_LIMIT);
+			return -EINVAL;
+		}
+		env->mr_cache_max = (uint32_t)n;
 	}
 	return 0;
 }

@@ -5,6 +5,8 @@
  *   RDMATOOL_PROGRESS_THREAD 0 or 1: a background progress thread
  *   RDMATOOL_PROGRESS_CPU    CPU for that thread, -1 = any
  *   RDMATOOL_RING_SIZE       completion ring entries, a power of two, 0 = auto
+ *   RDMATOOL_MR_CACHE_MAX    cached memory registrations per endpoint (default 64,
+ *                            0 = register per operation, deregister when it completes)
  * Unset variables keep the defaults.  core never prints: a bad value gives
  * -EINVAL and a message naming the variable and what it accepts.
  */
@@ -16,12 +18,16 @@
 #include <stdint.h>
 
 #define CORE_MAX_STRIPES 64
+#define CORE_MR_CACHE_DEFAULT 64
+/* Lookups scan the cache linearly: a bigger cache costs every data call. */
+#define CORE_MR_CACHE_LIMIT 4096
 
 struct core_env {
 	int tx_stripes;	      /* 0 = auto */
 	bool progress_thread;
 	int progress_cpu;     /* -1 = any */
 	uint32_t ring_size;   /* 0 = auto */
+	uint32_t mr_cache_max; /* idle registrations kept per endpoint */
 };
 
 void core_env_defaults(struct core_env *env);

@@ -119,12 +119,15 @@ static void complete_wc(struct core_ep *ep, struct stripe *drainer, const struct
 		stripe_req_free(owner, r);
 		return;
 	case REQ_RNDV_READ:
+		/* Before the user sees the completion: a core_mr_dereg right after it deregisters at once. */
+		req_release_mr(ep, r);
 		finish_rndv_read(ep, drainer, r, wc);
 		stripe_req_free(owner, r);
 		return;
 	default:
 		break;
 	}
+	req_release_mr(ep, r);
 	stripe_req_free(owner, r);
 	progress_emit(ep, drainer, &e);
 }
@@ -137,6 +140,7 @@ static void rndv_finish(struct core_ep *ep, struct stripe *owner, struct core_re
 	};
 
 	atomic_fetch_sub_explicit(&r->conn->rndv_out, 1, memory_order_relaxed);
+	req_release_mr(ep, r);
 	stripe_req_free(owner, r);
 	progress_emit(ep, drainer, &e);
 }

@@ -47,6 +47,7 @@ enum req_kind {
 
 struct rx_recv;
 struct conn;
+struct mr_cache_entry;
 
 struct core_req {
 	uint8_t kind;
@@ -64,6 +65,7 @@ struct core_req {
 	 * Whoever clears it (the FIN, or the sweep of a dead connection) owns the FIN's share. */
 	_Atomic uint32_t rndv_armed;
 	unsigned char *bounce;	/* registered, hdr + eager_max bytes */
+	struct mr_cache_entry *mr_entry; /* the user buffer's registration, held until completion */
 };
 
 #define STRIPE_BACKLOG 32

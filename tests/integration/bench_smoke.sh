@@ -101,7 +101,7 @@ grep -q "unknown test nosuch" "$dir/err" || fail "unknown test message: $(cat "$
 
 # The transport's environment variables: a bad value is named, exit 1.
 for bad in RDMATOOL_TX_STRIPES=abc RDMATOOL_PROGRESS_THREAD=2 RDMATOOL_PROGRESS_CPU=99999 RDMATOOL_RING_SIZE=3 \
-	RDMATOOL_SOFT_FAULTS=bogus=1 RDMATOOL_SOFT_SPIN_US=x; do
+	RDMATOOL_MR_CACHE_MAX=-1 RDMATOOL_SOFT_FAULTS=bogus=1 RDMATOOL_SOFT_SPIN_US=x; do
 	env "$bad" "$RDMATOOL" bench write_lat -n 5 >/dev/null 2>"$dir/err"
 	rc=$?
 	[ $rc -eq 1 ] || fail "$bad: exit $rc, want 1"
