@@ -53,6 +53,24 @@ static bool any_pd(struct walk_client *c, int i, const void *arg)
 	return c->pd[i].used;
 }
 
+static bool busy_pd(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	return c->pd[i].used && c->pd[i].users;
+}
+
+/*
+ * The PD a new object goes on: mostly one that already holds objects, as
+ * applications keep to a few PDs.  Spreading every object over every PD
+ * leaves none idle for long, and dealloc_pd then (almost) never finds one.
+ */
+static int pick_pd_for_new(struct walk_client *c)
+{
+	int p = rng_range(&c->rng, 0, 3) ? pick_index(c, MAX_PD, busy_pd, NULL) : -1;
+
+	return p >= 0 ? p : pick_index(c, MAX_PD, any_pd, NULL);
+}
+
 static bool any_cq(struct walk_client *c, int i, const void *arg)
 {
 	(void)arg;
@@ -351,7 +369,7 @@ static int do_reg_mr(struct walk_client *c)
 	struct ibv_mr *mr;
 	int i, p;
 
-	if (count_used_mr(c) >= MAX_MR || outbox_busy(c) || (p = pick_index(c, MAX_PD, any_pd, NULL)) < 0)
+	if (count_used_mr(c) >= MAX_MR || outbox_busy(c) || (p = pick_pd_for_new(c)) < 0)
 		return 0;
 	for (i = 0; c->mr[i].used; i++)
 		;
@@ -408,7 +426,7 @@ static int do_alloc_mw(struct walk_client *c, int type)
 	struct ibv_mw *mw;
 	int i, p;
 
-	if (count_mw(c, type) >= MAX_MW || (p = pick_index(c, MAX_PD, any_pd, NULL)) < 0)
+	if (count_mw(c, type) >= MAX_MW || (p = pick_pd_for_new(c)) < 0)
 		return 0;
 	for (i = 0; c->mw[i].used; i++)
 		;
@@ -538,7 +556,7 @@ static int qp_slot(struct walk_client *c)
 /* Creates a QP in RESET with caps sampled as the original (bounded for small WQEs). */
 static int create_qp(struct walk_client *c, enum ibv_qp_type type)
 {
-	int p = pick_index(c, MAX_PD, any_pd, NULL), i = qp_slot(c);
+	int p = pick_pd_for_new(c), i = qp_slot(c);
 	int scq = pick_index(c, MAX_CQ, any_cq, NULL), rcq = pick_index(c, MAX_CQ, any_cq, NULL);
 	int wr_max = c->dattr.max_qp_wr / 8, sge_max = c->dattr.max_sge / 2;
 	struct ibv_qp_init_attr init = { .qp_type = type };
@@ -834,7 +852,7 @@ static int do_create_ah(struct walk_client *c)
 	struct ibv_ah *ah;
 	int i, p, target;
 
-	if ((p = pick_index(c, MAX_PD, any_pd, NULL)) < 0)
+	if ((p = pick_pd_for_new(c)) < 0)
 		return 0;
 	for (i = 0; i < MAX_AH && c->ah[i].used; i++)
 		;
