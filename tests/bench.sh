@@ -35,9 +35,9 @@ bar() { printf '%-58s %8.3fx  (bar %s)  %s\n' "$1" "$2" "$3" "${4:-}"; }
 "$RDMATOOL" -q -j bench ring --threads=2 --rounds=5 >"$dir/ring.json"
 bar "ring 2P+1C lock-free / mutex" "$(jq '.ratios[0].lockfree_over_mutex' "$dir/ring.json")" ">= 2"
 
-# Five short interleaved rounds per thread count, the median ratio: one run of
+# Nine short interleaved rounds per thread count, the median ratio: one run of
 # each lock let a busy spell of the shared machine swing the 1-thread ratio 0.7..1.6.
-"$RDMATOOL" -q -j bench msg_rate -s 8 --threads=1,2 -D 0.4 --rounds=5 >"$dir/rate.json"
+"$RDMATOOL" -q -j bench msg_rate -s 8 --threads=1,2 -D 0.3 --rounds=9 >"$dir/rate.json"
 bar "msg_rate 8 B 1 thread striped / global" "$(jq '.ratios[] | select(.threads == 1) | .striped_over_global' "$dir/rate.json")" ">= 0.95"
 bar "msg_rate 8 B 2 threads striped / global" "$(jq '.ratios[] | select(.threads == 2) | .striped_over_global' "$dir/rate.json")" ">= 1.5"
 

@@ -206,7 +206,7 @@ static void soft_build_req(struct soft_qp *qp, struct soft_swqe *w, struct soft_
  * Sends (or, in-process, executes) the WR at sq_next.  Returns false when a
  * local error must wait for the work before it to complete first.
  */
-static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w)
+static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w, uint64_t now)
 {
 	struct soft_nic *nic = qp->nic;
 	struct soft_req req;
@@ -236,7 +236,7 @@ static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w)
 	req.nseg = is_read || is_atomic ? 0 : is_inline ? 1 : w->wr.num_sge;
 	local = soft_gid_is_local(nic, &req.dgid);
 	w->sent = true;
-	w->deadline_ns = soft_timeout_ns(qp) ? soft_now_ns() + soft_timeout_ns(qp) : 0;
+	w->deadline_ns = soft_timeout_ns(qp) ? now + soft_timeout_ns(qp) : 0;
 	qp->sq_next++;
 	if (local && soft_delay_req(nic, &req, 0)) {
 		local = false; /* held on the delay line: the answer comes later (delay.c) */
@@ -326,7 +326,7 @@ static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 		if (!budget-- || bytes >= SOFT_BATCH_BYTES)
 			return true;
 		bytes += soft_payload_len(w);
-		if (!soft_transmit(qp, w) || atomic_load(&nic->stop))
+		if (!soft_transmit(qp, w, now) || atomic_load(&nic->stop))
 			break;
 	}
 	if (qp->attr.qp_state == IBV_QPS_SQD && qp->sqd_notify && qp->sq_head == qp->sq_next) {
@@ -368,16 +368,19 @@ static bool soft_run_queue(struct soft_nic *nic, bool *waiting)
 	struct soft_qp *qp, *again[SOFT_MAX_QP];
 	int n_again = 0;
 	bool ran = false;
+	uint64_t now;
 
 	if (!atomic_load_explicit(&nic->runq_nonempty, memory_order_acquire))
 		return false;
+	/* One clock read per round: timers count in microseconds at the least. */
+	now = soft_now_ns();
 	pthread_rwlock_rdlock(&nic->obj_lock);
 	while ((qp = soft_runq_pop(nic))) {
 		bool more;
 
 		ran = true;
 		soft_lock(&qp->lock);
-		more = soft_qp_progress(qp, soft_now_ns());
+		more = soft_qp_progress(qp, now);
 		*waiting |= soft_qp_waits(qp);
 		pthread_mutex_unlock(&qp->lock);
 		/* Its budget is spent: back to the end of the queue, after this round. */
