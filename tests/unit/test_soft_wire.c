@@ -363,24 +363,39 @@ static int ponger_main(int fd)
 	return 0;
 }
 
-static void ping_pong_answers_on_the_pingers_connection(void **state)
+/* Forks a ponger running peer_main, connects to it and plays the pinger's part; returns the socketpair end. */
+static int ping_a_forked_ponger(struct side *s, int (*peer_main)(int), pid_t *pid)
 {
-	int fd, status;
-	pid_t pid;
-	struct side s = { 0 };
+	int fd = fx_fork_peer(peer_main, pid);
 	char c;
 
-	(void)state;
-	fd = fx_fork_peer(ponger_main, &pid);
-	assert_int_equal(side_open(&s), 0);
-	assert_int_equal(xfer(fd, &s), 0);
-	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 16, 7, 7, 1);
+	assert_int_equal(side_open(s), 0);
+	assert_int_equal(xfer(fd, s), 0);
+	fx_rc_to_rts(s->rc, s->peer.rc_qpn, &s->peer.gid, 16, 7, 7, 1);
 	assert_int_equal(read(fd, &c, 1), 1);
 	assert_int_equal(write(fd, "g", 1), 1);
-	assert_int_equal(ping_pong(&s, true), 0);
+	assert_int_equal(ping_pong(s, true), 0);
+	return fd;
+}
+
+static void expect_clean_exit(pid_t pid)
+{
+	int status;
+
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void ping_pong_answers_on_the_pingers_connection(void **state)
+{
+	struct side s = { 0 };
+	pid_t pid;
+	int fd;
+
+	(void)state;
+	fd = ping_a_forked_ponger(&s, ponger_main, &pid);
+	expect_clean_exit(pid);
 	side_close(&s);
 	close(fd);
 }
@@ -417,18 +432,12 @@ static void engine_serves_a_target_that_stopped_polling(void **state)
 {
 	struct side s = { 0 };
 	struct ibv_wc wc;
-	int fd, status;
 	pid_t pid;
+	int fd;
 	char c;
 
 	(void)state;
-	fd = fx_fork_peer(quiet_target_main, &pid);
-	assert_int_equal(side_open(&s), 0);
-	assert_int_equal(xfer(fd, &s), 0);
-	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 16, 7, 7, 1);
-	assert_int_equal(read(fd, &c, 1), 1);
-	assert_int_equal(write(fd, "g", 1), 1);
-	assert_int_equal(ping_pong(&s, true), 0);
+	fd = ping_a_forked_ponger(&s, quiet_target_main, &pid);
 	assert_int_equal(read(fd, &c, 1), 1);
 	assert_int_equal(c, 'p');
 	for (uint32_t i = 0; i < 200; i++) {
@@ -445,9 +454,7 @@ static void engine_serves_a_target_that_stopped_polling(void **state)
 		assert_memory_equal(s.buf + 2048, src, 256);
 	}
 	close(fd);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	expect_clean_exit(pid);
 	side_close(&s);
 }
 
