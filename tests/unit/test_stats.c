@@ -1,10 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The stats segment: writer/reader roundtrip, NULL safety, exit cleanup, fork, stale pids. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
-
+#include "stats_fixture.h"
 #include "core/stats.h"
 #include "core/stats_reader.h"
 
@@ -18,23 +14,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static char dir[] = "/tmp/rdmatool-test-stats.XXXXXX";
-
-static int setup(void **state)
-{
-	(void)state;
-	unsetenv(STATS_ENV_DISABLE);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	stats_segment_close();
-	unsetenv(STATS_ENV_DISABLE);
-	return 0;
-}
 
 static bool exists(const char *path)
 {
@@ -258,7 +237,7 @@ static void write_file(const char *name, const void *data, size_t len, size_t fi
 	char path[PATH_MAX];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", stats_test_dir, name);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	assert_int_equal(fwrite(data, 1, len, f), len);
@@ -272,7 +251,7 @@ static int open_file(const char *name, pid_t expect_pid)
 	struct stats_reader r;
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", stats_test_dir, name);
 	rc = stats_reader_open_path(&r, path, expect_pid);
 	if (rc == STATS_READ_OK)
 		stats_reader_close(&r);
@@ -338,7 +317,7 @@ static void corrupt_files_are_errors(void **state)
 	h = good_header();
 	atomic_init(&h.nentries, 5);
 	write_file("nentries", &h, sizeof(h), full);
-	snprintf(path, sizeof(path), "%s/nentries", dir);
+	snprintf(path, sizeof(path), "%s/nentries", stats_test_dir);
 	assert_int_equal(stats_reader_open_path(&r, path, 0), STATS_READ_OK);
 	assert_int_equal(stats_reader_snapshot(&r, s), STATS_READ_BAD_LAYOUT);
 	/* Truncated after it was mapped: reported, no SIGBUS. */
@@ -347,9 +326,9 @@ static void corrupt_files_are_errors(void **state)
 	assert_int_equal(stats_reader_snapshot(&r, s), STATS_READ_TRUNCATED);
 	stats_reader_close(&r);
 
-	snprintf(path, sizeof(path), "%s/missing", dir);
+	snprintf(path, sizeof(path), "%s/missing", stats_test_dir);
 	assert_int_equal(stats_reader_open_path(&r, path, 0), STATS_READ_NOENT);
-	assert_int_equal(stats_reader_open_path(&r, dir, 0), STATS_READ_IO);
+	assert_int_equal(stats_reader_open_path(&r, stats_test_dir, 0), STATS_READ_IO);
 	assert_int_equal(stats_reader_open(&r, -5), STATS_READ_NOENT);
 	assert_string_equal(stats_read_strerror(STATS_READ_BAD_VERSION),
 			    "segment written by another rdmatool version");
@@ -377,34 +356,19 @@ static void list_ignores_other_names(void **state)
 	assert_int_equal(stats_segment_remove(900000), 0);
 }
 
-static int cleanup_dir(void)
-{
-	char cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(roundtrip, setup, teardown),
-	    cmocka_unit_test_setup_teardown(null_entry_is_harmless, setup, teardown),
-	    cmocka_unit_test_setup_teardown(disabled_by_environment, setup, teardown),
-	    cmocka_unit_test_setup_teardown(full_segment_returns_null, setup, teardown),
-	    cmocka_unit_test_setup_teardown(error_classes, setup, teardown),
-	    cmocka_unit_test_setup_teardown(exit_removes_segment_and_fork_gets_its_own, setup, teardown),
-	    cmocka_unit_test_setup_teardown(killed_publisher_is_stale, setup, teardown),
-	    cmocka_unit_test_setup_teardown(corrupt_files_are_errors, setup, teardown),
-	    cmocka_unit_test_setup_teardown(list_ignores_other_names, setup, teardown),
+	    cmocka_unit_test_setup_teardown(roundtrip, stats_test_setup, stats_test_teardown),
+	    cmocka_unit_test_setup_teardown(null_entry_is_harmless, stats_test_setup, stats_test_teardown),
+	    cmocka_unit_test_setup_teardown(disabled_by_environment, stats_test_setup, stats_test_teardown),
+	    cmocka_unit_test_setup_teardown(full_segment_returns_null, stats_test_setup, stats_test_teardown),
+	    cmocka_unit_test_setup_teardown(error_classes, stats_test_setup, stats_test_teardown),
+	    cmocka_unit_test_setup_teardown(exit_removes_segment_and_fork_gets_its_own, stats_test_setup, stats_test_teardown),
+	    cmocka_unit_test_setup_teardown(killed_publisher_is_stale, stats_test_setup, stats_test_teardown),
+	    cmocka_unit_test_setup_teardown(corrupt_files_are_errors, stats_test_setup, stats_test_teardown),
+	    cmocka_unit_test_setup_teardown(list_ignores_other_names, stats_test_setup, stats_test_teardown),
 	};
-	int failed;
 
-	if (!mkdtemp(dir))
-		return 1;
-	/* Segments of this test stay out of /dev/shm and away from other processes. */
-	setenv(STATS_ENV_DIR, dir, 1);
-	failed = cmocka_run_group_tests(tests, NULL, NULL);
-	cleanup_dir();
-	return failed;
+	return stats_run_tests(tests);
 }

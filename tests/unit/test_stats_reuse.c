@@ -6,12 +6,8 @@
  * generations (run under build-tsan too), and endpoints opened and closed
  * hundreds of times leave the segment where it started.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
-
 #include "core/endpoint.h"
+#include "stats_fixture.h"
 #include "core/stats.h"
 #include "core/stats_reader.h"
 
@@ -21,22 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static char dir[] = "/tmp/rdmatool-test-stats-reuse.XXXXXX";
-
-static int setup(void **state)
-{
-	(void)state;
-	unsetenv(STATS_ENV_DISABLE);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	stats_segment_close();
-	return 0;
-}
 
 static struct stats_snapshot *snapshot_of_self(uint32_t *used_slots)
 {
@@ -366,19 +346,12 @@ static void endpoint_cycles_leave_no_entries(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(full_segment_empties_and_refills, setup, teardown),
-	    cmocka_unit_test_setup_teardown(remove_is_harmless_when_repeated_or_foreign, setup, teardown),
-	    cmocka_unit_test_setup_teardown(reused_slot_is_a_new_generation, setup, teardown),
-	    cmocka_unit_test_setup_teardown(reader_never_mixes_generations, setup, teardown),
-	    cmocka_unit_test_setup_teardown(endpoint_cycles_leave_no_entries, setup, teardown),
+	    cmocka_unit_test_setup_teardown(full_segment_empties_and_refills, stats_test_setup, stats_test_teardown),
+	    cmocka_unit_test_setup_teardown(remove_is_harmless_when_repeated_or_foreign, stats_test_setup, stats_test_teardown),
+	    cmocka_unit_test_setup_teardown(reused_slot_is_a_new_generation, stats_test_setup, stats_test_teardown),
+	    cmocka_unit_test_setup_teardown(reader_never_mixes_generations, stats_test_setup, stats_test_teardown),
+	    cmocka_unit_test_setup_teardown(endpoint_cycles_leave_no_entries, stats_test_setup, stats_test_teardown),
 	};
-	int failed;
 
-	if (!mkdtemp(dir))
-		return 1;
-	/* Segments of this test stay out of /dev/shm and away from other processes. */
-	setenv(STATS_ENV_DIR, dir, 1);
-	failed = cmocka_run_group_tests(tests, NULL, NULL);
-	rmdir(dir);
-	return failed;
+	return stats_run_tests(tests);
 }

@@ -6,11 +6,7 @@
  * every counter must look monotonic to the reader, and stats_max must end at
  * the largest value any thread offered.  Run under build-tsan too.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
-
+#include "stats_fixture.h"
 #include "core/stats.h"
 #include "core/stats_reader.h"
 
@@ -23,8 +19,6 @@
 
 #define WRITERS 4
 #define ITERS	200000
-
-static char dir[] = "/tmp/rdmatool-test-stats-threads.XXXXXX";
 
 struct shared {
 	struct stats_entry *common;
@@ -212,14 +206,6 @@ int main(void)
 	    cmocka_unit_test(counts_are_exact_under_contention),
 	    cmocka_unit_test(max_never_goes_back),
 	};
-	int failed;
 
-	if (!mkdtemp(dir))
-		return 1;
-	setenv(STATS_ENV_DIR, dir, 1);
-	unsetenv(STATS_ENV_DISABLE);
-	failed = cmocka_run_group_tests(tests, NULL, NULL);
-	stats_segment_close(); /* a failed test leaves its segment open */
-	rmdir(dir);
-	return failed;
+	return stats_run_tests(tests);
 }
