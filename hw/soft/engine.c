@@ -444,12 +444,8 @@ static bool soft_round_try_own(struct soft_nic *nic)
 /* The engine thread must own the round to sleep or serve what woke it: application rounds are short. */
 static void soft_round_own(struct soft_nic *nic)
 {
-	for (unsigned i = 1; !soft_round_try_own(nic); i++) {
-		if (i % 64)
-			soft_cpu_relax();
-		else
-			sched_yield();
-	}
+	for (unsigned i = 1; !soft_round_try_own(nic); i++)
+		soft_backoff(i);
 }
 
 static void soft_round_release(struct soft_nic *nic)
@@ -581,6 +577,7 @@ static void soft_engine_sleep(struct soft_nic *nic, struct pollfd *pfd, int max)
 	uint64_t now, rounds;
 	int64_t timeout_ns;
 	struct timespec ts;
+	bool ready;
 	int n;
 
 	soft_round_own(nic);
@@ -605,17 +602,16 @@ static void soft_engine_sleep(struct soft_nic *nic, struct pollfd *pfd, int max)
 		timeout_ns = 0;
 	ts.tv_sec = timeout_ns / 1000000000;
 	ts.tv_nsec = timeout_ns % 1000000000;
-	if (ppoll(pfd, (nfds_t)n, timeout_ns < 0 ? NULL : &ts, NULL) > 0) {
+	ready = ppoll(pfd, (nfds_t)n, timeout_ns < 0 ? NULL : &ts, NULL) > 0;
+	atomic_store(&nic->deep_sleep, false);
+	atomic_store(&nic->sleeping, false);
+	if (ready) {
 		if (pfd[0].revents & POLLIN)
 			soft_wake_fd_drain(nic);
-		atomic_store(&nic->deep_sleep, false);
-		atomic_store(&nic->sleeping, false);
 		soft_round_own(nic);
 		soft_wire_service(nic, pfd + 1, n - 1);
 		soft_round_release(nic);
 	}
-	atomic_store(&nic->deep_sleep, false);
-	atomic_store(&nic->sleeping, false);
 }
 
 /*

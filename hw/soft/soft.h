@@ -261,6 +261,15 @@ static inline void soft_lock(pthread_mutex_t *m)
 	pthread_mutex_lock(m);
 }
 
+/* One wait in a try-again loop: a pause, and every 64th time the CPU for another thread. */
+static inline void soft_backoff(unsigned attempt)
+{
+	if (attempt % 64)
+		soft_cpu_relax();
+	else
+		sched_yield();
+}
+
 /*
  * Locks m while the caller holds another lock of the same kind (the engine
  * holds the requester QP and takes the target QP): it never blocks, it
@@ -269,12 +278,8 @@ static inline void soft_lock(pthread_mutex_t *m)
  */
 static inline void soft_lock_nested(pthread_mutex_t *m)
 {
-	for (unsigned i = 1; pthread_mutex_trylock(m); i++) {
-		if (i % 64)
-			soft_cpu_relax();
-		else
-			sched_yield();
-	}
+	for (unsigned i = 1; pthread_mutex_trylock(m); i++)
+		soft_backoff(i);
 }
 
 /* device.c */

@@ -4,8 +4,8 @@
  * header and a payload.  A requester connects to the peer GID's ip:port and
  * sends REQ packets; the peer's engine answers RSP packets on the same
  * socket.  All sockets are non-blocking and belong to whoever runs the
- * engine's round (engine.c), with per-connection buffers, so two NICs writing to each other never
- * deadlock.  A connection that breaks fails the RC QPs waiting on it with
+ * engine's round (engine.c), with per-connection buffers, so two NICs
+ * writing to each other never deadlock.  A connection that breaks fails the RC QPs waiting on it with
  * RETRY_EXC_ERR (soft_peer_lost).
  */
 #ifndef _GNU_SOURCE
@@ -662,7 +662,6 @@ static void soft_wire_reap(struct soft_nic *nic)
 
 void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n)
 {
-
 	if (n < 1)
 		return;
 	pthread_rwlock_rdlock(&nic->obj_lock);
