@@ -150,16 +150,22 @@ static void dereg_list(struct core_ep *ep, struct mr_cache_entry *victims)
 	}
 }
 
-static void trim(struct core_ep *ep)
+/* Under ctrl: trims to the bound and deregisters what it took out. */
+static void trim_ctrl_held(struct core_ep *ep)
 {
 	struct mr_cache_entry *victims;
 
-	pthread_mutex_lock(&ep->ctrl);
 	pthread_rwlock_wrlock(&ep->mr_lock);
 	victims = trim_locked(ep, 0);
 	update_trim_flag(ep);
 	pthread_rwlock_unlock(&ep->mr_lock);
 	dereg_list(ep, victims);
+}
+
+static void trim(struct core_ep *ep)
+{
+	pthread_mutex_lock(&ep->ctrl);
+	trim_ctrl_held(ep);
 	pthread_mutex_unlock(&ep->ctrl);
 }
 
@@ -307,7 +313,6 @@ int core_mr_reg(struct core_ep *ep, void *addr, size_t len, struct core_mr *out)
 
 int core_mr_dereg(struct core_ep *ep, void *addr, size_t len)
 {
-	struct mr_cache_entry *victims;
 	uintptr_t start, end;
 	int n = 0;
 
@@ -327,10 +332,9 @@ int core_mr_dereg(struct core_ep *ep, void *addr, size_t len)
 		n++;
 	}
 	ep->mr_drops += (uint64_t)n;
-	victims = trim_locked(ep, 0);
-	update_trim_flag(ep);
 	pthread_rwlock_unlock(&ep->mr_lock);
-	dereg_list(ep, victims);
+	/* The dropped entries are out of the slots already: no lookup finds them in between. */
+	trim_ctrl_held(ep);
 	pthread_mutex_unlock(&ep->ctrl);
 	return n;
 }
