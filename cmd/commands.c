@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The command table: each subcommand registers here once it works. */
-#include "cmd.h"
+#include "cmd/cmd.h"
 
 #include <stddef.h>
 

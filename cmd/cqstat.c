@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rdmatool cqstat: the per-stripe and per-CQ counters every running rdmatool
- * process publishes in its stats segment (core/stats.h), read from outside
+ * process publishes in its stats segment (core/stats/stats.h), read from outside
  * without a lock; one sample, or vmstat-like samples every -i seconds.
  */
-#include "../core/stats_reader.h"
-#include "cmd.h"
-#include "json.h"
+#include "core/stats/stats_reader.h"
+#include "cmd/cmd.h"
+#include "cmd/json.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* rdmatool devices: every verbs device and the soft device, like ibv_devinfo/ibstat. */
-#include "../hw/hw.h"
-#include "cmd.h"
-#include "json.h"
+#include "hw/hw.h"
+#include "cmd/cmd.h"
+#include "cmd/json.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "json.h"
+#include "cmd/json.h"
 
 #include <math.h>
 

@@ -4,11 +4,11 @@
  * smp_mad_stress and infiniband-diags smpdump).  Options, the SET
  * write-back snapshot, progress and the report; the engine is core/mad_engine.
  */
-#include "../core/mad_engine.h"
-#include "../core/mad_target.h"
-#include "cmd.h"
-#include "../core/stats.h"
-#include "json.h"
+#include "core/mad/mad_engine.h"
+#include "core/mad/mad_target.h"
+#include "cmd/cmd.h"
+#include "core/stats/stats.h"
+#include "cmd/json.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -3,8 +3,8 @@
  * rdmatool: dispatch to a subcommand by argv[1], or by the program's own
  * name when invoked through a link (rdmatool-walk, or walk busybox-style).
  */
-#include "cmd.h"
-#include "version.h"
+#include "cmd/cmd.h"
+#include "cmd/version.h"
 
 #include <libgen.h>
 #include <popt.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Device discovery across providers, and dispatch from a context to its provider. */
-#include "hw.h"
+#include "hw/hw.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* hw/umad: libibumad port, SMI agents, send/receive of SMPs. */
-#include "umad.h"
+#include "hw/umad.h"
 
 #include <errno.h>
 #include <infiniband/umad.h>

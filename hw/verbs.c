@@ -4,7 +4,7 @@
  * entry points are macros or static inlines (ibv_reg_mr, ibv_query_port,
  * ibv_post_send ...), hence the small wrappers that give them an address.
  */
-#include "hw.h"
+#include "hw/hw.h"
 
 #include <errno.h>
 #include <pthread.h>

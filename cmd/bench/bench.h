@@ -3,11 +3,11 @@
 #ifndef RDMATOOL_CMD_BENCH_H
 #define RDMATOOL_CMD_BENCH_H
 
-#include "../../core/endpoint.h"
+#include "core/transport/endpoint.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
-#include "../../core/env.h"
+#include "core/util/env.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* rdmatool bench <test>: perftest-like tests over core, striped against global lock in one run. */
-#include "../cmd.h"
-#include "../json.h"
-#include "bench.h"
-#include "../../core/clock.h"
-#include "../../core/stats.h"
+#include "cmd/cmd.h"
+#include "cmd/json.h"
+#include "cmd/bench/bench.h"
+#include "core/util/clock.h"
+#include "core/stats/stats.h"
 
 #include <errno.h>
 #include <popt.h>

@@ -13,8 +13,8 @@
  * the transport.  BYE (or a closed connection) ends the server.  Every field travels big-endian; the server checks each
  * one, so a bad or hostile client gets an error, never a crash.
  */
-#include "bench.h"
-#include "../../core/oob.h"
+#include "cmd/bench/bench.h"
+#include "core/oob/oob.h"
 
 #include <endian.h>
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* bench ring: N producers and one consumer through the lock-free ring or the mutex queue. */
-#include "bench.h"
-#include "../../core/clock.h"
-#include "../../core/ring.h"
+#include "cmd/bench/bench.h"
+#include "core/util/clock.h"
+#include "core/transport/ring.h"
 
 #include <errno.h>
 #include <pthread.h>

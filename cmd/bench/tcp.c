@@ -7,8 +7,8 @@
  * two-process test runs it in the bench server (tcp_serve_*), so each
  * transport figure is read as a ratio to raw TCP between the same places.
  */
-#include "bench.h"
-#include "../../core/clock.h"
+#include "cmd/bench/bench.h"
+#include "core/util/clock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -7,10 +7,10 @@
  * completion context and whoever reads a completion credits the thread
  * that posted it.
  */
-#include "bench.h"
-#include "../cmd.h"
-#include "../../core/clock.h"
-#include "../../core/oob.h"
+#include "cmd/bench/bench.h"
+#include "cmd/cmd.h"
+#include "core/util/clock.h"
+#include "core/oob/oob.h"
 
 #include <errno.h>
 #include <math.h>

@@ -4,9 +4,9 @@
  * bookkeeping (returning 0 asks for a redraw), samples its parameters the
  * way the original does, issues the verb and records the result.
  */
-#include "bus.h"
-#include "client.h"
-#include "core/stats.h"
+#include "cmd/walk/bus.h"
+#include "cmd/walk/client.h"
+#include "core/stats/stats.h"
 
 #include <errno.h>
 #include <string.h>

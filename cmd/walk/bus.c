@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-#include "bus.h"
+#include "cmd/walk/bus.h"
 
-#include "../../core/mailbox.h"
-#include "../../core/oob.h"
+#include "core/oob/mailbox.h"
+#include "core/oob/oob.h"
 
 #include <errno.h>
 #include <pthread.h>

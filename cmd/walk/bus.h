@@ -8,7 +8,7 @@
 #ifndef RDMATOOL_CMD_WALK_BUS_H
 #define RDMATOOL_CMD_WALK_BUS_H
 
-#include "walk.h"
+#include "cmd/walk/walk.h"
 
 struct oob_conn;
 

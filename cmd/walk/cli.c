@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* rdmatool walk: options, the header, the run, the report, the exit status. */
-#include "run.h"
+#include "cmd/walk/run.h"
 
-#include "../cmd.h"
+#include "cmd/cmd.h"
 
 #include <errno.h>
 #include <popt.h>

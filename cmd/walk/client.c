@@ -4,9 +4,9 @@
  * step (updates in, one random action, completions out), then drain and
  * destroy everything in dependency order.
  */
-#include "bus.h"
-#include "client.h"
-#include "core/stats.h"
+#include "cmd/walk/bus.h"
+#include "cmd/walk/client.h"
+#include "core/stats/stats.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -3,7 +3,7 @@
 #ifndef RDMATOOL_CMD_WALK_CLIENT_H
 #define RDMATOOL_CMD_WALK_CLIENT_H
 
-#include "walk.h"
+#include "cmd/walk/walk.h"
 
 #define BUF_SIZE (16u << 20) /* the per-client memory MRs are carved from */
 #define CHECK_SLOT (16u << 10) /* --verify: one slot per writer at the end */

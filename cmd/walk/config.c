@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Action names, default weights, presets and --weight parsing. */
-#include "walk.h"
+#include "cmd/walk/walk.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -4,7 +4,7 @@
  * formatted when it is recorded, so that dumping needs only write(2) and
  * works from a crash signal handler.
  */
-#include "walk.h"
+#include "cmd/walk/walk.h"
 
 #include <stdarg.h>
 #include <stdio.h>

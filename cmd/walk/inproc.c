@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* In-process walk: one thread per client, updates through mailboxes. */
-#include "bus.h"
-#include "client.h"
-#include "run.h"
+#include "cmd/walk/bus.h"
+#include "cmd/walk/client.h"
+#include "cmd/walk/run.h"
 
-#include "../cmd.h"
+#include "cmd/cmd.h"
 
 #include <pthread.h>
 #include <signal.h>

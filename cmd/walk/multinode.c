@@ -6,12 +6,12 @@
  * shutdown barrier and merges the statistics.  RDMA traffic goes between
  * the processes' devices (the soft device's TCP wire, or a real NIC).
  */
-#include "bus.h"
-#include "client.h"
-#include "run.h"
+#include "cmd/walk/bus.h"
+#include "cmd/walk/client.h"
+#include "cmd/walk/run.h"
 
-#include "../../core/oob.h"
-#include "../cmd.h"
+#include "core/oob/oob.h"
+#include "cmd/cmd.h"
 
 #include <errno.h>
 #include <poll.h>

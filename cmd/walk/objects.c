@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Client bookkeeping: random choice among eligible objects, WR slots, outbox. */
-#include "bus.h"
-#include "client.h"
+#include "cmd/walk/bus.h"
+#include "cmd/walk/client.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* What a walk prints: the header, the final tables or the -j document. */
-#include "run.h"
+#include "cmd/walk/run.h"
 
-#include "../cmd.h"
-#include "../json.h"
+#include "cmd/cmd.h"
+#include "cmd/json.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
 #ifndef RDMATOOL_CMD_WALK_RUN_H
 #define RDMATOOL_CMD_WALK_RUN_H
 
-#include "walk.h"
+#include "cmd/walk/walk.h"
 
 struct walk_result {
 	int clients;

@@ -8,8 +8,8 @@
 #ifndef RDMATOOL_CMD_WALK_H
 #define RDMATOOL_CMD_WALK_H
 
-#include "../../core/rng.h"
-#include "../../hw/hw.h"
+#include "core/util/rng.h"
+#include "hw/hw.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

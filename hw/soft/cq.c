@@ -8,7 +8,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "soft.h"
+#include "hw/soft/soft.h"
 
 #include <errno.h>
 #include <fcntl.h>

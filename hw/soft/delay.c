@@ -7,7 +7,7 @@
  * copy of its payload: the requester's buffers (UD completes at once) and
  * the wire's receive buffer move on meanwhile.  Engine thread only.
  */
-#include "soft.h"
+#include "hw/soft/soft.h"
 
 #include <stdlib.h>
 #include <string.h>

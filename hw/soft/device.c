@@ -3,7 +3,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "soft.h"
+#include "hw/soft/soft.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -10,7 +10,7 @@
  * ThreadSanitizer reports races on the NIC's own state and not the races an
  * application creates through RDMA.  noinline keeps them in every stack.
  */
-#include "soft.h"
+#include "hw/soft/soft.h"
 
 #include <string.h>
 

@@ -8,7 +8,7 @@
  * doorbells costs no system call on either side.  It holds obj_lock for reading while it
  * works, so a QP, MR or MW is never freed under it.
  */
-#include "soft.h"
+#include "hw/soft/soft.h"
 
 #include <errno.h>
 #include <poll.h>

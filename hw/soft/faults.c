@@ -10,7 +10,7 @@
  *   seed     seed of the fault generator (default 1), for reproducible runs
  * Probabilities are in [0, 1].  Only the engine thread draws numbers.
  */
-#include "soft.h"
+#include "hw/soft/soft.h"
 
 #include <errno.h>
 #include <stdio.h>

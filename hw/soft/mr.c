@@ -4,7 +4,7 @@
  * every check a key undergoes (key, bounds, access, PD, window binding).
  * Keys are (table index << 8) | a rotating byte; MRs have lkey == rkey.
  */
-#include "soft.h"
+#include "hw/soft/soft.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * copy it into the QP's ring; the engine executes it (engine.c: a post for
  * the wire may run the engine's round on the posting thread).
  */
-#include "soft.h"
+#include "hw/soft/soft.h"
 
 #include <errno.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * with the kernel's per-transition required/optional attribute masks
  * (ib_modify_qp_is_ok), flush on ERR, and address handles.
  */
-#include "soft.h"
+#include "hw/soft/soft.h"
 
 #include <errno.h>
 #include <stdlib.h>

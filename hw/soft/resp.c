@@ -5,7 +5,7 @@
  * READ which has no side effect), and says what the requester gets back.
  * Runs on the engine thread with obj_lock held for reading.
  */
-#include "soft.h"
+#include "hw/soft/soft.h"
 
 #include <arpa/inet.h>
 #include <string.h>

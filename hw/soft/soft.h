@@ -36,7 +36,7 @@
 #ifndef RDMATOOL_HW_SOFT_H
 #define RDMATOOL_HW_SOFT_H
 
-#include "../hw.h"
+#include "hw/hw.h"
 
 #include <netinet/in.h>
 #include <pthread.h>

@@ -11,7 +11,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "soft.h"
+#include "hw/soft/soft.h"
 
 #include <arpa/inet.h>
 #include <endian.h>

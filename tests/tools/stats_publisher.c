@@ -14,7 +14,7 @@
  * SECONDS 0 counts until SIGTERM, then prints the total.  Prints
  * "ready <segment path>" on stdout once the segment exists.
  */
-#include "core/stats.h"
+#include "core/stats/stats.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "core/stats.h"
+#include "core/stats/stats.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -5,9 +5,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "core/endpoint.h"
-#include "core/rx.h"
-#include "core/stripe.h"
+#include "core/transport/endpoint.h"
+#include "core/transport/rx.h"
+#include "core/transport/stripe.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "core/clock.h"
-#include "core/endpoint.h"
-#include "core/oob.h"
+#include "core/util/clock.h"
+#include "core/transport/endpoint.h"
+#include "core/oob/oob.h"
 
 #include <errno.h>
 #include <signal.h>

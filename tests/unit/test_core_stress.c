@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "core/clock.h"
-#include "core/endpoint.h"
+#include "core/util/clock.h"
+#include "core/transport/endpoint.h"
 
 #include <errno.h>
 #include <pthread.h>

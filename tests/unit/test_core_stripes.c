@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "core/endpoint.h"
+#include "core/transport/endpoint.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "core/mad_slots.h"
-#include "core/mad_window.h"
+#include "core/mad/mad_slots.h"
+#include "core/mad/mad_window.h"
 
 static void tid_finds_its_slot(void **state)
 {

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "core/histogram.h"
-#include "core/mad_smp.h"
+#include "core/util/histogram.h"
+#include "core/mad/mad_smp.h"
 
 static void lid_routed_encoding(void **state)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "core/mad_target.h"
+#include "core/mad/mad_target.h"
 
 static void lid_list_ranges_and_hex(void **state)
 {

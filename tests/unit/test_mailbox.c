@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "../../core/mailbox.h"
+#include "core/oob/mailbox.h"
 
 static void test_fifo_and_full(void **state)
 {

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "core/oob.h"
+#include "core/oob/oob.h"
 
 struct pair {
 	struct oob_listener *l;

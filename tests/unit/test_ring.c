@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "core/ring.h"
+#include "core/transport/ring.h"
 
 #include <errno.h>
 #include <pthread.h>

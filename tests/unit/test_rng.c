@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "../../core/rng.h"
+#include "core/util/rng.h"
 
 static void test_same_seed_same_sequence(void **state)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Soft device: limits, shared NIC, MR rules, CQ, QP state machine and in-process data movement. */
-#include "soft_fixture.h"
+#include "tests/unit/soft_fixture.h"
 
 static void device_limits_are_reported(void **state)
 {

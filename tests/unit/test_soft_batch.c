@@ -7,7 +7,7 @@
  * completion exactly once across many QPs sharing CQs, and an engine that
  * is never blocked by a connection attempt to a peer that does not answer.
  */
-#include "soft_fixture.h"
+#include "tests/unit/soft_fixture.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

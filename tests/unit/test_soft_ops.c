@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Soft device: every operation and every error status, each from a test that expects exactly it. */
-#include "soft_fixture.h"
+#include "tests/unit/soft_fixture.h"
 
 #include <poll.h>
 

@@ -4,7 +4,7 @@
  * and CQs; every completion is counted exactly once (by wr_id), and
  * concurrent atomics from several QPs on one word add up exactly.
  */
-#include "soft_fixture.h"
+#include "tests/unit/soft_fixture.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -5,7 +5,7 @@
  * and UD SEND with data checks; then the peer is killed and the survivor
  * gets RETRY_EXC_ERR, not a hang.
  */
-#include "soft_fixture.h"
+#include "tests/unit/soft_fixture.h"
 
 #include <dirent.h>
 #include <signal.h>

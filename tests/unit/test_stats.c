@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The stats segment: writer/reader roundtrip, NULL safety, exit cleanup, fork, stale pids. */
-#include "stats_fixture.h"
-#include "core/stats.h"
-#include "core/stats_reader.h"
+#include "tests/unit/stats_fixture.h"
+#include "core/stats/stats.h"
+#include "core/stats/stats_reader.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -6,10 +6,10 @@
  * generations (run under build-tsan too), and endpoints opened and closed
  * hundreds of times leave the segment where it started.
  */
-#include "core/endpoint.h"
-#include "stats_fixture.h"
-#include "core/stats.h"
-#include "core/stats_reader.h"
+#include "core/transport/endpoint.h"
+#include "tests/unit/stats_fixture.h"
+#include "core/stats/stats.h"
+#include "core/stats/stats_reader.h"
 
 #include <pthread.h>
 #include <stdbool.h>

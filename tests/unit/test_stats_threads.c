@@ -6,9 +6,9 @@
  * every counter must look monotonic to the reader, and stats_max must end at
  * the largest value any thread offered.  Run under build-tsan too.
  */
-#include "stats_fixture.h"
-#include "core/stats.h"
-#include "core/stats_reader.h"
+#include "tests/unit/stats_fixture.h"
+#include "core/stats/stats.h"
+#include "core/stats/stats_reader.h"
 
 #include <pthread.h>
 #include <stdbool.h>

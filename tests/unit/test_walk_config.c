@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "../../cmd/walk/walk.h"
+#include "cmd/walk/walk.h"
 
 static void test_names_round_trip(void **state)
 {

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "../../cmd/walk/walk.h"
+#include "cmd/walk/walk.h"
 
 static char *dump_to_string(struct walk_history *h, int client)
 {

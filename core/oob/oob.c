@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "oob.h"
+#include "core/oob/oob.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* MAD window engine: per-worker send/receive loop over shared lock-free windows. */
-#include "mad_engine.h"
-#include "stats.h"
-#include "mad_slots.h"
-#include "mad_window.h"
+#include "core/mad/mad_engine.h"
+#include "core/stats/stats.h"
+#include "core/mad/mad_slots.h"
+#include "core/mad/mad_window.h"
 
 #include <errno.h>
 #include <pthread.h>

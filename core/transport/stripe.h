@@ -10,9 +10,9 @@
 #ifndef RDMATOOL_CORE_STRIPE_H
 #define RDMATOOL_CORE_STRIPE_H
 
-#include "endpoint.h"
-#include "ring.h"
-#include "stats.h"
+#include "core/transport/endpoint.h"
+#include "core/transport/ring.h"
+#include "core/stats/stats.h"
 
 #include <infiniband/verbs.h>
 #include <stdatomic.h>

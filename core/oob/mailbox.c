@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "mailbox.h"
+#include "core/oob/mailbox.h"
 
 #include <errno.h>
 #include <pthread.h>

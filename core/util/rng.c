@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "rng.h"
+#include "core/util/rng.h"
 
 #include <time.h>
 #include <unistd.h>

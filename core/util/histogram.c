@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Log-linear histogram: bucket = (octave, top HIST_SUB_BITS bits below the leading one). */
-#include "histogram.h"
+#include "core/util/histogram.h"
 
 #include <string.h>
 

@@ -13,7 +13,7 @@
 #ifndef RDMATOOL_CORE_ENDPOINT_H
 #define RDMATOOL_CORE_ENDPOINT_H
 
-#include "env.h"
+#include "core/util/env.h"
 
 #include <infiniband/verbs.h>
 #include <stdbool.h>

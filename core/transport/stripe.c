@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#include "stripe.h"
-#include "../hw/hw.h"
+#include "core/transport/stripe.h"
+#include "hw/hw.h"
 
 #include <errno.h>
 #include <stdio.h>

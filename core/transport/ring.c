@@ -45,7 +45,7 @@
  *     other: either the waiter finds the element or the producer sees
  *     dequeue_pos == p and signals.
  */
-#include "ring.h"
+#include "core/transport/ring.h"
 
 #include <errno.h>
 #include <pthread.h>

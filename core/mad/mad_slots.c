@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* In-flight MAD table: free stack, generation-tagged TIDs, send-order list. */
-#include "mad_slots.h"
+#include "core/mad/mad_slots.h"
 
 #include <errno.h>
 #include <stdlib.h>

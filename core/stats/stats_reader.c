@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The reader side of the stats segment: list, map read-only, validate, copy. */
-#include "stats_reader.h"
+#include "core/stats/stats_reader.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -189,7 +189,7 @@ bool stats_entry_copy(const struct stats_entry *e, struct stats_entry_snapshot *
 
 		if (!(seq & 1))
 			return false;
-		/* Acquire on every field: see the ordering argument in core/stats.c. */
+		/* Acquire on every field: see the ordering argument in core/stats/stats.c. */
 		for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 			words[i] = __atomic_load_n(&name_words[i], __ATOMIC_ACQUIRE);
 		kind = __atomic_load_n(&e->kind, __ATOMIC_ACQUIRE);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reading other processes' stats segments (see core/stats.h) from outside:
+ * Reading other processes' stats segments (see core/stats/stats.h) from outside:
  * list them, map one read-only, validate its layout against the file size,
  * copy its counters, and tell a live process from a dead or reused pid.
  * Reading takes no lock and never writes to the segment.
@@ -8,7 +8,7 @@
 #ifndef RDMATOOL_CORE_STATS_READER_H
 #define RDMATOOL_CORE_STATS_READER_H
 
-#include "stats.h"
+#include "core/stats/stats.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -66,7 +66,7 @@ void stats_reader_close(struct stats_reader *r);
 int stats_reader_snapshot(const struct stats_reader *r, struct stats_snapshot *s);
 /*
  * Copies one slot seqlock-style (see the comment above fill_entry() in
- * core/stats.c): true with out filled (slot left alone) when e is live and the
+ * core/stats/stats.c): true with out filled (slot left alone) when e is live and the
  * copy is of one generation; false when e is free, retired, or kept changing.
  */
 bool stats_entry_copy(const struct stats_entry *e, struct stats_entry_snapshot *out);

@@ -14,9 +14,9 @@
  * control messages (FIN, CREDIT), so a sender never triggers an RNR and
  * credit return can never deadlock.
  */
-#include "endpoint_impl.h"
-#include "../hw/hw.h"
-#include "clock.h"
+#include "core/transport/endpoint_impl.h"
+#include "hw/hw.h"
+#include "core/util/clock.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "rx.h"
+#include "core/transport/rx.h"
 
 #include <errno.h>
 

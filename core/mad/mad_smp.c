@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* SMP encoding and decoding, and the attribute decoders behind -v. */
-#include "mad_smp.h"
+#include "core/mad/mad_smp.h"
 
 #include <endian.h>
 #include <errno.h>

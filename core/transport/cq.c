@@ -15,8 +15,8 @@
  * and the eventfd (for completions another thread drained, and receives
  * posted meanwhile).  Events are acknowledged as soon as they are taken.
  */
-#include "endpoint_impl.h"
-#include "clock.h"
+#include "core/transport/endpoint_impl.h"
+#include "core/util/clock.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* LID lists, directed-route paths and numbers from the command line. */
-#include "mad_target.h"
+#include "core/mad/mad_target.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The writer side of the stats segment: create, publish entries, remove at exit. */
-#include "stats.h"
-#include "stats_reader.h"
+#include "core/stats/stats.h"
+#include "core/stats/stats_reader.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#include "env.h"
-#include "ring.h"
+#include "core/util/env.h"
+#include "core/transport/ring.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -5,8 +5,8 @@
  * two-sided messages, and posts.  No lock unless the endpoint runs in the
  * global-lock baseline mode.
  */
-#include "endpoint_impl.h"
-#include "../hw/hw.h"
+#include "core/transport/endpoint_impl.h"
+#include "hw/hw.h"
 
 #include <errno.h>
 #include <string.h>

@@ -13,9 +13,9 @@
 #ifndef RDMATOOL_CORE_MAD_ENGINE_H
 #define RDMATOOL_CORE_MAD_ENGINE_H
 
-#include "../hw/umad.h"
-#include "histogram.h"
-#include "mad_smp.h"
+#include "hw/umad.h"
+#include "core/util/histogram.h"
+#include "core/mad/mad_smp.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
 #ifndef RDMATOOL_CORE_MAD_TARGET_H
 #define RDMATOOL_CORE_MAD_TARGET_H
 
-#include "mad_smp.h"
+#include "core/mad/mad_smp.h"
 
 #include <stddef.h>
 #include <stdint.h>

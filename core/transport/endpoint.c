@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Endpoint life cycle and the control plane: open, connect, close (one mutex). */
-#include "endpoint_impl.h"
-#include "oob.h"
-#include "../hw/hw.h"
+#include "core/transport/endpoint_impl.h"
+#include "core/oob/oob.h"
+#include "hw/hw.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -25,8 +25,8 @@
  * Trimming from a release takes the control mutex: code holding ctrl must
  * never wait for progress.
  */
-#include "endpoint_impl.h"
-#include "../hw/hw.h"
+#include "core/transport/endpoint_impl.h"
+#include "hw/hw.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -33,7 +33,7 @@
  * before and after the copy.
  *
  * The segment is removed at exit (atexit) and by stats_segment_close().
- * Reader side: core/stats_reader.h.
+ * Reader side: core/stats/stats_reader.h.
  */
 #ifndef RDMATOOL_CORE_STATS_H
 #define RDMATOOL_CORE_STATS_H
@@ -181,7 +181,7 @@ static inline void stats_inc(struct stats_entry *e, enum stats_counter c)
  * Release, unlike the relaxed increments: a plain store does not continue the
  * release sequence of stats_entry_add()'s store of 0 (an RMW does), and a
  * reader that sees this value must also see the seq it was written under
- * (see core/stats.c).  On x86 a release store is a plain move.
+ * (see core/stats/stats.c).  On x86 a release store is a plain move.
  */
 static inline void stats_set(struct stats_entry *e, enum stats_counter c, uint64_t v)
 {

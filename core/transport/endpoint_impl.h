@@ -3,12 +3,12 @@
 #ifndef RDMATOOL_CORE_ENDPOINT_IMPL_H
 #define RDMATOOL_CORE_ENDPOINT_IMPL_H
 
-#include "../hw/hw.h"
-#include "endpoint.h"
-#include "ring.h"
-#include "rx.h"
-#include "stats.h"
-#include "stripe.h"
+#include "hw/hw.h"
+#include "core/transport/endpoint.h"
+#include "core/transport/ring.h"
+#include "core/transport/rx.h"
+#include "core/stats/stats.h"
+#include "core/transport/stripe.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

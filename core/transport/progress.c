@@ -6,8 +6,8 @@
  * so no thread ever waits.  Manual progress runs this inline in
  * core_cq_read; the progress thread loops on it.
  */
-#include "endpoint_impl.h"
-#include "../hw/hw.h"
+#include "core/transport/endpoint_impl.h"
+#include "hw/hw.h"
 
 #include <errno.h>
 #include <sched.h>
