@@ -43,7 +43,7 @@ struct ibv_comp_channel *soft_create_comp_channel(struct ibv_context *ctx)
 
 int soft_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
-	struct soft_channel *ch = (struct soft_channel *)channel;
+	struct soft_channel *ch = to_soft_channel(channel);
 
 	if (__atomic_load_n(&channel->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
@@ -65,13 +65,13 @@ int soft_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void
 	}
 	*cq = got;
 	*cq_context = got->cq_context;
-	atomic_fetch_add(&((struct soft_cq *)got)->events_unacked, 1);
+	atomic_fetch_add(&to_soft_cq(got)->events_unacked, 1);
 	return 0;
 }
 
 void soft_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
-	atomic_fetch_sub(&((struct soft_cq *)cq)->events_unacked, nevents);
+	atomic_fetch_sub(&to_soft_cq(cq)->events_unacked, nevents);
 }
 
 struct ibv_cq *soft_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
@@ -113,7 +113,7 @@ struct ibv_cq *soft_create_cq(struct ibv_context *ctx, int cqe, void *cq_context
 
 int soft_destroy_cq(struct ibv_cq *ibcq)
 {
-	struct soft_cq *cq = (struct soft_cq *)ibcq;
+	struct soft_cq *cq = to_soft_cq(ibcq);
 
 	if (atomic_load(&cq->qp_refs))
 		return EBUSY;
@@ -133,7 +133,7 @@ static __thread unsigned soft_empty_polls;
 
 int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
-	struct soft_cq *cq = (struct soft_cq *)ibcq;
+	struct soft_cq *cq = to_soft_cq(ibcq);
 	int n = 0;
 
 	if (num_entries < 0)
@@ -163,13 +163,13 @@ int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		cq->head = cq->head + 1 == cq->size ? 0 : cq->head + 1;
 		__atomic_store_n(&cq->count, cq->count - 1, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&cq->lock);
+	soft_unlock(&cq->lock);
 	return n;
 }
 
 int soft_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	struct soft_cq *cq = (struct soft_cq *)ibcq;
+	struct soft_cq *cq = to_soft_cq(ibcq);
 
 	if (!ibcq->channel)
 		return EINVAL;
@@ -183,12 +183,12 @@ int soft_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 void soft_cq_push(struct ibv_cq *ibcq, const struct ibv_wc *wc, bool solicited)
 {
-	struct soft_cq *cq = (struct soft_cq *)ibcq;
+	struct soft_cq *cq = to_soft_cq(ibcq);
 	bool notify = false, overflowed = false;
 
 	soft_lock(&cq->lock);
 	if (cq->overflow) {
-		pthread_mutex_unlock(&cq->lock);
+		soft_unlock(&cq->lock);
 		return;
 	}
 	if (cq->count == cq->size) {
@@ -203,11 +203,11 @@ void soft_cq_push(struct ibv_cq *ibcq, const struct ibv_wc *wc, bool solicited)
 			notify = true;
 		}
 	}
-	pthread_mutex_unlock(&cq->lock);
+	soft_unlock(&cq->lock);
 	if (overflowed) {
 		soft_async_event(ibcq->context, IBV_EVENT_CQ_ERR, ibcq);
 	} else if (notify) {
-		ssize_t n = write(((struct soft_channel *)ibcq->channel)->wr_fd, &ibcq, sizeof(ibcq));
+		ssize_t n = write(to_soft_channel(ibcq->channel)->wr_fd, &ibcq, sizeof(ibcq));
 
 		(void)n;
 	}

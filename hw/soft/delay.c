@@ -64,7 +64,7 @@ static void soft_delay_serve_local(struct soft_nic *nic, const struct soft_req *
 		return; /* destroyed meanwhile */
 	soft_lock(&requester->lock);
 	soft_handle_resp(requester, &resp);
-	pthread_mutex_unlock(&requester->lock);
+	soft_unlock(&requester->lock);
 	soft_ring_doorbell(requester);
 }
 

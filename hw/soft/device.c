@@ -37,7 +37,7 @@ uint64_t soft_now_ns(void)
 
 struct soft_nic *soft_nic_of(struct ibv_context *ctx)
 {
-	return ((struct soft_context *)ctx)->nic;
+	return to_soft_context(ctx)->nic;
 }
 
 bool soft_gid_is_local(const struct soft_nic *nic, const union ibv_gid *gid)
@@ -208,7 +208,7 @@ static int soft_query_gid(struct ibv_context *ctx, uint8_t port, int index, unio
 
 void soft_async_event(struct ibv_context *ctx, enum ibv_event_type type, void *obj)
 {
-	struct soft_context *sctx = (struct soft_context *)ctx;
+	struct soft_context *sctx = to_soft_context(ctx);
 	struct ibv_async_event ev = { .event_type = type };
 	ssize_t n;
 
@@ -247,7 +247,7 @@ static void soft_ack_async_event(struct ibv_async_event *event)
 
 static int soft_close_device(struct ibv_context *ctx)
 {
-	struct soft_context *sctx = (struct soft_context *)ctx;
+	struct soft_context *sctx = to_soft_context(ctx);
 
 	close(sctx->ibv.async_fd);
 	close(sctx->async_wr);

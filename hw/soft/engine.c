@@ -162,7 +162,7 @@ static enum ibv_wc_status soft_exec_local(struct soft_qp *qp, struct soft_swqe *
 {
 	if (w->wr.opcode == IBV_WR_LOCAL_INV)
 		return soft_invalidate(qp->nic, w->wr.invalidate_rkey, qp, false);
-	return soft_exec_bind(qp, (struct soft_mw *)w->wr.bind_mw.mw, w->wr.bind_mw.rkey, &w->wr.bind_mw.bind_info);
+	return soft_exec_bind(qp, to_soft_mw(w->wr.bind_mw.mw), w->wr.bind_mw.rkey, &w->wr.bind_mw.bind_info);
 }
 
 static void soft_build_req(struct soft_qp *qp, struct soft_swqe *w, struct soft_req *req)
@@ -382,7 +382,7 @@ static bool soft_run_queue(struct soft_nic *nic, bool *waiting)
 		soft_lock(&qp->lock);
 		more = soft_qp_progress(qp, now);
 		*waiting |= soft_qp_waits(qp);
-		pthread_mutex_unlock(&qp->lock);
+		soft_unlock(&qp->lock);
 		/* Its budget is spent: back to the end of the queue, after this round. */
 		if (more && n_again < SOFT_MAX_QP)
 			again[n_again++] = qp;

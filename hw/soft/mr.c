@@ -114,7 +114,7 @@ struct ibv_mr *soft_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acc
 int soft_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct soft_nic *nic = soft_nic_of(ibmr->context);
-	struct soft_mr *mr = (struct soft_mr *)ibmr;
+	struct soft_mr *mr = to_soft_mr(ibmr);
 	struct soft_key_slot *s;
 
 	pthread_rwlock_wrlock(&nic->obj_lock);
@@ -183,7 +183,7 @@ static void soft_mw_unbind(struct soft_mw *mw)
 int soft_dealloc_mw(struct ibv_mw *ibmw)
 {
 	struct soft_nic *nic = soft_nic_of(ibmw->context);
-	struct soft_mw *mw = (struct soft_mw *)ibmw;
+	struct soft_mw *mw = to_soft_mw(ibmw);
 	struct soft_key_slot *s;
 
 	pthread_rwlock_wrlock(&nic->obj_lock);
@@ -268,7 +268,7 @@ enum ibv_wc_status soft_exec_bind(struct soft_qp *qp, struct soft_mw *mw, uint32
 				  const struct ibv_mw_bind_info *info)
 {
 	struct soft_nic *nic = qp->nic;
-	struct soft_mr *mr = (struct soft_mr *)info->mr;
+	struct soft_mr *mr = to_soft_mr(info->mr);
 	const int remote = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
 	struct soft_key_slot *s = soft_key_slot(nic, mw->key);
 

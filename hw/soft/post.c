@@ -158,7 +158,7 @@ static int soft_fill_swqe(struct soft_qp *qp, struct soft_swqe *w, const struct 
 
 int soft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
-	struct soft_qp *qp = (struct soft_qp *)ibqp;
+	struct soft_qp *qp = to_soft_qp(ibqp);
 	enum ibv_qp_state state;
 	bool posted = false, remote = false;
 	int err = 0;
@@ -187,7 +187,7 @@ int soft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 		qp->sq_tail++;
 		posted = true;
 	}
-	pthread_mutex_unlock(&qp->lock);
+	soft_unlock(&qp->lock);
 	if (err)
 		*bad_wr = wr;
 	/*
@@ -207,7 +207,7 @@ int soft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 
 int soft_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
-	struct soft_qp *qp = (struct soft_qp *)ibqp;
+	struct soft_qp *qp = to_soft_qp(ibqp);
 	int err = 0;
 
 	soft_lock(&qp->rq_lock);
@@ -238,7 +238,7 @@ int soft_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 			memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(r->sge[0]));
 		qp->rq_tail++;
 	}
-	pthread_mutex_unlock(&qp->rq_lock);
+	soft_unlock(&qp->rq_lock);
 	if (err)
 		*bad_wr = wr;
 	return err;

@@ -201,8 +201,8 @@ struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		errno = ENOMEM;
 		return NULL;
 	}
-	atomic_fetch_add(&((struct soft_cq *)init->send_cq)->qp_refs, 1);
-	atomic_fetch_add(&((struct soft_cq *)init->recv_cq)->qp_refs, 1);
+	atomic_fetch_add(&to_soft_cq(init->send_cq)->qp_refs, 1);
+	atomic_fetch_add(&to_soft_cq(init->recv_cq)->qp_refs, 1);
 	return &qp->ibv;
 }
 
@@ -287,7 +287,7 @@ void soft_qp_error(struct soft_qp *qp)
 
 int soft_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
-	struct soft_qp *qp = (struct soft_qp *)ibqp;
+	struct soft_qp *qp = to_soft_qp(ibqp);
 	enum ibv_qp_state cur, next;
 	bool kick = false;
 
@@ -366,7 +366,7 @@ int soft_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 
 int soft_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init)
 {
-	struct soft_qp *qp = (struct soft_qp *)ibqp;
+	struct soft_qp *qp = to_soft_qp(ibqp);
 
 	(void)attr_mask;
 	pthread_mutex_lock(&qp->lock);
@@ -387,7 +387,7 @@ int soft_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask, 
 
 int soft_destroy_qp(struct ibv_qp *ibqp)
 {
-	struct soft_qp *qp = (struct soft_qp *)ibqp;
+	struct soft_qp *qp = to_soft_qp(ibqp);
 	struct soft_nic *nic = qp->nic;
 
 	/* The engine works under the read lock: once we hold it for writing, it no longer sees this QP. */
@@ -409,8 +409,8 @@ int soft_destroy_qp(struct ibv_qp *ibqp)
 	}
 	pthread_mutex_unlock(&nic->runq_lock);
 	pthread_rwlock_unlock(&nic->obj_lock);
-	atomic_fetch_sub(&((struct soft_cq *)ibqp->send_cq)->qp_refs, 1);
-	atomic_fetch_sub(&((struct soft_cq *)ibqp->recv_cq)->qp_refs, 1);
+	atomic_fetch_sub(&to_soft_cq(ibqp->send_cq)->qp_refs, 1);
+	atomic_fetch_sub(&to_soft_cq(ibqp->recv_cq)->qp_refs, 1);
 	pthread_mutex_destroy(&qp->lock);
 	pthread_mutex_destroy(&qp->rq_lock);
 	pthread_mutex_destroy(&qp->ibv.mutex);

@@ -82,7 +82,7 @@ static bool soft_consume_recv(struct soft_qp *qp, struct soft_rwqe *out)
 		qp->rq_head++;
 		got = true;
 	}
-	pthread_mutex_unlock(&qp->rq_lock);
+	soft_unlock(&qp->rq_lock);
 	return got;
 }
 
@@ -328,5 +328,5 @@ void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct 
 		atomic_fetch_add(&nic->ud_drops, 1);
 	}
 	if (qp != requester)
-		pthread_mutex_unlock(&qp->lock);
+		soft_unlock(&qp->lock);
 }

@@ -43,6 +43,7 @@
 #include <sched.h>
 #include <poll.h>
 #include <stdatomic.h>
+#include <stddef.h>
 
 #define SOFT_DEVICE_NAME "soft0"
 
@@ -280,6 +281,32 @@ static inline void soft_lock_nested(pthread_mutex_t *m)
 {
 	for (unsigned i = 1; pthread_mutex_trylock(m); i++)
 		soft_backoff(i);
+}
+
+/*
+ * From the libibverbs object a verbs call hands us to the soft object that
+ * embeds it (rdma-core's providers/rxe/rxe.h does the same with to_rqp()...).
+ */
+#define SOFT_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define SOFT_DEFINE_TO(name, ibv_type)                                         \
+	static inline struct soft_##name *to_soft_##name(struct ibv_type *ibv) \
+	{                                                                      \
+		return SOFT_CONTAINER_OF(ibv, struct soft_##name, ibv);        \
+	}
+SOFT_DEFINE_TO(context, ibv_context)
+SOFT_DEFINE_TO(pd, ibv_pd)
+SOFT_DEFINE_TO(mr, ibv_mr)
+SOFT_DEFINE_TO(mw, ibv_mw)
+SOFT_DEFINE_TO(channel, ibv_comp_channel)
+SOFT_DEFINE_TO(cq, ibv_cq)
+SOFT_DEFINE_TO(ah, ibv_ah)
+SOFT_DEFINE_TO(qp, ibv_qp)
+#undef SOFT_DEFINE_TO
+
+/* Unlocks what soft_lock() or soft_lock_nested() locked. */
+static inline void soft_unlock(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
 }
 
 /* device.c */

@@ -555,7 +555,7 @@ static void soft_take_rsp(struct soft_nic *nic, const struct soft_wire_hdr *h, c
 	soft_lock(&qp->lock);
 	soft_handle_resp(qp, &resp);
 	more = qp->sq_next != qp->sq_tail || qp->attr.qp_state == IBV_QPS_SQD;
-	pthread_mutex_unlock(&qp->lock);
+	soft_unlock(&qp->lock);
 	/* The answer may have opened the window, asked for a resend (RNR) or drained an SQD queue. */
 	if (more)
 		soft_ring_doorbell(qp);
