@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: MIT */
+/* Channels in shared memory; the contract and the design are in channel.h. */
+#include "core/agent/channel.h"
+
+#include "core/util/clock.h"
+#include "core/util/futex.h"
+#include "core/util/rng.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CHAN_MAGIC   0x4e414843544d4452ULL /* "RDMTCHAN" little-endian */
+#define CHAN_VERSION 1
+#define CHAN_HEADER  4096u
+#define REC_MSG	     0x3147534du /* "MSG1" */
+#define REC_WRAP     0x50415257u /* "WRAP" */
+
+/* One end of the ring: where it is, how many messages and bytes passed it. */
+struct chan_end {
+	uint64_t off, seq, bytes;
+};
+
+/* Double-buffered so that a commit is one store of `which` (see channel.h). */
+struct chan_end_slot {
+	_Atomic uint32_t which;
+	uint32_t pad;
+	struct chan_end v[2];
+};
+
+struct chan_shared {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t header_size;
+	uint64_t data_size;
+	uint32_t capacity_msgs;
+	uint32_t max_msg;
+	pthread_mutex_t lock;
+	struct chan_end_slot head, tail;
+	_Atomic uint32_t put_events, take_events;   /* futex words */
+	_Atomic uint32_t recv_sleepers, send_sleepers;
+	_Atomic uint64_t recovered;
+};
+_Static_assert(sizeof(struct chan_shared) <= CHAN_HEADER, "channel header fits its page");
+
+struct chan_record {
+	uint32_t len;
+	uint32_t mark;
+	uint64_t seq;
+};
+_Static_assert(sizeof(struct chan_record) == CHAN_RECORD_HEADER, "record header size");
+
+struct chan {
+	struct chan_shared *s;
+	unsigned char *data;
+	size_t map_len;
+	/* Geometry copied and validated at open: bounds never come from shared memory. */
+	uint64_t data_size;
+	uint32_t capacity_msgs, max_msg;
+	char name[CHAN_NAME_MAX + 1];
+};
+
+static uint64_t record_size(uint64_t len)
+{
+	return CHAN_RECORD_HEADER + ((len + 7) & ~7ull);
+}
+
+bool chan_name_valid(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n == 0 || n > CHAN_NAME_MAX || name[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = name[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+		      ch == '_' || ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+static int chan_path(char *path, size_t len, const char *dir, const char *name)
+{
+	if (!chan_name_valid(name))
+		return -EINVAL;
+	if ((size_t)snprintf(path, len, "%s/%s%s", dir, CHAN_FILE_PREFIX, name) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static struct chan_end end_load(struct chan_end_slot *e)
+{
+	return e->v[atomic_load_explicit(&e->which, memory_order_acquire) & 1];
+}
+
+static void end_commit(struct chan_end_slot *e, struct chan_end next)
+{
+	uint32_t w = atomic_load_explicit(&e->which, memory_order_relaxed) & 1;
+
+	e->v[1 - w] = next;
+	atomic_store_explicit(&e->which, 1 - w, memory_order_release);
+}
+
+int chan_create(const char *dir, const char *name, const struct chan_attr *attr)
+{
+	struct chan_attr a = attr ? *attr : (struct chan_attr){ 0 };
+	char path[PATH_MAX], tmp[PATH_MAX];
+	pthread_mutexattr_t ma;
+	struct chan_shared *s;
+	int fd, rc;
+
+	if (!a.capacity_msgs)
+		a.capacity_msgs = CHAN_DEFAULT_CAPACITY;
+	if (!a.max_msg)
+		a.max_msg = CHAN_DEFAULT_MAX_MSG;
+	if (!a.capacity_bytes)
+		a.capacity_bytes = CHAN_DEFAULT_BYTES > record_size(a.max_msg) ? CHAN_DEFAULT_BYTES
+										  : record_size(a.max_msg);
+	a.capacity_bytes = (a.capacity_bytes + 7) & ~7ull;
+	if (a.capacity_bytes < record_size(a.max_msg) || a.capacity_bytes > CHAN_MAX_BYTES ||
+	    a.max_msg > CHAN_MAX_BYTES - CHAN_RECORD_HEADER)
+		return -EINVAL;
+	rc = chan_path(path, sizeof(path), dir, name);
+	if (rc)
+		return rc;
+	/* Built under a private temporary name, then linked in whole: nobody maps a half-made channel. */
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.tmp.%s.%016llx", dir, name,
+			     (unsigned long long)rng_entropy_seed()) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	size_t len = CHAN_HEADER + a.capacity_bytes;
+
+	if (ftruncate(fd, (off_t)len)) {
+		rc = -errno;
+		goto fail;
+	}
+	s = mmap(NULL, CHAN_HEADER, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (s == MAP_FAILED) {
+		rc = -errno;
+		goto fail;
+	}
+	memset(s, 0, sizeof(*s));
+	s->version = CHAN_VERSION;
+	s->header_size = CHAN_HEADER;
+	s->data_size = a.capacity_bytes;
+	s->capacity_msgs = a.capacity_msgs;
+	s->max_msg = a.max_msg;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	rc = -pthread_mutex_init(&s->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	atomic_thread_fence(memory_order_release);
+	s->magic = CHAN_MAGIC;
+	munmap(s, CHAN_HEADER);
+	if (rc)
+		goto fail;
+	if (link(tmp, path)) {
+		rc = -errno;
+		goto fail;
+	}
+	unlink(tmp);
+	close(fd);
+	return 0;
+fail:
+	unlink(tmp);
+	close(fd);
+	return rc;
+}
+
+int chan_destroy(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	int rc = chan_path(path, sizeof(path), dir, name);
+
+	if (rc)
+		return rc;
+	return unlink(path) ? -errno : 0;
+}
+
+int chan_open(const char *dir, const char *name, struct chan **out)
+{
+	char path[PATH_MAX];
+	struct chan_shared hdr;
+	struct stat st;
+	struct chan *c;
+	void *map;
+	int fd, rc = chan_path(path, sizeof(path), dir, name);
+
+	if (rc)
+		return rc;
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP ? -EPERM : -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		close(fd);
+		return -EPERM;
+	}
+	if ((uint64_t)st.st_size < CHAN_HEADER || pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr)) {
+		close(fd);
+		return -EBADMSG;
+	}
+	/* Validated on this private copy; the mapping's geometry is never trusted later. */
+	if (hdr.magic != CHAN_MAGIC || hdr.version != CHAN_VERSION || hdr.header_size != CHAN_HEADER ||
+	    hdr.data_size % 8 || hdr.data_size > CHAN_MAX_BYTES || hdr.capacity_msgs == 0 ||
+	    (uint64_t)st.st_size != CHAN_HEADER + hdr.data_size || record_size(hdr.max_msg) > hdr.data_size) {
+		close(fd);
+		return -EBADMSG;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	rc = map == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (rc)
+		return rc;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		munmap(map, (size_t)st.st_size);
+		return -ENOMEM;
+	}
+	c->s = map;
+	c->data = (unsigned char *)map + CHAN_HEADER;
+	c->map_len = (size_t)st.st_size;
+	c->data_size = hdr.data_size;
+	c->capacity_msgs = hdr.capacity_msgs;
+	c->max_msg = hdr.max_msg;
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	*out = c;
+	return 0;
+}
+
+void chan_close(struct chan *c)
+{
+	if (!c)
+		return;
+	munmap(c->s, c->map_len);
+	free(c);
+}
+
+const char *chan_name(const struct chan *c)
+{
+	return c->name;
+}
+
+static uint64_t deadline_of(int timeout_ms)
+{
+	return timeout_ms > 0 ? clock_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+}
+
+static int chan_lock(struct chan *c, uint64_t deadline)
+{
+	struct timespec ts;
+	int rc;
+
+	if (deadline) {
+		ts.tv_sec = (time_t)(deadline / 1000000000ull);
+		ts.tv_nsec = (long)(deadline % 1000000000ull);
+		rc = pthread_mutex_clocklock(&c->s->lock, CLOCK_MONOTONIC, &ts);
+	} else {
+		rc = pthread_mutex_lock(&c->s->lock);
+	}
+	if (rc == EOWNERDEAD) {
+		/* Commits are single stores, so the state the dead owner left is whole. */
+		atomic_fetch_add_explicit(&c->s->recovered, 1, memory_order_relaxed);
+		pthread_mutex_consistent(&c->s->lock);
+		return 0;
+	}
+	return -rc;
+}
+
+static void chan_unlock(struct chan *c)
+{
+	pthread_mutex_unlock(&c->s->lock);
+}
+
+/* Sleeps on *events (read under the lock as seen) until it moves, the deadline passes or a signal. */
+static int chan_sleep(_Atomic uint32_t *events, uint32_t seen, _Atomic uint32_t *sleepers, int timeout_ms,
+		      uint64_t deadline)
+{
+	int rc;
+
+	if (timeout_ms == 0)
+		return -EAGAIN;
+	atomic_fetch_add(sleepers, 1);
+	rc = futex_wait_until(events, seen, deadline);
+	atomic_fetch_sub(sleepers, 1);
+	return rc;
+}
+
+static void chan_wake(_Atomic uint32_t *events, _Atomic uint32_t *sleepers)
+{
+	atomic_fetch_add(events, 1);
+	if (atomic_load(sleepers))
+		futex_wake_all(events);
+}
+
+/* Where a record of `need` bytes goes, or UINT64_MAX when it does not fit now. */
+static uint64_t place_record(const struct chan *c, struct chan_end h, struct chan_end t, uint64_t need)
+{
+	uint64_t count = t.seq - h.seq;
+
+	if (count >= c->capacity_msgs)
+		return UINT64_MAX;
+	if (count == 0 || t.off > h.off) {
+		if (t.off + need <= c->data_size)
+			return t.off;
+		return need <= (count == 0 ? c->data_size : h.off) ? 0 : UINT64_MAX;
+	}
+	return t.off + need <= h.off ? t.off : UINT64_MAX;
+}
+
+int chan_send(struct chan *c, const void *buf, size_t len, int timeout_ms, uint64_t *seq)
+{
+	uint64_t deadline = deadline_of(timeout_ms), need = record_size(len);
+	struct chan_shared *s = c->s;
+	int rc;
+
+	if (len > c->max_msg)
+		return -EMSGSIZE;
+	for (;;) {
+		rc = chan_lock(c, deadline);
+		if (rc)
+			return rc;
+		struct chan_end h = end_load(&s->head), t = end_load(&s->tail);
+		uint64_t at = place_record(c, h, t, need);
+
+		if (at != UINT64_MAX) {
+			struct chan_record *r = (struct chan_record *)(c->data + at);
+
+			if (at != t.off && c->data_size - t.off >= CHAN_RECORD_HEADER)
+				*(struct chan_record *)(c->data + t.off) = (struct chan_record){ 0, REC_WRAP, t.seq };
+			if (len)
+				memcpy(r + 1, buf, len);
+			*r = (struct chan_record){ (uint32_t)len, REC_MSG, t.seq };
+			end_commit(&s->tail, (struct chan_end){ at + need, t.seq + 1, t.bytes + len });
+			chan_unlock(c);
+			if (seq)
+				*seq = t.seq;
+			chan_wake(&s->put_events, &s->recv_sleepers);
+			return 0;
+		}
+		uint32_t seen = atomic_load(&s->take_events);
+
+		chan_unlock(c);
+		rc = chan_sleep(&s->take_events, seen, &s->send_sleepers, timeout_ms, deadline);
+		if (rc)
+			return rc;
+	}
+}
+
+int chan_recv(struct chan *c, void *buf, size_t cap, size_t *len, int timeout_ms)
+{
+	uint64_t deadline = deadline_of(timeout_ms);
+	struct chan_shared *s = c->s;
+	int rc;
+
+	for (;;) {
+		rc = chan_lock(c, deadline);
+		if (rc)
+			return rc;
+		struct chan_end h = end_load(&s->head), t = end_load(&s->tail);
+
+		if (t.seq != h.seq) {
+			uint64_t off = h.off;
+			struct chan_record r;
+
+			if (c->data_size - off < CHAN_RECORD_HEADER)
+				off = 0;
+			memcpy(&r, c->data + off, sizeof(r));
+			if (r.mark == REC_WRAP) {
+				off = 0;
+				memcpy(&r, c->data + off, sizeof(r));
+			}
+			/* Only this user can write the file, but a bug must not become an overrun. */
+			if (r.mark != REC_MSG || r.len > c->max_msg || off + record_size(r.len) > c->data_size ||
+			    r.seq != h.seq) {
+				chan_unlock(c);
+				return -EBADMSG;
+			}
+			*len = r.len;
+			if (r.len > cap) {
+				chan_unlock(c);
+				return -EMSGSIZE;
+			}
+			if (r.len)
+				memcpy(buf, c->data + off + CHAN_RECORD_HEADER, r.len);
+			end_commit(&s->head, (struct chan_end){ off + record_size(r.len), h.seq + 1, h.bytes + r.len });
+			chan_unlock(c);
+			chan_wake(&s->take_events, &s->send_sleepers);
+			return 0;
+		}
+		uint32_t seen = atomic_load(&s->put_events);
+
+		chan_unlock(c);
+		rc = chan_sleep(&s->put_events, seen, &s->recv_sleepers, timeout_ms, deadline);
+		if (rc)
+			return rc;
+	}
+}
+
+int chan_poll(struct chan *c, struct chan_state *st, int timeout_ms)
+{
+	uint64_t deadline = deadline_of(timeout_ms);
+	struct chan_shared *s = c->s;
+	int rc;
+
+	for (;;) {
+		rc = chan_lock(c, deadline);
+		if (rc)
+			return rc;
+		struct chan_end h = end_load(&s->head), t = end_load(&s->tail);
+
+		if (t.seq != h.seq || timeout_ms == 0) {
+			*st = (struct chan_state){
+				.count = (uint32_t)(t.seq - h.seq),
+				.bytes = t.bytes - h.bytes,
+				.capacity_msgs = c->capacity_msgs,
+				.capacity_bytes = c->data_size,
+				.max_msg = c->max_msg,
+				.empty = t.seq == h.seq,
+				.full = place_record(c, h, t, record_size(c->max_msg)) == UINT64_MAX,
+				.sent = t.seq,
+				.received = h.seq,
+				.recovered = atomic_load_explicit(&s->recovered, memory_order_relaxed),
+			};
+			chan_unlock(c);
+			return 0;
+		}
+		uint32_t seen = atomic_load(&s->put_events);
+
+		chan_unlock(c);
+		rc = chan_sleep(&s->put_events, seen, &s->recv_sleepers, timeout_ms, deadline);
+		if (rc)
+			return rc;
+	}
+}
+
+int chan_wait_taken(struct chan *c, uint64_t seq, int timeout_ms)
+{
+	uint64_t deadline = deadline_of(timeout_ms);
+	struct chan_shared *s = c->s;
+	int rc;
+
+	for (;;) {
+		rc = chan_lock(c, deadline);
+		if (rc)
+			return rc;
+		struct chan_end h = end_load(&s->head);
+		uint32_t seen = atomic_load(&s->take_events);
+
+		chan_unlock(c);
+		if (h.seq > seq)
+			return 0;
+		rc = chan_sleep(&s->take_events, seen, &s->send_sleepers, timeout_ms, deadline);
+		if (rc)
+			return rc;
+	}
+}
+
+int chan_list(const char *dir, int (*fn)(const char *name, void *arg), void *arg)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d)
+		return -errno;
+	while (!rc && (de = readdir(d))) {
+		const char *name = de->d_name + strlen(CHAN_FILE_PREFIX);
+
+		if (!strncmp(de->d_name, CHAN_FILE_PREFIX, strlen(CHAN_FILE_PREFIX)) && chan_name_valid(name))
+			rc = fn(name, arg);
+	}
+	closedir(d);
+	return rc;
+}

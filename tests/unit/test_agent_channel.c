@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/agent/channel: boundaries and order, wrap-around, full/empty and
+ * timeouts, sizes, permissions, exactly-once delivery between several
+ * producer and consumer processes, and producers killed mid-send.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "core/agent/channel.h"
+#include "core/util/clock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct fixture {
+	char dir[64];
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/rdmatool-chan.XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	if (system(cmd))
+		return -1;
+	free(f);
+	return 0;
+}
+
+/* A self-checking message: producer, number, length and a byte pattern derived from them. */
+static size_t make_msg(unsigned char *buf, uint32_t producer, uint32_t n, size_t len)
+{
+	uint32_t hdr[2] = { producer, n };
+
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (unsigned char)(producer * 131 + n * 7 + i);
+	if (len >= sizeof(hdr))
+		memcpy(buf, hdr, sizeof(hdr));
+	return len;
+}
+
+static bool msg_intact(const unsigned char *buf, size_t len, uint32_t *producer, uint32_t *n)
+{
+	uint32_t hdr[2];
+
+	if (len < sizeof(hdr))
+		return false;
+	memcpy(hdr, buf, sizeof(hdr));
+	for (size_t i = sizeof(hdr); i < len; i++)
+		if (buf[i] != (unsigned char)(hdr[0] * 131 + hdr[1] * 7 + i))
+			return false;
+	*producer = hdr[0];
+	*n = hdr[1];
+	return true;
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	assert_true(chan_name_valid("a"));
+	assert_true(chan_name_valid("work-queue_1.x"));
+	assert_false(chan_name_valid(""));
+	assert_false(chan_name_valid(".hidden"));
+	assert_false(chan_name_valid("a/b"));
+	assert_false(chan_name_valid("../x"));
+	assert_false(chan_name_valid("sp ace"));
+	assert_false(chan_name_valid("0123456789012345678901234567890123456789012345678901234567890123"));
+}
+
+static void test_create_open_destroy(void **state)
+{
+	struct fixture *f = *state;
+	struct chan_attr bad = { .capacity_msgs = 4, .capacity_bytes = 64, .max_msg = 1024 };
+	struct chan *c;
+
+	assert_int_equal(chan_create(f->dir, "x", NULL), 0);
+	assert_int_equal(chan_create(f->dir, "x", NULL), -EEXIST);
+	assert_int_equal(chan_create(f->dir, "y", &bad), -EINVAL);
+	assert_int_equal(chan_create(f->dir, "bad/name", NULL), -EINVAL);
+	assert_int_equal(chan_open(f->dir, "nope", &c), -ENOENT);
+	assert_int_equal(chan_open(f->dir, "x", &c), 0);
+	assert_string_equal(chan_name(c), "x");
+	chan_close(c);
+	assert_int_equal(chan_destroy(f->dir, "x"), 0);
+	assert_int_equal(chan_destroy(f->dir, "x"), -ENOENT);
+}
+
+static void test_order_and_boundaries(void **state)
+{
+	struct fixture *f = *state;
+	struct chan_attr a = { .capacity_msgs = 8, .capacity_bytes = 4096, .max_msg = 1000 };
+	unsigned char out[1000], in[1000];
+	struct chan *c;
+	size_t len;
+	uint32_t p = 0, n = 0;
+
+	assert_int_equal(chan_create(f->dir, "o", &a), 0);
+	assert_int_equal(chan_open(f->dir, "o", &c), 0);
+	/* Many laps around a small ring, sizes varying so records wrap at every offset. */
+	for (uint32_t i = 0; i < 2000; i++) {
+		size_t sz = 8 + (i * 37) % 992;
+		uint64_t seq;
+
+		assert_int_equal(chan_send(c, out, make_msg(out, 1, i, sz), 0, &seq), 0);
+		assert_int_equal(seq, i);
+		if (i % 3 == 2) {
+			for (int k = 0; k < 3; k++) {
+				assert_int_equal(chan_recv(c, in, sizeof(in), &len, 0), 0);
+				assert_true(msg_intact(in, len, &p, &n));
+				assert_int_equal(n, i - 2 + k);
+				assert_int_equal(len, 8 + (n * 37) % 992);
+			}
+		}
+	}
+	/* A zero-length message keeps its boundary. */
+	assert_int_equal(chan_recv(c, in, sizeof(in), &len, 0), 0);
+	assert_int_equal(chan_recv(c, in, sizeof(in), &len, 0), 0);
+	assert_int_equal(chan_send(c, out, 0, 0, NULL), 0);
+	assert_int_equal(chan_send(c, out, make_msg(out, 1, 9, 16), 0, NULL), 0);
+	assert_int_equal(chan_recv(c, in, sizeof(in), &len, 0), 0);
+	assert_int_equal(len, 0);
+	assert_int_equal(chan_recv(c, in, sizeof(in), &len, 0), 0);
+	assert_int_equal(len, 16);
+	assert_int_equal(chan_recv(c, in, sizeof(in), &len, 0), -EAGAIN);
+	chan_close(c);
+}
+
+static void test_full_empty_timeouts_sizes(void **state)
+{
+	struct fixture *f = *state;
+	struct chan_attr a = { .capacity_msgs = 3, .capacity_bytes = 8192, .max_msg = 512 };
+	unsigned char buf[1024] = { 0 };
+	struct chan_state st;
+	struct chan *c;
+	size_t len;
+	uint64_t t0;
+
+	assert_int_equal(chan_create(f->dir, "f", &a), 0);
+	assert_int_equal(chan_open(f->dir, "f", &c), 0);
+	assert_int_equal(chan_poll(c, &st, 0), 0);
+	assert_true(st.empty);
+	assert_false(st.full);
+	assert_int_equal(st.capacity_msgs, 3);
+	t0 = clock_ns();
+	assert_int_equal(chan_recv(c, buf, sizeof(buf), &len, 50), -ETIMEDOUT);
+	assert_true(clock_ns() - t0 >= 45000000ull);
+	assert_int_equal(chan_poll(c, &st, 30), -ETIMEDOUT);
+	assert_int_equal(chan_send(c, buf, 513, 0, NULL), -EMSGSIZE);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(chan_send(c, buf, 100, 0, NULL), 0);
+	assert_int_equal(chan_send(c, buf, 1, 0, NULL), -EAGAIN);
+	assert_int_equal(chan_send(c, buf, 1, 40, NULL), -ETIMEDOUT);
+	assert_int_equal(chan_poll(c, &st, 0), 0);
+	assert_int_equal(st.count, 3);
+	assert_int_equal(st.bytes, 300);
+	assert_true(st.full);
+	/* Too small a buffer: told the size, and the message stays. */
+	assert_int_equal(chan_recv(c, buf, 99, &len, 0), -EMSGSIZE);
+	assert_int_equal(len, 100);
+	assert_int_equal(chan_poll(c, &st, 0), 0);
+	assert_int_equal(st.count, 3);
+	assert_int_equal(chan_recv(c, buf, 100, &len, 0), 0);
+	assert_int_equal(chan_poll(c, &st, 0), 0);
+	assert_int_equal(st.count, 2);
+	assert_int_equal(st.received, 1);
+	chan_close(c);
+}
+
+static void test_permissions(void **state)
+{
+	struct fixture *f = *state;
+	char path[PATH_MAX], link_path[PATH_MAX];
+	struct chan *c;
+
+	assert_int_equal(chan_create(f->dir, "p", NULL), 0);
+	snprintf(path, sizeof(path), "%s/chan.p", f->dir);
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(chan_open(f->dir, "p", &c), -EPERM);
+	assert_int_equal(chmod(path, 0600), 0);
+	/* A symlink planted under a channel's name is refused, not followed. */
+	snprintf(link_path, sizeof(link_path), "%s/chan.l", f->dir);
+	assert_int_equal(symlink(path, link_path), 0);
+	assert_int_equal(chan_open(f->dir, "l", &c), -EPERM);
+	/* A corrupt header is refused. */
+	int fd = open(path, O_WRONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "garbage!", 8, 0), 8);
+	close(fd);
+	assert_int_equal(chan_open(f->dir, "p", &c), -EBADMSG);
+}
+
+/* Waits for the message numbered seq to be taken: "received" mode's primitive. */
+static void test_wait_taken(void **state)
+{
+	struct fixture *f = *state;
+	unsigned char buf[64];
+	struct chan *c;
+	uint64_t seq;
+	size_t len;
+	pid_t pid;
+	int status;
+
+	assert_int_equal(chan_create(f->dir, "r", NULL), 0);
+	assert_int_equal(chan_open(f->dir, "r", &c), 0);
+	assert_int_equal(chan_send(c, buf, 8, 0, &seq), 0);
+	assert_int_equal(chan_wait_taken(c, seq, 30), -ETIMEDOUT);
+	pid = fork();
+	if (pid == 0) {
+		struct chan *cc;
+
+		usleep(50000);
+		_exit(chan_open(f->dir, "r", &cc) || chan_recv(cc, buf, sizeof(buf), &len, 1000) ? 1 : 0);
+	}
+	uint64_t t0 = clock_ns();
+
+	assert_int_equal(chan_wait_taken(c, seq, 5000), 0);
+	assert_true(clock_ns() - t0 >= 40000000ull);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	chan_close(c);
+}
+
+#define PRODUCERS 3
+#define CONSUMERS 2
+#define PER_PRODUCER 20000
+
+/* Several producer and consumer processes: every message arrives exactly once, in per-producer order. */
+static void test_exactly_once_processes(void **state)
+{
+	struct fixture *f = *state;
+	struct chan_attr a = { .capacity_msgs = 64, .capacity_bytes = 16384, .max_msg = 256 };
+	/* One bit per message, in shared memory so consumers can mark what they took. */
+	size_t nbits = (size_t)PRODUCERS * PER_PRODUCER;
+	_Atomic unsigned char *seen = mmap(NULL, nbits, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t pids[PRODUCERS + CONSUMERS];
+	int status;
+
+	assert_true(seen != MAP_FAILED);
+	assert_int_equal(chan_create(f->dir, "m", &a), 0);
+	for (int p = 0; p < PRODUCERS; p++) {
+		pids[p] = fork();
+		if (pids[p] == 0) {
+			unsigned char buf[256];
+			struct chan *c;
+
+			if (chan_open(f->dir, "m", &c))
+				_exit(2);
+			for (uint32_t n = 0; n < PER_PRODUCER; n++)
+				if (chan_send(c, buf, make_msg(buf, (uint32_t)p, n, 8 + n % 249), 10000, NULL))
+					_exit(3);
+			_exit(0);
+		}
+	}
+	for (int k = 0; k < CONSUMERS; k++) {
+		pids[PRODUCERS + k] = fork();
+		if (pids[PRODUCERS + k] == 0) {
+			uint32_t last[PRODUCERS];
+			unsigned char buf[256];
+			struct chan *c;
+			size_t len;
+			uint32_t p = 0, n = 0;
+			int rc;
+
+			memset(last, 0xff, sizeof(last));
+			if (chan_open(f->dir, "m", &c))
+				_exit(2);
+			/* Stops after 300 ms of silence: the producers are done. */
+			while ((rc = chan_recv(c, buf, sizeof(buf), &len, 300)) == 0) {
+				if (!msg_intact(buf, len, &p, &n) || p >= PRODUCERS || n >= PER_PRODUCER ||
+				    len != 8 + n % 249)
+					_exit(4);
+				if (last[p] != UINT32_MAX && n <= last[p])
+					_exit(5); /* out of order within one producer */
+				last[p] = n;
+				if (atomic_fetch_add(&seen[(size_t)p * PER_PRODUCER + n], 1))
+					_exit(6); /* duplicate */
+			}
+			_exit(rc == -ETIMEDOUT ? 0 : 7);
+		}
+	}
+	for (int i = 0; i < PRODUCERS + CONSUMERS; i++) {
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	for (size_t i = 0; i < nbits; i++)
+		assert_int_equal(seen[i], 1);
+	munmap((void *)seen, nbits);
+}
+
+/*
+ * Producers killed with SIGKILL at random moments, many times, some while
+ * holding the lock in the middle of a copy: the channel keeps working, every
+ * message a consumer gets is whole, and the lock was taken over.
+ */
+static void test_sigkill_mid_send(void **state)
+{
+	struct fixture *f = *state;
+	struct chan_attr a = { .capacity_msgs = 256, .capacity_bytes = 1 << 20, .max_msg = 64 << 10 };
+	unsigned char *buf = malloc(64 << 10);
+	struct chan_state st;
+	struct chan *c;
+	uint64_t got = 0;
+	size_t len;
+	uint32_t p = 0, n = 0;
+	int status;
+
+	assert_int_equal(chan_create(f->dir, "k", &a), 0);
+	assert_int_equal(chan_open(f->dir, "k", &c), 0);
+	/* 40 rounds, more (up to 400) if no kill has yet landed inside the lock on a busy machine. */
+	for (int round = 0; round < 40 || (round < 400 && chan_poll(c, &st, 0) == 0 && st.recovered == 0); round++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			struct chan *cc;
+
+			if (chan_open(f->dir, "k", &cc))
+				_exit(2);
+			for (uint32_t i = 0;; i++)
+				chan_send(cc, buf, make_msg(buf, (uint32_t)round, i, 8 + (i * 4099) % (64 << 10)), -1, NULL);
+		}
+		/* Drain while it sends, so that it is mostly inside a copy when the signal lands. */
+		uint64_t until = clock_ns() + 1000000ull + (uint64_t)(round * 373) % 4000 * 1000ull;
+
+		while (clock_ns() < until)
+			if (chan_recv(c, buf, 64 << 10, &len, 0) == 0) {
+				assert_true(msg_intact(buf, len, &p, &n));
+				got++;
+			}
+		assert_int_equal(kill(pid, SIGKILL), 0);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		while (chan_recv(c, buf, 64 << 10, &len, 0) == 0) {
+			assert_true(msg_intact(buf, len, &p, &n));
+			assert_int_equal(p, (uint32_t)round);
+			assert_int_equal(len, 8 + (n * 4099) % (64 << 10));
+			got++;
+		}
+	}
+	assert_true(got > 0);
+	/* Still usable after all that. */
+	assert_int_equal(chan_send(c, buf, make_msg(buf, 99, 1, 100), 0, NULL), 0);
+	assert_int_equal(chan_recv(c, buf, 64 << 10, &len, 0), 0);
+	assert_true(msg_intact(buf, len, &p, &n));
+	assert_int_equal(chan_poll(c, &st, 0), 0);
+	assert_true(st.empty);
+	/* Some kills landed while the producer held the lock, and the next locker took it over. */
+	print_message("%llu messages, lock taken over from a dead producer %llu times\n", (unsigned long long)got,
+		      (unsigned long long)st.recovered);
+	assert_true(st.recovered > 0);
+	chan_close(c);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test_setup_teardown(test_create_open_destroy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_order_and_boundaries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_empty_timeouts_sizes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_permissions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wait_taken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exactly_once_processes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigkill_mid_send, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
