@@ -48,5 +48,6 @@ int cmd_cqstat(int argc, const char **argv);
 int cmd_madstress(int argc, const char **argv);
 int cmd_bench(int argc, const char **argv);
 int cmd_walk(int argc, const char **argv);
+int cmd_agent(int argc, const char **argv);
 
 #endif

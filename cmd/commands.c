@@ -9,6 +9,7 @@ const struct command commands[] = {
 	{ "bench", cmd_bench, "latency, bandwidth and message-rate tests over the striped transport" },
 	{ "madstress", cmd_madstress, "SMP MAD stress tester: windows of SMPs to many LIDs, rate and latency" },
 	{ "cqstat", cmd_cqstat, "live per-stripe and per-CQ counters of running rdmatool processes" },
+	{ "agent", cmd_agent, "node-level transport agent: shared-memory channels, daemon and client" },
 	{ "devices", cmd_devices, "list RDMA devices and ports, the soft device included" },
 	{ NULL, NULL, NULL },
 };

@@ -14,8 +14,8 @@ int agent_dir_resolve(char *path, size_t len, bool create, char *why, size_t why
 	struct stat st;
 
 	if (env && (env[0] != '/' || strlen(env) >= len - 80)) {
-		snprintf(why, whylen, "%s='%s' must be an absolute path shorter than %zu characters", AGENT_DIR_ENV,
-			 env, len - 80);
+		snprintf(why, whylen, "%s='%s' must be an absolute path shorter than %zu characters",
+			 AGENT_DIR_ENV, env, len - 80);
 		return -EINVAL;
 	}
 	if (env)
@@ -31,16 +31,22 @@ int agent_dir_resolve(char *path, size_t len, bool create, char *why, size_t why
 	if (lstat(path, &st)) {
 		int rc = -errno;
 
-		snprintf(why, whylen, "no agent directory %s (%s): is an agent running? start one with 'rdmatool agent start'",
-			 path, strerror(errno));
+		snprintf(
+		    why, whylen,
+		    "no agent directory %s (%s): is an agent running? start one with 'rdmatool agent start'",
+		    path, strerror(errno));
 		return rc;
 	}
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		snprintf(why, whylen,
-			 "%s must be a directory owned by uid %u with mode 0700 (it is %s, uid %u, mode %04o); "
-			 "remove it or set %s to a private directory",
-			 path, (unsigned)geteuid(), S_ISLNK(st.st_mode) ? "a symlink" : S_ISDIR(st.st_mode) ? "a directory" : "not a directory",
-			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), AGENT_DIR_ENV);
+		snprintf(
+		    why, whylen,
+		    "%s must be a directory owned by uid %u with mode 0700 (it is %s, uid %u, mode %04o); "
+		    "remove it or set %s to a private directory",
+		    path, (unsigned)geteuid(),
+		    S_ISLNK(st.st_mode)	  ? "a symlink"
+		    : S_ISDIR(st.st_mode) ? "a directory"
+					  : "not a directory",
+		    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), AGENT_DIR_ENV);
 		return -EPERM;
 	}
 	return 0;

@@ -46,7 +46,7 @@ struct chan_shared {
 	uint32_t max_msg;
 	pthread_mutex_t lock;
 	struct chan_end_slot head, tail;
-	_Atomic uint32_t put_events, take_events;   /* futex words */
+	_Atomic uint32_t put_events, take_events; /* futex words */
 	_Atomic uint32_t recv_sleepers, send_sleepers;
 	_Atomic uint64_t recovered;
 };
@@ -83,8 +83,8 @@ bool chan_name_valid(const char *name)
 	for (size_t i = 0; i < n; i++) {
 		char ch = name[i];
 
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-		      ch == '_' || ch == '-'))
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == '.' || ch == '_' || ch == '-'))
 			return false;
 	}
 	return true;
@@ -114,7 +114,7 @@ static void end_commit(struct chan_end_slot *e, struct chan_end next)
 
 int chan_create(const char *dir, const char *name, const struct chan_attr *attr)
 {
-	struct chan_attr a = attr ? *attr : (struct chan_attr){ 0 };
+	struct chan_attr a = attr ? *attr : (struct chan_attr){0};
 	char path[PATH_MAX], tmp[PATH_MAX];
 	pthread_mutexattr_t ma;
 	struct chan_shared *s;
@@ -125,8 +125,8 @@ int chan_create(const char *dir, const char *name, const struct chan_attr *attr)
 	if (!a.max_msg)
 		a.max_msg = CHAN_DEFAULT_MAX_MSG;
 	if (!a.capacity_bytes)
-		a.capacity_bytes = CHAN_DEFAULT_BYTES > record_size(a.max_msg) ? CHAN_DEFAULT_BYTES
-										  : record_size(a.max_msg);
+		a.capacity_bytes =
+		    CHAN_DEFAULT_BYTES > record_size(a.max_msg) ? CHAN_DEFAULT_BYTES : record_size(a.max_msg);
 	a.capacity_bytes = (a.capacity_bytes + 7) & ~7ull;
 	if (a.capacity_bytes < record_size(a.max_msg) || a.capacity_bytes > CHAN_MAX_BYTES ||
 	    a.max_msg > CHAN_MAX_BYTES - CHAN_RECORD_HEADER)
@@ -340,11 +340,12 @@ int chan_send(struct chan *c, const void *buf, size_t len, int timeout_ms, uint6
 			struct chan_record *r = (struct chan_record *)(c->data + at);
 
 			if (at != t.off && c->data_size - t.off >= CHAN_RECORD_HEADER)
-				*(struct chan_record *)(c->data + t.off) = (struct chan_record){ 0, REC_WRAP, t.seq };
+				*(struct chan_record *)(c->data + t.off) =
+				    (struct chan_record){0, REC_WRAP, t.seq};
 			if (len)
 				memcpy(r + 1, buf, len);
-			*r = (struct chan_record){ (uint32_t)len, REC_MSG, t.seq };
-			end_commit(&s->tail, (struct chan_end){ at + need, t.seq + 1, t.bytes + len });
+			*r = (struct chan_record){(uint32_t)len, REC_MSG, t.seq};
+			end_commit(&s->tail, (struct chan_end){at + need, t.seq + 1, t.bytes + len});
 			chan_unlock(c);
 			if (seq)
 				*seq = t.seq;
@@ -384,8 +385,8 @@ int chan_recv(struct chan *c, void *buf, size_t cap, size_t *len, int timeout_ms
 				memcpy(&r, c->data + off, sizeof(r));
 			}
 			/* Only this user can write the file, but a bug must not become an overrun. */
-			if (r.mark != REC_MSG || r.len > c->max_msg || off + record_size(r.len) > c->data_size ||
-			    r.seq != h.seq) {
+			if (r.mark != REC_MSG || r.len > c->max_msg ||
+			    off + record_size(r.len) > c->data_size || r.seq != h.seq) {
 				chan_unlock(c);
 				return -EBADMSG;
 			}
@@ -396,7 +397,8 @@ int chan_recv(struct chan *c, void *buf, size_t cap, size_t *len, int timeout_ms
 			}
 			if (r.len)
 				memcpy(buf, c->data + off + CHAN_RECORD_HEADER, r.len);
-			end_commit(&s->head, (struct chan_end){ off + record_size(r.len), h.seq + 1, h.bytes + r.len });
+			end_commit(&s->head,
+				   (struct chan_end){off + record_size(r.len), h.seq + 1, h.bytes + r.len});
 			chan_unlock(c);
 			chan_wake(&s->take_events, &s->send_sleepers);
 			return 0;
@@ -424,16 +426,16 @@ int chan_poll(struct chan *c, struct chan_state *st, int timeout_ms)
 
 		if (t.seq != h.seq || timeout_ms == 0) {
 			*st = (struct chan_state){
-				.count = (uint32_t)(t.seq - h.seq),
-				.bytes = t.bytes - h.bytes,
-				.capacity_msgs = c->capacity_msgs,
-				.capacity_bytes = c->data_size,
-				.max_msg = c->max_msg,
-				.empty = t.seq == h.seq,
-				.full = place_record(c, h, t, record_size(c->max_msg)) == UINT64_MAX,
-				.sent = t.seq,
-				.received = h.seq,
-				.recovered = atomic_load_explicit(&s->recovered, memory_order_relaxed),
+			    .count = (uint32_t)(t.seq - h.seq),
+			    .bytes = t.bytes - h.bytes,
+			    .capacity_msgs = c->capacity_msgs,
+			    .capacity_bytes = c->data_size,
+			    .max_msg = c->max_msg,
+			    .empty = t.seq == h.seq,
+			    .full = place_record(c, h, t, record_size(c->max_msg)) == UINT64_MAX,
+			    .sent = t.seq,
+			    .received = h.seq,
+			    .recovered = atomic_load_explicit(&s->recovered, memory_order_relaxed),
 			};
 			chan_unlock(c);
 			return 0;

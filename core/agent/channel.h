@@ -29,13 +29,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CHAN_NAME_MAX		63
-#define CHAN_DEFAULT_MAX_MSG	(4u << 20)
-#define CHAN_DEFAULT_CAPACITY	1024u
-#define CHAN_DEFAULT_BYTES	(16ull << 20)
-#define CHAN_MAX_BYTES		(1ull << 32)
-#define CHAN_RECORD_HEADER	16u
-#define CHAN_FILE_PREFIX	"chan."
+#define CHAN_NAME_MAX	      63
+#define CHAN_DEFAULT_MAX_MSG  (4u << 20)
+#define CHAN_DEFAULT_CAPACITY 1024u
+#define CHAN_DEFAULT_BYTES    (16ull << 20)
+#define CHAN_MAX_BYTES	      (1ull << 32)
+#define CHAN_RECORD_HEADER    16u
+#define CHAN_FILE_PREFIX      "chan."
 
 struct chan_attr {
 	uint32_t capacity_msgs;	 /* 0: CHAN_DEFAULT_CAPACITY */
@@ -45,8 +45,8 @@ struct chan_attr {
 
 /* What poll reports; nothing is taken. */
 struct chan_state {
-	uint32_t count;		 /* messages waiting */
-	uint64_t bytes;		 /* their payload bytes */
+	uint32_t count; /* messages waiting */
+	uint64_t bytes; /* their payload bytes */
 	uint32_t capacity_msgs;
 	uint64_t capacity_bytes;
 	uint32_t max_msg;

@@ -32,7 +32,8 @@ static inline int futex_wait_until(_Atomic uint32_t *word, uint32_t expected, ui
 		tsp = &ts;
 	}
 	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC time, so retries keep one deadline. */
-	if (syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET, expected, tsp, NULL, FUTEX_BITSET_MATCH_ANY) == 0)
+	if (syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET, expected, tsp, NULL,
+		    FUTEX_BITSET_MATCH_ANY) == 0)
 		return 0;
 	if (errno == EAGAIN)
 		return 0;

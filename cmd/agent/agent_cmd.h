@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* rdmatool agent: the options its actions share, and the actions. */
+#ifndef RDMATOOL_CMD_AGENT_H
+#define RDMATOOL_CMD_AGENT_H
+
+#include "core/agent/gateway.h"
+
+#include <stdint.h>
+
+extern const char *const AGENT_CMD;
+
+struct agent_opts {
+	uint32_t rank;
+	uint32_t nodes;
+	char hosts[GW_MAX_NODES][GW_HOST_LEN];
+	const char *mode;
+	int timeout_ms; /* -1: forever */
+	long count;	/* recv: messages to take; 0 = until none arrives within the timeout */
+	const char *out_dir;
+	long capacity, bytes, max_msg;
+	int debug;	   /* RDMATOOL_AGENT_DEBUG */
+	const char **args; /* what follows the action */
+	int nargs;
+};
+
+int agent_foreground(const struct agent_opts *o);
+int agent_start(const struct agent_opts *o);
+int agent_stop(const struct agent_opts *o);
+int agent_status(const struct agent_opts *o);
+int agent_send_cmd(const struct agent_opts *o);
+int agent_recv_cmd(const struct agent_opts *o);
+int agent_poll_cmd(const struct agent_opts *o);
+int agent_chan_cmd(const struct agent_opts *o);
+
+/* The exit status of `agent status` when no agent runs (as LSB init scripts use). */
+#define AGENT_EXIT_NOT_RUNNING 3
+
+#endif

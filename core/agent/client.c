@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/* The client API of core/agent/agent.h: local channels directly, remote ones through the gateway. */
+#include "core/agent/agent.h"
+
+#include "core/agent/agent_dir.h"
+#include "core/agent/gateway.h"
+#include "core/util/clock.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct agent_client {
+	char dir[PATH_MAX];
+	uint32_t rank;
+	struct gateway *gw; /* NULL until needed, or when no agent runs */
+};
+
+struct agent_chan {
+	struct agent_client *cl;
+	struct chan *local;
+	struct agent_addr addr;
+	uint32_t node; /* resolved rank, for remote handles */
+};
+
+static const char *const mode_names[] = {"immediately", "buffered", "deposited", "received"};
+
+int agent_send_mode_parse(const char *text, enum agent_send_mode *mode)
+{
+	for (int i = 0; i < 4; i++)
+		if (text && !strcmp(text, mode_names[i])) {
+			*mode = (enum agent_send_mode)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *agent_send_mode_name(enum agent_send_mode mode)
+{
+	return (unsigned)mode < 4 ? mode_names[mode] : "?";
+}
+
+int agent_addr_parse(const char *text, struct agent_addr *addr)
+{
+	const char *slash = text ? strchr(text, '/') : NULL;
+	const char *name = slash ? slash + 1 : text;
+
+	memset(addr, 0, sizeof(*addr));
+	addr->node = AGENT_NODE_LOCAL;
+	if (!text || !chan_name_valid(name))
+		return -EINVAL;
+	if (slash) {
+		size_t n = (size_t)(slash - text);
+		char *end;
+
+		if (n == 0 || n >= sizeof(addr->host))
+			return -EINVAL;
+		memcpy(addr->host, text, n);
+		addr->host[n] = '\0';
+		unsigned long rank = strtoul(addr->host, &end, 10);
+
+		if (!*end && addr->host[0] >= '0' && addr->host[0] <= '9') {
+			if (rank >= GW_MAX_NODES)
+				return -EINVAL;
+			addr->node = (uint32_t)rank;
+			addr->host[0] = '\0';
+		}
+	}
+	snprintf(addr->name, sizeof(addr->name), "%s", name);
+	return 0;
+}
+
+int agent_attach(uint32_t rank, struct agent_client **out, char *why, size_t whylen)
+{
+	struct agent_client *cl = calloc(1, sizeof(*cl));
+	int rc;
+
+	if (!cl)
+		return -ENOMEM;
+	rc = agent_dir_resolve(cl->dir, sizeof(cl->dir), true, why, whylen);
+	if (rc) {
+		free(cl);
+		return rc;
+	}
+	cl->rank = rank;
+	*out = cl;
+	return 0;
+}
+
+void agent_detach(struct agent_client *cl)
+{
+	if (!cl)
+		return;
+	gw_close(cl->gw);
+	free(cl);
+}
+
+const char *agent_client_dir(const struct agent_client *cl)
+{
+	return cl->dir;
+}
+
+/* (Re)connects to the local agent's gateway; a dead agent's mapping is dropped. */
+static int client_gateway(struct agent_client *cl)
+{
+	if (cl->gw) {
+		struct gw_info info;
+
+		gw_info(cl->gw, &info);
+		if (info.running)
+			return 0;
+		gw_close(cl->gw);
+		cl->gw = NULL;
+	}
+	return gw_open(cl->dir, cl->rank, &cl->gw);
+}
+
+bool agent_client_connected(struct agent_client *cl)
+{
+	return client_gateway(cl) == 0;
+}
+
+int agent_chan_create(struct agent_client *cl, const char *name, const struct chan_attr *attr)
+{
+	return chan_create(cl->dir, name, attr);
+}
+
+int agent_chan_destroy(struct agent_client *cl, const char *name)
+{
+	return chan_destroy(cl->dir, name);
+}
+
+static bool host_is_me(const char *host)
+{
+	char me[256] = "";
+
+	if (!strcmp(host, "localhost"))
+		return true;
+	gethostname(me, sizeof(me) - 1);
+	return !strcmp(host, me) ||
+	       (strchr(me, '.') && !strncmp(host, me, strcspn(me, ".")) && host[strcspn(me, ".")] == '\0');
+}
+
+/* Where an address points: this node (true) or a rank of the agent's host table. */
+static int resolve_node(struct agent_client *cl, const struct agent_addr *a, bool *local, uint32_t *node)
+{
+	struct gw_info info;
+	bool connected = client_gateway(cl) == 0;
+
+	if (connected)
+		gw_info(cl->gw, &info);
+	*local = false;
+	if (a->node == AGENT_NODE_LOCAL && !a->host[0]) {
+		*local = true;
+		return 0;
+	}
+	if (a->host[0]) {
+		if (connected)
+			for (uint32_t i = 0; i < info.nodes; i++)
+				if (!strcmp(info.hosts[i], a->host)) {
+					*local = i == info.rank;
+					*node = i;
+					return 0;
+				}
+		if (host_is_me(a->host)) {
+			*local = true;
+			return 0;
+		}
+		return connected ? -EHOSTUNREACH : -ENOTCONN;
+	}
+	if (a->node == (connected ? info.rank : cl->rank)) {
+		*local = true;
+		return 0;
+	}
+	if (!connected)
+		return -ENOTCONN;
+	if (a->node >= info.nodes)
+		return -EHOSTUNREACH;
+	*node = a->node;
+	return 0;
+}
+
+int agent_chan_open(struct agent_client *cl, const char *text, struct agent_chan **out)
+{
+	struct agent_chan *h = calloc(1, sizeof(*h));
+	bool local;
+	int rc;
+
+	if (!h)
+		return -ENOMEM;
+	h->cl = cl;
+	rc = agent_addr_parse(text, &h->addr);
+	if (!rc)
+		rc = resolve_node(cl, &h->addr, &local, &h->node);
+	if (!rc && local)
+		rc = chan_open(cl->dir, h->addr.name, &h->local);
+	if (rc) {
+		free(h);
+		return rc;
+	}
+	*out = h;
+	return 0;
+}
+
+void agent_chan_close(struct agent_chan *h)
+{
+	if (!h)
+		return;
+	chan_close(h->local);
+	free(h);
+}
+
+bool agent_chan_is_local(const struct agent_chan *h)
+{
+	return h->local != NULL;
+}
+
+static int remote_call(struct agent_chan *h, uint32_t op, enum agent_send_mode mode, int timeout_ms,
+		       const void *in, size_t inlen, void *out, size_t cap, size_t *outlen)
+{
+	struct gw_request req = {.op = op, .mode = mode, .node = h->node, .timeout_ms = timeout_ms};
+	int rc = client_gateway(h->cl);
+
+	if (rc)
+		return rc;
+	snprintf(req.name, sizeof(req.name), "%s", h->addr.name);
+	return gw_call(h->cl->gw, &req, in, inlen, out, cap, outlen,
+		       op != GW_OP_SEND || mode != AGENT_SEND_IMMEDIATELY);
+}
+
+int agent_send(struct agent_chan *h, const void *buf, size_t len, enum agent_send_mode mode, int timeout_ms)
+{
+	uint64_t start = clock_ns(), seq;
+	int rc;
+
+	if ((unsigned)mode > AGENT_SEND_RECEIVED)
+		return -EINVAL;
+	if (!h->local)
+		return remote_call(h, GW_OP_SEND, mode, timeout_ms, buf, len, NULL, 0, NULL);
+	rc = chan_send(h->local, buf, len, timeout_ms, &seq);
+	if (rc || mode != AGENT_SEND_RECEIVED)
+		return rc;
+	if (timeout_ms > 0) {
+		uint64_t spent_ms = (clock_ns() - start) / 1000000ull;
+
+		timeout_ms = spent_ms >= (uint64_t)timeout_ms ? 0 : timeout_ms - (int)spent_ms;
+		if (timeout_ms == 0)
+			return -ETIMEDOUT;
+	}
+	rc = chan_wait_taken(h->local, seq, timeout_ms);
+	return rc == -EAGAIN ? -ETIMEDOUT : rc;
+}
+
+int agent_recv(struct agent_chan *h, void *buf, size_t cap, size_t *len, int timeout_ms)
+{
+	if (!h->local)
+		return remote_call(h, GW_OP_RECV, AGENT_SEND_BUFFERED, timeout_ms, NULL, 0, buf, cap, len);
+	return chan_recv(h->local, buf, cap, len, timeout_ms);
+}
+
+int agent_poll(struct agent_chan *h, struct chan_state *st, int timeout_ms)
+{
+	size_t len = 0;
+
+	if (!h->local) {
+		int rc = remote_call(h, GW_OP_POLL, AGENT_SEND_BUFFERED, timeout_ms, NULL, 0, st, sizeof(*st),
+				     &len);
+
+		return rc ? rc : len == sizeof(*st) ? 0 : -EBADMSG;
+	}
+	return chan_poll(h->local, st, timeout_ms);
+}

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/* The agent's engine; the contract is in engine.h. */
+#include "core/agent/engine.h"
+
+#include "core/agent/pidfile.h"
+#include "core/stats/stats.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct agent_engine {
+	struct agent_engine_config cfg;
+	char dir[PATH_MAX];
+	int pid_fd;
+	struct gateway *gw;
+	struct stats_entry *stats;
+	uint64_t served, failed;
+};
+
+static void engine_log(struct agent_engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void engine_log(struct agent_engine *e, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	if (!e->cfg.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	e->cfg.log(e->cfg.log_arg, line);
+}
+
+int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine **out, char *why,
+		      size_t whylen)
+{
+	struct agent_engine *e = calloc(1, sizeof(*e));
+	struct gw_info self = {0};
+	struct timespec now;
+	pid_t holder = 0;
+	int rc;
+
+	if (!e)
+		return -ENOMEM;
+	e->cfg = *cfg;
+	snprintf(e->dir, sizeof(e->dir), "%s", cfg->dir);
+	e->cfg.dir = e->dir;
+	if (cfg->nodes == 0 || cfg->nodes > GW_MAX_NODES || cfg->rank >= cfg->nodes) {
+		snprintf(why, whylen,
+			 "rank %u of %u nodes: the rank must be below the node count (at most %d nodes)",
+			 cfg->rank, cfg->nodes, GW_MAX_NODES);
+		free(e);
+		return -EINVAL;
+	}
+	rc = pidfile_acquire(e->dir, cfg->rank, &e->pid_fd, &holder);
+	if (rc) {
+		if (rc == -EEXIST)
+			snprintf(why, whylen,
+				 "an agent already runs for %s rank %u (pid %d); stop it with 'rdmatool "
+				 "agent stop'",
+				 e->dir, cfg->rank, (int)holder);
+		else
+			snprintf(why, whylen, "cannot take the pid file in %s: %s", e->dir, strerror(-rc));
+		free(e);
+		return rc;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	self.pid = getpid();
+	self.rank = cfg->rank;
+	self.nodes = cfg->nodes;
+	self.start_realtime_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	for (uint32_t i = 0; cfg->hosts && i < cfg->nodes; i++)
+		snprintf(self.hosts[i], GW_HOST_LEN, "%s", cfg->hosts[i]);
+	rc = gw_create(e->dir, &self, &e->gw);
+	if (rc) {
+		snprintf(why, whylen, "cannot create the gateway in %s: %s", e->dir, strerror(-rc));
+		pidfile_release(e->dir, cfg->rank, e->pid_fd);
+		free(e);
+		return rc;
+	}
+	e->stats = stats_entry_add("agent gateway", STATS_KIND_AGENT, -1);
+	engine_log(e, "agent rank %u of %u serving %s (pid %d)", cfg->rank, cfg->nodes, e->dir,
+		   (int)getpid());
+	*out = e;
+	return 0;
+}
+
+static int engine_handle(void *arg, const struct gw_request *req, const void *in, size_t inlen, void *out,
+			 size_t *outlen)
+{
+	struct agent_engine *e = arg;
+	int rc;
+
+	if (req->node >= e->cfg.nodes)
+		rc = -EHOSTUNREACH;
+	else if (req->node == e->cfg.rank)
+		rc = -EINVAL; /* this node's channels are reached directly, never through the gateway */
+	else if (!e->cfg.remote)
+		rc = -EHOSTDOWN;
+	else
+		rc = e->cfg.remote->request(e->cfg.remote_arg, req, in, inlen, out, outlen);
+	if (e->cfg.debug)
+		engine_log(e, "request op %u node %u channel %s len %zu: %s", req->op, req->node, req->name,
+			   inlen, rc ? strerror(-rc) : "done");
+	if (rc)
+		e->failed++;
+	e->served++;
+	return rc;
+}
+
+int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
+{
+	while (!*stop) {
+		struct gw_info info;
+
+		if (e->cfg.remote && e->cfg.remote->progress)
+			e->cfg.remote->progress(e->cfg.remote_arg);
+		if (gw_serve(e->gw, engine_handle, e) == 0)
+			gw_wait_for_work(e->gw, 100);
+		gw_info(e->gw, &info);
+		stats_set(e->stats, STATS_POSTED, info.requests);
+		stats_set(e->stats, STATS_COMPLETED, info.completed + info.failed);
+		stats_set(e->stats, STATS_ERRORS, info.failed);
+		stats_set(e->stats, STATS_EAGAIN, info.eagain);
+		stats_set(e->stats, STATS_RING_DEPTH, info.depth);
+		stats_max(e->stats, STATS_RING_HWM, info.depth);
+	}
+	return 0;
+}
+
+void agent_engine_close(struct agent_engine *e)
+{
+	if (!e)
+		return;
+	engine_log(e, "agent rank %u stopping: %llu requests served, %llu failed", e->cfg.rank,
+		   (unsigned long long)e->served, (unsigned long long)e->failed);
+	gw_destroy(e->gw, e->dir);
+	stats_entry_remove(e->stats);
+	pidfile_release(e->dir, e->cfg.rank, e->pid_fd);
+	free(e);
+}

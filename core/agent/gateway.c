@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+/* The gateway between clients and their local agent; the contract is in gateway.h. */
+#include "core/agent/gateway.h"
+
+#include "core/agent/pidfile.h"
+#include "core/util/clock.h"
+#include "core/util/futex.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GW_MAGIC   0x5957544754414452ULL /* "RDATGTWY" little-endian */
+#define GW_VERSION 1
+
+enum slot_state { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_BUSY, SLOT_DONE, SLOT_ABANDONED };
+
+struct gw_slot {
+	_Atomic uint32_t state; /* enum slot_state; the client sleeps on it */
+	int32_t pid;		/* the client that claimed it */
+	uint64_t ticket;
+	uint32_t detached; /* "immediately": nobody waits, the agent frees the slot */
+	int32_t status;
+	uint32_t inlen, outlen;
+	struct gw_request req;
+	unsigned char data[GW_INLINE];
+};
+
+struct gw_shared {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t slot_size;
+	uint32_t nslots;
+	int32_t pid;
+	uint32_t rank, nodes;
+	uint64_t start_realtime_ns;
+	char hosts[GW_MAX_NODES][GW_HOST_LEN];
+	_Atomic uint32_t running;
+	_Atomic uint32_t doorbell; /* the agent sleeps on it */
+	_Atomic uint32_t agent_sleeping;
+	uint32_t pad;
+	_Atomic uint64_t next_ticket;
+	_Atomic uint64_t requests, completed, failed, eagain, reaped;
+	struct gw_slot slots[GW_SLOTS];
+};
+
+struct gateway {
+	struct gw_shared *s;
+	char dir[PATH_MAX];
+	uint32_t rank;
+	bool agent_side;
+};
+
+static void gw_path(char *path, size_t len, const char *dir, uint32_t rank)
+{
+	snprintf(path, len, "%s/%s%u", dir, GW_FILE_PREFIX, rank);
+}
+
+int gw_create(const char *dir, const struct gw_info *self, struct gateway **out)
+{
+	char path[PATH_MAX];
+	struct gateway *g;
+	struct gw_shared *s;
+	int fd;
+
+	gw_path(path, sizeof(path), dir, self->rank);
+	unlink(path); /* a dead agent's; the caller holds the pid file lock */
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, sizeof(*s))) {
+		int rc = -errno;
+
+		close(fd);
+		unlink(path);
+		return rc;
+	}
+	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	g = calloc(1, sizeof(*g));
+	if (s == MAP_FAILED || !g) {
+		if (s != MAP_FAILED)
+			munmap(s, sizeof(*s));
+		free(g);
+		unlink(path);
+		return -ENOMEM;
+	}
+	s->version = GW_VERSION;
+	s->slot_size = sizeof(struct gw_slot);
+	s->nslots = GW_SLOTS;
+	s->pid = self->pid;
+	s->rank = self->rank;
+	s->nodes = self->nodes;
+	s->start_realtime_ns = self->start_realtime_ns;
+	memcpy(s->hosts, self->hosts, sizeof(s->hosts));
+	atomic_store(&s->running, 1);
+	atomic_thread_fence(memory_order_release);
+	s->magic = GW_MAGIC;
+	g->s = s;
+	snprintf(g->dir, sizeof(g->dir), "%s", dir);
+	g->rank = self->rank;
+	g->agent_side = true;
+	*out = g;
+	return 0;
+}
+
+static void slot_wake(struct gw_slot *sl)
+{
+	futex_wake_all(&sl->state);
+}
+
+/* The agent finished a request: hand it back, or free it when nobody waits any more. */
+static void slot_complete(struct gw_shared *s, struct gw_slot *sl, int status)
+{
+	uint32_t busy = SLOT_BUSY;
+
+	sl->status = status;
+	atomic_fetch_add(status ? &s->failed : &s->completed, 1);
+	if (sl->detached) {
+		atomic_store_explicit(&sl->state, SLOT_FREE, memory_order_release);
+		return;
+	}
+	if (!atomic_compare_exchange_strong(&sl->state, &busy, SLOT_DONE))
+		atomic_store_explicit(&sl->state, SLOT_FREE, memory_order_release); /* abandoned */
+	slot_wake(sl);
+}
+
+void gw_destroy(struct gateway *g, const char *dir)
+{
+	char path[PATH_MAX];
+	struct gw_shared *s;
+
+	if (!g)
+		return;
+	s = g->s;
+	atomic_store(&s->running, 0);
+	/* Every request still waiting fails: nothing is left hanging. */
+	for (int i = 0; i < GW_SLOTS; i++) {
+		struct gw_slot *sl = &s->slots[i];
+		uint32_t ready = SLOT_READY;
+
+		if (atomic_compare_exchange_strong(&sl->state, &ready, SLOT_BUSY)) {
+			sl->outlen = 0;
+			slot_complete(s, sl, -ESHUTDOWN);
+		}
+	}
+	gw_path(path, sizeof(path), dir, g->rank);
+	unlink(path);
+	munmap(s, sizeof(*s));
+	free(g);
+}
+
+static bool pid_gone(int32_t pid)
+{
+	return pid <= 0 || (kill(pid, 0) && errno == ESRCH);
+}
+
+int gw_serve(struct gateway *g, gw_handler fn, void *arg)
+{
+	struct gw_shared *s = g->s;
+	struct gw_slot *ready[GW_SLOTS];
+	int n = 0;
+
+	for (int i = 0; i < GW_SLOTS; i++) {
+		struct gw_slot *sl = &s->slots[i];
+		uint32_t st = atomic_load_explicit(&sl->state, memory_order_acquire);
+
+		if (st == SLOT_READY)
+			ready[n++] = sl;
+		else if ((st == SLOT_CLAIMED || st == SLOT_DONE) && pid_gone(sl->pid) &&
+			 atomic_compare_exchange_strong(&sl->state, &st, SLOT_FREE))
+			atomic_fetch_add(&s->reaped, 1); /* its client died mid-request */
+	}
+	/* Ticket order keeps each client's requests in the order it made them. */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && ready[j]->ticket < ready[j - 1]->ticket; j--) {
+			struct gw_slot *t = ready[j];
+
+			ready[j] = ready[j - 1];
+			ready[j - 1] = t;
+		}
+	for (int i = 0; i < n; i++) {
+		struct gw_slot *sl = ready[i];
+		uint32_t st = SLOT_READY;
+		struct gw_request req;
+		size_t outlen = 0;
+
+		if (!atomic_compare_exchange_strong(&sl->state, &st, SLOT_BUSY))
+			continue; /* the client gave up first */
+		req = sl->req;	  /* a private copy: the client could still scribble on the slot */
+		req.name[CHAN_NAME_MAX] = '\0';
+		uint32_t inlen = sl->inlen > GW_INLINE ? GW_INLINE : sl->inlen;
+		int rc = fn(arg, &req, sl->data, inlen, sl->data, &outlen);
+
+		sl->outlen = (uint32_t)(outlen > GW_INLINE ? GW_INLINE : outlen);
+		slot_complete(s, sl, rc);
+	}
+	return n;
+}
+
+void gw_wait_for_work(struct gateway *g, int timeout_ms)
+{
+	struct gw_shared *s = g->s;
+	uint32_t seen = atomic_load(&s->doorbell);
+
+	for (int i = 0; i < GW_SLOTS; i++)
+		if (atomic_load(&s->slots[i].state) == SLOT_READY)
+			return;
+	atomic_store(&s->agent_sleeping, 1);
+	futex_wait_until(&s->doorbell, seen, clock_ns() + (uint64_t)timeout_ms * 1000000ull);
+	atomic_store(&s->agent_sleeping, 0);
+}
+
+int gw_open(const char *dir, uint32_t rank, struct gateway **out)
+{
+	char path[PATH_MAX];
+	struct gateway *g;
+	struct stat st;
+	void *map;
+	struct gw_shared hdr;
+	int fd;
+
+	if (!pidfile_holder(dir, rank))
+		return -ENOTCONN;
+	gw_path(path, sizeof(path), dir, rank);
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOTCONN : errno == ELOOP ? -EPERM : -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		close(fd);
+		return -EPERM;
+	}
+	if ((size_t)st.st_size != sizeof(struct gw_shared) ||
+	    pread(fd, &hdr, offsetof(struct gw_shared, slots), 0) !=
+		(ssize_t)offsetof(struct gw_shared, slots) ||
+	    hdr.magic != GW_MAGIC || hdr.version != GW_VERSION || hdr.slot_size != sizeof(struct gw_slot) ||
+	    hdr.nslots != GW_SLOTS || hdr.rank != rank) {
+		close(fd);
+		return hdr.magic == 0 ? -ENOTCONN : -EBADMSG; /* a gateway still being made reads as zeros */
+	}
+	map = mmap(NULL, sizeof(struct gw_shared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	g = calloc(1, sizeof(*g));
+	if (map == MAP_FAILED || !g) {
+		if (map != MAP_FAILED)
+			munmap(map, sizeof(struct gw_shared));
+		free(g);
+		return -ENOMEM;
+	}
+	g->s = map;
+	snprintf(g->dir, sizeof(g->dir), "%s", dir);
+	g->rank = rank;
+	*out = g;
+	return 0;
+}
+
+void gw_close(struct gateway *g)
+{
+	if (!g)
+		return;
+	munmap(g->s, sizeof(*g->s));
+	free(g);
+}
+
+void gw_info(struct gateway *g, struct gw_info *info)
+{
+	struct gw_shared *s = g->s;
+
+	memset(info, 0, sizeof(*info));
+	info->pid = s->pid;
+	info->rank = s->rank;
+	info->nodes = s->nodes > GW_MAX_NODES ? GW_MAX_NODES : s->nodes;
+	info->start_realtime_ns = s->start_realtime_ns;
+	memcpy(info->hosts, s->hosts, sizeof(info->hosts));
+	for (int i = 0; i < GW_MAX_NODES; i++)
+		info->hosts[i][GW_HOST_LEN - 1] = '\0';
+	info->requests = atomic_load(&s->requests);
+	info->completed = atomic_load(&s->completed);
+	info->failed = atomic_load(&s->failed);
+	info->eagain = atomic_load(&s->eagain);
+	info->reaped = atomic_load(&s->reaped);
+	for (int i = 0; i < GW_SLOTS; i++)
+		info->depth += atomic_load(&s->slots[i].state) != SLOT_FREE;
+	info->running = atomic_load(&s->running) && pidfile_holder(g->dir, g->rank);
+}
+
+static bool agent_alive(struct gateway *g)
+{
+	return atomic_load(&g->s->running) && pidfile_holder(g->dir, g->rank) == g->s->pid;
+}
+
+int gw_call(struct gateway *g, const struct gw_request *req, const void *in, size_t inlen, void *out,
+	    size_t cap, size_t *outlen, bool wait)
+{
+	struct gw_shared *s = g->s;
+	struct gw_slot *sl = NULL;
+	uint64_t deadline, start = (uint64_t)getpid() * 2654435761u;
+
+	if (inlen > GW_INLINE)
+		return -EMSGSIZE;
+	if (!atomic_load(&s->running))
+		return -ENOTCONN;
+	for (int i = 0; i < GW_SLOTS && !sl; i++) {
+		struct gw_slot *cand = &s->slots[(start + (uint64_t)i) % GW_SLOTS];
+		uint32_t free_state = SLOT_FREE;
+
+		if (atomic_compare_exchange_strong(&cand->state, &free_state, SLOT_CLAIMED))
+			sl = cand;
+	}
+	if (!sl) {
+		atomic_fetch_add(&s->eagain, 1);
+		return -EAGAIN;
+	}
+	sl->pid = getpid();
+	sl->req = *req;
+	sl->detached = !wait;
+	sl->status = 0;
+	sl->inlen = (uint32_t)inlen;
+	sl->outlen = 0;
+	if (inlen)
+		memcpy(sl->data, in, inlen);
+	sl->ticket = atomic_fetch_add(&s->next_ticket, 1);
+	atomic_fetch_add(&s->requests, 1);
+	atomic_store_explicit(&sl->state, SLOT_READY, memory_order_release);
+	atomic_fetch_add(&s->doorbell, 1);
+	if (atomic_load(&s->agent_sleeping))
+		futex_wake_all(&s->doorbell);
+	if (!wait)
+		return 0;
+	deadline = req->timeout_ms < 0 ? 0 : clock_ns() + ((uint64_t)req->timeout_ms + 1000) * 1000000ull;
+	for (;;) {
+		uint32_t st = atomic_load_explicit(&sl->state, memory_order_acquire);
+
+		if (st == SLOT_DONE) {
+			int rc = sl->status;
+			size_t n = sl->outlen > cap ? cap : sl->outlen;
+
+			if (n)
+				memcpy(out, sl->data, n);
+			if (outlen)
+				*outlen = sl->outlen;
+			atomic_store_explicit(&sl->state, SLOT_FREE, memory_order_release);
+			return rc;
+		}
+		uint64_t now = clock_ns();
+		/* Wake every 100 ms to check the agent is still there. */
+		uint64_t until = now + 100000000ull;
+		bool dead = !agent_alive(g), late = deadline && now >= deadline;
+
+		if (dead || late) {
+			uint32_t ready = SLOT_READY, busy = SLOT_BUSY;
+
+			if (atomic_compare_exchange_strong(&sl->state, &ready, SLOT_FREE) ||
+			    atomic_compare_exchange_strong(&sl->state, &busy, SLOT_ABANDONED))
+				return dead ? -ENOTCONN : -ETIMEDOUT;
+			continue; /* it just became DONE */
+		}
+		if (deadline && deadline < until)
+			until = deadline;
+		futex_wait_until(&sl->state, st, until);
+	}
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The gateway: client processes' requests for channels on other nodes, handed
+ * to their local agent through shared memory (<dir>/gateway.<rank>).
+ *
+ * It is a fixed array of request slots.  A client claims a FREE slot with a
+ * compare-and-swap, fills it, stamps it with a ticket and marks it READY; the
+ * agent (the single consumer) serves READY slots in ticket order, so one
+ * client's requests keep their order.  No FREE slot: the call returns -EAGAIN
+ * at once (the seed: gateway backpressure reaches the user as an error code).
+ * The client sleeps on its slot's state word (a futex) until the agent marks
+ * it DONE; it never spins.  A client killed mid-request leaves a CLAIMED or
+ * DONE slot that the agent reclaims once the client's pid is gone; a client
+ * that gives up waiting marks its slot ABANDONED and the agent frees it.
+ * An agent that dies is noticed by clients through its pid file lock
+ * (core/agent/pidfile.h): they get -ENOTCONN, not a hang.
+ *
+ * Layout: struct gw_shared, then GW_SLOTS slots of struct gw_slot.  Clients
+ * copy and validate the header before use (gw_open); every slot index and
+ * length comes from the caller's side or is bounded again on read.
+ */
+#ifndef RDMATOOL_CORE_AGENT_GATEWAY_H
+#define RDMATOOL_CORE_AGENT_GATEWAY_H
+
+#include "core/agent/channel.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define GW_SLOTS       32
+#define GW_INLINE      (64u << 10) /* payload carried in a slot */
+#define GW_FILE_PREFIX "gateway."
+#define GW_MAX_NODES   64
+#define GW_HOST_LEN    64
+
+enum gw_op { GW_OP_SEND = 1, GW_OP_RECV = 2, GW_OP_POLL = 3 };
+
+/* What a client asks for; the agent fills status, len and state. */
+struct gw_request {
+	uint32_t op;   /* enum gw_op */
+	uint32_t mode; /* enum agent_send_mode, for sends */
+	uint32_t node; /* target rank */
+	int32_t timeout_ms;
+	char name[CHAN_NAME_MAX + 1];
+};
+
+/* The agent's view of itself, for clients and `agent status`. */
+struct gw_info {
+	int32_t pid;
+	uint32_t rank, nodes;
+	uint64_t start_realtime_ns;
+	char hosts[GW_MAX_NODES][GW_HOST_LEN];
+	uint64_t requests, completed, failed, eagain, reaped;
+	uint32_t depth; /* slots in use now */
+	bool running;
+};
+
+struct gateway;
+
+/* Agent side: creates the gateway (replacing a stale one: the caller holds the pid file lock). */
+int gw_create(const char *dir, const struct gw_info *self, struct gateway **out);
+/* Agent side: stops taking requests, fails the waiting ones with -ESHUTDOWN, removes the file. */
+void gw_destroy(struct gateway *g, const char *dir);
+
+/*
+ * Agent side: serves READY requests in ticket order through fn (which
+ * returns 0 or a negative errno and may fill out[0..*outlen) up to
+ * GW_INLINE), then reclaims slots of dead clients.  Returns how many it served.
+ */
+typedef int (*gw_handler)(void *arg, const struct gw_request *req, const void *in, size_t inlen, void *out,
+			  size_t *outlen);
+int gw_serve(struct gateway *g, gw_handler fn, void *arg);
+/* Agent side: sleeps until a request arrives or timeout_ms passes. */
+void gw_wait_for_work(struct gateway *g, int timeout_ms);
+
+/* Client side: maps and validates the gateway of the agent of `rank`. -ENOTCONN if none runs. */
+int gw_open(const char *dir, uint32_t rank, struct gateway **out);
+void gw_close(struct gateway *g);
+/* A private, validated copy of the agent's information and counters. */
+void gw_info(struct gateway *g, struct gw_info *info);
+
+/*
+ * Client side: one request.  With wait false (send mode "immediately") it
+ * returns once the request is queued.  Otherwise it sleeps until the agent
+ * answers (its status is returned, the reply copied to out[0..cap), *outlen
+ * set), the agent dies (-ENOTCONN), or timeout_ms (plus a second of grace for
+ * the agent, which enforces the request's own timeout) passes (-ETIMEDOUT).
+ */
+int gw_call(struct gateway *g, const struct gw_request *req, const void *in, size_t inlen, void *out,
+	    size_t cap, size_t *outlen, bool wait);
+
+#endif
