@@ -78,6 +78,9 @@ void tcp_set_nodelay(int fd);
 int bench_client_tcp_lat(size_t size, long iters, double *half_rtt_us, char *err, size_t errlen);
 int bench_client_tcp_bw(size_t size, double seconds, double *mib_s, char *err, size_t errlen);
 
+/* Agent channel vs pipe between two processes (cmd/bench/chan_rate.c); prints its own report. */
+int bench_chan_rate(size_t size, long iters, bool baseline, int rounds);
+
 /* Shared by the runners. */
 void bench_stats_latency(double *samples, long n, struct bench_result *r);
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 static const char *const CMD = "bench";
-static const char *const TESTS[] = { "send_lat", "write_lat", "read_lat", "atomic_lat", "send_bw",
+static const char *const TESTS[] = { "send_lat", "write_lat", "read_lat", "atomic_lat", "send_bw", "chan_rate",
 				     "write_bw", "read_bw",  "msg_rate", "ring",	 NULL };
 
 #define MAX_SIZE (8l << 20)
@@ -272,9 +272,15 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 		known |= !strcmp(test, TESTS[i]);
 	if (!known || poptPeekArg(pc)) {
 		/* test points into popt's context: report before freeing it. */
-		rc = usage_error(CMD, "%s test%s%s; use one of send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw msg_rate ring",
+		rc = usage_error(CMD, "%s test%s%s; use one of send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw msg_rate ring chan_rate",
 				 !test ? "missing" : known ? "one" : "unknown", test && !known ? " " : "",
 				 test && !known ? test : test ? " only" : "");
+		poptFreeContext(pc);
+		return rc;
+	}
+	if (!strcmp(test, "chan_rate")) {
+		/* Not the transport: an agent channel between two processes, so none of the transport options apply. */
+		rc = bench_chan_rate((size_t)size, iters, baseline, rounds);
 		poptFreeContext(pc);
 		return rc;
 	}

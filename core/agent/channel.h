@@ -53,6 +53,7 @@ struct chan_state {
 	bool empty, full;	 /* full: a max_msg message would not fit now */
 	uint64_t sent, received; /* messages ever put in / taken out */
 	uint64_t recovered;	 /* times a dead process's lock was taken over */
+	uint64_t futex_calls;	 /* futex waits and wakes made on this channel: its only system calls */
 };
 
 struct chan;

@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench chan_rate: message rate through an agent channel (core/agent/channel.h)
+ * between two processes, one producer and one consumer, against a pipe
+ * carrying the same messages between the same two kinds of processes in the
+ * same run (--baseline).  Also reports the channel's futex calls per message:
+ * the channel's only system calls, where a pipe makes two per message.
+ */
+#include "cmd/bench/bench.h"
+#include "cmd/cmd.h"
+#include "cmd/json.h"
+#include "core/agent/channel.h"
+#include "core/util/clock.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHAN_RATE_CAPACITY 1024
+#define PEER_TIMEOUT_MS	   10000
+
+struct rate_run {
+	double msgs_per_s;
+	double futex_per_msg; /* channel only */
+};
+
+/*
+ * Producer and consumer each on its own CPU, for the channel and for the pipe
+ * alike: left alone, the scheduler's wake-affine placement tends to stack
+ * them on one CPU, and then every message is a context switch for both.
+ */
+static int bench_cpus[2] = {-1, -1}; /* the first two CPUs this process may use */
+
+static void find_cpus(void)
+{
+	cpu_set_t all;
+	int n = 0;
+
+	if (sched_getaffinity(0, sizeof(all), &all))
+		return;
+	for (int cpu = 0; cpu < CPU_SETSIZE && n < 2; cpu++)
+		if (CPU_ISSET(cpu, &all))
+			bench_cpus[n++] = cpu;
+	if (n < 2)
+		bench_cpus[0] = bench_cpus[1] = -1; /* one CPU: nothing to spread */
+}
+
+static void pin_to_cpu(int index)
+{
+	cpu_set_t one;
+
+	if (bench_cpus[index] < 0)
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(bench_cpus[index], &one);
+	sched_setaffinity(0, sizeof(one), &one);
+}
+
+static int full_io(int fd, char *buf, size_t len, bool rd)
+{
+	while (len) {
+		ssize_t n = rd ? read(fd, buf, len) : write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EPIPE;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+struct chan_consumer {
+	const char *dir;
+	size_t size;
+	long iters;
+	int ready_fd;
+};
+
+static int consume_channel(void *arg)
+{
+	struct chan_consumer *cc = arg;
+	char *buf = malloc(cc->size ? cc->size : 1);
+	struct chan *c;
+	size_t len;
+
+	if (!buf || chan_open(cc->dir, "rate", &c))
+		return 2;
+	pin_to_cpu(1);
+	if (write(cc->ready_fd, "r", 1) != 1)
+		return 2;
+	for (long i = 0; i < cc->iters; i++)
+		if (chan_recv(c, buf, cc->size, &len, PEER_TIMEOUT_MS) || len != cc->size)
+			return 1;
+	chan_close(c);
+	free(buf);
+	return 0;
+}
+
+static int finish_consumer(pid_t pid, char *err, size_t errlen)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		snprintf(err, errlen, "the consumer process failed (status %d)", status);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int run_channel(const char *dir, size_t size, long iters, struct rate_run *r, char *err, size_t errlen)
+{
+	struct chan_attr a = {.capacity_msgs = CHAN_RATE_CAPACITY,
+			      .capacity_bytes =
+				  CHAN_RATE_CAPACITY * (CHAN_RECORD_HEADER + ((size + 7) & ~(size_t)7)),
+			      .max_msg = (uint32_t)size};
+	struct chan_consumer cc = {.dir = dir, .size = size, .iters = iters};
+	char *buf = calloc(1, size ? size : 1);
+	struct chan_state before, after;
+	struct chan *c;
+	int rc, ready[2];
+	uint64_t t0;
+	pid_t pid;
+
+	if (!buf)
+		return -ENOMEM;
+	chan_destroy(dir, "rate");
+	rc = chan_create(dir, "rate", &a);
+	if (!rc)
+		rc = chan_open(dir, "rate", &c);
+	if (rc) {
+		snprintf(err, errlen, "cannot create a channel in %s: %s", dir, strerror(-rc));
+		free(buf);
+		return rc;
+	}
+	if (pipe(ready)) {
+		rc = -errno;
+		goto out;
+	}
+	cc.ready_fd = ready[1];
+	pid = fork();
+	if (pid == 0) {
+		close(ready[0]);
+		_exit(consume_channel(&cc));
+	}
+	close(ready[1]);
+	char byte;
+
+	if (pid < 0 || read(ready[0], &byte, 1) != 1) {
+		close(ready[0]);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		snprintf(err, errlen, "the consumer process did not start");
+		rc = -EIO;
+		goto out;
+	}
+	close(ready[0]);
+	chan_poll(c, &before, 0);
+	t0 = clock_ns();
+	for (long i = 0; i < iters && !rc; i++)
+		rc = chan_send(c, buf, size, PEER_TIMEOUT_MS, NULL);
+	if (rc) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		snprintf(err, errlen, "sending into the channel failed: %s", strerror(-rc));
+		goto out;
+	}
+	rc = finish_consumer(pid, err, errlen);
+	r->msgs_per_s = (double)iters / ((double)(clock_ns() - t0) / 1e9);
+	chan_poll(c, &after, 0);
+	r->futex_per_msg = (double)(after.futex_calls - before.futex_calls) / (double)iters;
+out:
+	chan_close(c);
+	chan_destroy(dir, "rate");
+	free(buf);
+	return rc;
+}
+
+struct pipe_consumer {
+	int fd, ready_fd;
+	size_t size;
+	long iters;
+};
+
+static int consume_pipe(void *arg)
+{
+	struct pipe_consumer *pc = arg;
+	char *buf = malloc(pc->size ? pc->size : 1);
+
+	pin_to_cpu(1);
+	if (!buf || write(pc->ready_fd, "r", 1) != 1)
+		return 2;
+	for (long i = 0; i < pc->iters; i++)
+		if (full_io(pc->fd, buf, pc->size, true))
+			return 1;
+	free(buf);
+	return 0;
+}
+
+static int run_pipe(size_t size, long iters, struct rate_run *r, char *err, size_t errlen)
+{
+	struct pipe_consumer pc = {.size = size, .iters = iters};
+	char *buf = calloc(1, size ? size : 1);
+	int fds[2], ready[2], rc = 0;
+	uint64_t t0;
+	pid_t pid;
+	char byte;
+
+	if (!buf || pipe(fds)) {
+		free(buf);
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -EIO;
+	}
+	if (pipe(ready)) {
+		close(fds[0]);
+		close(fds[1]);
+		free(buf);
+		return -errno;
+	}
+	pc.fd = fds[0];
+	pc.ready_fd = ready[1];
+	pid = fork();
+	if (pid == 0) {
+		close(fds[1]);
+		close(ready[0]);
+		_exit(consume_pipe(&pc));
+	}
+	close(fds[0]);
+	close(ready[1]);
+	if (pid < 0 || read(ready[0], &byte, 1) != 1)
+		rc = -EIO;
+	close(ready[0]);
+	t0 = clock_ns();
+	for (long i = 0; i < iters && !rc; i++)
+		rc = full_io(fds[1], buf, size, false);
+	close(fds[1]);
+	if (pid > 0) {
+		int frc = finish_consumer(pid, err, errlen);
+
+		rc = rc ? rc : frc;
+	}
+	r->msgs_per_s = (double)iters / ((double)(clock_ns() - t0) / 1e9);
+	if (rc && !err[0])
+		snprintf(err, errlen, "the pipe baseline failed: %s", strerror(-rc));
+	free(buf);
+	return rc;
+}
+
+static double median_of(double *v, int n)
+{
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+			double t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int bench_chan_rate(size_t size, long iters, bool baseline, int rounds)
+{
+	char dir[] = "/dev/shm/rdmatool-bench-chan.XXXXXX", err[512] = "";
+	double ratios[64];
+	struct json j;
+	int status = EXIT_OK;
+
+	if (iters <= 0)
+		iters = 1000000;
+	if (rounds > 64)
+		rounds = 64;
+	if (size > (1u << 20))
+		return usage_error("bench", "chan_rate takes --size up to 1 MiB");
+	if (!mkdtemp(dir))
+		return run_error("bench", "cannot create a private directory under /dev/shm: %s",
+				 strerror(errno));
+	cpu_set_t saved;
+	bool restore = sched_getaffinity(0, sizeof(saved), &saved) == 0;
+
+	find_cpus();
+	pin_to_cpu(0);
+	if (global_opts.json) {
+		json_init(&j, stdout, global_opts.pretty);
+		json_begin_object(&j, NULL);
+		json_string(&j, "test", "chan_rate");
+		json_string(&j, "mode", "two processes");
+		json_uint(&j, "MsgSize", size);
+		json_int(&j, "iters", iters);
+		json_begin_array(&j, "results");
+	} else {
+		printf("chan_rate: %zu-byte messages, one producer and one consumer process (pinned to two "
+		       "CPUs), "
+		       "%ld messages per run\n",
+		       size, iters);
+		printf(" %-6s %-16s %-16s %-14s %s\n", "round", "channel[Mmsg/s]",
+		       baseline ? "pipe[Mmsg/s]" : "", baseline ? "channel/pipe" : "", "futex calls/msg");
+	}
+	for (int round = 0; round < rounds; round++) {
+		struct rate_run ch = {0}, pp = {0};
+		int rc = 0;
+
+		/* ABBA order: neither side always runs first. */
+		if (baseline && round % 2)
+			rc = run_pipe(size, iters, &pp, err, sizeof(err));
+		if (!rc)
+			rc = run_channel(dir, size, iters, &ch, err, sizeof(err));
+		if (!rc && baseline && round % 2 == 0)
+			rc = run_pipe(size, iters, &pp, err, sizeof(err));
+		if (rc) {
+			status = run_error("bench", "%s", err);
+			break;
+		}
+		ratios[round] = baseline ? ch.msgs_per_s / pp.msgs_per_s : 0;
+		if (global_opts.json) {
+			json_begin_object(&j, NULL);
+			json_double(&j, "channel_msgs_per_s", ch.msgs_per_s);
+			if (baseline) {
+				json_double(&j, "pipe_msgs_per_s", pp.msgs_per_s);
+				json_double(&j, "channel_over_pipe", ratios[round]);
+			}
+			json_double(&j, "futex_calls_per_msg", ch.futex_per_msg);
+			json_end_object(&j);
+		} else if (baseline) {
+			printf(" %-6d %-16.3f %-16.3f %-14.2f %.4f\n", round + 1, ch.msgs_per_s / 1e6,
+			       pp.msgs_per_s / 1e6, ratios[round], ch.futex_per_msg);
+		} else {
+			printf(" %-6d %-16.3f %-16s %-14s %.4f\n", round + 1, ch.msgs_per_s / 1e6, "", "",
+			       ch.futex_per_msg);
+		}
+	}
+	rmdir(dir);
+	if (restore)
+		sched_setaffinity(0, sizeof(saved), &saved);
+	if (global_opts.json) {
+		json_end_array(&j);
+		if (baseline && status == EXIT_OK)
+			json_double(&j, "channel_over_pipe", median_of(ratios, rounds));
+		json_end_object(&j);
+		json_finish(&j);
+	} else if (baseline && status == EXIT_OK) {
+		printf("channel/pipe message rate (median of %d round%s): %.2fx\n", rounds,
+		       rounds > 1 ? "s" : "", median_of(ratios, rounds));
+	}
+	return status;
+}
