@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/agent/gateway + pidfile: backpressure as -EAGAIN, ticket order, a
+ * client killed mid-request reclaimed, a dead agent seen as -ENOTCONN, and a
+ * second agent refused while the first holds the pid file.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "core/agent/gateway.h"
+#include "core/agent/pidfile.h"
+#include "core/util/clock.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct fixture {
+	char dir[64];
+	int pid_fd;
+	struct gateway *agent;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct gw_info self = {.pid = getpid(), .rank = 0, .nodes = 2};
+	pid_t holder;
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/rdmatool-gw.XXXXXX");
+	if (!mkdtemp(f->dir) || pidfile_acquire(f->dir, 0, &f->pid_fd, &holder))
+		return -1;
+	strcpy(self.hosts[0], "a");
+	strcpy(self.hosts[1], "b");
+	if (gw_create(f->dir, &self, &f->agent))
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[128];
+
+	gw_destroy(f->agent, f->dir);
+	if (f->pid_fd >= 0)
+		pidfile_release(f->dir, 0, f->pid_fd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	if (system(cmd))
+		return -1;
+	free(f);
+	return 0;
+}
+
+struct served {
+	int n;
+	uint32_t order[64];
+};
+
+static int record(void *arg, const struct gw_request *req, const void *in, size_t inlen, void *out,
+		  size_t *outlen)
+{
+	struct served *s = arg;
+	uint32_t v = 0;
+
+	(void)req;
+	if (inlen >= sizeof(v))
+		memcpy(&v, in, sizeof(v));
+	if (s->n < 64)
+		s->order[s->n++] = v;
+	memcpy(out, "ok", 2);
+	*outlen = 2;
+	return req->node == 1 ? 0 : -EHOSTDOWN;
+}
+
+static void test_backpressure_and_order(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_request req = {.op = GW_OP_SEND, .node = 1, .timeout_ms = 1000, .name = "q"};
+	struct served s = {0};
+	struct gateway *cl;
+	struct gw_info info;
+
+	assert_int_equal(gw_open(f->dir, 0, &cl), 0);
+	/* "immediately" requests queue without waiting: the gateway fills, and the next one is refused. */
+	for (uint32_t i = 0; i < GW_SLOTS; i++)
+		assert_int_equal(gw_call(cl, &req, &i, sizeof(i), NULL, 0, NULL, false), 0);
+	uint32_t extra = 99;
+
+	assert_int_equal(gw_call(cl, &req, &extra, sizeof(extra), NULL, 0, NULL, false), -EAGAIN);
+	gw_info(cl, &info);
+	assert_int_equal(info.depth, GW_SLOTS);
+	assert_int_equal(info.eagain, 1);
+	assert_int_equal(gw_serve(f->agent, record, &s), GW_SLOTS);
+	/* Served in the order they were made, whatever slot each landed in. */
+	assert_int_equal(s.n, GW_SLOTS);
+	for (int i = 0; i < GW_SLOTS; i++)
+		assert_int_equal(s.order[i], (uint32_t)i);
+	gw_info(cl, &info);
+	assert_int_equal(info.depth, 0);
+	assert_int_equal(info.completed, GW_SLOTS);
+	gw_close(cl);
+}
+
+/* A waiting client gets the agent's status and reply. */
+static void test_call_and_reply(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_request req = {.op = GW_OP_RECV, .node = 0, .timeout_ms = 1000, .name = "q"};
+	struct served s = {0};
+	char out[8] = "";
+	size_t outlen = 0;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		/* The "agent": serves until it has answered one request. */
+		uint64_t until = clock_ns() + 5000000000ull;
+
+		while (s.n == 0 && clock_ns() < until)
+			if (gw_serve(f->agent, record, &s) == 0)
+				gw_wait_for_work(f->agent, 50);
+		_exit(s.n == 1 ? 0 : 1);
+	}
+	struct gateway *cl;
+	int status;
+
+	assert_int_equal(gw_open(f->dir, 0, &cl), 0);
+	assert_int_equal(gw_call(cl, &req, NULL, 0, out, sizeof(out), &outlen, true), -EHOSTDOWN);
+	assert_int_equal(outlen, 2);
+	assert_memory_equal(out, "ok", 2);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	gw_close(cl);
+}
+
+/* A client killed after queuing a request it waits for: the agent answers into the void, then reclaims the
+ * slot. */
+static void test_dead_client_reclaimed(void **state)
+{
+	struct fixture *f = *state;
+	struct served s = {0};
+	struct gw_info info;
+	int status;
+	int ready[2];
+	char byte;
+
+	assert_int_equal(pipe(ready), 0);
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct gw_request req = {.op = GW_OP_POLL, .node = 1, .timeout_ms = -1, .name = "q"};
+		struct gateway *cl;
+		char out[8];
+
+		if (gw_open(f->dir, 0, &cl) || write(ready[1], "r", 1) != 1)
+			_exit(2);
+		gw_call(cl, &req, NULL, 0, out, sizeof(out), NULL, true); /* waits: nobody serves yet */
+		_exit(3);
+	}
+	assert_int_equal(read(ready[0], &byte, 1), 1);
+	/* Wait until its request is queued, then kill it. */
+	for (int i = 0; i < 500; i++) {
+		gw_info(f->agent, &info);
+		if (info.requests == 1)
+			break;
+		usleep(2000);
+	}
+	assert_int_equal(info.requests, 1);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(gw_serve(f->agent, record, &s), 1); /* answered: DONE, owner dead */
+	gw_serve(f->agent, record, &s);			     /* reclaimed */
+	gw_info(f->agent, &info);
+	assert_int_equal(info.depth, 0);
+	assert_int_equal(info.reaped, 1);
+	close(ready[0]);
+	close(ready[1]);
+}
+
+/* The agent goes away while a client waits: -ENOTCONN within a deadline, not a hang. */
+static void test_agent_gone(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_request req = {.op = GW_OP_RECV, .node = 1, .timeout_ms = -1, .name = "q"};
+	struct gateway *cl;
+	char out[8];
+	uint64_t t0;
+
+	assert_int_equal(gw_open(f->dir, 0, &cl), 0);
+	/* The pid file lock is the agent's life: dropping it is the agent dying. */
+	pidfile_release(f->dir, 0, f->pid_fd);
+	f->pid_fd = -1;
+	t0 = clock_ns();
+	assert_int_equal(gw_call(cl, &req, NULL, 0, out, sizeof(out), NULL, true), -ENOTCONN);
+	assert_true(clock_ns() - t0 < 2000000000ull);
+	gw_close(cl);
+	assert_int_equal(gw_open(f->dir, 0, &cl), -ENOTCONN);
+}
+
+static void test_pidfile_single_agent(void **state)
+{
+	struct fixture *f = *state;
+	pid_t holder = 0;
+	int fd;
+
+	assert_int_equal(pidfile_holder(f->dir, 0), getpid());
+	/* Checking does not drop the lock (an OFD lock, unlike a POSIX record lock). */
+	assert_int_equal(pidfile_holder(f->dir, 0), getpid());
+	assert_int_equal(pidfile_acquire(f->dir, 0, &fd, &holder), -EEXIST);
+	assert_int_equal(holder, getpid());
+	assert_int_equal(pidfile_holder(f->dir, 1), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_backpressure_and_order, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_call_and_reply, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_client_reclaimed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_agent_gone, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pidfile_single_agent, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
