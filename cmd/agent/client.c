@@ -68,7 +68,7 @@ static int open_channel(const struct agent_opts *o, const char *what, struct age
 		return usage_error(AGENT_CMD, "%s needs an address: NAME or NODE/NAME", what);
 	rc = agent_attach(o->rank, cl, why, sizeof(why));
 	if (rc)
-		return run_error(AGENT_CMD, "%s", why);
+		return rc == -EINVAL ? usage_error(AGENT_CMD, "%s", why) : run_error(AGENT_CMD, "%s", why);
 	rc = agent_chan_open(*cl, o->args[0], h);
 	if (rc == -EINVAL) {
 		agent_detach(*cl);
@@ -347,7 +347,7 @@ int agent_chan_cmd(const struct agent_opts *o)
 		return usage_error(AGENT_CMD, "use 'chan create NAME', 'chan destroy NAME' or 'chan list'");
 	rc = agent_attach(o->rank, &cl, why, sizeof(why));
 	if (rc)
-		return run_error(AGENT_CMD, "%s", why);
+		return rc == -EINVAL ? usage_error(AGENT_CMD, "%s", why) : run_error(AGENT_CMD, "%s", why);
 	if (!strcmp(what, "list")) {
 		struct json j;
 

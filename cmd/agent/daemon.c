@@ -52,7 +52,7 @@ static int resolve_dir(char *dir, size_t len, bool create)
 	int rc = agent_dir_resolve(dir, len, create, why, sizeof(why));
 
 	if (rc)
-		return run_error(AGENT_CMD, "%s", why);
+		return rc == -EINVAL ? usage_error(AGENT_CMD, "%s", why) : run_error(AGENT_CMD, "%s", why);
 	return 0;
 }
 
@@ -190,6 +190,27 @@ int agent_start(const struct agent_opts *o)
 	return EXIT_FAILURES;
 }
 
+/* Gone, or a zombie waiting for an init that may be slow to reap it. */
+static bool process_gone(pid_t pid)
+{
+	char path[64], stat[512];
+	const char *close_paren;
+	FILE *f;
+	size_t n;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;
+	n = fread(stat, 1, sizeof(stat) - 1, f);
+	fclose(f);
+	stat[n] = '\0';
+	close_paren = strrchr(stat, ')');
+	return close_paren && (close_paren[2] == 'Z' || close_paren[2] == 'X');
+}
+
 int agent_stop(const struct agent_opts *o)
 {
 	char dir[PATH_MAX], why[512];
@@ -200,7 +221,7 @@ int agent_stop(const struct agent_opts *o)
 	if (o->nargs)
 		return usage_error(AGENT_CMD, "stop takes no arguments");
 	if (rc && rc != -ENOENT)
-		return run_error(AGENT_CMD, "%s", why);
+		return rc == -EINVAL ? usage_error(AGENT_CMD, "%s", why) : run_error(AGENT_CMD, "%s", why);
 	pid = rc ? 0 : pidfile_holder(dir, o->rank);
 	if (!pid) {
 		notice(AGENT_CMD, "no agent runs for %s rank %u", dir, o->rank);
@@ -210,7 +231,7 @@ int agent_stop(const struct agent_opts *o)
 		return run_error(AGENT_CMD, "cannot signal the agent (pid %d): %s", (int)pid,
 				 strerror(errno));
 	deadline = clock_ns() + STOP_DEADLINE_MS * 1000000ull;
-	while (pidfile_holder(dir, o->rank) == pid) {
+	while (pidfile_holder(dir, o->rank) == pid || !process_gone(pid)) {
 		if (clock_ns() > deadline)
 			return run_error(AGENT_CMD,
 					 "the agent (pid %d) did not stop within %d s; 'kill -9 %d' ends it",
@@ -273,6 +294,8 @@ int agent_status(const struct agent_opts *o)
 
 	if (o->nargs)
 		return usage_error(AGENT_CMD, "status takes no arguments");
+	if (rc == -EINVAL)
+		return usage_error(AGENT_CMD, "%s", why);
 	if (!rc)
 		rc = gw_open(dir, o->rank, &gw);
 	if (rc) {

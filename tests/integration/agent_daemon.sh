@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# rdmatool agent start/status/stop: the round trip, a second agent refused,
+# a SIGKILLed agent's pid file taken over, SIGTERM/SIGINT ending cleanly,
+# clients told -ENOTCONN / -EHOSTDOWN instead of hanging, and the agent's
+# counters in the stats segment.  Everything lives in private directories.
+set -eu
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v jq >/dev/null || fail "jq missing; run 'make deps'"
+
+dir=$(mktemp -d /tmp/rdmatool-agent-test.XXXXXX)
+export RDMATOOL_AGENT_DIR=$dir/agent RDMATOOL_STATS_DIR=$dir/stats
+mkdir -m 700 "$RDMATOOL_AGENT_DIR" "$RDMATOOL_STATS_DIR"
+cleanup() {
+	"$RDMATOOL" -q agent stop >/dev/null 2>&1 || true
+	[ -f "$RDMATOOL_AGENT_DIR/agent.0.pid" ] && kill -9 "$(cat "$RDMATOOL_AGENT_DIR/agent.0.pid")" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+run() { # runs rdmatool with a deadline, capturing stdout, stderr and the exit status
+	set +e
+	timeout 20 "$RDMATOOL" "$@" >"$dir/out" 2>"$dir/err"
+	rc=$?
+	set -e
+}
+
+wait_until() { # CONDITION...: polls for up to 10 s
+	for _ in $(seq 500); do
+		"$@" && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
+# No agent: status says so with its documented exit status, in text and JSON.
+run agent status
+[ $rc -eq 3 ] || fail "status without agent exit $rc"
+grep -q 'no agent runs' "$dir/out" || fail "status text: $(cat "$dir/out")"
+run -j agent status
+[ $rc -eq 3 ] && [ "$(jq .running "$dir/out")" = false ] || fail "status -j without agent: $rc $(cat "$dir/out")"
+
+# start returns once the agent serves; status shows it.
+run agent start --hosts=localhost,peer1:7000
+[ $rc -eq 0 ] || fail "start exit $rc: $(cat "$dir/err")"
+pid=$(cat "$RDMATOOL_AGENT_DIR/agent.0.pid")
+kill -0 "$pid" || fail "agent $pid not running after start"
+run -j agent status
+[ $rc -eq 0 ] || fail "status exit $rc"
+[ "$(jq .pid "$dir/out")" = "$pid" ] || fail "status pid: $(cat "$dir/out")"
+[ "$(jq .nodes "$dir/out")" = 2 ] || fail "status nodes: $(cat "$dir/out")"
+[ "$(jq -r '.peers[0].host' "$dir/out")" = peer1 ] || fail "status peers: $(cat "$dir/out")"
+
+# A second agent for the same directory and rank is refused, clearly.
+run agent start
+[ $rc -eq 1 ] && grep -q "already runs.*pid $pid" "$dir/err" || fail "second start: $rc $(cat "$dir/err")"
+run agent foreground
+[ $rc -eq 1 ] && grep -q "already runs" "$dir/err" || fail "foreground next to start: $rc $(cat "$dir/err")"
+
+# Requests for another node go through the gateway and fail fast: no link yet.
+echo hi >"$dir/msg"
+run agent send 1/q "$dir/msg" --timeout=2000
+[ $rc -eq 1 ] && grep -q 'no link to that node' "$dir/err" || fail "remote send: $rc $(cat "$dir/err")"
+run agent recv peer1/q --timeout=2000
+[ $rc -eq 1 ] && grep -q 'no link to that node' "$dir/err" || fail "remote recv: $rc $(cat "$dir/err")"
+run agent poll 7/q
+[ $rc -eq 1 ] && grep -q 'no such node' "$dir/err" || fail "unknown node: $rc $(cat "$dir/err")"
+run -j agent status
+[ "$(jq .gateway.failed "$dir/out")" -ge 2 ] || fail "gateway counters: $(cat "$dir/out")"
+
+# The agent's counters are in its stats segment, where cqstat finds them.
+run -j cqstat
+[ $rc -eq 0 ] || fail "cqstat exit $rc: $(cat "$dir/err")"
+jq -e --argjson p "$pid" '.processes[] | select(.pid == $p) | .cqs[] | select(.kind == "agent" and .posted >= 2)' "$dir/out" \
+	>/dev/null || fail "cqstat does not show the agent: $(cat "$dir/out")"
+
+# stop: SIGTERM, waits, reports; nothing of the agent's is left.
+run agent stop
+[ $rc -eq 0 ] && grep -q "pid $pid" "$dir/err" || fail "stop: $rc $(cat "$dir/err")"
+gone() { ! kill -0 "$1" 2>/dev/null || grep -q '^[^)]*) [ZX]' "/proc/$1/stat" 2>/dev/null; }
+gone "$pid" || fail "agent $pid still alive after stop"
+[ ! -e "$RDMATOOL_AGENT_DIR/gateway.0" ] && [ ! -e "$RDMATOOL_AGENT_DIR/agent.0.pid" ] || fail "stop left files: $(ls "$RDMATOOL_AGENT_DIR")"
+[ -z "$(ls "$RDMATOOL_STATS_DIR")" ] || fail "stop left a stats segment: $(ls "$RDMATOOL_STATS_DIR")"
+run agent stop
+[ $rc -eq 0 ] && grep -q 'no agent runs' "$dir/err" || fail "stop without agent: $rc $(cat "$dir/err")"
+
+# With the agent gone, remote requests say so instead of hanging.
+run agent send 1/q "$dir/msg" --timeout=2000
+[ $rc -eq 1 ] && grep -q 'no agent runs' "$dir/err" || fail "send without agent: $rc $(cat "$dir/err")"
+
+# SIGKILL leaves a stale pid file and gateway: status sees no agent, the next start takes over.
+run agent start
+[ $rc -eq 0 ] || fail "restart exit $rc: $(cat "$dir/err")"
+pid=$(cat "$RDMATOOL_AGENT_DIR/agent.0.pid")
+kill -9 "$pid"
+wait_until gone "$pid" || fail "agent $pid survived SIGKILL"
+[ -e "$RDMATOOL_AGENT_DIR/agent.0.pid" ] || fail "expected a stale pid file"
+run agent status
+[ $rc -eq 3 ] || fail "status after SIGKILL exit $rc"
+run agent start
+[ $rc -eq 0 ] || fail "start over a stale pid file: $rc $(cat "$dir/err")"
+newpid=$(cat "$RDMATOOL_AGENT_DIR/agent.0.pid")
+[ "$newpid" != "$pid" ] || fail "pid file not rewritten"
+run agent stop
+[ $rc -eq 0 ] || fail "stop after takeover: $rc"
+rm -f "$RDMATOOL_STATS_DIR"/* # the SIGKILLed agent's segment: not ours to test here
+
+# foreground ends cleanly on SIGINT and on SIGTERM.
+for sig in INT TERM; do
+	"$RDMATOOL" agent foreground 2>"$dir/fg.err" &
+	fg=$!
+	wait_until test -e "$RDMATOOL_AGENT_DIR/gateway.0" || fail "foreground never served"
+	kill -$sig $fg
+	set +e
+	wait $fg
+	frc=$?
+	set -e
+	[ $frc -eq 0 ] || fail "foreground exit $frc after SIG$sig: $(cat "$dir/fg.err")"
+	grep -q 'stopping' "$dir/fg.err" || fail "no stop line in the log after SIG$sig"
+	[ ! -e "$RDMATOOL_AGENT_DIR/gateway.0" ] || fail "SIG$sig left the gateway"
+done
+
+# Bad input: exit 2 with the variable or option named.
+RDMATOOL_AGENT_DEBUG=yes run agent status
+[ $rc -eq 2 ] && grep -q RDMATOOL_AGENT_DEBUG "$dir/err" || fail "bad RDMATOOL_AGENT_DEBUG: $rc $(cat "$dir/err")"
+RDMATOOL_AGENT_DIR=relative/dir run agent status
+[ $rc -eq 2 ] && grep -q 'RDMATOOL_AGENT_DIR=.relative/dir. must be an absolute path' "$dir/err" ||
+	fail "relative RDMATOOL_AGENT_DIR: $rc $(cat "$dir/err")"
+run agent start --rank=2 --hosts=a,b
+[ $rc -eq 2 ] && grep -q -- '--rank=2' "$dir/err" || fail "rank beyond hosts: $rc $(cat "$dir/err")"
+run agent start --hosts=a,,b
+[ $rc -eq 2 ] && grep -q -- '--hosts' "$dir/err" || fail "bad hosts: $rc $(cat "$dir/err")"
+run agent frobnicate
+[ $rc -eq 2 ] && grep -q 'unknown action frobnicate' "$dir/err" || fail "unknown action: $rc $(cat "$dir/err")"
+echo "agent daemon: ok"
