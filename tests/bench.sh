@@ -56,3 +56,8 @@ start_server
 stop_server
 bar "send_lat 8 B two processes t_typical / TCP ping-pong (same 2 processes)" "$(jq '.results[0].ratio_to_tcp' "$dir/lat.json")" "<= 2" \
 	"$(jq -r '.results[0] | "(\(.t_typical) vs \(.tcp_t_typical) us)"' "$dir/lat.json")"
+
+# Issue 12: an agent channel between two processes against a pipe between the same two.
+"$RDMATOOL" -q -j bench chan_rate -s 64 --baseline --rounds=5 >"$dir/chan.json"
+bar "chan_rate 64 B channel / pipe (same 2 processes)" "$(jq '.channel_over_pipe' "$dir/chan.json")" ">= 2" \
+	"$(jq -r '.results[0] | "(round 1: \(.channel_msgs_per_s / 1e3 | floor) vs \(.pipe_msgs_per_s / 1e3 | floor) kmsg/s, \(.futex_calls_per_msg) futex calls/msg)"' "$dir/chan.json")"

@@ -27,18 +27,19 @@
 #define CHAN_LOCK_SPINS 256
 #define CHAN_WAIT_SPINS 2048
 
-/* One end of the ring: where it is, how many messages and bytes passed it. */
+/* One end of the ring as the code sees it: where it is, how many messages and bytes passed it. */
 struct chan_end {
 	uint64_t off, seq, bytes;
 };
 
-/* Double-buffered so that a commit is one store of `which` (see channel.h). */
-struct chan_end_slot {
-	_Atomic uint32_t which;
-	uint32_t pad;
-	struct chan_end v[2];
-};
-
+/*
+ * Layout, by who writes what.  The lock and both ends share one cache line:
+ * every operation takes them together, so a message moves that line once per
+ * side.  An end is committed by one 64-bit store of {seq low 32 bits, offset},
+ * after the record is complete: a process killed with the lock held leaves a
+ * whole message or none (see chan_recover() for the counters that follow).
+ * The producers' and the consumers' counters live on lines of their own.
+ */
 struct chan_shared {
 	uint64_t magic;
 	uint32_t version;
@@ -46,26 +47,29 @@ struct chan_shared {
 	uint64_t data_size;
 	uint32_t capacity_msgs;
 	uint32_t max_msg;
-	/* What every operation takes together: the lock and both ends. */
-	pthread_mutex_t lock __attribute__((aligned(64)));
-	struct chan_end_slot head, tail;
 	_Atomic uint64_t recovered;
 	_Atomic uint64_t futex_calls; /* waits and wakes: the system calls the channel made */
+	pthread_mutex_t lock __attribute__((aligned(64)));
+	_Atomic uint64_t head, tail; /* committed ends: seq32 << 32 | offset */
 	/*
-	 * The ends' message counts, stored (seq_cst) after each commit, on lines
-	 * of their own.  A waiter spins on them without the lock, and their low
-	 * 32 bits are the futex words: a sleeper increments its sleeper count,
-	 * then sleeps only while the word still holds what it saw under the
-	 * lock; a waker stores the word, then wakes only if the count says
-	 * someone sleeps.  Store-then-load on both sides (seq_cst) means one of
-	 * the two always sees the other, so no wake is lost and an uncontended
-	 * message costs no read-modify-write beyond the lock.
+	 * The ends' message counts (and byte totals), stored (seq_cst) after each
+	 * commit.  A waiter spins on them without the lock, and their low 32
+	 * bits are the futex words: a sleeper increments its sleeper count, then
+	 * sleeps only while the word still holds what it saw under the lock; a
+	 * waker stores the word, then wakes only if the count says someone
+	 * sleeps.  Store-then-load on both sides (seq_cst) means one of the two
+	 * always sees the other, so no wake is lost and an uncontended message
+	 * costs no read-modify-write beyond the lock.
 	 */
 	_Atomic uint64_t sent __attribute__((aligned(64)));
+	_Atomic uint64_t bytes_in;
 	_Atomic uint32_t recv_sleepers;
 	_Atomic uint64_t taken __attribute__((aligned(64)));
+	_Atomic uint64_t bytes_out;
 	_Atomic uint32_t send_sleepers;
 };
+_Static_assert(offsetof(struct chan_shared, tail) + 8 <= offsetof(struct chan_shared, lock) + 64,
+	       "the lock and both ends share one cache line");
 _Static_assert(sizeof(struct chan_shared) <= CHAN_HEADER, "channel header fits its page");
 
 struct chan_record {
@@ -115,17 +119,38 @@ static int chan_path(char *path, size_t len, const char *dir, const char *name)
 	return 0;
 }
 
-static struct chan_end end_load(struct chan_end_slot *e)
+static uint64_t end_pack(uint64_t seq, uint64_t off)
 {
-	return e->v[atomic_load_explicit(&e->which, memory_order_acquire) & 1];
+	return (uint64_t)(uint32_t)seq << 32 | (uint32_t)off;
 }
 
-static void end_commit(struct chan_end_slot *e, struct chan_end next)
+/* Under the lock: the counters agree with the committed ends (chan_recover() saw to it). */
+static struct chan_end tail_load(struct chan_shared *s)
 {
-	uint32_t w = atomic_load_explicit(&e->which, memory_order_relaxed) & 1;
+	return (struct chan_end){(uint32_t)atomic_load_explicit(&s->tail, memory_order_relaxed),
+				 atomic_load_explicit(&s->sent, memory_order_relaxed),
+				 atomic_load_explicit(&s->bytes_in, memory_order_relaxed)};
+}
 
-	e->v[1 - w] = next;
-	atomic_store_explicit(&e->which, 1 - w, memory_order_release);
+static struct chan_end head_load(struct chan_shared *s)
+{
+	return (struct chan_end){(uint32_t)atomic_load_explicit(&s->head, memory_order_relaxed),
+				 atomic_load_explicit(&s->taken, memory_order_relaxed),
+				 atomic_load_explicit(&s->bytes_out, memory_order_relaxed)};
+}
+
+static void tail_commit(struct chan_shared *s, struct chan_end next)
+{
+	atomic_store_explicit(&s->tail, end_pack(next.seq, next.off), memory_order_release);
+	atomic_store_explicit(&s->bytes_in, next.bytes, memory_order_relaxed);
+	atomic_store(&s->sent, next.seq);
+}
+
+static void head_commit(struct chan_shared *s, struct chan_end next)
+{
+	atomic_store_explicit(&s->head, end_pack(next.seq, next.off), memory_order_release);
+	atomic_store_explicit(&s->bytes_out, next.bytes, memory_order_relaxed);
+	atomic_store(&s->taken, next.seq);
 }
 
 int chan_create(const char *dir, const char *name, const struct chan_attr *attr)
@@ -275,6 +300,49 @@ static uint64_t deadline_of(int timeout_ms)
 	return timeout_ms > 0 ? clock_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
 }
 
+static _Atomic uint32_t *futex_word(_Atomic uint64_t *count);
+
+/* The count a committed end says, given the counter that may lag it by one message. */
+static uint64_t count_of(uint64_t packed, uint64_t counter)
+{
+	return counter + (uint32_t)((uint32_t)(packed >> 32) - (uint32_t)counter);
+}
+
+/*
+ * Called with the lock of a process that died holding it.  The ends are
+ * whole (one store each), but the owner may have died between committing an
+ * end and storing the counters that follow it: bring the message counts up
+ * to the ends, and recount the bytes waiting by walking the records.
+ */
+static void chan_recover(struct chan *c)
+{
+	struct chan_shared *s = c->s;
+	uint64_t head = atomic_load(&s->head), tail = atomic_load(&s->tail);
+	uint64_t taken = count_of(head, atomic_load(&s->taken)), sent = count_of(tail, atomic_load(&s->sent));
+	uint64_t off = (uint32_t)head, waiting = 0;
+
+	for (uint64_t i = 0; i < sent - taken && i < c->capacity_msgs; i++) {
+		struct chan_record r;
+
+		if (c->data_size - off < CHAN_RECORD_HEADER)
+			off = 0;
+		memcpy(&r, c->data + off, sizeof(r));
+		if (r.mark == REC_WRAP) {
+			off = 0;
+			memcpy(&r, c->data, sizeof(r));
+		}
+		if (r.mark != REC_MSG || r.len > c->max_msg || off + record_size(r.len) > c->data_size)
+			break; /* cannot happen with whole commits; keep what was counted */
+		waiting += r.len;
+		off += record_size(r.len);
+	}
+	atomic_store(&s->bytes_in, atomic_load(&s->bytes_out) + waiting);
+	atomic_store(&s->taken, taken);
+	atomic_store(&s->sent, sent);
+	futex_wake_all(futex_word(&s->sent));
+	futex_wake_all(futex_word(&s->taken));
+}
+
 static int chan_lock(struct chan *c, uint64_t deadline)
 {
 	struct timespec ts;
@@ -300,7 +368,7 @@ static int chan_lock(struct chan *c, uint64_t deadline)
 		rc = pthread_mutex_lock(&c->s->lock);
 	}
 	if (rc == EOWNERDEAD) {
-		/* Commits are single stores, so the state the dead owner left is whole. */
+		chan_recover(c);
 		atomic_fetch_add_explicit(&c->s->recovered, 1, memory_order_relaxed);
 		pthread_mutex_consistent(&c->s->lock);
 		return 0;
@@ -400,7 +468,7 @@ int chan_send(struct chan *c, const void *buf, size_t len, int timeout_ms, uint6
 		rc = chan_lock(c, deadline);
 		if (rc)
 			return rc;
-		struct chan_end h = end_load(&s->head), t = end_load(&s->tail);
+		struct chan_end h = head_load(s), t = tail_load(s);
 		uint64_t at = place_record(c, h, t, need);
 
 		if (at != UINT64_MAX) {
@@ -412,8 +480,7 @@ int chan_send(struct chan *c, const void *buf, size_t len, int timeout_ms, uint6
 			if (len)
 				memcpy(r + 1, buf, len);
 			*r = (struct chan_record){(uint32_t)len, REC_MSG, t.seq};
-			end_commit(&s->tail, (struct chan_end){at + need, t.seq + 1, t.bytes + len});
-			atomic_store(&s->sent, t.seq + 1);
+			tail_commit(s, (struct chan_end){at + need, t.seq + 1, t.bytes + len});
 			chan_unlock(c);
 			if (seq)
 				*seq = t.seq;
@@ -441,7 +508,7 @@ int chan_recv(struct chan *c, void *buf, size_t cap, size_t *len, int timeout_ms
 		rc = chan_lock(c, deadline);
 		if (rc)
 			return rc;
-		struct chan_end h = end_load(&s->head), t = end_load(&s->tail);
+		struct chan_end h = head_load(s), t = tail_load(s);
 
 		if (t.seq != h.seq) {
 			uint64_t off = h.off;
@@ -456,7 +523,7 @@ int chan_recv(struct chan *c, void *buf, size_t cap, size_t *len, int timeout_ms
 			}
 			/* Only this user can write the file, but a bug must not become an overrun. */
 			if (r.mark != REC_MSG || r.len > c->max_msg ||
-			    off + record_size(r.len) > c->data_size || r.seq != h.seq) {
+			    off + record_size(r.len) > c->data_size || (uint32_t)r.seq != (uint32_t)h.seq) {
 				chan_unlock(c);
 				return -EBADMSG;
 			}
@@ -467,9 +534,8 @@ int chan_recv(struct chan *c, void *buf, size_t cap, size_t *len, int timeout_ms
 			}
 			if (r.len)
 				memcpy(buf, c->data + off + CHAN_RECORD_HEADER, r.len);
-			end_commit(&s->head,
-				   (struct chan_end){off + record_size(r.len), h.seq + 1, h.bytes + r.len});
-			atomic_store(&s->taken, h.seq + 1);
+			head_commit(s,
+				    (struct chan_end){off + record_size(r.len), h.seq + 1, h.bytes + r.len});
 			chan_unlock(c);
 			chan_wake(s, futex_word(&s->taken), &s->send_sleepers);
 			return 0;
@@ -493,7 +559,7 @@ int chan_poll(struct chan *c, struct chan_state *st, int timeout_ms)
 		rc = chan_lock(c, deadline);
 		if (rc)
 			return rc;
-		struct chan_end h = end_load(&s->head), t = end_load(&s->tail);
+		struct chan_end h = head_load(s), t = tail_load(s);
 
 		if (t.seq != h.seq || timeout_ms == 0) {
 			*st = (struct chan_state){
@@ -531,7 +597,7 @@ int chan_wait_taken(struct chan *c, uint64_t seq, int timeout_ms)
 		rc = chan_lock(c, deadline);
 		if (rc)
 			return rc;
-		struct chan_end h = end_load(&s->head);
+		struct chan_end h = head_load(s);
 		uint32_t seen = atomic_load(futex_word(&s->taken));
 
 		chan_unlock(c);

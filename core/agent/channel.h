@@ -11,10 +11,10 @@
  *
  * Concurrency: one process-shared robust mutex guards the ring, so a process
  * killed while holding it does not wedge the others.  Every change of a ring
- * end is committed by a single atomic store (the selector of a double-buffered
- * {offset, seq, bytes} triple) made after the record is complete, so the next
- * locker that inherits a dead owner's mutex finds either the whole message or
- * none of it: no torn message, nothing to repair.  An uncontended send or
+ * end is committed by a single atomic store ({seq, offset} packed in 64 bits)
+ * made after the record is complete, so the next locker that inherits a dead
+ * owner's mutex finds either the whole message or none of it: no torn
+ * message; it only brings the counters that follow a commit up to date.  An uncontended send or
  * receive makes no system call; waiters sleep on futex words (put_events,
  * take_events) and are woken only when the sleeper count says someone sleeps.
  *
@@ -33,7 +33,7 @@
 #define CHAN_DEFAULT_MAX_MSG  (4u << 20)
 #define CHAN_DEFAULT_CAPACITY 1024u
 #define CHAN_DEFAULT_BYTES    (16ull << 20)
-#define CHAN_MAX_BYTES	      (1ull << 32)
+#define CHAN_MAX_BYTES	      ((1ull << 32) - 8) /* offsets are 32 bits */
 #define CHAN_RECORD_HEADER    16u
 #define CHAN_FILE_PREFIX      "chan."
 

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -55,7 +56,7 @@ static int teardown(void **state)
 /* A self-checking message: producer, number, length and a byte pattern derived from them. */
 static size_t make_msg(unsigned char *buf, uint32_t producer, uint32_t n, size_t len)
 {
-	uint32_t hdr[2] = { producer, n };
+	uint32_t hdr[2] = {producer, n};
 
 	for (size_t i = 0; i < len; i++)
 		buf[i] = (unsigned char)(producer * 131 + n * 7 + i);
@@ -95,7 +96,7 @@ static void test_names(void **state)
 static void test_create_open_destroy(void **state)
 {
 	struct fixture *f = *state;
-	struct chan_attr bad = { .capacity_msgs = 4, .capacity_bytes = 64, .max_msg = 1024 };
+	struct chan_attr bad = {.capacity_msgs = 4, .capacity_bytes = 64, .max_msg = 1024};
 	struct chan *c;
 
 	assert_int_equal(chan_create(f->dir, "x", NULL), 0);
@@ -113,7 +114,7 @@ static void test_create_open_destroy(void **state)
 static void test_order_and_boundaries(void **state)
 {
 	struct fixture *f = *state;
-	struct chan_attr a = { .capacity_msgs = 8, .capacity_bytes = 4096, .max_msg = 1000 };
+	struct chan_attr a = {.capacity_msgs = 8, .capacity_bytes = 4096, .max_msg = 1000};
 	unsigned char out[1000], in[1000];
 	struct chan *c;
 	size_t len;
@@ -153,8 +154,8 @@ static void test_order_and_boundaries(void **state)
 static void test_full_empty_timeouts_sizes(void **state)
 {
 	struct fixture *f = *state;
-	struct chan_attr a = { .capacity_msgs = 3, .capacity_bytes = 8192, .max_msg = 512 };
-	unsigned char buf[1024] = { 0 };
+	struct chan_attr a = {.capacity_msgs = 3, .capacity_bytes = 8192, .max_msg = 512};
+	unsigned char buf[1024] = {0};
 	struct chan_state st;
 	struct chan *c;
 	size_t len;
@@ -246,18 +247,19 @@ static void test_wait_taken(void **state)
 	chan_close(c);
 }
 
-#define PRODUCERS 3
-#define CONSUMERS 2
+#define PRODUCERS    3
+#define CONSUMERS    2
 #define PER_PRODUCER 20000
 
 /* Several producer and consumer processes: every message arrives exactly once, in per-producer order. */
 static void test_exactly_once_processes(void **state)
 {
 	struct fixture *f = *state;
-	struct chan_attr a = { .capacity_msgs = 64, .capacity_bytes = 16384, .max_msg = 256 };
+	struct chan_attr a = {.capacity_msgs = 64, .capacity_bytes = 16384, .max_msg = 256};
 	/* One bit per message, in shared memory so consumers can mark what they took. */
 	size_t nbits = (size_t)PRODUCERS * PER_PRODUCER;
-	_Atomic unsigned char *seen = mmap(NULL, nbits, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	_Atomic unsigned char *seen =
+	    mmap(NULL, nbits, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	pid_t pids[PRODUCERS + CONSUMERS];
 	int status;
 
@@ -272,7 +274,8 @@ static void test_exactly_once_processes(void **state)
 			if (chan_open(f->dir, "m", &c))
 				_exit(2);
 			for (uint32_t n = 0; n < PER_PRODUCER; n++)
-				if (chan_send(c, buf, make_msg(buf, (uint32_t)p, n, 8 + n % 249), 10000, NULL))
+				if (chan_send(c, buf, make_msg(buf, (uint32_t)p, n, 8 + n % 249), 10000,
+					      NULL))
 					_exit(3);
 			_exit(0);
 		}
@@ -322,7 +325,7 @@ static void test_exactly_once_processes(void **state)
 static void test_sigkill_mid_send(void **state)
 {
 	struct fixture *f = *state;
-	struct chan_attr a = { .capacity_msgs = 256, .capacity_bytes = 1 << 20, .max_msg = 64 << 10 };
+	struct chan_attr a = {.capacity_msgs = 256, .capacity_bytes = 1 << 20, .max_msg = 64 << 10};
 	unsigned char *buf = malloc(64 << 10);
 	struct chan_state st;
 	struct chan *c;
@@ -334,7 +337,8 @@ static void test_sigkill_mid_send(void **state)
 	assert_int_equal(chan_create(f->dir, "k", &a), 0);
 	assert_int_equal(chan_open(f->dir, "k", &c), 0);
 	/* 40 rounds, more (up to 400) if no kill has yet landed inside the lock on a busy machine. */
-	for (int round = 0; round < 40 || (round < 400 && chan_poll(c, &st, 0) == 0 && st.recovered == 0); round++) {
+	for (int round = 0; round < 40 || (round < 400 && chan_poll(c, &st, 0) == 0 && st.recovered == 0);
+	     round++) {
 		pid_t pid = fork();
 
 		if (pid == 0) {
@@ -343,7 +347,9 @@ static void test_sigkill_mid_send(void **state)
 			if (chan_open(f->dir, "k", &cc))
 				_exit(2);
 			for (uint32_t i = 0;; i++)
-				chan_send(cc, buf, make_msg(buf, (uint32_t)round, i, 8 + (i * 4099) % (64 << 10)), -1, NULL);
+				chan_send(cc, buf,
+					  make_msg(buf, (uint32_t)round, i, 8 + (i * 4099) % (64 << 10)), -1,
+					  NULL);
 		}
 		/* Drain while it sends, so that it is mostly inside a copy when the signal lands. */
 		uint64_t until = clock_ns() + 1000000ull + (uint64_t)(round * 373) % 4000 * 1000ull;
@@ -369,25 +375,108 @@ static void test_sigkill_mid_send(void **state)
 	assert_true(msg_intact(buf, len, &p, &n));
 	assert_int_equal(chan_poll(c, &st, 0), 0);
 	assert_true(st.empty);
+	assert_int_equal(st.bytes, 0); /* the byte count was repaired after every takeover */
+	assert_int_equal(st.sent, st.received);
 	/* Some kills landed while the producer held the lock, and the next locker took it over. */
-	print_message("%llu messages, lock taken over from a dead producer %llu times\n", (unsigned long long)got,
-		      (unsigned long long)st.recovered);
+	print_message("%llu messages, lock taken over from a dead producer %llu times\n",
+		      (unsigned long long)got, (unsigned long long)st.recovered);
 	assert_true(st.recovered > 0);
 	chan_close(c);
 	free(buf);
 }
 
+struct thread_arg {
+	const char *dir;
+	uint32_t id;
+	_Atomic unsigned char *seen;
+	_Atomic int *producers_left;
+	int failed;
+};
+
+#define THREAD_MSGS 20000
+
+static void *producer_thread(void *p)
+{
+	struct thread_arg *a = p;
+	unsigned char buf[64];
+	struct chan *c;
+
+	if (chan_open(a->dir, "t", &c)) {
+		a->failed = 1;
+		return NULL;
+	}
+	for (uint32_t n = 0; n < THREAD_MSGS; n++)
+		if (chan_send(c, buf, make_msg(buf, a->id, n, 8 + n % 56), 10000, NULL))
+			a->failed = 1;
+	atomic_fetch_sub(a->producers_left, 1);
+	chan_close(c);
+	return NULL;
+}
+
+static void *consumer_thread(void *p)
+{
+	struct thread_arg *a = p;
+	unsigned char buf[64];
+	struct chan *c;
+	size_t len;
+	uint32_t pr, n;
+
+	if (chan_open(a->dir, "t", &c)) {
+		a->failed = 1;
+		return NULL;
+	}
+	for (;;) {
+		int rc = chan_recv(c, buf, sizeof(buf), &len, 50);
+
+		if (rc == -ETIMEDOUT && atomic_load(a->producers_left) == 0)
+			break;
+		if (rc == -ETIMEDOUT)
+			continue;
+		if (rc || !msg_intact(buf, len, &pr, &n) || pr >= 3 || n >= THREAD_MSGS ||
+		    atomic_fetch_add(&a->seen[pr * THREAD_MSGS + n], 1))
+			a->failed = 1;
+	}
+	chan_close(c);
+	return NULL;
+}
+
+/* The same exactly-once count with threads, each with its own mapping: what TSan can watch. */
+static void test_exactly_once_threads(void **state)
+{
+	struct fixture *f = *state;
+	struct chan_attr a = {.capacity_msgs = 32, .capacity_bytes = 2048, .max_msg = 64};
+	_Atomic unsigned char *seen = calloc(3 * THREAD_MSGS, 1);
+	_Atomic int left = 3;
+	struct thread_arg args[5];
+	pthread_t t[5];
+
+	assert_int_equal(chan_create(f->dir, "t", &a), 0);
+	for (int i = 0; i < 5; i++) {
+		args[i] = (struct thread_arg){f->dir, (uint32_t)(i < 3 ? i : 0), seen, &left, 0};
+		assert_int_equal(
+		    pthread_create(&t[i], NULL, i < 3 ? producer_thread : consumer_thread, &args[i]), 0);
+	}
+	for (int i = 0; i < 5; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(args[i].failed, 0);
+	}
+	for (int i = 0; i < 3 * THREAD_MSGS; i++)
+		assert_int_equal(seen[i], 1);
+	free((void *)seen);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_names),
-		cmocka_unit_test_setup_teardown(test_create_open_destroy, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_order_and_boundaries, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_full_empty_timeouts_sizes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_permissions, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_wait_taken, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_exactly_once_processes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sigkill_mid_send, setup, teardown),
+	    cmocka_unit_test(test_names),
+	    cmocka_unit_test_setup_teardown(test_create_open_destroy, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_order_and_boundaries, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_full_empty_timeouts_sizes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_permissions, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_taken, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_exactly_once_processes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_exactly_once_threads, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_sigkill_mid_send, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
