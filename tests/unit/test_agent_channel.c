@@ -259,7 +259,8 @@ static void test_exactly_once_processes(void **state)
 	/* One bit per message, in shared memory so consumers can mark what they took. */
 	size_t nbits = (size_t)PRODUCERS * PER_PRODUCER;
 	_Atomic unsigned char *seen =
-	    mmap(NULL, nbits, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	    mmap(NULL, nbits + sizeof(size_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	_Atomic size_t *total = (_Atomic size_t *)(seen + nbits); /* nbits is a multiple of 8 */
 	pid_t pids[PRODUCERS + CONSUMERS];
 	int status;
 
@@ -274,7 +275,7 @@ static void test_exactly_once_processes(void **state)
 			if (chan_open(f->dir, "m", &c))
 				_exit(2);
 			for (uint32_t n = 0; n < PER_PRODUCER; n++)
-				if (chan_send(c, buf, make_msg(buf, (uint32_t)p, n, 8 + n % 249), 10000,
+				if (chan_send(c, buf, make_msg(buf, (uint32_t)p, n, 8 + n % 249), 60000,
 					      NULL))
 					_exit(3);
 			_exit(0);
@@ -293,8 +294,16 @@ static void test_exactly_once_processes(void **state)
 			memset(last, 0xff, sizeof(last));
 			if (chan_open(f->dir, "m", &c))
 				_exit(2);
-			/* Stops after 300 ms of silence: the producers are done. */
-			while ((rc = chan_recv(c, buf, sizeof(buf), &len, 300)) == 0) {
+			/* Until all messages are in, whoever took them; a deadline in case some never come.
+			 */
+			uint64_t until = clock_ns() + 60000000000ull;
+
+			while (atomic_load(total) < nbits && clock_ns() < until) {
+				rc = chan_recv(c, buf, sizeof(buf), &len, 100);
+				if (rc == -ETIMEDOUT)
+					continue;
+				if (rc)
+					_exit(7);
 				if (!msg_intact(buf, len, &p, &n) || p >= PRODUCERS || n >= PER_PRODUCER ||
 				    len != 8 + n % 249)
 					_exit(4);
@@ -303,8 +312,9 @@ static void test_exactly_once_processes(void **state)
 				last[p] = n;
 				if (atomic_fetch_add(&seen[(size_t)p * PER_PRODUCER + n], 1))
 					_exit(6); /* duplicate */
+				atomic_fetch_add(total, 1);
 			}
-			_exit(rc == -ETIMEDOUT ? 0 : 7);
+			_exit(atomic_load(total) == nbits ? 0 : 8);
 		}
 	}
 	for (int i = 0; i < PRODUCERS + CONSUMERS; i++) {
@@ -314,7 +324,7 @@ static void test_exactly_once_processes(void **state)
 	}
 	for (size_t i = 0; i < nbits; i++)
 		assert_int_equal(seen[i], 1);
-	munmap((void *)seen, nbits);
+	munmap((void *)seen, nbits + sizeof(_Atomic size_t));
 }
 
 /*
