@@ -86,20 +86,20 @@ static int consume_channel(void *arg)
 {
 	struct chan_consumer *cc = arg;
 	char *buf = malloc(cc->size ? cc->size : 1);
-	struct chan *c;
+	struct chan *c = NULL;
+	int rc = 2;
 	size_t len;
 
-	if (!buf || chan_open(cc->dir, "rate", &c))
-		return 2;
-	pin_to_cpu(1);
-	if (write(cc->ready_fd, "r", 1) != 1)
-		return 2;
-	for (long i = 0; i < cc->iters; i++)
-		if (chan_recv(c, buf, cc->size, &len, PEER_TIMEOUT_MS) || len != cc->size)
-			return 1;
+	if (buf && chan_open(cc->dir, "rate", &c) == 0) {
+		pin_to_cpu(1);
+		rc = write(cc->ready_fd, "r", 1) == 1 ? 0 : 2;
+		for (long i = 0; i < cc->iters && !rc; i++)
+			if (chan_recv(c, buf, cc->size, &len, PEER_TIMEOUT_MS) || len != cc->size)
+				rc = 1;
+	}
 	chan_close(c);
 	free(buf);
-	return 0;
+	return rc;
 }
 
 static int finish_consumer(pid_t pid, char *err, size_t errlen)
@@ -191,15 +191,16 @@ static int consume_pipe(void *arg)
 {
 	struct pipe_consumer *pc = arg;
 	char *buf = malloc(pc->size ? pc->size : 1);
+	int rc = 2;
 
 	pin_to_cpu(1);
-	if (!buf || write(pc->ready_fd, "r", 1) != 1)
-		return 2;
-	for (long i = 0; i < pc->iters; i++)
+	if (buf && write(pc->ready_fd, "r", 1) == 1)
+		rc = 0;
+	for (long i = 0; i < pc->iters && !rc; i++)
 		if (full_io(pc->fd, buf, pc->size, true))
-			return 1;
+			rc = 1;
 	free(buf);
-	return 0;
+	return rc;
 }
 
 static int run_pipe(size_t size, long iters, struct rate_run *r, char *err, size_t errlen)

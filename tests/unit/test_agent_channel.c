@@ -34,9 +34,13 @@ static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 
-	snprintf(f->dir, sizeof(f->dir), "/tmp/rdmatool-chan.XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (!f)
 		return -1;
+	snprintf(f->dir, sizeof(f->dir), "/tmp/rdmatool-chan.XXXXXX");
+	if (!mkdtemp(f->dir)) {
+		free(f);
+		return -1;
+	}
 	*state = f;
 	return 0;
 }
