@@ -2,6 +2,8 @@
 # tests/run-tests.sh TEST...: runs cmocka binaries and integration scripts,
 # each under a time limit, and closes with one "N passed, N failed" line.
 # An integration script exits 0 (pass), 77 (skipped: says why) or else (fail).
+# A test that leaves rdmatool files in /dev/shm (a stats segment of a process
+# that is gone, an agent or bench directory) fails, and they are removed.
 set -u
 
 BUILD=${BUILD:-build}
@@ -14,9 +16,21 @@ passed=0 failed=0 skipped=0
 failed_names=()
 logdir=$(mktemp -d /tmp/rdmatool-tests.XXXXXX)
 
+shm_entries() { ls -1 /dev/shm 2>/dev/null | grep '^rdmatool-' | sort; }
+# leftovers BEFORE: entries that appeared since BEFORE and that no live process owns.
+leftovers() {
+	comm -13 <(printf '%s\n' "$1") <(shm_entries) | while read -r e; do
+		case "$e" in
+		rdmatool-stats.*) kill -0 "${e#rdmatool-stats.}" 2>/dev/null && continue ;;
+		esac
+		echo "$e"
+	done
+}
+
 for t in "$@"; do
 	name=$(basename "$t")
 	log="$logdir/$name.log"
+	before=$(shm_entries)
 	start=$(date +%s)
 	case "$t" in
 	*.sh) timeout -k 10 "$TEST_TIMEOUT" bash "$t" >"$log" 2>&1 ;;
@@ -24,6 +38,12 @@ for t in "$@"; do
 	esac
 	rc=$?
 	secs=$(($(date +%s) - start))
+	left=$(leftovers "$before")
+	if [ -n "$left" ]; then
+		echo "left behind in /dev/shm: $(echo $left)" >>"$log"
+		(cd /dev/shm && rm -rf $left)
+		[ $rc -eq 0 ] && rc=1
+	fi
 	if [ $rc -eq 0 ]; then
 		passed=$((passed + 1))
 		printf 'PASS  %-40s %3ss\n' "$name" "$secs"

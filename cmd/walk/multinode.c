@@ -11,6 +11,7 @@
 #include "cmd/walk/run.h"
 
 #include "core/oob/oob.h"
+#include "core/stats/stats.h"
 #include "cmd/cmd.h"
 
 #include <errno.h>
@@ -218,7 +219,11 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 		pid[i] = fork();
 		if (pid[i] == 0) {
 			oob_listener_close(l);
-			_exit(child_main(cfg, i, port));
+			int status = child_main(cfg, i, port);
+
+			/* _exit skips atexit: remove the client's own stats segment here. */
+			stats_segment_close();
+			_exit(status);
 		}
 		if (pid[i] < 0) {
 			rc = run_error(cmd, "cannot start client %d: %s; use fewer --clients", i, strerror(errno));

@@ -11,10 +11,12 @@
 #include <cmocka.h>
 
 #include "core/util/clock.h"
+#include "core/stats/stats.h"
 #include "core/transport/endpoint.h"
 #include "core/oob/oob.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,8 +83,13 @@ static void start(struct pair *p)
 
 static void kill_child(struct pair *p)
 {
+	char path[PATH_MAX];
+
 	kill(p->child, SIGKILL);
 	waitpid(p->child, NULL, 0);
+	/* A SIGKILLed process cannot remove its stats segment: its killer does. */
+	snprintf(path, sizeof(path), "%s/%s%d", stats_segment_dir(), STATS_FILE_PREFIX, (int)p->child);
+	unlink(path);
 }
 
 static void stop(struct pair *p)
