@@ -3,7 +3,7 @@
 #ifndef RDMATOOL_CMD_AGENT_H
 #define RDMATOOL_CMD_AGENT_H
 
-#include "core/agent/gateway.h"
+#include "core/agent/bootstrap.h"
 
 #include <stdint.h>
 
@@ -12,7 +12,8 @@ extern const char *const AGENT_CMD;
 struct agent_opts {
 	uint32_t rank;
 	uint32_t nodes;
-	char hosts[GW_MAX_NODES][GW_HOST_LEN];
+	const char (*hosts)[GW_HOST_LEN];
+	const struct boot_nodes *boot; /* where the node list and the rank came from */
 	const char *mode;
 	int timeout_ms; /* -1: forever */
 	long count;	/* recv: messages to take; 0 = until none arrives within the timeout */

@@ -80,6 +80,9 @@ static int serve(const struct agent_opts *o, const char *dir, int ready_fd)
 		stats_segment_close();
 		return run_error(AGENT_CMD, "%s", why);
 	}
+	snprintf(why, sizeof(why), "%u node(s) from %s; rank %u from %s", o->nodes, o->boot->hosts_source,
+		 o->rank, o->boot->rank_source);
+	log_line(NULL, why);
 	if (o->nodes > 1)
 		log_line(
 		    NULL,

@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <popt.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,26 +27,53 @@ static const struct {
     {"poll", agent_poll_cmd},	      {"chan", agent_chan_cmd},
 };
 
-/* "H1[:PORT],H2,...": the host names, in rank order (ports belong to the links). */
-static int parse_hosts(const char *text, struct agent_opts *o)
+/*
+ * The node list and this agent's rank: --hosts or --hostfile, else the
+ * launcher's environment (Slurm, Open MPI, PMIx); the rank from --rank, else
+ * the environment, else the entry that is this machine.  Alone: one node.
+ */
+static int resolve_nodes(struct boot_nodes *b, const char *hosts, const char *hostfile, long rank,
+			 bool daemon)
 {
-	const char *p = text;
+	char why[512];
+	int rc = 0;
 
-	o->nodes = 0;
-	while (*p) {
-		size_t n = strcspn(p, ",");
-		size_t host = strcspn(p, ",:");
-
-		if (host == 0 || host >= GW_HOST_LEN || o->nodes >= GW_MAX_NODES)
-			return -EINVAL;
-		memcpy(o->hosts[o->nodes], p, host);
-		o->hosts[o->nodes][host] = '\0';
-		o->nodes++;
-		p += n;
-		if (*p == ',' && !*++p)
-			return -EINVAL;
+	b->rank = -1;
+	if (hosts && hostfile)
+		return usage_error(AGENT_CMD, "give --hosts or --hostfile, not both");
+	if (hosts)
+		rc = boot_parse_hosts(hosts, b, why, sizeof(why));
+	else if (hostfile)
+		rc = boot_read_hostfile(hostfile, b, why, sizeof(why));
+	if (!rc && rank >= 0) {
+		b->rank = (int32_t)rank;
+		snprintf(b->rank_source, sizeof(b->rank_source), "--rank");
 	}
-	return o->nodes ? 0 : -EINVAL;
+	if (!rc)
+		rc = boot_from_env(b, why, sizeof(why));
+	if (rc)
+		return usage_error(AGENT_CMD, "%s", why);
+	if (!daemon) {
+		/* A client only needs to know which local agent to talk to. */
+		if (b->rank < 0)
+			b->rank = 0;
+		return 0;
+	}
+	if (!b->nodes) {
+		b->nodes = 1;
+		snprintf(b->hosts[0], sizeof(b->hosts[0]), "localhost");
+		snprintf(b->hosts_source, sizeof(b->hosts_source), "this machine alone (no --hosts)");
+	}
+	if (b->rank < 0 && b->nodes == 1) {
+		b->rank = 0;
+		snprintf(b->rank_source, sizeof(b->rank_source), "the only node");
+	}
+	if (b->rank < 0 && boot_rank_from_local(b, why, sizeof(why)))
+		return usage_error(AGENT_CMD, "%s", why);
+	if ((uint32_t)b->rank >= b->nodes)
+		return usage_error(AGENT_CMD, "rank %d (from %s) but %s names %u node(s); ranks count from 0",
+				   b->rank, b->rank_source, b->hosts_source, b->nodes);
+	return 0;
 }
 
 static int read_debug_env(struct agent_opts *o)
@@ -64,15 +93,22 @@ static int read_debug_env(struct agent_opts *o)
 int cmd_agent(int argc, const char **argv)
 {
 	struct agent_opts o = {.nodes = 1, .timeout_ms = -1, .count = 1};
-	char *hosts = NULL, *mode = NULL, *out_dir = NULL;
-	long rank = 0, timeout = -1, count = 1, capacity = 0, bytes = 0, max_msg = 0;
+	static struct boot_nodes boot; /* 16 KiB: not on the stack */
+	char *hosts = NULL, *hostfile = NULL, *mode = NULL, *out_dir = NULL;
+	long rank = -1, timeout = -1, count = 1, capacity = 0, bytes = 0, max_msg = 0;
 	struct poptOption opts[] = {
-	    {"rank", 0, POPT_ARG_LONG, &rank, 0, "the agent's rank among the nodes (default 0)", "N"},
+	    {"rank", 0, POPT_ARG_LONG, &rank, 0,
+	     "the agent's rank among the nodes (default: from the launcher, else the entry that is this "
+	     "machine)",
+	     "N"},
+	    {"hostfile", 0, POPT_ARG_STRING, &hostfile, 0,
+	     "foreground/start: the nodes, one host[:PORT] per line", "FILE"},
 	    {"hosts", 0, POPT_ARG_STRING, &hosts, 0, "foreground/start: the nodes' host names in rank order",
-	     "H1[:PORT],H2,..."},
+	     "H1[:PORT],..."},
 	    {"mode", 0, POPT_ARG_STRING, &mode, 0,
-	     "send: return when the message is queued, copied, in the channel or taken (default buffered)",
-	     "immediately|buffered|deposited|received"},
+	     "send: return when the message is queued (immediately), copied (buffered, the default), in the "
+	     "channel (deposited) or taken (received)",
+	     "MODE"},
 	    {"timeout", 0, POPT_ARG_LONG, &timeout, 0,
 	     "send/recv/poll: give up after MS milliseconds (default: wait)", "MS"},
 	    {"count", 'n', POPT_ARG_LONG, &count, 0,
@@ -102,7 +138,7 @@ int cmd_agent(int argc, const char **argv)
 	rc = read_debug_env(&o);
 	if (rc)
 		goto out;
-	if (rank < 0 || rank >= GW_MAX_NODES) {
+	if (rank < -1 || rank >= GW_MAX_NODES) {
 		rc = usage_error(AGENT_CMD, "--rank=%ld is out of range; use 0..%d", rank, GW_MAX_NODES - 1);
 		goto out;
 	}
@@ -117,20 +153,19 @@ int cmd_agent(int argc, const char **argv)
 		rc = usage_error(AGENT_CMD, "--count, --capacity, --bytes and --max-msg take numbers >= 0");
 		goto out;
 	}
-	if (hosts && parse_hosts(hosts, &o)) {
-		rc = usage_error(AGENT_CMD,
-				 "--hosts='%s' is invalid; give up to %d host names, e.g. --hosts=n1,n2:7000",
-				 hosts, GW_MAX_NODES);
+	action = poptGetArg(pc);
+	if (action && (hosts || hostfile) && strcmp(action, "foreground") && strcmp(action, "start")) {
+		rc = usage_error(AGENT_CMD, "--hosts and --hostfile are for foreground and start");
 		goto out;
 	}
-	if (!hosts)
-		strcpy(o.hosts[0], "localhost");
-	if ((uint32_t)rank >= o.nodes) {
-		rc = usage_error(AGENT_CMD, "--rank=%ld but --hosts names %u node(s); ranks count from 0",
-				 rank, o.nodes);
+	rc = resolve_nodes(&boot, hosts, hostfile, rank,
+			   action && (!strcmp(action, "foreground") || !strcmp(action, "start")));
+	if (rc)
 		goto out;
-	}
-	o.rank = (uint32_t)rank;
+	o.boot = &boot;
+	o.nodes = boot.nodes;
+	o.hosts = boot.hosts;
+	o.rank = (uint32_t)boot.rank;
 	o.mode = mode;
 	o.timeout_ms = (int)timeout;
 	o.count = count;
@@ -138,7 +173,6 @@ int cmd_agent(int argc, const char **argv)
 	o.capacity = capacity;
 	o.bytes = bytes;
 	o.max_msg = max_msg;
-	action = poptGetArg(pc);
 	o.args = poptGetArgs(pc);
 	for (o.nargs = 0; o.args && o.args[o.nargs]; o.nargs++)
 		;
@@ -153,6 +187,7 @@ int cmd_agent(int argc, const char **argv)
 out:
 	poptFreeContext(pc);
 	free(hosts);
+	free(hostfile);
 	free(mode);
 	free(out_dir);
 	return rc;

@@ -33,7 +33,7 @@
 #define GW_SLOTS       32
 #define GW_INLINE      (64u << 10) /* payload carried in a slot */
 #define GW_FILE_PREFIX "gateway."
-#define GW_MAX_NODES   64
+#define GW_MAX_NODES   256
 #define GW_HOST_LEN    64
 
 enum gw_op { GW_OP_SEND = 1, GW_OP_RECV = 2, GW_OP_POLL = 3 };

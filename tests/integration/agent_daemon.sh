@@ -119,6 +119,24 @@ for sig in INT TERM; do
 	[ ! -e "$RDMATOOL_AGENT_DIR/gateway.0" ] || fail "SIG$sig left the gateway"
 done
 
+# Launched by Slurm: the node list and the rank come from its variables, and the log says so.
+SLURM_JOB_NODELIST='localhost,n[2-3]' SLURM_NODEID=0 run agent start
+[ $rc -eq 0 ] || fail "start under Slurm: $rc $(cat "$dir/err")"
+run -j agent status
+[ "$(jq .nodes "$dir/out")" = 3 ] && [ "$(jq -r '.peers[1].host' "$dir/out")" = n3 ] || fail "Slurm nodes: $(cat "$dir/out")"
+grep -q '3 node(s) from SLURM_JOB_NODELIST; rank 0 from SLURM_NODEID' "$RDMATOOL_AGENT_DIR/agent.0.log" ||
+	fail "the log does not say where the nodes came from: $(cat "$RDMATOOL_AGENT_DIR/agent.0.log")"
+# Several agents on one machine: one per rank, side by side in one directory.
+printf 'localhost\nlocalhost:7001\n' >"$dir/hostfile"
+run agent start --hostfile="$dir/hostfile" --rank=1
+[ $rc -eq 0 ] || fail "second agent with rank 1: $rc $(cat "$dir/err")"
+run -j agent status --rank=1
+[ $rc -eq 0 ] && [ "$(jq .rank "$dir/out")" = 1 ] || fail "status of rank 1: $rc $(cat "$dir/out")"
+run agent stop --rank=1
+[ $rc -eq 0 ] || fail "stop rank 1: $rc"
+run agent stop
+[ $rc -eq 0 ] || fail "stop rank 0: $rc"
+
 # Bad input: exit 2 with the variable or option named.
 RDMATOOL_AGENT_DEBUG=yes run agent status
 [ $rc -eq 2 ] && grep -q RDMATOOL_AGENT_DEBUG "$dir/err" || fail "bad RDMATOOL_AGENT_DEBUG: $rc $(cat "$dir/err")"
@@ -126,7 +144,12 @@ RDMATOOL_AGENT_DIR=relative/dir run agent status
 [ $rc -eq 2 ] && grep -q 'RDMATOOL_AGENT_DIR=.relative/dir. must be an absolute path' "$dir/err" ||
 	fail "relative RDMATOOL_AGENT_DIR: $rc $(cat "$dir/err")"
 run agent start --rank=2 --hosts=a,b
-[ $rc -eq 2 ] && grep -q -- '--rank=2' "$dir/err" || fail "rank beyond hosts: $rc $(cat "$dir/err")"
+[ $rc -eq 2 ] && grep -q 'rank 2 (from --rank) but --hosts names 2 node' "$dir/err" || fail "rank beyond hosts: $rc $(cat "$dir/err")"
+run agent start --hosts=240.0.0.1,240.0.0.2
+[ $rc -eq 2 ] && grep -q 'none of the 2 hosts of --hosts is this machine.*give --rank' "$dir/err" ||
+	fail "no local entry: $rc $(cat "$dir/err")"
+SLURM_JOB_NODELIST='n[1-' run agent start
+[ $rc -eq 2 ] && grep -q SLURM_JOB_NODELIST "$dir/err" || fail "bad SLURM_JOB_NODELIST: $rc $(cat "$dir/err")"
 run agent start --hosts=a,,b
 [ $rc -eq 2 ] && grep -q -- '--hosts' "$dir/err" || fail "bad hosts: $rc $(cat "$dir/err")"
 run agent frobnicate

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/* Node list and rank for an agent; the contract is in bootstrap.h. */
+#include "core/agent/bootstrap.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static bool host_name_valid(const char *h, size_t n)
+{
+	if (n == 0 || n >= GW_HOST_LEN)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)h[i]) && h[i] != '-' && h[i] != '.' && h[i] != '_')
+			return false;
+	return true;
+}
+
+/* Appends "host[:port]" (len bytes of text). */
+static int add_host(struct boot_nodes *b, const char *text, size_t len, const char *what, char *why,
+		    size_t whylen)
+{
+	const char *colon = memchr(text, ':', len);
+	size_t hlen = colon ? (size_t)(colon - text) : len;
+	long port = 0;
+
+	if (b->nodes >= BOOT_MAX_NODES) {
+		snprintf(why, whylen, "%s names more than %d nodes", what, BOOT_MAX_NODES);
+		return -EINVAL;
+	}
+	if (!host_name_valid(text, hlen)) {
+		snprintf(why, whylen, "%s: '%.*s' is not a host name", what, (int)len, text);
+		return -EINVAL;
+	}
+	if (colon) {
+		char digits[8] = "";
+		char *end;
+		size_t plen = len - hlen - 1;
+
+		if (plen == 0 || plen >= sizeof(digits)) {
+			snprintf(why, whylen, "%s: bad port in '%.*s'", what, (int)len, text);
+			return -EINVAL;
+		}
+		memcpy(digits, colon + 1, plen);
+		port = strtol(digits, &end, 10);
+		if (*end || port < 1 || port > 65535) {
+			snprintf(why, whylen, "%s: port '%s' of %.*s is not 1..65535", what, digits,
+				 (int)hlen, text);
+			return -EINVAL;
+		}
+	}
+	memcpy(b->hosts[b->nodes], text, hlen);
+	b->hosts[b->nodes][hlen] = '\0';
+	b->ports[b->nodes] = (uint16_t)port;
+	b->nodes++;
+	return 0;
+}
+
+int boot_parse_hosts(const char *list, struct boot_nodes *b, char *why, size_t whylen)
+{
+	const char *p = list;
+
+	b->nodes = 0;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		int rc = add_host(b, p, n, "--hosts", why, whylen);
+
+		if (rc)
+			return rc;
+		p += n;
+		if (*p == ',' && !*++p) {
+			snprintf(why, whylen, "--hosts ends with a comma");
+			return -EINVAL;
+		}
+	}
+	if (!b->nodes) {
+		snprintf(why, whylen, "--hosts is empty");
+		return -EINVAL;
+	}
+	snprintf(b->hosts_source, sizeof(b->hosts_source), "--hosts");
+	return 0;
+}
+
+int boot_read_hostfile(const char *path, struct boot_nodes *b, char *why, size_t whylen)
+{
+	FILE *f = fopen(path, "re");
+	char line[512], what[96];
+	int lineno = 0, rc = 0;
+
+	if (!f) {
+		rc = -errno;
+		snprintf(why, whylen, "--hostfile=%s: %s", path, strerror(errno));
+		return rc;
+	}
+	b->nodes = 0;
+	while (!rc && fgets(line, sizeof(line), f)) {
+		char *s = line;
+		size_t n;
+
+		lineno++;
+		s[strcspn(s, "#\n")] = '\0';
+		while (isspace((unsigned char)*s))
+			s++;
+		n = strcspn(s, " \t");
+		if (!n)
+			continue;
+		snprintf(what, sizeof(what), "%.60s line %d", path, lineno);
+		rc = add_host(b, s, n, what, why, whylen);
+	}
+	fclose(f);
+	if (!rc && !b->nodes) {
+		snprintf(why, whylen, "--hostfile=%s names no host", path);
+		rc = -EINVAL;
+	}
+	if (!rc)
+		snprintf(b->hosts_source, sizeof(b->hosts_source), "--hostfile=%.80s", path);
+	return rc;
+}
+
+/* Expands one item with bracket groups (prefix[ranges]rest), appending every name. */
+static int expand_item(const char *item, size_t len, struct boot_nodes *b, char *why, size_t whylen)
+{
+	const char *open = memchr(item, '[', len);
+
+	if (!open)
+		return add_host(b, item, len, "SLURM_JOB_NODELIST", why, whylen);
+	const char *close = memchr(open, ']', len - (size_t)(open - item));
+	size_t prefix = (size_t)(open - item);
+
+	if (!close || prefix >= GW_HOST_LEN) {
+		snprintf(why, whylen, "SLURM_JOB_NODELIST: unbalanced '[' in '%.*s'", (int)len, item);
+		return -EINVAL;
+	}
+	const char *r = open + 1;
+
+	while (r < close) {
+		const char *comma = memchr(r, ',', (size_t)(close - r));
+		size_t n = (size_t)((comma ? comma : close) - r);
+		char lo_text[16] = "", *dash, *end;
+		long lo, hi;
+
+		if (n == 0 || n >= sizeof(lo_text)) {
+			snprintf(why, whylen, "SLURM_JOB_NODELIST: bad range in '%.*s'", (int)len, item);
+			return -EINVAL;
+		}
+		memcpy(lo_text, r, n);
+		dash = strchr(lo_text, '-');
+		if (dash)
+			*dash = '\0';
+		int width = (int)strlen(lo_text); /* "01-03" keeps its zero padding */
+
+		lo = strtol(lo_text, &end, 10);
+		hi = dash ? strtol(dash + 1, &end, 10) : lo;
+		if (*end || lo < 0 || hi < lo || !isdigit((unsigned char)lo_text[0]) ||
+		    (dash && !isdigit((unsigned char)dash[1])) || hi - lo >= BOOT_MAX_NODES) {
+			snprintf(why, whylen, "SLURM_JOB_NODELIST: bad range '%.*s' in '%.*s'", (int)n, r,
+				 (int)len, item);
+			return -EINVAL;
+		}
+		for (long v = lo; v <= hi; v++) {
+			/* prefix + number, then whatever follows the bracket, itself expanded. */
+			char text[3 * GW_HOST_LEN];
+			int m = snprintf(text, sizeof(text), "%.*s%0*ld%.*s", (int)prefix, item, width, v,
+					 (int)(len - (size_t)(close + 1 - item)), close + 1);
+			int rc;
+
+			if (m < 0 || (size_t)m >= sizeof(text)) {
+				snprintf(why, whylen, "SLURM_JOB_NODELIST: a name in '%.*s' is too long",
+					 (int)len, item);
+				return -EINVAL;
+			}
+			rc = expand_item(text, (size_t)m, b, why, whylen);
+			if (rc)
+				return rc;
+		}
+		r += n + (r + n < close);
+	}
+	return 0;
+}
+
+int boot_expand_nodelist(const char *list, struct boot_nodes *b, char *why, size_t whylen)
+{
+	const char *p = list;
+
+	b->nodes = 0;
+	while (*p) {
+		/* Split at commas outside brackets. */
+		size_t n = 0;
+		int depth = 0;
+
+		while (p[n] && (depth || p[n] != ',')) {
+			depth += p[n] == '[' ? 1 : p[n] == ']' ? -1 : 0;
+			n++;
+		}
+		if (depth || n == 0) {
+			snprintf(why, whylen, "SLURM_JOB_NODELIST='%.100s' is malformed near '%.20s'", list,
+				 p);
+			return -EINVAL;
+		}
+		int rc = expand_item(p, n, b, why, whylen);
+
+		if (rc)
+			return rc;
+		p += n + (p[n] == ',');
+	}
+	if (!b->nodes) {
+		snprintf(why, whylen, "SLURM_JOB_NODELIST is empty");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A rank variable: set and a number below the node count, or an error naming it. */
+static int env_rank(const char *var, struct boot_nodes *b, char *why, size_t whylen)
+{
+	const char *v = getenv(var);
+	char *end;
+	long r;
+
+	if (!v)
+		return 0;
+	r = strtol(v, &end, 10);
+	if (!*v || *end || r < 0 || (b->nodes && r >= (long)b->nodes) || r >= BOOT_MAX_NODES) {
+		snprintf(why, whylen, "%s='%s' is not a rank below the %u node(s) of %s", var, v, b->nodes,
+			 b->hosts_source[0] ? b->hosts_source : "the host list");
+		return -EINVAL;
+	}
+	b->rank = (int32_t)r;
+	snprintf(b->rank_source, sizeof(b->rank_source), "%s", var);
+	return 1;
+}
+
+int boot_from_env(struct boot_nodes *b, char *why, size_t whylen)
+{
+	/* One agent per node: the node's index, not the task's, is the rank. */
+	static const char *const rank_vars[] = {"SLURM_NODEID", "OMPI_COMM_WORLD_NODE_RANK", "PMIX_RANK",
+						"OMPI_COMM_WORLD_RANK", "PMI_RANK"};
+	const char *list = getenv("SLURM_JOB_NODELIST");
+	int rc;
+
+	if (!b->nodes && list) {
+		rc = boot_expand_nodelist(list, b, why, whylen);
+		if (rc)
+			return rc;
+		snprintf(b->hosts_source, sizeof(b->hosts_source), "SLURM_JOB_NODELIST");
+	}
+	if (b->rank >= 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(rank_vars) / sizeof(rank_vars[0]); i++) {
+		rc = env_rank(rank_vars[i], b, why, whylen);
+		if (rc)
+			return rc < 0 ? rc : 0;
+	}
+	return 0;
+}
+
+/* Whether host (a name or a literal address) resolves to one of addrs. */
+static bool host_is_local(const char *host, const char *self, struct ifaddrs *addrs)
+{
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res, *ai;
+	bool found = false;
+
+	if (!strcmp(host, self))
+		return true;
+	if (getaddrinfo(host, NULL, &hints, &res))
+		return false;
+	for (ai = res; ai && !found; ai = ai->ai_next)
+		for (struct ifaddrs *ifa = addrs; ifa && !found; ifa = ifa->ifa_next)
+			found = ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET &&
+				((struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr ==
+				    ((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr;
+	freeaddrinfo(res);
+	return found;
+}
+
+int boot_rank_from_local(struct boot_nodes *b, char *why, size_t whylen)
+{
+	struct ifaddrs *addrs = NULL;
+	char self[256] = "";
+	int match = -1, nmatch = 0;
+
+	gethostname(self, sizeof(self) - 1);
+	if (getifaddrs(&addrs))
+		addrs = NULL;
+	for (uint32_t i = 0; i < b->nodes; i++)
+		if (host_is_local(b->hosts[i], self, addrs)) {
+			if (match < 0)
+				match = (int)i;
+			nmatch++;
+		}
+	freeifaddrs(addrs);
+	if (match < 0) {
+		snprintf(why, whylen, "none of the %u hosts of %s is this machine (%s); give --rank",
+			 b->nodes, b->hosts_source, self);
+		return -ENOENT;
+	}
+	if (nmatch > 1) {
+		snprintf(why, whylen,
+			 "%d hosts of %s are this machine (several agents on one machine); give --rank",
+			 nmatch, b->hosts_source);
+		return -EINVAL;
+	}
+	b->rank = match;
+	snprintf(b->rank_source, sizeof(b->rank_source), "the entry %.60s, this machine", b->hosts[match]);
+	return 0;
+}

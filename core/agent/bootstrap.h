@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where an agent learns the node list and its own rank: --hosts, a host
+ * file, or the environment of the launcher that started it (Slurm, Open MPI,
+ * PMIx), so that `srun -N 64 rdmatool agent foreground` needs no flags.
+ * Pure functions (getenv and getifaddrs aside); nothing prints: errors come
+ * back as a negative errno and a message naming the option or variable.
+ */
+#ifndef RDMATOOL_CORE_AGENT_BOOTSTRAP_H
+#define RDMATOOL_CORE_AGENT_BOOTSTRAP_H
+
+#include "core/agent/gateway.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BOOT_MAX_NODES GW_MAX_NODES
+
+struct boot_nodes {
+	uint32_t nodes;
+	char hosts[BOOT_MAX_NODES][GW_HOST_LEN];
+	uint16_t ports[BOOT_MAX_NODES]; /* 0: the default port */
+	int32_t rank;			/* -1 until known */
+	char hosts_source[96];		/* e.g. "--hosts", "SLURM_JOB_NODELIST" */
+	char rank_source[96];		/* e.g. "--rank", "SLURM_NODEID", "the local address 10.0.0.3" */
+};
+
+/* "H1[:PORT],H2,..." (what --hosts takes). */
+int boot_parse_hosts(const char *list, struct boot_nodes *b, char *why, size_t whylen);
+/* One host per line ("host[:port]", or "host slots=N" as MPI host files have); '#' starts a comment. */
+int boot_read_hostfile(const char *path, struct boot_nodes *b, char *why, size_t whylen);
+/*
+ * Expands a Slurm node list the way `scontrol show hostnames` does:
+ * "n[01-03,7],gpu[1-2]-ib" is n01 n02 n03 n7 gpu1-ib gpu2-ib; several
+ * bracket groups multiply ("r[1-2]n[1-2]": r1n1 r1n2 r2n1 r2n2).
+ */
+int boot_expand_nodelist(const char *list, struct boot_nodes *b, char *why, size_t whylen);
+/*
+ * Fills what the launcher's environment says: the node list from
+ * SLURM_JOB_NODELIST (unless b already has one) and the rank from
+ * SLURM_NODEID, OMPI_COMM_WORLD_NODE_RANK... in that order of preference
+ * (see bootstrap.c).  Returns 0 when nothing applies; -EINVAL for a variable
+ * that is set but malformed.
+ */
+int boot_from_env(struct boot_nodes *b, char *why, size_t whylen);
+/* Rank = the entry that names this machine (its host name or one of its addresses). */
+int boot_rank_from_local(struct boot_nodes *b, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/* core/agent/bootstrap: --hosts, host files, Slurm node lists, launcher ranks, local-address ranks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "core/agent/bootstrap.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct boot_nodes *fresh(void)
+{
+	static struct boot_nodes b;
+
+	memset(&b, 0, sizeof(b));
+	b.rank = -1;
+	return &b;
+}
+
+/* The expansion as one space-separated string, like `scontrol show hostnames | xargs`. */
+static const char *expand(const char *list)
+{
+	static char out[4096];
+	struct boot_nodes *b = fresh();
+	char why[256];
+
+	if (boot_expand_nodelist(list, b, why, sizeof(why)))
+		return "ERROR";
+	out[0] = '\0';
+	for (uint32_t i = 0; i < b->nodes; i++)
+		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", i ? " " : "", b->hosts[i]);
+	return out;
+}
+
+static void test_nodelist(void **state)
+{
+	(void)state;
+	assert_string_equal(expand("n1"), "n1");
+	assert_string_equal(expand("a,b,c"), "a b c");
+	assert_string_equal(expand("n[1-3]"), "n1 n2 n3");
+	assert_string_equal(expand("n[01-03,7]"), "n01 n02 n03 n7");
+	assert_string_equal(expand("n[01-03,7],gpu[1-2]-ib"), "n01 n02 n03 n7 gpu1-ib gpu2-ib");
+	assert_string_equal(expand("r[1-2]n[1-2]"), "r1n1 r1n2 r2n1 r2n2");
+	assert_string_equal(expand("node[098-101]"), "node098 node099 node100 node101");
+	assert_string_equal(expand("login,c[5]"), "login c5");
+	assert_string_equal(expand("x.example.org,y[1-2].example.org"),
+			    "x.example.org y1.example.org y2.example.org");
+	assert_string_equal(expand("n[1-"), "ERROR");
+	assert_string_equal(expand("n[3-1]"), "ERROR");
+	assert_string_equal(expand("n[a-b]"), "ERROR");
+	assert_string_equal(expand("n]1["), "ERROR");
+	assert_string_equal(expand("a,,b"), "ERROR");
+	assert_string_equal(expand("n[1-100000]"), "ERROR");
+	assert_string_equal(expand(""), "ERROR");
+	assert_string_equal(expand("bad name"), "ERROR");
+}
+
+static void test_hosts_option(void **state)
+{
+	struct boot_nodes *b = fresh();
+	char why[256];
+
+	(void)state;
+	assert_int_equal(boot_parse_hosts("a,b:7000,c", b, why, sizeof(why)), 0);
+	assert_int_equal(b->nodes, 3);
+	assert_string_equal(b->hosts[1], "b");
+	assert_int_equal(b->ports[1], 7000);
+	assert_int_equal(b->ports[0], 0);
+	assert_string_equal(b->hosts_source, "--hosts");
+	assert_int_equal(boot_parse_hosts("a,", fresh(), why, sizeof(why)), -EINVAL);
+	assert_int_equal(boot_parse_hosts("a:0", fresh(), why, sizeof(why)), -EINVAL);
+	assert_int_equal(boot_parse_hosts("a:70000", fresh(), why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "70000"));
+	assert_int_equal(boot_parse_hosts("a:x", fresh(), why, sizeof(why)), -EINVAL);
+	assert_int_equal(boot_parse_hosts("", fresh(), why, sizeof(why)), -EINVAL);
+}
+
+static void test_hostfile(void **state)
+{
+	char path[] = "/tmp/rdmatool-hostfile.XXXXXX", why[256];
+	struct boot_nodes *b = fresh();
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+
+	(void)state;
+	fputs("# cluster\n  n1 slots=4\n\nn2:7001   # spare\nn3\n", f);
+	fclose(f);
+	assert_int_equal(boot_read_hostfile(path, b, why, sizeof(why)), 0);
+	assert_int_equal(b->nodes, 3);
+	assert_string_equal(b->hosts[0], "n1");
+	assert_int_equal(b->ports[1], 7001);
+	f = fopen(path, "w");
+	fputs("n1\nn2:99999\n", f);
+	fclose(f);
+	assert_int_equal(boot_read_hostfile(path, fresh(), why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "line 2"));
+	unlink(path);
+	assert_int_equal(boot_read_hostfile(path, fresh(), why, sizeof(why)), -ENOENT);
+}
+
+static void test_env(void **state)
+{
+	struct boot_nodes *b = fresh();
+	char why[256];
+
+	(void)state;
+	setenv("SLURM_JOB_NODELIST", "n[1-4]", 1);
+	setenv("SLURM_NODEID", "2", 1);
+	setenv("PMIX_RANK", "3", 1);
+	assert_int_equal(boot_from_env(b, why, sizeof(why)), 0);
+	assert_int_equal(b->nodes, 4);
+	assert_int_equal(b->rank, 2);
+	assert_string_equal(b->rank_source, "SLURM_NODEID");
+	assert_string_equal(b->hosts_source, "SLURM_JOB_NODELIST");
+	/* A host list given on the command line wins over the launcher's. */
+	b = fresh();
+	assert_int_equal(boot_parse_hosts("x,y", b, why, sizeof(why)), 0);
+	unsetenv("SLURM_NODEID");
+	setenv("PMIX_RANK", "1", 1);
+	assert_int_equal(boot_from_env(b, why, sizeof(why)), 0);
+	assert_int_equal(b->nodes, 2);
+	assert_int_equal(b->rank, 1);
+	assert_string_equal(b->rank_source, "PMIX_RANK");
+	/* Malformed or out of range: an error naming the variable. */
+	setenv("PMIX_RANK", "7", 1);
+	b = fresh();
+	assert_int_equal(boot_parse_hosts("x,y", b, why, sizeof(why)), 0);
+	assert_int_equal(boot_from_env(b, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "PMIX_RANK"));
+	unsetenv("PMIX_RANK");
+	setenv("SLURM_JOB_NODELIST", "n[1-", 1);
+	assert_int_equal(boot_from_env(fresh(), why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "SLURM_JOB_NODELIST"));
+	unsetenv("SLURM_JOB_NODELIST");
+	b = fresh();
+	assert_int_equal(boot_from_env(b, why, sizeof(why)), 0);
+	assert_int_equal(b->nodes, 0);
+	assert_int_equal(b->rank, -1);
+}
+
+/* 240.0.0.0/4 is reserved: no machine has those addresses. */
+static void test_local_rank(void **state)
+{
+	struct boot_nodes *b = fresh();
+	char why[256];
+
+	(void)state;
+	assert_int_equal(boot_parse_hosts("240.0.0.1,127.0.0.1,240.0.0.2", b, why, sizeof(why)), 0);
+	assert_int_equal(boot_rank_from_local(b, why, sizeof(why)), 0);
+	assert_int_equal(b->rank, 1);
+	b = fresh();
+	assert_int_equal(boot_parse_hosts("240.0.0.1,240.0.0.2", b, why, sizeof(why)), 0);
+	assert_int_equal(boot_rank_from_local(b, why, sizeof(why)), -ENOENT);
+	assert_non_null(strstr(why, "--rank"));
+	b = fresh();
+	assert_int_equal(boot_parse_hosts("127.0.0.1,localhost", b, why, sizeof(why)), 0);
+	assert_int_equal(boot_rank_from_local(b, why, sizeof(why)), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_nodelist),   cmocka_unit_test(test_hosts_option),
+	    cmocka_unit_test(test_hostfile),   cmocka_unit_test(test_env),
+	    cmocka_unit_test(test_local_rank),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
