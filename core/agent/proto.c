@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* The agents' wire format; the byte layout is documented in proto.h. */
+#include "core/agent/proto.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+void proto_header_encode(const struct proto_header *h, uint8_t *out)
+{
+	out[0] = (uint8_t)((h->type & 7) | (h->protocol & 3) << 3 | (h->mode & 7) << 5);
+	put16(out + 1, h->eager_size);
+	out[3] = h->timeout;
+	for (int i = 0; i < 8; i++)
+		out[4 + i] = (uint8_t)(h->port >> (8 * i));
+}
+
+static int reject(struct proto_errors *e, enum proto_error why)
+{
+	if (e)
+		e->count[why]++;
+	return -EBADMSG;
+}
+
+int proto_header_decode(const uint8_t *in, struct proto_header *h, struct proto_errors *e)
+{
+	h->type = in[0] & 7;
+	h->protocol = (in[0] >> 3) & 3;
+	h->mode = in[0] >> 5;
+	h->eager_size = get16(in + 1);
+	h->timeout = in[3];
+	h->port = 0;
+	for (int i = 0; i < 8; i++)
+		h->port |= (uint64_t)in[4 + i] << (8 * i);
+	if (h->type >= PROTO_NTYPES)
+		return reject(e, PROTO_ERR_TYPE);
+	if (h->protocol > PROTO_RMA)
+		return reject(e, PROTO_ERR_PROTOCOL);
+	if (h->mode > 3)
+		return reject(e, PROTO_ERR_MODE);
+	if (h->eager_size > PROTO_MAX_EAGER)
+		return reject(e, PROTO_ERR_SIZE);
+	return 0;
+}
+
+/* Code c in 1..254 stands for ceil(2^((c - 1) / 8)) ms: 1 ms .. about 38 days, steps of 9%. */
+int64_t proto_timeout_decode(uint8_t code)
+{
+	static const uint32_t eighth[8] = {1000000, 1090508, 1189207, 1296840,
+					   1414214, 1542211, 1681793, 1834008};
+
+	if (code == PROTO_TIMEOUT_NONE)
+		return 0;
+	if (code == PROTO_TIMEOUT_INF)
+		return -1;
+	unsigned step = (unsigned)code - 1;
+	uint64_t scaled = ((uint64_t)1 << (step / 8)) * eighth[step % 8]; /* ms x 1e6 */
+
+	return (int64_t)((scaled + 999999) / 1000000);
+}
+
+uint8_t proto_timeout_encode(int64_t ms)
+{
+	if (ms < 0)
+		return PROTO_TIMEOUT_INF;
+	if (ms == 0)
+		return PROTO_TIMEOUT_NONE;
+	for (unsigned c = 1; c < PROTO_TIMEOUT_INF; c++)
+		if (proto_timeout_decode((uint8_t)c) >= ms)
+			return (uint8_t)c;
+	return PROTO_TIMEOUT_INF;
+}
+
+int proto_connect_encode(const struct proto_connect *c, uint8_t *out, size_t cap)
+{
+	size_t n = strnlen(c->name, PROTO_NAME_MAX + 1);
+
+	if (n == 0 || n > PROTO_NAME_MAX || cap < 3 + n)
+		return -EINVAL;
+	put16(out, c->node);
+	out[2] = (uint8_t)n;
+	memcpy(out + 3, c->name, n);
+	return (int)(3 + n);
+}
+
+int proto_connect_decode(const uint8_t *in, size_t len, struct proto_connect *c, struct proto_errors *e)
+{
+	if (len < 4 || in[2] == 0 || in[2] > PROTO_NAME_MAX || len != 3u + in[2])
+		return reject(e, PROTO_ERR_CONNECT);
+	for (size_t i = 0; i < in[2]; i++) {
+		uint8_t ch = in[3 + i];
+
+		/* The characters of a channel name (core/agent/channel.h), nothing else. */
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == '.' || ch == '_' || ch == '-') ||
+		    (i == 0 && ch == '.'))
+			return reject(e, PROTO_ERR_CONNECT);
+	}
+	c->node = get16(in);
+	memcpy(c->name, in + 3, in[2]);
+	c->name[in[2]] = '\0';
+	return 0;
+}
+
+int proto_next(const uint8_t *buf, size_t len, size_t *off, struct proto_header *h, const uint8_t **data,
+	       size_t *data_len, struct proto_errors *e)
+{
+	if (*off >= len)
+		return 0;
+	if (len - *off < PROTO_HEADER_SIZE)
+		return reject(e, PROTO_ERR_TRUNCATED);
+	if (proto_header_decode(buf + *off, h, e))
+		return -EBADMSG;
+	if (len - *off - PROTO_HEADER_SIZE < h->eager_size)
+		return reject(e, PROTO_ERR_TRUNCATED);
+	/* Responses open with a status; a bare CONNECT must carry its binding. */
+	if (h->type >= PROTO_ACK && h->eager_size < 4)
+		return reject(e, PROTO_ERR_RESPONSE);
+	if (h->type == PROTO_STATE && h->eager_size != 4 + 4 + 8 + 1)
+		return reject(e, PROTO_ERR_RESPONSE);
+	if (h->type == PROTO_CONNECT && h->eager_size < 4)
+		return reject(e, PROTO_ERR_CONNECT);
+	*data = buf + *off + PROTO_HEADER_SIZE;
+	*data_len = h->eager_size;
+	*off += PROTO_HEADER_SIZE + h->eager_size;
+	return 1;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire format between agents (DESIGN.md "agent"; the seed's 12-byte
+ * header).  Items are packed back to back into 2 KB eager buffers; each item
+ * is a header followed by its eager data.  All multi-byte fields are
+ * little-endian.
+ *
+ *   byte 0      bits 0-2  type      (enum proto_type)
+ *               bits 3-4  protocol  (enum proto_protocol)
+ *               bits 5-7  send return mode (enum agent_send_mode, 0..3)
+ *   bytes 1-2   eager data size, the bytes that follow this header
+ *   byte 3      timeout, log-encoded (proto_timeout_encode)
+ *   bytes 4-11  port: the sender's send handle (SENDMSG) or request (others)
+ *
+ * The first item on a port is a CONNECT whose eager data binds the port to
+ * its target channel: bytes 0-1 target node, byte 2 name length n (1..63),
+ * bytes 3..3+n the channel name (no NUL).  Later items name only the port.
+ * A response (ACK, DATA, STATE) starts its eager data with the status, a
+ * little-endian int32 (0 or a negative errno), then: nothing (ACK), the
+ * message (DATA), or count u32, bytes u64, flags u8 (STATE: bit 0 empty,
+ * bit 1 full).
+ *
+ * Everything a peer sends is checked here before use: proto_next() rejects
+ * a malformed item, counts why, and never reads outside the buffer.
+ */
+#ifndef RDMATOOL_CORE_AGENT_PROTO_H
+#define RDMATOOL_CORE_AGENT_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROTO_HEADER_SIZE  12
+#define PROTO_EAGER_BUFFER 2048
+#define PROTO_MAX_EAGER	   (PROTO_EAGER_BUFFER - PROTO_HEADER_SIZE)
+#define PROTO_NAME_MAX	   63
+#define PROTO_TIMEOUT_NONE 0   /* try once */
+#define PROTO_TIMEOUT_INF  255 /* wait forever */
+
+enum proto_type {
+	PROTO_SENDMSG = 0,
+	PROTO_GETMSG = 1,
+	PROTO_POLL = 2,
+	PROTO_CONNECT = 3,
+	PROTO_ACK = 4,	 /* deposited / received */
+	PROTO_DATA = 5,	 /* a GETMSG's message */
+	PROTO_STATE = 6, /* a POLL's answer */
+	PROTO_NTYPES = 7
+};
+
+enum proto_protocol { PROTO_EAGER = 0, PROTO_P2P = 1, PROTO_RMA = 2 };
+
+struct proto_header {
+	uint8_t type, protocol, mode;
+	uint16_t eager_size;
+	uint8_t timeout; /* log-encoded */
+	uint64_t port;
+};
+
+struct proto_connect {
+	uint16_t node;
+	char name[PROTO_NAME_MAX + 1];
+};
+
+/* Why items were rejected, for the agent's counters. */
+enum proto_error {
+	PROTO_ERR_TRUNCATED, /* header or eager data beyond the buffer */
+	PROTO_ERR_TYPE,
+	PROTO_ERR_PROTOCOL,
+	PROTO_ERR_MODE,
+	PROTO_ERR_SIZE, /* eager data larger than an eager buffer allows */
+	PROTO_ERR_CONNECT,
+	PROTO_ERR_RESPONSE,
+	PROTO_NERRORS
+};
+
+struct proto_errors {
+	uint64_t count[PROTO_NERRORS];
+};
+
+/* Writes h into out[PROTO_HEADER_SIZE]. */
+void proto_header_encode(const struct proto_header *h, uint8_t *out);
+/* Reads a header; 0, or -EBADMSG with the reason counted in e (if not NULL). */
+int proto_header_decode(const uint8_t *in, struct proto_header *h, struct proto_errors *e);
+
+/* Milliseconds (< 0: forever) to the 1-byte code, rounding up; and back (-1: forever). */
+uint8_t proto_timeout_encode(int64_t ms);
+int64_t proto_timeout_decode(uint8_t code);
+
+/* The CONNECT eager data: returns its length, or -EINVAL for a bad name. */
+int proto_connect_encode(const struct proto_connect *c, uint8_t *out, size_t cap);
+int proto_connect_decode(const uint8_t *in, size_t len, struct proto_connect *c, struct proto_errors *e);
+
+/*
+ * Walks an eager buffer: at *off, decodes one item (header and the eager
+ * data it announces) and advances *off past it.  Returns 1 with h and
+ * data/data_len set, 0 at the end of the buffer, -EBADMSG for a malformed
+ * item (counted; the rest of the buffer cannot be trusted).
+ */
+int proto_next(const uint8_t *buf, size_t len, size_t *off, struct proto_header *h, const uint8_t **data,
+	       size_t *data_len, struct proto_errors *e);
+
+#endif

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/agent/proto: header and CONNECT round trips, every invalid field
+ * rejected and counted, timeouts rounded up, and a fuzz run: random and
+ * mutated buffers walked item by item never read outside the buffer (run it
+ * under ASan: make asan) and never accept an item that breaks the rules.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "core/agent/proto.h"
+#include "core/util/rng.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void test_header_round_trip(void **state)
+{
+	struct proto_header h = {.type = PROTO_GETMSG,
+				 .protocol = PROTO_RMA,
+				 .mode = 3,
+				 .eager_size = 2036,
+				 .timeout = 200,
+				 .port = 0x0123456789abcdefull};
+	struct proto_header d;
+	uint8_t b[PROTO_HEADER_SIZE];
+
+	(void)state;
+	proto_header_encode(&h, b);
+	/* The documented layout, byte by byte. */
+	assert_int_equal(b[0], PROTO_GETMSG | PROTO_RMA << 3 | 3 << 5);
+	assert_int_equal(b[1], 2036 & 0xff);
+	assert_int_equal(b[2], 2036 >> 8);
+	assert_int_equal(b[3], 200);
+	assert_int_equal(b[4], 0xef);
+	assert_int_equal(b[11], 0x01);
+	assert_int_equal(proto_header_decode(b, &d, NULL), 0);
+	assert_int_equal(d.type, h.type);
+	assert_int_equal(d.protocol, h.protocol);
+	assert_int_equal(d.mode, h.mode);
+	assert_int_equal(d.eager_size, h.eager_size);
+	assert_int_equal(d.timeout, h.timeout);
+	assert_int_equal(d.port, h.port);
+}
+
+static void test_header_rejects(void **state)
+{
+	struct proto_errors e = {0};
+	struct proto_header h = {0}, d;
+	uint8_t b[PROTO_HEADER_SIZE];
+
+	(void)state;
+	proto_header_encode(&h, b);
+	b[0] = 7; /* type 7 */
+	assert_int_equal(proto_header_decode(b, &d, &e), -EBADMSG);
+	b[0] = 3 << 3; /* protocol 3 */
+	assert_int_equal(proto_header_decode(b, &d, &e), -EBADMSG);
+	b[0] = 4 << 5; /* mode 4 */
+	assert_int_equal(proto_header_decode(b, &d, &e), -EBADMSG);
+	b[0] = 0;
+	b[1] = 0xff, b[2] = 0x07; /* 2047 > 2036 */
+	assert_int_equal(proto_header_decode(b, &d, &e), -EBADMSG);
+	assert_int_equal(e.count[PROTO_ERR_TYPE], 1);
+	assert_int_equal(e.count[PROTO_ERR_PROTOCOL], 1);
+	assert_int_equal(e.count[PROTO_ERR_MODE], 1);
+	assert_int_equal(e.count[PROTO_ERR_SIZE], 1);
+}
+
+static void test_timeouts(void **state)
+{
+	(void)state;
+	assert_int_equal(proto_timeout_encode(0), PROTO_TIMEOUT_NONE);
+	assert_int_equal(proto_timeout_encode(-1), PROTO_TIMEOUT_INF);
+	assert_int_equal(proto_timeout_decode(PROTO_TIMEOUT_INF), -1);
+	assert_int_equal(proto_timeout_decode(1), 1);
+	/* Never shorter than asked, and at most one step (9%, or 1 ms) longer. */
+	for (int64_t ms = 1; ms <= proto_timeout_decode(254); ms = ms * 3 / 2 + 1) {
+		int64_t got = proto_timeout_decode(proto_timeout_encode(ms));
+
+		assert_true(got >= ms);
+		assert_true(got <= ms + ms / 10 + 1);
+	}
+	/* Beyond the largest code: forever, never shorter. */
+	assert_int_equal(proto_timeout_encode(proto_timeout_decode(254) + 1), PROTO_TIMEOUT_INF);
+	for (int c = 2; c < 255; c++)
+		assert_true(proto_timeout_decode((uint8_t)c) >= proto_timeout_decode((uint8_t)(c - 1)));
+}
+
+static void test_connect(void **state)
+{
+	struct proto_connect c = {.node = 513, .name = "jobs-1.x"}, d;
+	struct proto_errors e = {0};
+	uint8_t b[80];
+	int n;
+
+	(void)state;
+	n = proto_connect_encode(&c, b, sizeof(b));
+	assert_int_equal(n, 3 + 8);
+	assert_int_equal(proto_connect_decode(b, (size_t)n, &d, &e), 0);
+	assert_int_equal(d.node, 513);
+	assert_string_equal(d.name, "jobs-1.x");
+	assert_int_equal(proto_connect_decode(b, (size_t)n - 1, &d, &e), -EBADMSG);
+	b[3] = '/';
+	assert_int_equal(proto_connect_decode(b, (size_t)n, &d, &e), -EBADMSG);
+	b[3] = '.';
+	assert_int_equal(proto_connect_decode(b, (size_t)n, &d, &e), -EBADMSG);
+	assert_int_equal(e.count[PROTO_ERR_CONNECT], 3);
+	strcpy(c.name, "");
+	assert_int_equal(proto_connect_encode(&c, b, sizeof(b)), -EINVAL);
+}
+
+/* Builds a valid aggregated buffer of random items; returns its length. */
+static size_t valid_buffer(struct rng *r, uint8_t *buf, int *items)
+{
+	size_t off = 0;
+
+	*items = 0;
+	for (;;) {
+		struct proto_header h = {.type = (uint8_t)rng_range(r, 0, PROTO_SENDMSG + 2),
+					 .protocol = (uint8_t)rng_range(r, 0, 2),
+					 .mode = (uint8_t)rng_range(r, 0, 3),
+					 .eager_size = (uint16_t)rng_range(r, 0, 200),
+					 .timeout = (uint8_t)rng_range(r, 0, 255),
+					 .port = rng_next(r)};
+
+		if (off + PROTO_HEADER_SIZE + h.eager_size > PROTO_EAGER_BUFFER || *items == 128)
+			return off;
+		proto_header_encode(&h, buf + off);
+		for (size_t i = 0; i < h.eager_size; i++)
+			buf[off + PROTO_HEADER_SIZE + i] = (uint8_t)rng_next(r);
+		off += PROTO_HEADER_SIZE + h.eager_size;
+		(*items)++;
+	}
+}
+
+/* Walks buf the way the agent does; checks every accepted item keeps the rules. */
+static int walk(const uint8_t *buf, size_t len, struct proto_errors *e)
+{
+	struct proto_header h;
+	const uint8_t *data;
+	size_t off = 0, data_len;
+	int n = 0, rc;
+
+	while ((rc = proto_next(buf, len, &off, &h, &data, &data_len, e)) == 1) {
+		assert_true(data >= buf + PROTO_HEADER_SIZE && data + data_len <= buf + len);
+		assert_true(h.type < PROTO_NTYPES && h.protocol <= PROTO_RMA && h.mode <= 3);
+		assert_true(data_len <= PROTO_MAX_EAGER);
+		if (h.type == PROTO_CONNECT) {
+			struct proto_connect c;
+
+			proto_connect_decode(data, data_len, &c, e);
+		}
+		n++;
+	}
+	assert_true(off <= len);
+	return rc < 0 ? -1 : n;
+}
+
+static void test_fuzz(void **state)
+{
+	struct rng r;
+	uint8_t *buf = malloc(PROTO_EAGER_BUFFER);
+	struct proto_errors e = {0};
+	uint64_t rejected = 0;
+
+	(void)state;
+	rng_seed(&r, 12345, 1);
+	for (int iter = 0; iter < 20000; iter++) {
+		int items;
+		size_t len = valid_buffer(&r, buf, &items);
+
+		/* Valid buffers are read back whole. */
+		assert_int_equal(walk(buf, len, &e), items);
+		/* Mutations: flipped bytes, truncation, or pure noise; each exactly as long as it is. */
+		switch (iter % 3) {
+		case 0:
+			for (int k = 0; k < 4; k++)
+				buf[rng_range(&r, 0, len ? len - 1 : 0)] ^=
+				    (uint8_t)(1 + rng_range(&r, 0, 254));
+			break;
+		case 1:
+			len = (size_t)rng_range(&r, 0, len);
+			break;
+		default:
+			len = (size_t)rng_range(&r, 0, PROTO_EAGER_BUFFER);
+			for (size_t i = 0; i < len; i++)
+				buf[i] = (uint8_t)rng_next(&r);
+		}
+		/* An exact-size copy, so that ASan catches a read one byte too far. */
+		uint8_t *copy = malloc(len ? len : 1);
+
+		memcpy(copy, buf, len);
+		rejected += walk(copy, len, &e) < 0;
+		free(copy);
+	}
+	uint64_t counted = 0;
+
+	for (int i = 0; i < PROTO_NERRORS; i++)
+		counted += e.count[i];
+	/* Most mutated buffers are rejected, and every rejection was counted under a reason. */
+	assert_true(rejected > 5000);
+	assert_true(counted >= rejected);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_header_round_trip),
+	    cmocka_unit_test(test_header_rejects),
+	    cmocka_unit_test(test_timeouts),
+	    cmocka_unit_test(test_connect),
+	    cmocka_unit_test(test_fuzz),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
