@@ -63,6 +63,7 @@ static int serve(const struct agent_opts *o, const char *dir, int ready_fd)
 					  .rank = o->rank,
 					  .nodes = o->nodes,
 					  .hosts = o->hosts,
+					  .ports = o->boot->ports,
 					  .log = log_line,
 					  .debug = o->debug};
 	struct sigaction sa = {.sa_handler = on_stop_signal};
@@ -83,11 +84,6 @@ static int serve(const struct agent_opts *o, const char *dir, int ready_fd)
 	snprintf(why, sizeof(why), "%u node(s) from %s; rank %u from %s", o->nodes, o->boot->hosts_source,
 		 o->rank, o->boot->rank_source);
 	log_line(NULL, why);
-	if (o->nodes > 1)
-		log_line(
-		    NULL,
-		    "peers are listed but links between agents are not built yet: requests for other nodes "
-		    "fail with EHOSTDOWN");
 	if (ready_fd >= 0) {
 		if (write(ready_fd, "r", 1) != 1)
 			log_line(NULL, "could not tell the starting process that the agent is ready");
@@ -340,7 +336,7 @@ int agent_status(const struct agent_opts *o)
 			json_begin_object(&j, NULL);
 			json_uint(&j, "rank", i);
 			json_string(&j, "host", info.hosts[i]);
-			json_string(&j, "state", "down");
+			json_string(&j, "state", info.peer_up[i] ? "up" : "down");
 			json_end_object(&j);
 		}
 		json_end_array(&j);
@@ -365,7 +361,7 @@ int agent_status(const struct agent_opts *o)
 	       uptime, dir);
 	for (uint32_t i = 0; i < info.nodes; i++)
 		if (i != info.rank)
-			printf("  peer %u %s: down\n", i, info.hosts[i]);
+			printf("  peer %u %s: %s\n", i, info.hosts[i], info.peer_up[i] ? "up" : "down");
 	printf("gateway: %u of %d slots in use; %llu requests, %llu completed, %llu failed, %llu refused "
 	       "(full), "
 	       "%llu reclaimed from dead clients\n",

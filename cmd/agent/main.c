@@ -6,6 +6,8 @@
  * poll, chan).
  */
 #include "cmd/agent/agent_cmd.h"
+#include "core/agent/agent_dir.h"
+#include "core/agent/pidfile.h"
 #include "cmd/cmd.h"
 
 #include <errno.h>
@@ -54,9 +56,15 @@ static int resolve_nodes(struct boot_nodes *b, const char *hosts, const char *ho
 	if (rc)
 		return usage_error(AGENT_CMD, "%s", why);
 	if (!daemon) {
-		/* A client only needs to know which local agent to talk to. */
+		/* A client only needs to know which local agent to talk to: the one running here, if one is. */
+		char dir[4096];
+		uint32_t first = 0;
+
 		if (b->rank < 0)
-			b->rank = 0;
+			b->rank = agent_dir_resolve(dir, sizeof(dir), false, why, sizeof(why)) == 0 &&
+					  pidfile_running(dir, &first) == 1
+				      ? (int32_t)first
+				      : 0;
 		return 0;
 	}
 	if (!b->nodes) {

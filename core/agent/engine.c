@@ -2,6 +2,8 @@
 /* The agent's engine; the contract is in engine.h. */
 #include "core/agent/engine.h"
 
+#include "core/agent/agent.h"
+#include "core/agent/link.h"
 #include "core/agent/pidfile.h"
 #include "core/stats/stats.h"
 
@@ -19,6 +21,7 @@ struct agent_engine {
 	char dir[PATH_MAX];
 	int pid_fd;
 	struct gateway *gw;
+	struct agent_links *links; /* NULL on a single node */
 	struct stats_entry *stats;
 	uint64_t served, failed;
 };
@@ -36,6 +39,8 @@ static void engine_log(struct agent_engine *e, const char *fmt, ...)
 	va_end(ap);
 	e->cfg.log(e->cfg.log_arg, line);
 }
+
+static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len);
 
 int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine **out, char *why,
 		      size_t whylen)
@@ -84,6 +89,19 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 		free(e);
 		return rc;
 	}
+	if (cfg->nodes > 1) {
+		struct link_config lc = { .rank = cfg->rank, .nodes = cfg->nodes, .hosts = cfg->hosts,
+					  .ports = cfg->ports, .dir = e->dir, .done = engine_done,
+					  .log = cfg->log, .arg = e };
+
+		rc = links_open(&lc, &e->links, why, whylen);
+		if (rc) {
+			gw_destroy(e->gw, e->dir);
+			pidfile_release(e->dir, cfg->rank, e->pid_fd);
+			free(e);
+			return rc;
+		}
+	}
 	e->stats = stats_entry_add("agent gateway", STATS_KIND_AGENT, -1);
 	engine_log(e, "agent rank %u of %u serving %s (pid %d)", cfg->rank, cfg->nodes, e->dir,
 		   (int)getpid());
@@ -91,27 +109,43 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 	return 0;
 }
 
-static int engine_handle(void *arg, const struct gw_request *req, const void *in, size_t inlen, void *out,
-			 size_t *outlen)
+static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req, const void *in, size_t inlen,
+			 void *out, size_t *outlen)
 {
 	struct agent_engine *e = arg;
+	bool now = req->op == GW_OP_SEND && req->mode <= AGENT_SEND_BUFFERED;
 	int rc;
 
+	(void)out;
+	*outlen = 0;
 	if (req->node >= e->cfg.nodes)
 		rc = -EHOSTUNREACH;
 	else if (req->node == e->cfg.rank)
 		rc = -EINVAL; /* this node's channels are reached directly, never through the gateway */
-	else if (!e->cfg.remote)
+	else if (!e->links)
 		rc = -EHOSTDOWN;
 	else
-		rc = e->cfg.remote->request(e->cfg.remote_arg, req, in, inlen, out, outlen);
+		rc = links_request(e->links, req, in, inlen, now ? UINT64_MAX : slot);
+	/* immediately and buffered: the data is copied onto the link, the caller may go on. */
+	if (rc == -EINPROGRESS && now)
+		rc = 0;
 	if (e->cfg.debug)
-		engine_log(e, "request op %u node %u channel %s len %zu: %s", req->op, req->node, req->name,
-			   inlen, rc ? strerror(-rc) : "done");
-	if (rc)
+		engine_log(e, "request op %u node %u channel %s len %zu: %s", req->op, req->node, req->name, inlen,
+			   rc == -EINPROGRESS ? "sent" : rc ? strerror(-rc) : "done");
+	if (rc && rc != -EINPROGRESS)
 		e->failed++;
 	e->served++;
 	return rc;
+}
+
+/* The target answered a request the engine left in progress. */
+static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len)
+{
+	struct agent_engine *e = arg;
+
+	if (e->cfg.debug)
+		engine_log(e, "answer for slot %llu: %s", (unsigned long long)token, status ? strerror(-status) : "done");
+	gw_complete(e->gw, (uint32_t)token, status, data, len);
 }
 
 int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
@@ -119,10 +153,13 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 	while (!*stop) {
 		struct gw_info info;
 
-		if (e->cfg.remote && e->cfg.remote->progress)
-			e->cfg.remote->progress(e->cfg.remote_arg);
+		if (e->links)
+			links_progress(e->links);
+		/* With links, the network needs attention too: nap briefly instead of sleeping long. */
 		if (gw_serve(e->gw, engine_handle, e) == 0)
-			gw_wait_for_work(e->gw, 100);
+			gw_wait_for_work(e->gw, e->links ? 1 : 100);
+		for (uint32_t i = 0; e->links && i < e->cfg.nodes; i++)
+			gw_set_peer_up(e->gw, i, i == e->cfg.rank || links_up(e->links, i));
 		gw_info(e->gw, &info);
 		stats_set(e->stats, STATS_POSTED, info.requests);
 		stats_set(e->stats, STATS_COMPLETED, info.completed + info.failed);
@@ -140,6 +177,7 @@ void agent_engine_close(struct agent_engine *e)
 		return;
 	engine_log(e, "agent rank %u stopping: %llu requests served, %llu failed", e->cfg.rank,
 		   (unsigned long long)e->served, (unsigned long long)e->failed);
+	links_close(e->links); /* fails what waits on other nodes, through engine_done */
 	gw_destroy(e->gw, e->dir);
 	stats_entry_remove(e->stats);
 	pidfile_release(e->dir, e->cfg.rank, e->pid_fd);

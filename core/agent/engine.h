@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The agent's engine: what `rdmatool agent foreground` runs.  It owns the pid
- * file (one agent per directory and rank), the gateway, and the agent's stats
- * entry, and serves gateway requests until asked to stop.
+ * file (one agent per directory and rank), the gateway, the links to the
+ * other agents (core/agent/link.h) and the agent's stats entry, and serves
+ * gateway requests until asked to stop.
  *
- * Requests for other nodes go to a remote transport (struct
- * agent_remote_ops), the seam where the inter-node protocol plugs in.  With
- * none, or for a node it has no link to, a request completes with -EHOSTDOWN;
- * nothing waits forever.  Requests for this node never reach the engine:
- * clients use local channels directly.
+ * A request for another node goes over the link to it: a send in mode
+ * immediately or buffered completes once its data is on the way (the
+ * gateway slot is free again), deposited and received when the target
+ * answers; a GETMSG or POLL with the target's answer.  A node with no link
+ * up fails the request with -EHOSTDOWN at once; nothing waits forever.
+ * Requests for this node never reach the engine: clients use local channels
+ * directly.
  */
 #ifndef RDMATOOL_CORE_AGENT_ENGINE_H
 #define RDMATOOL_CORE_AGENT_ENGINE_H
@@ -20,27 +23,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct agent_remote_ops {
-	/*
-	 * Carries one request to req->node and fills the reply (out, *outlen <=
-	 * GW_INLINE) for RECV and POLL.  Called from the engine's loop: it must
-	 * not block longer than the request's own timeout.  Returns 0 or a
-	 * negative errno (-EHOSTDOWN when there is no link to the node).
-	 */
-	int (*request)(void *arg, const struct gw_request *req, const void *in, size_t inlen, void *out,
-		       size_t *outlen);
-	/* Makes progress on links; called once per engine pass. */
-	void (*progress)(void *arg);
-	/* Whether node has a working link now, for status. */
-	bool (*link_up)(void *arg, uint32_t node);
-};
-
 struct agent_engine_config {
 	const char *dir;
 	uint32_t rank, nodes; /* nodes = 1 and rank = 0 for a single node */
 	const char (*hosts)[GW_HOST_LEN];
-	const struct agent_remote_ops *remote; /* NULL: no links yet */
-	void *remote_arg;
+	const uint16_t *ports; /* each agent's port for the links (0: the default) */
 	/* Where the engine's log lines go (core never prints); debug: also one line per request. */
 	void (*log)(void *arg, const char *line);
 	void *log_arg;

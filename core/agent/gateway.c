@@ -43,6 +43,7 @@ struct gw_shared {
 	uint32_t rank, nodes;
 	uint64_t start_realtime_ns;
 	char hosts[GW_MAX_NODES][GW_HOST_LEN];
+	_Atomic uint8_t peer_up[GW_MAX_NODES];
 	_Atomic uint32_t running;
 	_Atomic uint32_t doorbell; /* the agent sleeps on it */
 	_Atomic uint32_t agent_sleeping;
@@ -142,12 +143,13 @@ void gw_destroy(struct gateway *g, const char *dir)
 		return;
 	s = g->s;
 	atomic_store(&s->running, 0);
-	/* Every request still waiting fails: nothing is left hanging. */
+	/* Every request still waiting or in progress fails: nothing is left hanging. */
 	for (int i = 0; i < GW_SLOTS; i++) {
 		struct gw_slot *sl = &s->slots[i];
-		uint32_t ready = SLOT_READY;
+		uint32_t st = SLOT_READY;
 
-		if (atomic_compare_exchange_strong(&sl->state, &ready, SLOT_BUSY)) {
+		if (atomic_compare_exchange_strong(&sl->state, &st, SLOT_BUSY) || st == SLOT_BUSY ||
+		    st == SLOT_ABANDONED) {
 			sl->outlen = 0;
 			slot_complete(s, sl, -ESHUTDOWN);
 		}
@@ -161,6 +163,21 @@ void gw_destroy(struct gateway *g, const char *dir)
 static bool pid_gone(int32_t pid)
 {
 	return pid <= 0 || (kill(pid, 0) && errno == ESRCH);
+}
+
+void gw_complete(struct gateway *g, uint32_t slot, int status, const void *out, size_t outlen)
+{
+	struct gw_slot *sl;
+
+	if (slot >= GW_SLOTS)
+		return;
+	sl = &g->s->slots[slot];
+	if (outlen > GW_INLINE)
+		outlen = GW_INLINE;
+	if (outlen && out != sl->data)
+		memcpy(sl->data, out, outlen);
+	sl->outlen = (uint32_t)outlen;
+	slot_complete(g->s, sl, status);
 }
 
 int gw_serve(struct gateway *g, gw_handler fn, void *arg)
@@ -198,12 +215,20 @@ int gw_serve(struct gateway *g, gw_handler fn, void *arg)
 		req = sl->req;	  /* a private copy: the client could still scribble on the slot */
 		req.name[CHAN_NAME_MAX] = '\0';
 		uint32_t inlen = sl->inlen > GW_INLINE ? GW_INLINE : sl->inlen;
-		int rc = fn(arg, &req, sl->data, inlen, sl->data, &outlen);
+		int rc = fn(arg, (uint32_t)(sl - s->slots), &req, sl->data, inlen, sl->data, &outlen);
 
+		if (rc == -EINPROGRESS)
+			continue; /* gw_complete() finishes it */
 		sl->outlen = (uint32_t)(outlen > GW_INLINE ? GW_INLINE : outlen);
 		slot_complete(s, sl, rc);
 	}
 	return n;
+}
+
+void gw_set_peer_up(struct gateway *g, uint32_t node, bool up)
+{
+	if (node < GW_MAX_NODES)
+		atomic_store_explicit(&g->s->peer_up[node], up, memory_order_relaxed);
 }
 
 void gw_wait_for_work(struct gateway *g, int timeout_ms)
@@ -287,6 +312,8 @@ void gw_info(struct gateway *g, struct gw_info *info)
 	info->failed = atomic_load(&s->failed);
 	info->eagain = atomic_load(&s->eagain);
 	info->reaped = atomic_load(&s->reaped);
+	for (uint32_t i = 0; i < info->nodes; i++)
+		info->peer_up[i] = atomic_load_explicit(&s->peer_up[i], memory_order_relaxed) != 0;
 	for (int i = 0; i < GW_SLOTS; i++)
 		info->depth += atomic_load(&s->slots[i].state) != SLOT_FREE;
 	info->running = atomic_load(&s->running) && pidfile_holder(g->dir, g->rank);

@@ -55,6 +55,7 @@ struct gw_info {
 	char hosts[GW_MAX_NODES][GW_HOST_LEN];
 	uint64_t requests, completed, failed, eagain, reaped;
 	uint32_t depth; /* slots in use now */
+	bool peer_up[GW_MAX_NODES];
 	bool running;
 };
 
@@ -66,13 +67,19 @@ int gw_create(const char *dir, const struct gw_info *self, struct gateway **out)
 void gw_destroy(struct gateway *g, const char *dir);
 
 /*
- * Agent side: serves READY requests in ticket order through fn (which
- * returns 0 or a negative errno and may fill out[0..*outlen) up to
- * GW_INLINE), then reclaims slots of dead clients.  Returns how many it served.
+ * Agent side: serves READY requests in ticket order through fn, then
+ * reclaims slots of dead clients.  Returns how many it served.  fn returns
+ * 0 or a negative errno and may fill out[0..*outlen) up to GW_INLINE; or it
+ * returns -EINPROGRESS, keeps the slot number and finishes the request
+ * later with gw_complete() (in and out stay valid until then).
  */
-typedef int (*gw_handler)(void *arg, const struct gw_request *req, const void *in, size_t inlen, void *out,
-			  size_t *outlen);
+typedef int (*gw_handler)(void *arg, uint32_t slot, const struct gw_request *req, const void *in, size_t inlen,
+			  void *out, size_t *outlen);
 int gw_serve(struct gateway *g, gw_handler fn, void *arg);
+/* Agent side: finishes a request fn left in progress (once); out is copied to the client. */
+void gw_complete(struct gateway *g, uint32_t slot, int status, const void *out, size_t outlen);
+/* Agent side: publishes whether the link to node is up, for `agent status`. */
+void gw_set_peer_up(struct gateway *g, uint32_t node, bool up);
 /* Agent side: sleeps until a request arrives or timeout_ms passes. */
 void gw_wait_for_work(struct gateway *g, int timeout_ms);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "core/agent/pidfile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -82,4 +83,27 @@ pid_t pidfile_holder(const char *dir, uint32_t rank)
 	}
 	close(f);
 	return pid > 0 && pid <= INT_MAX ? (pid_t)pid : 0;
+}
+
+int pidfile_running(const char *dir, uint32_t *first)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		unsigned rank;
+		char tail[8];
+
+		if (sscanf(de->d_name, "agent.%u.pi%1s", &rank, tail) != 2 || strcmp(tail, "d") ||
+		    !pidfile_holder(dir, rank))
+			continue;
+		if (!n || rank < *first)
+			*first = rank;
+		n++;
+	}
+	closedir(d);
+	return n;
 }

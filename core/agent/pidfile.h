@@ -17,6 +17,8 @@
 int pidfile_acquire(const char *dir, uint32_t rank, int *fd, pid_t *holder);
 /* Removes and closes it. */
 void pidfile_release(const char *dir, uint32_t rank, int fd);
+/* How many agents run in dir; *first gets the lowest rank among them. */
+int pidfile_running(const char *dir, uint32_t *first);
 /* The pid of the running agent of rank, or 0 when none runs. */
 pid_t pidfile_holder(const char *dir, uint32_t rank);
 

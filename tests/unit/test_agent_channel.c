@@ -353,6 +353,7 @@ static void test_sigkill_mid_send(void **state)
 	/* 40 rounds, more (up to 400) if no kill has yet landed inside the lock on a busy machine. */
 	for (int round = 0; round < 40 || (round < 400 && chan_poll(c, &st, 0) == 0 && st.recovered == 0);
 	     round++) {
+		assert_int_equal(chan_poll(c, &st, 0), 0); /* st.sent before this producer */
 		pid_t pid = fork();
 
 		if (pid == 0) {
@@ -365,7 +366,15 @@ static void test_sigkill_mid_send(void **state)
 					  make_msg(buf, (uint32_t)round, i, 8 + (i * 4099) % (64 << 10)), -1,
 					  NULL);
 		}
-		/* Drain while it sends, so that it is mostly inside a copy when the signal lands. */
+		/*
+		 * Wait until it is sending (a slow start, e.g. under TSan, must not
+		 * make every kill land before the first send), then drain while it
+		 * sends, so that it is mostly inside a copy when the signal lands.
+		 */
+		uint64_t sent_before = st.sent, started = clock_ns() + 10000000000ull;
+
+		while (chan_poll(c, &st, 0) == 0 && st.sent == sent_before && clock_ns() < started)
+			usleep(100);
 		uint64_t until = clock_ns() + 1000000ull + (uint64_t)(round * 373) % 4000 * 1000ull;
 
 		while (clock_ns() < until)

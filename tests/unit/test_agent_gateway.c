@@ -64,13 +64,13 @@ struct served {
 	uint32_t order[64];
 };
 
-static int record(void *arg, const struct gw_request *req, const void *in, size_t inlen, void *out,
+static int record(void *arg, uint32_t slot, const struct gw_request *req, const void *in, size_t inlen, void *out,
 		  size_t *outlen)
 {
 	struct served *s = arg;
 	uint32_t v = 0;
 
-	(void)req;
+	(void)slot;
 	if (inlen >= sizeof(v))
 		memcpy(&v, in, sizeof(v));
 	if (s->n < 64)

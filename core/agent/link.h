@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Links between agents over the core transport (core/transport/endpoint.h,
+ * on any device: the soft device here).  Agent ranks connect all to all: the
+ * higher rank dials the lower one's out-of-band port (its --hosts entry),
+ * they exchange ranks and endpoint addresses over that TCP connection, and
+ * keep it open to notice a peer that dies.  A peer that is down is retried
+ * every 200 ms, so an agent that comes back rejoins.
+ *
+ * One request is one transport message: a proto header (core/agent/proto.h)
+ * whose eager data is the CONNECT binding (target node and channel), then
+ * the payload (protocol p2p).  The target tries the channel operation with
+ * timeout 0 and retries, in arrival order per channel, until the request's
+ * own timeout; it then answers with an ACK (SENDMSG), DATA (GETMSG) or
+ * STATE (POLL) carrying the status.  A GETMSG that times out takes nothing,
+ * so no message is lost.  Header aggregation (core/agent/aggregate.h) is
+ * not used on this path yet.
+ *
+ * Single-threaded: every call, and every callback, runs in the agent's
+ * engine loop.
+ */
+#ifndef RDMATOOL_CORE_AGENT_LINK_H
+#define RDMATOOL_CORE_AGENT_LINK_H
+
+#include "core/agent/gateway.h"
+#include "core/agent/proto.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LINK_DEFAULT_PORT 17470 /* the OOB port of an --hosts entry without one */
+
+struct link_config {
+	uint32_t rank, nodes;
+	const char (*hosts)[GW_HOST_LEN];
+	const uint16_t *ports; /* 0: LINK_DEFAULT_PORT */
+	const char *dir;       /* the agent directory: where targets open channels */
+	/* An origin request finished: the answer of the target, or -EHOSTDOWN. */
+	void (*done)(void *arg, uint64_t token, int status, const void *data, size_t len);
+	void (*log)(void *arg, const char *line);
+	void *arg;
+};
+
+struct agent_links;
+
+int links_open(const struct link_config *cfg, struct agent_links **out, char *why, size_t whylen);
+/* Fails every request in flight (-ESHUTDOWN through done) and closes. */
+void links_close(struct agent_links *lk);
+bool links_up(struct agent_links *lk, uint32_t node);
+/*
+ * Sends one gateway request to its node.  -EINPROGRESS: done(token) will
+ * follow (also for buffered and immediately sends, which the caller may
+ * finish at once); -EHOSTDOWN, -EMSGSIZE, -EAGAIN: nothing was sent.
+ */
+int links_request(struct agent_links *lk, const struct gw_request *req, const void *data, size_t len,
+		  uint64_t token);
+/* Connects peers, reads the transport, serves and retries requests, answers. */
+void links_progress(struct agent_links *lk);
+
+#endif

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Three agents on one machine, each with its own directory and port, linked
+# over the soft device: remote SENDMSG (buffered, deposited, received),
+# GETMSG and POLL; several client processes on two nodes sending numbered
+# messages to a channel on the third (every message exactly once, in order
+# per sender); a peer killed with SIGKILL is seen down and fails requests
+# fast, and rejoins when it is started again.
+set -eu
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v jq >/dev/null || fail "jq missing; run 'make deps'"
+command -v python3 >/dev/null || fail "python3 missing"
+
+T=$(mktemp -d /tmp/rdmatool-agent-net.XXXXXX)
+export RDMATOOL_STATS=0
+cleanup() {
+	for r in 0 1 2; do
+		[ -f "$T/a$r/agent.$r.pid" ] && kill -9 "$(cat "$T/a$r/agent.$r.pid")" 2>/dev/null
+	done
+	wait 2>/dev/null || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+# Three free ports, chosen by the kernel.
+hosts=$(python3 -c 'import socket
+ss = [socket.socket() for _ in range(3)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(",".join("127.0.0.1:%d" % s.getsockname()[1] for s in ss))')
+A() { # A RANK ARGS...: rdmatool as a client (or the agent) of node RANK, with a deadline
+	local r=$1
+	shift
+	RDMATOOL_AGENT_DIR=$T/a$r timeout 30 "$RDMATOOL" "$@"
+}
+run() {
+	set +e
+	A "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	set -e
+}
+links_up() { # RANK: every peer of RANK is up
+	[ "$(A "$1" -j agent status | jq '[.peers[] | select(.state == "up")] | length')" = 2 ]
+}
+wait_for() {
+	for _ in $(seq 500); do
+		"$@" && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
+for r in 0 1 2; do
+	mkdir -m 700 "$T/a$r"
+	A $r -q agent start --hosts="$hosts" --rank=$r || fail "agent $r did not start: $(cat "$T/a$r/agent.$r.log")"
+done
+for r in 0 1 2; do wait_for links_up $r || fail "links of rank $r not up: $(A $r agent status)"; done
+
+A 1 agent chan create q
+A 2 agent chan create src
+
+# One message each way, each return mode, with its bytes intact.
+head -c 50000 /dev/urandom >"$T/blob"
+A 0 agent send 1/q "$T/blob" --mode=deposited --timeout=5000 || fail "deposited send"
+[ "$(A 1 -j agent recv q --timeout=2000 | jq -r .sha256)" = "$(sha256sum <"$T/blob" | cut -d' ' -f1)" ] ||
+	fail "the message changed on the way"
+printf 'buffered' | A 2 agent send 1/q || fail "buffered send"
+[ "$(A 0 agent recv 1/q --timeout=5000)" = buffered ] || fail "GETMSG from node 0 of a message node 2 sent"
+printf 'r' | A 0 agent send 1/q --mode=received --timeout=10000 &
+sender=$!
+wait_for sh -c "[ \"\$(RDMATOOL_AGENT_DIR=$T/a1 \"$RDMATOOL\" -j agent poll q | jq .count)\" = 1 ]" ||
+	fail "the 'received' message never arrived"
+kill -0 $sender 2>/dev/null || fail "'received' returned before anyone took the message"
+[ "$(A 1 agent recv q)" = r ] || fail "wrong 'received' message"
+wait $sender || fail "'received' send failed after the message was taken"
+run 0 agent recv 1/q --timeout=200
+[ $rc -eq 1 ] && grep -q '0 of 1 message(s) within 200 ms' "$T/err" || fail "remote GETMSG timeout: $rc $(cat "$T/err")"
+run 0 -j agent poll 1/q
+[ $rc -eq 0 ] && [ "$(jq .empty "$T/out")" = true ] || fail "remote POLL: $rc $(cat "$T/out" "$T/err")"
+run 0 agent send 1/nosuch --mode=deposited --timeout=1000 </dev/null
+[ $rc -eq 1 ] && grep -q 'no such channel' "$T/err" || fail "remote missing channel: $rc $(cat "$T/err")"
+
+# Clients on nodes 0 and 2 send numbered messages to node 1: each arrives once, in order per sender.
+pids=()
+for node in 0 2; do
+	for p in 1 2; do
+		(for i in $(seq -w 1 40); do
+			printf 'n%s-p%s-%s' "$node" "$p" "$i" | A $node agent send 1/q --mode=deposited --timeout=10000 || exit 1
+		done) &
+		pids+=($!)
+	done
+done
+for p in "${pids[@]}"; do wait "$p" || fail "a sender failed"; done
+mkdir "$T/got"
+A 1 agent recv q -n 160 --timeout=5000 --out="$T/got" || fail "node 1 got fewer than 160 messages"
+run 1 agent recv q --timeout=200
+[ $rc -eq 1 ] || fail "more than 160 messages arrived"
+for f in "$T"/got/*; do cat "$f"; echo; done >"$T/all"
+[ "$(sort -u "$T/all" | wc -l)" = 160 ] || fail "duplicates or losses: $(sort "$T/all" | uniq -d | head -3)"
+for node in 0 2; do
+	for p in 1 2; do
+		grep "^n$node-p$p-" "$T/all" >"$T/one"
+		sort -c "$T/one" 2>/dev/null || fail "messages of n$node-p$p out of order"
+	done
+done
+# Remote GETMSG drains a channel exactly once too.
+for i in 1 2 3; do printf "s$i" | A 2 agent send src; done
+[ "$(A 0 agent recv 2/src -n 3 --timeout=5000)" = s1s2s3 ] || fail "remote drain"
+
+# A peer dies: the others see it down and fail requests to it fast; it comes back and rejoins.
+kill -9 "$(cat "$T/a2/agent.2.pid")"
+wait_for sh -c "[ \"\$(RDMATOOL_AGENT_DIR=$T/a0 \"$RDMATOOL\" -j agent status | jq -r '.peers[] | select(.rank == 2) | .state')\" = down ]" ||
+	fail "rank 0 does not see rank 2 down"
+start=$(date +%s)
+run 0 agent send 2/src --mode=deposited --timeout=20000 </dev/null
+[ $rc -eq 1 ] && grep -q 'no link to that node' "$T/err" || fail "send to a dead peer: $rc $(cat "$T/err")"
+[ $(($(date +%s) - start)) -le 3 ] || fail "a send to a dead peer took $(($(date +%s) - start)) s"
+printf 'still' | A 0 agent send 1/q --mode=deposited --timeout=5000 || fail "traffic between the others stopped"
+[ "$(A 1 agent recv q --timeout=1000)" = still ] || fail "traffic between the others"
+A 2 -q agent start --hosts="$hosts" --rank=2 || fail "rank 2 did not restart"
+wait_for links_up 0 || fail "rank 2 did not rejoin rank 0"
+wait_for links_up 2 || fail "rank 2 did not rejoin: $(A 2 agent status)"
+printf 'back' | A 0 agent send 2/src --mode=deposited --timeout=5000 || fail "send after rejoin"
+[ "$(A 2 agent recv src --timeout=1000)" = back ] || fail "message after rejoin"
+
+for r in 0 1 2; do A $r -q agent stop || fail "stop $r"; done
+echo "agent net: ok"
