@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,12 +154,20 @@ int agent_send_cmd(const struct agent_opts *o)
 	rc = open_channel(o, "send", &cl, &h);
 	if (rc)
 		return rc;
-	if (agent_chan_is_local(h) && agent_poll(h, &st, 0) == 0)
+	bool remote = !agent_chan_is_local(h);
+
+	if (!remote && agent_poll(h, &st, 0) == 0)
 		limit = st.max_msg;
 	rc = read_message(o->nargs > 1 ? o->args[1] : NULL, limit, &buf, &len);
 	if (rc) {
 		agent_chan_close(h);
 		agent_detach(cl);
+		if (rc == -EMSGSIZE && remote)
+			return run_error(
+			    AGENT_CMD,
+			    "the message is larger than %zu bytes, the limit for now of a message to "
+			    "another node",
+			    limit);
 		if (rc == -EMSGSIZE)
 			return run_error(AGENT_CMD,
 					 "the message is larger than %s's largest message, %zu bytes; "

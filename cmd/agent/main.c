@@ -56,7 +56,8 @@ static int resolve_nodes(struct boot_nodes *b, const char *hosts, const char *ho
 	if (rc)
 		return usage_error(AGENT_CMD, "%s", why);
 	if (!daemon) {
-		/* A client only needs to know which local agent to talk to: the one running here, if one is. */
+		/* A client only needs to know which local agent to talk to: the one running here, if one is.
+		 */
 		char dir[4096];
 		uint32_t first = 0;
 

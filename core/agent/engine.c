@@ -90,9 +90,14 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 		return rc;
 	}
 	if (cfg->nodes > 1) {
-		struct link_config lc = { .rank = cfg->rank, .nodes = cfg->nodes, .hosts = cfg->hosts,
-					  .ports = cfg->ports, .dir = e->dir, .done = engine_done,
-					  .log = cfg->log, .arg = e };
+		struct link_config lc = {.rank = cfg->rank,
+					 .nodes = cfg->nodes,
+					 .hosts = cfg->hosts,
+					 .ports = cfg->ports,
+					 .dir = e->dir,
+					 .done = engine_done,
+					 .log = cfg->log,
+					 .arg = e};
 
 		rc = links_open(&lc, &e->links, why, whylen);
 		if (rc) {
@@ -130,8 +135,11 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
 	if (rc == -EINPROGRESS && now)
 		rc = 0;
 	if (e->cfg.debug)
-		engine_log(e, "request op %u node %u channel %s len %zu: %s", req->op, req->node, req->name, inlen,
-			   rc == -EINPROGRESS ? "sent" : rc ? strerror(-rc) : "done");
+		engine_log(e, "request op %u node %u channel %s len %zu: %s", req->op, req->node, req->name,
+			   inlen,
+			   rc == -EINPROGRESS ? "sent"
+			   : rc		      ? strerror(-rc)
+					      : "done");
 	if (rc && rc != -EINPROGRESS)
 		e->failed++;
 	e->served++;
@@ -144,7 +152,8 @@ static void engine_done(void *arg, uint64_t token, int status, const void *data,
 	struct agent_engine *e = arg;
 
 	if (e->cfg.debug)
-		engine_log(e, "answer for slot %llu: %s", (unsigned long long)token, status ? strerror(-status) : "done");
+		engine_log(e, "answer for slot %llu: %s", (unsigned long long)token,
+			   status ? strerror(-status) : "done");
 	gw_complete(e->gw, (uint32_t)token, status, data, len);
 }
 

@@ -73,8 +73,8 @@ void gw_destroy(struct gateway *g, const char *dir);
  * returns -EINPROGRESS, keeps the slot number and finishes the request
  * later with gw_complete() (in and out stay valid until then).
  */
-typedef int (*gw_handler)(void *arg, uint32_t slot, const struct gw_request *req, const void *in, size_t inlen,
-			  void *out, size_t *outlen);
+typedef int (*gw_handler)(void *arg, uint32_t slot, const struct gw_request *req, const void *in,
+			  size_t inlen, void *out, size_t *outlen);
 int gw_serve(struct gateway *g, gw_handler fn, void *arg);
 /* Agent side: finishes a request fn left in progress (once); out is copied to the client. */
 void gw_complete(struct gateway *g, uint32_t slot, int status, const void *out, size_t outlen);

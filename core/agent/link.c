@@ -83,7 +83,7 @@ static void peer_addr(struct agent_links *lk, uint32_t rank, char *out, size_t l
 {
 	uint16_t port = lk->cfg.ports && lk->cfg.ports[rank] ? lk->cfg.ports[rank] : LINK_DEFAULT_PORT;
 
-	snprintf(out, len, "%s:%u", lk->cfg.hosts[rank], port);
+	snprintf(out, len, "%s:%u", lk->cfg.hosts[rank], (unsigned)port);
 }
 
 int links_open(const struct link_config *cfg, struct agent_links **out, char *why, size_t whylen)
@@ -106,10 +106,11 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	}
 	/* Listen on every address at our entry's port: peers dial the host name they were given. */
 	snprintf(addr, sizeof(addr), "0.0.0.0:%u",
-		 cfg->ports && cfg->ports[cfg->rank] ? cfg->ports[cfg->rank] : LINK_DEFAULT_PORT);
+		 (unsigned)(cfg->ports && cfg->ports[cfg->rank] ? cfg->ports[cfg->rank] : LINK_DEFAULT_PORT));
 	rc = oob_listen(addr, &lk->listener);
 	if (rc) {
-		snprintf(why, whylen, "cannot listen for other agents on %s: %s; give this rank a free port in --hosts",
+		snprintf(why, whylen,
+			 "cannot listen for other agents on %s: %s; give this rank a free port in --hosts",
 			 addr, strerror(-rc));
 		links_close(lk);
 		return rc;
@@ -262,7 +263,7 @@ static void connect_peers(struct agent_links *lk)
 
 		if (!p->up)
 			continue;
-		pfd = (struct pollfd){ .fd = oob_conn_fd(p->oob), .events = POLLIN };
+		pfd = (struct pollfd){.fd = oob_conn_fd(p->oob), .events = POLLIN};
 		if (poll(&pfd, 1, 0) == 1)
 			peer_down(lk, r, "its connection closed");
 	}
@@ -295,9 +296,9 @@ static int send_frame(struct agent_links *lk, uint32_t rank, const struct proto_
 int links_request(struct agent_links *lk, const struct gw_request *req, const void *data, size_t len,
 		  uint64_t token)
 {
-	static const uint8_t op_type[] = { [GW_OP_SEND] = PROTO_SENDMSG, [GW_OP_RECV] = PROTO_GETMSG,
-					   [GW_OP_POLL] = PROTO_POLL };
-	struct proto_connect bind = { .node = (uint16_t)req->node };
+	static const uint8_t op_type[] = {
+	    [GW_OP_SEND] = PROTO_SENDMSG, [GW_OP_RECV] = PROTO_GETMSG, [GW_OP_POLL] = PROTO_POLL};
+	struct proto_connect bind = {.node = (uint16_t)req->node};
 	uint8_t eager[3 + PROTO_NAME_MAX];
 	uint32_t idx;
 	int n, rc;
@@ -306,7 +307,8 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 		return -EINVAL;
 	if (!links_up(lk, req->node))
 		return -EHOSTDOWN;
-	for (idx = 0; idx < LINK_ORIGIN_MAX && lk->origins[(lk->next_origin + idx) % LINK_ORIGIN_MAX].used; idx++)
+	for (idx = 0; idx < LINK_ORIGIN_MAX && lk->origins[(lk->next_origin + idx) % LINK_ORIGIN_MAX].used;
+	     idx++)
 		;
 	if (idx == LINK_ORIGIN_MAX)
 		return -EAGAIN;
@@ -317,12 +319,12 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 	if (n < 0)
 		return n;
 	struct origin *o = &lk->origins[idx];
-	struct proto_header h = { .type = op_type[req->op],
-				  .protocol = PROTO_P2P,
-				  .mode = (uint8_t)(req->mode & 3),
-				  .eager_size = (uint16_t)n,
-				  .timeout = proto_timeout_encode(req->timeout_ms),
-				  .port = (uint64_t)(uint16_t)(o->gen + 1) << 32 | idx };
+	struct proto_header h = {.type = op_type[req->op],
+				 .protocol = PROTO_P2P,
+				 .mode = (uint8_t)(req->mode & 3),
+				 .eager_size = (uint16_t)n,
+				 .timeout = proto_timeout_encode(req->timeout_ms),
+				 .port = (uint64_t)(uint16_t)(o->gen + 1) << 32 | idx};
 
 	rc = send_frame(lk, req->node, &h, eager, data, req->op == GW_OP_SEND ? len : 0);
 	if (rc)
@@ -335,18 +337,18 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 	return -EINPROGRESS;
 }
 
-static void answer(struct agent_links *lk, const struct target_item *t, int status, const struct chan_state *st,
-		   const void *msg, size_t msg_len)
+static void answer(struct agent_links *lk, const struct target_item *t, int status,
+		   const struct chan_state *st, const void *msg, size_t msg_len)
 {
 	uint8_t eager[STATE_LEN];
 	int32_t s = status;
-	struct proto_header h = { .type = t->h.type == PROTO_SENDMSG	? PROTO_ACK
-					  : t->h.type == PROTO_GETMSG ? PROTO_DATA
-								      : PROTO_STATE,
-				  .protocol = PROTO_P2P,
-				  .mode = t->h.mode,
-				  .eager_size = 4,
-				  .port = t->h.port };
+	struct proto_header h = {.type = t->h.type == PROTO_SENDMSG  ? PROTO_ACK
+					 : t->h.type == PROTO_GETMSG ? PROTO_DATA
+								     : PROTO_STATE,
+				 .protocol = PROTO_P2P,
+				 .mode = t->h.mode,
+				 .eager_size = 4,
+				 .port = t->h.port};
 
 	memcpy(eager, &s, 4);
 	if (h.type == PROTO_STATE) {
@@ -431,8 +433,8 @@ static void serve_pending(struct agent_links *lk)
 		lk->pending_tail = &(*lk->pending_tail)->next;
 }
 
-static void take_request(struct agent_links *lk, uint32_t from, const struct proto_header *h, const uint8_t *eager,
-			 const uint8_t *payload, size_t payload_len)
+static void take_request(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+			 const uint8_t *eager, const uint8_t *payload, size_t payload_len)
 {
 	struct proto_connect bind;
 	int64_t timeout = proto_timeout_decode(h->timeout);
@@ -444,7 +446,7 @@ static void take_request(struct agent_links *lk, uint32_t from, const struct pro
 	t = malloc(sizeof(*t) + payload_len);
 	if (!t)
 		return;
-	*t = (struct target_item){ .from = from, .h = *h, .len = payload_len };
+	*t = (struct target_item){.from = from, .h = *h, .len = payload_len};
 	snprintf(t->name, sizeof(t->name), "%s", bind.name);
 	t->deadline_ns = timeout > 0 ? clock_ns() + (uint64_t)timeout * 1000000ull : 0;
 	if (payload_len)
@@ -453,8 +455,8 @@ static void take_request(struct agent_links *lk, uint32_t from, const struct pro
 	lk->pending_tail = &t->next;
 }
 
-static void take_answer(struct agent_links *lk, uint32_t from, const struct proto_header *h, const uint8_t *eager,
-			const uint8_t *payload, size_t payload_len)
+static void take_answer(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+			const uint8_t *eager, const uint8_t *payload, size_t payload_len)
 {
 	uint32_t idx = (uint32_t)(h->port & 0xffffffffu);
 	uint16_t gen = (uint16_t)(h->port >> 32);
@@ -471,7 +473,7 @@ static void take_answer(struct agent_links *lk, uint32_t from, const struct prot
 	if (status > 0 || status < -4095)
 		status = -EPROTO;
 	if (h->type == PROTO_STATE && h->eager_size == STATE_LEN) {
-		struct chan_state st = { 0 };
+		struct chan_state st = {0};
 		uint32_t count;
 		uint64_t bytes;
 

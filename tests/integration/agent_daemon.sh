@@ -154,4 +154,8 @@ run agent start --hosts=a,,b
 [ $rc -eq 2 ] && grep -q -- '--hosts' "$dir/err" || fail "bad hosts: $rc $(cat "$dir/err")"
 run agent frobnicate
 [ $rc -eq 2 ] && grep -q 'unknown action frobnicate' "$dir/err" || fail "unknown action: $rc $(cat "$dir/err")"
+# Agents run detached: a sanitizer report (make asan / make tsan) lands in their log.
+if grep -q 'Sanitizer' "$RDMATOOL_AGENT_DIR"/agent.*.log 2>/dev/null; then
+	fail "sanitizer report in the agent log: $(grep -h -A20 'Sanitizer' "$RDMATOOL_AGENT_DIR"/agent.*.log | head -40)"
+fi
 echo "agent daemon: ok"

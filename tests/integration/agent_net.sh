@@ -121,4 +121,8 @@ printf 'back' | A 0 agent send 2/src --mode=deposited --timeout=5000 || fail "se
 [ "$(A 2 agent recv src --timeout=1000)" = back ] || fail "message after rejoin"
 
 for r in 0 1 2; do A $r -q agent stop || fail "stop $r"; done
+# Agents run detached: a sanitizer report (make asan / make tsan) lands in their logs.
+if grep -l 'Sanitizer' "$T"/a*/agent.*.log >/dev/null 2>&1; then
+	fail "sanitizer report in an agent log: $(grep -h -A20 'Sanitizer' "$T"/a*/agent.*.log | head -40)"
+fi
 echo "agent net: ok"
