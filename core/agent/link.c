@@ -3,10 +3,12 @@
 #include "core/agent/link.h"
 
 #include "core/agent/agent.h"
+#include "core/agent/agent_key.h"
 #include "core/agent/channel.h"
 #include "core/oob/oob.h"
 #include "core/transport/endpoint.h"
 #include "core/util/clock.h"
+#include "core/util/sha256.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -14,12 +16,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #define LINK_RX_MAX	128
 #define LINK_FRAME_MAX	(PROTO_HEADER_SIZE + 3 + PROTO_NAME_MAX + GW_INLINE)
 #define LINK_ORIGIN_MAX 1024 /* requests in flight from this agent */
 #define LINK_RETRY_NS	200000000ull
-#define LINK_HELLO	0x4148 /* OOB frame types */
+#define LINK_HELLO	0x4148 /* OOB frame types of the handshake */
+#define LINK_CHALLENGE	0x4143
+#define LINK_PROOF	0x4150
+#define NONCE_LEN	16
 #define LINK_NO_TOKEN	UINT64_MAX
 #define STATE_LEN	(4 + 4 + 8 + 1)
 
@@ -63,6 +69,18 @@ struct agent_links {
 	uint8_t *rx[LINK_RX_MAX];
 	int nrx;
 	uint8_t *scratch; /* a GETMSG's message on its way into a DATA frame */
+	unsigned char key[AGENT_KEY_LEN];
+};
+
+struct hello {
+	uint32_t rank;
+	uint8_t nonce[NONCE_LEN];
+};
+
+struct challenge {
+	uint32_t rank;
+	uint8_t nonce[NONCE_LEN];
+	uint8_t mac[32];
 };
 
 static void link_log(struct agent_links *lk, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -103,6 +121,11 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	if (!lk->peers || !lk->scratch) {
 		links_close(lk);
 		return -ENOMEM;
+	}
+	rc = agent_key_load(lk->key, why, whylen);
+	if (rc) {
+		links_close(lk);
+		return rc;
 	}
 	/* Listen on every address at our entry's port: peers dial the host name they were given. */
 	snprintf(addr, sizeof(addr), "0.0.0.0:%u",
@@ -207,35 +230,97 @@ bool links_up(struct agent_links *lk, uint32_t node)
 	return node < lk->cfg.nodes && lk->peers[node].up;
 }
 
-/* The OOB connection is up: exchange ranks (the dialer speaks first), then endpoint addresses. */
-static void peer_join(struct agent_links *lk, struct oob_conn *c, int32_t expected)
+/* HMAC(key, role | our rank | their rank | their nonce): proves we hold the key, bound to this exchange. */
+static void proof(struct agent_links *lk, char role, uint32_t mine, uint32_t theirs, const uint8_t *nonce,
+		  uint8_t mac[32])
 {
-	uint32_t rank = lk->cfg.rank, theirs, len;
+	uint8_t msg[1 + 4 + 4 + NONCE_LEN];
+
+	msg[0] = (uint8_t)role;
+	memcpy(msg + 1, &mine, 4);
+	memcpy(msg + 5, &theirs, 4);
+	memcpy(msg + 9, nonce, NONCE_LEN);
+	hmac_sha256(lk->key, sizeof(lk->key), msg, sizeof(msg), mac);
+}
+
+static bool same_mac(const uint8_t *a, const uint8_t *b)
+{
+	uint8_t diff = 0;
+
+	for (int i = 0; i < 32; i++)
+		diff |= a[i] ^ b[i];
+	return diff == 0;
+}
+
+/*
+ * Mutual proof of the key before anything else: the dialer sends its rank
+ * and a nonce; the acceptor answers with its nonce and its proof over the
+ * dialer's nonce; the dialer checks it and proves itself over the
+ * acceptor's nonce.  Returns the peer's rank, or a negative errno.
+ */
+static int handshake(struct agent_links *lk, struct oob_conn *c, int32_t dialing)
+{
+	struct hello hello;
+	struct challenge ch;
+	uint8_t mac[32], expect[32];
 	uint16_t type;
+	uint32_t len;
 	int rc;
 
-	if (expected >= 0)
-		rc = oob_send(c, LINK_HELLO, &rank, sizeof(rank));
-	else
-		rc = oob_recv(c, &type, &theirs, sizeof(theirs), &len, 2000);
-	if (expected >= 0) {
-		theirs = (uint32_t)expected;
-	} else if (!rc && (type != LINK_HELLO || len != sizeof(theirs) || theirs >= lk->cfg.nodes ||
-			   theirs <= lk->cfg.rank)) {
-		rc = -EPROTO; /* only higher ranks dial us */
+	if (dialing >= 0) {
+		hello.rank = lk->cfg.rank;
+		if (getrandom(hello.nonce, NONCE_LEN, 0) != NONCE_LEN)
+			return -EIO;
+		if ((rc = oob_send(c, LINK_HELLO, &hello, sizeof(hello))) ||
+		    (rc = oob_recv(c, &type, &ch, sizeof(ch), &len, 2000)))
+			return rc;
+		if (type != LINK_CHALLENGE || len != sizeof(ch) || ch.rank != (uint32_t)dialing)
+			return -EPROTO;
+		proof(lk, 'A', ch.rank, lk->cfg.rank, hello.nonce, expect);
+		if (!same_mac(ch.mac, expect))
+			return -EACCES;
+		proof(lk, 'D', lk->cfg.rank, ch.rank, ch.nonce, mac);
+		rc = oob_send(c, LINK_PROOF, mac, sizeof(mac));
+		return rc ? rc : dialing;
 	}
+	if ((rc = oob_recv(c, &type, &hello, sizeof(hello), &len, 2000)))
+		return rc;
+	/* Only higher ranks dial us. */
+	if (type != LINK_HELLO || len != sizeof(hello) || hello.rank >= lk->cfg.nodes ||
+	    hello.rank <= lk->cfg.rank)
+		return -EPROTO;
+	ch.rank = lk->cfg.rank;
+	if (getrandom(ch.nonce, NONCE_LEN, 0) != NONCE_LEN)
+		return -EIO;
+	proof(lk, 'A', lk->cfg.rank, hello.rank, hello.nonce, ch.mac);
+	if ((rc = oob_send(c, LINK_CHALLENGE, &ch, sizeof(ch))) ||
+	    (rc = oob_recv(c, &type, mac, sizeof(mac), &len, 2000)))
+		return rc;
+	proof(lk, 'D', hello.rank, lk->cfg.rank, ch.nonce, expect);
+	if (type != LINK_PROOF || len != sizeof(mac) || !same_mac(mac, expect))
+		return -EACCES;
+	return (int)hello.rank;
+}
+
+/* The OOB connection is up: prove the key both ways, then exchange endpoint addresses. */
+static void peer_join(struct agent_links *lk, struct oob_conn *c, int32_t dialing)
+{
+	int theirs = handshake(lk, c, dialing), rc = theirs < 0 ? theirs : 0;
+
 	if (!rc && lk->peers[theirs].up)
-		peer_down(lk, theirs, "it connected again");
+		peer_down(lk, (uint32_t)theirs, "it connected again");
 	if (!rc)
 		rc = core_ep_connect_oob(lk->ep, c, &lk->peers[theirs].core_peer);
 	if (rc) {
-		link_log(lk, "a peer agent failed to join: %s", strerror(-rc));
+		link_log(lk, "a peer agent%s failed to join: %s",
+			 rc == -EACCES ? " (or a process without the key)" : "",
+			 rc == -EACCES ? "it does not hold this user's agent key" : strerror(-rc));
 		oob_close(c);
 		return;
 	}
 	lk->peers[theirs].oob = c;
 	lk->peers[theirs].up = true;
-	link_log(lk, "link to rank %u (%s) up", theirs, lk->cfg.hosts[theirs]);
+	link_log(lk, "link to rank %d (%s) up", theirs, lk->cfg.hosts[theirs]);
 }
 
 static void connect_peers(struct agent_links *lk)

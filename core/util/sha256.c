@@ -100,3 +100,29 @@ void sha256_hex(const void *buf, size_t len, char hex[65])
 	for (int i = 0; i < 32; i++)
 		snprintf(hex + 2 * i, 3, "%02x", d[i]);
 }
+
+void hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len, unsigned char mac[32])
+{
+	unsigned char k[64] = {0}, pad[64], inner[32];
+	struct sha256 s;
+
+	if (key_len > sizeof(k)) {
+		sha256_init(&s);
+		sha256_update(&s, key, key_len);
+		sha256_final(&s, k);
+	} else {
+		memcpy(k, key, key_len);
+	}
+	for (int i = 0; i < 64; i++)
+		pad[i] = k[i] ^ 0x36;
+	sha256_init(&s);
+	sha256_update(&s, pad, sizeof(pad));
+	sha256_update(&s, msg, msg_len);
+	sha256_final(&s, inner);
+	for (int i = 0; i < 64; i++)
+		pad[i] = k[i] ^ 0x5c;
+	sha256_init(&s);
+	sha256_update(&s, pad, sizeof(pad));
+	sha256_update(&s, inner, sizeof(inner));
+	sha256_final(&s, mac);
+}

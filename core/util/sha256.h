@@ -16,6 +16,8 @@ struct sha256 {
 void sha256_init(struct sha256 *s);
 void sha256_update(struct sha256 *s, const void *data, size_t len);
 void sha256_final(struct sha256 *s, unsigned char digest[32]);
+/* HMAC-SHA256 (RFC 2104) of msg under key. */
+void hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len, unsigned char mac[32]);
 /* The digest of buf as 64 lowercase hex digits and a NUL. */
 void sha256_hex(const void *buf, size_t len, char hex[65]);
 

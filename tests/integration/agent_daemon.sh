@@ -8,7 +8,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v jq >/dev/null || fail "jq missing; run 'make deps'"
 
 dir=$(mktemp -d /tmp/rdmatool-agent-test.XXXXXX)
-export RDMATOOL_AGENT_DIR=$dir/agent RDMATOOL_STATS_DIR=$dir/stats
+export RDMATOOL_AGENT_DIR=$dir/agent RDMATOOL_STATS_DIR=$dir/stats RDMATOOL_AGENT_KEY=$dir/key
 mkdir -m 700 "$RDMATOOL_AGENT_DIR" "$RDMATOOL_STATS_DIR"
 cleanup() {
 	"$RDMATOOL" -q agent stop >/dev/null 2>&1 || true

@@ -11,7 +11,7 @@ command -v jq >/dev/null || fail "jq missing; run 'make deps'"
 command -v python3 >/dev/null || fail "python3 missing"
 
 T=$(mktemp -d /tmp/rdmatool-agent-net.XXXXXX)
-export RDMATOOL_STATS=0
+export RDMATOOL_STATS=0 RDMATOOL_AGENT_KEY=$T/key # made by the first agent; never the user's own
 cleanup() {
 	for r in 0 1 2; do
 		[ -f "$T/a$r/agent.$r.pid" ] && kill -9 "$(cat "$T/a$r/agent.$r.pid")" 2>/dev/null
@@ -55,6 +55,37 @@ for r in 0 1 2; do wait_for links_up $r || fail "links of rank $r not up: $(A $r
 
 A 1 agent chan create q
 A 2 agent chan create src
+[ "$(stat -c %a "$T/key")" = 600 ] || fail "the key file is not 0600"
+
+# A process without the key cannot join: it gets a challenge it cannot answer, and the agent goes on.
+port0=${hosts%%,*}
+port0=${port0##*:}
+python3 - "$port0" <<'PY' || fail "the forger could not even talk to the agent"
+import os, socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+def frame(t, payload):
+    return b"ROB1" + struct.pack(">HHI", t, 0, len(payload)) + payload
+s.sendall(frame(0x4148, struct.pack("<I", 2) + os.urandom(16)))   # HELLO claiming rank 2
+hdr = s.recv(12)
+assert hdr[:4] == b"ROB1", hdr
+s.sendall(frame(0x4150, bytes(32)))                                 # a PROOF it cannot compute
+s.settimeout(5)
+try:
+    rest = s.recv(4096)
+except (ConnectionResetError, socket.timeout):
+    rest = b""
+PY
+wait_for grep -q 'does not hold this user.s agent key' "$T/a0/agent.0.log" || fail "the forger was not refused: $(cat "$T/a0/agent.0.log")"
+links_up 0 || fail "the forger broke a link"
+printf 'key' >"$T/badkey"
+chmod 644 "$T/badkey"
+mkdir -m 700 "$T/bad"
+set +e
+RDMATOOL_AGENT_KEY=$T/badkey RDMATOOL_AGENT_DIR=$T/bad timeout 30 "$RDMATOOL" agent start --hosts="$hosts" --rank=2 \
+	>"$T/out" 2>"$T/err"
+rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q 'mode 0600' "$T/err" || fail "a key readable by others was used: $rc $(cat "$T/err")"
 
 # One message each way, each return mode, with its bytes intact.
 head -c 50000 /dev/urandom >"$T/blob"
