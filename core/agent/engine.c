@@ -6,6 +6,7 @@
 #include "core/agent/link.h"
 #include "core/agent/pidfile.h"
 #include "core/stats/stats.h"
+#include "core/util/clock.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -157,16 +158,31 @@ static void engine_done(void *arg, uint64_t token, int status, const void *data,
 	gw_complete(e->gw, (uint32_t)token, status, data, len);
 }
 
+/* How long the loop keeps polling after its last work before it naps: back-to-back requests see no nap. */
+#define ENGINE_SPIN_NS	200000ull
+#define ENGINE_STATS_NS 100000000ull
+
 int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 {
+	uint64_t last_work = 0, last_stats = 0;
+
 	while (!*stop) {
+		int work = e->links ? links_progress(e->links) : 0;
+		uint64_t now;
+
+		work += gw_serve(e->gw, engine_handle, e);
+		now = clock_ns();
+		if (work)
+			last_work = now;
+		else if (now - last_work > ENGINE_SPIN_NS)
+			/* With links the network needs attention too: nap briefly instead of sleeping long.
+			 */
+			gw_wait_for_work(e->gw, e->links ? 1 : 100);
+		if (now - last_stats < ENGINE_STATS_NS)
+			continue;
+		last_stats = now;
 		struct gw_info info;
 
-		if (e->links)
-			links_progress(e->links);
-		/* With links, the network needs attention too: nap briefly instead of sleeping long. */
-		if (gw_serve(e->gw, engine_handle, e) == 0)
-			gw_wait_for_work(e->gw, e->links ? 1 : 100);
 		for (uint32_t i = 0; e->links && i < e->cfg.nodes; i++)
 			gw_set_peer_up(e->gw, i, i == e->cfg.rank || links_up(e->links, i));
 		gw_info(e->gw, &info);

@@ -594,13 +594,14 @@ static void take_frame(struct agent_links *lk, uint32_t core_peer, const uint8_t
 		take_answer(lk, from, &h, eager, payload, payload_len);
 }
 
-void links_progress(struct agent_links *lk)
+int links_progress(struct agent_links *lk)
 {
 	struct core_cqe e[16];
-	int n;
+	int n, work = 0;
 
 	connect_peers(lk);
 	while ((n = core_cq_read(lk->ep, e, 16)) > 0) {
+		work += n;
 		for (int i = 0; i < n; i++) {
 			if (e[i].flags & CORE_CQE_RECV) {
 				if (e[i].status == IBV_WC_SUCCESS && !e[i].err)
@@ -614,4 +615,5 @@ void links_progress(struct agent_links *lk)
 	}
 	if (lk->pending)
 		serve_pending(lk);
+	return work;
 }

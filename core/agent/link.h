@@ -55,7 +55,7 @@ bool links_up(struct agent_links *lk, uint32_t node);
  */
 int links_request(struct agent_links *lk, const struct gw_request *req, const void *data, size_t len,
 		  uint64_t token);
-/* Connects peers, reads the transport, serves and retries requests, answers. */
-void links_progress(struct agent_links *lk);
+/* Connects peers, reads the transport, serves and retries requests, answers; returns the work it found. */
+int links_progress(struct agent_links *lk);
 
 #endif

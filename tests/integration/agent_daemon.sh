@@ -67,11 +67,13 @@ run agent poll 7/q
 run -j agent status
 [ "$(jq .gateway.failed "$dir/out")" -ge 2 ] || fail "gateway counters: $(cat "$dir/out")"
 
-# The agent's counters are in its stats segment, where cqstat finds them.
-run -j cqstat
-[ $rc -eq 0 ] || fail "cqstat exit $rc: $(cat "$dir/err")"
-jq -e --argjson p "$pid" '.processes[] | select(.pid == $p) | .cqs[] | select(.kind == "agent" and .posted >= 2)' "$dir/out" \
-	>/dev/null || fail "cqstat does not show the agent: $(cat "$dir/out")"
+# The agent's counters are in its stats segment, where cqstat finds them (published every 100 ms).
+cqstat_shows_agent() {
+	run -j cqstat
+	[ $rc -eq 0 ] && jq -e --argjson p "$pid" \
+		'.processes[] | select(.pid == $p) | .cqs[] | select(.kind == "agent" and .posted >= 2)' "$dir/out" >/dev/null
+}
+wait_until cqstat_shows_agent || fail "cqstat does not show the agent: $(cat "$dir/out" "$dir/err")"
 
 # stop: SIGTERM, waits, reports; nothing of the agent's is left.
 run agent stop
