@@ -61,3 +61,8 @@ bar "send_lat 8 B two processes t_typical / TCP ping-pong (same 2 processes)" "$
 "$RDMATOOL" -q -j bench chan_rate -s 64 --baseline --rounds=5 >"$dir/chan.json"
 bar "chan_rate 64 B channel / pipe (same 2 processes)" "$(jq '.channel_over_pipe' "$dir/chan.json")" ">= 2" \
 	"$(jq -r '.results[0] | "(round 1: \(.channel_msgs_per_s / 1e3 | floor) vs \(.pipe_msgs_per_s / 1e3 | floor) kmsg/s, \(.futex_calls_per_msg) futex calls/msg)"' "$dir/chan.json")"
+
+# Issue 13: a deposited send through two agent processes against core send_lat on the same device.
+RDMATOOL_AGENT_KEY=$dir/key "$RDMATOOL" -q -j bench agent_lat -s 8 -n 2000 --baseline >"$dir/alat.json"
+bar "agent_lat 8 B deposited / core send_lat" "$(jq '.ratio_to_core_send_lat' "$dir/alat.json")" "<= 3" \
+	"$(jq -r '"(\(.deposited_median_us) vs \(.core_send_lat_typical_us) us)"' "$dir/alat.json")"

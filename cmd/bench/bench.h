@@ -80,6 +80,8 @@ int bench_client_tcp_bw(size_t size, double seconds, double *mib_s, char *err, s
 
 /* Agent channel vs pipe between two processes (cmd/bench/chan_rate.c); prints its own report. */
 int bench_chan_rate(size_t size, long iters, bool baseline, int rounds);
+/* A deposited send through two agent processes vs core send_lat (cmd/bench/agent_lat.c). */
+int bench_agent_lat(size_t size, long iters, bool baseline);
 
 /* Shared by the runners. */
 void bench_stats_latency(double *samples, long n, struct bench_result *r);

@@ -12,11 +12,12 @@
 #include <string.h>
 
 static const char *const CMD = "bench";
-static const char *const TESTS[] = { "send_lat", "write_lat", "read_lat", "atomic_lat", "send_bw", "chan_rate",
-				     "write_bw", "read_bw",  "msg_rate", "ring",	 NULL };
+static const char *const TESTS[] = {"send_lat", "write_lat", "read_lat",  "atomic_lat",
+				    "send_bw",	"chan_rate", "agent_lat", "write_bw",
+				    "read_bw",	"msg_rate",  "ring",	  NULL};
 
-#define MAX_SIZE (8l << 20)
-#define MAX_SWEEP 32
+#define MAX_SIZE   (8l << 20)
+#define MAX_SWEEP  32
 #define MAX_ROUNDS 99
 
 struct baseline {
@@ -50,7 +51,8 @@ static double memcpy_mib_s(size_t size)
 }
 
 /* Raw TCP between the same places as the test: this process alone, or this process and the server. */
-static int measure_baseline(size_t size, bool is_lat, bool remote, struct baseline *b, char *err, size_t errlen)
+static int measure_baseline(size_t size, bool is_lat, bool remote, struct baseline *b, char *err,
+			    size_t errlen)
 {
 	int rc;
 
@@ -60,7 +62,8 @@ static int measure_baseline(size_t size, bool is_lat, bool remote, struct baseli
 	if (remote)
 		return is_lat ? bench_client_tcp_lat(size, 2000, &b->tcp_lat_us, err, errlen)
 			      : bench_client_tcp_bw(size, 0.3, &b->tcp_mib_s, err, errlen);
-	rc = is_lat ? tcp_baseline_lat(size, 2000, &b->tcp_lat_us) : tcp_baseline_bw(size, 0.3, &b->tcp_mib_s);
+	rc =
+	    is_lat ? tcp_baseline_lat(size, 2000, &b->tcp_lat_us) : tcp_baseline_bw(size, 0.3, &b->tcp_mib_s);
 	if (rc)
 		snprintf(err, errlen, "the TCP loopback baseline failed: %s", strerror(-rc));
 	return rc;
@@ -101,12 +104,13 @@ static void print_header(bool is_ring, bool is_lat, bool baseline)
 	if (is_ring)
 		printf("%-9s %-8s %14s\n", "impl", "threads", "ops/s");
 	else if (is_lat)
-		printf("%-8s %-7s %-8s %-11s %-8s %-8s %-10s %-8s %-8s %-8s %-8s%s\n", "lock", "threads", "#bytes",
-		       "#iterations", "t_min", "t_max", "t_typical", "t_avg", "t_stdev", "99%", "99.9%",
-		       baseline ? "  vs TCP" : "");
+		printf("%-8s %-7s %-8s %-11s %-8s %-8s %-10s %-8s %-8s %-8s %-8s%s\n", "lock", "threads",
+		       "#bytes", "#iterations", "t_min", "t_max", "t_typical", "t_avg", "t_stdev", "99%",
+		       "99.9%", baseline ? "  vs TCP" : "");
 	else
-		printf("%-8s %-7s %-8s %-11s %-20s %-23s %-14s%s\n", "lock", "threads", "#bytes", "#iterations",
-		       "BW peak[MiB/sec]", "BW average[MiB/sec]", "MsgRate[Mpps]", baseline ? "  vs memcpy  vs TCP" : "");
+		printf("%-8s %-7s %-8s %-11s %-20s %-23s %-14s%s\n", "lock", "threads", "#bytes",
+		       "#iterations", "BW peak[MiB/sec]", "BW average[MiB/sec]", "MsgRate[Mpps]",
+		       baseline ? "  vs memcpy  vs TCP" : "");
 }
 
 static void print_row(struct json *j, bool is_ring, bool is_lat, const struct row *w)
@@ -154,14 +158,15 @@ static void print_row(struct json *j, bool is_ring, bool is_lat, const struct ro
 	} else if (is_ring) {
 		printf("%-9s %-8d %14.0f\n", w->name, w->threads, r->ops_per_s);
 	} else if (is_lat) {
-		printf("%-8s %-7d %-8zu %-11ld %-8.2f %-8.2f %-10.2f %-8.2f %-8.2f %-8.2f %-8.2f", w->name, w->threads,
-		       r->size, r->iters, r->t_min, r->t_max, r->t_typical, r->t_avg, r->t_stdev, r->p99, r->p999);
+		printf("%-8s %-7d %-8zu %-11ld %-8.2f %-8.2f %-10.2f %-8.2f %-8.2f %-8.2f %-8.2f", w->name,
+		       w->threads, r->size, r->iters, r->t_min, r->t_max, r->t_typical, r->t_avg, r->t_stdev,
+		       r->p99, r->p999);
 		if (b)
 			printf("  %.2fx (TCP %.2f us)", r->t_typical / b->tcp_lat_us, b->tcp_lat_us);
 		printf("\n");
 	} else {
-		printf("%-8s %-7d %-8zu %-11ld %-20.2f %-23.2f %-14.4f", w->name, w->threads, r->size, r->iters,
-		       r->bw_peak, r->bw_avg, r->msg_rate);
+		printf("%-8s %-7d %-8zu %-11ld %-20.2f %-23.2f %-14.4f", w->name, w->threads, r->size,
+		       r->iters, r->bw_peak, r->bw_avg, r->msg_rate);
 		if (b)
 			printf("  %.3fx      %.3fx", r->bw_avg / b->memcpy_mib_s, r->bw_avg / b->tcp_mib_s);
 		printf("\n");
@@ -199,26 +204,28 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 	double duration = 0;
 	int stripes = 0, progress = 0, baseline = 0, all = 0, is_server = 0, rounds = 1;
 	struct poptOption opts[] = {
-		{ "size", 's', POPT_ARG_LONG, &size, 0, "message size in bytes (default 8)", "BYTES" },
-		{ "all", 'a', POPT_ARG_NONE, &all, 0, "sweep sizes 2 B .. 8 MiB (powers of two)", NULL },
-		{ "iters", 'n', POPT_ARG_LONG, &iters, 0, "iterations per thread", "N" },
-		{ "duration", 'D', POPT_ARG_DOUBLE, &duration, 0, "run each measurement for this many seconds", "SECONDS" },
-		{ "threads", 0, POPT_ARG_STRING, &a->threads, 0, "thread counts to sweep, e.g. 1,2,4", "LIST" },
-		{ "stripes", 0, POPT_ARG_INT, &stripes, 0, "stripes per endpoint (0 = auto)", "N" },
-		{ "lock", 0, POPT_ARG_STRING, &a->lock, 0, "striped, global or both (default both)", "MODE" },
-		{ "progress-thread", 0, POPT_ARG_NONE, &progress, 0, "progress in a background thread", NULL },
-		{ "device", 0, POPT_ARG_STRING, &a->device, 0, "device to use (default: first active, else soft0)", "NAME" },
-		{ "server", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, &a->server, 1,
-		  "serve one client on [ADDR:]PORT (default 18515; port 0 = any, printed)", "[ADDR:]PORT" },
-		{ "client", 0, POPT_ARG_STRING, &a->client, 0, "run against a bench server", "HOST[:PORT]" },
-		{ "rounds", 0, POPT_ARG_INT, &rounds, 0,
-		  "alternate striped and global this many times; the ratio is the median of the rounds' ratios", "N" },
-		{ "baseline", 0, POPT_ARG_NONE, &baseline, 0, "measure memcpy and raw TCP loopback in the same run",
-		  NULL },
-		POPT_AUTOHELP POPT_TABLEEND
-	};
+	    {"size", 's', POPT_ARG_LONG, &size, 0, "message size in bytes (default 8)", "BYTES"},
+	    {"all", 'a', POPT_ARG_NONE, &all, 0, "sweep sizes 2 B .. 8 MiB (powers of two)", NULL},
+	    {"iters", 'n', POPT_ARG_LONG, &iters, 0, "iterations per thread", "N"},
+	    {"duration", 'D', POPT_ARG_DOUBLE, &duration, 0, "run each measurement for this many seconds",
+	     "SECONDS"},
+	    {"threads", 0, POPT_ARG_STRING, &a->threads, 0, "thread counts to sweep, e.g. 1,2,4", "LIST"},
+	    {"stripes", 0, POPT_ARG_INT, &stripes, 0, "stripes per endpoint (0 = auto)", "N"},
+	    {"lock", 0, POPT_ARG_STRING, &a->lock, 0, "striped, global or both (default both)", "MODE"},
+	    {"progress-thread", 0, POPT_ARG_NONE, &progress, 0, "progress in a background thread", NULL},
+	    {"device", 0, POPT_ARG_STRING, &a->device, 0, "device to use (default: first active, else soft0)",
+	     "NAME"},
+	    {"server", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, &a->server, 1,
+	     "serve one client on [ADDR:]PORT (default 18515; port 0 = any, printed)", "[ADDR:]PORT"},
+	    {"client", 0, POPT_ARG_STRING, &a->client, 0, "run against a bench server", "HOST[:PORT]"},
+	    {"rounds", 0, POPT_ARG_INT, &rounds, 0,
+	     "alternate striped and global this many times; the ratio is the median of the rounds' ratios",
+	     "N"},
+	    {"baseline", 0, POPT_ARG_NONE, &baseline, 0,
+	     "measure memcpy and raw TCP loopback in the same run", NULL},
+	    POPT_AUTOHELP POPT_TABLEEND};
 	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
-	int rc, threads[16] = { 1 }, nthreads = 1, do_striped = 1, do_global = 1, nsizes = 0;
+	int rc, threads[16] = {1}, nthreads = 1, do_striped = 1, do_global = 1, nsizes = 0;
 	size_t sizes[MAX_SWEEP];
 	const char *test = NULL;
 	char err[512], addr[300];
@@ -246,19 +253,21 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 	progress = progress || env.progress_thread;
 	stats_segment_open("bench"); /* cqstat -c bench; without a segment bench still runs */
 	test = poptGetArg(pc);
-	if (size < 1 || size > MAX_SIZE || iters < -1 || stripes < 0 || stripes > CORE_MAX_STRIPES || duration < 0 ||
-	    duration > 86400 || rounds < 1 || rounds > MAX_ROUNDS) {
+	if (size < 1 || size > MAX_SIZE || iters < -1 || stripes < 0 || stripes > CORE_MAX_STRIPES ||
+	    duration < 0 || duration > 86400 || rounds < 1 || rounds > MAX_ROUNDS) {
 		poptFreeContext(pc);
 		return usage_error(CMD,
-				   "--size must be 1..%ld, --iters >= 0, --stripes 0..%d, --duration 0..86400, --rounds 1..%d",
+				   "--size must be 1..%ld, --iters >= 0, --stripes 0..%d, --duration "
+				   "0..86400, --rounds 1..%d",
 				   MAX_SIZE, CORE_MAX_STRIPES, MAX_ROUNDS);
 	}
 	if (is_server) {
-		struct bench_opts d = { .device = a->device, .env = env };
+		struct bench_opts d = {.device = a->device, .env = env};
 
 		if (test || a->client) {
 			poptFreeContext(pc);
-			return usage_error(CMD, "--server takes no test and no --client; the client chooses the test");
+			return usage_error(
+			    CMD, "--server takes no test and no --client; the client chooses the test");
 		}
 		snprintf(addr, sizeof(addr), "%s%s", a->server && strchr(a->server, ':') ? "" : "0.0.0.0:",
 			 a->server ? a->server : "18515");
@@ -272,29 +281,44 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 		known |= !strcmp(test, TESTS[i]);
 	if (!known || poptPeekArg(pc)) {
 		/* test points into popt's context: report before freeing it. */
-		rc = usage_error(CMD, "%s test%s%s; use one of send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw msg_rate ring chan_rate",
-				 !test ? "missing" : known ? "one" : "unknown", test && !known ? " " : "",
-				 test && !known ? test : test ? " only" : "");
+		rc = usage_error(CMD,
+				 "%s test%s%s; use one of send_lat write_lat read_lat atomic_lat send_bw "
+				 "write_bw read_bw msg_rate ring chan_rate agent_lat",
+				 !test	 ? "missing"
+				 : known ? "one"
+					 : "unknown",
+				 test && !known ? " " : "",
+				 test && !known ? test
+				 : test		? " only"
+						: "");
+		poptFreeContext(pc);
+		return rc;
+	}
+	if (!strcmp(test, "agent_lat")) {
+		rc = bench_agent_lat((size_t)size, iters, baseline);
 		poptFreeContext(pc);
 		return rc;
 	}
 	if (!strcmp(test, "chan_rate")) {
-		/* Not the transport: an agent channel between two processes, so none of the transport options apply. */
+		/* Not the transport: an agent channel between two processes, so none of the transport options
+		 * apply. */
 		rc = bench_chan_rate((size_t)size, iters, baseline, rounds);
 		poptFreeContext(pc);
 		return rc;
 	}
 	if (a->threads && (nthreads = parse_threads(a->threads, threads, 16)) <= 0) {
 		poptFreeContext(pc);
-		return usage_error(CMD, "--threads='%s' is invalid; give up to 16 counts 1..64 separated by commas",
-				   a->threads);
+		return usage_error(
+		    CMD, "--threads='%s' is invalid; give up to 16 counts 1..64 separated by commas",
+		    a->threads);
 	}
 	if (a->lock) {
 		do_striped = !strcmp(a->lock, "striped") || !strcmp(a->lock, "both");
 		do_global = !strcmp(a->lock, "global") || !strcmp(a->lock, "both");
 		if (!do_striped && !do_global) {
 			poptFreeContext(pc);
-			return usage_error(CMD, "--lock='%s' is invalid; use striped, global or both", a->lock);
+			return usage_error(CMD, "--lock='%s' is invalid; use striped, global or both",
+					   a->lock);
 		}
 	}
 	bool is_ring = !strcmp(test, "ring"), is_lat = strstr(test, "_lat") != NULL;
@@ -326,8 +350,12 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 			return run_error(CMD, "%s", err);
 		}
 	}
-	struct bench_opts o = { .iters = iters, .duration = duration, .stripes = stripes, .progress_thread = progress,
-				.device = a->device, .env = env };
+	struct bench_opts o = {.iters = iters,
+			       .duration = duration,
+			       .stripes = stripes,
+			       .progress_thread = progress,
+			       .device = a->device,
+			       .env = env};
 	struct json j;
 	struct ratio ratios[MAX_SWEEP * 16];
 	int nratios = 0, status = EXIT_OK;
@@ -344,7 +372,8 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 		struct baseline base;
 
 		o.size = sizes[si];
-		if (baseline && !is_ring && measure_baseline(o.size, is_lat, a->client != NULL, &base, err, sizeof(err))) {
+		if (baseline && !is_ring &&
+		    measure_baseline(o.size, is_lat, a->client != NULL, &base, err, sizeof(err))) {
 			status = run_error(CMD, "%s", err);
 			goto done;
 		}
@@ -354,22 +383,27 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 
 			o.threads = threads[ti];
 			for (int round = 0; round < rounds; round++) {
-				double val[2] = { 0, 0 };
+				double val[2] = {0, 0};
 
-				/* ABBA order: neither lock always runs first (warm caches, a fresh engine). */
+				/* ABBA order: neither lock always runs first (warm caches, a fresh engine).
+				 */
 				for (int mi = 0; mi < 2; mi++) {
 					int m = round % 2 ? 1 - mi : mi;
-					struct row w = { .threads = o.threads, .base = baseline && !is_ring ? &base : NULL };
+					struct row w = {.threads = o.threads,
+							.base = baseline && !is_ring ? &base : NULL};
 
 					if ((m == 0 && !do_striped) || (m == 1 && !do_global))
 						continue;
 					o.lock = m == 0 ? CORE_LOCK_STRIPED : CORE_LOCK_GLOBAL;
-					w.name = is_ring ? (m == 0 ? "lockfree" : "mutex") : (m == 0 ? "striped" : "global");
+					w.name = is_ring ? (m == 0 ? "lockfree" : "mutex")
+							 : (m == 0 ? "striped" : "global");
 					if (progress_wanted())
-						fprintf(stderr, "\r%s %s threads=%d size=%zu ...", test, w.name, o.threads, o.size);
-					rc = is_ring  ? bench_ring(&o, m == 0, &w.r, err, sizeof(err))
-					     : a->client ? bench_client(addr, test, &o, &w.r, err, sizeof(err))
-						      : bench_transport(test, &o, &w.r, err, sizeof(err));
+						fprintf(stderr, "\r%s %s threads=%d size=%zu ...", test,
+							w.name, o.threads, o.size);
+					rc = is_ring ? bench_ring(&o, m == 0, &w.r, err, sizeof(err))
+					     : a->client
+						 ? bench_client(addr, test, &o, &w.r, err, sizeof(err))
+						 : bench_transport(test, &o, &w.r, err, sizeof(err));
 					if (progress_wanted())
 						fprintf(stderr, "\r\033[K");
 					if (rc) {
@@ -383,7 +417,8 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 					round_ratio[nround++] = is_lat ? val[1] / val[0] : val[0] / val[1];
 			}
 			if (nround)
-				ratios[nratios++] = (struct ratio){ o.threads, o.size, median(round_ratio, nround) };
+				ratios[nratios++] =
+				    (struct ratio){o.threads, o.size, median(round_ratio, nround)};
 		}
 	}
 done:
@@ -398,8 +433,10 @@ done:
 			json_int(&j, "rounds", rounds);
 			if (!is_ring)
 				json_uint(&j, "MsgSize", ratios[i].size);
-			json_double(&j, is_ring ? "lockfree_over_mutex" : is_lat ? "global_over_striped_latency"
-									       : "striped_over_global",
+			json_double(&j,
+				    is_ring  ? "lockfree_over_mutex"
+				    : is_lat ? "global_over_striped_latency"
+					     : "striped_over_global",
 				    ratios[i].value);
 			json_end_object(&j);
 		}
@@ -409,7 +446,9 @@ done:
 	} else {
 		for (int i = 0; i < nratios; i++)
 			printf("threads=%d size=%zu %s: %.3fx\n", ratios[i].threads, ratios[i].size,
-			       is_ring ? "lockfree/mutex" : is_lat ? "global/striped latency" : "striped/global rate",
+			       is_ring	? "lockfree/mutex"
+			       : is_lat ? "global/striped latency"
+					: "striped/global rate",
 			       ratios[i].value);
 	}
 	poptFreeContext(pc);
@@ -419,7 +458,7 @@ done:
 /* popt hands string options over in malloc'd copies: they are freed here, whatever bench_main returns. */
 int cmd_bench(int argc, const char **argv)
 {
-	struct bench_args a = { NULL };
+	struct bench_args a = {NULL};
 	int rc = bench_main(argc, argv, &a);
 
 	free(a.threads);

@@ -161,6 +161,7 @@ static void engine_done(void *arg, uint64_t token, int status, const void *data,
 /* How long the loop keeps polling after its last work before it naps: back-to-back requests see no nap. */
 #define ENGINE_SPIN_NS	200000ull
 #define ENGINE_STATS_NS 100000000ull
+#define ENGINE_NAP_US	50
 
 int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 {

@@ -231,7 +231,7 @@ void gw_set_peer_up(struct gateway *g, uint32_t node, bool up)
 		atomic_store_explicit(&g->s->peer_up[node], up, memory_order_relaxed);
 }
 
-void gw_wait_for_work(struct gateway *g, int timeout_ms)
+void gw_wait_for_work(struct gateway *g, int timeout_us)
 {
 	struct gw_shared *s = g->s;
 	uint32_t seen = atomic_load(&s->doorbell);
@@ -240,7 +240,7 @@ void gw_wait_for_work(struct gateway *g, int timeout_ms)
 		if (atomic_load(&s->slots[i].state) == SLOT_READY)
 			return;
 	atomic_store(&s->agent_sleeping, 1);
-	futex_wait_until(&s->doorbell, seen, clock_ns() + (uint64_t)timeout_ms * 1000000ull);
+	futex_wait_until(&s->doorbell, seen, clock_ns() + (uint64_t)timeout_us * 1000ull);
 	atomic_store(&s->agent_sleeping, 0);
 }
 

@@ -80,8 +80,8 @@ int gw_serve(struct gateway *g, gw_handler fn, void *arg);
 void gw_complete(struct gateway *g, uint32_t slot, int status, const void *out, size_t outlen);
 /* Agent side: publishes whether the link to node is up, for `agent status`. */
 void gw_set_peer_up(struct gateway *g, uint32_t node, bool up);
-/* Agent side: sleeps until a request arrives or timeout_ms passes. */
-void gw_wait_for_work(struct gateway *g, int timeout_ms);
+/* Agent side: sleeps until a request arrives or timeout_us microseconds pass. */
+void gw_wait_for_work(struct gateway *g, int timeout_us);
 
 /* Client side: maps and validates the gateway of the agent of `rank`. -ENOTCONN if none runs. */
 int gw_open(const char *dir, uint32_t rank, struct gateway **out);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #define LINK_RX_MAX	128
 #define LINK_FRAME_MAX	(PROTO_HEADER_SIZE + 3 + PROTO_NAME_MAX + GW_INLINE)
@@ -26,6 +27,7 @@
 #define LINK_CHALLENGE	0x4143
 #define LINK_PROOF	0x4150
 #define NONCE_LEN	16
+#define LINK_CHAN_CACHE 32
 #define LINK_NO_TOKEN	UINT64_MAX
 #define STATE_LEN	(4 + 4 + 8 + 1)
 
@@ -70,6 +72,15 @@ struct agent_links {
 	int nrx;
 	uint8_t *scratch; /* a GETMSG's message on its way into a DATA frame */
 	unsigned char key[AGENT_KEY_LEN];
+	/* Channels this agent serves, kept mapped: mapping and unmapping per request costs more than the
+	 * request. */
+	struct cached_chan {
+		char name[PROTO_NAME_MAX + 1];
+		struct chan *c;
+		dev_t dev;
+		ino_t ino;
+	} cache[LINK_CHAN_CACHE];
+	uint32_t cache_next;
 };
 
 struct hello {
@@ -215,6 +226,8 @@ void links_close(struct agent_links *lk)
 		lk->pending = t->next;
 		free(t);
 	}
+	for (uint32_t i = 0; i < LINK_CHAN_CACHE; i++)
+		chan_close(lk->cache[i].c);
 	core_ep_close(lk->ep); /* before the receive buffers it may still write */
 	for (int i = 0; i < lk->nrx; i++)
 		free(lk->rx[i]);
@@ -449,15 +462,50 @@ static void answer(struct agent_links *lk, const struct target_item *t, int stat
 		link_log(lk, "could not answer rank %u (port %llx)", t->from, (unsigned long long)t->h.port);
 }
 
+/*
+ * The channel named name, from the cache when the file is still the one it
+ * mapped (a channel destroyed and made again is a new file), else opened.
+ */
+static int serve_chan(struct agent_links *lk, const char *name, struct chan **out)
+{
+	char path[4200];
+	struct stat st;
+	struct cached_chan *slot = NULL;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s%s", lk->dir, CHAN_FILE_PREFIX, name);
+	if (lstat(path, &st))
+		return -errno;
+	for (uint32_t i = 0; i < LINK_CHAN_CACHE && !slot; i++)
+		if (lk->cache[i].c && !strcmp(lk->cache[i].name, name))
+			slot = &lk->cache[i];
+	if (slot && slot->dev == st.st_dev && slot->ino == st.st_ino) {
+		*out = slot->c;
+		return 0;
+	}
+	if (!slot)
+		slot = &lk->cache[lk->cache_next++ % LINK_CHAN_CACHE];
+	chan_close(slot->c);
+	slot->c = NULL;
+	rc = chan_open(lk->dir, name, &slot->c);
+	if (rc)
+		return rc;
+	snprintf(slot->name, sizeof(slot->name), "%s", name);
+	slot->dev = st.st_dev;
+	slot->ino = st.st_ino;
+	*out = slot->c;
+	return 0;
+}
+
 /* One try at a waiting request: true when it is finished (answered). */
 static bool serve_item(struct agent_links *lk, struct target_item *t, bool *blocks)
 {
 	bool late = t->deadline_ns && clock_ns() >= t->deadline_ns;
 	int64_t timeout = proto_timeout_decode(t->h.timeout);
 	struct chan_state st;
-	struct chan *c;
+	struct chan *c = NULL;
 	size_t len = 0;
-	int rc = chan_open(lk->dir, t->name, &c);
+	int rc = serve_chan(lk, t->name, &c);
 
 	*blocks = false;
 	if (rc) {
@@ -482,7 +530,6 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 			rc = -EAGAIN;
 		break;
 	}
-	chan_close(c);
 	if (rc == -EAGAIN && !late && timeout != 0) {
 		*blocks = !t->deposited; /* later requests for this channel wait behind it */
 		return false;

@@ -131,6 +131,12 @@ for node in 0 2; do
 		sort -c "$T/one" 2>/dev/null || fail "messages of n$node-p$p out of order"
 	done
 done
+# A channel destroyed and made again is a new channel, also for the agent that serves it.
+A 1 agent chan destroy q
+A 1 agent chan create q --capacity=4
+printf 'new' | A 0 agent send 1/q --mode=deposited --timeout=5000 || fail "send to a re-created channel"
+[ "$(A 1 -j agent poll q | jq -c '[.count, .capacity]')" = "[1,4]" ] || fail "the agent sent into the old channel"
+A 1 agent recv q >/dev/null
 # Remote GETMSG drains a channel exactly once too.
 for i in 1 2 3; do printf "s$i" | A 2 agent send src; done
 [ "$(A 0 agent recv 2/src -n 3 --timeout=5000)" = s1s2s3 ] || fail "remote drain"

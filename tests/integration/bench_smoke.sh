@@ -112,4 +112,13 @@ set -e
 RDMATOOL_TX_STRIPES=2 RDMATOOL_PROGRESS_THREAD=1 "$RDMATOOL" -j bench write_lat -n 20 >"$dir/env.json" ||
 	fail "bench with valid RDMATOOL_* variables"
 jq -e '.results | length > 0' "$dir/env.json" >/dev/null || fail "env run results: $(cat "$dir/env.json")"
+
+# The agent tests: a channel against a pipe, and two agent processes against core send_lat.
+"$RDMATOOL" -q -j bench chan_rate -s 64 -n 20000 --baseline >"$dir/chan.json" || fail "chan_rate failed"
+jq -e '.test == "chan_rate" and .channel_over_pipe > 0 and (.results[0] | .channel_msgs_per_s > 0 and .pipe_msgs_per_s > 0 and .futex_calls_per_msg >= 0)' \
+	"$dir/chan.json" >/dev/null || fail "chan_rate: $(cat "$dir/chan.json")"
+RDMATOOL_AGENT_KEY=$dir/key "$RDMATOOL" -q -j bench agent_lat -s 8 -n 50 --baseline >"$dir/alat.json" ||
+	fail "agent_lat failed"
+jq -e '.test == "agent_lat" and .deposited_median_us > 0 and .core_send_lat_typical_us > 0 and .ratio_to_core_send_lat > 0' \
+	"$dir/alat.json" >/dev/null || fail "agent_lat: $(cat "$dir/alat.json")"
 echo "bench_smoke: ok"

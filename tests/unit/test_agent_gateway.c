@@ -125,7 +125,7 @@ static void test_call_and_reply(void **state)
 
 		while (s.n == 0 && clock_ns() < until)
 			if (gw_serve(f->agent, record, &s) == 0)
-				gw_wait_for_work(f->agent, 50);
+				gw_wait_for_work(f->agent, 50000);
 		_exit(s.n == 1 ? 0 : 1);
 	}
 	struct gateway *cl;
