@@ -11,6 +11,7 @@
 #include "cmd/json.h"
 #include "core/agent/agent.h"
 #include "core/agent/engine.h"
+#include "core/stats/stats.h"
 #include "core/util/clock.h"
 
 #include <errno.h>
@@ -69,10 +70,12 @@ static pid_t start_agent(const char *top, uint32_t rank, const uint16_t *ports)
 		cfg.dir = dir;
 		if (agent_engine_open(&cfg, &e, why, sizeof(why))) {
 			fprintf(stderr, "rdmatool bench: agent %u: %s\n", rank, why);
+			stats_segment_close();
 			_exit(1);
 		}
 		agent_engine_run(e, &agent_stop);
 		agent_engine_close(e);
+		stats_segment_close(); /* _exit skips the atexit that would */
 		_exit(0);
 	}
 	return pid;
