@@ -289,6 +289,19 @@ int agent_recv_cmd(const struct agent_opts *o)
 	return EXIT_OK;
 }
 
+void agent_json_chan_state(struct json *j, const struct chan_state *st)
+{
+	json_uint(j, "count", st->count);
+	json_uint(j, "bytes", st->bytes);
+	json_bool(j, "empty", st->empty);
+	json_bool(j, "full", st->full);
+	json_uint(j, "capacity", st->capacity_msgs);
+	json_uint(j, "capacity_bytes", st->capacity_bytes);
+	json_uint(j, "max_msg", st->max_msg);
+	json_uint(j, "sent", st->sent);
+	json_uint(j, "received", st->received);
+}
+
 int agent_poll_cmd(const struct agent_opts *o)
 {
 	struct agent_client *cl;
@@ -314,15 +327,7 @@ int agent_poll_cmd(const struct agent_opts *o)
 		json_init(&j, stdout, global_opts.pretty);
 		json_begin_object(&j, NULL);
 		json_string(&j, "channel", o->args[0]);
-		json_uint(&j, "count", st.count);
-		json_uint(&j, "bytes", st.bytes);
-		json_bool(&j, "empty", st.empty);
-		json_bool(&j, "full", st.full);
-		json_uint(&j, "capacity", st.capacity_msgs);
-		json_uint(&j, "capacity_bytes", st.capacity_bytes);
-		json_uint(&j, "max_msg", st.max_msg);
-		json_uint(&j, "sent", st.sent);
-		json_uint(&j, "received", st.received);
+		agent_json_chan_state(&j, &st);
 		json_end_object(&j);
 		json_finish(&j);
 	} else {

@@ -64,7 +64,7 @@ static int serve(const struct agent_opts *o, const char *dir, int ready_fd)
 					  .nodes = o->nodes,
 					  .hosts = o->hosts,
 					  .ports = o->boot->ports,
-					  .log = log_line,
+					  .log = {log_line, NULL},
 					  .debug = o->debug};
 	struct sigaction sa = {.sa_handler = on_stop_signal};
 	struct agent_engine *e;
@@ -263,13 +263,7 @@ static int status_channel(const char *name, void *arg)
 	if (ctx->j) {
 		json_begin_object(ctx->j, NULL);
 		json_string(ctx->j, "name", name);
-		json_uint(ctx->j, "count", st.count);
-		json_uint(ctx->j, "bytes", st.bytes);
-		json_uint(ctx->j, "capacity", st.capacity_msgs);
-		json_uint(ctx->j, "capacity_bytes", st.capacity_bytes);
-		json_uint(ctx->j, "max_msg", st.max_msg);
-		json_uint(ctx->j, "sent", st.sent);
-		json_uint(ctx->j, "received", st.received);
+		agent_json_chan_state(ctx->j, &st);
 		json_end_object(ctx->j);
 	} else {
 		if (!ctx->n)

@@ -55,7 +55,10 @@ static uint16_t free_port(void)
 static pid_t start_agent(const char *top, uint32_t rank, const uint16_t *ports)
 {
 	static const char hosts[AGENTS][GW_HOST_LEN] = {"127.0.0.1", "127.0.0.1"};
-	pid_t pid = fork();
+	pid_t pid;
+
+	fflush(NULL); /* the child must not write what stdio holds for the parent */
+	pid = fork();
 
 	if (pid == 0) {
 		struct sigaction sa = {.sa_handler = on_term};

@@ -143,6 +143,7 @@ static int run_channel(const char *dir, size_t size, long iters, struct rate_run
 		goto out;
 	}
 	cc.ready_fd = ready[1];
+	fflush(NULL); /* the child must not write what stdio holds for the parent */
 	pid = fork();
 	if (pid == 0) {
 		close(ready[0]);
@@ -225,6 +226,7 @@ static int run_pipe(size_t size, long iters, struct rate_run *r, char *err, size
 	}
 	pc.fd = fds[0];
 	pc.ready_fd = ready[1];
+	fflush(NULL); /* the child must not write what stdio holds for the parent */
 	pid = fork();
 	if (pid == 0) {
 		close(fds[1]);

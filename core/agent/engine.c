@@ -27,20 +27,6 @@ struct agent_engine {
 	uint64_t served, failed;
 };
 
-static void engine_log(struct agent_engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void engine_log(struct agent_engine *e, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	if (!e->cfg.log)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	e->cfg.log(e->cfg.log_arg, line);
-}
-
 static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len);
 
 int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine **out, char *why,
@@ -109,7 +95,7 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 		}
 	}
 	e->stats = stats_entry_add("agent gateway", STATS_KIND_AGENT, -1);
-	engine_log(e, "agent rank %u of %u serving %s (pid %d)", cfg->rank, cfg->nodes, e->dir,
+	agent_logf(&e->cfg.log, "agent rank %u of %u serving %s (pid %d)", cfg->rank, cfg->nodes, e->dir,
 		   (int)getpid());
 	*out = e;
 	return 0;
@@ -136,8 +122,8 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
 	if (rc == -EINPROGRESS && now)
 		rc = 0;
 	if (e->cfg.debug)
-		engine_log(e, "request op %u node %u channel %s len %zu: %s", req->op, req->node, req->name,
-			   inlen,
+		agent_logf(&e->cfg.log, "request op %u node %u channel %s len %zu: %s", req->op, req->node,
+			   req->name, inlen,
 			   rc == -EINPROGRESS ? "sent"
 			   : rc		      ? strerror(-rc)
 					      : "done");
@@ -153,7 +139,7 @@ static void engine_done(void *arg, uint64_t token, int status, const void *data,
 	struct agent_engine *e = arg;
 
 	if (e->cfg.debug)
-		engine_log(e, "answer for slot %llu: %s", (unsigned long long)token,
+		agent_logf(&e->cfg.log, "answer for slot %llu: %s", (unsigned long long)token,
 			   status ? strerror(-status) : "done");
 	gw_complete(e->gw, (uint32_t)token, status, data, len);
 }
@@ -201,7 +187,7 @@ void agent_engine_close(struct agent_engine *e)
 {
 	if (!e)
 		return;
-	engine_log(e, "agent rank %u stopping: %llu requests served, %llu failed", e->cfg.rank,
+	agent_logf(&e->cfg.log, "agent rank %u stopping: %llu requests served, %llu failed", e->cfg.rank,
 		   (unsigned long long)e->served, (unsigned long long)e->failed);
 	links_close(e->links); /* fails what waits on other nodes, through engine_done */
 	gw_destroy(e->gw, e->dir);

@@ -16,6 +16,7 @@
 #ifndef RDMATOOL_CORE_AGENT_ENGINE_H
 #define RDMATOOL_CORE_AGENT_ENGINE_H
 
+#include "core/agent/agent_log.h"
 #include "core/agent/gateway.h"
 
 #include <signal.h>
@@ -28,9 +29,7 @@ struct agent_engine_config {
 	uint32_t rank, nodes; /* nodes = 1 and rank = 0 for a single node */
 	const char (*hosts)[GW_HOST_LEN];
 	const uint16_t *ports; /* each agent's port for the links (0: the default) */
-	/* Where the engine's log lines go (core never prints); debug: also one line per request. */
-	void (*log)(void *arg, const char *line);
-	void *log_arg;
+	struct agent_log log;  /* debug: also one line per request */
 	bool debug;
 };
 

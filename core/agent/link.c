@@ -94,20 +94,6 @@ struct challenge {
 	uint8_t mac[32];
 };
 
-static void link_log(struct agent_links *lk, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void link_log(struct agent_links *lk, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	if (!lk->cfg.log)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	lk->cfg.log(lk->cfg.arg, line);
-}
-
 static void peer_addr(struct agent_links *lk, uint32_t rank, char *out, size_t len)
 {
 	uint16_t port = lk->cfg.ports && lk->cfg.ports[rank] ? lk->cfg.ports[rank] : LINK_DEFAULT_PORT;
@@ -188,7 +174,7 @@ static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 		oob_close(p->oob);
 	p->oob = NULL;
 	if (p->up)
-		link_log(lk, "link to rank %u (%s) down: %s", rank, lk->cfg.hosts[rank], why);
+		agent_logf(&lk->cfg.log, "link to rank %u (%s) down: %s", rank, lk->cfg.hosts[rank], why);
 	p->up = false;
 	p->next_try_ns = clock_ns() + LINK_RETRY_NS;
 	for (uint32_t i = 0; i < LINK_ORIGIN_MAX; i++)
@@ -325,15 +311,15 @@ static void peer_join(struct agent_links *lk, struct oob_conn *c, int32_t dialin
 	if (!rc)
 		rc = core_ep_connect_oob(lk->ep, c, &lk->peers[theirs].core_peer);
 	if (rc) {
-		link_log(lk, "a peer agent%s failed to join: %s",
-			 rc == -EACCES ? " (or a process without the key)" : "",
-			 rc == -EACCES ? "it does not hold this user's agent key" : strerror(-rc));
+		agent_logf(&lk->cfg.log, "a peer agent%s failed to join: %s",
+			   rc == -EACCES ? " (or a process without the key)" : "",
+			   rc == -EACCES ? "it does not hold this user's agent key" : strerror(-rc));
 		oob_close(c);
 		return;
 	}
 	lk->peers[theirs].oob = c;
 	lk->peers[theirs].up = true;
-	link_log(lk, "link to rank %d (%s) up", theirs, lk->cfg.hosts[theirs]);
+	agent_logf(&lk->cfg.log, "link to rank %d (%s) up", theirs, lk->cfg.hosts[theirs]);
 }
 
 static void connect_peers(struct agent_links *lk)
@@ -459,7 +445,8 @@ static void answer(struct agent_links *lk, const struct target_item *t, int stat
 		h.eager_size = STATE_LEN;
 	}
 	if (send_frame(lk, t->from, &h, eager, msg, status ? 0 : msg_len))
-		link_log(lk, "could not answer rank %u (port %llx)", t->from, (unsigned long long)t->h.port);
+		agent_logf(&lk->cfg.log, "could not answer rank %u (port %llx)", t->from,
+			   (unsigned long long)t->h.port);
 }
 
 /*
@@ -654,7 +641,7 @@ int links_progress(struct agent_links *lk)
 				if (e[i].status == IBV_WC_SUCCESS && !e[i].err)
 					take_frame(lk, e[i].peer, e[i].context, e[i].len);
 				if (core_recv(lk->ep, e[i].context, LINK_FRAME_MAX, e[i].context))
-					link_log(lk, "could not repost a receive buffer");
+					agent_logf(&lk->cfg.log, "could not repost a receive buffer");
 			} else if (e[i].flags & CORE_CQE_SEND) {
 				free(e[i].context);
 			}

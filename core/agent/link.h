@@ -22,6 +22,7 @@
 #ifndef RDMATOOL_CORE_AGENT_LINK_H
 #define RDMATOOL_CORE_AGENT_LINK_H
 
+#include "core/agent/agent_log.h"
 #include "core/agent/gateway.h"
 #include "core/agent/proto.h"
 
@@ -38,8 +39,8 @@ struct link_config {
 	const char *dir;       /* the agent directory: where targets open channels */
 	/* An origin request finished: the answer of the target, or -EHOSTDOWN. */
 	void (*done)(void *arg, uint64_t token, int status, const void *data, size_t len);
-	void (*log)(void *arg, const char *line);
-	void *arg;
+	void *arg; /* done's */
+	struct agent_log log;
 };
 
 struct agent_links;
