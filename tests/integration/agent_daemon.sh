@@ -11,8 +11,10 @@ dir=$(mktemp -d /tmp/rdmatool-agent-test.XXXXXX)
 export RDMATOOL_AGENT_DIR=$dir/agent RDMATOOL_STATS_DIR=$dir/stats RDMATOOL_AGENT_KEY=$dir/key
 mkdir -m 700 "$RDMATOOL_AGENT_DIR" "$RDMATOOL_STATS_DIR"
 cleanup() {
-	"$RDMATOOL" -q agent stop >/dev/null 2>&1 || true
-	[ -f "$RDMATOOL_AGENT_DIR/agent.0.pid" ] && kill -9 "$(cat "$RDMATOOL_AGENT_DIR/agent.0.pid")" 2>/dev/null
+	# Every agent this test may have started, whatever rank, even if it failed half-way.
+	for f in "$RDMATOOL_AGENT_DIR"/agent.*.pid; do
+		[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+	done
 	rm -rf "$dir"
 }
 trap cleanup EXIT
