@@ -99,7 +99,7 @@ static int run_command(const struct command *c, int argc, const char **argv)
 {
 	char name[64];
 
-	/* The command sees argv[0] = "rdmatool-<cmd>", as popt prints it in usage lines. */
+	/* The command sees argv[0] = "rdmatool <cmd>", as popt prints it in usage lines. */
 	snprintf(name, sizeof(name), "rdmatool %s", c->name);
 	argv[0] = name;
 	return c->run(argc, argv);

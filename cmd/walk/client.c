@@ -6,6 +6,7 @@
  */
 #include "cmd/walk/bus.h"
 #include "cmd/walk/client.h"
+#include "core/util/clock.h"
 #include "core/stats/stats.h"
 
 #include <errno.h>
@@ -23,10 +24,7 @@
 
 uint64_t walk_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return clock_ns();
 }
 
 int walk_client_open(struct walk_client *c)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* MAD window engine: per-worker send/receive loop over shared lock-free windows. */
 #include "core/mad/mad_engine.h"
+#include "core/util/clock.h"
 #include "core/stats/stats.h"
 #include "core/mad/mad_slots.h"
 #include "core/mad/mad_window.h"
@@ -53,10 +54,7 @@ struct mad_engine {
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return clock_ns();
 }
 
 static uint64_t thread_cpu_ns(void)

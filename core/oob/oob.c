@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "core/oob/oob.h"
+#include "core/util/clock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -172,10 +173,7 @@ int oob_accept(struct oob_listener *l, int timeout_ms, struct oob_conn **out)
 
 static long long now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+	return (long long)(clock_ns() / 1000000ull);
 }
 
 int oob_connect(const char *text, int timeout_ms, struct oob_conn **out)

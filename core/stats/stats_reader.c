@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The reader side of the stats segment: list, map read-only, validate, copy. */
 #include "core/stats/stats_reader.h"
+#include "core/util/clock.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -142,7 +143,6 @@ int stats_reader_snapshot(const struct stats_reader *r, struct stats_snapshot *s
 {
 	const struct stats_header *h = r->hdr;
 	const struct stats_entry *entries;
-	struct timespec ts;
 	struct stat st;
 	uint32_t n;
 
@@ -155,8 +155,7 @@ int stats_reader_snapshot(const struct stats_reader *r, struct stats_snapshot *s
 	n = atomic_load_explicit(&((struct stats_header *)h)->nentries, memory_order_acquire);
 	if (n > h->max_entries)
 		return STATS_READ_BAD_LAYOUT;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	s->taken_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	s->taken_ns = clock_ns();
 	s->pid = h->pid;
 	memcpy(s->comm, h->comm, STATS_COMM_LEN);
 	s->comm[STATS_COMM_LEN] = '\0';

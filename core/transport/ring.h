@@ -35,7 +35,7 @@ void ring_destroy(struct ring *r);
  * Returns 0, or -EAGAIN when the ring is full (nothing is written).
  * *was_empty (optional) is set when the ring held nothing older than this
  * element at the moment it was published: the empty-to-non-empty edge that
- * a waiter needs to hear about (see ring_push_notify_check in ring.c).
+ * a waiter needs to hear about (see ring_push in ring.c for how it is decided).
  */
 int ring_push(struct ring *r, const void *elem, bool *was_empty);
 /* Copies the oldest element out.  Safe from any number of threads. 0 or -EAGAIN (empty). */
