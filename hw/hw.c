@@ -6,10 +6,21 @@
 #include <string.h>
 
 static const struct hw_provider *const providers[] = {
-	&hw_verbs_provider,
-	&hw_soft_provider,
+    &hw_verbs_provider,
+    &hw_soft_provider,
 };
 #define NPROVIDERS (sizeof(providers) / sizeof(providers[0]))
+
+const char *hw_open_error(void)
+{
+	for (size_t i = 0; i < NPROVIDERS; i++) {
+		const char *why = providers[i]->open_error ? providers[i]->open_error() : NULL;
+
+		if (why && *why)
+			return why;
+	}
+	return "";
+}
 
 int hw_list_devices(struct hw_device *out, int max, int *verbs_errno)
 {

@@ -79,6 +79,8 @@ struct hw_provider {
 	int (*list_devices)(struct hw_device *out, int max);
 	struct ibv_context *(*open_device)(const struct hw_device *dev);
 	bool (*owns_context)(const struct ibv_context *ctx);
+	/* Why its last open failed when errno alone does not say (NULL, or "": nothing to add). */
+	const char *(*open_error)(void);
 };
 
 extern const struct hw_provider hw_verbs_provider;
@@ -101,10 +103,11 @@ int hw_list_devices(struct hw_device *out, int max, int *verbs_errno);
 struct ibv_context *hw_open_device(const char *name, struct hw_device *chosen);
 const char *hw_provider_name(const struct ibv_context *ctx);
 /*
- * Why the last soft device open failed on its configuration (a bad
- * RDMATOOL_SOFT_ADDR or RDMATOOL_SOFT_FAULTS; errno was EINVAL), "" if not.
+ * Why the last hw_open_device() failed, when errno alone does not say it
+ * (e.g. a malformed RDMATOOL_SOFT_ADDR or RDMATOOL_SOFT_FAULTS: errno is
+ * EINVAL and this names the variable); "" otherwise.
  */
-const char *hw_soft_config_error(void);
+const char *hw_open_error(void);
 const struct hw_ops *hw_ops_of(const struct ibv_context *ctx);
 
 static inline int hw_close_device(struct ibv_context *ctx)

@@ -49,8 +49,8 @@ static int probe_device(struct walk_config *cfg, char *name, size_t len, bool *t
 		if (cfg->device && errno == ENODEV)
 			return usage_error(CMD, "--device %s: no such device; 'rdmatool devices' lists them",
 					   cfg->device);
-		if (*hw_soft_config_error())
-			return run_error(CMD, "%s", hw_soft_config_error());
+		if (*hw_open_error())
+			return run_error(CMD, "%s", hw_open_error());
 		return run_error(CMD, "cannot open %s: %s; check 'rdmatool devices'",
 				 cfg->device ? cfg->device : "a device", strerror(errno));
 	}

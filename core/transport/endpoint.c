@@ -87,8 +87,8 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 	ep->ctx = hw_open_device(attr->device, &ep->device);
 	if (!ep->ctx) {
 		rc = -errno;
-		if (*hw_soft_config_error())
-			snprintf(err, errlen, "%s", hw_soft_config_error());
+		if (*hw_open_error())
+			snprintf(err, errlen, "%s", hw_open_error());
 		else
 			snprintf(err, errlen, "cannot open device %s: %s; see `rdmatool devices`",
 				 attr->device ? attr->device : "(default)", strerror(errno));

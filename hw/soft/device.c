@@ -54,7 +54,7 @@ void soft_config_fail(const char *fmt, ...)
 	va_end(ap);
 }
 
-const char *hw_soft_config_error(void)
+static const char *soft_open_error(void)
 {
 	return soft_config_error;
 }
@@ -351,4 +351,5 @@ const struct hw_provider hw_soft_provider = {
 	.list_devices = soft_list_devices,
 	.open_device = soft_open_device,
 	.owns_context = soft_owns_context,
+	.open_error = soft_open_error,
 };

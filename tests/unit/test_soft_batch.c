@@ -480,7 +480,7 @@ static void bad_spin_setting_is_einval_with_message(void **state)
 	errno = 0;
 	assert_null(hw_open_device("soft0", NULL));
 	assert_int_equal(errno, EINVAL);
-	assert_non_null(strstr(hw_soft_config_error(), "RDMATOOL_SOFT_SPIN_US"));
+	assert_non_null(strstr(hw_open_error(), "RDMATOOL_SOFT_SPIN_US"));
 	unsetenv("RDMATOOL_SOFT_SPIN_US");
 }
 

@@ -484,16 +484,16 @@ static void bad_configuration_is_einval_with_message(void **state)
 	errno = 0;
 	assert_null(hw_open_device("soft0", NULL));
 	assert_int_equal(errno, EINVAL);
-	assert_non_null(strstr(hw_soft_config_error(), "drop=2"));
+	assert_non_null(strstr(hw_open_error(), "drop=2"));
 	setenv("RDMATOOL_SOFT_FAULTS", "bogus=1", 1);
 	assert_null(hw_open_device("soft0", NULL));
-	assert_non_null(strstr(hw_soft_config_error(), "bogus"));
+	assert_non_null(strstr(hw_open_error(), "bogus"));
 	unsetenv("RDMATOOL_SOFT_FAULTS");
 	setenv("RDMATOOL_SOFT_ADDR", "localhost", 1);
 	errno = 0;
 	assert_null(hw_open_device("soft0", NULL));
 	assert_int_equal(errno, EINVAL);
-	assert_non_null(strstr(hw_soft_config_error(), "RDMATOOL_SOFT_ADDR"));
+	assert_non_null(strstr(hw_open_error(), "RDMATOOL_SOFT_ADDR"));
 	setenv("RDMATOOL_SOFT_ADDR", "127.0.0.1:0", 1);
 	struct ibv_context *ctx = hw_open_device("soft0", NULL);
 
