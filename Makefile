@@ -14,9 +14,11 @@ CC       ?= gcc
 PKGS     := libibverbs librdmacm libibumad popt
 SAN_CFLAGS ?=
 
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+# Asked of pkg-config on first use (a recipe), not when the Makefile is read:
+# in `make deps demo` the packages only exist once the deps recipe has run.
+PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $$(PKGS) 2>/dev/null))$(PKG_CFLAGS)
+PKG_LIBS = $(eval PKG_LIBS := $$(shell pkg-config --libs $$(PKGS) 2>/dev/null))$(PKG_LIBS)
+CMOCKA_LIBS = $(eval CMOCKA_LIBS := $$(shell pkg-config --libs cmocka 2>/dev/null))$(CMOCKA_LIBS)
 
 CFLAGS   ?= -O2 -g
 override CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -pthread $(SAN_CFLAGS)
@@ -81,8 +83,15 @@ unit: check-deps all $(UNIT_BIN)
 integration: check-deps all $(TOOL_BIN)
 	@BUILD=$(BUILD) tests/run-tests.sh $(sort $(wildcard tests/integration/*.sh))
 
+# DEPS_INSTALL is a hook for tests/integration/make_deps_fresh.sh.
+DEPS_INSTALL ?= tests/deps.sh install
 deps:
-	@tests/deps.sh install
+	@$(DEPS_INSTALL)
+
+# In `make deps demo` (parallel or not) nothing compiles before deps ran.
+ifneq ($(filter deps,$(MAKECMDGOALS)),)
+check-deps $(BUILD)/cmd/main.o $(CORE_OBJ) $(CMD_OBJ) $(UNIT_HELPER_OBJ): | deps
+endif
 
 demo: check-deps all
 	$(RDMATOOL) walk --clients=5 --duration=20 --multinode=false
@@ -106,13 +115,13 @@ lint:
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 	install -m 755 $(RDMATOOL) $(DESTDIR)$(PREFIX)/bin/rdmatool
 	for c in $$($(RDMATOOL) --help | awk '/^Commands:/{on=1;next} on&&!NF{exit} on{print $$1}'); do \
 	  ln -sf rdmatool $(DESTDIR)$(PREFIX)/bin/rdmatool-$$c; done
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 completions/rdmatool.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmatool
-	install -m 644 completions/_rdmatool $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_rdmatool
+	install -m 644 completions/_rdmatool $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_rdmatool
 
 clean:
 	rm -rf build build-asan build-tsan

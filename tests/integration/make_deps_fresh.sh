@@ -1,0 +1,29 @@
+#!/bin/sh
+# `make deps <target>` on a fresh machine: pkg-config knows the packages only
+# after the deps recipe ran. A pkg-config wrapper early in PATH fails until a
+# marker written by the (stand-in) deps recipe exists, and logs when it was
+# asked; the build must ask only after deps and must compile with its flags.
+set -eu
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/make-deps-fresh.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+real=$(command -v pkg-config)
+mkdir "$tmp/bin"
+cat >"$tmp/bin/pkg-config" <<WRAP
+#!/bin/sh
+if [ -e "$tmp/installed" ]; then
+  echo after >>"$tmp/asked"
+  exec "$real" "\$@"
+fi
+echo before >>"$tmp/asked"
+exit 1
+WRAP
+chmod 755 "$tmp/bin/pkg-config"
+PATH="$tmp/bin:$PATH" timeout 600 make -j2 --no-print-directory \
+  BUILD="$tmp/build" DEPS_INSTALL="touch $tmp/installed" deps all \
+  >"$tmp/log" 2>&1 || { cat "$tmp/log"; echo "FAIL: make deps all"; exit 1; }
+if grep -q before "$tmp/asked"; then
+  echo "FAIL: pkg-config was asked before deps ran"; exit 1
+fi
+grep -q after "$tmp/asked" || { echo "FAIL: pkg-config never asked"; exit 1; }
+"$tmp/build/rdmatool" --version >/dev/null || { echo "FAIL: built binary"; exit 1; }
+echo "PASS: make deps all asks pkg-config only after deps"
