@@ -285,7 +285,8 @@ enum ibv_wc_status soft_exec_bind(struct soft_qp *qp, struct soft_mw *mw, uint32
 		return IBV_WC_SUCCESS;
 	}
 	if (soft_lookup_lkey(nic, mr->ibv.lkey) != mr || mr->ibv.pd != mw->ibv.pd ||
-	    !(mr->access & IBV_ACCESS_MW_BIND) || (info->mw_access_flags & ~remote) ||
+	    !(mr->access & IBV_ACCESS_MW_BIND) ||
+	    (info->mw_access_flags & ~(remote | IBV_ACCESS_LOCAL_WRITE)) ||
 	    ((info->mw_access_flags & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	     !(mr->access & IBV_ACCESS_LOCAL_WRITE)) ||
 	    !soft_range_ok((uintptr_t)mr->ibv.addr, mr->ibv.length, info->addr, info->length))

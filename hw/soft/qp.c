@@ -130,6 +130,21 @@ struct soft_qp *soft_lookup_qp(struct soft_nic *nic, uint32_t qpn)
 	return qp && qp->ibv.qp_num == qpn ? qp : NULL;
 }
 
+/* A QP type the verbs API defines but this NIC does not implement: callers expect EOPNOTSUPP, not EINVAL. */
+static bool soft_qp_type_unsupported(enum ibv_qp_type type)
+{
+	switch (type) {
+	case IBV_QPT_UC:
+	case IBV_QPT_RAW_PACKET:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+	case IBV_QPT_DRIVER:
+		return true;
+	default:
+		return false;
+	}
+}
+
 struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 {
 	struct soft_nic *nic = soft_nic_of(pd->context);
@@ -137,6 +152,10 @@ struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	struct soft_qp *qp;
 	int index = -1;
 
+	if (soft_qp_type_unsupported(init->qp_type)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	if ((init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UD) || init->srq || !init->send_cq ||
 	    !init->recv_cq || init->send_cq->context->device != pd->context->device ||
 	    init->recv_cq->context->device != pd->context->device || cap->max_send_wr > SOFT_MAX_QP_WR ||
@@ -214,7 +233,8 @@ static bool soft_attr_values_ok(const struct ibv_qp_attr *a, int mask)
 		return false;
 	if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
 		return false;
-	if ((mask & IBV_QP_AV) && (a->ah_attr.port_num > 1 || (a->ah_attr.is_global && a->ah_attr.grh.sgid_index)))
+	/* The port's link layer is Ethernet (like RoCE): every address carries a GRH, as rxe demands. */
+	if ((mask & IBV_QP_AV) && (a->ah_attr.port_num > 1 || !a->ah_attr.is_global || a->ah_attr.grh.sgid_index))
 		return false;
 	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
 		return false;
@@ -426,7 +446,7 @@ struct ibv_ah *soft_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	struct soft_nic *nic = soft_nic_of(pd->context);
 	struct soft_ah *ah;
 
-	if (attr->port_num > 1 || (attr->is_global && attr->grh.sgid_index)) {
+	if (attr->port_num > 1 || !attr->is_global || attr->grh.sgid_index) {
 		errno = EINVAL;
 		return NULL;
 	}

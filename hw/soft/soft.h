@@ -24,8 +24,10 @@
  *
  * A remote peer is addressed with ah_attr.is_global = 1 and grh.dgid = the
  * peer's GID[0] (RC: IBV_QP_AV at INIT->RTR; UD: ibv_create_ah), plus
- * dest_qp_num / remote_qpn as usual.  A dgid equal to this NIC's own GID,
- * or is_global = 0, means in-process delivery (no socket involved).
+ * dest_qp_num / remote_qpn as usual.  A dgid equal to this NIC's own GID
+ * means in-process delivery (no socket involved).  is_global = 0 is
+ * rejected with EINVAL (modify_qp to RTR, create_ah), as rxe does on an
+ * Ethernet port.
  *
  * The NIC listens on RDMATOOL_SOFT_ADDR=ip:port (default 127.0.0.1, port 0
  * = any free port).  RDMATOOL_SOFT_FAULTS configures fault injection

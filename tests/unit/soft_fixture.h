@@ -89,10 +89,11 @@ static inline void fx_rc_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const unio
 	a.max_dest_rd_atomic = 4;
 	a.min_rnr_timer = min_rnr_timer;
 	a.ah_attr.port_num = 1;
-	if (dgid) {
-		a.ah_attr.is_global = 1;
+	a.ah_attr.is_global = 1;
+	if (dgid)
 		a.ah_attr.grh.dgid = *dgid;
-	}
+	else /* in-process peer: this NIC's own GID */
+		assert_int_equal(hw_query_gid(qp->context, 1, 0, &a.ah_attr.grh.dgid), 0);
 	assert_int_equal(hw_modify_qp(qp, &a,
 				      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 					      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
