@@ -36,9 +36,10 @@ int run_error(const char *cmd, const char *fmt, ...) __attribute__((format(print
 /* "rdmatool <cmd>: " notice on stderr unless -q. */
 void notice(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* For a negative poptGetNextOpt result: names the bad option, points at --help. */
+/* For a negative poptGetNextOpt result: names the bad option and its value (argv is the one popt parses),
+ * points at --help. */
 struct poptContext_s;
-int popt_usage_error(const char *cmd, struct poptContext_s *pc, int rc);
+int popt_usage_error(const char *cmd, struct poptContext_s *pc, int rc, const char **argv);
 
 /* Progress on stderr only when it is a terminal and -q is not given. */
 bool progress_wanted(void);

@@ -675,7 +675,7 @@ static int parse_args(int argc, const char **argv, struct cqstat_opts *o)
 		*slot = poptGetOptArg(pc);
 	}
 	if (rc < -1) {
-		rc = popt_usage_error(CMD, pc, rc);
+		rc = popt_usage_error(CMD, pc, rc, argv);
 		goto out;
 	}
 	rc = EXIT_OK;

@@ -197,7 +197,7 @@ int cmd_devices(int argc, const char **argv)
 	poptSetOtherOptionHelp(pc, "[OPTION...]");
 	rc = poptGetNextOpt(pc);
 	if (rc < -1) {
-		rc = popt_usage_error(CMD, pc, rc);
+		rc = popt_usage_error(CMD, pc, rc, argv);
 		poptFreeContext(pc);
 		return rc;
 	}

@@ -21,7 +21,7 @@
 
 static const char *const CMD = "madstress";
 
-#define UMAD2SIM_LIB "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+#define UMAD2SIM_LIB	     "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
 #define SNAPSHOT_MIN_RETRIES 3
 
 struct madstress_opts {
@@ -53,9 +53,9 @@ static const struct {
 	const char *name;
 	uint16_t attr;
 } attr_names[] = {
-	{ "NodeInfo", SMP_ATTR_NODE_INFO },	{ "SwitchInfo", SMP_ATTR_SWITCH_INFO },
-	{ "PortInfo", SMP_ATTR_PORT_INFO },	{ "LinearForwardingTable", SMP_ATTR_LINEAR_FWD_TABLE },
-	{ "LFT", SMP_ATTR_LINEAR_FWD_TABLE },
+    {"NodeInfo", SMP_ATTR_NODE_INFO},	{"SwitchInfo", SMP_ATTR_SWITCH_INFO},
+    {"PortInfo", SMP_ATTR_PORT_INFO},	{"LinearForwardingTable", SMP_ATTR_LINEAR_FWD_TABLE},
+    {"LFT", SMP_ATTR_LINEAR_FWD_TABLE},
 };
 
 static int parse_attr(const char *text, uint16_t *attr)
@@ -161,8 +161,8 @@ static const char *method_word(uint8_t method)
 	return method == SMP_METHOD_SET ? "set" : "get";
 }
 
-static void print_json(const struct madstress_opts *o, const struct hw_umad_port_info *port, struct mad_engine *e,
-		       const struct mad_dest *dests, int ndests, double cpu_pct)
+static void print_json(const struct madstress_opts *o, const struct hw_umad_port_info *port,
+		       struct mad_engine *e, const struct mad_dest *dests, int ndests, double cpu_pct)
 {
 	double elapsed = mad_engine_elapsed(e);
 	struct mad_stats total;
@@ -232,8 +232,8 @@ static void print_json(const struct madstress_opts *o, const struct hw_umad_port
 
 static void print_row(const char *label, const struct mad_stats *s, double elapsed)
 {
-	printf("%-12s %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %7" PRIu64 " %5" PRIu64 " %10.0f", label,
-	       s->sent, s->ok, s->timeouts, s->errors, s->retries, s->late,
+	printf("%-12s %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %7" PRIu64 " %5" PRIu64 " %10.0f",
+	       label, s->sent, s->ok, s->timeouts, s->errors, s->retries, s->late,
 	       elapsed > 0 ? (double)(s->ok + s->errors) / elapsed : 0);
 	if (s->lat.count)
 		printf("  %.1f/%.1f/%.1f/%.1f/%.1f\n", us(s->lat.min), hist_mean(&s->lat) / 1000.0,
@@ -271,8 +271,8 @@ static void print_decoded(uint16_t attr, uint32_t mod, const uint8_t *data)
 	}
 }
 
-static void print_text(const struct madstress_opts *o, const struct hw_umad_port_info *port, struct mad_engine *e,
-		       const struct mad_dest *dests, int ndests, double cpu_pct)
+static void print_text(const struct madstress_opts *o, const struct hw_umad_port_info *port,
+		       struct mad_engine *e, const struct mad_dest *dests, int ndests, double cpu_pct)
 {
 	const char *an = smp_attr_name(o->attr);
 	double elapsed = mad_engine_elapsed(e);
@@ -283,10 +283,10 @@ static void print_text(const struct madstress_opts *o, const struct hw_umad_port
 	printf("madstress: %s port %d (lid %u), %s %s (0x%04x) mod %u, %d destination%s\n", port->ca_name,
 	       port->port, port->base_lid, smp_method_name(o->method), an ? an : "attribute", o->attr, o->mod,
 	       ndests, ndests == 1 ? "" : "s");
-	printf("  -N %d -n %d -p %d -T %d ms -r %d, ran %.2f s\n\n", o->local_window, o->dest_window, o->workers,
-	       o->timeout_ms, o->retries, elapsed);
-	printf("%-12s %10s %10s %8s %8s %7s %5s %10s  %s\n", "", "sent", "ok", "timeouts", "errors", "retries",
-	       "late", "MAD/s", "lat us min/avg/p50/p99/max");
+	printf("  -N %d -n %d -p %d -T %d ms -r %d, ran %.2f s\n\n", o->local_window, o->dest_window,
+	       o->workers, o->timeout_ms, o->retries, elapsed);
+	printf("%-12s %10s %10s %8s %8s %7s %5s %10s  %s\n", "", "sent", "ok", "timeouts", "errors",
+	       "retries", "late", "MAD/s", "lat us min/avg/p50/p99/max");
 	for (int d = 0; d < ndests; d++) {
 		struct mad_stats s;
 
@@ -305,7 +305,8 @@ static void print_text(const struct madstress_opts *o, const struct hw_umad_port
 		}
 	print_row("total", &total, elapsed);
 	print_statuses("total", &total);
-	printf("cpu %.1f%% (whole process), %.2f us of CPU per MAD\n", cpu_pct, cpu_us_per_mad(&total, cpu_pct, elapsed));
+	printf("cpu %.1f%% (whole process), %.2f us of CPU per MAD\n", cpu_pct,
+	       cpu_us_per_mad(&total, cpu_pct, elapsed));
 }
 
 static uint64_t process_cpu_ns(void)
@@ -327,8 +328,8 @@ static void run_engine(struct mad_engine *e, const char *what, double seconds)
 	while (!mad_engine_wait(e, progress ? 500 : 1000)) {
 		ticks++;
 		if (progress)
-			fprintf(stderr, "\r%s: %" PRIu64 " MADs, %.1f s%s", what, mad_engine_finished(e), ticks * 0.5,
-				seconds > 0 ? "" : " (Ctrl-C stops)");
+			fprintf(stderr, "\r%s: %" PRIu64 " MADs, %.1f s%s", what, mad_engine_finished(e),
+				ticks * 0.5, seconds > 0 ? "" : " (Ctrl-C stops)");
 	}
 	running_engine = NULL;
 	if (progress && ticks)
@@ -337,30 +338,32 @@ static void run_engine(struct mad_engine *e, const char *what, double seconds)
 
 static int engine_error(int rc, const struct hw_umad_port_info *port)
 {
-	return run_error(CMD, "cannot open %s port %d for SMPs: %s; check that you may use /dev/infiniband/umad* (run as root)",
-			 port->ca_name, port->port, strerror(-rc));
+	return run_error(
+	    CMD,
+	    "cannot open %s port %d for SMPs: %s; check that you may use /dev/infiniband/umad* (run as root)",
+	    port->ca_name, port->port, strerror(-rc));
 }
 
 /*
  * SET must not change the fabric: GET every destination's current block
  * first (with retries) and write exactly that back.
  */
-static int snapshot(const struct madstress_opts *o, const struct hw_umad_port_info *port, struct mad_dest *dests,
-		    int ndests)
+static int snapshot(const struct madstress_opts *o, const struct hw_umad_port_info *port,
+		    struct mad_dest *dests, int ndests)
 {
 	struct mad_engine_config cfg = {
-		.port = *port,
-		.workers = 1,
-		.local_window = o->local_window,
-		.dest_window = 1,
-		.timeout_ms = o->timeout_ms,
-		.retries = o->retries > SNAPSHOT_MIN_RETRIES ? o->retries : SNAPSHOT_MIN_RETRIES,
-		.method = SMP_METHOD_GET,
-		.attr = o->attr,
-		.mod = o->mod,
-		.count = (uint64_t)ndests,
-		.per_dest_limit = 1,
-		.keep_replies = true,
+	    .port = *port,
+	    .workers = 1,
+	    .local_window = o->local_window,
+	    .dest_window = 1,
+	    .timeout_ms = o->timeout_ms,
+	    .retries = o->retries > SNAPSHOT_MIN_RETRIES ? o->retries : SNAPSHOT_MIN_RETRIES,
+	    .method = SMP_METHOD_GET,
+	    .attr = o->attr,
+	    .mod = o->mod,
+	    .count = (uint64_t)ndests,
+	    .per_dest_limit = 1,
+	    .keep_replies = true,
 	};
 	struct mad_engine *e;
 	int rc = mad_engine_create(&e, &cfg, dests, ndests);
@@ -387,11 +390,12 @@ static int snapshot(const struct madstress_opts *o, const struct hw_umad_port_in
 	}
 	mad_engine_destroy(e);
 	if (missing)
-		return run_error(CMD,
-				 "cannot read attribute 0x%04x mod %u from %d destination%s (first: %s%s), so SET "
-				 "cannot write it back unchanged; check that they exist and answer GET (try -m get)",
-				 o->attr, o->mod, missing, missing == 1 ? "" : "s",
-				 dests[0].route.directed ? "path " : "lid ", first);
+		return run_error(
+		    CMD,
+		    "cannot read attribute 0x%04x mod %u from %d destination%s (first: %s%s), so SET "
+		    "cannot write it back unchanged; check that they exist and answer GET (try -m get)",
+		    o->attr, o->mod, missing, missing == 1 ? "" : "s",
+		    dests[0].route.directed ? "path " : "lid ", first);
 	return EXIT_OK;
 }
 
@@ -434,11 +438,11 @@ static int find_port(const struct madstress_opts *o, struct hw_umad_port_info *p
 	int rc = hw_umad_find_port(o->ca, o->port, port);
 
 	if (rc == -ENODEV)
-		return run_error(CMD,
-				 "no umad device: this machine has no InfiniBand port (nothing in "
-				 "/sys/class/infiniband_mad); to run against the ibsim simulator, start ibsim and "
-				 "opensm and run 'LD_PRELOAD=" UMAD2SIM_LIB " rdmatool madstress ...' (see 'man "
-				 "rdmatool-madstress')");
+		return run_error(
+		    CMD, "no umad device: this machine has no InfiniBand port (nothing in "
+			 "/sys/class/infiniband_mad); to run against the ibsim simulator, start ibsim and "
+			 "opensm and run 'LD_PRELOAD=" UMAD2SIM_LIB " rdmatool madstress ...' (see 'man "
+			 "rdmatool-madstress')");
 	if (rc == -ENOENT)
 		return usage_error(CMD, "-C %s: no such CA; 'ibstat -l' lists the CAs", o->ca);
 	if (rc == -EINVAL)
@@ -450,11 +454,12 @@ static int find_port(const struct madstress_opts *o, struct hw_umad_port_info *p
 		notice(CMD, "%s port %d is not ACTIVE (state %d); SMPs may not get answers", port->ca_name,
 		       port->port, port->state);
 	if (port->simulator && o->workers > 1)
-		return usage_error(CMD,
-				   "-p %d: %s is ibsim's simulated CA, where umad2sim delivers every reply to the last "
-				   "worker that registered, so the other workers would see only timeouts; use -p 1 under "
-				   "ibsim (-p > 1 is for real hardware)",
-				   o->workers, port->ca_name);
+		return usage_error(
+		    CMD,
+		    "-p %d: %s is ibsim's simulated CA, where umad2sim delivers every reply to the last "
+		    "worker that registered, so the other workers would see only timeouts; use -p 1 under "
+		    "ibsim (-p > 1 is for real hardware)",
+		    o->workers, port->ca_name);
 	return EXIT_OK;
 }
 
@@ -465,30 +470,36 @@ static int check_opts(struct madstress_opts *o, poptContext pc)
 	if (!attr)
 		return usage_error(CMD, "missing <attr>; e.g. 'rdmatool madstress -L 2,4-9 0x11' (NodeInfo)");
 	if (parse_attr(attr, &o->attr) < 0)
-		return usage_error(CMD,
-				   "bad attribute '%s'; give an attribute id like 0x11 or a name (NodeInfo, PortInfo, "
-				   "SwitchInfo, LinearForwardingTable)",
-				   attr);
+		return usage_error(
+		    CMD,
+		    "bad attribute '%s'; give an attribute id like 0x11 or a name (NodeInfo, PortInfo, "
+		    "SwitchInfo, LinearForwardingTable)",
+		    attr);
 	if (mod && mad_parse_number(mod, UINT32_MAX, &o->mod) < 0)
 		return usage_error(CMD, "bad attribute modifier '%s'; give a number like 0 or 0x1", mod);
 	if (extra)
-		return usage_error(CMD, "unexpected argument '%s'; usage: madstress [options] <attr> [mod]", extra);
+		return usage_error(CMD, "unexpected argument '%s'; usage: madstress [options] <attr> [mod]",
+				   extra);
 	if (!o->lids == !o->dr_path)
-		return usage_error(CMD, "give the destinations with -L <lids> (like 2,4-9) or -D <dr_path> (like "
-					"0,1,3), not both");
+		return usage_error(CMD,
+				   "give the destinations with -L <lids> (like 2,4-9) or -D <dr_path> (like "
+				   "0,1,3), not both");
 	if (o->seconds < 0 || (o->seconds_given && o->seconds == 0))
 		return usage_error(CMD, "-t %g: give a positive number of seconds", o->seconds);
 	if (o->workers < 1 || o->workers > 64)
 		return usage_error(CMD, "-p %d: give 1..64 workers", o->workers);
 	if (o->dest_window < 1)
-		return usage_error(CMD, "-n %d: the per-destination depth must be at least 1", o->dest_window);
+		return usage_error(CMD, "-n %d: the per-destination depth must be at least 1",
+				   o->dest_window);
 	if (o->local_window < 1 || o->local_window > 65536)
 		return usage_error(CMD, "-N %d: give a local depth of 1..65536", o->local_window);
 	if (o->local_window < o->dest_window)
-		return usage_error(CMD, "-N %d is less than -n %d: the local depth bounds every destination's; raise -N",
-				   o->local_window, o->dest_window);
+		return usage_error(
+		    CMD, "-N %d is less than -n %d: the local depth bounds every destination's; raise -N",
+		    o->local_window, o->dest_window);
 	if (o->local_window < o->workers)
-		return usage_error(CMD, "-N %d is less than -p %d: each worker needs room for one MAD; raise -N",
+		return usage_error(CMD,
+				   "-N %d is less than -p %d: each worker needs room for one MAD; raise -N",
 				   o->local_window, o->workers);
 	if (o->timeout_ms < 1)
 		return usage_error(CMD, "-T %d: give a timeout of at least 1 ms", o->timeout_ms);
@@ -502,39 +513,46 @@ static int parse(int argc, const char **argv, struct madstress_opts *o)
 	char *method = NULL, *lids = NULL, *dr = NULL, *ca = NULL;
 	long long count = 0;
 	struct poptOption options[] = {
-		{ "time", 't', POPT_ARG_DOUBLE, &o->seconds, 't', "run for SECONDS (default 10; none with -c)", "SECONDS" },
-		{ "ca", 'C', POPT_ARG_STRING, &ca, 0, "local CA name (default: the first)", "CA" },
-		{ "port", 'P', POPT_ARG_INT, &o->port, 0, "local port (default: the first ACTIVE)", "PORT" },
-		{ "local-depth", 'N', POPT_ARG_INT, &o->local_window, 0,
-		  "MADs in flight from the port, all workers together (default 64)", "N" },
-		{ "dest-depth", 'n', POPT_ARG_INT, &o->dest_window, 0, "MADs in flight per destination (default 2)", "N" },
-		{ "timeout", 'T', POPT_ARG_INT, &o->timeout_ms, 0, "MAD timeout in ms (default 1000)", "MS" },
-		{ "retries", 'r', POPT_ARG_INT, &o->retries, 0, "retransmissions after a timeout (default 0)", "N" },
-		{ "method", 'm', POPT_ARG_STRING, &method, 0, "1|set (default) or 2|get", "METHOD" },
-		{ "workers", 'p', POPT_ARG_INT, &o->workers, 0, "worker threads, one umad fd each (default 1)", "N" },
-		{ "lids", 'L', POPT_ARG_STRING, &lids, 0, "destination LIDs: comma list, ranges like 4-9", "LIDS" },
-		{ "dr-path", 'D', POPT_ARG_STRING, &dr, 0, "directed route to one destination, like 0,1,3", "PATH" },
-		{ "count", 'c', POPT_ARG_LONGLONG, &count, 0, "stop after N MADs", "N" },
-		{ "decode", 'v', POPT_ARG_NONE, &o->decode, 0,
-		  "decode the last reply per destination (NodeInfo, PortInfo, SwitchInfo, LFT)", NULL },
-		POPT_AUTOHELP POPT_TABLEEND,
+	    {"time", 't', POPT_ARG_DOUBLE, &o->seconds, 't', "run for SECONDS (default 10; none with -c)",
+	     "SECONDS"},
+	    {"ca", 'C', POPT_ARG_STRING, &ca, 0, "local CA name (default: the first)", "CA"},
+	    {"port", 'P', POPT_ARG_INT, &o->port, 0, "local port (default: the first ACTIVE)", "PORT"},
+	    {"local-depth", 'N', POPT_ARG_INT, &o->local_window, 0,
+	     "MADs in flight from the port, all workers together (default 64)", "N"},
+	    {"dest-depth", 'n', POPT_ARG_INT, &o->dest_window, 0,
+	     "MADs in flight per destination (default 2)", "N"},
+	    {"timeout", 'T', POPT_ARG_INT, &o->timeout_ms, 0, "MAD timeout in ms (default 1000)", "MS"},
+	    {"retries", 'r', POPT_ARG_INT, &o->retries, 0, "retransmissions after a timeout (default 0)",
+	     "N"},
+	    {"method", 'm', POPT_ARG_STRING, &method, 0, "1|set (default) or 2|get", "METHOD"},
+	    {"workers", 'p', POPT_ARG_INT, &o->workers, 0, "worker threads, one umad fd each (default 1)",
+	     "N"},
+	    {"lids", 'L', POPT_ARG_STRING, &lids, 0, "destination LIDs: comma list, ranges like 4-9", "LIDS"},
+	    {"dr-path", 'D', POPT_ARG_STRING, &dr, 0, "directed route to one destination, like 0,1,3",
+	     "PATH"},
+	    {"count", 'c', POPT_ARG_LONGLONG, &count, 'c', "stop after N MADs", "N"},
+	    {"decode", 'v', POPT_ARG_NONE, &o->decode, 0,
+	     "decode the last reply per destination (NodeInfo, PortInfo, SwitchInfo, LFT)", NULL},
+	    POPT_AUTOHELP POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 	int rc;
+	bool count_given = false;
 
 	poptSetOtherOptionHelp(pc, "[OPTION...] <attr> [mod]");
-	while ((rc = poptGetNextOpt(pc)) > 0)
-		if (rc == 't')
-			o->seconds_given = true;
+	while ((rc = poptGetNextOpt(pc)) > 0) {
+		o->seconds_given |= rc == 't';
+		count_given |= rc == 'c';
+	}
 	if (rc < -1) {
-		rc = popt_usage_error(CMD, pc, rc);
+		rc = popt_usage_error(CMD, pc, rc, argv);
 		goto out;
 	}
 	if (method && parse_method(method, &o->method) < 0) {
 		rc = usage_error(CMD, "-m %s: give 1 or set (SET), 2 or get (GET)", method);
 		goto out;
 	}
-	if (count < 0) {
+	if (count < 0 || (count_given && count == 0)) {
 		rc = usage_error(CMD, "-c %lld: give a positive number of MADs", count);
 		goto out;
 	}
@@ -583,19 +601,19 @@ static int run(struct madstress_opts *o)
 			goto out;
 	}
 	struct mad_engine_config cfg = {
-		.port = port,
-		.workers = o->workers,
-		.local_window = o->local_window,
-		.dest_window = o->dest_window,
-		.timeout_ms = o->timeout_ms,
-		.retries = o->retries,
-		.method = o->method,
-		.attr = o->attr,
-		.mod = o->mod,
-		.duration_ns = (uint64_t)(o->seconds * 1e9),
-		.count = o->count,
-		.keep_replies = o->decode,
-		.publish_stats = true,
+	    .port = port,
+	    .workers = o->workers,
+	    .local_window = o->local_window,
+	    .dest_window = o->dest_window,
+	    .timeout_ms = o->timeout_ms,
+	    .retries = o->retries,
+	    .method = o->method,
+	    .attr = o->attr,
+	    .mod = o->mod,
+	    .duration_ns = (uint64_t)(o->seconds * 1e9),
+	    .count = o->count,
+	    .keep_replies = o->decode,
+	    .publish_stats = true,
 	};
 	stats_segment_open("madstress");
 	rc = mad_engine_create(&e, &cfg, dests, ndests);
@@ -611,8 +629,8 @@ static int run(struct madstress_opts *o)
 	}
 	run_engine(e, "madstress", o->seconds);
 	cpu_pct = mad_engine_elapsed(e) > 0
-			  ? (double)(process_cpu_ns() - cpu0) / 1e9 / mad_engine_elapsed(e) * 100.0
-			  : 0;
+		      ? (double)(process_cpu_ns() - cpu0) / 1e9 / mad_engine_elapsed(e) * 100.0
+		      : 0;
 	if (global_opts.json)
 		print_json(o, &port, e, dests, ndests, cpu_pct);
 	else
@@ -629,13 +647,13 @@ out:
 int cmd_madstress(int argc, const char **argv)
 {
 	struct madstress_opts o = {
-		.local_window = 64,
-		.dest_window = 2,
-		.timeout_ms = 1000,
-		.method = SMP_METHOD_SET,
-		.workers = 1,
+	    .local_window = 64,
+	    .dest_window = 2,
+	    .timeout_ms = 1000,
+	    .method = SMP_METHOD_SET,
+	    .workers = 1,
 	};
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = {.sa_handler = on_signal};
 	int rc = parse(argc, argv, &o);
 
 	if (rc) {

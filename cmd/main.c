@@ -53,9 +53,19 @@ void notice(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 }
 
-int popt_usage_error(const char *cmd, poptContext pc, int rc)
+int popt_usage_error(const char *cmd, poptContext pc, int rc, const char **argv)
 {
-	return usage_error(cmd, "%s: %s; see 'rdmatool %s --help'", poptBadOption(pc, 0), poptStrerror(rc), cmd);
+	const char *bad = poptBadOption(pc, 0), *option = "";
+
+	/* For "-s abc" popt names only "abc": find the option that took it in argv. */
+	for (int i = 1; argv && argv[i] && bad[0] != '-'; i++)
+		if (argv[i] == bad || !strcmp(argv[i], bad)) {
+			if (argv[i - 1][0] == '-')
+				option = argv[i - 1];
+			break;
+		}
+	return usage_error(cmd, "%s%s%s: %s; see 'rdmatool %s --help'", option, *option ? " " : "", bad,
+			   poptStrerror(rc), cmd);
 }
 
 bool progress_wanted(void)

@@ -141,7 +141,7 @@ int cmd_agent(int argc, const char **argv)
 	while ((rc = poptGetNextOpt(pc)) > 0)
 		;
 	if (rc < -1) {
-		rc = popt_usage_error(AGENT_CMD, pc, rc);
+		rc = popt_usage_error(AGENT_CMD, pc, rc, argv);
 		goto out;
 	}
 	rc = read_debug_env(&o);

@@ -5,6 +5,7 @@
 #include "cmd/bench/bench.h"
 #include "core/util/clock.h"
 #include "core/stats/stats.h"
+#include "core/oob/oob.h"
 
 #include <errno.h>
 #include <popt.h>
@@ -193,6 +194,36 @@ struct ratio {
 	double value;
 };
 
+/*
+ * --server's listening address.  Without an ADDR the server listens on the
+ * soft device's address (RDMATOOL_SOFT_ADDR's host, default 127.0.0.1), not
+ * on every interface: it hands its buffer's address and rkey to whoever
+ * connects.  --server=0.0.0.0:PORT serves other hosts.
+ */
+static int server_address(const char *option, char *addr, size_t addrlen)
+{
+	const char *soft = getenv("RDMATOOL_SOFT_ADDR"), *colon = soft ? strrchr(soft, ':') : NULL;
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	char host[64] = "127.0.0.1";
+
+	if (soft && *soft && (colon ? (size_t)(colon - soft) : strlen(soft)) < sizeof(host))
+		snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - soft) : (int)strlen(soft), soft);
+	if (!option)
+		snprintf(addr, addrlen, "%s:18515", host);
+	else if (strchr(option, ':'))
+		snprintf(addr, addrlen, "%s", option);
+	else
+		snprintf(addr, addrlen, "%s:%s", host, option);
+	if (oob_parse_address(addr, &ss, &sslen) == -EINVAL)
+		return usage_error(
+		    CMD,
+		    "--server=%s is not [ADDR:]PORT; e.g. --server=18515, --server=0 (any free "
+		    "port) or --server=0.0.0.0:18515 (every interface)",
+		    option ? option : "");
+	return 0;
+}
+
 /* The string options, owned by cmd_bench. */
 struct bench_args {
 	char *threads, *lock, *device, *server, *client;
@@ -202,11 +233,11 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 {
 	long size = 8, iters = -1;
 	double duration = 0;
-	int stripes = 0, progress = 0, baseline = 0, all = 0, is_server = 0, rounds = 1;
+	int stripes = 0, progress = 0, baseline = 0, all = 0, is_server = 0, rounds = 1, iters_given = 0;
 	struct poptOption opts[] = {
 	    {"size", 's', POPT_ARG_LONG, &size, 0, "message size in bytes (default 8)", "BYTES"},
 	    {"all", 'a', POPT_ARG_NONE, &all, 0, "sweep sizes 2 B .. 8 MiB (powers of two)", NULL},
-	    {"iters", 'n', POPT_ARG_LONG, &iters, 0, "iterations per thread", "N"},
+	    {"iters", 'n', POPT_ARG_LONG, &iters, 'n', "iterations per thread", "N"},
 	    {"duration", 'D', POPT_ARG_DOUBLE, &duration, 0, "run each measurement for this many seconds",
 	     "SECONDS"},
 	    {"threads", 0, POPT_ARG_STRING, &a->threads, 0, "thread counts to sweep, e.g. 1,2,4", "LIST"},
@@ -216,7 +247,9 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 	    {"device", 0, POPT_ARG_STRING, &a->device, 0, "device to use (default: first active, else soft0)",
 	     "NAME"},
 	    {"server", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, &a->server, 1,
-	     "serve one client on [ADDR:]PORT (default 18515; port 0 = any, printed)", "[ADDR:]PORT"},
+	     "serve clients on [ADDR:]PORT until one completes a run (default 127.0.0.1:18515; port 0 = any, "
+	     "printed)",
+	     "[ADDR:]PORT"},
 	    {"client", 0, POPT_ARG_STRING, &a->client, 0, "run against a bench server", "HOST[:PORT]"},
 	    {"rounds", 0, POPT_ARG_INT, &rounds, 0,
 	     "alternate striped and global this many times; the ratio is the median of the rounds' ratios",
@@ -231,11 +264,12 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 	char err[512], addr[300];
 
 	poptSetOtherOptionHelp(pc, "[OPTIONS] <test> | --server");
-	while ((rc = poptGetNextOpt(pc)) > 0)
-		if (rc == 1)
-			is_server = 1;
+	while ((rc = poptGetNextOpt(pc)) > 0) {
+		is_server |= rc == 1;
+		iters_given |= rc == 'n';
+	}
 	if (rc < -1) {
-		rc = popt_usage_error(CMD, pc, rc);
+		rc = popt_usage_error(CMD, pc, rc, argv);
 		poptFreeContext(pc);
 		return rc;
 	}
@@ -253,11 +287,16 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 	progress = progress || env.progress_thread;
 	stats_segment_open("bench"); /* cqstat -c bench; without a segment bench still runs */
 	test = poptGetArg(pc);
-	if (size < 1 || size > MAX_SIZE || iters < -1 || stripes < 0 || stripes > CORE_MAX_STRIPES ||
-	    duration < 0 || duration > 86400 || rounds < 1 || rounds > MAX_ROUNDS) {
+	if (iters_given && iters < 1) {
+		poptFreeContext(pc);
+		return usage_error(
+		    CMD, "--iters %ld: give at least 1 iteration, or --duration to run for a time", iters);
+	}
+	if (size < 1 || size > MAX_SIZE || stripes < 0 || stripes > CORE_MAX_STRIPES || duration < 0 ||
+	    duration > 86400 || rounds < 1 || rounds > MAX_ROUNDS) {
 		poptFreeContext(pc);
 		return usage_error(CMD,
-				   "--size must be 1..%ld, --iters >= 0, --stripes 0..%d, --duration "
+				   "--size must be 1..%ld, --stripes 0..%d, --duration "
 				   "0..86400, --rounds 1..%d",
 				   MAX_SIZE, CORE_MAX_STRIPES, MAX_ROUNDS);
 	}
@@ -269,8 +308,10 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 			return usage_error(
 			    CMD, "--server takes no test and no --client; the client chooses the test");
 		}
-		snprintf(addr, sizeof(addr), "%s%s", a->server && strchr(a->server, ':') ? "" : "0.0.0.0:",
-			 a->server ? a->server : "18515");
+		if ((rc = server_address(a->server, addr, sizeof(addr)))) {
+			poptFreeContext(pc);
+			return rc;
+		}
 		rc = bench_server(addr, &d, err, sizeof(err));
 		poptFreeContext(pc);
 		return rc ? run_error(CMD, "%s", err) : EXIT_OK;
@@ -344,7 +385,17 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 		sizes[nsizes++] = (size_t)size;
 	}
 	if (a->client) {
+		struct sockaddr_storage ss;
+		socklen_t sslen;
+
 		snprintf(addr, sizeof(addr), "%s%s", a->client, strchr(a->client, ':') ? "" : ":18515");
+		if (oob_parse_address(addr, &ss, &sslen) == -EINVAL) {
+			poptFreeContext(pc);
+			return usage_error(CMD,
+					   "--client=%s is not HOST[:PORT]; e.g. --client=10.0.0.2 or "
+					   "--client=10.0.0.2:18515 (port 1..65535)",
+					   a->client);
+		}
 		if (bench_client_open(addr, err, sizeof(err))) {
 			poptFreeContext(pc);
 			return run_error(CMD, "%s", err);

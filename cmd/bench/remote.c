@@ -10,10 +10,14 @@
  * the control connection's address, answers TCP with its port, serves one
  * raw TCP connection (echoes or swallows until the client closes it) and
  * answers DONE, so raw TCP is measured between the same two processes as
- * the transport.  BYE (or a closed connection) ends the server.  Every field travels big-endian; the server checks each
- * one, so a bad or hostile client gets an error, never a crash.
+ * the transport.  BYE (or a closed connection) ends the client's session;
+ * the server exits after the first session that measured something.  Every
+ * field travels big-endian; the server checks each one and every read has a
+ * deadline, so a bad, hostile or stalled client is dropped, never a crash
+ * or a hang, and the next client is served.
  */
 #include "cmd/bench/bench.h"
+#include "cmd/cmd.h"
 #include "core/oob/oob.h"
 
 #include <endian.h>
@@ -28,7 +32,8 @@
 
 enum { MSG_PARAMS = 0x4201, MSG_RKEY, MSG_DONE, MSG_BYE, MSG_TCP };
 
-#define CTRL_TIMEOUT_MS 30000
+#define CTRL_TIMEOUT_MS	     30000
+#define FIRST_MSG_TIMEOUT_MS 5000
 
 struct wire_params {
 	char test[16];
@@ -53,8 +58,10 @@ int bench_client_open(const char *addr, char *err, size_t errlen)
 	int rc = oob_connect(addr, 10000, &client_conn);
 
 	if (rc)
-		snprintf(err, errlen, "cannot reach the bench server at %s: %s; start `rdmatool bench --server` there first",
-			 addr, strerror(-rc));
+		snprintf(
+		    err, errlen,
+		    "cannot reach the bench server at %s: %s; start `rdmatool bench --server` there first",
+		    addr, strerror(-rc));
 	return rc;
 }
 
@@ -77,8 +84,8 @@ static void *alloc_buf(size_t size)
 	return p;
 }
 
-static void ep_attr(struct core_ep_attr *attr, const struct bench_opts *o, enum core_lock_mode lock, int stripes,
-		    int progress)
+static void ep_attr(struct core_ep_attr *attr, const struct bench_opts *o, enum core_lock_mode lock,
+		    int stripes, int progress)
 {
 	core_ep_attr_defaults(attr);
 	attr->env = o->env;
@@ -99,12 +106,14 @@ static int expect(struct oob_conn *c, uint16_t want, void *buf, uint32_t len)
 	return type == want && got == len ? 0 : -EPROTO;
 }
 
-int bench_client(const char *addr, const char *test, const struct bench_opts *o, struct bench_result *r, char *err,
-		 size_t errlen)
+int bench_client(const char *addr, const char *test, const struct bench_opts *o, struct bench_result *r,
+		 char *err, size_t errlen)
 {
-	struct wire_params p = { .size = htobe64(o->size), .lock = htobe32(o->lock),
-				 .stripes = htobe32((uint32_t)o->stripes), .progress = htobe32(o->progress_thread) };
-	struct bench_link l = { .oob = client_conn };
+	struct wire_params p = {.size = htobe64(o->size),
+				.lock = htobe32(o->lock),
+				.stripes = htobe32((uint32_t)o->stripes),
+				.progress = htobe32(o->progress_thread)};
+	struct bench_link l = {.oob = client_conn};
 	struct wire_rkey k;
 	struct core_ep_attr attr;
 	int rc;
@@ -120,7 +129,8 @@ int bench_client(const char *addr, const char *test, const struct bench_opts *o,
 	if ((rc = core_ep_open(&attr, &l.a, err, errlen)))
 		return rc;
 	bench_announce_device(l.a);
-	if ((rc = core_ep_connect_oob(l.a, client_conn, &l.pa)) || (rc = expect(client_conn, MSG_RKEY, &k, sizeof(k)))) {
+	if ((rc = core_ep_connect_oob(l.a, client_conn, &l.pa)) ||
+	    (rc = expect(client_conn, MSG_RKEY, &k, sizeof(k)))) {
 		snprintf(err, errlen, "cannot connect to the bench server: %s", strerror(-rc));
 		goto out;
 	}
@@ -135,7 +145,8 @@ int bench_client(const char *addr, const char *test, const struct bench_opts *o,
 	}
 	memset(l.src, 0x5a, o->size);
 	rc = bench_measure(test, o, &l, r, err, errlen);
-	if (!rc && ((rc = oob_send(client_conn, MSG_DONE, NULL, 0)) || (rc = expect(client_conn, MSG_DONE, NULL, 0))))
+	if (!rc && ((rc = oob_send(client_conn, MSG_DONE, NULL, 0)) ||
+		    (rc = expect(client_conn, MSG_DONE, NULL, 0))))
 		snprintf(err, errlen, "the bench server did not finish the run: %s", strerror(-rc));
 out:
 	core_ep_close(l.a);
@@ -147,12 +158,13 @@ out:
 /* Asks the server for a raw TCP far end and connects to it: a socket or a negative errno. */
 static int client_tcp_open(size_t size, bool echo, char *err, size_t errlen)
 {
-	struct wire_tcp t = { .size = htobe64(size), .echo = htobe32(echo) };
+	struct wire_tcp t = {.size = htobe64(size), .echo = htobe32(echo)};
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	int rc, fd;
 
-	if ((rc = oob_send(client_conn, MSG_TCP, &t, sizeof(t))) || (rc = expect(client_conn, MSG_TCP, &t, sizeof(t)))) {
+	if ((rc = oob_send(client_conn, MSG_TCP, &t, sizeof(t))) ||
+	    (rc = expect(client_conn, MSG_TCP, &t, sizeof(t)))) {
 		snprintf(err, errlen, "the bench server did not offer a TCP baseline: %s", strerror(-rc));
 		return rc;
 	}
@@ -187,7 +199,8 @@ static int client_tcp_close(int fd, int rc, char *err, size_t errlen)
 	if (rc)
 		snprintf(err, errlen, "the TCP baseline failed: %s", strerror(-rc));
 	else if (done)
-		snprintf(err, errlen, "the bench server did not finish the TCP baseline: %s", strerror(-done));
+		snprintf(err, errlen, "the bench server did not finish the TCP baseline: %s",
+			 strerror(-done));
 	return rc ? rc : done;
 }
 
@@ -215,7 +228,7 @@ static int serve_tcp(struct oob_conn *c, const struct wire_tcp *t, char *err, si
 	uint64_t size = be64toh(t->size);
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
-	struct wire_tcp reply = { 0 };
+	struct wire_tcp reply = {0};
 	struct pollfd p;
 	int rc = 0, l = -1, fd = -1;
 
@@ -231,13 +244,14 @@ static int serve_tcp(struct oob_conn *c, const struct wire_tcp *t, char *err, si
 		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
 	else
 		((struct sockaddr_in *)&ss)->sin_port = 0;
-	if (bind(l, (struct sockaddr *)&ss, len) || listen(l, 1) || getsockname(l, (struct sockaddr *)&ss, &len))
+	if (bind(l, (struct sockaddr *)&ss, len) || listen(l, 1) ||
+	    getsockname(l, (struct sockaddr *)&ss, &len))
 		goto fail;
 	reply.port = htobe32(ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 							    : ((struct sockaddr_in *)&ss)->sin_port));
 	if ((rc = oob_send(c, MSG_TCP, &reply, sizeof(reply))))
 		goto out;
-	p = (struct pollfd){ .fd = l, .events = POLLIN };
+	p = (struct pollfd){.fd = l, .events = POLLIN};
 	if (poll(&p, 1, CTRL_TIMEOUT_MS) != 1) {
 		rc = -ETIMEDOUT;
 		snprintf(err, errlen, "the client did not open the TCP baseline connection");
@@ -259,8 +273,8 @@ out:
 	return rc;
 }
 
-static int serve_one(struct oob_conn *c, const struct wire_params *p, const struct bench_opts *defaults, char *err,
-		     size_t errlen)
+static int serve_one(struct oob_conn *c, const struct wire_params *p, const struct bench_opts *defaults,
+		     char *err, size_t errlen)
 {
 	uint64_t size = be64toh(p->size);
 	uint32_t lock = be32toh(p->lock), stripes = be32toh(p->stripes), progress = be32toh(p->progress);
@@ -271,8 +285,8 @@ static int serve_one(struct oob_conn *c, const struct wire_params *p, const stru
 	char *buf = NULL;
 	int rc;
 
-	if (size < 1 || size > (8u << 20) || lock > CORE_LOCK_GLOBAL || stripes > CORE_MAX_STRIPES || progress > 1 ||
-	    !memchr(p->test, 0, sizeof(p->test))) {
+	if (size < 1 || size > (8u << 20) || lock > CORE_LOCK_GLOBAL || stripes > CORE_MAX_STRIPES ||
+	    progress > 1 || !memchr(p->test, 0, sizeof(p->test))) {
 		snprintf(err, errlen, "the client sent invalid parameters (size %llu, lock %u, stripes %u)",
 			 (unsigned long long)size, lock, stripes);
 		return -EPROTO;
@@ -288,10 +302,11 @@ static int serve_one(struct oob_conn *c, const struct wire_params *p, const stru
 	}
 	if (!(buf = alloc_buf(size)) || (rc = core_mr_reg(ep, buf, size, &mr))) {
 		rc = rc ? rc : -ENOMEM;
-		snprintf(err, errlen, "cannot set up a %llu-byte buffer: %s", (unsigned long long)size, strerror(-rc));
+		snprintf(err, errlen, "cannot set up a %llu-byte buffer: %s", (unsigned long long)size,
+			 strerror(-rc));
 		goto out;
 	}
-	struct wire_rkey k = { .addr = htobe64((uintptr_t)buf), .rkey = htobe32(mr.rkey) };
+	struct wire_rkey k = {.addr = htobe64((uintptr_t)buf), .rkey = htobe32(mr.rkey)};
 
 	if ((rc = oob_send(c, MSG_RKEY, &k, sizeof(k))))
 		goto out;
@@ -313,25 +328,12 @@ out:
 	return rc;
 }
 
-int bench_server(const char *addr, const struct bench_opts *defaults, char *err, size_t errlen)
+/* One client's whole session: 1 if it ran at least one measurement and said BYE, 0 if it did not, or a
+ * negative errno with err set. */
+static int serve_client(struct oob_conn *c, const struct bench_opts *defaults, char *err, size_t errlen)
 {
-	struct oob_listener *lis;
-	struct oob_conn *c;
-	int rc = oob_listen(addr, &lis);
+	int served = 0;
 
-	if (rc) {
-		snprintf(err, errlen, "cannot listen on %s: %s; pick a free [ADDR:]PORT", addr, strerror(-rc));
-		return rc;
-	}
-	/* Scripts wait for this line before starting the client. */
-	fprintf(stderr, "bench server listening on port %d\n", oob_listener_port(lis));
-	fflush(stderr);
-	rc = oob_accept(lis, -1, &c);
-	oob_listener_close(lis);
-	if (rc) {
-		snprintf(err, errlen, "no client connected: %s", strerror(-rc));
-		return rc;
-	}
 	for (;;) {
 		union {
 			struct wire_params p;
@@ -339,21 +341,64 @@ int bench_server(const char *addr, const struct bench_opts *defaults, char *err,
 		} m;
 		uint16_t type;
 		uint32_t len;
+		/* A real client speaks at once; a silent or half-sent frame must not hold the server. */
+		int rc =
+		    oob_recv(c, &type, &m, sizeof(m), &len, served ? CTRL_TIMEOUT_MS : FIRST_MSG_TIMEOUT_MS);
 
-		rc = oob_recv(c, &type, &m, sizeof(m), &len, -1);
-		if (rc == -ECONNRESET || (!rc && type == MSG_BYE)) {
-			rc = 0;
-			break;
-		}
-		if (!rc && !(type == MSG_PARAMS && len == sizeof(m.p)) && !(type == MSG_TCP && len == sizeof(m.t)))
+		if (rc == -ECONNRESET || (!rc && type == MSG_BYE))
+			return served;
+		if (!rc && !(type == MSG_PARAMS && len == sizeof(m.p)) &&
+		    !(type == MSG_TCP && len == sizeof(m.t)))
 			rc = -EPROTO;
 		if (rc) {
 			snprintf(err, errlen, "bad control message from the client: %s", strerror(-rc));
+			return rc;
+		}
+		if ((rc = type == MSG_TCP ? serve_tcp(c, &m.t, err, errlen)
+					  : serve_one(c, &m.p, defaults, err, errlen)))
+			return rc;
+		served = 1;
+	}
+}
+
+static bool is_loopback(const char *addr)
+{
+	return !strncmp(addr, "127.", 4) || !strncmp(addr, "[::1]", 5) || !strncmp(addr, "localhost:", 10);
+}
+
+int bench_server(const char *addr, const struct bench_opts *defaults, char *err, size_t errlen)
+{
+	struct oob_listener *lis;
+	int rc = oob_listen(addr, &lis);
+
+	if (rc) {
+		snprintf(err, errlen, "cannot listen on %s: %s; pick a free [ADDR:]PORT", addr,
+			 strerror(-rc));
+		return rc;
+	}
+	if (is_loopback(addr))
+		notice("bench", "listening on %s only; --server=0.0.0.0:PORT serves other hosts", addr);
+	/* Scripts wait for this line before starting the client. */
+	fprintf(stderr, "bench server listening on port %d\n", oob_listener_port(lis));
+	fflush(stderr);
+	/* Serves clients one at a time until one completes a run: a client that fails is reported and the
+	 * next one is served. */
+	for (;;) {
+		struct oob_conn *c;
+
+		if ((rc = oob_accept(lis, -1, &c))) {
+			snprintf(err, errlen, "no client connected: %s", strerror(-rc));
 			break;
 		}
-		if ((rc = type == MSG_TCP ? serve_tcp(c, &m.t, err, errlen) : serve_one(c, &m.p, defaults, err, errlen)))
+		rc = serve_client(c, defaults, err, errlen);
+		oob_close(c);
+		if (rc > 0) {
+			rc = 0;
 			break;
+		}
+		if (rc < 0)
+			notice("bench", "dropped a client: %s; waiting for the next one", err);
 	}
-	oob_close(c);
+	oob_listener_close(lis);
 	return rc;
 }

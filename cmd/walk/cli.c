@@ -106,7 +106,7 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 		else if (rc == 'w')
 			free(weight);
 	if (rc < -1) {
-		rc = popt_usage_error(CMD, pc, rc);
+		rc = popt_usage_error(CMD, pc, rc, argv);
 		goto out;
 	}
 	rc = 0;
