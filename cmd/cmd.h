@@ -21,10 +21,17 @@ struct global_options {
 
 extern struct global_options global_opts;
 
+/* Global short options a command uses for options of its own (madstress: -p workers, -v decode). */
+enum {
+	CMD_OWNS_SHORT_P = 1 << 0,
+	CMD_OWNS_SHORT_V = 1 << 1,
+};
+
 struct command {
 	const char *name;
 	int (*run)(int argc, const char **argv);
 	const char *summary;
+	unsigned flags; /* CMD_OWNS_SHORT_* */
 };
 
 extern const struct command commands[];

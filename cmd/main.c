@@ -105,6 +105,37 @@ static void print_help(FILE *out)
 	fputs("\nRun 'rdmatool <command> --help' for the options of a command.\n", out);
 }
 
+/*
+ * Global options also work after the command, so the rdmatool-<cmd> links
+ * can print JSON: they are taken out of the command's arguments here, up to
+ * "--".  Long forms always; -p and -v only where the command does not use
+ * them itself (madstress: workers, decode), where `rdmatool -p madstress`
+ * still means pretty.  Returns the new argc.
+ */
+static int take_global_options(const struct command *c, int argc, const char **argv)
+{
+	int out = 1, i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--json") || !strcmp(a, "-j"))
+			global_opts.json = 1;
+		else if (!strcmp(a, "--pretty") || (!strcmp(a, "-p") && !(c->flags & CMD_OWNS_SHORT_P)))
+			global_opts.pretty = global_opts.json = 1;
+		else if (!strcmp(a, "--verbose") || (!strcmp(a, "-v") && !(c->flags & CMD_OWNS_SHORT_V)))
+			global_opts.verbose++;
+		else if (!strcmp(a, "--quiet") || !strcmp(a, "-q"))
+			global_opts.quiet = 1;
+		else
+			argv[out++] = a;
+	}
+	while (i < argc)
+		argv[out++] = argv[i++];
+	argv[out] = NULL;
+	return out;
+}
+
 static int run_command(const struct command *c, int argc, const char **argv)
 {
 	char name[64];
@@ -112,6 +143,7 @@ static int run_command(const struct command *c, int argc, const char **argv)
 	/* The command sees argv[0] = "rdmatool <cmd>", as popt prints it in usage lines. */
 	snprintf(name, sizeof(name), "rdmatool %s", c->name);
 	argv[0] = name;
+	argc = take_global_options(c, argc, argv);
 	return c->run(argc, argv);
 }
 
@@ -133,13 +165,13 @@ int main(int argc, const char **argv)
 	const struct command *c = command_from_program_name(argv[0]);
 	int show_version = 0, show_help = 0;
 	struct poptOption options[] = {
-		{ "json", 'j', POPT_ARG_NONE, &global_opts.json, 0, "print one JSON document", NULL },
-		{ "pretty", 'p', POPT_ARG_NONE, &global_opts.pretty, 0, "indent JSON output", NULL },
-		{ "verbose", 'v', POPT_ARG_NONE, NULL, 'v', "say more", NULL },
-		{ "quiet", 'q', POPT_ARG_NONE, &global_opts.quiet, 0, "no notices or progress", NULL },
-		{ "version", 0, POPT_ARG_NONE, &show_version, 0, "print the version", NULL },
-		{ "help", 'h', POPT_ARG_NONE, &show_help, 0, "print help", NULL },
-		POPT_TABLEEND,
+	    {"json", 'j', POPT_ARG_NONE, &global_opts.json, 0, "print one JSON document", NULL},
+	    {"pretty", 'p', POPT_ARG_NONE, &global_opts.pretty, 0, "indent JSON output", NULL},
+	    {"verbose", 'v', POPT_ARG_NONE, NULL, 'v', "say more", NULL},
+	    {"quiet", 'q', POPT_ARG_NONE, &global_opts.quiet, 0, "no notices or progress", NULL},
+	    {"version", 0, POPT_ARG_NONE, &show_version, 0, "print the version", NULL},
+	    {"help", 'h', POPT_ARG_NONE, &show_help, 0, "print help", NULL},
+	    POPT_TABLEEND,
 	};
 	poptContext pc;
 	int rc;
@@ -194,7 +226,8 @@ int main(int argc, const char **argv)
 		}
 		c = find_command(rest[1]);
 		if (!c) {
-			status = usage_error(NULL, "unknown command '%s'; 'rdmatool --help' lists them", rest[1]);
+			status =
+			    usage_error(NULL, "unknown command '%s'; 'rdmatool --help' lists them", rest[1]);
 			list_commands(stderr);
 			goto out;
 		}

@@ -55,4 +55,22 @@ for k in ("physical_state", "lid", "sm_lid", "link_layer", "gid0"):
     assert k in p, k
 ' || fail "devices -j"
 "$RDMATOOL" -j -p devices 2>/dev/null | python3 -m json.tool >/dev/null || fail "-j -p is valid JSON"
+
+# Global options after the command and on the links; a command's own short letters stay its own.
+for form in "$tmp/rdmatool-devices -j" "$tmp/rdmatool-devices --json" "$RDMATOOL devices -j" \
+	"$tmp/rdmatool-devices --pretty" "$tmp/rdmatool-devices -q -p"; do
+	$form 2>/dev/null | python3 -c 'import json, sys; json.load(sys.stdin)' || fail "'$form' is not JSON"
+done
+"$tmp/rdmatool-devices" --pretty 2>/dev/null | grep -q '^  "devices"' || fail "--pretty on a link does not indent"
+"$tmp/rdmatool-devices" -q 2>"$tmp/err" >/dev/null
+[ ! -s "$tmp/err" ] || fail "-q after the command still printed: $(cat "$tmp/err")"
+ln -s "$RDMATOOL" "$tmp/rdmatool-madstress"
+for form in "$RDMATOOL madstress -p 0" "$tmp/rdmatool-madstress --pretty -p 0" "$RDMATOOL -p madstress -p 0"; do
+	set +e
+	$form -L 1 NodeInfo >/dev/null 2>"$tmp/err"
+	rc=$?
+	set -e
+	[ $rc -eq 2 ] && grep -q -- "-p 0: give 1..64 workers" "$tmp/err" ||
+		fail "'$form': -p is not madstress's workers option (exit $rc): $(cat "$tmp/err")"
+done
 echo ok
