@@ -35,6 +35,7 @@ static const char *const CMD = "madstress";
 struct madstress_opts {
 	double seconds;
 	bool seconds_given;
+	bool method_given;
 	const char *ca;
 	int port;
 	int local_window, dest_window;
@@ -61,9 +62,30 @@ static const struct {
 	const char *name;
 	uint16_t attr;
 } attr_names[] = {
-    {"NodeInfo", SMP_ATTR_NODE_INFO},	{"SwitchInfo", SMP_ATTR_SWITCH_INFO},
-    {"PortInfo", SMP_ATTR_PORT_INFO},	{"LinearForwardingTable", SMP_ATTR_LINEAR_FWD_TABLE},
+    /* Full names, then smpquery's operation names and short aliases. */
+    {"NodeInfo", SMP_ATTR_NODE_INFO},
+    {"SwitchInfo", SMP_ATTR_SWITCH_INFO},
+    {"PortInfo", SMP_ATTR_PORT_INFO},
+    {"LinearForwardingTable", SMP_ATTR_LINEAR_FWD_TABLE},
+    {"NodeDescription", 0x0010},
+    {"GUIDInfo", 0x0014},
+    {"PKeyTable", 0x0016},
+    {"SLtoVLMappingTable", 0x0017},
+    {"VLArbitrationTable", 0x0018},
+    {"nodeinfo", SMP_ATTR_NODE_INFO},
+    {"NI", SMP_ATTR_NODE_INFO},
+    {"portinfo", SMP_ATTR_PORT_INFO},
+    {"PI", SMP_ATTR_PORT_INFO},
+    {"switchinfo", SMP_ATTR_SWITCH_INFO},
+    {"SI", SMP_ATTR_SWITCH_INFO},
     {"LFT", SMP_ATTR_LINEAR_FWD_TABLE},
+    {"nodedesc", 0x0010},
+    {"ND", 0x0010},
+    {"guids", 0x0014},
+    {"GI", 0x0014},
+    {"pkeys", 0x0016},
+    {"sl2vl", 0x0017},
+    {"vlarb", 0x0018},
 };
 
 static int parse_attr(const char *text, uint16_t *attr)
@@ -491,8 +513,8 @@ static int check_opts(struct madstress_opts *o, poptContext pc)
 	if (parse_attr(attr, &o->attr) < 0)
 		return usage_error(
 		    CMD,
-		    "bad attribute '%s'; give an attribute id like 0x11 or a name (NodeInfo, PortInfo, "
-		    "SwitchInfo, LinearForwardingTable)",
+		    "bad attribute '%s'; give an attribute id like 0x11, a name (NodeInfo, PortInfo, "
+		    "SwitchInfo, LinearForwardingTable, ...) or smpquery's alias (NI, PI, SI, LFT, ND, GI)",
 		    attr);
 	if (mod && mad_parse_number(mod, UINT32_MAX, &o->mod) < 0)
 		return usage_error(CMD, "bad attribute modifier '%s'; give a number like 0 or 0x1", mod);
@@ -532,8 +554,8 @@ static int parse(int argc, const char **argv, struct madstress_opts *o)
 	char *method = NULL, *lids = NULL, *dr = NULL, *ca = NULL;
 	long long count = 0;
 	struct poptOption options[] = {
-	    {"time", 't', POPT_ARG_DOUBLE, &o->seconds, 't', "run for SECONDS (default 10; none with -c)",
-	     "SECONDS"},
+	    {"time", 't', POPT_ARG_DOUBLE, &o->seconds, 't',
+	     "run for SECONDS (default 10; none with -c); smpquery's -t (timeout) is -T here", "SECONDS"},
 	    {"ca", 'C', POPT_ARG_STRING, &ca, 0, "local CA name (default: the first)", "CA"},
 	    {"port", 'P', POPT_ARG_INT, &o->port, 0, "local port (default: the first ACTIVE)", "PORT"},
 	    {"local-depth", 'N', POPT_ARG_INT, &o->local_window, 0,
@@ -567,6 +589,7 @@ static int parse(int argc, const char **argv, struct madstress_opts *o)
 		rc = popt_usage_error(CMD, pc, rc, argv);
 		goto out;
 	}
+	o->method_given = method != NULL;
 	if (method && parse_method(method, &o->method) < 0) {
 		rc = usage_error(CMD, "-m %s: give 1 or set (SET), 2 or get (GET)", method);
 		goto out;
@@ -615,6 +638,9 @@ static int run(struct madstress_opts *o)
 	if (rc)
 		goto out;
 	if (o->method == SMP_METHOD_SET) {
+		if (!o->method_given)
+			notice(CMD, "SET is the default: every SMP writes back the value read at the start; "
+				    "-m get only reads");
 		rc = snapshot(o, &port, dests, ndests);
 		if (rc)
 			goto out;

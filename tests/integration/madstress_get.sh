@@ -94,4 +94,11 @@ set -e
 [ $rc -eq 1 ] || fail "unassigned LID exit $rc"
 echo "$msg" | python3 -c 'import json,sys; t=json.load(sys.stdin)["total"]; assert t["timeouts"]==5 and t["ok"]==0, t' ||
 	fail "unassigned LID counts: $msg"
+
+# smpquery's names and aliases for the attribute, in any case.
+for a in NI:17 ni:17 nodeinfo:17 PI:21 SI:18 ND:16 GI:20; do
+	sim "$RDMATOOL" -j madstress -m get -c 10 -L "$lid" "${a%%:*}" >"$out" 2>/dev/null || true
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["params"]["attr"]==int(sys.argv[2]), d["params"]' \
+		"$out" "${a##*:}" || fail "attribute alias ${a%%:*}: $(head -c 300 "$out")"
+done
 echo ok
