@@ -15,17 +15,20 @@
 #define PORT_STATE_ACTIVE 4
 #define RECV_BUF_SIZE 2048
 
+/* The port to use, or -EINVAL: a switch's only local port is its management port 0 (ports[0]). */
 static int pick_port(umad_ca_t *ca, int port)
 {
+	int first = ca->ports[0] ? 0 : 1;
+
 	if (port) {
 		if (port < 1 || port > ca->numports || !ca->ports[port])
 			return -EINVAL;
 		return port;
 	}
-	for (int p = 1; p <= ca->numports; p++)
+	for (int p = first; p <= ca->numports; p++)
 		if (ca->ports[p] && ca->ports[p]->state == PORT_STATE_ACTIVE)
 			return p;
-	for (int p = 1; p <= ca->numports; p++)
+	for (int p = first; p <= ca->numports; p++)
 		if (ca->ports[p])
 			return p;
 	return -EINVAL;
@@ -54,7 +57,7 @@ int hw_umad_find_port(const char *ca_name, int port, struct hw_umad_port_info *i
 	if (!node || umad_get_ca(name, &ca) < 0)
 		return -ENOENT;
 	p = pick_port(&ca, port);
-	if (p > 0) {
+	if (p >= 0) {
 		snprintf(info->ca_name, sizeof(info->ca_name), "%s", ca.ca_name);
 		info->port = p;
 		info->base_lid = (uint16_t)ca.ports[p]->base_lid;
@@ -62,7 +65,7 @@ int hw_umad_find_port(const char *ca_name, int port, struct hw_umad_port_info *i
 		info->simulator = strncmp(ca.ca_type, "simulator", 9) == 0;
 	}
 	umad_release_ca(&ca);
-	return p > 0 ? 0 : p;
+	return p >= 0 ? 0 : p;
 }
 
 void hw_umad_close(struct hw_umad *u)

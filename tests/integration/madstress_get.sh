@@ -95,6 +95,17 @@ set -e
 echo "$msg" | python3 -c 'import json,sys; t=json.load(sys.stdin)["total"]; assert t["timeouts"]==5 and t["ok"]==0, t' ||
 	fail "unassigned LID counts: $msg"
 
+# From a switch's management port 0, where smpquery works too (umad2sim attaches to SIM_HOST's node).
+SIM_HOST=Switch1 sim smpquery -D nodeinfo 0 | grep -q 'NodeType:\.*Switch' || fail "smpquery from Switch1"
+SIM_HOST=Switch1 sim "$RDMATOOL" -j madstress -m get -c 40 -L "$lids" NodeInfo >"$out" 2>"$IBSIM_DIR/sw.err" ||
+	fail "madstress from a switch's port 0: $(cat "$IBSIM_DIR/sw.err")"
+python3 - "$out" <<'PY' || fail "madstress from a switch: $(head -c 300 "$out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["params"]["port"] == 0, d["params"]
+assert d["total"]["ok"] == d["total"]["sent"] == 40, d["total"]
+PY
+
 # smpquery's names and aliases for the attribute, in any case.
 for a in NI:17 ni:17 nodeinfo:17 PI:21 SI:18 ND:16 GI:20; do
 	sim "$RDMATOOL" -j madstress -m get -c 10 -L "$lid" "${a%%:*}" >"$out" 2>/dev/null || true
