@@ -20,20 +20,72 @@ _rdmatool_commands()
 	rdmatool --help 2>/dev/null | awk '/^Commands:/{on=1;next} on&&!NF{exit} on{print $1}'
 }
 
+# Values of an option ($2) of a command ($1): words, or "@files"/"@dirs"; empty when free-form.
+_rdmatool_values()
+{
+	case "$1:$2" in
+	walk:--preset) echo "default control rdma" ;;
+	walk:-m | walk:--multinode) echo "true false" ;;
+	walk:--history-file) echo "@files" ;;
+	madstress:-m | madstress:--method) echo "set get 1 2" ;;
+	bench:--lock) echo "striped global both" ;;
+	cqstat:-c | cqstat:--comm) echo "bench walk madstress agent" ;;
+	agent:--mode) echo "immediately buffered deposited received" ;;
+	agent:--hostfile) echo "@files" ;;
+	agent:--out) echo "@dirs" ;;
+	esac
+}
+
+# Options that take a value as the next word (so that word is not a positional).
+_rdmatool_takes_value()
+{
+	case "$1:$2" in
+	*:--*=*) return 1 ;;
+	walk:-[cdmDPgnswH] | madstress:-[tCPNnTrmpLDc] | bench:-[snD] | cqstat:-[cin] | agent:-n) return 0 ;;
+	*:--all | *:--baseline | *:--progress-thread | *:--verify | *:--allow-outstanding-ops | *:--details | \
+		*:--clean | *:--decode | *:--help | *:--server) return 1 ;;
+	*:--*) return 0 ;;
+	esac
+	return 1
+}
+
+# Positional arguments of a command: $2 is the index of the one being completed (1 = first).
+_rdmatool_positionals()
+{
+	case "$1:$2" in
+	bench:1) echo "send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw msg_rate ring chan_rate agent_lat" ;;
+	madstress:1) echo "NodeInfo PortInfo SwitchInfo LinearForwardingTable NodeDescription GUIDInfo PKeyTable SLtoVLMappingTable VLArbitrationTable NI PI SI LFT ND GI" ;;
+	agent:1) echo "foreground start stop status send recv poll chan" ;;
+	esac
+}
+
+_rdmatool_reply()
+{
+	local words=$1 cur=$2
+	case "$words" in
+	@files) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+	@dirs) mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
+	*) mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur") ;;
+	esac
+}
+
 _rdmatool()
 {
-	local cur cmd i
+	local cur prev cmd="" i start=1 npos=0 values
 	cur=${COMP_WORDS[COMP_CWORD]}
-	cmd=""
+	prev=""
+	[ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD - 1]}
 	case "${COMP_WORDS[0]##*/}" in
-	rdmatool-*) cmd=${COMP_WORDS[0]##*/rdmatool-} ; cmd=${cmd#rdmatool-} ;;
+	rdmatool-*) cmd=${COMP_WORDS[0]##*/} cmd=${cmd#rdmatool-} ;;
 	esac
-	for ((i = 1; i < COMP_CWORD; i++)); do
-		case "${COMP_WORDS[i]}" in
-		-*) ;;
-		*) [ -z "$cmd" ] && cmd=${COMP_WORDS[i]} ;;
-		esac
-	done
+	if [ -z "$cmd" ]; then
+		for ((i = 1; i < COMP_CWORD; i++)); do
+			case "${COMP_WORDS[i]}" in
+			-*) ;;
+			*) cmd=${COMP_WORDS[i]}; start=$((i + 1)); break ;;
+			esac
+		done
+	fi
 	if [ -z "$cmd" ]; then
 		if [[ $cur == -* ]]; then
 			mapfile -t COMPREPLY < <(compgen -W "$(_rdmatool_options rdmatool)" -- "$cur")
@@ -46,7 +98,30 @@ _rdmatool()
 		mapfile -t COMPREPLY < <(compgen -W "$(_rdmatool_commands)" -- "$cur")
 		return
 	fi
-	mapfile -t COMPREPLY < <(compgen -W "$(_rdmatool_options "$cmd") --help" -- "$cur")
+	# --opt=VALUE in one word, then VALUE after an option that takes one.
+	if [[ $cur == --*=* ]]; then
+		values=$(_rdmatool_values "$cmd" "${cur%%=*}")
+		[ -n "$values" ] && _rdmatool_reply "$values" "${cur#*=}"
+		return
+	fi
+	if [ "$COMP_CWORD" -gt "$start" ] && [[ $prev == -* ]] && _rdmatool_takes_value "$cmd" "$prev"; then
+		values=$(_rdmatool_values "$cmd" "$prev")
+		[ -n "$values" ] && _rdmatool_reply "$values" "$cur"
+		return
+	fi
+	if [[ $cur == -* ]]; then
+		mapfile -t COMPREPLY < <(compgen -W "$(_rdmatool_options "$cmd") --help" -- "$cur")
+		return
+	fi
+	# Count the positionals before the current word, skipping options and their values.
+	for ((i = start; i < COMP_CWORD; i++)); do
+		case "${COMP_WORDS[i]}" in
+		-*) _rdmatool_takes_value "$cmd" "${COMP_WORDS[i]}" && i=$((i + 1)) ;;
+		*) npos=$((npos + 1)) ;;
+		esac
+	done
+	values=$(_rdmatool_positionals "$cmd" $((npos + 1)))
+	[ -n "$values" ] && _rdmatool_reply "$values" "$cur"
 }
 
 complete -F _rdmatool rdmatool

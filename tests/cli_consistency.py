@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks that --help, the man page and the bash and zsh completions of
-every rdmatool command list the same options.
+every rdmatool command list the same options, and that every man page
+passes mandoc -Tlint.
 
 Conventions it reads (documented in CONTRIBUTING part of README):
   --help      popt's option column: '  -c, --clients=N   text'
@@ -80,6 +81,19 @@ def zsh_options(comp_dir, cmd):
     return found
 
 
+def man_lint(man_dir):
+    """Every page passes mandoc -Tlint without warnings or errors."""
+    problems = []
+    for name in sorted(os.listdir(man_dir)):
+        if not name.endswith(".1"):
+            continue
+        out = subprocess.run(["mandoc", "-Tlint", "-W", "warning", os.path.join(man_dir, name)],
+                             capture_output=True, text=True, timeout=30)
+        for line in (out.stdout + out.stderr).splitlines():
+            problems.append(f"mandoc -Tlint: {line}")
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rdmatool", required=True)
@@ -107,6 +121,7 @@ def main():
             for o in sorted(opts - helped):
                 problems.append(f"{cmd}: {o} is in the {where} but not in --help")
         print(f"{cmd}: {len(helped)} options checked")
+    problems += man_lint(a.man_dir)
     for p in problems:
         print("MISMATCH", p)
     return 1 if problems else 0

@@ -3,7 +3,7 @@
 set -euo pipefail
 
 BUILD_PKGS="gcc make pkg-config libibverbs-dev librdmacm-dev libibumad-dev libpopt-dev libcmocka-dev"
-TEST_PKGS="ibsim-utils libumad2sim0 opensm infiniband-diags iproute2 util-linux python3 procps jq"
+TEST_PKGS="ibsim-utils libumad2sim0 opensm infiniband-diags iproute2 util-linux python3 procps jq zsh mandoc"
 
 missing() {
 	local p

@@ -15,12 +15,14 @@ zpty -w z '_comptest_done() { print -r -- "<HITS>${(pj:\n:)comptest_hits}</HITS>
 zpty -w z '_comptest_main() { comppostfuncs=(_comptest_done); _main_complete "$@"; }'
 zpty -w z 'zle -C comptest complete-word _comptest_main; bindkey "^I" comptest'
 zpty -w z 'zstyle ":completion:*" list-lines 0; zstyle ":completion:*:default" list-prompt ""; LISTMAX=100000'
-zpty -w z 'print "<READY>"'
+# The echo of this line shows <REA""DY>; only its output shows <READY>.
+zpty -w z 'print "<REA""DY>"'
 out=""
-while zpty -r -t z chunk 2>/dev/null || sleep 0.05; do
+while true; do
+	zpty -r -t z chunk 2>/dev/null || sleep 0.05
 	out+=$chunk
-	[[ $out == *'<READY>'*$'\n'* && $out != *'print "<READY>"'*([^$'\n']#) ]] && break
-	(( SECONDS > 20 )) && { print -u2 "zsh did not start"; exit 3; }
+	[[ $out == *'<READY>'* ]] && break
+	(( SECONDS > 20 )) && { print -u2 "zsh did not start: $out"; exit 3; }
 done
 zpty -n -w z "$line"$'\t'
 out=""
