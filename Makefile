@@ -7,9 +7,18 @@
 #   make bench      the benchmarks, each against its same-run baseline
 #   make lint       cppcheck over the tree
 #   make install    PREFIX=/usr/local, DESTDIR honoured
+#   make dist       rdmatool-VERSION.tar.gz of HEAD
 
 BUILD    ?= build
 PREFIX   ?= /usr/local
+VERSION  := $(shell sed -n 's/^#define RDMATOOL_VERSION "\(.*\)"/\1/p' cmd/version.h)
+# The command names, from the command table: make install names the links without running the binary.
+COMMANDS := $(shell sed -n 's/^[[:space:]]*{"\([a-z]*\)", cmd_[a-z]*,.*/\1/p' cmd/commands.c)
+
+# Use every core unless the caller chose a job count (make -j1 for one).
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 CC       ?= gcc
 PKGS     := libibverbs librdmacm libibumad popt
 SAN_CFLAGS ?=
@@ -43,7 +52,7 @@ RDMATOOL := $(BUILD)/rdmatool
 CORE_LIB := $(BUILD)/librdmacore.a
 CMD_LIB  := $(BUILD)/librdmacmd.a
 
-.PHONY: all check check-deps unit integration deps demo asan tsan bench lint install clean
+.PHONY: all check check-deps unit integration deps demo asan tsan bench lint install dist clean
 
 all: $(RDMATOOL) $(CORE_LIB)
 
@@ -117,11 +126,17 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 	install -m 755 $(RDMATOOL) $(DESTDIR)$(PREFIX)/bin/rdmatool
-	for c in $$($(RDMATOOL) --help | awk '/^Commands:/{on=1;next} on&&!NF{exit} on{print $$1}'); do \
-	  ln -sf rdmatool $(DESTDIR)$(PREFIX)/bin/rdmatool-$$c; done
+	for c in $(COMMANDS); do ln -sf rdmatool $(DESTDIR)$(PREFIX)/bin/rdmatool-$$c; done
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 completions/rdmatool.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmatool
+	for c in $(COMMANDS); do \
+	  ln -sf rdmatool $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmatool-$$c; done
 	install -m 644 completions/_rdmatool $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_rdmatool
+
+# The release tarball (rpmbuild's Source0, Debian's orig tarball): the committed tree at HEAD.
+dist:
+	git archive --format=tar.gz --prefix=rdmatool-$(VERSION)/ -o rdmatool-$(VERSION).tar.gz HEAD
+	@echo rdmatool-$(VERSION).tar.gz
 
 clean:
 	rm -rf build build-asan build-tsan

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# make install into a staging root: the binary runs from there, a link per command (named from the
+# command table at build time, without running the binary), man pages that render, and completions
+# where bash-completion's loader and zsh's default fpath look (the links included).
+set -eu
+fail() { echo "FAIL: $*" >&2; exit 1; }
+root=$(mktemp -d /tmp/rdmatool-install.XXXXXX)
+trap 'rm -rf "$root"' EXIT
+make -s -C "$RDMATOOL_TOP" BUILD="${BUILD:-build}" install DESTDIR="$root" PREFIX=/usr/local >"$root.log" 2>&1 ||
+	{ cat "$root.log" >&2; rm -f "$root.log"; fail "make install"; }
+rm -f "$root.log"
+p=$root/usr/local
+"$p/bin/rdmatool" --version | grep -q '^rdmatool ' || fail "installed rdmatool --version"
+cmds=$("$RDMATOOL" --help | awk '/^Commands:/{on=1;next} on&&!NF{exit} on{print $1}')
+[ -n "$cmds" ] || fail "no commands in --help"
+for c in $cmds; do
+	[ "$(readlink "$p/bin/rdmatool-$c")" = rdmatool ] || fail "no bin/rdmatool-$c link"
+	[ "$(readlink "$p/share/bash-completion/completions/rdmatool-$c")" = rdmatool ] ||
+		fail "no bash completion under rdmatool-$c for the loader"
+	[ -f "$p/share/man/man1/rdmatool-$c.1" ] || fail "no man page rdmatool-$c.1"
+done
+"$p/bin/rdmatool-devices" -j 2>/dev/null | python3 -c 'import json,sys; json.load(sys.stdin)' || fail "installed link -j"
+for page in "$p"/share/man/man1/*.1; do
+	mandoc -Tascii "$page" >/dev/null 2>&1 || fail "$page does not render"
+done
+mandoc -Tascii "$p/share/man/man1/rdmatool-bench.1" | sed 's/.\x08//g' | grep -q -- '--server' || fail "bench.1 lost --server"
+[ -f "$p/share/bash-completion/completions/rdmatool" ] || fail "no bash completion"
+[ -f "$p/share/zsh/site-functions/_rdmatool" ] || fail "zsh completion not in site-functions"
+echo "install: ok"
