@@ -168,6 +168,8 @@ void bench_announce_device(const struct core_ep *ep)
 	if (announced)
 		return;
 	announced = true;
+	if (progress_wanted())
+		fputs("\r\033[K", stderr); /* not glued onto the progress line */
 	notice("bench", "device %s (%s)", core_ep_device_name(ep), core_ep_provider_name(ep));
 }
 

@@ -85,6 +85,16 @@ jq -e '[.results[] | .lock] == ["striped", "global", "global", "striped", "strip
 	(.ratios | length) == 1 and .ratios[0].rounds == 3 and .ratios[0].striped_over_global > 0' \
 	"$dir/rounds.json" >/dev/null || fail "rounds: $(cat "$dir/rounds.json")"
 
+# Text output: perftest's column names with units, no line ending in spaces; JSON keys as perftest's.
+"$RDMATOOL" bench write_lat -n 20 >"$dir/text" 2>/dev/null || fail "write_lat text"
+grep -q 't_typical\[usec\]' "$dir/text" && grep -q '99.9% percentile\[usec\]' "$dir/text" ||
+	fail "latency header lacks units: $(cat "$dir/text")"
+"$RDMATOOL" bench write_bw -n 20 >>"$dir/text" 2>/dev/null || fail "write_bw text"
+"$RDMATOOL" bench ring -n 2000 >>"$dir/text" 2>/dev/null || fail "ring text"
+! grep -n ' $' "$dir/text" || fail "lines end in spaces"
+jq -e '.results[0] | has("percentile_99.9") and has("percentile_99")' "$dir/write_lat.json" >/dev/null ||
+	fail "no perftest key percentile_99.9: $(cat "$dir/write_lat.json")"
+
 # Without --device it says which device it picked (the soft one here), unless -q.
 "$RDMATOOL" bench write_lat -n 5 2>"$dir/err" >/dev/null || fail "write_lat for the device notice"
 grep -q "device soft0 (soft)" "$dir/err" || fail "no device notice: $(cat "$dir/err")"
