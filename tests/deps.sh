@@ -4,10 +4,12 @@ set -euo pipefail
 
 BUILD_PKGS="gcc make pkg-config libibverbs-dev librdmacm-dev libibumad-dev libpopt-dev libcmocka-dev"
 TEST_PKGS="ibsim-utils libumad2sim0 opensm infiniband-diags iproute2 util-linux python3 procps jq zsh mandoc"
+# What tests/integration/packaging.sh builds the .deb and .rpm with.
+PACKAGING_PKGS="dpkg-dev debhelper lintian fakeroot rpm cpio man-db git"
 
 missing() {
 	local p
-	for p in $BUILD_PKGS $TEST_PKGS; do
+	for p in $BUILD_PKGS $TEST_PKGS $PACKAGING_PKGS; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || echo "$p"
 	done
 }

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The packages build as a packager builds them, from the `make dist` tarball of HEAD: the Debian source
+# and binary packages (dpkg-buildpackage -us -uc, lintian clean at warning level) and the RPMs
+# (rpmbuild -ba).  Each is unpacked into a private root, where the installed binary runs and an
+# installed man page renders.  Skipped (77) only when the packaging tools are not installed.
+set -eu
+fail() { echo "FAIL: $*" >&2; exit 1; }
+for t in dpkg-buildpackage dh lintian rpmbuild rpm2cpio cpio; do
+	command -v "$t" >/dev/null || { echo "skipped: $t is not installed (make deps installs it)"; exit 77; }
+done
+git -C "$RDMATOOL_TOP" rev-parse HEAD >/dev/null 2>&1 || { echo "skipped: not a git checkout"; exit 77; }
+dir=$(mktemp -d /tmp/rdmatool-pkg.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+
+check_root() { # root what
+	"$1/usr/bin/rdmatool" --version | grep -q '^rdmatool [0-9]' || fail "$2: installed rdmatool --version"
+	[ "$(readlink "$1/usr/bin/rdmatool-bench")" = rdmatool ] || fail "$2: no rdmatool-bench link"
+	local page
+	page=$(ls "$1"/usr/share/man/man1/rdmatool-bench.1*)
+	if command -v man >/dev/null; then
+		MANWIDTH=80 man -l "$page" 2>&1 | col -b | grep -q -- '--server' || fail "$2: man -l $page"
+	else
+		zcat -f "$page" | mandoc -Tascii | sed 's/.\x08//g' | grep -q -- '--server' || fail "$2: $page"
+	fi
+}
+
+"$RDMATOOL_TOP/packaging/build-deb.sh" "$dir/deb" >"$dir/deb.log" 2>&1 || { tail -40 "$dir/deb.log"; fail "build-deb.sh"; }
+ls "$dir"/deb/rdmatool_*.dsc "$dir"/deb/rdmatool_*.debian.tar.* >/dev/null || fail "no Debian source package"
+dpkg-deb -x "$dir"/deb/rdmatool_*_*.deb "$dir/root-deb"
+check_root "$dir/root-deb" deb
+
+"$RDMATOOL_TOP/packaging/build-rpm.sh" "$dir/rpm" >"$dir/rpm.log" 2>&1 || { tail -40 "$dir/rpm.log"; fail "build-rpm.sh"; }
+ls "$dir"/rpm/SRPMS/rdmatool-*.src.rpm >/dev/null || fail "no source RPM"
+mkdir "$dir/root-rpm"
+(cd "$dir/root-rpm" && rpm2cpio "$dir"/rpm/RPMS/*/rdmatool-[0-9]*.rpm | cpio -idm --quiet)
+check_root "$dir/root-rpm" rpm
+[ -f "$dir/root-rpm/usr/share/zsh/site-functions/_rdmatool" ] || fail "rpm: zsh completion not in site-functions"
+ls "$dir"/root-rpm/usr/share/licenses/rdmatool*/LICENSE >/dev/null || fail "rpm: no %license LICENSE"
+echo "packaging: ok"
