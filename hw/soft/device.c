@@ -140,13 +140,40 @@ static void soft_nic_put(struct soft_nic *nic)
 		soft_nic_destroy(nic);
 }
 
+/*
+ * A node GUID that stays the same from run to run: the GID carries the wire
+ * port, which is ephemeral, so the GUID is a hash of the host's identity
+ * (/etc/machine-id, else gethostid) and the device's IP address, with the
+ * EUI-64 "locally administered" bit set.  Big-endian, as verbs reports it.
+ */
+static __be64 soft_node_guid(const struct soft_nic *nic)
+{
+	char host[64] = "";
+	uint64_t hash = 0xcbf29ce484222325ull; /* FNV-1a */
+	FILE *f = fopen("/etc/machine-id", "re");
+	uint8_t guid[8];
+
+	if (!f || !fgets(host, sizeof(host), f))
+		snprintf(host, sizeof(host), "%lx", gethostid());
+	if (f)
+		fclose(f);
+	for (const char *c = host; *c && *c != '\n'; c++)
+		hash = (hash ^ (uint8_t)*c) * 0x100000001b3ull;
+	for (int i = 8; i < 12; i++)
+		hash = (hash ^ nic->gid.raw[i]) * 0x100000001b3ull;
+	for (int i = 0; i < 8; i++)
+		guid[i] = (uint8_t)(hash >> (56 - 8 * i));
+	guid[0] = (guid[0] & ~1u) | 2u;
+	return *(const __be64 *)(const void *)guid;
+}
+
 static int soft_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
 {
 	struct soft_nic *nic = soft_nic_of(ctx);
 
 	memset(attr, 0, sizeof(*attr));
 	strcpy(attr->fw_ver, "1.0");
-	memcpy(&attr->node_guid, &nic->gid.raw[8], sizeof(attr->node_guid));
+	attr->node_guid = soft_node_guid(nic);
 	attr->sys_image_guid = attr->node_guid;
 	attr->max_mr_size = SOFT_MAX_MSG;
 	attr->page_size_cap = 0xfffff000;

@@ -56,6 +56,14 @@ for k in ("physical_state", "lid", "sm_lid", "link_layer", "gid0"):
 ' || fail "devices -j"
 "$RDMATOOL" -j -p devices 2>/dev/null | python3 -m json.tool >/dev/null || fail "-j -p is valid JSON"
 
+# soft0's node GUID is the same from run to run (its wire port is not), and differs by address.
+guid() { RDMATOOL_SOFT_ADDR=$1 "$RDMATOOL" -j devices 2>/dev/null | python3 -c '
+import json, sys
+print([x for x in json.load(sys.stdin)["devices"] if x["provider"] == "soft"][0]["node_guid"])'; }
+g1=$(guid 127.0.0.1:0) g2=$(guid 127.0.0.1:0) g3=$(guid 127.0.0.2:0)
+[ -n "$g1" ] && [ "$g1" = "$g2" ] || fail "soft0 node GUID changes between runs: $g1 $g2"
+[ "$g1" != "$g3" ] || fail "soft0 node GUID does not depend on the address: $g1 $g3"
+
 # Global options after the command and on the links; a command's own short letters stay its own.
 for form in "$tmp/rdmatool-devices -j" "$tmp/rdmatool-devices --json" "$RDMATOOL devices -j" \
 	"$tmp/rdmatool-devices --pretty" "$tmp/rdmatool-devices -q -p"; do
