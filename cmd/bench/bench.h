@@ -5,6 +5,7 @@
 
 #include "core/transport/endpoint.h"
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include "core/util/env.h"
@@ -30,27 +31,32 @@ void bench_announce_device(const struct core_ep *ep);
 struct bench_result {
 	size_t size;
 	long iters;
-	double bw_peak, bw_avg, msg_rate; /* MiB/s, MiB/s, Mpps */
+	double bw_peak, bw_avg, msg_rate;			   /* MiB/s, MiB/s, Mpps */
 	double t_min, t_max, t_typical, t_avg, t_stdev, p99, p999; /* usec */
-	double ops_per_s; /* ring */
+	double ops_per_s;					   /* ring */
 	int is_lat;
 };
 
 /* The far end of a transport test: in this process (b != NULL) or a server. */
 struct bench_link {
 	struct core_ep *a, *b;
-	uint32_t pa, pb;	/* a's id for b, b's id for a */
-	char *src, *dst;	/* a's buffer; b's buffer (in-process only) */
-	uint64_t raddr;		/* b's registered buffer, as a sees it */
+	uint32_t pa, pb; /* a's id for b, b's id for a */
+	char *src, *dst; /* a's buffer; b's buffer (in-process only) */
+	uint64_t raddr;	 /* b's registered buffer, as a sees it */
 	uint32_t rkey;
-	struct oob_conn *oob;	/* two processes: the control connection */
+	struct oob_conn *oob; /* two processes: the control connection */
 };
 
 /* Each returns 0 or a negative errno with err filled. */
 int bench_ring(const struct bench_opts *o, int lockfree, struct bench_result *r, char *err, size_t errlen);
 /* Both ends in this process. */
-int bench_transport(const char *test, const struct bench_opts *o, struct bench_result *r, char *err, size_t errlen);
+int bench_transport(const char *test, const struct bench_opts *o, struct bench_result *r, char *err,
+		    size_t errlen);
 /* The measuring side over an established link (in-process or to a server). */
+/* Set by SIGINT/SIGTERM: the measurement under way ends early and the sweep stops, with what was measured
+ * printed. */
+extern volatile sig_atomic_t bench_interrupted;
+
 int bench_measure(const char *test, const struct bench_opts *o, struct bench_link *l, struct bench_result *r,
 		  char *err, size_t errlen);
 /* Receives on ep until *stop (or, with oob, until the client says it is done). */
@@ -59,8 +65,8 @@ int bench_serve_receives(struct core_ep *ep, char *buf, size_t len, _Atomic int 
 int bench_serve_pong(struct core_ep *ep, uint32_t peer, char *buf, size_t len);
 
 /* Two processes: the client measures, the server mirrors what the client asks for. */
-int bench_client(const char *addr, const char *test, const struct bench_opts *o, struct bench_result *r, char *err,
-		 size_t errlen);
+int bench_client(const char *addr, const char *test, const struct bench_opts *o, struct bench_result *r,
+		 char *err, size_t errlen);
 int bench_client_open(const char *addr, char *err, size_t errlen);
 void bench_client_close(void);
 int bench_server(const char *addr, const struct bench_opts *defaults, char *err, size_t errlen);

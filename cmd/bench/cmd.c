@@ -226,6 +226,25 @@ static int server_address(const char *option, char *addr, size_t addrlen)
 	return 0;
 }
 
+volatile sig_atomic_t bench_interrupted;
+
+/* The first SIGINT/SIGTERM ends the run early with its partial results; a second one kills. */
+static void on_interrupt(int sig)
+{
+	if (bench_interrupted)
+		signal(sig, SIG_DFL), raise(sig);
+	bench_interrupted = 1;
+}
+
+static void catch_interrupts(void)
+{
+	struct sigaction sa = {.sa_handler = on_interrupt};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 /* The string options, owned by cmd_bench. */
 struct bench_args {
 	char *threads, *lock, *device, *server, *client;
@@ -422,6 +441,8 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 	}
 	/* The header waits for the first row, so the device notice of the first measurement comes first. */
 	bool header_due = true;
+
+	catch_interrupts();
 	for (int si = 0; si < nsizes; si++) {
 		struct baseline base;
 
@@ -469,6 +490,8 @@ static int bench_main(int argc, const char **argv, struct bench_args *a)
 						print_header(is_ring, is_lat, baseline && !is_ring);
 					header_due = false;
 					print_row(&j, is_ring, is_lat, &w);
+					if (bench_interrupted)
+						goto done;
 				}
 				if (do_striped && do_global && val[0] > 0 && val[1] > 0)
 					round_ratio[nround++] = is_lat ? val[1] / val[0] : val[0] / val[1];
@@ -498,6 +521,7 @@ done:
 			json_end_object(&j);
 		}
 		json_end_array(&j);
+		json_bool(&j, "interrupted", bench_interrupted);
 		json_end_object(&j);
 		json_finish(&j);
 	} else {
@@ -508,6 +532,8 @@ done:
 					: "striped/global rate",
 			       ratios[i].value);
 	}
+	if (bench_interrupted && status == EXIT_OK)
+		status = run_error(CMD, "interrupted: the results above are partial");
 	poptFreeContext(pc);
 	return status;
 }

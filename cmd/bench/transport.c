@@ -258,7 +258,7 @@ static int run_latency(struct run *run, struct bench_result *r)
 	if (!samples)
 		return -ENOMEM;
 	while (n < cap && !rc) {
-		bool last = n + 1 == cap || clock_ns() >= end;
+		bool last = n + 1 == cap || clock_ns() >= end || bench_interrupted;
 		uint64_t t0 = clock_ns();
 
 		if (two_sided) {
@@ -447,7 +447,7 @@ static int run_bandwidth(struct run *run, struct bench_result *r)
 
 		nanosleep(&ts, NULL);
 		now = clock_ns();
-		if (now >= end)
+		if (now >= end || bench_interrupted)
 			atomic_store(&run->stop, 1);
 		if (now - last_t >= PEAK_WINDOW_NS) {
 			long n = total_completed(run);

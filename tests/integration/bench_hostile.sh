@@ -60,6 +60,31 @@ for t in write_lat send_lat send_bw atomic_lat; do
 	esac || fail "$t: opcode not named: $(cat "$dir/err")"
 done
 
+# SIGINT in the middle of a sweep: the rows measured so far are printed, the JSON says so, exit 1, and the
+# process's stats segment is gone.
+"$RDMATOOL" bench write_bw -a -D 0.3 --lock=striped >"$dir/int.txt" 2>"$dir/int.err" &
+pid=$!
+for _ in $(seq 300); do grep -q '^striped' "$dir/int.txt" && break; sleep 0.1; done
+grep -q '^striped' "$dir/int.txt" || { kill -9 $pid; fail "no row within 30 s: $(cat "$dir/int.err")"; }
+kill -INT $pid
+set +e
+wait $pid
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "interrupted bench: exit $rc, want 1: $(cat "$dir/int.err")"
+grep -q "interrupted: the results above are partial" "$dir/int.err" || fail "no notice: $(cat "$dir/int.err")"
+rows=$(grep -c '^striped' "$dir/int.txt")
+[ "$rows" -ge 1 ] && [ "$rows" -lt 23 ] || fail "interrupted sweep printed $rows rows"
+[ ! -e "/dev/shm/rdmatool-stats.$pid" ] && [ ! -e "$RDMATOOL_STATS_DIR/rdmatool-stats.$pid" ] ||
+	fail "the interrupted bench left its stats segment"
+"$RDMATOOL" -j bench write_bw -a -D 0.3 --lock=striped >"$dir/int.json" 2>/dev/null &
+pid=$!
+sleep 1
+kill -INT $pid
+wait $pid || true
+jq -e '.interrupted == true and (.results | length) >= 1' "$dir/int.json" >/dev/null ||
+	fail "interrupted JSON: $(cat "$dir/int.json")"
+
 # Usage errors: exit 2, naming the option (popt alone names only the value when it is a separate word).
 usage() { # expected-text args...
 	local want=$1 rc
