@@ -6,9 +6,12 @@
 #include "cmd/cmd.h"
 #include "cmd/version.h"
 
+#include <errno.h>
 #include <libgen.h>
 #include <popt.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -136,6 +139,31 @@ static int take_global_options(const struct command *c, int argc, const char **a
 	return out;
 }
 
+/*
+ * A full disk or a closed pipe must not pass for success: as git's
+ * run_builtin() does, flush and close stdout once after the command, and
+ * fail with a message if anything it printed was lost.
+ */
+static int finish_stdout(int status)
+{
+	int err = 0;
+	bool failed;
+
+	errno = 0;
+	failed = fflush(stdout) != 0 || ferror(stdout);
+	err = errno;
+	if (fclose(stdout) && !failed) {
+		failed = true;
+		err = errno;
+	}
+	if (!failed || status != EXIT_OK)
+		return status;
+	/* A line-buffered stream may have failed long before: then errno no longer says why. */
+	return err ? run_error(NULL, "cannot write to standard output: %s", strerror(err))
+		   : run_error(NULL,
+			       "cannot write to standard output (a full disk?); the output is incomplete");
+}
+
 static int run_command(const struct command *c, int argc, const char **argv)
 {
 	char name[64];
@@ -160,7 +188,7 @@ static const struct command *command_from_program_name(const char *argv0)
 	return find_command(base);
 }
 
-int main(int argc, const char **argv)
+static int dispatch(int argc, const char **argv)
 {
 	const struct command *c = command_from_program_name(argv[0]);
 	int show_version = 0, show_help = 0;
@@ -249,4 +277,9 @@ out:
 	free(args);
 	poptFreeContext(pc);
 	return status;
+}
+
+int main(int argc, const char **argv)
+{
+	return finish_stdout(dispatch(argc, argv));
 }

@@ -64,6 +64,16 @@ g1=$(guid 127.0.0.1:0) g2=$(guid 127.0.0.1:0) g3=$(guid 127.0.0.2:0)
 [ -n "$g1" ] && [ "$g1" = "$g2" ] || fail "soft0 node GUID changes between runs: $g1 $g2"
 [ "$g1" != "$g3" ] || fail "soft0 node GUID does not depend on the address: $g1 $g3"
 
+# Output that cannot be written is a failure with a message, never a silent success.
+for form in "-j devices" "devices" "--version" "--help" "-q bench write_lat -n 5"; do
+	set +e
+	"$RDMATOOL" $form >/dev/full 2>"$tmp/err"
+	rc=$?
+	set -e
+	[ $rc -eq 1 ] && grep -q "cannot write to standard output" "$tmp/err" ||
+		fail "'rdmatool $form > /dev/full': exit $rc: $(cat "$tmp/err")"
+done
+
 # Global options after the command and on the links; a command's own short letters stay its own.
 for form in "$tmp/rdmatool-devices -j" "$tmp/rdmatool-devices --json" "$RDMATOOL devices -j" \
 	"$tmp/rdmatool-devices --pretty" "$tmp/rdmatool-devices -q -p"; do
