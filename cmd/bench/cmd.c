@@ -245,309 +245,349 @@ static void catch_interrupts(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
-/* The string options, owned by cmd_bench. */
-struct bench_args {
-	char *threads, *lock, *device, *server, *client;
+/* The command line, parsed and then validated; the strings are popt's malloc'd copies. */
+struct bench_cli {
+	char *threads_text, *lock, *device, *server, *client;
+	char test[32]; /* "" when none was given */
+	bool extra_arg;
+	long size, iters;
+	double duration;
+	int stripes, progress, baseline, all, is_server, rounds, iters_given;
+	int threads[16], nthreads;
+	bool do_striped, do_global, is_ring, is_lat;
+	size_t sizes[MAX_SWEEP];
+	int nsizes;
+	char addr[300];
+	struct core_env env;
 };
 
-static int bench_main(int argc, const char **argv, struct bench_args *a)
+/* The sweep's output: rows are printed as they are measured, the ratios at the end. */
+struct bench_report {
+	struct json j;
+	bool header_due;
+	struct ratio ratios[MAX_SWEEP * 16];
+	int nratios;
+};
+
+static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 {
-	long size = 8, iters = -1;
-	double duration = 0;
-	int stripes = 0, progress = 0, baseline = 0, all = 0, is_server = 0, rounds = 1, iters_given = 0;
 	struct poptOption opts[] = {
-	    {"size", 's', POPT_ARG_LONG, &size, 0, "message size in bytes (default 8)", "BYTES"},
-	    {"all", 'a', POPT_ARG_NONE, &all, 0, "sweep sizes 2 B .. 8 MiB (powers of two)", NULL},
-	    {"iters", 'n', POPT_ARG_LONG, &iters, 'n', "iterations per thread", "N"},
-	    {"duration", 'D', POPT_ARG_DOUBLE, &duration, 0, "run each measurement for this many seconds",
+	    {"size", 's', POPT_ARG_LONG, &c->size, 0, "message size in bytes (default 8)", "BYTES"},
+	    {"all", 'a', POPT_ARG_NONE, &c->all, 0, "sweep sizes 2 B .. 8 MiB (powers of two)", NULL},
+	    {"iters", 'n', POPT_ARG_LONG, &c->iters, 'n', "iterations per thread", "N"},
+	    {"duration", 'D', POPT_ARG_DOUBLE, &c->duration, 0, "run each measurement for this many seconds",
 	     "SECONDS"},
-	    {"threads", 0, POPT_ARG_STRING, &a->threads, 0, "thread counts to sweep, e.g. 1,2,4", "LIST"},
-	    {"stripes", 0, POPT_ARG_INT, &stripes, 0, "stripes per endpoint (0 = auto)", "N"},
-	    {"lock", 0, POPT_ARG_STRING, &a->lock, 0, "striped, global or both (default both)", "MODE"},
-	    {"progress-thread", 0, POPT_ARG_NONE, &progress, 0, "progress in a background thread", NULL},
-	    {"device", 0, POPT_ARG_STRING, &a->device, 0, "device to use (default: first active, else soft0)",
+	    {"threads", 0, POPT_ARG_STRING, &c->threads_text, 0, "thread counts to sweep, e.g. 1,2,4",
+	     "LIST"},
+	    {"stripes", 0, POPT_ARG_INT, &c->stripes, 0, "stripes per endpoint (0 = auto)", "N"},
+	    {"lock", 0, POPT_ARG_STRING, &c->lock, 0, "striped, global or both (default both)", "MODE"},
+	    {"progress-thread", 0, POPT_ARG_NONE, &c->progress, 0, "progress in a background thread", NULL},
+	    {"device", 0, POPT_ARG_STRING, &c->device, 0, "device to use (default: first active, else soft0)",
 	     "NAME"},
-	    {"server", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, &a->server, 1,
+	    {"server", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, &c->server, 1,
 	     "serve clients on [ADDR:]PORT until one completes a run (default 127.0.0.1:18515; port 0 = any, "
 	     "printed)",
 	     "[ADDR:]PORT"},
-	    {"client", 0, POPT_ARG_STRING, &a->client, 0, "run against a bench server", "HOST[:PORT]"},
-	    {"rounds", 0, POPT_ARG_INT, &rounds, 0,
+	    {"client", 0, POPT_ARG_STRING, &c->client, 0, "run against a bench server", "HOST[:PORT]"},
+	    {"rounds", 0, POPT_ARG_INT, &c->rounds, 0,
 	     "alternate striped and global this many times; the ratio is the median of the rounds' ratios",
 	     "N"},
-	    {"baseline", 0, POPT_ARG_NONE, &baseline, 0,
+	    {"baseline", 0, POPT_ARG_NONE, &c->baseline, 0,
 	     "measure memcpy and raw TCP loopback in the same run", NULL},
 	    POPT_AUTOHELP POPT_TABLEEND};
 	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
-	int rc, threads[16] = {1}, nthreads = 1, do_striped = 1, do_global = 1, nsizes = 0;
-	size_t sizes[MAX_SWEEP];
-	const char *test = NULL;
-	char err[512], addr[300];
+	const char *test;
+	int rc;
 
 	poptSetOtherOptionHelp(pc, "[OPTIONS] <test> | --server");
 	while ((rc = poptGetNextOpt(pc)) > 0) {
-		is_server |= rc == 1;
-		iters_given |= rc == 'n';
+		c->is_server |= rc == 1;
+		c->iters_given |= rc == 'n';
 	}
 	if (rc < -1) {
 		rc = popt_usage_error(CMD, pc, rc, argv);
-		poptFreeContext(pc);
-		return rc;
+	} else {
+		rc = EXIT_OK;
+		test = poptGetArg(pc);
+		if (test && strlen(test) >= sizeof(c->test))
+			rc = usage_error(CMD, "unknown test %.40s...; 'rdmatool bench --help' lists them",
+					 test);
+		else if (test)
+			snprintf(c->test, sizeof(c->test), "%s", test);
+		c->extra_arg = poptPeekArg(pc) != NULL;
 	}
-	struct core_env env;
-	char env_error[256];
+	poptFreeContext(pc);
+	return rc;
+}
 
-	core_env_defaults(&env);
-	if (core_env_read(&env, env_error, sizeof(env_error))) {
-		poptFreeContext(pc);
-		return run_error(CMD, "%s", env_error);
-	}
-	/* Options win over the environment. */
-	if (!stripes)
-		stripes = env.tx_stripes;
-	progress = progress || env.progress_thread;
-	stats_segment_open("bench"); /* cqstat -c bench; without a segment bench still runs */
-	test = poptGetArg(pc);
-	if (iters_given && iters < 1) {
-		poptFreeContext(pc);
-		return usage_error(
-		    CMD, "--iters %ld: give at least 1 iteration, or --duration to run for a time", iters);
-	}
-	if (size < 1 || size > MAX_SIZE || stripes < 0 || stripes > CORE_MAX_STRIPES || duration < 0 ||
-	    duration > 86400 || rounds < 1 || rounds > MAX_ROUNDS) {
-		poptFreeContext(pc);
-		return usage_error(CMD,
-				   "--size must be 1..%ld, --stripes 0..%d, --duration "
-				   "0..86400, --rounds 1..%d",
-				   MAX_SIZE, CORE_MAX_STRIPES, MAX_ROUNDS);
-	}
-	if (is_server) {
-		struct bench_opts d = {.device = a->device, .env = env};
+static bool is_known_test(const char *test)
+{
+	for (int i = 0; TESTS[i]; i++)
+		if (!strcmp(test, TESTS[i]))
+			return true;
+	return false;
+}
 
-		if (test || a->client) {
-			poptFreeContext(pc);
-			return usage_error(
-			    CMD, "--server takes no test and no --client; the client chooses the test");
-		}
-		if ((rc = server_address(a->server, addr, sizeof(addr)))) {
-			poptFreeContext(pc);
-			return rc;
-		}
-		rc = bench_server(addr, &d, err, sizeof(err));
-		poptFreeContext(pc);
-		return rc ? run_error(CMD, "%s", err) : EXIT_OK;
-	}
-	int known = 0;
-
-	for (int i = 0; test && TESTS[i]; i++)
-		known |= !strcmp(test, TESTS[i]);
-	if (!known || poptPeekArg(pc)) {
-		/* test points into popt's context: report before freeing it. */
-		rc = usage_error(CMD,
-				 "%s test%s%s; use one of send_lat write_lat read_lat atomic_lat send_bw "
-				 "write_bw read_bw msg_rate ring chan_rate agent_lat",
-				 !test	 ? "missing"
-				 : known ? "one"
-					 : "unknown",
-				 test && !known ? " " : "",
-				 test && !known ? test
-				 : test		? " only"
-						: "");
-		poptFreeContext(pc);
-		return rc;
-	}
-	if (!strcmp(test, "agent_lat")) {
-		rc = bench_agent_lat((size_t)size, iters, baseline);
-		poptFreeContext(pc);
-		return rc;
-	}
-	if (!strcmp(test, "chan_rate")) {
-		/* Not the transport: an agent channel between two processes, so none of the transport options
-		 * apply. */
-		rc = bench_chan_rate((size_t)size, iters, baseline, rounds);
-		poptFreeContext(pc);
-		return rc;
-	}
-	if (a->threads && (nthreads = parse_threads(a->threads, threads, 16)) <= 0) {
-		poptFreeContext(pc);
-		return usage_error(
-		    CMD, "--threads='%s' is invalid; give up to 16 counts 1..64 separated by commas",
-		    a->threads);
-	}
-	if (a->lock) {
-		do_striped = !strcmp(a->lock, "striped") || !strcmp(a->lock, "both");
-		do_global = !strcmp(a->lock, "global") || !strcmp(a->lock, "both");
-		if (!do_striped && !do_global) {
-			poptFreeContext(pc);
-			return usage_error(CMD, "--lock='%s' is invalid; use striped, global or both",
-					   a->lock);
-		}
-	}
-	bool is_ring = !strcmp(test, "ring"), is_lat = strstr(test, "_lat") != NULL;
-
-	if (a->client && is_ring) {
-		poptFreeContext(pc);
-		return usage_error(CMD, "the ring test runs in one process; drop --client");
-	}
+/* Options that only the transport tests take: thread counts, lock modes, sizes, the far end. */
+static int bench_validate_transport(struct bench_cli *c)
+{
 	int max_threads = 1;
 
-	for (int i = 0; i < nthreads; i++)
-		max_threads = threads[i] > max_threads ? threads[i] : max_threads;
-	if (is_lat && max_threads > 1) {
-		poptFreeContext(pc);
+	if (c->threads_text && (c->nthreads = parse_threads(c->threads_text, c->threads, 16)) <= 0)
+		return usage_error(
+		    CMD, "--threads='%s' is invalid; give up to 16 counts 1..64 separated by commas",
+		    c->threads_text);
+	if (c->lock) {
+		c->do_striped = !strcmp(c->lock, "striped") || !strcmp(c->lock, "both");
+		c->do_global = !strcmp(c->lock, "global") || !strcmp(c->lock, "both");
+		if (!c->do_striped && !c->do_global)
+			return usage_error(CMD, "--lock='%s' is invalid; use striped, global or both",
+					   c->lock);
+	}
+	c->is_ring = !strcmp(c->test, "ring");
+	c->is_lat = strstr(c->test, "_lat") != NULL;
+	if (c->client && c->is_ring)
+		return usage_error(CMD, "the ring test runs in one process; drop --client");
+	for (int i = 0; i < c->nthreads; i++)
+		max_threads = c->threads[i] > max_threads ? c->threads[i] : max_threads;
+	if (c->is_lat && max_threads > 1)
 		return usage_error(CMD, "latency tests run one thread; drop --threads or use a _bw test");
-	}
-	if (iters < 0)
-		iters = duration > 0 ? 0 : is_ring ? 1000000 : is_lat ? 2000 : 20000;
-	if (all) {
+	if (c->iters < 0)
+		c->iters = c->duration > 0 ? 0 : c->is_ring ? 1000000 : c->is_lat ? 2000 : 20000;
+	if (c->all)
 		for (long s = 2; s <= MAX_SIZE; s <<= 1)
-			sizes[nsizes++] = (size_t)s;
-	} else {
-		sizes[nsizes++] = (size_t)size;
-	}
-	if (a->client) {
+			c->sizes[c->nsizes++] = (size_t)s;
+	else
+		c->sizes[c->nsizes++] = (size_t)c->size;
+	if (c->client) {
 		struct sockaddr_storage ss;
 		socklen_t sslen;
 
-		snprintf(addr, sizeof(addr), "%s%s", a->client, strchr(a->client, ':') ? "" : ":18515");
-		if (oob_parse_address(addr, &ss, &sslen) == -EINVAL) {
-			poptFreeContext(pc);
+		snprintf(c->addr, sizeof(c->addr), "%s%s", c->client, strchr(c->client, ':') ? "" : ":18515");
+		if (oob_parse_address(c->addr, &ss, &sslen) == -EINVAL)
 			return usage_error(CMD,
 					   "--client=%s is not HOST[:PORT]; e.g. --client=10.0.0.2 or "
 					   "--client=10.0.0.2:18515 (port 1..65535)",
-					   a->client);
-		}
-		if (bench_client_open(addr, err, sizeof(err))) {
-			poptFreeContext(pc);
-			return run_error(CMD, "%s", err);
-		}
+					   c->client);
 	}
-	struct bench_opts o = {.iters = iters,
-			       .duration = duration,
-			       .stripes = stripes,
-			       .progress_thread = progress,
-			       .device = a->device,
-			       .env = env};
-	struct json j;
-	struct ratio ratios[MAX_SWEEP * 16];
-	int nratios = 0, status = EXIT_OK;
+	return EXIT_OK;
+}
 
-	if (global_opts.json) {
-		json_init(&j, stdout, global_opts.pretty);
-		json_begin_object(&j, NULL);
-		json_string(&j, "test", test);
-		json_string(&j, "mode", a->client ? "two processes" : "one process");
-		json_begin_array(&j, "results");
+static int bench_validate(struct bench_cli *c)
+{
+	char env_error[256];
+
+	core_env_defaults(&c->env);
+	if (core_env_read(&c->env, env_error, sizeof(env_error)))
+		return run_error(CMD, "%s", env_error);
+	/* Options win over the environment. */
+	if (!c->stripes)
+		c->stripes = c->env.tx_stripes;
+	c->progress = c->progress || c->env.progress_thread;
+	if (c->iters_given && c->iters < 1)
+		return usage_error(
+		    CMD, "--iters %ld: give at least 1 iteration, or --duration to run for a time", c->iters);
+	if (c->size < 1 || c->size > MAX_SIZE || c->stripes < 0 || c->stripes > CORE_MAX_STRIPES ||
+	    c->duration < 0 || c->duration > 86400 || c->rounds < 1 || c->rounds > MAX_ROUNDS)
+		return usage_error(
+		    CMD, "--size must be 1..%ld, --stripes 0..%d, --duration 0..86400, --rounds 1..%d",
+		    MAX_SIZE, CORE_MAX_STRIPES, MAX_ROUNDS);
+	if (c->is_server) {
+		if (*c->test || c->client)
+			return usage_error(
+			    CMD, "--server takes no test and no --client; the client chooses the test");
+		return server_address(c->server, c->addr, sizeof(c->addr));
 	}
+	if (!*c->test || !is_known_test(c->test) || c->extra_arg)
+		return usage_error(
+		    CMD,
+		    "%s%s%s; use one of send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw "
+		    "msg_rate ring chan_rate agent_lat",
+		    !*c->test		      ? "missing test"
+		    : !is_known_test(c->test) ? "unknown test "
+					      : "one test only",
+		    *c->test && !is_known_test(c->test) ? c->test : "", "");
+	/* chan_rate and agent_lat measure agent channels, not the transport: its options do not apply. */
+	if (!strcmp(c->test, "agent_lat") || !strcmp(c->test, "chan_rate"))
+		return EXIT_OK;
+	return bench_validate_transport(c);
+}
+
+static void report_begin(struct bench_report *rep, const struct bench_cli *c)
+{
+	rep->header_due = true;
+	rep->nratios = 0;
+	if (!global_opts.json)
+		return;
+	json_init(&rep->j, stdout, global_opts.pretty);
+	json_begin_object(&rep->j, NULL);
+	json_string(&rep->j, "test", c->test);
+	json_string(&rep->j, "mode", c->client ? "two processes" : "one process");
+	json_begin_array(&rep->j, "results");
+}
+
+static void report_row(struct bench_report *rep, const struct bench_cli *c, const struct row *w)
+{
 	/* The header waits for the first row, so the device notice of the first measurement comes first. */
-	bool header_due = true;
+	if (rep->header_due)
+		print_header(c->is_ring, c->is_lat, c->baseline && !c->is_ring);
+	rep->header_due = false;
+	print_row(&rep->j, c->is_ring, c->is_lat, w);
+}
 
-	catch_interrupts();
-	for (int si = 0; si < nsizes; si++) {
+static void report_end(struct bench_report *rep, const struct bench_cli *c)
+{
+	const char *key = c->is_ring  ? "lockfree_over_mutex"
+			  : c->is_lat ? "global_over_striped_latency"
+				      : "striped_over_global";
+	const char *label = c->is_ring	? "lockfree/mutex"
+			    : c->is_lat ? "global/striped latency"
+					: "striped/global rate";
+
+	if (!global_opts.json) {
+		for (int i = 0; i < rep->nratios; i++)
+			printf("threads=%d size=%zu %s: %.3fx\n", rep->ratios[i].threads, rep->ratios[i].size,
+			       label, rep->ratios[i].value);
+		return;
+	}
+	json_end_array(&rep->j);
+	json_begin_array(&rep->j, "ratios");
+	for (int i = 0; i < rep->nratios; i++) {
+		json_begin_object(&rep->j, NULL);
+		json_int(&rep->j, "threads", rep->ratios[i].threads);
+		json_int(&rep->j, "rounds", c->rounds);
+		if (!c->is_ring)
+			json_uint(&rep->j, "MsgSize", rep->ratios[i].size);
+		json_double(&rep->j, key, rep->ratios[i].value);
+		json_end_object(&rep->j);
+	}
+	json_end_array(&rep->j);
+	json_bool(&rep->j, "interrupted", bench_interrupted);
+	json_end_object(&rep->j);
+	json_finish(&rep->j);
+}
+
+/* One measurement of one lock mode (m: 0 striped, 1 global); prints its row. */
+static int measure_one(const struct bench_cli *c, struct bench_opts *o, int m, const struct baseline *base,
+		       struct bench_report *rep, double *value)
+{
+	struct row w = {.threads = o->threads, .base = c->baseline && !c->is_ring ? base : NULL};
+	char err[512];
+	int rc;
+
+	o->lock = m == 0 ? CORE_LOCK_STRIPED : CORE_LOCK_GLOBAL;
+	w.name = c->is_ring ? (m == 0 ? "lockfree" : "mutex") : (m == 0 ? "striped" : "global");
+	if (progress_wanted())
+		fprintf(stderr, "\r%s %s threads=%d size=%zu ...", c->test, w.name, o->threads, o->size);
+	rc = c->is_ring	 ? bench_ring(o, m == 0, &w.r, err, sizeof(err))
+	     : c->client ? bench_client(c->addr, c->test, o, &w.r, err, sizeof(err))
+			 : bench_transport(c->test, o, &w.r, err, sizeof(err));
+	if (progress_wanted())
+		fprintf(stderr, "\r\033[K");
+	if (rc)
+		return run_error(CMD, "%s", err);
+	*value = c->is_ring ? w.r.ops_per_s : c->is_lat ? w.r.t_avg : w.r.msg_rate;
+	report_row(rep, c, &w);
+	return EXIT_OK;
+}
+
+/* Every size, thread count and round; stops early on an error or an interrupt. */
+static int bench_sweep(const struct bench_cli *c, struct bench_report *rep)
+{
+	struct bench_opts o = {.iters = c->iters,
+			       .duration = c->duration,
+			       .stripes = c->stripes,
+			       .progress_thread = c->progress,
+			       .device = c->device,
+			       .env = c->env};
+	char err[512];
+
+	for (int si = 0; si < c->nsizes; si++) {
 		struct baseline base;
 
-		o.size = sizes[si];
-		if (baseline && !is_ring &&
-		    measure_baseline(o.size, is_lat, a->client != NULL, &base, err, sizeof(err))) {
-			status = run_error(CMD, "%s", err);
-			goto done;
-		}
-		for (int ti = 0; ti < nthreads; ti++) {
+		o.size = c->sizes[si];
+		if (c->baseline && !c->is_ring &&
+		    measure_baseline(o.size, c->is_lat, c->client != NULL, &base, err, sizeof(err)))
+			return run_error(CMD, "%s", err);
+		for (int ti = 0; ti < c->nthreads; ti++) {
 			double round_ratio[MAX_ROUNDS];
 			int nround = 0;
 
-			o.threads = threads[ti];
-			for (int round = 0; round < rounds; round++) {
+			o.threads = c->threads[ti];
+			for (int round = 0; round < c->rounds; round++) {
 				double val[2] = {0, 0};
 
 				/* ABBA order: neither lock always runs first (warm caches, a fresh engine).
 				 */
 				for (int mi = 0; mi < 2; mi++) {
-					int m = round % 2 ? 1 - mi : mi;
-					struct row w = {.threads = o.threads,
-							.base = baseline && !is_ring ? &base : NULL};
+					int m = round % 2 ? 1 - mi : mi, rc;
 
-					if ((m == 0 && !do_striped) || (m == 1 && !do_global))
+					if ((m == 0 && !c->do_striped) || (m == 1 && !c->do_global))
 						continue;
-					o.lock = m == 0 ? CORE_LOCK_STRIPED : CORE_LOCK_GLOBAL;
-					w.name = is_ring ? (m == 0 ? "lockfree" : "mutex")
-							 : (m == 0 ? "striped" : "global");
-					if (progress_wanted())
-						fprintf(stderr, "\r%s %s threads=%d size=%zu ...", test,
-							w.name, o.threads, o.size);
-					rc = is_ring ? bench_ring(&o, m == 0, &w.r, err, sizeof(err))
-					     : a->client
-						 ? bench_client(addr, test, &o, &w.r, err, sizeof(err))
-						 : bench_transport(test, &o, &w.r, err, sizeof(err));
-					if (progress_wanted())
-						fprintf(stderr, "\r\033[K");
-					if (rc) {
-						status = run_error(CMD, "%s", err);
-						goto done;
-					}
-					val[m] = is_ring ? w.r.ops_per_s : is_lat ? w.r.t_avg : w.r.msg_rate;
-					if (header_due)
-						print_header(is_ring, is_lat, baseline && !is_ring);
-					header_due = false;
-					print_row(&j, is_ring, is_lat, &w);
+					if ((rc = measure_one(c, &o, m, &base, rep, &val[m])))
+						return rc;
 					if (bench_interrupted)
-						goto done;
+						return EXIT_OK;
 				}
-				if (do_striped && do_global && val[0] > 0 && val[1] > 0)
-					round_ratio[nround++] = is_lat ? val[1] / val[0] : val[0] / val[1];
+				if (c->do_striped && c->do_global && val[0] > 0 && val[1] > 0)
+					round_ratio[nround++] = c->is_lat ? val[1] / val[0] : val[0] / val[1];
 			}
 			if (nround)
-				ratios[nratios++] =
+				rep->ratios[rep->nratios++] =
 				    (struct ratio){o.threads, o.size, median(round_ratio, nround)};
 		}
 	}
-done:
-	if (a->client)
-		bench_client_close();
-	if (global_opts.json) {
-		json_end_array(&j);
-		json_begin_array(&j, "ratios");
-		for (int i = 0; i < nratios; i++) {
-			json_begin_object(&j, NULL);
-			json_int(&j, "threads", ratios[i].threads);
-			json_int(&j, "rounds", rounds);
-			if (!is_ring)
-				json_uint(&j, "MsgSize", ratios[i].size);
-			json_double(&j,
-				    is_ring  ? "lockfree_over_mutex"
-				    : is_lat ? "global_over_striped_latency"
-					     : "striped_over_global",
-				    ratios[i].value);
-			json_end_object(&j);
-		}
-		json_end_array(&j);
-		json_bool(&j, "interrupted", bench_interrupted);
-		json_end_object(&j);
-		json_finish(&j);
-	} else {
-		for (int i = 0; i < nratios; i++)
-			printf("threads=%d size=%zu %s: %.3fx\n", ratios[i].threads, ratios[i].size,
-			       is_ring	? "lockfree/mutex"
-			       : is_lat ? "global/striped latency"
-					: "striped/global rate",
-			       ratios[i].value);
+	return EXIT_OK;
+}
+
+static int bench_run(const struct bench_cli *c)
+{
+	struct bench_report rep;
+	char err[512];
+	int status;
+
+	stats_segment_open("bench"); /* cqstat -c bench; without a segment bench still runs */
+	if (c->is_server) {
+		struct bench_opts d = {.device = c->device, .env = c->env};
+
+		return bench_server(c->addr, &d, err, sizeof(err)) ? run_error(CMD, "%s", err) : EXIT_OK;
 	}
+	if (!strcmp(c->test, "agent_lat"))
+		return bench_agent_lat((size_t)c->size, c->iters, c->baseline);
+	if (!strcmp(c->test, "chan_rate"))
+		return bench_chan_rate((size_t)c->size, c->iters, c->baseline, c->rounds);
+	if (c->client && bench_client_open(c->addr, err, sizeof(err)))
+		return run_error(CMD, "%s", err);
+	catch_interrupts();
+	report_begin(&rep, c);
+	status = bench_sweep(c, &rep);
+	if (c->client)
+		bench_client_close();
+	report_end(&rep, c);
 	if (bench_interrupted && status == EXIT_OK)
 		status = run_error(CMD, "interrupted: the results above are partial");
-	poptFreeContext(pc);
 	return status;
 }
 
-/* popt hands string options over in malloc'd copies: they are freed here, whatever bench_main returns. */
 int cmd_bench(int argc, const char **argv)
 {
-	struct bench_args a = {NULL};
-	int rc = bench_main(argc, argv, &a);
+	struct bench_cli c = {.size = 8,
+			      .iters = -1,
+			      .rounds = 1,
+			      .threads = {1},
+			      .nthreads = 1,
+			      .do_striped = true,
+			      .do_global = true};
+	int rc = bench_parse(argc, argv, &c);
 
-	free(a.threads);
-	free(a.lock);
-	free(a.device);
-	free(a.server);
-	free(a.client);
+	if (rc == EXIT_OK)
+		rc = bench_validate(&c);
+	if (rc == EXIT_OK)
+		rc = bench_run(&c);
+	free(c.threads_text);
+	free(c.lock);
+	free(c.device);
+	free(c.server);
+	free(c.client);
 	return rc;
 }
