@@ -2,7 +2,7 @@
 /* rdmatool devices: every verbs device and the soft device, like ibv_devinfo/ibstat. */
 #include "hw/hw.h"
 #include "cmd/cmd.h"
-#include "cmd/json.h"
+#include "cmd/print.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,8 +32,14 @@ static const char *port_state_str(enum ibv_port_state s)
 
 static const char *phys_state_str(uint8_t s)
 {
-	static const char *const names[] = { "", "Sleep", "Polling", "Disabled", "PortConfigurationTraining",
-					     "LinkUp", "LinkErrorRecovery", "PhyTest" };
+	static const char *const names[] = {"",
+					    "Sleep",
+					    "Polling",
+					    "Disabled",
+					    "PortConfigurationTraining",
+					    "LinkUp",
+					    "LinkErrorRecovery",
+					    "PhyTest"};
 	return s < sizeof(names) / sizeof(names[0]) && s ? names[s] : "Unknown";
 }
 
@@ -69,91 +75,72 @@ struct port_info {
 	char gid[INET6_ADDRSTRLEN];
 };
 
-static void print_limits_json(struct json *j, const struct ibv_device_attr *a)
+/* The limits: all of them in JSON, the ones people look for on one text line. */
+static void print_limits(const struct ibv_device_attr *a)
 {
-	json_begin_object(j, "limits");
-	json_int(j, "max_qp", a->max_qp);
-	json_int(j, "max_qp_wr", a->max_qp_wr);
-	json_int(j, "max_sge", a->max_sge);
-	json_int(j, "max_cq", a->max_cq);
-	json_int(j, "max_cqe", a->max_cqe);
-	json_int(j, "max_mr", a->max_mr);
-	json_uint(j, "max_mr_size", a->max_mr_size);
-	json_int(j, "max_pd", a->max_pd);
-	json_int(j, "max_mw", a->max_mw);
-	json_int(j, "max_ah", a->max_ah);
-	json_string(j, "atomic_cap", a->atomic_cap == IBV_ATOMIC_HCA	 ? "HCA"
-				     : a->atomic_cap == IBV_ATOMIC_GLOB ? "GLOB"
-									: "NONE");
-	json_bool(j, "mw_type_1", a->device_cap_flags & IBV_DEVICE_MEM_WINDOW);
-	json_bool(j, "mw_type_2b", a->device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
-	json_end_object(j);
+	print_open_object("limits");
+	print_text("\tlimits:      ");
+	print_int(PRINT_ANY, "max_qp", "max_qp %lld, ", a->max_qp);
+	print_int(PRINT_ANY, "max_qp_wr", "max_qp_wr %lld, ", a->max_qp_wr);
+	print_int(PRINT_ANY, "max_sge", "max_sge %lld, ", a->max_sge);
+	print_int(PRINT_JSON, "max_cq", NULL, a->max_cq);
+	print_int(PRINT_ANY, "max_cqe", "max_cqe %lld, ", a->max_cqe);
+	print_int(PRINT_ANY, "max_mr", "max_mr %lld, ", a->max_mr);
+	print_uint(PRINT_JSON, "max_mr_size", NULL, a->max_mr_size);
+	print_int(PRINT_JSON, "max_pd", NULL, a->max_pd);
+	print_int(PRINT_ANY, "max_mw", "max_mw %lld, ", a->max_mw);
+	print_int(PRINT_JSON, "max_ah", NULL, a->max_ah);
+	print_string(PRINT_JSON, "atomic_cap", NULL,
+		     a->atomic_cap == IBV_ATOMIC_HCA	? "HCA"
+		     : a->atomic_cap == IBV_ATOMIC_GLOB ? "GLOB"
+							: "NONE");
+	print_bool(PRINT_TEXT, NULL, "atomics %s, ", a->atomic_cap != IBV_ATOMIC_NONE);
+	print_text("mw types:");
+	print_bool(PRINT_JSON, "mw_type_1", NULL, a->device_cap_flags & IBV_DEVICE_MEM_WINDOW);
+	print_bool(PRINT_JSON, "mw_type_2b", NULL, a->device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	print_text("%s%s\n", a->device_cap_flags & IBV_DEVICE_MEM_WINDOW ? " 1" : "",
+		   a->device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B ? " 2B" : "");
+	print_close_object();
 }
 
-static void print_device_json(struct json *j, const struct hw_device *dev, const struct ibv_device_attr *attr,
-			      const struct port_info *ports, int nports)
+static void print_port(const struct port_info *port)
+{
+	const struct ibv_port_attr *p = &port->attr;
+
+	print_open_object(NULL);
+	print_int(PRINT_ANY, "port", "\tport %lld:\n", port->num);
+	print_string(PRINT_ANY, "state", "\t\tstate:          %s", port_state_str(p->state));
+	print_string(PRINT_ANY, "physical_state", " (%s)\n", phys_state_str(p->phys_state));
+	print_int(PRINT_ANY, "lid", "\t\tlid:            %lld\n", p->lid);
+	print_int(PRINT_ANY, "sm_lid", "\t\tsm_lid:         %lld\n", p->sm_lid);
+	print_string(PRINT_ANY, "link_layer", "\t\tlink_layer:     %s\n", link_layer_str(p->link_layer));
+	print_int(PRINT_ANY, "active_mtu", "\t\tactive_mtu:     %lld\n", mtu_bytes(p->active_mtu));
+	print_string(PRINT_ANY, "gid0", "\t\tgid[0]:         %s\n", port->gid);
+	print_close_object();
+}
+
+static void print_device(const struct hw_device *dev, const struct ibv_device_attr *attr,
+			 const struct port_info *ports, int nports)
 {
 	char guid[32];
 
-	json_begin_object(j, NULL);
-	json_string(j, "name", dev->name);
-	json_string(j, "provider", dev->provider->name);
+	print_open_object(NULL);
+	print_string(PRINT_ANY, "name", "%s", dev->name);
+	print_string(PRINT_ANY, "provider", " (%s)\n", dev->provider->name);
 	if (!attr) {
-		json_string(j, "error", "cannot open device");
-		json_end_object(j);
+		print_string(PRINT_ANY, "error", "\t%s\n", "cannot open device");
+		print_close_object();
 		return;
 	}
 	format_guid(attr->node_guid, guid, sizeof(guid));
-	json_string(j, "node_guid", guid);
-	json_string(j, "fw_ver", attr->fw_ver);
-	print_limits_json(j, attr);
-	json_begin_array(j, "ports");
-	for (int i = 0; i < nports; i++) {
-		const struct ibv_port_attr *p = &ports[i].attr;
-
-		json_begin_object(j, NULL);
-		json_int(j, "port", ports[i].num);
-		json_string(j, "state", port_state_str(p->state));
-		json_string(j, "physical_state", phys_state_str(p->phys_state));
-		json_int(j, "lid", p->lid);
-		json_int(j, "sm_lid", p->sm_lid);
-		json_string(j, "link_layer", link_layer_str(p->link_layer));
-		json_int(j, "active_mtu", mtu_bytes(p->active_mtu));
-		json_string(j, "gid0", ports[i].gid);
-		json_end_object(j);
-	}
-	json_end_array(j);
-	json_end_object(j);
-}
-
-static void print_device_text(const struct hw_device *dev, const struct ibv_device_attr *attr,
-			      const struct port_info *ports, int nports)
-{
-	char guid[32];
-
-	printf("%s (%s)\n", dev->name, dev->provider->name);
-	if (!attr) {
-		printf("\tcannot open device\n");
-		return;
-	}
-	format_guid(attr->node_guid, guid, sizeof(guid));
-	printf("\tnode_guid:   %s\n\tfw_ver:      %s\n", guid, attr->fw_ver);
-	printf("\tlimits:      max_qp %d, max_qp_wr %d, max_sge %d, max_cqe %d, max_mr %d, max_mw %d, "
-	       "atomics %s, mw types:%s%s\n",
-	       attr->max_qp, attr->max_qp_wr, attr->max_sge, attr->max_cqe, attr->max_mr, attr->max_mw,
-	       attr->atomic_cap == IBV_ATOMIC_NONE ? "no" : "yes",
-	       attr->device_cap_flags & IBV_DEVICE_MEM_WINDOW ? " 1" : "",
-	       attr->device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B ? " 2B" : "");
-	for (int i = 0; i < nports; i++) {
-		const struct ibv_port_attr *p = &ports[i].attr;
-
-		printf("\tport %u:\n", ports[i].num);
-		printf("\t\tstate:          %s (%s)\n", port_state_str(p->state), phys_state_str(p->phys_state));
-		printf("\t\tlid:            %u\n\t\tsm_lid:         %u\n", p->lid, p->sm_lid);
-		printf("\t\tlink_layer:     %s\n", link_layer_str(p->link_layer));
-		printf("\t\tactive_mtu:     %d\n", mtu_bytes(p->active_mtu));
-		printf("\t\tgid[0]:         %s\n", ports[i].gid);
-	}
+	print_string(PRINT_ANY, "node_guid", "\tnode_guid:   %s\n", guid);
+	print_string(PRINT_ANY, "fw_ver", "\tfw_ver:      %s\n", attr->fw_ver);
+	print_limits(attr);
+	print_open_array("ports");
+	for (int i = 0; i < nports; i++)
+		print_port(&ports[i]);
+	print_close_array();
+	print_close_object();
 }
 
 /* Queries one device; returns the number of ports filled, -1 if it cannot be opened. */
@@ -187,12 +174,11 @@ static int query_device(const struct hw_device *dev, struct ibv_device_attr *att
 int cmd_devices(int argc, const char **argv)
 {
 	struct poptOption options[] = {
-		POPT_AUTOHELP POPT_TABLEEND,
+	    POPT_AUTOHELP POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 	struct hw_device devs[HW_MAX_DEVICES];
 	int rc, n, verbs_errno;
-	struct json j;
 
 	poptSetOtherOptionHelp(pc, "[OPTION...]");
 	rc = poptGetNextOpt(pc);
@@ -202,7 +188,8 @@ int cmd_devices(int argc, const char **argv)
 		return rc;
 	}
 	if (poptPeekArg(pc)) {
-		rc = usage_error(CMD, "unexpected argument '%s'; devices takes no arguments", poptPeekArg(pc));
+		rc =
+		    usage_error(CMD, "unexpected argument '%s'; devices takes no arguments", poptPeekArg(pc));
 		poptFreeContext(pc);
 		return rc;
 	}
@@ -212,25 +199,16 @@ int cmd_devices(int argc, const char **argv)
 	if (verbs_errno)
 		notice(CMD, "no RDMA hardware found (%s); listing the soft device", strerror(verbs_errno));
 
-	if (global_opts.json) {
-		json_init(&j, stdout, global_opts.pretty);
-		json_begin_object(&j, NULL);
-		json_begin_array(&j, "devices");
-	}
+	print_begin();
+	print_open_array("devices");
 	for (int i = 0; i < n; i++) {
 		struct ibv_device_attr attr;
 		struct port_info ports[8];
 		int nports = query_device(&devs[i], &attr, ports, 8);
 
-		if (global_opts.json)
-			print_device_json(&j, &devs[i], nports < 0 ? NULL : &attr, ports, nports);
-		else
-			print_device_text(&devs[i], nports < 0 ? NULL : &attr, ports, nports);
+		print_device(&devs[i], nports < 0 ? NULL : &attr, ports, nports);
 	}
-	if (global_opts.json) {
-		json_end_array(&j);
-		json_end_object(&j);
-		json_finish(&j);
-	}
+	print_close_array();
+	print_end();
 	return EXIT_OK;
 }
