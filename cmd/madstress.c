@@ -8,7 +8,7 @@
 #include "core/mad/mad_target.h"
 #include "cmd/cmd.h"
 #include "core/stats/stats.h"
-#include "cmd/json.h"
+#include "cmd/print.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -127,34 +127,45 @@ static double us(uint64_t ns)
 	return (double)ns / 1000.0;
 }
 
-static void json_stats(struct json *j, const struct mad_stats *s, double elapsed)
+/* The counters of one row (a destination, a worker, the total): the text row or the JSON members. */
+static void print_stats(const char *label, const struct mad_stats *s, double elapsed)
 {
 	char name[64];
 
-	json_uint(j, "sent", s->sent);
-	json_uint(j, "ok", s->ok);
-	json_uint(j, "timeouts", s->timeouts);
-	json_uint(j, "errors", s->errors);
-	json_uint(j, "retries", s->retries);
-	json_uint(j, "late", s->late);
-	json_double(j, "mads_per_s", elapsed > 0 ? (double)(s->ok + s->errors) / elapsed : 0);
-	json_begin_object(j, "errors_by_status");
+	print_string(PRINT_TEXT, NULL, "%-12s", label);
+	print_uint(PRINT_ANY, "sent", " %10llu", s->sent);
+	print_uint(PRINT_ANY, "ok", " %10llu", s->ok);
+	print_uint(PRINT_ANY, "timeouts", " %8llu", s->timeouts);
+	print_uint(PRINT_ANY, "errors", " %8llu", s->errors);
+	print_uint(PRINT_ANY, "retries", " %7llu", s->retries);
+	print_uint(PRINT_ANY, "late", " %5llu", s->late);
+	print_double(PRINT_ANY, "mads_per_s", " %10.0f",
+		     elapsed > 0 ? (double)(s->ok + s->errors) / elapsed : 0);
+	print_open_object("lat_us");
+	if (s->lat.count) {
+		print_double(PRINT_ANY, "min", "  %.1f", us(s->lat.min));
+		print_double(PRINT_ANY, "avg", "/%.1f", hist_mean(&s->lat) / 1000.0);
+		print_double(PRINT_ANY, "p50", "/%.1f", us(hist_quantile(&s->lat, 0.50)));
+		print_double(PRINT_ANY, "p99", "/%.1f", us(hist_quantile(&s->lat, 0.99)));
+		print_double(PRINT_ANY, "max", "/%.1f\n", us(s->lat.max));
+	} else {
+		print_text("  -\n");
+	}
+	print_close_object();
+	/* Statuses: always an object in JSON, a line of their own in text when there are errors. */
+	print_open_object("errors_by_status");
+	if (s->errors)
+		print_string(PRINT_TEXT, NULL, "%-12s errors by status:", label);
 	for (int i = 0; i < MAD_STATUS_KINDS && s->by_status[i].count; i++) {
 		status_name(s->by_status[i].status, name, sizeof(name));
-		json_uint(j, name, s->by_status[i].count);
+		print_text(" %s=", name);
+		print_uint(PRINT_ANY, name, "%llu", s->by_status[i].count);
 	}
 	if (s->other_status)
-		json_uint(j, "other", s->other_status);
-	json_end_object(j);
-	json_begin_object(j, "lat_us");
-	if (s->lat.count) {
-		json_double(j, "min", us(s->lat.min));
-		json_double(j, "avg", hist_mean(&s->lat) / 1000.0);
-		json_double(j, "p50", us(hist_quantile(&s->lat, 0.50)));
-		json_double(j, "p99", us(hist_quantile(&s->lat, 0.99)));
-		json_double(j, "max", us(s->lat.max));
-	}
-	json_end_object(j);
+		print_uint(PRINT_ANY, "other", " other=%llu", s->other_status);
+	if (s->errors)
+		print_text("\n");
+	print_close_object();
 }
 
 /* Process CPU (umad2sim's receiver thread included) per answered MAD. */
@@ -165,178 +176,107 @@ static double cpu_us_per_mad(const struct mad_stats *total, double cpu_pct, doub
 	return answered ? cpu_pct / 100.0 * elapsed * 1e6 / (double)answered : 0;
 }
 
-static void json_decoded(struct json *j, uint16_t attr, uint32_t mod, const uint8_t *data)
+static void print_decoded(uint16_t attr, uint32_t mod, const uint8_t *data)
 {
 	struct smp_field f[SMP_DATA_SIZE];
 	int n = data ? smp_decode_attr(attr, mod, data, f, SMP_DATA_SIZE) : 0;
 
 	if (!n)
 		return;
-	json_begin_object(j, "decoded");
+	print_open_object("decoded");
 	for (int i = 0; i < n; i++) {
+		char v[24];
+
+		print_text("    %-20s ", f[i].name);
 		if (f[i].hex) {
-			char v[24];
-
 			snprintf(v, sizeof(v), "0x%" PRIx64, f[i].value);
-			json_string(j, f[i].name, v);
+			print_string(PRINT_ANY, f[i].name, "%s\n", v);
 		} else {
-			json_uint(j, f[i].name, f[i].value);
+			print_uint(PRINT_ANY, f[i].name, "%llu\n", f[i].value);
 		}
 	}
-	json_end_object(j);
+	print_close_object();
 }
 
-static const char *method_word(uint8_t method)
-{
-	return method == SMP_METHOD_SET ? "set" : "get";
-}
-
-static void print_json(const struct madstress_opts *o, const struct hw_umad_port_info *port,
-		       struct mad_engine *e, const struct mad_dest *dests, int ndests, double cpu_pct)
-{
-	double elapsed = mad_engine_elapsed(e);
-	struct mad_stats total;
-	struct json j;
-	char route[256];
-
-	mad_engine_total(e, &total);
-	json_init(&j, stdout, global_opts.pretty);
-	json_begin_object(&j, NULL);
-	json_begin_object(&j, "params");
-	json_string(&j, "ca", port->ca_name);
-	json_int(&j, "port", port->port);
-	json_int(&j, "local_lid", port->base_lid);
-	json_string(&j, "method", method_word(o->method));
-	json_int(&j, "attr", o->attr);
-	json_uint(&j, "mod", o->mod);
-	json_int(&j, "local_depth", o->local_window);
-	json_int(&j, "dest_depth", o->dest_window);
-	json_int(&j, "workers", o->workers);
-	json_int(&j, "timeout_ms", o->timeout_ms);
-	json_int(&j, "retries", o->retries);
-	json_double(&j, "seconds", o->seconds);
-	json_uint(&j, "count", o->count);
-	json_string(&j, "routing", dests[0].route.directed ? "directed" : "lid");
-	json_end_object(&j);
-
-	json_begin_object(&j, "total");
-	json_stats(&j, &total, elapsed);
-	json_double(&j, "elapsed_s", elapsed);
-	json_double(&j, "cpu_pct", cpu_pct);
-	json_double(&j, "cpu_us_per_mad", cpu_us_per_mad(&total, cpu_pct, elapsed));
-	json_end_object(&j);
-
-	json_begin_array(&j, "workers");
-	for (int i = 0; i < o->workers; i++) {
-		const struct mad_stats *w = mad_engine_worker(e, i);
-
-		json_begin_object(&j, NULL);
-		json_int(&j, "worker", i);
-		json_stats(&j, w, elapsed);
-		json_double(&j, "cpu_pct", elapsed > 0 ? (double)w->cpu_ns / 1e9 / elapsed * 100.0 : 0);
-		json_end_object(&j);
-	}
-	json_end_array(&j);
-
-	json_begin_array(&j, "destinations");
-	for (int d = 0; d < ndests; d++) {
-		struct mad_stats s;
-
-		mad_engine_dest(e, d, &s);
-		json_begin_object(&j, NULL);
-		if (dests[d].route.directed) {
-			mad_route_format(&dests[d].route, route, sizeof(route));
-			json_string(&j, "dr_path", route);
-		} else {
-			json_int(&j, "lid", dests[d].route.lid);
-		}
-		json_stats(&j, &s, elapsed);
-		if (o->decode)
-			json_decoded(&j, o->attr, o->mod, mad_engine_reply(e, d));
-		json_end_object(&j);
-	}
-	json_end_array(&j);
-	json_end_object(&j);
-	json_finish(&j);
-}
-
-static void print_row(const char *label, const struct mad_stats *s, double elapsed)
-{
-	printf("%-12s %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %7" PRIu64 " %5" PRIu64 " %10.0f",
-	       label, s->sent, s->ok, s->timeouts, s->errors, s->retries, s->late,
-	       elapsed > 0 ? (double)(s->ok + s->errors) / elapsed : 0);
-	if (s->lat.count)
-		printf("  %.1f/%.1f/%.1f/%.1f/%.1f\n", us(s->lat.min), hist_mean(&s->lat) / 1000.0,
-		       us(hist_quantile(&s->lat, 0.5)), us(hist_quantile(&s->lat, 0.99)), us(s->lat.max));
-	else
-		printf("  -\n");
-}
-
-static void print_statuses(const char *label, const struct mad_stats *s)
-{
-	char name[64];
-
-	if (!s->errors)
-		return;
-	printf("%-12s errors by status:", label);
-	for (int i = 0; i < MAD_STATUS_KINDS && s->by_status[i].count; i++) {
-		status_name(s->by_status[i].status, name, sizeof(name));
-		printf(" %s=%" PRIu64, name, s->by_status[i].count);
-	}
-	if (s->other_status)
-		printf(" other=%" PRIu64, s->other_status);
-	putchar('\n');
-}
-
-static void print_decoded(uint16_t attr, uint32_t mod, const uint8_t *data)
-{
-	struct smp_field f[SMP_DATA_SIZE];
-	int n = data ? smp_decode_attr(attr, mod, data, f, SMP_DATA_SIZE) : 0;
-
-	for (int i = 0; i < n; i++) {
-		if (f[i].hex)
-			printf("    %-20s 0x%" PRIx64 "\n", f[i].name, f[i].value);
-		else
-			printf("    %-20s %" PRIu64 "\n", f[i].name, f[i].value);
-	}
-}
-
-static void print_text(const struct madstress_opts *o, const struct hw_umad_port_info *port,
-		       struct mad_engine *e, const struct mad_dest *dests, int ndests, double cpu_pct)
+static void print_params(const struct madstress_opts *o, const struct hw_umad_port_info *port,
+			 const struct mad_dest *dests, int ndests, double elapsed)
 {
 	const char *an = smp_attr_name(o->attr);
+
+	print_open_object("params");
+	print_string(PRINT_ANY, "ca", "madstress: %s", port->ca_name);
+	print_int(PRINT_ANY, "port", " port %lld", port->port);
+	print_int(PRINT_ANY, "local_lid", " (lid %lld), ", port->base_lid);
+	print_string(PRINT_JSON, "method", NULL, o->method == SMP_METHOD_SET ? "set" : "get");
+	print_text("%s %s ", smp_method_name(o->method), an ? an : "attribute");
+	print_int(PRINT_JSON, "attr", NULL, o->attr);
+	print_text("(0x%04x)", o->attr);
+	print_uint(PRINT_ANY, "mod", " mod %llu", o->mod);
+	print_text(", %d destination%s\n", ndests, ndests == 1 ? "" : "s");
+	print_int(PRINT_ANY, "local_depth", "  -N %lld", o->local_window);
+	print_int(PRINT_ANY, "dest_depth", " -n %lld", o->dest_window);
+	print_int(PRINT_ANY, "workers", " -p %lld", o->workers);
+	print_int(PRINT_ANY, "timeout_ms", " -T %lld ms", o->timeout_ms);
+	print_int(PRINT_ANY, "retries", " -r %lld", o->retries);
+	print_double(PRINT_JSON, "seconds", NULL, o->seconds);
+	print_uint(PRINT_JSON, "count", NULL, o->count);
+	print_string(PRINT_JSON, "routing", NULL, dests[0].route.directed ? "directed" : "lid");
+	print_text(", ran %.2f s\n\n", elapsed);
+	print_close_object();
+}
+
+static void print_result(const struct madstress_opts *o, const struct hw_umad_port_info *port,
+			 struct mad_engine *e, const struct mad_dest *dests, int ndests, double cpu_pct)
+{
 	double elapsed = mad_engine_elapsed(e);
 	struct mad_stats total;
 	char label[300], route[256];
 
 	mad_engine_total(e, &total);
-	printf("madstress: %s port %d (lid %u), %s %s (0x%04x) mod %u, %d destination%s\n", port->ca_name,
-	       port->port, port->base_lid, smp_method_name(o->method), an ? an : "attribute", o->attr, o->mod,
-	       ndests, ndests == 1 ? "" : "s");
-	printf("  -N %d -n %d -p %d -T %d ms -r %d, ran %.2f s\n\n", o->local_window, o->dest_window,
-	       o->workers, o->timeout_ms, o->retries, elapsed);
-	printf("%-12s %10s %10s %8s %8s %7s %5s %10s  %s\n", "", "sent", "ok", "timeouts", "errors",
-	       "retries", "late", "MAD/s", "lat us min/avg/p50/p99/max");
+	print_begin();
+	print_params(o, port, dests, ndests, elapsed);
+	print_text("%-12s %10s %10s %8s %8s %7s %5s %10s  %s\n", "", "sent", "ok", "timeouts", "errors",
+		   "retries", "late", "MAD/s", "lat us min/avg/p50/p99/max");
+	print_open_array("destinations");
 	for (int d = 0; d < ndests; d++) {
 		struct mad_stats s;
 
 		mad_engine_dest(e, d, &s);
 		mad_route_format(&dests[d].route, route, sizeof(route));
 		snprintf(label, sizeof(label), "%s %s", dests[d].route.directed ? "path" : "lid", route);
-		print_row(label, &s, elapsed);
-		print_statuses(label, &s);
+		print_open_object(NULL);
+		if (dests[d].route.directed)
+			print_string(PRINT_JSON, "dr_path", NULL, route);
+		else
+			print_int(PRINT_JSON, "lid", NULL, dests[d].route.lid);
+		print_stats(label, &s, elapsed);
 		if (o->decode)
 			print_decoded(o->attr, o->mod, mad_engine_reply(e, d));
+		print_close_object();
 	}
-	if (o->workers > 1)
-		for (int i = 0; i < o->workers; i++) {
-			snprintf(label, sizeof(label), "worker %d", i);
-			print_row(label, mad_engine_worker(e, i), elapsed);
-		}
-	print_row("total", &total, elapsed);
-	print_statuses("total", &total);
-	printf("cpu %.1f%% (whole process), %.2f us of CPU per MAD\n", cpu_pct,
-	       cpu_us_per_mad(&total, cpu_pct, elapsed));
+	print_close_array();
+	/* Per worker: always in JSON, in text only when there are several. */
+	print_open_array("workers");
+	for (int i = 0; i < o->workers && (print_is_json() || o->workers > 1); i++) {
+		const struct mad_stats *w = mad_engine_worker(e, i);
+
+		snprintf(label, sizeof(label), "worker %d", i);
+		print_open_object(NULL);
+		print_int(PRINT_JSON, "worker", NULL, i);
+		print_stats(label, w, elapsed);
+		print_double(PRINT_JSON, "cpu_pct", NULL,
+			     elapsed > 0 ? (double)w->cpu_ns / 1e9 / elapsed * 100.0 : 0);
+		print_close_object();
+	}
+	print_close_array();
+	print_open_object("total");
+	print_stats("total", &total, elapsed);
+	print_double(PRINT_JSON, "elapsed_s", NULL, elapsed);
+	print_double(PRINT_ANY, "cpu_pct", "cpu %.1f%% (whole process), ", cpu_pct);
+	print_double(PRINT_ANY, "cpu_us_per_mad", "%.2f us of CPU per MAD\n",
+		     cpu_us_per_mad(&total, cpu_pct, elapsed));
+	print_close_object();
+	print_end();
 }
 
 static uint64_t process_cpu_ns(void)
@@ -676,10 +616,7 @@ static int run(struct madstress_opts *o)
 	cpu_pct = mad_engine_elapsed(e) > 0
 		      ? (double)(process_cpu_ns() - cpu0) / 1e9 / mad_engine_elapsed(e) * 100.0
 		      : 0;
-	if (global_opts.json)
-		print_json(o, &port, e, dests, ndests, cpu_pct);
-	else
-		print_text(o, &port, e, dests, ndests, cpu_pct);
+	print_result(o, &port, e, dests, ndests, cpu_pct);
 	mad_engine_total(e, &total);
 	rc = total.timeouts || total.errors || !total.sent ? EXIT_FAILURES : EXIT_OK;
 out:
