@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* rdmatool bench <test>: perftest-like tests over core, striped against global lock in one run. */
 #include "cmd/cmd.h"
-#include "cmd/json.h"
+#include "cmd/print.h"
 #include "cmd/bench/bench.h"
 #include "core/util/clock.h"
 #include "core/stats/stats.h"
@@ -101,79 +101,61 @@ struct row {
 /* Numbers right-aligned under perftest's column names, so no line ends in spaces. */
 static void print_header(bool is_ring, bool is_lat, bool baseline)
 {
-	if (global_opts.json)
-		return;
 	if (is_ring)
-		printf("%-9s %7s %14s\n", "impl", "threads", "ops/s");
+		print_text("%-9s %7s %14s\n", "impl", "threads", "ops/s");
 	else if (is_lat)
-		printf("%-8s %7s %8s %11s %12s %12s %16s %12s %14s %20s %22s%s\n", "lock", "threads",
-		       "#bytes", "#iterations", "t_min[usec]", "t_max[usec]", "t_typical[usec]",
-		       "t_avg[usec]", "t_stdev[usec]", "99% percentile[usec]", "99.9% percentile[usec]",
-		       baseline ? "  vs TCP" : "");
+		print_text("%-8s %7s %8s %11s %12s %12s %16s %12s %14s %20s %22s%s\n", "lock", "threads",
+			   "#bytes", "#iterations", "t_min[usec]", "t_max[usec]", "t_typical[usec]",
+			   "t_avg[usec]", "t_stdev[usec]", "99% percentile[usec]", "99.9% percentile[usec]",
+			   baseline ? "  vs TCP" : "");
 	else
-		printf("%-8s %7s %8s %11s %17s %20s %14s%s\n", "lock", "threads", "#bytes", "#iterations",
-		       "BW peak[MiB/sec]", "BW average[MiB/sec]", "MsgRate[Mpps]",
-		       baseline ? "  vs memcpy  vs TCP" : "");
+		print_text("%-8s %7s %8s %11s %17s %20s %14s%s\n", "lock", "threads", "#bytes", "#iterations",
+			   "BW peak[MiB/sec]", "BW average[MiB/sec]", "MsgRate[Mpps]",
+			   baseline ? "  vs memcpy  vs TCP" : "");
 }
 
-static void print_row(struct json *j, bool is_ring, bool is_lat, const struct row *w)
+static void print_row(bool is_ring, bool is_lat, const struct row *w)
 {
 	const struct bench_result *r = &w->r;
 	const struct baseline *b = w->base;
 
-	if (global_opts.json) {
-		json_begin_object(j, NULL);
-		if (is_ring) {
-			json_string(j, "impl", w->name);
-			json_int(j, "threads", w->threads);
-			json_double(j, "ops_per_s", r->ops_per_s);
-			json_end_object(j);
-			return;
-		}
-		json_string(j, "lock", w->name);
-		json_int(j, "threads", w->threads);
-		json_uint(j, "MsgSize", r->size);
-		json_int(j, "n_iterations", r->iters);
-		if (is_lat) {
-			json_double(j, "t_min", r->t_min);
-			json_double(j, "t_max", r->t_max);
-			json_double(j, "t_typical", r->t_typical);
-			json_double(j, "t_avg", r->t_avg);
-			json_double(j, "t_stdev", r->t_stdev);
-			json_double(j, "percentile_99", r->p99);
-			json_double(j, "percentile_99.9", r->p999); /* perftest's key */
-			if (b) {
-				json_double(j, "tcp_t_typical", b->tcp_lat_us);
-				json_double(j, "ratio_to_tcp", r->t_typical / b->tcp_lat_us);
-			}
-		} else {
-			json_double(j, "BW_peak", r->bw_peak);
-			json_double(j, "BW_average", r->bw_avg);
-			json_double(j, "MsgRate", r->msg_rate);
-			if (b) {
-				json_double(j, "memcpy_MiB_s", b->memcpy_mib_s);
-				json_double(j, "ratio_to_memcpy", r->bw_avg / b->memcpy_mib_s);
-				json_double(j, "tcp_MiB_s", b->tcp_mib_s);
-				json_double(j, "ratio_to_tcp", r->bw_avg / b->tcp_mib_s);
-			}
-		}
-		json_end_object(j);
-	} else if (is_ring) {
-		printf("%-9s %7d %14.0f\n", w->name, w->threads, r->ops_per_s);
-	} else if (is_lat) {
-		printf("%-8s %7d %8zu %11ld %12.2f %12.2f %16.2f %12.2f %14.2f %20.2f %22.2f", w->name,
-		       w->threads, r->size, r->iters, r->t_min, r->t_max, r->t_typical, r->t_avg, r->t_stdev,
-		       r->p99, r->p999);
-		if (b)
-			printf("  %.2fx (TCP %.2f us)", r->t_typical / b->tcp_lat_us, b->tcp_lat_us);
-		printf("\n");
-	} else {
-		printf("%-8s %7d %8zu %11ld %17.2f %20.2f %14.4f", w->name, w->threads, r->size, r->iters,
-		       r->bw_peak, r->bw_avg, r->msg_rate);
-		if (b)
-			printf("  %.3fx      %.3fx", r->bw_avg / b->memcpy_mib_s, r->bw_avg / b->tcp_mib_s);
-		printf("\n");
+	print_open_object(NULL);
+	if (is_ring) {
+		print_string(PRINT_ANY, "impl", "%-9s", w->name);
+		print_int(PRINT_ANY, "threads", " %7lld", w->threads);
+		print_double(PRINT_ANY, "ops_per_s", " %14.0f\n", r->ops_per_s);
+		print_close_object();
+		return;
 	}
+	print_string(PRINT_ANY, "lock", "%-8s", w->name);
+	print_int(PRINT_ANY, "threads", " %7lld", w->threads);
+	print_uint(PRINT_ANY, "MsgSize", " %8llu", r->size);
+	print_int(PRINT_ANY, "n_iterations", " %11lld", r->iters);
+	if (is_lat) {
+		print_double(PRINT_ANY, "t_min", " %12.2f", r->t_min);
+		print_double(PRINT_ANY, "t_max", " %12.2f", r->t_max);
+		print_double(PRINT_ANY, "t_typical", " %16.2f", r->t_typical);
+		print_double(PRINT_ANY, "t_avg", " %12.2f", r->t_avg);
+		print_double(PRINT_ANY, "t_stdev", " %14.2f", r->t_stdev);
+		print_double(PRINT_ANY, "percentile_99", " %20.2f", r->p99);
+		print_double(PRINT_ANY, "percentile_99.9", " %22.2f", r->p999); /* perftest's key */
+		if (b) {
+			print_double(PRINT_ANY, "ratio_to_tcp", "  %.2fx", r->t_typical / b->tcp_lat_us);
+			print_double(PRINT_ANY, "tcp_t_typical", " (TCP %.2f us)", b->tcp_lat_us);
+		}
+	} else {
+		print_double(PRINT_ANY, "BW_peak", " %17.2f", r->bw_peak);
+		print_double(PRINT_ANY, "BW_average", " %20.2f", r->bw_avg);
+		print_double(PRINT_ANY, "MsgRate", " %14.4f", r->msg_rate);
+		if (b) {
+			print_double(PRINT_JSON, "memcpy_MiB_s", NULL, b->memcpy_mib_s);
+			print_double(PRINT_ANY, "ratio_to_memcpy", "  %.3fx", r->bw_avg / b->memcpy_mib_s);
+			print_double(PRINT_JSON, "tcp_MiB_s", NULL, b->tcp_mib_s);
+			print_double(PRINT_ANY, "ratio_to_tcp", "      %.3fx", r->bw_avg / b->tcp_mib_s);
+		}
+	}
+	print_text("\n");
+	print_close_object();
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -263,7 +245,6 @@ struct bench_cli {
 
 /* The sweep's output: rows are printed as they are measured, the ratios at the end. */
 struct bench_report {
-	struct json j;
 	bool header_due;
 	struct ratio ratios[MAX_SWEEP * 16];
 	int nratios;
@@ -417,13 +398,10 @@ static void report_begin(struct bench_report *rep, const struct bench_cli *c)
 {
 	rep->header_due = true;
 	rep->nratios = 0;
-	if (!global_opts.json)
-		return;
-	json_init(&rep->j, stdout, global_opts.pretty);
-	json_begin_object(&rep->j, NULL);
-	json_string(&rep->j, "test", c->test);
-	json_string(&rep->j, "mode", c->client ? "two processes" : "one process");
-	json_begin_array(&rep->j, "results");
+	print_begin();
+	print_string(PRINT_JSON, "test", NULL, c->test);
+	print_string(PRINT_JSON, "mode", NULL, c->client ? "two processes" : "one process");
+	print_open_array("results");
 }
 
 static void report_row(struct bench_report *rep, const struct bench_cli *c, const struct row *w)
@@ -432,7 +410,7 @@ static void report_row(struct bench_report *rep, const struct bench_cli *c, cons
 	if (rep->header_due)
 		print_header(c->is_ring, c->is_lat, c->baseline && !c->is_ring);
 	rep->header_due = false;
-	print_row(&rep->j, c->is_ring, c->is_lat, w);
+	print_row(c->is_ring, c->is_lat, w);
 }
 
 static void report_end(struct bench_report *rep, const struct bench_cli *c)
@@ -444,27 +422,23 @@ static void report_end(struct bench_report *rep, const struct bench_cli *c)
 			    : c->is_lat ? "global/striped latency"
 					: "striped/global rate";
 
-	if (!global_opts.json) {
-		for (int i = 0; i < rep->nratios; i++)
-			printf("threads=%d size=%zu %s: %.3fx\n", rep->ratios[i].threads, rep->ratios[i].size,
-			       label, rep->ratios[i].value);
-		return;
-	}
-	json_end_array(&rep->j);
-	json_begin_array(&rep->j, "ratios");
+	print_close_array();
+	print_open_array("ratios");
 	for (int i = 0; i < rep->nratios; i++) {
-		json_begin_object(&rep->j, NULL);
-		json_int(&rep->j, "threads", rep->ratios[i].threads);
-		json_int(&rep->j, "rounds", c->rounds);
-		if (!c->is_ring)
-			json_uint(&rep->j, "MsgSize", rep->ratios[i].size);
-		json_double(&rep->j, key, rep->ratios[i].value);
-		json_end_object(&rep->j);
+		print_open_object(NULL);
+		print_int(PRINT_ANY, "threads", "threads=%lld", rep->ratios[i].threads);
+		print_int(PRINT_JSON, "rounds", NULL, c->rounds);
+		if (c->is_ring)
+			print_text(" size=%zu", rep->ratios[i].size);
+		else
+			print_uint(PRINT_ANY, "MsgSize", " size=%llu", rep->ratios[i].size);
+		print_text(" %s: ", label);
+		print_double(PRINT_ANY, key, "%.3fx\n", rep->ratios[i].value);
+		print_close_object();
 	}
-	json_end_array(&rep->j);
-	json_bool(&rep->j, "interrupted", bench_interrupted);
-	json_end_object(&rep->j);
-	json_finish(&rep->j);
+	print_close_array();
+	print_bool(PRINT_JSON, "interrupted", NULL, bench_interrupted);
+	print_end();
 }
 
 /* One measurement of one lock mode (m: 0 striped, 1 global); prints its row. */
