@@ -595,6 +595,15 @@ static int clean_stale(const struct cqstat_opts *o)
 		if (o->comm && strcmp(o->comm, p->comm))
 			continue;
 		err = stats_segment_remove(p->pid);
+		if (err == -EPERM || err == -EINVAL || err == -EAGAIN) {
+			/* Not provably a segment of ours: another user's file, a symlink, a FIFO or junk. */
+			notice(CMD, "left %s/%s%d alone: %s", stats_segment_dir(), STATS_FILE_PREFIX,
+			       (int)p->pid,
+			       err == -EPERM	? "not a regular file of yours"
+			       : err == -EINVAL ? "not an rdmatool stats segment"
+						: "it changed while being checked");
+			continue;
+		}
 		if (err && err != -ENOENT) {
 			status = run_error(CMD, "cannot remove the segment of pid %d: %s", (int)p->pid,
 					   strerror(-err));

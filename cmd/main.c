@@ -5,6 +5,7 @@
  */
 #include "cmd/cmd.h"
 #include "cmd/version.h"
+#include "core/stats/stats.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -166,12 +167,14 @@ static int finish_stdout(int status)
 
 static int run_command(const struct command *c, int argc, const char **argv)
 {
-	char name[64];
+	char name[64], msg[256];
 
 	/* The command sees argv[0] = "rdmatool <cmd>", as popt prints it in usage lines. */
 	snprintf(name, sizeof(name), "rdmatool %s", c->name);
 	argv[0] = name;
 	argc = take_global_options(c, argc, argv);
+	if (stats_env_check(msg, sizeof(msg)))
+		return run_error(c->name, "%s", msg);
 	return c->run(argc, argv);
 }
 
