@@ -11,20 +11,20 @@
 #include <errno.h>
 #include <string.h>
 
-#define MR_ACCESS                                                                                 \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |              \
+#define MR_ACCESS                                                                                            \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                         \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
-#define QP_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
-#define MW_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
-#define MIN_QP_WR 20
-#define MSG_UD_PROBABILITY 0.5
+#define QP_ACCESS	     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define MW_ACCESS	     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define MIN_QP_WR	     20
+#define MSG_UD_PROBABILITY   0.5
 #define SEND_IMM_PROBABILITY 0.5
-#define RC_MSG_MAX (64u << 10)
-#define UD_SEND_BYTES 1000
-#define UD_RECV_BYTES 1040 /* 40 bytes of GRH in front of the payload */
-#define MAX_SGE_USED 16
+#define RC_MSG_MAX	     (64u << 10)
+#define UD_SEND_BYTES	     1000
+#define UD_RECV_BYTES	     1040 /* 40 bytes of GRH in front of the payload */
+#define MAX_SGE_USED	     16
 
-static const uint32_t rdma_lengths[] = { 32u << 10, 64u << 10, 128u << 10, 1u << 20 };
+static const uint32_t rdma_lengths[] = {32u << 10, 64u << 10, 128u << 10, 1u << 20};
 
 #define LOG(c, ...) walk_history_add(&(c)->hist, __VA_ARGS__)
 
@@ -117,7 +117,8 @@ static bool mw_match(struct walk_client *c, int i, const void *arg)
 	const struct mw_want *w = arg;
 	const struct mw_rec *m = &c->mw[i];
 
-	return m->used && m->type == w->type && m->state != MW_BINDING && (!w->free_only || m->state == MW_FREE);
+	return m->used && m->type == w->type && m->state != MW_BINDING &&
+	       (!w->free_only || m->state == MW_FREE);
 }
 
 static bool cq_has_room(struct walk_client *c, int cq)
@@ -164,7 +165,7 @@ static bool qp_match(struct walk_client *c, int i, const void *arg)
 
 static int pick_mr(struct walk_client *c, int pd, uint32_t min_len)
 {
-	struct mr_want w = { pd, min_len };
+	struct mr_want w = {pd, min_len};
 
 	return pick_index(c, MAX_MR, mr_on_pd, &w);
 }
@@ -232,7 +233,8 @@ static int sge_count(struct walk_client *c, uint32_t max)
 
 /* ---- posting with accounting ---- */
 
-static int post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, struct ibv_send_wr *wr, int slot)
+static int post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, struct ibv_send_wr *wr,
+			int slot)
 {
 	struct ibv_send_wr *bad = NULL;
 	int rc;
@@ -251,8 +253,8 @@ static int post_send_wr(struct walk_client *c, enum walk_action a, int q, int m,
 	c->cq[c->qp[q].scq].outstanding++;
 	if (m >= 0)
 		c->mr[m].inflight++;
-	LOG(c, "c%d #%llu %s qp=%u opcode=%d sges=%d len0=%u wr=%llx -> posted", c->id, (unsigned long long)c->seq,
-	    walk_action_names[a], c->qp[q].qp->qp_num, wr->opcode, wr->num_sge,
+	LOG(c, "c%d #%llu %s qp=%u opcode=%d sges=%d len0=%u wr=%llx -> posted", c->id,
+	    (unsigned long long)c->seq, walk_action_names[a], c->qp[q].qp->qp_num, wr->opcode, wr->num_sge,
 	    wr->num_sge ? wr->sg_list[0].length : 0, (unsigned long long)wr->wr_id);
 	return 0;
 }
@@ -277,7 +279,7 @@ static int do_create_cq(struct walk_client *c)
 		count_error(c, ACT_CREATE_CQ, errno);
 		return 1;
 	}
-	c->cq[i] = (struct cq_rec){ .used = true, .cq = cq, .cqe = cqe };
+	c->cq[i] = (struct cq_rec){.used = true, .cq = cq, .cqe = cqe};
 	count_ok(c, ACT_CREATE_CQ);
 	LOG(c, "c%d #%llu create_cq cqe=%d -> cq[%d]", c->id, (unsigned long long)c->seq, cqe, i);
 	return 1;
@@ -295,8 +297,8 @@ static int do_destroy_cq(struct walk_client *c)
 	if (rc) {
 		count_error(c, ACT_DESTROY_CQ, rc);
 		if (c->cfg->verify)
-			walk_stats_fail(&c->stats, "client %d: ibv_destroy_cq of an idle CQ failed: %s", c->id,
-					strerror(rc));
+			walk_stats_fail(&c->stats, "client %d: ibv_destroy_cq of an idle CQ failed: %s",
+					c->id, strerror(rc));
 		return 1;
 	}
 	c->cq[i].used = false;
@@ -319,7 +321,7 @@ static int do_alloc_pd(struct walk_client *c)
 		count_error(c, ACT_ALLOC_PD, errno);
 		return 1;
 	}
-	c->pd[i] = (struct pd_rec){ .used = true, .pd = pd, .id = ++c->next_pd_id };
+	c->pd[i] = (struct pd_rec){.used = true, .pd = pd, .id = ++c->next_pd_id};
 	count_ok(c, ACT_ALLOC_PD);
 	LOG(c, "c%d #%llu alloc_pd -> pd[%d] id=%u", c->id, (unsigned long long)c->seq, i, c->pd[i].id);
 	return 1;
@@ -337,8 +339,8 @@ static int do_dealloc_pd(struct walk_client *c)
 	if (rc) {
 		count_error(c, ACT_DEALLOC_PD, rc);
 		if (c->cfg->verify)
-			walk_stats_fail(&c->stats, "client %d: ibv_dealloc_pd of an unused PD failed: %s", c->id,
-					strerror(rc));
+			walk_stats_fail(&c->stats, "client %d: ibv_dealloc_pd of an unused PD failed: %s",
+					c->id, strerror(rc));
 		return 1;
 	}
 	c->pd[i].used = false;
@@ -350,14 +352,14 @@ static void send_rkey(struct walk_client *c, int type, int kind, uint32_t rkey, 
 		      uint32_t off, uint32_t len)
 {
 	struct walk_msg m = {
-		.type = (uint16_t)type,
-		.kind = (uint16_t)kind,
-		.rkey = rkey,
-		.pd_id = pd_id,
-		.qpn = qpn,
-		.bytes = off,
-		.addr = (uintptr_t)(c->buf + off),
-		.length = len,
+	    .type = (uint16_t)type,
+	    .kind = (uint16_t)kind,
+	    .rkey = rkey,
+	    .pd_id = pd_id,
+	    .qpn = qpn,
+	    .bytes = off,
+	    .addr = (uintptr_t)(c->buf + off),
+	    .length = len,
 	};
 
 	broadcast(c, &m);
@@ -381,11 +383,11 @@ static int do_reg_mr(struct walk_client *c)
 		count_error(c, ACT_REG_MR, errno);
 		return 1;
 	}
-	c->mr[i] = (struct mr_rec){ .used = true, .mr = mr, .pd = p, .off = off, .len = len };
+	c->mr[i] = (struct mr_rec){.used = true, .mr = mr, .pd = p, .off = off, .len = len};
 	c->pd[p].users++;
 	count_ok(c, ACT_REG_MR);
-	LOG(c, "c%d #%llu reg_mr pd[%d] off=%u len=%u -> lkey=%x rkey=%x", c->id, (unsigned long long)c->seq, p, off,
-	    len, mr->lkey, mr->rkey);
+	LOG(c, "c%d #%llu reg_mr pd[%d] off=%u len=%u -> lkey=%x rkey=%x", c->id, (unsigned long long)c->seq,
+	    p, off, len, mr->lkey, mr->rkey);
 	note_key(c, mr->rkey, true);
 	send_rkey(c, MSG_ADD_RKEY, 0, mr->rkey, c->pd[p].id, 0, off, len);
 	return 1;
@@ -436,32 +438,34 @@ static int do_alloc_mw(struct walk_client *c, int type)
 		count_error(c, a, errno);
 		return 1;
 	}
-	c->mw[i] = (struct mw_rec){ .used = true, .mw = mw, .type = type, .pd = p, .mr = -1, .qp = -1 };
+	c->mw[i] = (struct mw_rec){.used = true, .mw = mw, .type = type, .pd = p, .mr = -1, .qp = -1};
 	c->pd[p].users++;
 	count_ok(c, a);
-	LOG(c, "c%d #%llu %s pd[%d] -> mw[%d] rkey=%x", c->id, (unsigned long long)c->seq, walk_action_names[a], p,
-	    i, mw->rkey);
+	LOG(c, "c%d #%llu %s pd[%d] -> mw[%d] rkey=%x", c->id, (unsigned long long)c->seq,
+	    walk_action_names[a], p, i, mw->rkey);
 	return 1;
 }
 
 static int do_dealloc_mw(struct walk_client *c, int type)
 {
 	enum walk_action a = type == 1 ? ACT_DEALLOC_MW_TYPE1 : ACT_DEALLOC_MW_TYPE2;
-	struct mw_want want = { type, false };
+	struct mw_want want = {type, false};
 	struct mw_rec *m;
 	int i, rc;
 
-	if (count_mw(c, type) <= MIN_MW || outbox_busy(c) || (i = pick_index(c, 2 * MAX_MW, mw_match, &want)) < 0)
+	if (count_mw(c, type) <= MIN_MW || outbox_busy(c) ||
+	    (i = pick_index(c, 2 * MAX_MW, mw_match, &want)) < 0)
 		return 0;
 	m = &c->mw[i];
 	c->stats.issued[a]++;
 	rc = hw_dealloc_mw(m->mw);
-	LOG(c, "c%d #%llu %s mw[%d] %s rkey=%x -> %d", c->id, (unsigned long long)c->seq, walk_action_names[a], i,
-	    m->state == MW_BOUND ? "bound" : "unbound", m->rkey, rc);
+	LOG(c, "c%d #%llu %s mw[%d] %s rkey=%x -> %d", c->id, (unsigned long long)c->seq,
+	    walk_action_names[a], i, m->state == MW_BOUND ? "bound" : "unbound", m->rkey, rc);
 	if (rc) {
 		count_error(c, a, rc);
 		if (c->cfg->verify)
-			walk_stats_fail(&c->stats, "client %d: ibv_dealloc_mw failed: %s", c->id, strerror(rc));
+			walk_stats_fail(&c->stats, "client %d: ibv_dealloc_mw failed: %s", c->id,
+					strerror(rc));
 		return 1;
 	}
 	c->pd[m->pd].users--;
@@ -482,8 +486,8 @@ static int do_dealloc_mw(struct walk_client *c, int type)
 static int do_bind_mw(struct walk_client *c, int type)
 {
 	enum walk_action a = type == 1 ? ACT_BIND_MW_TYPE1 : ACT_BIND_MW_TYPE2;
-	struct mw_want want = { type, true };
-	struct qp_want qw = { IBV_QPT_RC, -1, true, false, false };
+	struct mw_want want = {type, true};
+	struct qp_want qw = {IBV_QPT_RC, -1, true, false, false};
 	struct ibv_mw_bind_info info;
 	uint32_t start, len;
 	uint64_t wr_id;
@@ -494,22 +498,25 @@ static int do_bind_mw(struct walk_client *c, int type)
 	qw.pd = c->mw[i].pd;
 	if ((q = pick_index(c, MAX_QP, qp_match, &qw)) < 0 || (m = pick_mr(c, c->mw[i].pd, 1)) < 0)
 		return 0;
-	len = choose_range(c, c->mr[m].off, c->mr[m].len, (uint32_t)rng_range(&c->rng, 1, c->mr[m].len), false, 1,
-			   &start);
+	len = choose_range(c, c->mr[m].off, c->mr[m].len, (uint32_t)rng_range(&c->rng, 1, c->mr[m].len),
+			   false, 1, &start);
 	if (!len || (slot = alloc_wr(c, a, q, -1, &wr_id)) < 0)
 		return 0;
 	c->wr[slot].mw = (int8_t)i;
-	info = (struct ibv_mw_bind_info){
-		.mr = c->mr[m].mr, .addr = (uintptr_t)(c->buf + start), .length = len, .mw_access_flags = MW_ACCESS
-	};
+	info = (struct ibv_mw_bind_info){.mr = c->mr[m].mr,
+					 .addr = (uintptr_t)(c->buf + start),
+					 .length = len,
+					 .mw_access_flags = MW_ACCESS};
 	c->stats.issued[a]++;
 	if (type == 1) {
-		struct ibv_mw_bind bind = { .wr_id = wr_id, .send_flags = IBV_SEND_SIGNALED, .bind_info = info };
+		struct ibv_mw_bind bind = {
+		    .wr_id = wr_id, .send_flags = IBV_SEND_SIGNALED, .bind_info = info};
 
 		rc = hw_bind_mw(c->qp[q].qp, c->mw[i].mw, &bind);
 		c->mw[i].new_rkey = c->mw[i].mw->rkey;
 	} else {
-		struct ibv_send_wr wr = { .wr_id = wr_id, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED };
+		struct ibv_send_wr wr = {
+		    .wr_id = wr_id, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED};
 		struct ibv_send_wr *bad;
 
 		/* A new tag for every bind, so the previous rkey stops working. */
@@ -522,8 +529,8 @@ static int do_bind_mw(struct walk_client *c, int type)
 	if (!rc)
 		stats_inc(c->counters, STATS_POSTED);
 	LOG(c, "c%d #%llu %s mw[%d] qp=%u mr[%d] off=%u len=%u rkey=%x wr=%llx -> %d", c->id,
-	    (unsigned long long)c->seq, walk_action_names[a], i, c->qp[q].qp->qp_num, m, start, len, c->mw[i].new_rkey,
-	    (unsigned long long)wr_id, rc);
+	    (unsigned long long)c->seq, walk_action_names[a], i, c->qp[q].qp->qp_num, m, start, len,
+	    c->mw[i].new_rkey, (unsigned long long)wr_id, rc);
 	if (rc) {
 		release_wr(c, (uint32_t)slot);
 		count_error(c, a, rc);
@@ -559,7 +566,7 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type)
 	int p = pick_pd_for_new(c), i = qp_slot(c);
 	int scq = pick_index(c, MAX_CQ, any_cq, NULL), rcq = pick_index(c, MAX_CQ, any_cq, NULL);
 	int wr_max = c->dattr.max_qp_wr / 8, sge_max = c->dattr.max_sge / 2;
-	struct ibv_qp_init_attr init = { .qp_type = type };
+	struct ibv_qp_init_attr init = {.qp_type = type};
 	struct ibv_qp *qp;
 
 	if (p < 0 || i < 0 || scq < 0 || rcq < 0)
@@ -575,15 +582,15 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type)
 	qp = hw_create_qp(c->pd[p].pd, &init);
 	if (!qp)
 		return -2;
-	c->qp[i] = (struct qp_rec){ .used = true,
-				    .qp = qp,
-				    .type = type,
-				    .state = QP_CONNECTING,
-				    .pd = p,
-				    .scq = scq,
-				    .rcq = rcq,
-				    .cap = init.cap,
-				    .peer = -1 };
+	c->qp[i] = (struct qp_rec){.used = true,
+				   .qp = qp,
+				   .type = type,
+				   .state = QP_CONNECTING,
+				   .pd = p,
+				   .scq = scq,
+				   .rcq = rcq,
+				   .cap = init.cap,
+				   .peer = -1};
 	c->pd[p].users++;
 	c->cq[scq].users++;
 	c->cq[rcq].users++;
@@ -592,7 +599,8 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type)
 
 static int modify_init(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey)
 {
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = (uint8_t)c->cfg->port };
+	struct ibv_qp_attr attr = {
+	    .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = (uint8_t)c->cfg->port};
 	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
 
 	if (qp->qp_type == IBV_QPT_UD) {
@@ -636,7 +644,7 @@ int connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn)
 	fill_ah_attr(c, peer, &attr.ah_attr);
 	rc = hw_modify_qp(qp, &attr,
 			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+			      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 	if (rc)
 		return rc;
 	memset(&attr, 0, sizeof(attr));
@@ -647,8 +655,8 @@ int connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn)
 	attr.sq_psn = 0;
 	attr.max_rd_atomic = (uint8_t)rd_atom;
 	return hw_modify_qp(qp, &attr,
-			    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				    IBV_QP_MAX_QP_RD_ATOMIC);
+			    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 int walk_create_rc_responder(struct walk_client *c)
@@ -658,7 +666,7 @@ int walk_create_rc_responder(struct walk_client *c)
 
 static int do_create_rc_qp_pair(struct walk_client *c)
 {
-	struct walk_msg m = { .type = MSG_RC_REQUEST };
+	struct walk_msg m = {.type = MSG_RC_REQUEST};
 	int peer, q;
 
 	if (count_qp(c, IBV_QPT_RC, true) >= MAX_RC_INITIATED || outbox_busy(c) || qp_slot(c) < 0)
@@ -684,7 +692,7 @@ static int do_create_rc_qp_pair(struct walk_client *c)
 
 static int do_create_ud_qp(struct walk_client *c)
 {
-	struct walk_msg m = { .type = MSG_ADD_UD_QP };
+	struct walk_msg m = {.type = MSG_ADD_UD_QP};
 	struct ibv_qp_attr attr;
 	uint32_t qkey;
 	int q, rc;
@@ -712,8 +720,8 @@ static int do_create_ud_qp(struct walk_client *c)
 		attr.sq_psn = 0;
 		rc = hw_modify_qp(c->qp[q].qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
 	}
-	LOG(c, "c%d #%llu create_ud_qp qp=%u qkey=%x -> %d", c->id, (unsigned long long)c->seq, c->qp[q].qp->qp_num,
-	    qkey, rc);
+	LOG(c, "c%d #%llu create_ud_qp qp=%u qkey=%x -> %d", c->id, (unsigned long long)c->seq,
+	    c->qp[q].qp->qp_num, qkey, rc);
 	if (rc) {
 		count_error(c, ACT_CREATE_UD_QP, rc);
 		c->qp[q].state = QP_ERR; /* destroy_qp reclaims it */
@@ -730,7 +738,7 @@ static int do_create_ud_qp(struct walk_client *c)
 static void announce_down(struct walk_client *c, int q)
 {
 	struct qp_rec *r = &c->qp[q];
-	struct walk_msg m = { .qpn = r->qp->qp_num };
+	struct walk_msg m = {.qpn = r->qp->qp_num};
 
 	if (r->down_sent)
 		return;
@@ -757,7 +765,7 @@ static bool qp_for_error(struct walk_client *c, int i, const void *arg)
 
 static int do_modify_qp_error(struct walk_client *c)
 {
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
 	int q, rc;
 
 	if (outbox_busy(c) || (q = pick_index(c, MAX_QP, qp_for_error, NULL)) < 0)
@@ -838,8 +846,8 @@ static int do_destroy_qp(struct walk_client *c)
 	if (rc) {
 		count_error(c, ACT_DESTROY_QP, rc);
 		if (c->cfg->verify)
-			walk_stats_fail(&c->stats, "client %d: ibv_destroy_qp of QP %u failed: %s", c->id, qpn,
-					strerror(rc));
+			walk_stats_fail(&c->stats, "client %d: ibv_destroy_qp of QP %u failed: %s", c->id,
+					qpn, strerror(rc));
 		return 1;
 	}
 	count_ok(c, ACT_DESTROY_QP);
@@ -862,13 +870,13 @@ static int do_create_ah(struct walk_client *c)
 	fill_ah_attr(c, target, &attr);
 	c->stats.issued[ACT_CREATE_AH]++;
 	ah = hw_create_ah(c->pd[p].pd, &attr);
-	LOG(c, "c%d #%llu create_ah pd[%d] target=c%d lid=%u -> %s", c->id, (unsigned long long)c->seq, p, target,
-	    attr.dlid, ah ? "ok" : "error");
+	LOG(c, "c%d #%llu create_ah pd[%d] target=c%d lid=%u -> %s", c->id, (unsigned long long)c->seq, p,
+	    target, attr.dlid, ah ? "ok" : "error");
 	if (!ah) {
 		count_error(c, ACT_CREATE_AH, errno);
 		return 1;
 	}
-	c->ah[i] = (struct ah_rec){ .used = true, .ah = ah, .pd = p, .target = target };
+	c->ah[i] = (struct ah_rec){.used = true, .ah = ah, .pd = p, .target = target};
 	c->pd[p].users++;
 	count_ok(c, ACT_CREATE_AH);
 	return 1;
@@ -921,16 +929,17 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, uint32
 {
 	struct qp_rec *r = &c->qp[q];
 	struct ibv_sge sge[MAX_SGE_USED];
-	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND };
+	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND};
 	uint32_t capacity = r->credit[r->credit_head], start = 0, len = 0;
 	int m = -1, slot;
 
 	if (!empty) {
 		if ((m = pick_mr(c, r->pd, 1)) < 0)
 			return 0;
-		len = choose_range(c, c->mr[m].off, c->mr[m].len,
-				   (uint32_t)rng_range(&c->rng, 1, capacity < RC_MSG_MAX ? capacity : RC_MSG_MAX), false,
-				   1, &start);
+		len = choose_range(
+		    c, c->mr[m].off, c->mr[m].len,
+		    (uint32_t)rng_range(&c->rng, 1, capacity < RC_MSG_MAX ? capacity : RC_MSG_MAX), false, 1,
+		    &start);
 		if (!len)
 			return 0;
 	}
@@ -976,9 +985,9 @@ static bool rud_of(struct walk_client *c, int i, const void *arg)
 static int do_send(struct walk_client *c)
 {
 	bool ud = rng_bernoulli(&c->rng, MSG_UD_PROBABILITY);
-	struct qp_want qw = { ud ? IBV_QPT_UD : IBV_QPT_RC, -1, true, false, !ud };
+	struct qp_want qw = {ud ? IBV_QPT_UD : IBV_QPT_RC, -1, true, false, !ud};
 	struct ibv_sge sge[MAX_SGE_USED];
-	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND };
+	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND};
 	struct ud_dest d;
 	uint32_t start;
 	int q, m, ah, rud, slot;
@@ -1041,7 +1050,7 @@ static int do_send_with_inv(struct walk_client *c)
 
 	if ((k = pick_index(c, MAX_REMOTE_KEYS, rkey_kind2, NULL)) < 0)
 		return 0;
-	w = (struct reach){ &c->rkeys[k], true };
+	w = (struct reach){&c->rkeys[k], true};
 	if ((q = pick_index(c, MAX_QP, qp_reaches, &w)) < 0)
 		return 0;
 	if (!post_rc_send(c, ACT_SEND_WITH_INV, q, c->rkeys[k].rkey, rng_bernoulli(&c->rng, 0.5)))
@@ -1053,9 +1062,9 @@ static int do_send_with_inv(struct walk_client *c)
 static int do_recv(struct walk_client *c)
 {
 	bool ud = rng_bernoulli(&c->rng, MSG_UD_PROBABILITY);
-	struct qp_want qw = { ud ? IBV_QPT_UD : IBV_QPT_RC, -1, false, true, false };
+	struct qp_want qw = {ud ? IBV_QPT_UD : IBV_QPT_RC, -1, false, true, false};
 	struct ibv_sge sge[MAX_SGE_USED];
-	struct ibv_recv_wr wr = { 0 }, *bad;
+	struct ibv_recv_wr wr = {0}, *bad;
 	uint32_t start, len, want;
 	int q, m, slot, rc;
 
@@ -1086,11 +1095,11 @@ static int do_recv(struct walk_client *c)
 	c->mr[m].inflight++;
 	if (!ud) {
 		/* Receive credit: the peer may now send up to len bytes once. */
-		struct walk_msg msg = { .type = MSG_CREDIT,
-					.dst = (uint16_t)c->qp[q].peer,
-					.qpn = c->qp[q].qp->qp_num,
-					.peer_qpn = c->qp[q].peer_qpn,
-					.bytes = len };
+		struct walk_msg msg = {.type = MSG_CREDIT,
+				       .dst = (uint16_t)c->qp[q].peer,
+				       .qpn = c->qp[q].qp->qp_num,
+				       .peer_qpn = c->qp[q].peer_qpn,
+				       .bytes = len};
 
 		publish(c, &msg);
 	}
@@ -1110,7 +1119,7 @@ struct rdma_target {
 /* A remote region of at least min_len bytes that one of our QPs can reach. */
 static bool rkey_reachable(struct walk_client *c, int i, const void *arg)
 {
-	struct reach w = { &c->rkeys[i], false };
+	struct reach w = {&c->rkeys[i], false};
 
 	if (!c->rkeys[i].used || c->rkeys[i].len < *(const uint32_t *)arg)
 		return false;
@@ -1127,7 +1136,7 @@ static bool pick_target(struct walk_client *c, uint32_t min_len, struct rdma_tar
 
 	if ((t->k = pick_index(c, MAX_REMOTE_KEYS, rkey_reachable, &min_len)) < 0)
 		return false;
-	w = (struct reach){ &c->rkeys[t->k], false };
+	w = (struct reach){&c->rkeys[t->k], false};
 	if ((t->q = pick_index(c, MAX_QP, qp_reaches, &w)) < 0)
 		return false;
 	return (t->m = pick_mr(c, c->qp[t->q].pd, min_len)) >= 0;
@@ -1151,7 +1160,8 @@ static bool mr_covers(struct walk_client *c, int i, const void *arg)
 	const struct mr_rec *m = &c->mr[i];
 	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
 
-	return m->used && m->pd == w->pd && m->off <= slot_off && m->off + m->len >= slot_off + CHECK_SLOT / 2;
+	return m->used && m->pd == w->pd && m->off <= slot_off &&
+	       m->off + m->len >= slot_off + CHECK_SLOT / 2;
 }
 
 /*
@@ -1161,8 +1171,9 @@ static bool mr_covers(struct walk_client *c, int i, const void *arg)
 static int checked_write(struct walk_client *c)
 {
 	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
-	struct check_want cw = { slot_off + CHECK_SLOT / 2, slot_off, (uint32_t)rng_range(&c->rng, 8, CHECK_SLOT / 4) };
-	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_WRITE, .num_sge = 1 };
+	struct check_want cw = {slot_off + CHECK_SLOT / 2, slot_off,
+				(uint32_t)rng_range(&c->rng, 8, CHECK_SLOT / 4)};
+	struct ibv_send_wr wr = {.opcode = IBV_WR_RDMA_WRITE, .num_sge = 1};
 	struct ibv_sge src, dst;
 	const struct rkey_rec *k;
 	struct mr_want mw;
@@ -1172,16 +1183,16 @@ static int checked_write(struct walk_client *c)
 	if ((ki = pick_index(c, MAX_REMOTE_KEYS, rkey_covers, &cw)) < 0)
 		return 0;
 	k = &c->rkeys[ki];
-	w = (struct reach){ k, false };
+	w = (struct reach){k, false};
 	if ((q = pick_index(c, MAX_QP, qp_reaches, &w)) < 0)
 		return 0;
-	mw = (struct mr_want){ c->qp[q].pd, 1 };
+	mw = (struct mr_want){c->qp[q].pd, 1};
 	if ((m = pick_index(c, MAX_MR, mr_covers, &mw)) < 0 ||
 	    c->qp[q].send_inflight + 2 > (int)c->qp[q].cap.max_send_wr ||
 	    c->cq[c->qp[q].scq].outstanding + 2 > c->cq[c->qp[q].scq].cqe || c->nfree_wr < 2)
 		return 0;
-	src = (struct ibv_sge){ (uintptr_t)(c->buf + slot_off), cw.len, c->mr[m].mr->lkey };
-	dst = (struct ibv_sge){ (uintptr_t)(c->buf + slot_off + CHECK_SLOT / 4), cw.len, c->mr[m].mr->lkey };
+	src = (struct ibv_sge){(uintptr_t)(c->buf + slot_off), cw.len, c->mr[m].mr->lkey};
+	dst = (struct ibv_sge){(uintptr_t)(c->buf + slot_off + CHECK_SLOT / 4), cw.len, c->mr[m].mr->lkey};
 	c->check_seed = rng_next(&c->rng);
 	c->check_len = cw.len;
 	fill_pattern(c->buf + slot_off, cw.len, c->check_seed);
@@ -1193,7 +1204,7 @@ static int checked_write(struct walk_client *c)
 	c->wr[ws].check = true;
 	if (post_send_wr(c, ACT_WRITE, q, m, &wr, ws))
 		return 1;
-	wr = (struct ibv_send_wr){ .opcode = IBV_WR_RDMA_READ, .sg_list = &dst, .num_sge = 1 };
+	wr = (struct ibv_send_wr){.opcode = IBV_WR_RDMA_READ, .sg_list = &dst, .num_sge = 1};
 	wr.wr.rdma.remote_addr = remote_addr(k, cw.remote_off);
 	wr.wr.rdma.rkey = k->rkey;
 	rs = alloc_wr(c, ACT_READ, q, m, &wr.wr_id);
@@ -1202,8 +1213,8 @@ static int checked_write(struct walk_client *c)
 	c->check_write_ok = false;
 	if (post_send_wr(c, ACT_READ, q, m, &wr, rs))
 		c->check_busy = false;
-	LOG(c, "c%d #%llu checked write to c%d rkey=%x len=%u seed=%llx", c->id, (unsigned long long)c->seq, k->owner,
-	    k->rkey, cw.len, (unsigned long long)c->check_seed);
+	LOG(c, "c%d #%llu checked write to c%d rkey=%x len=%u seed=%llx", c->id, (unsigned long long)c->seq,
+	    k->owner, k->rkey, cw.len, (unsigned long long)c->check_seed);
 	return 1;
 }
 
@@ -1211,12 +1222,13 @@ static int do_read_write(struct walk_client *c, enum walk_action a)
 {
 	uint32_t want = rdma_lengths[rng_range(&c->rng, 0, 3)], lstart, rstart, len;
 	struct ibv_sge sge[MAX_SGE_USED];
-	struct ibv_send_wr wr = { .opcode = a == ACT_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE };
+	struct ibv_send_wr wr = {.opcode = a == ACT_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE};
 	struct rdma_target t;
 	const struct rkey_rec *k;
 	int slot;
 
-	if (a == ACT_WRITE && c->cfg->verify && !c->check_busy && rng_bernoulli(&c->rng, 0.5) && checked_write(c))
+	if (a == ACT_WRITE && c->cfg->verify && !c->check_busy && rng_bernoulli(&c->rng, 0.5) &&
+	    checked_write(c))
 		return 1;
 	if (!pick_target(c, 1, &t))
 		return 0;
@@ -1238,8 +1250,8 @@ static int do_read_write(struct walk_client *c, enum walk_action a)
 
 static int do_atomic(struct walk_client *c, enum walk_action a)
 {
-	struct ibv_send_wr wr = { .opcode = a == ACT_FETCH_ADD ? IBV_WR_ATOMIC_FETCH_AND_ADD
-							       : IBV_WR_ATOMIC_CMP_AND_SWP };
+	struct ibv_send_wr wr = {.opcode = a == ACT_FETCH_ADD ? IBV_WR_ATOMIC_FETCH_AND_ADD
+							      : IBV_WR_ATOMIC_CMP_AND_SWP};
 	struct ibv_sge sge;
 	struct rdma_target t;
 	uint32_t lstart, rstart;
@@ -1252,7 +1264,7 @@ static int do_atomic(struct walk_client *c, enum walk_action a)
 		return 0;
 	if ((slot = alloc_wr(c, a, t.q, t.m, &wr.wr_id)) < 0)
 		return 0;
-	sge = (struct ibv_sge){ (uintptr_t)(c->buf + lstart), 8, c->mr[t.m].mr->lkey };
+	sge = (struct ibv_sge){(uintptr_t)(c->buf + lstart), 8, c->mr[t.m].mr->lkey};
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.wr.atomic.remote_addr = remote_addr(&c->rkeys[t.k], rstart);
@@ -1270,9 +1282,10 @@ static int do_atomic(struct walk_client *c, enum walk_action a)
  */
 int post_probe(struct walk_client *c, const struct walk_msg *m)
 {
-	struct rkey_rec k = { .owner = m->src, .kind = m->kind, .rkey = m->rkey, .pd_id = m->pd_id, .qpn = m->qpn };
-	struct reach w = { &k, false };
-	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_READ };
+	struct rkey_rec k = {
+	    .owner = m->src, .kind = m->kind, .rkey = m->rkey, .pd_id = m->pd_id, .qpn = m->qpn};
+	struct reach w = {&k, false};
+	struct ibv_send_wr wr = {.opcode = IBV_WR_RDMA_READ};
 	struct ibv_sge sge;
 	uint32_t lstart;
 	int q, mr, slot;
@@ -1286,14 +1299,15 @@ int post_probe(struct walk_client *c, const struct walk_msg *m)
 	c->wr[slot].probe = true;
 	c->wr[slot].probe_rkey = m->rkey;
 	c->wr[slot].probe_owner = m->src;
-	sge = (struct ibv_sge){ (uintptr_t)(c->buf + lstart), 8, c->mr[mr].mr->lkey };
+	sge = (struct ibv_sge){(uintptr_t)(c->buf + lstart), 8, c->mr[mr].mr->lkey};
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.wr.rdma.remote_addr = m->addr;
 	wr.wr.rdma.rkey = m->rkey;
 	if (post_send_wr(c, ACT_READ, q, mr, &wr, slot) == 0) {
 		c->probe_busy = true;
-		LOG(c, "c%d probe of removed rkey %x of c%d qp=%u", c->id, m->rkey, m->src, c->qp[q].qp->qp_num);
+		LOG(c, "c%d probe of removed rkey %x of c%d qp=%u", c->id, m->rkey, m->src,
+		    c->qp[q].qp->qp_num);
 	}
 	return 1;
 }

@@ -29,12 +29,12 @@ void walk_bus_free(struct walk_bus *b);
 /* Frame types on the hub connection (besides walk_msg frames). */
 enum walk_frame {
 	FRAME_HELLO = 1, /* child -> hub: struct walk_hello */
-	FRAME_TABLE, /* hub -> child: struct walk_peer_addr[clients] */
-	FRAME_MSG, /* struct walk_msg, either way */
-	FRAME_QUIESCED, /* child -> hub: stopped issuing */
-	FRAME_GO_DOWN, /* hub -> child: everyone stopped, tear down */
-	FRAME_STATS, /* child -> hub: struct walk_stats */
-	FRAME_BYE, /* hub -> child: done */
+	FRAME_TABLE,	 /* hub -> child: struct walk_peer_addr[clients] */
+	FRAME_MSG,	 /* struct walk_msg, either way */
+	FRAME_QUIESCED,	 /* child -> hub: stopped issuing */
+	FRAME_GO_DOWN,	 /* hub -> child: everyone stopped, tear down */
+	FRAME_STATS,	 /* child -> hub: struct walk_stats */
+	FRAME_BYE,	 /* hub -> child: done */
 };
 
 struct walk_hello {

@@ -16,10 +16,10 @@
 #include <string.h>
 #include <time.h>
 
-#define LOG(c, ...) walk_history_add(&(c)->hist, __VA_ARGS__)
-#define MAX_REDRAWS 1000
+#define LOG(c, ...)	  walk_history_add(&(c)->hist, __VA_ARGS__)
+#define MAX_REDRAWS	  1000
 #define FLUSH_DEADLINE_NS (3ULL * 1000000000ULL)
-#define DRAIN_TIMEOUT_NS (5ULL * 1000000000ULL)
+#define DRAIN_TIMEOUT_NS  (5ULL * 1000000000ULL)
 #define PROBE_PROBABILITY 0.3
 
 uint64_t walk_now_ns(void)
@@ -65,7 +65,8 @@ int walk_client_open(struct walk_client *c)
 static int find_mw_by_rkey(struct walk_client *c, uint32_t rkey)
 {
 	for (int i = 0; i < 2 * MAX_MW; i++)
-		if (c->mw[i].used && c->mw[i].type == 2 && c->mw[i].state == MW_BOUND && c->mw[i].rkey == rkey)
+		if (c->mw[i].used && c->mw[i].type == 2 && c->mw[i].state == MW_BOUND &&
+		    c->mw[i].rkey == rkey)
 			return i;
 	return -1;
 }
@@ -73,14 +74,14 @@ static int find_mw_by_rkey(struct walk_client *c, uint32_t rkey)
 static void publish_mw(struct walk_client *c, int i, int type)
 {
 	struct mw_rec *m = &c->mw[i];
-	struct walk_msg msg = { .type = (uint16_t)type,
-				.kind = (uint16_t)m->type,
-				.rkey = m->rkey,
-				.pd_id = c->pd[m->pd].id,
-				.qpn = m->qp >= 0 ? c->qp[m->qp].qp->qp_num : 0,
-				.bytes = (uint32_t)(m->addr - (uintptr_t)c->buf),
-				.addr = m->addr,
-				.length = m->len };
+	struct walk_msg msg = {.type = (uint16_t)type,
+			       .kind = (uint16_t)m->type,
+			       .rkey = m->rkey,
+			       .pd_id = c->pd[m->pd].id,
+			       .qpn = m->qp >= 0 ? c->qp[m->qp].qp->qp_num : 0,
+			       .bytes = (uint32_t)(m->addr - (uintptr_t)c->buf),
+			       .addr = m->addr,
+			       .length = m->len};
 
 	broadcast(c, &msg);
 }
@@ -128,10 +129,11 @@ static void check_done(struct walk_client *c, const struct wr_rec *w, enum ibv_w
 
 		while (at < c->check_len && expect[at] == got[at])
 			at++;
-		walk_stats_fail(&c->stats,
-				"client %d: data check failed: %u-byte WRITE (seed %llx) read back differs at byte %u "
-				"(%02x, expected %02x)",
-				c->id, c->check_len, (unsigned long long)c->check_seed, at, got[at], expect[at]);
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d: data check failed: %u-byte WRITE (seed %llx) read back differs at byte %u "
+		    "(%02x, expected %02x)",
+		    c->id, c->check_len, (unsigned long long)c->check_seed, at, got[at], expect[at]);
 	}
 }
 
@@ -146,10 +148,11 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		LOG(c, "c%d completion for unknown wr=%llx status=%s", c->id, (unsigned long long)wc->wr_id,
 		    ibv_wc_status_str(wc->status));
 		if (!c->cfg->allow_outstanding_ops)
-			walk_stats_fail(&c->stats,
-					"client %d: completion for wr_id %llx (qp %u, %s) that is not outstanding: "
-					"a duplicate or a WR never posted",
-					c->id, (unsigned long long)wc->wr_id, wc->qp_num, ibv_wc_status_str(wc->status));
+			walk_stats_fail(
+			    &c->stats,
+			    "client %d: completion for wr_id %llx (qp %u, %s) that is not outstanding: "
+			    "a duplicate or a WR never posted",
+			    c->id, (unsigned long long)wc->wr_id, wc->qp_num, ibv_wc_status_str(wc->status));
 		return;
 	}
 	w = &c->wr[slot];
@@ -158,8 +161,8 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		c->stats.wc[w->action][wc->status]++;
 	else
 		c->stats.wc_other++;
-	LOG(c, "c%d cqe %s wr=%llx qp=%u %s", c->id, walk_action_names[w->action], (unsigned long long)wc->wr_id,
-	    wc->qp_num, ibv_wc_status_str(wc->status));
+	LOG(c, "c%d cqe %s wr=%llx qp=%u %s", c->id, walk_action_names[w->action],
+	    (unsigned long long)wc->wr_id, wc->qp_num, ibv_wc_status_str(wc->status));
 	if (w->is_recv) {
 		r->recv_inflight--;
 		c->cq[r->rcq].outstanding--;
@@ -195,8 +198,8 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		c->probe_busy = false;
 		if (ok) {
 			/* Only the owner knows whether it issued the key value again. */
-			struct walk_msg hit = { .type = MSG_PROBE_HIT, .dst = (uint16_t)w->probe_owner,
-						.rkey = w->probe_rkey };
+			struct walk_msg hit = {
+			    .type = MSG_PROBE_HIT, .dst = (uint16_t)w->probe_owner, .rkey = w->probe_rkey};
 
 			publish(c, &hit);
 		}
@@ -242,11 +245,13 @@ static void check_flush_deadlines(struct walk_client *c)
 	for (int q = 0; q < MAX_QP; q++) {
 		struct qp_rec *r = &c->qp[q];
 
-		if (!r->used || r->state != QP_ERR || !r->err_since_ns || !(r->send_inflight + r->recv_inflight))
+		if (!r->used || r->state != QP_ERR || !r->err_since_ns ||
+		    !(r->send_inflight + r->recv_inflight))
 			continue;
 		if (now - r->err_since_ns > FLUSH_DEADLINE_NS) {
-			walk_stats_fail(&c->stats, "client %d: QP %u still has %d send and %d receive WRs 3 s after "
-						   "entering ERR (they must flush)",
+			walk_stats_fail(&c->stats,
+					"client %d: QP %u still has %d send and %d receive WRs 3 s after "
+					"entering ERR (they must flush)",
 					c->id, r->qp->qp_num, r->send_inflight, r->recv_inflight);
 			r->err_since_ns = 0;
 		}
@@ -265,7 +270,7 @@ static int qp_by_num(struct walk_client *c, uint32_t qpn)
 
 static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 {
-	struct walk_msg reply = { .type = MSG_RC_REPLY, .dst = m->src, .peer_qpn = m->qpn };
+	struct walk_msg reply = {.type = MSG_RC_REPLY, .dst = m->src, .peer_qpn = m->qpn};
 	int q = -1;
 
 	/* Responders may exceed the initiator bound; only the table limits them. */
@@ -288,14 +293,14 @@ static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 		reply.qpn = r->qp->qp_num;
 		reply.pd_id = c->pd[r->pd].id;
 	}
-	LOG(c, "c%d rc request from c%d qp=%u -> %s qp=%u", c->id, m->src, m->qpn, q >= 0 ? "accepted" : "refused",
-	    reply.qpn);
+	LOG(c, "c%d rc request from c%d qp=%u -> %s qp=%u", c->id, m->src, m->qpn,
+	    q >= 0 ? "accepted" : "refused", reply.qpn);
 	publish(c, &reply);
 }
 
 static void on_rc_reply(struct walk_client *c, const struct walk_msg *m)
 {
-	struct walk_msg ready = { .type = MSG_RC_READY, .dst = m->src, .peer_qpn = m->qpn };
+	struct walk_msg ready = {.type = MSG_RC_READY, .dst = m->src, .peer_qpn = m->qpn};
 	int q = qp_by_num(c, m->peer_qpn), rc;
 	struct qp_rec *r;
 
@@ -330,15 +335,15 @@ static void add_rkey(struct walk_client *c, const struct walk_msg *m)
 {
 	for (int i = 0; i < MAX_REMOTE_KEYS; i++)
 		if (!c->rkeys[i].used) {
-			c->rkeys[i] = (struct rkey_rec){ .used = true,
-							 .owner = m->src,
-							 .kind = m->kind,
-							 .rkey = m->rkey,
-							 .pd_id = m->pd_id,
-							 .qpn = m->qpn,
-							 .off = m->bytes,
-							 .addr = m->addr,
-							 .len = m->length };
+			c->rkeys[i] = (struct rkey_rec){.used = true,
+							.owner = m->src,
+							.kind = m->kind,
+							.rkey = m->rkey,
+							.pd_id = m->pd_id,
+							.qpn = m->qpn,
+							.off = m->bytes,
+							.addr = m->addr,
+							.len = m->length};
 			return;
 		}
 }
@@ -386,7 +391,7 @@ static void handle_msg(struct walk_client *c, const struct walk_msg *m)
 	case MSG_ADD_UD_QP:
 		for (int i = 0; i < MAX_REMOTE_UD; i++)
 			if (!c->ruds[i].used) {
-				c->ruds[i] = (struct rud_rec){ true, m->src, m->qpn, m->qkey };
+				c->ruds[i] = (struct rud_rec){true, m->src, m->qpn, m->qkey};
 				break;
 			}
 		break;
@@ -397,10 +402,11 @@ static void handle_msg(struct walk_client *c, const struct walk_msg *m)
 		break;
 	case MSG_PROBE_HIT:
 		if (key_removed_last(c, m->rkey) == 1)
-			walk_stats_fail(&c->stats,
-					"client %d: client %d READ through rkey %x after it was removed (dereg, dealloc "
-					"or invalidate) and before it was issued again; expected REM_ACCESS_ERR",
-					c->id, m->src, m->rkey);
+			walk_stats_fail(
+			    &c->stats,
+			    "client %d: client %d READ through rkey %x after it was removed (dereg, dealloc "
+			    "or invalidate) and before it was issued again; expected REM_ACCESS_ERR",
+			    c->id, m->src, m->rkey);
 		break;
 	case MSG_CREDIT:
 		q = qp_by_num(c, m->peer_qpn);
@@ -432,8 +438,11 @@ static int bootstrap(struct walk_client *c)
 	static const struct {
 		enum walk_action a;
 		int n;
-	} boot[] = { { ACT_CREATE_CQ, MIN_CQ },	   { ACT_ALLOC_PD, MIN_PD },	     { ACT_REG_MR, MIN_MR },
-		     { ACT_ALLOC_MW_TYPE1, MIN_MW }, { ACT_ALLOC_MW_TYPE2, MIN_MW } };
+	} boot[] = {{ACT_CREATE_CQ, MIN_CQ},
+		    {ACT_ALLOC_PD, MIN_PD},
+		    {ACT_REG_MR, MIN_MR},
+		    {ACT_ALLOC_MW_TYPE1, MIN_MW},
+		    {ACT_ALLOC_MW_TYPE2, MIN_MW}};
 
 	for (size_t i = 0; i < sizeof(boot) / sizeof(boot[0]); i++) {
 		if (boot[i].a == ACT_ALLOC_MW_TYPE2 && !c->type2)
@@ -491,7 +500,7 @@ static void one_step(struct walk_client *c, bool lockstep)
 static void move_all_to_error(struct walk_client *c)
 {
 	for (int q = 0; q < MAX_QP; q++) {
-		struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+		struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
 		struct qp_rec *r = &c->qp[q];
 
 		if (!r->used || r->state == QP_ERR)
@@ -506,7 +515,8 @@ static void move_all_to_error(struct walk_client *c)
 static void destroy_failed(struct walk_client *c, const char *what, int rc)
 {
 	c->stats.destroy_failures++;
-	walk_stats_fail(&c->stats, "client %d: at shutdown %s returned %d (%s)", c->id, what, rc, strerror(rc));
+	walk_stats_fail(&c->stats, "client %d: at shutdown %s returned %d (%s)", c->id, what, rc,
+			strerror(rc));
 }
 
 /* Destroys everything in dependency order; every destroy must return 0. */
@@ -520,7 +530,8 @@ static void teardown(struct walk_client *c)
 		if (!poll_all(c))
 			sched_yield();
 	if (c->inflight && !c->cfg->allow_outstanding_ops)
-		walk_stats_fail(&c->stats, "client %d: %d WRs never completed within 5 s of their QP entering ERR",
+		walk_stats_fail(&c->stats,
+				"client %d: %d WRs never completed within 5 s of their QP entering ERR",
 				c->id, c->inflight);
 	for (int i = 0; i < 2 * MAX_MW; i++)
 		if (c->mw[i].used && (rc = hw_dealloc_mw(c->mw[i].mw)))
@@ -561,7 +572,8 @@ int walk_client_run(struct walk_client *c)
 	uint64_t steps = 0;
 
 	if (bootstrap(c)) {
-		walk_stats_fail(&c->stats, "client %d: cannot create the minimum objects (CQs, PDs, MRs, MWs)", c->id);
+		walk_stats_fail(&c->stats,
+				"client %d: cannot create the minimum objects (CQs, PDs, MRs, MWs)", c->id);
 	} else {
 		while (!atomic_load_explicit(c->stop, memory_order_relaxed) &&
 		       (c->cfg->steps ? steps < c->cfg->steps : walk_now_ns() < end)) {

@@ -5,29 +5,30 @@
 
 #include "cmd/walk/walk.h"
 
-#define BUF_SIZE (16u << 20) /* the per-client memory MRs are carved from */
+#define BUF_SIZE   (16u << 20) /* the per-client memory MRs are carved from */
 #define CHECK_SLOT (16u << 10) /* --verify: one slot per writer at the end */
 #define ZONE_START (BUF_SIZE - WALK_MAX_CLIENTS * CHECK_SLOT)
 
 /* Object bounds (the original's): minimums are bootstrapped. */
-#define MIN_CQ 2
-#define MAX_CQ 5
-#define MIN_PD 2
-#define MAX_PD 5
-#define MIN_MR 2
-#define MAX_MR 10
-#define MIN_MW 1
-#define MAX_MW 30 /* per type */
-#define MAX_RC_INITIATED 10
-#define MAX_QP 96 /* RC initiated + responders (which may exceed) + UD */
-#define MAX_UD 8
-#define MAX_AH 16
-#define MAX_REMOTE_KEYS 1024
-#define MAX_REMOTE_UD (MAX_UD * WALK_MAX_CLIENTS)
-#define MAX_WR 8192
-#define CREDITS 32
+#define MIN_CQ		  2
+#define MAX_CQ		  5
+#define MIN_PD		  2
+#define MAX_PD		  5
+#define MIN_MR		  2
+#define MAX_MR		  10
+#define MIN_MW		  1
+#define MAX_MW		  30 /* per type */
+#define MAX_RC_INITIATED  10
+#define MAX_QP		  96 /* RC initiated + responders (which may exceed) + UD */
+#define MAX_UD		  8
+#define MAX_AH		  16
+#define MAX_REMOTE_KEYS	  1024
+#define MAX_REMOTE_UD	  (MAX_UD * WALK_MAX_CLIENTS)
+#define MAX_WR		  8192
+#define CREDITS		  32
 #define OUTBOX_SOFT_LIMIT 256
-#define KEY_EVENTS 4096 /* --verify: recent rkey issues and removals */ /* beyond this, actions that publish redraw */
+#define KEY_EVENTS                                                                                           \
+	4096 /* --verify: recent rkey issues and removals */ /* beyond this, actions that publish redraw */
 
 struct cq_rec {
 	bool used;

@@ -43,7 +43,7 @@ static int child_main(const struct walk_config *cfg, int id, int port)
 {
 	struct walk_peer_addr *peers = calloc((size_t)cfg->clients, sizeof(*peers));
 	struct walk_client *c = calloc(1, sizeof(*c));
-	struct walk_hello hello = { .id = (uint32_t)id };
+	struct walk_hello hello = {.id = (uint32_t)id};
 	struct oob_conn *conn = NULL;
 	char addr[32];
 	uint16_t type;
@@ -55,14 +55,18 @@ static int child_main(const struct walk_config *cfg, int id, int port)
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	if (oob_connect(addr, CONNECT_TIMEOUT_MS, &conn))
 		goto out;
-	*c = (struct walk_client){ .id = id, .clients = cfg->clients, .cfg = cfg, .peers = peers, .stop = &walk_stop,
-				   .barrier = hub_barrier };
+	*c = (struct walk_client){.id = id,
+				  .clients = cfg->clients,
+				  .cfg = cfg,
+				  .peers = peers,
+				  .stop = &walk_stop,
+				  .barrier = hub_barrier};
 	if (walk_client_open(c)) {
 		fprintf(stderr, "rdmatool walk: client %d cannot open its device\n", id);
 		goto out;
 	}
 	walk_register_crash_histories(c, 1);
-	hello.addr = (struct walk_peer_addr){ .gid = c->gid, .lid = c->pattr.lid, .valid = true };
+	hello.addr = (struct walk_peer_addr){.gid = c->gid, .lid = c->pattr.lid, .valid = true};
 	if (oob_send(conn, FRAME_HELLO, &hello, sizeof(hello)) ||
 	    oob_recv(conn, &type, peers, (uint32_t)(sizeof(*peers) * (size_t)cfg->clients), &len, -1) ||
 	    type != FRAME_TABLE || len != sizeof(*peers) * (size_t)cfg->clients)
@@ -115,8 +119,9 @@ static int hub_accept(struct hub *h, struct oob_listener *l, struct walk_peer_ad
 
 		if (oob_accept(l, CONNECT_TIMEOUT_MS, &conn))
 			return -ETIMEDOUT;
-		if (oob_recv(conn, &type, &hello, sizeof(hello), &len, CONNECT_TIMEOUT_MS) || type != FRAME_HELLO ||
-		    len != sizeof(hello) || hello.id >= (uint32_t)h->n || h->conn[hello.id]) {
+		if (oob_recv(conn, &type, &hello, sizeof(hello), &len, CONNECT_TIMEOUT_MS) ||
+		    type != FRAME_HELLO || len != sizeof(hello) || hello.id >= (uint32_t)h->n ||
+		    h->conn[hello.id]) {
 			oob_close(conn);
 			return -EPROTO;
 		}
@@ -163,7 +168,8 @@ static void hub_loop(struct hub *h, struct walk_result *res, void *buf, uint32_t
 				if (!h->reported[i]) {
 					h->reported[i] = true;
 					h->nreported++;
-					walk_stats_fail(&res->total, "client %d: its process ended without reporting", i);
+					walk_stats_fail(&res->total,
+							"client %d: its process ended without reporting", i);
 				}
 				hub_client_done(h, i);
 				continue;
@@ -175,7 +181,8 @@ static void hub_loop(struct hub *h, struct walk_result *res, void *buf, uint32_t
 					oob_send(h->conn[m->dst], FRAME_MSG, m, len);
 			} else if (type == FRAME_QUIESCED) {
 				hub_client_done(h, i);
-			} else if (type == FRAME_STATS && len == sizeof(struct walk_stats) && !h->reported[i]) {
+			} else if (type == FRAME_STATS && len == sizeof(struct walk_stats) &&
+				   !h->reported[i]) {
 				struct walk_stats *s = buf;
 
 				s->nfailures = s->nfailures < 0 ? 0 : s->nfailures;
@@ -192,7 +199,7 @@ static void hub_loop(struct hub *h, struct walk_result *res, void *buf, uint32_t
 int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, const char *cmd)
 {
 	int n = cfg->clients, rc = 0;
-	struct hub h = { .n = n };
+	struct hub h = {.n = n};
 	struct oob_listener *l = NULL;
 	struct walk_peer_addr *table = calloc((size_t)n, sizeof(*table));
 	pid_t *pid = calloc((size_t)n, sizeof(*pid));
@@ -226,7 +233,8 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 			_exit(status);
 		}
 		if (pid[i] < 0) {
-			rc = run_error(cmd, "cannot start client %d: %s; use fewer --clients", i, strerror(errno));
+			rc = run_error(cmd, "cannot start client %d: %s; use fewer --clients", i,
+				       strerror(errno));
 			break;
 		}
 	}
@@ -246,7 +254,8 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 		while (waitpid(pid[i], &status, 0) < 0 && errno == EINTR)
 			;
 		if (!rc && WIFSIGNALED(status))
-			walk_stats_fail(&res->total, "client %d: its process died of signal %d", i, WTERMSIG(status));
+			walk_stats_fail(&res->total, "client %d: its process died of signal %d", i,
+					WTERMSIG(status));
 	}
 	res->wall_s = (double)(walk_now_ns() - start) / 1e9;
 out:

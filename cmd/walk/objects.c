@@ -8,7 +8,8 @@
 #include <string.h>
 
 /* Uniform choice among indices i < n with ok(i); -1 if none (reservoir sampling). */
-int pick_index(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *), const void *arg)
+int pick_index(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *),
+	       const void *arg)
 {
 	int chosen = -1, seen = 0;
 

@@ -14,8 +14,9 @@ void walk_print_header(const struct walk_config *cfg, const char *device, bool t
 {
 	if (global_opts.json || global_opts.quiet)
 		return;
-	printf("walk: device %s, seed %llu, %d client%s, %s%s\n", device, (unsigned long long)cfg->seed, cfg->clients,
-	       cfg->clients == 1 ? "" : "s", cfg->multinode ? "one process each" : "threads of one process",
+	printf("walk: device %s, seed %llu, %d client%s, %s%s\n", device, (unsigned long long)cfg->seed,
+	       cfg->clients, cfg->clients == 1 ? "" : "s",
+	       cfg->multinode ? "one process each" : "threads of one process",
 	       cfg->verify ? ", --verify" : "");
 	if (cfg->steps)
 		printf("walk: %llu steps per client\n", (unsigned long long)cfg->steps);
@@ -31,12 +32,30 @@ void walk_print_header(const struct walk_config *cfg, const char *device, bool t
 
 /* JSON keys: the enum's own names (the text report uses ibv_wc_status_str). */
 static const char *const wc_enum_names[WALK_WC_STATUSES] = {
-	"IBV_WC_SUCCESS",	    "IBV_WC_LOC_LEN_ERR",	"IBV_WC_LOC_QP_OP_ERR",	   "IBV_WC_LOC_EEC_OP_ERR",
-	"IBV_WC_LOC_PROT_ERR",	    "IBV_WC_WR_FLUSH_ERR",	"IBV_WC_MW_BIND_ERR",	   "IBV_WC_BAD_RESP_ERR",
-	"IBV_WC_LOC_ACCESS_ERR",    "IBV_WC_REM_INV_REQ_ERR",	"IBV_WC_REM_ACCESS_ERR",   "IBV_WC_REM_OP_ERR",
-	"IBV_WC_RETRY_EXC_ERR",	    "IBV_WC_RNR_RETRY_EXC_ERR", "IBV_WC_LOC_RDD_VIOL_ERR", "IBV_WC_REM_INV_RD_REQ_ERR",
-	"IBV_WC_REM_ABORT_ERR",	    "IBV_WC_INV_EECN_ERR",	"IBV_WC_INV_EEC_STATE_ERR", "IBV_WC_FATAL_ERR",
-	"IBV_WC_RESP_TIMEOUT_ERR",  "IBV_WC_GENERAL_ERR",	"IBV_WC_TM_ERR",	   "IBV_WC_TM_RNDV_INCOMPLETE",
+    "IBV_WC_SUCCESS",
+    "IBV_WC_LOC_LEN_ERR",
+    "IBV_WC_LOC_QP_OP_ERR",
+    "IBV_WC_LOC_EEC_OP_ERR",
+    "IBV_WC_LOC_PROT_ERR",
+    "IBV_WC_WR_FLUSH_ERR",
+    "IBV_WC_MW_BIND_ERR",
+    "IBV_WC_BAD_RESP_ERR",
+    "IBV_WC_LOC_ACCESS_ERR",
+    "IBV_WC_REM_INV_REQ_ERR",
+    "IBV_WC_REM_ACCESS_ERR",
+    "IBV_WC_REM_OP_ERR",
+    "IBV_WC_RETRY_EXC_ERR",
+    "IBV_WC_RNR_RETRY_EXC_ERR",
+    "IBV_WC_LOC_RDD_VIOL_ERR",
+    "IBV_WC_REM_INV_RD_REQ_ERR",
+    "IBV_WC_REM_ABORT_ERR",
+    "IBV_WC_INV_EECN_ERR",
+    "IBV_WC_INV_EEC_STATE_ERR",
+    "IBV_WC_FATAL_ERR",
+    "IBV_WC_RESP_TIMEOUT_ERR",
+    "IBV_WC_GENERAL_ERR",
+    "IBV_WC_TM_ERR",
+    "IBV_WC_TM_RNDV_INCOMPLETE",
 };
 
 static uint64_t wc_total(const struct walk_stats *s, int status)
@@ -93,9 +112,9 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 	}
 	printf("\n%-20s %10s %10s %10s %10s\n", "action", "issued", "ok", "redraws", "errors");
 	for (int a = 0; a < ACT_COUNT; a++)
-		printf("%-20s %10llu %10llu %10llu %10llu\n", walk_action_names[a], (unsigned long long)t->issued[a],
-		       (unsigned long long)t->ok[a], (unsigned long long)t->redraws[a],
-		       (unsigned long long)t->errors[a]);
+		printf("%-20s %10llu %10llu %10llu %10llu\n", walk_action_names[a],
+		       (unsigned long long)t->issued[a], (unsigned long long)t->ok[a],
+		       (unsigned long long)t->redraws[a], (unsigned long long)t->errors[a]);
 	printf("\ncompletion status                  count\n");
 	for (int s = 0; s < WALK_WC_STATUSES; s++)
 		if (wc_total(t, s))
