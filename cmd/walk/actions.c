@@ -624,6 +624,22 @@ static void fill_ah_attr(struct walk_client *c, int target, struct ibv_ah_attr *
 	ah->grh.hop_limit = 64;
 }
 
+/*
+ * A QP's initial send PSN: random-looking (a stranger cannot guess where a
+ * connection's sequence starts) yet computable by both ends from the run's
+ * seed and the sending QP's number, so no message has to carry it and a
+ * replay with the same seed uses the same PSNs.  24 bits, as in the BTH.
+ */
+static uint32_t initial_psn(const struct walk_client *c, uint32_t qpn)
+{
+	uint64_t x = c->cfg->seed ^ ((uint64_t)qpn * 0x9e3779b97f4a7c15ull);
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (uint32_t)x & 0xffffff;
+}
+
 /* RESET -> INIT -> RTR -> RTS toward (peer, peer_qpn). */
 int connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn)
 {
@@ -638,7 +654,7 @@ int connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn)
 	attr.qp_state = IBV_QPS_RTR;
 	attr.path_mtu = c->pattr.active_mtu;
 	attr.dest_qp_num = peer_qpn;
-	attr.rq_psn = 0;
+	attr.rq_psn = initial_psn(c, peer_qpn);
 	attr.max_dest_rd_atomic = (uint8_t)rd_atom;
 	attr.min_rnr_timer = 12;
 	fill_ah_attr(c, peer, &attr.ah_attr);
@@ -652,7 +668,7 @@ int connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn)
 	attr.timeout = 14;
 	attr.retry_cnt = 7;
 	attr.rnr_retry = 7;
-	attr.sq_psn = 0;
+	attr.sq_psn = initial_psn(c, qp->qp_num);
 	attr.max_rd_atomic = (uint8_t)rd_atom;
 	return hw_modify_qp(qp, &attr,
 			    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
@@ -717,7 +733,7 @@ static int do_create_ud_qp(struct walk_client *c)
 	if (!rc) {
 		memset(&attr, 0, sizeof(attr));
 		attr.qp_state = IBV_QPS_RTS;
-		attr.sq_psn = 0;
+		attr.sq_psn = initial_psn(c, c->qp[q].qp->qp_num);
 		rc = hw_modify_qp(c->qp[q].qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
 	}
 	LOG(c, "c%d #%llu create_ud_qp qp=%u qkey=%x -> %d", c->id, (unsigned long long)c->seq,

@@ -5,6 +5,7 @@
 #include "cmd/cmd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <popt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,9 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 	    {"history", 'H', POPT_ARG_INT, &cfg->history, 0,
 	     "actions kept per client for triage (default 200)", "N"},
 	    {"history-file", 0, POPT_ARG_STRING, &history_file, 0, "also write the history to FILE", "FILE"},
+	    {"heartbeat", 0, POPT_ARG_INT, &cfg->heartbeat_s, 0,
+	     "multinode: a client or the hub silent this many seconds is reported and stopped (default 10)",
+	     "S"},
 	    {"verify", 'V', POPT_ARG_NONE, &verify, 0, "check data, completions, flushes and stale rkeys",
 	     NULL},
 	    {"allow-outstanding-ops", 0, POPT_ARG_NONE, &outstanding, 0,
@@ -131,6 +135,8 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 		rc = usage_error(CMD, "--steps '%s': give a positive number of steps", steps);
 	else if (seed && !parse_u64(seed, &cfg->seed))
 		rc = usage_error(CMD, "--seed '%s': give a non-negative integer", seed);
+	else if (cfg->heartbeat_s < 1 || cfg->heartbeat_s > 3600)
+		rc = usage_error(CMD, "--heartbeat %d: give 1 to 3600 seconds", cfg->heartbeat_s);
 	else if (cfg->history < 0 || cfg->history > 1000000)
 		rc = usage_error(CMD, "--history %d: give 0 to 1000000 entries", cfg->history);
 	else if (walk_preset(preset ? preset : "default", cfg->weight))
@@ -170,7 +176,8 @@ out:
 
 int cmd_walk(int argc, const char **argv)
 {
-	struct walk_config cfg = {.clients = 2, .duration_s = 20, .port = 1, .history = 200};
+	struct walk_config cfg = {
+	    .clients = 2, .duration_s = 20, .port = 1, .history = 200, .heartbeat_s = 10};
 	struct walk_result res = {0};
 	char device[64];
 	bool type2 = true;
@@ -190,10 +197,18 @@ int cmd_walk(int argc, const char **argv)
 		       "%s has no type-2 memory windows (IBV_DEVICE_MEM_WINDOW_TYPE_2B): their weights drop "
 		       "to 0",
 		       device);
-	if (cfg.history_file && unlink(cfg.history_file) && errno != ENOENT) {
-		rc = usage_error(CMD, "--history-file %s: %s; give a writable path", cfg.history_file,
-				 strerror(errno));
-		goto out;
+	/* Made empty now, so a path that cannot be written is a usage error before the run, not a silent
+	 * loss. */
+	if (cfg.history_file) {
+		int fd = open(cfg.history_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd < 0) {
+			rc = usage_error(CMD,
+					 "--history-file %s: %s; give a path in a directory you can write",
+					 cfg.history_file, strerror(errno));
+			goto out;
+		}
+		close(fd);
 	}
 	walk_print_header(&cfg, device, !type2);
 	res.clients = cfg.clients;

@@ -65,6 +65,7 @@ struct walk_config {
 	uint32_t weight[ACT_COUNT];
 	int history;
 	const char *history_file;
+	int heartbeat_s; /* multinode: a client or the hub silent this long is out */
 	bool verify;
 	bool allow_outstanding_ops;
 };
