@@ -111,7 +111,9 @@ static struct soft_nic *soft_nic_create(void)
 	nic->listen_fd = -1;
 	nic->epoll_fd = -1;
 	nic->wake_fd = -1;
-	err = soft_wire_listen(nic, getenv("RDMATOOL_SOFT_ADDR"));
+	err = soft_auth_load(&nic->auth);
+	if (!err)
+		err = soft_wire_listen(nic, getenv("RDMATOOL_SOFT_ADDR"));
 	if (!err)
 		err = soft_engine_start(nic);
 	if (err) {

@@ -578,7 +578,7 @@ static void soft_engine_sleep(struct soft_nic *nic)
 	pfd[0] = (struct pollfd){.fd = nic->wake_fd, .events = POLLIN};
 	pfd[1] = (struct pollfd){.fd = soft_wire_fd(nic), .events = POLLIN};
 	now = soft_now_ns();
-	timeout_ns = nic->timer_waiting ? 1000000 : -1;
+	timeout_ns = nic->timer_waiting ? 1000000 : soft_wire_has_deadlines(nic) ? 50000000 : -1;
 	if (soft_delay_next_ns(nic)) {
 		uint64_t due = soft_delay_next_ns(nic), left = due > now ? due - now : 0;
 

@@ -183,6 +183,8 @@ struct soft_qp {
 	bool sqd_notify;
 };
 
+#include "hw/soft/auth.h"
+
 struct soft_conn;
 struct soft_delayed;
 
@@ -230,6 +232,8 @@ struct soft_nic {
 	struct soft_faults faults;
 	atomic_ulong ud_drops, fault_drops, fault_corrupts, fault_errors;
 	atomic_ulong foreign_drops; /* RC requests not from the QP's connected remote */
+	atomic_ulong auth_failures; /* connections that did not prove the secret */
+	struct soft_auth_key auth;  /* RDMATOOL_SOFT_SECRET: every connection proves it first */
 	atomic_ulong wire_rejects;  /* connections closed for a bad or oversized packet, or over the cap */
 };
 
@@ -451,6 +455,8 @@ bool soft_wire_read_now(struct soft_nic *nic);
 void soft_wire_serve(struct soft_nic *nic, uint64_t conn_id, const struct soft_req *req);
 void soft_wire_flush(struct soft_nic *nic, bool all);
 bool soft_wire_holding(const struct soft_nic *nic);
+/* A handshake or a paused listener is waiting for a deadline: the engine must not sleep unbounded. */
+bool soft_wire_has_deadlines(const struct soft_nic *nic);
 
 /* delay.c: the delay_us fault; round owner only. */
 bool soft_delay_req(struct soft_nic *nic, const struct soft_req *req, uint64_t conn_id);

@@ -13,6 +13,7 @@
 #endif
 #include "hw/soft/soft.h"
 #include "hw/soft/wire.h"
+#include "hw/soft/auth.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -35,12 +36,17 @@
 #define SOFT_READ_DIRECT_MAX	    4	  /* up to this many connections, rounds read them without epoll */
 #define SOFT_WIRE_COALESCE_MAX	    8192  /* payloads up to this size are queued, then sent in one call */
 #define SOFT_ACK_HOLD_NS	    20000 /* the longest a SEND's ACK waits for a request to ride with */
+#define SOFT_AUTH_TIMEOUT_NS	    2000000000ull /* the challenge-response must be done within this */
 
 struct soft_conn {
 	struct soft_nic *nic;
 	int fd;
 	bool outgoing, dead;
-	bool verified;		      /* outgoing, or sent a packet that passed every check */
+	bool verified;		    /* outgoing, or sent a packet that passed every check */
+	bool authed;		    /* proved the secret (or none is set): packets may flow */
+	bool hello_sent, hello_got; /* the challenge-response's progress (auth.h) */
+	uint64_t auth_deadline_ns;  /* an unauthenticated connection is dropped then */
+	uint8_t my_nonce[SOFT_AUTH_NONCE], peer_nonce[SOFT_AUTH_NONCE];
 	bool watch_out;		      /* registered for EPOLLOUT */
 	bool peer_known;	      /* outgoing, or incoming and learned from the requests' source GID */
 	bool blocked;		      /* the socket took less than offered: wait for POLLOUT */
@@ -174,6 +180,30 @@ void soft_wire_close(struct soft_nic *nic)
 	nic->epoll_fd = -1;
 }
 
+/* Packets may leave once the handshake is done and, with a secret, the peer proved it. */
+static bool soft_conn_ready(const struct soft_conn *c)
+{
+	return !c->dead && !c->connecting && c->authed;
+}
+
+/* Sends a challenge-response message whole, or gives the connection up. */
+static void soft_auth_send(struct soft_conn *c, const void *buf, size_t len)
+{
+	if (send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)len)
+		c->dead = true;
+}
+
+static void soft_auth_begin(struct soft_conn *c)
+{
+	uint8_t hello[SOFT_AUTH_HELLO_LEN];
+
+	if (c->authed || c->hello_sent)
+		return;
+	soft_auth_hello(c->my_nonce, hello);
+	soft_auth_send(c, hello, sizeof(hello));
+	c->hello_sent = true;
+}
+
 static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoing, const union ibv_gid *peer)
 {
 	struct soft_conn *c = calloc(1, sizeof(*c));
@@ -190,6 +220,8 @@ static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoi
 	c->id = ++nic->next_conn_id;
 	c->outgoing = outgoing;
 	c->verified = outgoing;
+	c->authed = !nic->auth.on;
+	c->auth_deadline_ns = soft_now_ns() + SOFT_AUTH_TIMEOUT_NS;
 	c->connecting = outgoing;
 	c->watch_out = outgoing;
 	if (peer) {
@@ -204,6 +236,8 @@ static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoi
 	c->next = nic->conns;
 	nic->conns = c;
 	atomic_fetch_add_explicit(&nic->n_conns, 1, memory_order_relaxed);
+	if (!outgoing)
+		soft_auth_begin(c); /* an accepted socket is up: challenge at once */
 	return c;
 }
 
@@ -254,13 +288,15 @@ static void soft_conn_established(struct soft_conn *c)
 	c->connecting = false;
 	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) || err)
 		c->dead = true;
+	else
+		soft_auth_begin(c);
 	soft_conn_watch(c);
 }
 
 static void soft_conn_flush(struct soft_conn *c)
 {
 	c->blocked = false;
-	while (!c->dead && !c->connecting && c->out_off < c->out_len) {
+	while (soft_conn_ready(c) && c->out_off < c->out_len) {
 		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
 
 		if (n > 0) {
@@ -339,7 +375,7 @@ static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_wire_
 	struct msghdr msg = {.msg_iov = iov};
 	ssize_t n;
 
-	if (c->dead || c->connecting || c->out_len > c->out_off)
+	if (!soft_conn_ready(c) || c->out_len > c->out_off)
 		return 0;
 	iov[0].iov_base = (void *)h;
 	iov[0].iov_len = sizeof(*h);
@@ -429,6 +465,16 @@ void soft_wire_flush(struct soft_nic *nic, bool all)
 		}
 		soft_conn_flush(c);
 	}
+}
+
+bool soft_wire_has_deadlines(const struct soft_nic *nic)
+{
+	if (nic->accept_resume_ns)
+		return true;
+	for (const struct soft_conn *c = nic->conns; c; c = c->next)
+		if (c->connecting || !c->authed)
+			return true;
+	return false;
 }
 
 bool soft_wire_holding(const struct soft_nic *nic)
@@ -643,6 +689,43 @@ static void soft_conn_reject(struct soft_nic *nic, struct soft_conn *c)
 	atomic_fetch_add_explicit(&nic->wire_rejects, 1, memory_order_relaxed);
 }
 
+/*
+ * Consumes the peer's HELLO and PROOF (auth.h) from the input; true once the
+ * peer proved the secret.  Nothing after them is parsed before that.
+ */
+static bool soft_conn_authenticate(struct soft_nic *nic, struct soft_conn *c, size_t *off)
+{
+	char mine = c->outgoing ? 'C' : 'A', theirs = c->outgoing ? 'A' : 'C';
+
+	if (!c->hello_got) {
+		uint8_t proof[SOFT_AUTH_PROOF_LEN];
+
+		if (c->in_len - *off < SOFT_AUTH_HELLO_LEN)
+			return false;
+		if (!soft_auth_parse_hello(c->in + *off, c->peer_nonce)) {
+			atomic_fetch_add_explicit(&nic->auth_failures, 1, memory_order_relaxed);
+			soft_conn_reject(nic, c);
+			return false;
+		}
+		*off += SOFT_AUTH_HELLO_LEN;
+		c->hello_got = true;
+		soft_auth_proof(&nic->auth, mine, c->my_nonce, c->peer_nonce, proof);
+		soft_auth_send(c, proof, sizeof(proof));
+	}
+	if (c->in_len - *off < SOFT_AUTH_PROOF_LEN)
+		return false;
+	if (!soft_auth_check(&nic->auth, theirs, c->peer_nonce, c->my_nonce, c->in + *off)) {
+		atomic_fetch_add_explicit(&nic->auth_failures, 1, memory_order_relaxed);
+		soft_conn_reject(nic, c);
+		return false;
+	}
+	*off += SOFT_AUTH_PROOF_LEN;
+	c->authed = true;
+	c->verified = true;
+	c->urgent = c->out_len > c->out_off; /* what waited for the proof leaves this round */
+	return true;
+}
+
 /* Reads what the socket has and serves every whole packet; returns whether anything came. */
 static bool soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 {
@@ -689,6 +772,8 @@ static bool soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 		break;
 	}
 	off = c->in_off;
+	if (!c->authed && !soft_conn_authenticate(nic, c, &off))
+		goto done;
 	while (c->in_len - off >= sizeof(struct soft_wire_hdr)) {
 		struct soft_wire_hdr h;
 
@@ -706,6 +791,7 @@ static bool soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 			soft_take_rsp(nic, &h, c->in + off + sizeof(h));
 		off += sizeof(h) + h.payload;
 	}
+done:
 	if (off == c->in_len)
 		c->in_off = c->in_len = 0;
 	else
@@ -738,6 +824,10 @@ static void soft_wire_reap(struct soft_nic *nic)
 		/* A handshake past its deadline is given up like any other lost connection. */
 		if (check_deadlines && c->connecting && now >= c->connect_deadline_ns)
 			c->dead = true;
+		if (check_deadlines && !c->authed && now >= c->auth_deadline_ns) {
+			atomic_fetch_add_explicit(&nic->auth_failures, 1, memory_order_relaxed);
+			c->dead = true;
+		}
 		if (!c->dead) {
 			pp = &c->next;
 			continue;

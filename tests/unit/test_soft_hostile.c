@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A TCP connection to this process's soft NIC, as any local user can open one. */
@@ -182,6 +183,123 @@ static void identifiers_are_random(void **state)
 		     (rkey[2] & 0xff) == (rkey[3] & 0xff));
 }
 
+/* One RC QP whose connected remote is a stranger's GID and QPN (what a forger would claim to be). */
+struct lone {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t buf[4096];
+};
+
+static void lone_open(struct lone *l, const union ibv_gid *remote, uint32_t remote_qpn)
+{
+	l->ctx = hw_open_device("soft0", NULL);
+	assert_non_null(l->ctx);
+	l->pd = hw_alloc_pd(l->ctx);
+	l->cq = hw_create_cq(l->ctx, 16, NULL, NULL, 0);
+	l->qp = fx_qp(l->pd, l->cq, IBV_QPT_RC, 1);
+	memset(l->buf, 0, sizeof(l->buf));
+	l->mr = hw_reg_mr(l->pd, l->buf, sizeof(l->buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(l->qp);
+	assert_non_null(l->mr);
+	fx_rc_to_rts(l->qp, remote_qpn, remote, 8, 3, 3, 1);
+}
+
+static void lone_close(struct lone *l)
+{
+	hw_dereg_mr(l->mr);
+	hw_destroy_qp(l->qp);
+	hw_destroy_cq(l->cq);
+	hw_dealloc_pd(l->pd);
+	hw_close_device(l->ctx);
+}
+
+/* Item 7: with a secret, nothing is served to a connection that did not prove it. */
+static void secret_required_before_any_packet(void **state)
+{
+	(void)state;
+	union ibv_gid peer = {.raw = {0xfe, 0x80, [8] = 127, 0, 0, 1, 0x22, 0x22, 'S', 'W'}};
+	struct lone *l = calloc(1, sizeof(*l));
+	uint8_t hello[SOFT_AUTH_HELLO_LEN], nonce[SOFT_AUTH_NONCE], bad_proof[SOFT_AUTH_PROOF_LEN] = {1};
+	struct soft_nic *nic;
+	unsigned long failures;
+	int fd;
+
+	assert_non_null(l);
+	/* Without a secret the wire trusts whoever claims the right GID, QPN and PSN: the control case. */
+	unsetenv("RDMATOOL_SOFT_SECRET");
+	lone_open(l, &peer, 0x2222);
+	nic = soft_nic_of(l->ctx);
+	fd = wire_connect(nic);
+	send_forged_write(fd, l->qp->qp_num, 0x2222, 100, l->mr->rkey, (uintptr_t)l->buf, &peer, "OPEN", 4);
+	for (uint64_t end = fx_now_ms() + 5000; memcmp(l->buf, "OPEN", 4) && fx_now_ms() < end;)
+		usleep(1000);
+	assert_memory_equal(l->buf, "OPEN", 4);
+	close(fd);
+	lone_close(l);
+
+	setenv("RDMATOOL_SOFT_SECRET", "s3cret", 1);
+	lone_open(l, &peer, 0x2222);
+	nic = soft_nic_of(l->ctx);
+	assert_true(nic->auth.on);
+	/* The same packet, straight away: not a HELLO, the connection is dropped. */
+	failures = atomic_load(&nic->auth_failures);
+	fd = wire_connect(nic);
+	send_forged_write(fd, l->qp->qp_num, 0x2222, 100, l->mr->rkey, (uintptr_t)l->buf, &peer, "EVIL", 4);
+	assert_true(wait_counter(&nic->auth_failures, failures, 5000));
+	close(fd);
+	/* A HELLO, then a proof made without the secret, then the packet. */
+	failures = atomic_load(&nic->auth_failures);
+	fd = wire_connect(nic);
+	soft_auth_hello(nonce, hello);
+	assert_int_equal(write(fd, hello, sizeof(hello)), sizeof(hello));
+	assert_int_equal(write(fd, bad_proof, sizeof(bad_proof)), sizeof(bad_proof));
+	send_forged_write(fd, l->qp->qp_num, 0x2222, 100, l->mr->rkey, (uintptr_t)l->buf, &peer, "EVIL", 4);
+	assert_true(wait_counter(&nic->auth_failures, failures, 5000));
+	close(fd);
+	/* A HELLO and then silence: dropped at the handshake's deadline. */
+	failures = atomic_load(&nic->auth_failures);
+	fd = wire_connect(nic);
+	assert_int_equal(write(fd, hello, sizeof(hello)), sizeof(hello));
+	assert_true(wait_counter(&nic->auth_failures, failures, 10000));
+	close(fd);
+	assert_memory_equal(l->buf, "\0\0\0\0", 4);
+	lone_close(l);
+	unsetenv("RDMATOOL_SOFT_SECRET");
+	free(l);
+}
+
+/* Item 7: a secret file must be the user's own, unreadable by others. */
+static void secret_file_must_be_private(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/rdmatool-secret.XXXXXX";
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "s3cret\n", 7), 7);
+	close(fd);
+	setenv("RDMATOOL_SOFT_SECRET_FILE", path, 1);
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_null(hw_open_device("soft0", NULL));
+	assert_non_null(strstr(hw_open_error(), "mode 0600"));
+	assert_int_equal(chmod(path, 0600), 0);
+	struct ibv_context *ctx = hw_open_device("soft0", NULL);
+
+	assert_non_null(ctx);
+	assert_true(soft_nic_of(ctx)->auth.on);
+	assert_int_equal(soft_nic_of(ctx)->auth.len, 6); /* the newline is not part of it */
+	hw_close_device(ctx);
+	setenv("RDMATOOL_SOFT_SECRET", "other", 1);
+	assert_null(hw_open_device("soft0", NULL));
+	assert_non_null(strstr(hw_open_error(), "both set"));
+	unsetenv("RDMATOOL_SOFT_SECRET");
+	unsetenv("RDMATOOL_SOFT_SECRET_FILE");
+	unlink(path);
+}
+
 /* Item 15: a malformed RDMATOOL_SOFT_FAULTS makes the device open fail with a message naming it. */
 static void malformed_faults_are_an_error(void **state)
 {
@@ -209,6 +327,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(idle_connections_cost_nothing, fx_setup, fx_teardown),
 	    cmocka_unit_test(identifiers_are_random),
 	    cmocka_unit_test(malformed_faults_are_an_error),
+	    cmocka_unit_test(secret_required_before_any_packet),
+	    cmocka_unit_test(secret_file_must_be_private),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
