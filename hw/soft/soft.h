@@ -431,6 +431,8 @@ bool soft_app_round(struct soft_nic *nic, bool poll_wire);
 /* An application thread is about to block on a completion channel: the engine takes over. */
 void soft_apps_leave(struct soft_nic *nic);
 void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp);
+/* rx.c: a response for QP qpn of this NIC, from the wire or the delay line (locks the QP itself). */
+void soft_rx_response(struct soft_nic *nic, uint32_t qpn, const struct soft_resp *resp);
 uint64_t soft_rnr_ns(uint8_t timer);
 void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer);
 

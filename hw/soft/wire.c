@@ -623,7 +623,6 @@ static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const str
 
 static void soft_take_rsp(struct soft_nic *nic, const struct soft_wire_hdr *h, const uint8_t *payload)
 {
-	struct soft_qp *qp = soft_lookup_qp(nic, h->dst_qpn);
 	struct soft_resp resp = {
 	    .kind = (enum soft_resp_kind)h->kind,
 	    .status = (enum ibv_wc_status)h->status,
@@ -633,19 +632,12 @@ static void soft_take_rsp(struct soft_nic *nic, const struct soft_wire_hdr *h, c
 	    .read_data = payload,
 	    .read_len = h->payload,
 	};
-	bool more;
 
-	if (!qp || qp->ibv.qp_type != IBV_QPT_RC || h->kind < SOFT_RESP_ACK || h->kind > SOFT_RESP_NAK ||
+	if (h->kind < SOFT_RESP_ACK || h->kind > SOFT_RESP_NAK ||
 	    (h->kind == SOFT_RESP_NAK &&
 	     (h->status == IBV_WC_SUCCESS || h->status > IBV_WC_TM_RNDV_INCOMPLETE)))
 		return;
-	soft_lock(&qp->lock);
-	soft_handle_resp(qp, &resp);
-	more = qp->sq_next != qp->sq_tail || qp->attr.qp_state == IBV_QPS_SQD;
-	soft_unlock(&qp->lock);
-	/* The answer may have opened the window, asked for a resend (RNR) or drained an SQD queue. */
-	if (more)
-		soft_ring_doorbell(qp);
+	soft_rx_response(nic, h->dst_qpn, &resp);
 }
 
 /* The QP a large payload is for must exist and be connected to this connection's peer. */
