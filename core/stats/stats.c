@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The writer side of the stats segment: create, publish entries, remove at exit. */
 #include "core/stats/stats.h"
-#include "core/stats/stats_reader.h"
+#include "core/stats/stats_path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,13 +24,6 @@ static struct {
 	bool atexit_done;
 	char path[PATH_MAX];
 } seg = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-const char *stats_segment_dir(void)
-{
-	const char *dir = getenv(STATS_ENV_DIR);
-
-	return dir && *dir ? dir : STATS_DEFAULT_DIR;
-}
 
 static size_t segment_size(void)
 {
@@ -58,7 +51,8 @@ int stats_env_check(char *msg, size_t msglen)
 {
 	if (stats_enabled() != -EINVAL)
 		return 0;
-	snprintf(msg, msglen, "%s='%s' is invalid; use 1 (publish counters for cqstat, the default) or 0 (off)",
+	snprintf(msg, msglen,
+		 "%s='%s' is invalid; use 1 (publish counters for cqstat, the default) or 0 (off)",
 		 STATS_ENV_DISABLE, getenv(STATS_ENV_DISABLE));
 	return -EINVAL;
 }

@@ -149,8 +149,6 @@ int stats_env_check(char *msg, size_t msglen);
 void stats_segment_close(void);
 /* The segment's path, or NULL when none is open. */
 const char *stats_segment_path(void);
-/* Where segments live: $RDMATOOL_STATS_DIR, else /dev/shm. */
-const char *stats_segment_dir(void);
 
 /*
  * A new zeroed entry (opening the segment if needed), or NULL when the segment

@@ -43,13 +43,6 @@ const char *stats_read_strerror(int status)
 	return "unknown stats error";
 }
 
-int stats_pid_path(pid_t pid, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/%s%d", stats_segment_dir(), STATS_FILE_PREFIX, (int)pid);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
 /*
  * The layout checks, all against the file size, before any entry is read.
  * The header is copied first so that a concurrent writer of a corrupt file
@@ -92,7 +85,8 @@ static int read_header(int fd, size_t file_len, pid_t expect_pid, struct stats_h
 	got = pread(fd, h, sizeof(*h), 0);
 	if (got < 0)
 		return STATS_READ_IO;
-	/* A short read means a short file: validate what was read; else the file's size bounds the entries. */
+	/* A short read means a short file: validate what was read; else the file's size bounds the entries.
+	 */
 	return validate(h, (size_t)got < sizeof(*h) ? (size_t)got : file_len, expect_pid);
 }
 
@@ -285,38 +279,6 @@ bool stats_entry_copy(const struct stats_entry *e, struct stats_entry_snapshot *
 		return true;
 	}
 	return false;
-}
-
-int stats_proc_starttime(pid_t pid, uint64_t *starttime)
-{
-	char path[64], buf[1024];
-	unsigned long long v;
-	const char *p;
-	FILE *f;
-	size_t got;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	got = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[got] = '\0';
-	/* comm (field 2) may hold spaces and parentheses: fields resume after the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p)
-		return -EINVAL;
-	p++;
-	/* After ')' come field 3 (state) ... field 22 (starttime): skip 19 fields. */
-	for (int field = 3; field < 22; field++) {
-		p = strchr(p + 1, ' ');
-		if (!p)
-			return -EINVAL;
-	}
-	if (sscanf(p, " %llu", &v) != 1)
-		return -EINVAL;
-	*starttime = v;
-	return 0;
 }
 
 enum stats_liveness stats_process_liveness(pid_t pid, uint64_t proc_starttime)

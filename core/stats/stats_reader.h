@@ -9,6 +9,7 @@
 #define RDMATOOL_CORE_STATS_READER_H
 
 #include "core/stats/stats.h"
+#include "core/stats/stats_path.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -88,13 +89,9 @@ enum stats_liveness {
 
 /* proc_starttime 0 checks existence only. */
 enum stats_liveness stats_process_liveness(pid_t pid, uint64_t proc_starttime);
-/* Field 22 of /proc/<pid>/stat (clock ticks after boot).  0, or a negative errno. */
-int stats_proc_starttime(pid_t pid, uint64_t *starttime);
 
 /* The pids that have a segment file, sorted; *pids is malloc'd.  0 or -errno. */
 int stats_list_pids(pid_t **pids, size_t *n);
-/* Writes the segment path for pid into buf.  0, or -ENAMETOOLONG. */
-int stats_pid_path(pid_t pid, char *buf, size_t len);
 /*
  * Unlinks pid's segment file (the caller decides it is stale), only if it
  * is a regular file owned by the caller with a valid segment header for
