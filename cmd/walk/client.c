@@ -83,7 +83,7 @@ static void publish_mw(struct walk_client *c, int i, int type)
 			       .addr = m->addr,
 			       .length = m->len};
 
-	broadcast(c, &msg);
+	walk_broadcast(c, &msg);
 }
 
 static void unbind_mw(struct walk_client *c, int i)
@@ -123,7 +123,7 @@ static void check_done(struct walk_client *c, const struct wr_rec *w, enum ibv_w
 	c->check_busy = false;
 	if (st != IBV_WC_SUCCESS || !c->check_write_ok)
 		return;
-	fill_pattern(expect, c->check_len, c->check_seed);
+	walk_fill_pattern(expect, c->check_len, c->check_seed);
 	if (memcmp(expect, got, c->check_len) != 0) {
 		uint32_t at = 0;
 
@@ -189,7 +189,7 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 
 		/* Not found: we deallocated it after the NIC invalidated it. */
 		if (i >= 0) {
-			note_key(c, wc->invalidated_rkey, false);
+			walk_note_key(c, wc->invalidated_rkey, false);
 			publish_mw(c, i, MSG_REMOVE_RKEY);
 			unbind_mw(c, i);
 		}
@@ -201,12 +201,12 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 			struct walk_msg hit = {
 			    .type = MSG_PROBE_HIT, .dst = (uint16_t)w->probe_owner, .rkey = w->probe_rkey};
 
-			publish(c, &hit);
+			walk_publish(c, &hit);
 		}
 	}
 	if (w->check)
 		check_done(c, w, wc->status);
-	release_wr(c, slot);
+	walk_release_wr(c, slot);
 }
 
 static int poll_all(struct walk_client *c)
@@ -279,8 +279,8 @@ static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 			q = i;
 	if (q >= 0)
 		q = walk_create_rc_responder(c);
-	if (q >= 0 && connect_rc(c, q, m->src, m->qpn) != 0) {
-		destroy_qp_rec(c, q);
+	if (q >= 0 && walk_connect_rc(c, q, m->src, m->qpn) != 0) {
+		walk_destroy_qp_rec(c, q);
 		q = -1;
 	}
 	if (q >= 0) {
@@ -295,7 +295,7 @@ static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 	}
 	LOG(c, "c%d rc request from c%d qp=%u -> %s qp=%u", c->id, m->src, m->qpn,
 	    q >= 0 ? "accepted" : "refused", reply.qpn);
-	publish(c, &reply);
+	walk_publish(c, &reply);
 }
 
 static void on_rc_reply(struct walk_client *c, const struct walk_msg *m)
@@ -315,7 +315,7 @@ static void on_rc_reply(struct walk_client *c, const struct walk_msg *m)
 	}
 	r->peer_qpn = m->qpn;
 	r->peer_pd = m->pd_id;
-	rc = connect_rc(c, q, m->src, m->qpn);
+	rc = walk_connect_rc(c, q, m->src, m->qpn);
 	LOG(c, "c%d rc reply from c%d: qp %u <-> %u -> %d", c->id, m->src, r->qp->qp_num, m->qpn, rc);
 	if (rc) {
 		c->stats.errors[ACT_CREATE_RC_QP_PAIR]++;
@@ -328,7 +328,7 @@ static void on_rc_reply(struct walk_client *c, const struct walk_msg *m)
 		r->state = QP_READY;
 	}
 	ready.qpn = r->qp->qp_num;
-	publish(c, &ready);
+	walk_publish(c, &ready);
 }
 
 static void add_rkey(struct walk_client *c, const struct walk_msg *m)
@@ -354,7 +354,7 @@ static void remove_rkey(struct walk_client *c, const struct walk_msg *m)
 		if (c->rkeys[i].used && c->rkeys[i].owner == m->src && c->rkeys[i].rkey == m->rkey)
 			c->rkeys[i].used = false;
 	if (c->cfg->verify && rng_bernoulli(&c->rng, PROBE_PROBABILITY))
-		post_probe(c, m);
+		walk_post_probe(c, m);
 }
 
 static void handle_msg(struct walk_client *c, const struct walk_msg *m)
@@ -401,7 +401,7 @@ static void handle_msg(struct walk_client *c, const struct walk_msg *m)
 				c->ruds[i].used = false;
 		break;
 	case MSG_PROBE_HIT:
-		if (key_removed_last(c, m->rkey) == 1)
+		if (walk_key_removed_last(c, m->rkey) == 1)
 			walk_stats_fail(
 			    &c->stats,
 			    "client %d: client %d READ through rkey %x after it was removed (dereg, dealloc "
@@ -474,7 +474,7 @@ static void quiesce_sends(struct walk_client *c, uint64_t timeout_ns)
 	while (sends_outstanding(c) && walk_now_ns() < end) {
 		if (!poll_all(c))
 			sched_yield();
-		flush_outbox(c);
+		walk_flush_outbox(c);
 	}
 }
 
@@ -491,7 +491,7 @@ static void one_step(struct walk_client *c, bool lockstep)
 		a = rng_weighted(&c->rng, c->weight, ACT_COUNT);
 	}
 	poll_all(c);
-	flush_outbox(c);
+	walk_flush_outbox(c);
 	check_flush_deadlines(c);
 	if (lockstep)
 		quiesce_sends(c, 2000000000ULL);
@@ -584,11 +584,11 @@ int walk_client_run(struct walk_client *c)
 	}
 	c->stats.steps = steps;
 	c->stats.seconds = (double)(walk_now_ns() - start) / 1e9;
-	c->stats.alive_end = objects_alive(c);
+	c->stats.alive_end = walk_objects_alive(c);
 	/* Phase 1: stop issuing, let handshakes and sends finish, then wait for all. */
 	quiesce_sends(c, 2000000000ULL);
 	process_inbox(c);
-	flush_outbox(c);
+	walk_flush_outbox(c);
 	c->barrier(c);
 	/* Phase 2: nobody issues any more; updates are moot. */
 	walk_bus_close_inbox(c->bus, c->id);
