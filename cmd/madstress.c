@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdmatool madstress: the SMP MAD stress tester (seed 004, after
- * smp_mad_stress and infiniband-diags smpdump).  Options, the SET
+ * rdmatool madstress: the SMP MAD stress tester (modelled on the
+ * smp_mad_stress tool and infiniband-diags' smpdump).  Options, the SET
  * write-back snapshot, progress and the report; the engine is core/mad_engine.
  */
 #include "core/mad/mad_engine.h"
