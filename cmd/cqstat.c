@@ -6,7 +6,6 @@
  */
 #include "core/stats/stats_reader.h"
 #include "cmd/cmd.h"
-#include "cmd/json.h"
 #include "cmd/print.h"
 
 #include <ctype.h>
@@ -554,7 +553,6 @@ static int clean_stale(const struct cqstat_opts *o)
 {
 	struct sample s;
 	struct cqstat_opts all = *o;
-	struct json j;
 	int err, status = EXIT_OK;
 
 	all.comm = NULL;
@@ -562,11 +560,8 @@ static int clean_stale(const struct cqstat_opts *o)
 	if (err)
 		return run_error(CMD, "cannot list stats segments in %s: %s", stats_segment_dir(),
 				 strerror(-err));
-	if (global_opts.json) {
-		json_init(&j, stdout, global_opts.pretty);
-		json_begin_object(&j, NULL);
-		json_begin_array(&j, "removed");
-	}
+	print_begin();
+	print_open_array("removed");
 	for (size_t i = 0; i < s.nstale; i++) {
 		const struct problem *p = &s.stale[i];
 
@@ -587,23 +582,16 @@ static int clean_stale(const struct cqstat_opts *o)
 					   strerror(-err));
 			continue;
 		}
-		if (global_opts.json) {
-			json_begin_object(&j, NULL);
-			json_int(&j, "pid", p->pid);
-			json_string(&j, "comm", p->comm);
-			json_string(&j, "reason", p->why);
-			json_end_object(&j);
-		} else {
-			printf("removed stale segment of pid %d (%s): %s\n", (int)p->pid, p->comm, p->why);
-		}
+		print_open_object(NULL);
+		print_int(PRINT_ANY, "pid", "removed stale segment of pid %lld", p->pid);
+		print_string(PRINT_ANY, "comm", " (%s)", p->comm);
+		print_string(PRINT_ANY, "reason", ": %s\n", p->why);
+		print_close_object();
 	}
-	if (global_opts.json) {
-		json_end_array(&j);
-		json_end_object(&j);
-		json_finish(&j);
-	} else if (!s.nstale) {
+	print_close_array();
+	print_end();
+	if (!global_opts.json && !s.nstale)
 		notice(CMD, "no stale segments in %s", stats_segment_dir());
-	}
 	sample_free(&s);
 	return status;
 }

@@ -3,6 +3,7 @@
 #include "cmd/agent/agent_cmd.h"
 #include "cmd/cmd.h"
 #include "cmd/json.h"
+#include "cmd/print.h"
 #include "core/agent/agent.h"
 #include "core/util/sha256.h"
 
@@ -289,19 +290,6 @@ int agent_recv_cmd(const struct agent_opts *o)
 	return EXIT_OK;
 }
 
-void agent_json_chan_state(struct json *j, const struct chan_state *st)
-{
-	json_uint(j, "count", st->count);
-	json_uint(j, "bytes", st->bytes);
-	json_bool(j, "empty", st->empty);
-	json_bool(j, "full", st->full);
-	json_uint(j, "capacity", st->capacity_msgs);
-	json_uint(j, "capacity_bytes", st->capacity_bytes);
-	json_uint(j, "max_msg", st->max_msg);
-	json_uint(j, "sent", st->sent);
-	json_uint(j, "received", st->received);
-}
-
 int agent_poll_cmd(const struct agent_opts *o)
 {
 	struct agent_client *cl;
@@ -321,21 +309,19 @@ int agent_poll_cmd(const struct agent_opts *o)
 	agent_detach(cl);
 	if (rc)
 		return run_error(AGENT_CMD, "%s: %s", o->args[0], errno_hint(rc));
-	if (global_opts.json) {
-		struct json j;
-
-		json_init(&j, stdout, global_opts.pretty);
-		json_begin_object(&j, NULL);
-		json_string(&j, "channel", o->args[0]);
-		agent_json_chan_state(&j, &st);
-		json_end_object(&j);
-		json_finish(&j);
-	} else {
-		printf("%s: %u message(s), %llu bytes%s%s; capacity %u messages, %llu bytes, largest %u\n",
-		       o->args[0], st.count, (unsigned long long)st.bytes, st.empty ? ", empty" : "",
-		       st.full ? ", full" : "", st.capacity_msgs, (unsigned long long)st.capacity_bytes,
-		       st.max_msg);
-	}
+	print_begin();
+	print_string(PRINT_ANY, "channel", "%s:", o->args[0]);
+	print_uint(PRINT_ANY, "count", " %llu message(s)", st.count);
+	print_uint(PRINT_ANY, "bytes", ", %llu bytes", st.bytes);
+	print_bool(PRINT_JSON, "empty", NULL, st.empty);
+	print_bool(PRINT_JSON, "full", NULL, st.full);
+	print_text("%s%s", st.empty ? ", empty" : "", st.full ? ", full" : "");
+	print_uint(PRINT_ANY, "capacity", "; capacity %llu messages", st.capacity_msgs);
+	print_uint(PRINT_ANY, "capacity_bytes", ", %llu bytes", st.capacity_bytes);
+	print_uint(PRINT_ANY, "max_msg", ", largest %llu\n", st.max_msg);
+	print_uint(PRINT_JSON, "sent", NULL, st.sent);
+	print_uint(PRINT_JSON, "received", NULL, st.received);
+	print_end();
 	return EXIT_OK;
 }
 
