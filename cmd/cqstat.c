@@ -705,16 +705,13 @@ out:
 int cmd_cqstat(int argc, const char **argv)
 {
 	struct cqstat_opts o = {0};
-	struct sigaction sa = {.sa_handler = on_interrupt};
 	int rc = parse_args(argc, argv, &o);
 
 	if (rc == EXIT_OK && o.clean) {
 		rc = clean_stale(&o);
 	} else if (rc == EXIT_OK) {
 		/* Ctrl-C ends an -i run cleanly, after the last complete sample. */
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
+		catch_interrupts(on_interrupt);
 		rc = run_samples(&o);
 	}
 	free((char *)o.comm);

@@ -635,16 +635,13 @@ int cmd_madstress(int argc, const char **argv)
 	    .method = SMP_METHOD_SET,
 	    .workers = 1,
 	};
-	struct sigaction sa = {.sa_handler = on_signal};
 	int rc = parse(argc, argv, &o);
 
 	if (rc) {
 		free_opts(&o);
 		return rc;
 	}
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_interrupts(on_signal);
 	rc = run(&o);
 	free_opts(&o);
 	return rc;

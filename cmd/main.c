@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <popt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -70,6 +71,15 @@ int popt_usage_error(const char *cmd, poptContext pc, int rc, const char **argv)
 		}
 	return usage_error(cmd, "%s%s%s: %s; see 'rdmatool %s --help'", option, *option ? " " : "", bad,
 			   poptStrerror(rc), cmd);
+}
+
+void catch_interrupts(void (*handler)(int))
+{
+	struct sigaction sa = {.sa_handler = handler};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 bool progress_wanted(void)

@@ -26,16 +26,6 @@ static void on_interrupt(int sig)
 	interrupted = 1;
 }
 
-/* SIGINT/SIGTERM end a blocking wait with -EINTR instead of killing the process mid-message. */
-static void catch_interrupts(void)
-{
-	struct sigaction sa = {.sa_handler = on_interrupt};
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-}
-
 static const char *errno_hint(int rc)
 {
 	switch (rc) {
@@ -177,7 +167,7 @@ int agent_send_cmd(const struct agent_opts *o)
 		return run_error(AGENT_CMD, "cannot read %s: %s", o->nargs > 1 ? o->args[1] : "stdin",
 				 strerror(-rc));
 	}
-	catch_interrupts();
+	catch_interrupts(on_interrupt); /* a blocking wait ends with -EINTR, not mid-message */
 	rc = agent_send(h, buf, len, mode, o->timeout_ms);
 	free(buf);
 	agent_chan_close(h);
@@ -247,7 +237,7 @@ int agent_recv_cmd(const struct agent_opts *o)
 		agent_detach(cl);
 		return run_error(AGENT_CMD, "out of memory for a %zu-byte message", cap);
 	}
-	catch_interrupts();
+	catch_interrupts(on_interrupt);
 	rc = 0;
 	while (o->count == 0 || got < o->count) {
 		rc = agent_recv(h, buf, cap, &len, o->timeout_ms);
@@ -302,7 +292,7 @@ int agent_poll_cmd(const struct agent_opts *o)
 	rc = open_channel(o, "poll", &cl, &h);
 	if (rc)
 		return rc;
-	catch_interrupts();
+	catch_interrupts(on_interrupt);
 	/* Without --timeout, poll reports at once; with one, it waits for a message first. */
 	rc = agent_poll(h, &st, o->timeout_ms < 0 ? 0 : o->timeout_ms);
 	agent_chan_close(h);

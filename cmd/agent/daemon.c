@@ -67,14 +67,11 @@ static int serve(const struct agent_opts *o, const char *dir, int ready_fd)
 					  .ports = o->boot->ports,
 					  .log = {log_line, NULL},
 					  .debug = o->debug};
-	struct sigaction sa = {.sa_handler = on_stop_signal};
 	struct agent_engine *e;
 	char why[512];
 	int rc;
 
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_interrupts(on_stop_signal);
 	signal(SIGPIPE, SIG_IGN);
 	stats_segment_open("agent");
 	rc = agent_engine_open(&cfg, &e, why, sizeof(why));
