@@ -64,7 +64,8 @@ for p in 1 2 3 4; do
 done
 for c in 1 2 3; do
 	mkdir "$dir/c$c"
-	A agent recv q -n 0 --timeout=1500 --out="$dir/c$c" &
+	# Consumers drain until 8 s pass without a message: producers start a process per message, slow under TSan.
+	A agent recv q -n 0 --timeout=8000 --out="$dir/c$c" &
 	pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || fail "a producer or consumer failed"; done
