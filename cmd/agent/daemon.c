@@ -277,6 +277,27 @@ static int status_channel(const char *name, void *arg)
 	return 0;
 }
 
+static void status_peer_json(struct json *j, const struct gw_peer_stats *st)
+{
+	json_uint(j, "msgs_sent", st->msgs_sent);
+	json_uint(j, "bytes_sent", st->bytes_sent);
+	json_uint(j, "msgs_received", st->msgs_recv);
+	json_uint(j, "bytes_received", st->bytes_recv);
+	json_uint(j, "retries", st->retries);
+	json_int(j, "last_error", st->last_error);
+	json_string(j, "last_error_text", st->last_error ? strerror(-st->last_error) : "");
+}
+
+static void status_peer_text(uint32_t rank, const char *host, bool up, const struct gw_peer_stats *st)
+{
+	printf("  peer %u %s: %s; sent %llu messages (%llu bytes), received %llu (%llu bytes), %llu retries, "
+	       "last error: %s\n",
+	       rank, host, up ? "up" : "down", (unsigned long long)st->msgs_sent,
+	       (unsigned long long)st->bytes_sent, (unsigned long long)st->msgs_recv,
+	       (unsigned long long)st->bytes_recv, (unsigned long long)st->retries,
+	       st->last_error ? strerror(-st->last_error) : "none");
+}
+
 int agent_status(const struct agent_opts *o)
 {
 	char dir[PATH_MAX], why[512];
@@ -331,6 +352,7 @@ int agent_status(const struct agent_opts *o)
 			json_uint(&j, "rank", i);
 			json_string(&j, "host", info.hosts[i]);
 			json_string(&j, "state", info.peer_up[i] ? "up" : "down");
+			status_peer_json(&j, &info.peer_stats[i]);
 			json_end_object(&j);
 		}
 		json_end_array(&j);
@@ -355,7 +377,7 @@ int agent_status(const struct agent_opts *o)
 	       uptime, dir);
 	for (uint32_t i = 0; i < info.nodes; i++)
 		if (i != info.rank)
-			printf("  peer %u %s: %s\n", i, info.hosts[i], info.peer_up[i] ? "up" : "down");
+			status_peer_text(i, info.hosts[i], info.peer_up[i], &info.peer_stats[i]);
 	printf("gateway: %u of %d slots in use; %llu requests, %llu completed, %llu failed, %llu refused "
 	       "(full), "
 	       "%llu reclaimed from dead clients\n",
