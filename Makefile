@@ -20,7 +20,7 @@ ifeq ($(filter -j%,$(MAKEFLAGS)),)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 endif
 CC       ?= gcc
-PKGS     := libibverbs librdmacm libibumad popt
+PKGS     := libibverbs librdmacm libibumad popt libcrypto
 SAN_CFLAGS ?=
 
 # Asked of pkg-config on first use (a recipe), not when the Makefile is read:

@@ -48,6 +48,12 @@ void notice(const char *cmd, const char *fmt, ...) __attribute__((format(printf,
 struct poptContext_s;
 int popt_usage_error(const char *cmd, struct poptContext_s *pc, int rc, const char **argv);
 
+/*
+ * Runs handler on SIGINT and SIGTERM, without SA_RESTART, so a blocking wait
+ * ends with EINTR: a command stops cleanly and reports what it has.
+ */
+void catch_interrupts(void (*handler)(int));
+
 /* Progress on stderr only when it is a terminal and -q is not given. */
 bool progress_wanted(void);
 

@@ -6,7 +6,7 @@
  */
 #include "core/stats/stats_reader.h"
 #include "cmd/cmd.h"
-#include "cmd/json.h"
+#include "cmd/print.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -65,23 +65,6 @@ static const char *const kind_names[STATS_NKINDS] = {
     [STATS_KIND_WALK_CLIENT] = "walk_client",
     [STATS_KIND_AGENT] = "agent",
     [STATS_KIND_OTHER] = "other",
-};
-
-static const char *const counter_keys[STATS_NCOUNTERS] = {
-    [STATS_POSTED] = "posted",
-    [STATS_COMPLETED] = "completed",
-    [STATS_POLLS] = "polls",
-    [STATS_EMPTY_POLLS] = "empty_polls",
-    [STATS_RING_DEPTH] = "ring_depth",
-    [STATS_RING_HWM] = "ring_hwm",
-    [STATS_EAGAIN] = "eagain",
-    [STATS_ERRORS] = "errors",
-    [STATS_ERRORS_LOCAL] = "errors_local",
-    [STATS_ERRORS_REMOTE] = "errors_remote",
-    [STATS_ERRORS_FLUSH] = "errors_flush",
-    [STATS_ERRORS_TIMEOUT] = "errors_timeout",
-    [STATS_ERRORS_OTHER] = "errors_other",
-    [STATS_FLOW_CONTROL] = "flow_control",
 };
 
 /* Names come from other processes' memory: keep them printable ASCII. */
@@ -280,124 +263,122 @@ static double rate(const struct stats_snapshot *cur, const struct stats_snapshot
 	return (double)(e->counter[c] - base) / secs;
 }
 
-static void print_json(const struct sample *s, const struct sample *prev)
-{
-	struct json j;
-
-	json_init(&j, stdout, global_opts.pretty);
-	json_begin_object(&j, NULL);
-	json_uint(&j, "time_ms", (unsigned long long)llround(s->unix_time * 1e3));
-	json_begin_array(&j, "processes");
-	for (size_t p = 0; p < s->nprocs; p++) {
-		const struct stats_snapshot *snap = s->procs[p];
-		const struct stats_snapshot *before = find_prev(prev, snap);
-
-		json_begin_object(&j, NULL);
-		json_int(&j, "pid", snap->pid);
-		json_string(&j, "comm", snap->comm);
-		json_uint(&j, "start_time_ms", snap->start_realtime_ns / 1000000u);
-		json_begin_array(&j, "cqs");
-		for (uint32_t i = 0; i < snap->nentries; i++) {
-			const struct stats_entry_snapshot *e = &snap->entry[i];
-
-			json_begin_object(&j, NULL);
-			json_string(&j, "name", e->name);
-			json_string(&j, "kind", kind_names[e->kind]);
-			json_int(&j, "stripe", e->stripe);
-			for (int c = 0; c < STATS_NCOUNTERS; c++)
-				json_uint(&j, counter_keys[c], e->counter[c]);
-			json_double(&j, "rate_posted_per_s",
-				    rate(snap, before, i, STATS_POSTED, s->unix_time));
-			json_double(&j, "rate_completed_per_s",
-				    rate(snap, before, i, STATS_COMPLETED, s->unix_time));
-			json_end_object(&j);
-		}
-		json_end_array(&j);
-		json_end_object(&j);
-	}
-	json_end_array(&j);
-	json_begin_array(&j, "stale");
-	for (size_t i = 0; i < s->nstale; i++) {
-		json_begin_object(&j, NULL);
-		json_int(&j, "pid", s->stale[i].pid);
-		json_string(&j, "comm", s->stale[i].comm);
-		json_string(&j, "reason", s->stale[i].why);
-		json_end_object(&j);
-	}
-	json_end_array(&j);
-	json_begin_array(&j, "unreadable");
-	for (size_t i = 0; i < s->nunreadable; i++) {
-		json_begin_object(&j, NULL);
-		json_int(&j, "pid", s->unreadable[i].pid);
-		json_string(&j, "error", s->unreadable[i].why);
-		json_end_object(&j);
-	}
-	json_end_array(&j);
-	json_end_object(&j);
-	json_finish(&j);
-}
-
-/* Columns of the table: the default set, and with -d every counter. */
-struct column {
-	const char *title;
+/*
+ * Every counter and rate, once: its JSON key, its column (title, width) and
+ * whether the column shows only with -d.  Both outputs read this table, so
+ * they cannot drift apart.
+ */
+struct field {
+	const char *key, *title;
 	int width;
 	int counter; /* stats_counter, or -1 for a rate */
 	int rate_of; /* with counter -1: the counter whose rate this is */
 	bool detail;
 };
 
-static const struct column columns[] = {
-    {"POSTED", 12, STATS_POSTED, 0, false},	  {"POST/s", 11, -1, STATS_POSTED, true},
-    {"COMPLETED", 12, STATS_COMPLETED, 0, false}, {"COMPL/s", 11, -1, STATS_COMPLETED, false},
-    {"POLLS", 12, STATS_POLLS, 0, false},	  {"EMPTY", 12, STATS_EMPTY_POLLS, 0, false},
-    {"DEPTH", 7, STATS_RING_DEPTH, 0, false},	  {"HWM", 7, STATS_RING_HWM, 0, false},
-    {"EAGAIN", 9, STATS_EAGAIN, 0, false},	  {"ERRORS", 8, STATS_ERRORS, 0, false},
-    {"E_LOCAL", 8, STATS_ERRORS_LOCAL, 0, true},  {"E_REMOTE", 8, STATS_ERRORS_REMOTE, 0, true},
-    {"E_FLUSH", 8, STATS_ERRORS_FLUSH, 0, true},  {"E_TMOUT", 8, STATS_ERRORS_TIMEOUT, 0, true},
-    {"E_OTHER", 8, STATS_ERRORS_OTHER, 0, true},  {"FLOWCTL", 8, STATS_FLOW_CONTROL, 0, true},
+static const struct field fields[] = {
+    {"posted", "POSTED", 12, STATS_POSTED, 0, false},
+    {"rate_posted_per_s", "POST/s", 11, -1, STATS_POSTED, true},
+    {"completed", "COMPLETED", 12, STATS_COMPLETED, 0, false},
+    {"rate_completed_per_s", "COMPL/s", 11, -1, STATS_COMPLETED, false},
+    {"polls", "POLLS", 12, STATS_POLLS, 0, false},
+    {"empty_polls", "EMPTY", 12, STATS_EMPTY_POLLS, 0, false},
+    {"ring_depth", "DEPTH", 7, STATS_RING_DEPTH, 0, false},
+    {"ring_hwm", "HWM", 7, STATS_RING_HWM, 0, false},
+    {"eagain", "EAGAIN", 9, STATS_EAGAIN, 0, false},
+    {"errors", "ERRORS", 8, STATS_ERRORS, 0, false},
+    {"errors_local", "E_LOCAL", 8, STATS_ERRORS_LOCAL, 0, true},
+    {"errors_remote", "E_REMOTE", 8, STATS_ERRORS_REMOTE, 0, true},
+    {"errors_flush", "E_FLUSH", 8, STATS_ERRORS_FLUSH, 0, true},
+    {"errors_timeout", "E_TMOUT", 8, STATS_ERRORS_TIMEOUT, 0, true},
+    {"errors_other", "E_OTHER", 8, STATS_ERRORS_OTHER, 0, true},
+    {"flow_control", "FLOWCTL", 8, STATS_FLOW_CONTROL, 0, true},
 };
 
-#define NCOLUMNS (sizeof(columns) / sizeof(columns[0]))
+#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+_Static_assert(NFIELDS == STATS_NCOUNTERS + 2, "every counter and the two rates have a field");
 
 static int print_header(const struct cqstat_opts *o)
 {
 	printf("%7s %-12s %-20s %6s", "PID", "COMM", "NAME", "STRIPE");
-	for (size_t c = 0; c < NCOLUMNS; c++)
-		if (!columns[c].detail || o->details)
-			printf(" %*s", columns[c].width, columns[c].title);
+	for (size_t f = 0; f < NFIELDS; f++)
+		if (!fields[f].detail || o->details)
+			printf(" %*s", fields[f].width, fields[f].title);
 	putchar('\n');
 	return 1;
 }
 
-/* Prints the sample's rows; returns how many lines it printed. */
-static int print_rows(const struct cqstat_opts *o, const struct sample *s, const struct sample *prev)
+static void print_entry(const struct cqstat_opts *o, const struct stats_snapshot *snap,
+			const struct stats_snapshot *before, uint32_t i, double now)
+{
+	const struct stats_entry_snapshot *e = &snap->entry[i];
+	char fmt[16];
+
+	print_open_object(NULL);
+	print_text("%7d %-12.12s ", (int)snap->pid, snap->comm);
+	print_string(PRINT_ANY, "name", "%-20.20s", e->name);
+	print_string(PRINT_JSON, "kind", NULL, kind_names[e->kind]);
+	print_int(PRINT_ANY, "stripe", " %6lld", e->stripe);
+	for (size_t f = 0; f < NFIELDS; f++) {
+		const struct field *fd = &fields[f];
+		/* Every field in JSON; in the table, the detail columns only with -d. */
+		enum print_kind kind = fd->detail && !o->details ? PRINT_JSON : PRINT_ANY;
+
+		if (fd->counter >= 0) {
+			snprintf(fmt, sizeof(fmt), " %%%dllu", fd->width);
+			print_uint(kind, fd->key, fmt, e->counter[fd->counter]);
+		} else {
+			snprintf(fmt, sizeof(fmt), " %%%d.0f", fd->width);
+			print_double(kind, fd->key, fmt, rate(snap, before, i, fd->rate_of, now));
+		}
+	}
+	print_text("\n");
+	print_close_object();
+}
+
+static void print_problems(const char *key, const struct problem *list, size_t n, bool with_comm)
+{
+	print_open_array(key);
+	for (size_t i = 0; i < n; i++) {
+		print_open_object(NULL);
+		print_int(PRINT_JSON, "pid", NULL, list[i].pid);
+		if (with_comm)
+			print_string(PRINT_JSON, "comm", NULL, list[i].comm);
+		print_string(PRINT_JSON, with_comm ? "reason" : "error", NULL, list[i].why);
+		print_close_object();
+	}
+	print_close_array();
+}
+
+/*
+ * One sample: a JSON document, or the table's rows (the stale and
+ * unreadable ones are notices in text).  Returns how many lines it printed.
+ */
+static int print_sample(const struct cqstat_opts *o, const struct sample *s, const struct sample *prev)
 {
 	int lines = 0;
 
+	print_begin();
+	print_uint(PRINT_JSON, "time_ms", NULL, (unsigned long long)llround(s->unix_time * 1e3));
+	print_open_array("processes");
 	for (size_t p = 0; p < s->nprocs; p++) {
 		const struct stats_snapshot *snap = s->procs[p];
 		const struct stats_snapshot *before = find_prev(prev, snap);
 
-		for (uint32_t i = 0; i < snap->nentries; i++) {
-			const struct stats_entry_snapshot *e = &snap->entry[i];
-
-			printf("%7d %-12.12s %-20.20s %6d", (int)snap->pid, snap->comm, e->name, e->stripe);
-			for (size_t c = 0; c < NCOLUMNS; c++) {
-				const struct column *col = &columns[c];
-
-				if (col->detail && !o->details)
-					continue;
-				if (col->counter >= 0)
-					printf(" %*llu", col->width,
-					       (unsigned long long)e->counter[col->counter]);
-				else
-					printf(" %*.0f", col->width,
-					       rate(snap, before, i, col->rate_of, s->unix_time));
-			}
-			putchar('\n');
-			lines++;
-		}
+		print_open_object(NULL);
+		print_int(PRINT_JSON, "pid", NULL, snap->pid);
+		print_string(PRINT_JSON, "comm", NULL, snap->comm);
+		print_uint(PRINT_JSON, "start_time_ms", NULL, snap->start_realtime_ns / 1000000u);
+		print_open_array("cqs");
+		for (uint32_t i = 0; i < snap->nentries; i++, lines++)
+			print_entry(o, snap, before, i, s->unix_time);
+		print_close_array();
+		print_close_object();
 	}
+	print_close_array();
+	print_problems("stale", s->stale, s->nstale, true);
+	print_problems("unreadable", s->unreadable, s->nunreadable, false);
+	print_end();
 	return lines;
 }
 
@@ -543,14 +524,10 @@ static int run_samples(const struct cqstat_opts *o)
 				       stats_segment_dir());
 		}
 		report_problems(&cur, &reported);
-		if (global_opts.json) {
-			print_json(&cur, have_prev ? &prev : NULL);
-		} else {
-			if (taken == 0 || (o->interval > 0 && since_header >= rows - 1))
-				since_header = print_header(o);
-			since_header += print_rows(o, &cur, have_prev ? &prev : NULL);
-			fflush(stdout);
-		}
+		if (!global_opts.json && (taken == 0 || (o->interval > 0 && since_header >= rows - 1)))
+			since_header = print_header(o);
+		since_header += print_sample(o, &cur, have_prev ? &prev : NULL);
+		fflush(stdout);
 		taken++;
 		sample_free(&prev);
 		prev = cur;
@@ -576,7 +553,6 @@ static int clean_stale(const struct cqstat_opts *o)
 {
 	struct sample s;
 	struct cqstat_opts all = *o;
-	struct json j;
 	int err, status = EXIT_OK;
 
 	all.comm = NULL;
@@ -584,39 +560,38 @@ static int clean_stale(const struct cqstat_opts *o)
 	if (err)
 		return run_error(CMD, "cannot list stats segments in %s: %s", stats_segment_dir(),
 				 strerror(-err));
-	if (global_opts.json) {
-		json_init(&j, stdout, global_opts.pretty);
-		json_begin_object(&j, NULL);
-		json_begin_array(&j, "removed");
-	}
+	print_begin();
+	print_open_array("removed");
 	for (size_t i = 0; i < s.nstale; i++) {
 		const struct problem *p = &s.stale[i];
 
 		if (o->comm && strcmp(o->comm, p->comm))
 			continue;
 		err = stats_segment_remove(p->pid);
+		if (err == -EPERM || err == -EINVAL || err == -EAGAIN) {
+			/* Not provably a segment of ours: another user's file, a symlink, a FIFO or junk. */
+			notice(CMD, "left %s/%s%d alone: %s", stats_segment_dir(), STATS_FILE_PREFIX,
+			       (int)p->pid,
+			       err == -EPERM	? "not a regular file of yours"
+			       : err == -EINVAL ? "not an rdmatool stats segment"
+						: "it changed while being checked");
+			continue;
+		}
 		if (err && err != -ENOENT) {
 			status = run_error(CMD, "cannot remove the segment of pid %d: %s", (int)p->pid,
 					   strerror(-err));
 			continue;
 		}
-		if (global_opts.json) {
-			json_begin_object(&j, NULL);
-			json_int(&j, "pid", p->pid);
-			json_string(&j, "comm", p->comm);
-			json_string(&j, "reason", p->why);
-			json_end_object(&j);
-		} else {
-			printf("removed stale segment of pid %d (%s): %s\n", (int)p->pid, p->comm, p->why);
-		}
+		print_open_object(NULL);
+		print_int(PRINT_ANY, "pid", "removed stale segment of pid %lld", p->pid);
+		print_string(PRINT_ANY, "comm", " (%s)", p->comm);
+		print_string(PRINT_ANY, "reason", ": %s\n", p->why);
+		print_close_object();
 	}
-	if (global_opts.json) {
-		json_end_array(&j);
-		json_end_object(&j);
-		json_finish(&j);
-	} else if (!s.nstale) {
+	print_close_array();
+	print_end();
+	if (!global_opts.json && !s.nstale)
 		notice(CMD, "no stale segments in %s", stats_segment_dir());
-	}
 	sample_free(&s);
 	return status;
 }
@@ -730,16 +705,13 @@ out:
 int cmd_cqstat(int argc, const char **argv)
 {
 	struct cqstat_opts o = {0};
-	struct sigaction sa = {.sa_handler = on_interrupt};
 	int rc = parse_args(argc, argv, &o);
 
 	if (rc == EXIT_OK && o.clean) {
 		rc = clean_stale(&o);
 	} else if (rc == EXIT_OK) {
 		/* Ctrl-C ends an -i run cleanly, after the last complete sample. */
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
+		catch_interrupts(on_interrupt);
 		rc = run_samples(&o);
 	}
 	free((char *)o.comm);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdmatool madstress: the SMP MAD stress tester (seed 004, after
- * smp_mad_stress and infiniband-diags smpdump).  Options, the SET
+ * rdmatool madstress: the SMP MAD stress tester (modelled on the
+ * smp_mad_stress tool and infiniband-diags' smpdump).  Options, the SET
  * write-back snapshot, progress and the report; the engine is core/mad_engine.
  */
 #include "core/mad/mad_engine.h"
@@ -635,16 +635,13 @@ int cmd_madstress(int argc, const char **argv)
 	    .method = SMP_METHOD_SET,
 	    .workers = 1,
 	};
-	struct sigaction sa = {.sa_handler = on_signal};
 	int rc = parse(argc, argv, &o);
 
 	if (rc) {
 		free_opts(&o);
 		return rc;
 	}
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_interrupts(on_signal);
 	rc = run(&o);
 	free_opts(&o);
 	return rc;

@@ -5,10 +5,12 @@
  */
 #include "cmd/cmd.h"
 #include "cmd/version.h"
+#include "core/stats/stats.h"
 
 #include <errno.h>
 #include <libgen.h>
 #include <popt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -69,6 +71,15 @@ int popt_usage_error(const char *cmd, poptContext pc, int rc, const char **argv)
 		}
 	return usage_error(cmd, "%s%s%s: %s; see 'rdmatool %s --help'", option, *option ? " " : "", bad,
 			   poptStrerror(rc), cmd);
+}
+
+void catch_interrupts(void (*handler)(int))
+{
+	struct sigaction sa = {.sa_handler = handler};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 bool progress_wanted(void)
@@ -166,12 +177,14 @@ static int finish_stdout(int status)
 
 static int run_command(const struct command *c, int argc, const char **argv)
 {
-	char name[64];
+	char name[64], msg[256];
 
 	/* The command sees argv[0] = "rdmatool <cmd>", as popt prints it in usage lines. */
 	snprintf(name, sizeof(name), "rdmatool %s", c->name);
 	argv[0] = name;
 	argc = take_global_options(c, argc, argv);
+	if (stats_env_check(msg, sizeof(msg)))
+		return run_error(c->name, "%s", msg);
 	return c->run(argc, argv);
 }
 

@@ -111,6 +111,14 @@ void print_bool(enum print_kind kind, const char *key, const char *fmt, bool val
 		printf(fmt, value ? "yes" : "no");
 }
 
+void print_array_string(enum print_kind kind, const char *fmt, const char *value)
+{
+	if (json_mode && kind != PRINT_TEXT)
+		json_string(&doc, NULL, value);
+	else if (to_text(kind, fmt))
+		printf(fmt, value);
+}
+
 #pragma GCC diagnostic pop
 
 void print_text(const char *fmt, ...)

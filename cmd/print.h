@@ -35,6 +35,8 @@ void print_int(enum print_kind kind, const char *key, const char *fmt, long long
 void print_uint(enum print_kind kind, const char *key, const char *fmt, unsigned long long value);
 void print_double(enum print_kind kind, const char *key, const char *fmt, double value);
 void print_bool(enum print_kind kind, const char *key, const char *fmt, bool value);
+/* An element of the enclosing JSON array (no key); in text, printed through fmt. */
+void print_array_string(enum print_kind kind, const char *fmt, const char *value);
 /* Text output only: labels, separators, newlines. */
 void print_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

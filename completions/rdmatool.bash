@@ -11,7 +11,7 @@ _rdmatool_options()
 	madstress) echo "-t --time -C --ca -P --port -N --local-depth -n --dest-depth -T --timeout -r --retries -m --method -p --workers -L --lids -D --dr-path -c --count -v --decode" ;;
 	bench) echo "-s --size -a --all -n --iters -D --duration --threads --stripes --lock --progress-thread --device --server --client --rounds --baseline" ;;
 	agent) echo "--rank --hosts --hostfile --mode --timeout -n --count --out --capacity --bytes --max-msg" ;;
-	walk) echo "-c --clients -d --duration -m --multinode -D --device -P --port -g --gid-index -n --steps -s --seed -w --weight --preset -H --history --history-file -V --verify --allow-outstanding-ops" ;;
+	walk) echo "-c --clients -d --duration -m --multinode -D --device -P --port -g --gid-index -n --steps -s --seed -w --weight --preset -H --history --history-file --heartbeat -V --verify --allow-outstanding-ops" ;;
 	esac
 }
 

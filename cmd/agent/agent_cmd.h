@@ -33,11 +33,6 @@ int agent_recv_cmd(const struct agent_opts *o);
 int agent_poll_cmd(const struct agent_opts *o);
 int agent_chan_cmd(const struct agent_opts *o);
 
-struct json;
-struct chan_state;
-/* A channel's state as JSON fields of the open object: the same in poll and status. */
-void agent_json_chan_state(struct json *j, const struct chan_state *st);
-
 /* The exit status of `agent status` when no agent runs (as LSB init scripts use). */
 #define AGENT_EXIT_NOT_RUNNING 3
 

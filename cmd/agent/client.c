@@ -3,6 +3,7 @@
 #include "cmd/agent/agent_cmd.h"
 #include "cmd/cmd.h"
 #include "cmd/json.h"
+#include "cmd/print.h"
 #include "core/agent/agent.h"
 #include "core/util/sha256.h"
 
@@ -23,16 +24,6 @@ static void on_interrupt(int sig)
 {
 	(void)sig;
 	interrupted = 1;
-}
-
-/* SIGINT/SIGTERM end a blocking wait with -EINTR instead of killing the process mid-message. */
-static void catch_interrupts(void)
-{
-	struct sigaction sa = {.sa_handler = on_interrupt};
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 }
 
 static const char *errno_hint(int rc)
@@ -176,7 +167,7 @@ int agent_send_cmd(const struct agent_opts *o)
 		return run_error(AGENT_CMD, "cannot read %s: %s", o->nargs > 1 ? o->args[1] : "stdin",
 				 strerror(-rc));
 	}
-	catch_interrupts();
+	catch_interrupts(on_interrupt); /* a blocking wait ends with -EINTR, not mid-message */
 	rc = agent_send(h, buf, len, mode, o->timeout_ms);
 	free(buf);
 	agent_chan_close(h);
@@ -246,7 +237,7 @@ int agent_recv_cmd(const struct agent_opts *o)
 		agent_detach(cl);
 		return run_error(AGENT_CMD, "out of memory for a %zu-byte message", cap);
 	}
-	catch_interrupts();
+	catch_interrupts(on_interrupt);
 	rc = 0;
 	while (o->count == 0 || got < o->count) {
 		rc = agent_recv(h, buf, cap, &len, o->timeout_ms);
@@ -289,19 +280,6 @@ int agent_recv_cmd(const struct agent_opts *o)
 	return EXIT_OK;
 }
 
-void agent_json_chan_state(struct json *j, const struct chan_state *st)
-{
-	json_uint(j, "count", st->count);
-	json_uint(j, "bytes", st->bytes);
-	json_bool(j, "empty", st->empty);
-	json_bool(j, "full", st->full);
-	json_uint(j, "capacity", st->capacity_msgs);
-	json_uint(j, "capacity_bytes", st->capacity_bytes);
-	json_uint(j, "max_msg", st->max_msg);
-	json_uint(j, "sent", st->sent);
-	json_uint(j, "received", st->received);
-}
-
 int agent_poll_cmd(const struct agent_opts *o)
 {
 	struct agent_client *cl;
@@ -314,28 +292,26 @@ int agent_poll_cmd(const struct agent_opts *o)
 	rc = open_channel(o, "poll", &cl, &h);
 	if (rc)
 		return rc;
-	catch_interrupts();
+	catch_interrupts(on_interrupt);
 	/* Without --timeout, poll reports at once; with one, it waits for a message first. */
 	rc = agent_poll(h, &st, o->timeout_ms < 0 ? 0 : o->timeout_ms);
 	agent_chan_close(h);
 	agent_detach(cl);
 	if (rc)
 		return run_error(AGENT_CMD, "%s: %s", o->args[0], errno_hint(rc));
-	if (global_opts.json) {
-		struct json j;
-
-		json_init(&j, stdout, global_opts.pretty);
-		json_begin_object(&j, NULL);
-		json_string(&j, "channel", o->args[0]);
-		agent_json_chan_state(&j, &st);
-		json_end_object(&j);
-		json_finish(&j);
-	} else {
-		printf("%s: %u message(s), %llu bytes%s%s; capacity %u messages, %llu bytes, largest %u\n",
-		       o->args[0], st.count, (unsigned long long)st.bytes, st.empty ? ", empty" : "",
-		       st.full ? ", full" : "", st.capacity_msgs, (unsigned long long)st.capacity_bytes,
-		       st.max_msg);
-	}
+	print_begin();
+	print_string(PRINT_ANY, "channel", "%s:", o->args[0]);
+	print_uint(PRINT_ANY, "count", " %llu message(s)", st.count);
+	print_uint(PRINT_ANY, "bytes", ", %llu bytes", st.bytes);
+	print_bool(PRINT_JSON, "empty", NULL, st.empty);
+	print_bool(PRINT_JSON, "full", NULL, st.full);
+	print_text("%s%s", st.empty ? ", empty" : "", st.full ? ", full" : "");
+	print_uint(PRINT_ANY, "capacity", "; capacity %llu messages", st.capacity_msgs);
+	print_uint(PRINT_ANY, "capacity_bytes", ", %llu bytes", st.capacity_bytes);
+	print_uint(PRINT_ANY, "max_msg", ", largest %llu\n", st.max_msg);
+	print_uint(PRINT_JSON, "sent", NULL, st.sent);
+	print_uint(PRINT_JSON, "received", NULL, st.received);
+	print_end();
 	return EXIT_OK;
 }
 

@@ -3,6 +3,7 @@
 #include "cmd/agent/agent_cmd.h"
 #include "cmd/cmd.h"
 #include "cmd/json.h"
+#include "cmd/print.h"
 #include "core/agent/agent_dir.h"
 #include "core/agent/channel.h"
 #include "core/agent/engine.h"
@@ -66,14 +67,11 @@ static int serve(const struct agent_opts *o, const char *dir, int ready_fd)
 					  .ports = o->boot->ports,
 					  .log = {log_line, NULL},
 					  .debug = o->debug};
-	struct sigaction sa = {.sa_handler = on_stop_signal};
 	struct agent_engine *e;
 	char why[512];
 	int rc;
 
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_interrupts(on_stop_signal);
 	signal(SIGPIPE, SIG_IGN);
 	stats_segment_open("agent");
 	rc = agent_engine_open(&cfg, &e, why, sizeof(why));
@@ -243,7 +241,6 @@ int agent_stop(const struct agent_opts *o)
 
 struct chan_row_ctx {
 	const char *dir;
-	struct json *j;
 	int n;
 };
 
@@ -260,42 +257,36 @@ static int status_channel(const char *name, void *arg)
 	chan_close(c);
 	if (rc)
 		return 0;
-	if (ctx->j) {
-		json_begin_object(ctx->j, NULL);
-		json_string(ctx->j, "name", name);
-		agent_json_chan_state(ctx->j, &st);
-		json_end_object(ctx->j);
-	} else {
-		if (!ctx->n)
-			printf("  %-24s %8s %12s %10s %12s %12s\n", "channel", "count", "bytes", "capacity",
-			       "sent", "received");
-		printf("  %-24s %8u %12llu %10u %12llu %12llu\n", name, st.count,
-		       (unsigned long long)st.bytes, st.capacity_msgs, (unsigned long long)st.sent,
-		       (unsigned long long)st.received);
-	}
+	if (!ctx->n)
+		print_text("  %-24s %8s %12s %10s %12s %12s\n", "channel", "count", "bytes", "capacity",
+			   "sent", "received");
+	print_open_object(NULL);
+	print_string(PRINT_ANY, "name", "  %-24s", name);
+	print_uint(PRINT_ANY, "count", " %8llu", st.count);
+	print_uint(PRINT_ANY, "bytes", " %12llu", st.bytes);
+	print_bool(PRINT_JSON, "empty", NULL, st.empty);
+	print_bool(PRINT_JSON, "full", NULL, st.full);
+	print_uint(PRINT_ANY, "capacity", " %10llu", st.capacity_msgs);
+	print_uint(PRINT_JSON, "capacity_bytes", NULL, st.capacity_bytes);
+	print_uint(PRINT_JSON, "max_msg", NULL, st.max_msg);
+	print_uint(PRINT_ANY, "sent", " %12llu", st.sent);
+	print_uint(PRINT_ANY, "received", " %12llu\n", st.received);
+	print_close_object();
 	ctx->n++;
 	return 0;
 }
 
-static void status_peer_json(struct json *j, const struct gw_peer_stats *st)
+/* One remote agent's traffic as its link counted it; the line ends here in text. */
+static void status_peer(const struct gw_peer_stats *st)
 {
-	json_uint(j, "msgs_sent", st->msgs_sent);
-	json_uint(j, "bytes_sent", st->bytes_sent);
-	json_uint(j, "msgs_received", st->msgs_recv);
-	json_uint(j, "bytes_received", st->bytes_recv);
-	json_uint(j, "retries", st->retries);
-	json_int(j, "last_error", st->last_error);
-	json_string(j, "last_error_text", st->last_error ? strerror(-st->last_error) : "");
-}
-
-static void status_peer_text(uint32_t rank, const char *host, bool up, const struct gw_peer_stats *st)
-{
-	printf("  peer %u %s: %s; sent %llu messages (%llu bytes), received %llu (%llu bytes), %llu retries, "
-	       "last error: %s\n",
-	       rank, host, up ? "up" : "down", (unsigned long long)st->msgs_sent,
-	       (unsigned long long)st->bytes_sent, (unsigned long long)st->msgs_recv,
-	       (unsigned long long)st->bytes_recv, (unsigned long long)st->retries,
-	       st->last_error ? strerror(-st->last_error) : "none");
+	print_uint(PRINT_ANY, "msgs_sent", "; sent %llu messages", st->msgs_sent);
+	print_uint(PRINT_ANY, "bytes_sent", " (%llu bytes)", st->bytes_sent);
+	print_uint(PRINT_ANY, "msgs_received", ", received %llu", st->msgs_recv);
+	print_uint(PRINT_ANY, "bytes_received", " (%llu bytes)", st->bytes_recv);
+	print_uint(PRINT_ANY, "retries", ", %llu retries", st->retries);
+	print_int(PRINT_JSON, "last_error", NULL, st->last_error);
+	print_string(PRINT_ANY, "last_error_text", ", last error: %s\n",
+		     st->last_error ? strerror(-st->last_error) : "none");
 }
 
 int agent_status(const struct agent_opts *o)
@@ -303,7 +294,6 @@ int agent_status(const struct agent_opts *o)
 	char dir[PATH_MAX], why[512];
 	struct gateway *gw = NULL;
 	struct gw_info info;
-	struct json j;
 	int rc = agent_dir_resolve(dir, sizeof(dir), false, why, sizeof(why));
 
 	if (o->nargs)
@@ -313,17 +303,11 @@ int agent_status(const struct agent_opts *o)
 	if (!rc)
 		rc = gw_open(dir, o->rank, &gw);
 	if (rc) {
-		if (global_opts.json) {
-			json_init(&j, stdout, global_opts.pretty);
-			json_begin_object(&j, NULL);
-			json_bool(&j, "running", false);
-			json_string(&j, "dir", dir);
-			json_uint(&j, "rank", o->rank);
-			json_end_object(&j);
-			json_finish(&j);
-		} else {
-			printf("no agent runs for %s rank %u\n", dir, o->rank);
-		}
+		print_begin();
+		print_bool(PRINT_JSON, "running", NULL, false);
+		print_string(PRINT_ANY, "dir", "no agent runs for %s", dir);
+		print_uint(PRINT_ANY, "rank", " rank %llu\n", o->rank);
+		print_end();
 		return AGENT_EXIT_NOT_RUNNING;
 	}
 	gw_info(gw, &info);
@@ -335,57 +319,39 @@ int agent_status(const struct agent_opts *o)
 	    ((double)now.tv_sec * 1e9 + (double)now.tv_nsec - (double)info.start_realtime_ns) / 1e9;
 	struct chan_row_ctx ctx = {.dir = dir};
 
-	if (global_opts.json) {
-		json_init(&j, stdout, global_opts.pretty);
-		json_begin_object(&j, NULL);
-		json_bool(&j, "running", true);
-		json_string(&j, "dir", dir);
-		json_int(&j, "pid", info.pid);
-		json_double(&j, "uptime_s", uptime);
-		json_uint(&j, "rank", info.rank);
-		json_uint(&j, "nodes", info.nodes);
-		json_begin_array(&j, "peers");
-		for (uint32_t i = 0; i < info.nodes; i++) {
-			if (i == info.rank)
-				continue;
-			json_begin_object(&j, NULL);
-			json_uint(&j, "rank", i);
-			json_string(&j, "host", info.hosts[i]);
-			json_string(&j, "state", info.peer_up[i] ? "up" : "down");
-			status_peer_json(&j, &info.peer_stats[i]);
-			json_end_object(&j);
-		}
-		json_end_array(&j);
-		json_begin_object(&j, "gateway");
-		json_uint(&j, "depth", info.depth);
-		json_uint(&j, "slots", GW_SLOTS);
-		json_uint(&j, "requests", info.requests);
-		json_uint(&j, "completed", info.completed);
-		json_uint(&j, "failed", info.failed);
-		json_uint(&j, "eagain", info.eagain);
-		json_uint(&j, "reaped", info.reaped);
-		json_end_object(&j);
-		json_begin_array(&j, "channels");
-		ctx.j = &j;
-		chan_list(dir, status_channel, &ctx);
-		json_end_array(&j);
-		json_end_object(&j);
-		json_finish(&j);
-		return EXIT_OK;
+	print_begin();
+	print_bool(PRINT_JSON, "running", NULL, true);
+	print_uint(PRINT_ANY, "rank", "agent rank %llu", info.rank);
+	print_uint(PRINT_ANY, "nodes", " of %llu", info.nodes);
+	print_int(PRINT_ANY, "pid", ", pid %lld", info.pid);
+	print_double(PRINT_ANY, "uptime_s", ", up %.1f s", uptime);
+	print_string(PRINT_ANY, "dir", ", directory %s\n", dir);
+	print_open_array("peers");
+	for (uint32_t i = 0; i < info.nodes; i++) {
+		if (i == info.rank)
+			continue;
+		print_open_object(NULL);
+		print_uint(PRINT_ANY, "rank", "  peer %llu", i);
+		print_string(PRINT_ANY, "host", " %s", info.hosts[i]);
+		print_string(PRINT_ANY, "state", ": %s", info.peer_up[i] ? "up" : "down");
+		status_peer(&info.peer_stats[i]);
+		print_close_object();
 	}
-	printf("agent rank %u of %u, pid %d, up %.1f s, directory %s\n", info.rank, info.nodes, info.pid,
-	       uptime, dir);
-	for (uint32_t i = 0; i < info.nodes; i++)
-		if (i != info.rank)
-			status_peer_text(i, info.hosts[i], info.peer_up[i], &info.peer_stats[i]);
-	printf("gateway: %u of %d slots in use; %llu requests, %llu completed, %llu failed, %llu refused "
-	       "(full), "
-	       "%llu reclaimed from dead clients\n",
-	       info.depth, GW_SLOTS, (unsigned long long)info.requests, (unsigned long long)info.completed,
-	       (unsigned long long)info.failed, (unsigned long long)info.eagain,
-	       (unsigned long long)info.reaped);
+	print_close_array();
+	print_open_object("gateway");
+	print_uint(PRINT_ANY, "depth", "gateway: %llu", info.depth);
+	print_uint(PRINT_ANY, "slots", " of %llu slots in use", GW_SLOTS);
+	print_uint(PRINT_ANY, "requests", "; %llu requests", info.requests);
+	print_uint(PRINT_ANY, "completed", ", %llu completed", info.completed);
+	print_uint(PRINT_ANY, "failed", ", %llu failed", info.failed);
+	print_uint(PRINT_ANY, "eagain", ", %llu refused (full)", info.eagain);
+	print_uint(PRINT_ANY, "reaped", ", %llu reclaimed from dead clients\n", info.reaped);
+	print_close_object();
+	print_open_array("channels");
 	chan_list(dir, status_channel, &ctx);
+	print_close_array();
 	if (!ctx.n)
-		printf("no channels\n");
+		print_text("no channels\n");
+	print_end();
 	return EXIT_OK;
 }

@@ -9,7 +9,7 @@
 #include "cmd/bench/agent_pair.h"
 #include "cmd/bench/bench.h"
 #include "cmd/cmd.h"
-#include "cmd/json.h"
+#include "cmd/print.h"
 #include "core/agent/agent.h"
 #include "core/agent/gateway.h"
 #include "core/util/clock.h"
@@ -98,32 +98,20 @@ int bench_agent_lat(size_t size, long iters, bool baseline)
 		if (bench_transport("send_lat", &o, &core, err, sizeof(err)))
 			return run_error("bench", "the core send_lat baseline failed: %s", err);
 	}
-	if (global_opts.json) {
-		struct json j;
-
-		json_init(&j, stdout, global_opts.pretty);
-		json_begin_object(&j, NULL);
-		json_string(&j, "test", "agent_lat");
-		json_uint(&j, "MsgSize", size);
-		json_int(&j, "iters", iters);
-		json_double(&j, "deposited_median_us", agent_us);
-		if (baseline) {
-			json_double(&j, "core_send_lat_typical_us", core.t_typical);
-			json_double(&j, "ratio_to_core_send_lat", agent_us / core.t_typical);
-		}
-		json_end_object(&j);
-		json_finish(&j);
-	} else {
-		printf("agent_lat: %zu-byte deposited sends from node 0 to a channel on node 1 (two agent "
-		       "processes), "
-		       "%ld iterations\n",
-		       size, iters);
-		printf("  through the agents: %.2f usec median (request, deposit, acknowledgement)\n",
-		       agent_us);
-		if (baseline)
-			printf(
-			    "  core send_lat:      %.2f usec typical (half a round trip)\n  ratio: %.2fx\n",
-			    core.t_typical, agent_us / core.t_typical);
+	print_begin();
+	print_string(PRINT_JSON, "test", NULL, "agent_lat");
+	print_uint(PRINT_ANY, "MsgSize",
+		   "agent_lat: %llu-byte deposited sends from node 0 to a channel on node 1 ", size);
+	print_int(PRINT_ANY, "iters", "(two agent processes), %lld iterations\n", iters);
+	print_double(PRINT_ANY, "deposited_median_us",
+		     "  through the agents: %.2f usec median (request, deposit, acknowledgement)\n",
+		     agent_us);
+	if (baseline) {
+		print_double(PRINT_ANY, "core_send_lat_typical_us",
+			     "  core send_lat:      %.2f usec typical (half a round trip)\n", core.t_typical);
+		print_double(PRINT_ANY, "ratio_to_core_send_lat", "  ratio: %.2fx\n",
+			     agent_us / core.t_typical);
 	}
+	print_end();
 	return status;
 }

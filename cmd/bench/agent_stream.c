@@ -9,7 +9,7 @@
 #include "cmd/bench/agent_pair.h"
 #include "cmd/bench/bench.h"
 #include "cmd/cmd.h"
-#include "cmd/json.h"
+#include "cmd/print.h"
 #include "core/agent/agent.h"
 #include "core/agent/channel.h"
 #include "core/agent/gateway.h"
@@ -125,44 +125,31 @@ static int core_send_bw(size_t size, long iters, struct bench_result *core, char
 static void report(const char *test, size_t size, long iters, const struct stream_result *on,
 		   const struct stream_result *off, const struct bench_result *core)
 {
-	double core_msgs = core ? core->msg_rate * 1e6 : 0;
-
-	if (global_opts.json) {
-		struct json j;
-
-		json_init(&j, stdout, global_opts.pretty);
-		json_begin_object(&j, NULL);
-		json_string(&j, "test", test);
-		json_uint(&j, "MsgSize", size);
-		json_int(&j, "iters", iters);
-		json_double(&j, "agent_msgs_per_s", on->msgs_per_s);
-		json_double(&j, "agent_MiB_s", on->mib_per_s);
-		if (off) {
-			json_double(&j, "no_aggregation_msgs_per_s", off->msgs_per_s);
-			json_double(&j, "ratio_to_no_aggregation", on->msgs_per_s / off->msgs_per_s);
-		}
-		if (core) {
-			json_double(&j, "core_send_bw_msgs_per_s", core_msgs);
-			json_double(&j, "core_send_bw_MiB_s", core->bw_avg);
-			json_double(&j, "ratio_to_core_send_bw",
-				    !strcmp(test, "agent_bw") ? on->mib_per_s / core->bw_avg
-							      : on->msgs_per_s / core_msgs);
-		}
-		json_end_object(&j);
-		json_finish(&j);
-		return;
+	print_begin();
+	print_string(PRINT_JSON, "test", NULL, test);
+	print_text("%s: ", test);
+	print_int(PRINT_ANY, "iters", "%lld buffered sends", iters);
+	print_uint(PRINT_ANY, "MsgSize",
+		   " of %llu bytes from node 0 to a channel on node 1 (two agent processes)\n", size);
+	print_double(PRINT_ANY, "agent_msgs_per_s", "  through the agents:  %.0f msg/s", on->msgs_per_s);
+	print_double(PRINT_ANY, "agent_MiB_s", ", %.2f MiB/s\n", on->mib_per_s);
+	if (off) {
+		print_double(PRINT_ANY, "no_aggregation_msgs_per_s", "  aggregation off:     %.0f msg/s",
+			     off->msgs_per_s);
+		print_double(PRINT_ANY, "ratio_to_no_aggregation", "  (ratio %.2fx)\n",
+			     on->msgs_per_s / off->msgs_per_s);
 	}
-	printf(
-	    "%s: %ld buffered sends of %zu bytes from node 0 to a channel on node 1 (two agent processes)\n",
-	    test, iters, size);
-	printf("  through the agents:  %.0f msg/s, %.2f MiB/s\n", on->msgs_per_s, on->mib_per_s);
-	if (off)
-		printf("  aggregation off:     %.0f msg/s  (ratio %.2fx)\n", off->msgs_per_s,
-		       on->msgs_per_s / off->msgs_per_s);
-	if (core)
-		printf("  core send_bw:        %.0f msg/s, %.2f MiB/s  (ratio %.2fx)\n", core_msgs,
-		       core->bw_avg,
-		       !strcmp(test, "agent_bw") ? on->mib_per_s / core->bw_avg : on->msgs_per_s / core_msgs);
+	if (core) {
+		double core_msgs = core->msg_rate * 1e6;
+
+		print_double(PRINT_ANY, "core_send_bw_msgs_per_s", "  core send_bw:        %.0f msg/s",
+			     core_msgs);
+		print_double(PRINT_ANY, "core_send_bw_MiB_s", ", %.2f MiB/s", core->bw_avg);
+		print_double(PRINT_ANY, "ratio_to_core_send_bw", "  (ratio %.2fx)\n",
+			     !strcmp(test, "agent_bw") ? on->mib_per_s / core->bw_avg
+						       : on->msgs_per_s / core_msgs);
+	}
+	print_end();
 }
 
 static int run(const char *test, size_t size, long iters, bool baseline, bool with_no_aggregation)

@@ -8,7 +8,7 @@
  */
 #include "cmd/bench/bench.h"
 #include "cmd/cmd.h"
-#include "cmd/json.h"
+#include "cmd/print.h"
 #include "core/agent/channel.h"
 #include "core/util/clock.h"
 
@@ -270,7 +270,6 @@ int bench_chan_rate(size_t size, long iters, bool baseline, int rounds)
 {
 	char dir[] = "/dev/shm/rdmatool-bench-chan.XXXXXX", err[512] = "";
 	double ratios[64];
-	struct json j;
 	int status = EXIT_OK;
 
 	if (iters <= 0)
@@ -287,22 +286,15 @@ int bench_chan_rate(size_t size, long iters, bool baseline, int rounds)
 
 	find_cpus();
 	pin_to_cpu(0);
-	if (global_opts.json) {
-		json_init(&j, stdout, global_opts.pretty);
-		json_begin_object(&j, NULL);
-		json_string(&j, "test", "chan_rate");
-		json_string(&j, "mode", "two processes");
-		json_uint(&j, "MsgSize", size);
-		json_int(&j, "iters", iters);
-		json_begin_array(&j, "results");
-	} else {
-		printf("chan_rate: %zu-byte messages, one producer and one consumer process (pinned to two "
-		       "CPUs), "
-		       "%ld messages per run\n",
-		       size, iters);
-		printf(" %-6s %-16s %-16s %-14s %s\n", "round", "channel[Mmsg/s]",
-		       baseline ? "pipe[Mmsg/s]" : "", baseline ? "channel/pipe" : "", "futex calls/msg");
-	}
+	print_begin();
+	print_string(PRINT_JSON, "test", NULL, "chan_rate");
+	print_string(PRINT_JSON, "mode", NULL, "two processes");
+	print_uint(PRINT_ANY, "MsgSize",
+		   "chan_rate: %llu-byte messages, one producer and one consumer process ", size);
+	print_int(PRINT_ANY, "iters", "(pinned to two CPUs), %lld messages per run\n", iters);
+	print_text(" %-6s %-16s %-16s %-14s %s\n", "round", "channel[Mmsg/s]", baseline ? "pipe[Mmsg/s]" : "",
+		   baseline ? "channel/pipe" : "", "futex calls/msg");
+	print_open_array("results");
 	for (int round = 0; round < rounds; round++) {
 		struct rate_run ch = {0}, pp = {0};
 		int rc = 0;
@@ -319,35 +311,29 @@ int bench_chan_rate(size_t size, long iters, bool baseline, int rounds)
 			break;
 		}
 		ratios[round] = baseline ? ch.msgs_per_s / pp.msgs_per_s : 0;
-		if (global_opts.json) {
-			json_begin_object(&j, NULL);
-			json_double(&j, "channel_msgs_per_s", ch.msgs_per_s);
-			if (baseline) {
-				json_double(&j, "pipe_msgs_per_s", pp.msgs_per_s);
-				json_double(&j, "channel_over_pipe", ratios[round]);
-			}
-			json_double(&j, "futex_calls_per_msg", ch.futex_per_msg);
-			json_end_object(&j);
-		} else if (baseline) {
-			printf(" %-6d %-16.3f %-16.3f %-14.2f %.4f\n", round + 1, ch.msgs_per_s / 1e6,
-			       pp.msgs_per_s / 1e6, ratios[round], ch.futex_per_msg);
+		print_open_object(NULL);
+		print_text(" %-6d", round + 1);
+		print_double(PRINT_JSON, "channel_msgs_per_s", NULL, ch.msgs_per_s);
+		print_text(" %-16.3f", ch.msgs_per_s / 1e6);
+		if (baseline) {
+			print_double(PRINT_JSON, "pipe_msgs_per_s", NULL, pp.msgs_per_s);
+			print_text(" %-16.3f", pp.msgs_per_s / 1e6);
+			print_double(PRINT_ANY, "channel_over_pipe", " %-14.2f", ratios[round]);
 		} else {
-			printf(" %-6d %-16.3f %-16s %-14s %.4f\n", round + 1, ch.msgs_per_s / 1e6, "", "",
-			       ch.futex_per_msg);
+			print_text(" %-16s %-14s", "", "");
 		}
+		print_double(PRINT_ANY, "futex_calls_per_msg", " %.4f\n", ch.futex_per_msg);
+		print_close_object();
 	}
 	rmdir(dir);
 	if (restore)
 		sched_setaffinity(0, sizeof(saved), &saved);
-	if (global_opts.json) {
-		json_end_array(&j);
-		if (baseline && status == EXIT_OK)
-			json_double(&j, "channel_over_pipe", median_of(ratios, rounds));
-		json_end_object(&j);
-		json_finish(&j);
-	} else if (baseline && status == EXIT_OK) {
-		printf("channel/pipe message rate (median of %d round%s): %.2fx\n", rounds,
-		       rounds > 1 ? "s" : "", median_of(ratios, rounds));
+	print_close_array();
+	if (baseline && status == EXIT_OK) {
+		print_text("channel/pipe message rate (median of %d round%s): ", rounds,
+			   rounds > 1 ? "s" : "");
+		print_double(PRINT_ANY, "channel_over_pipe", "%.2fx\n", median_of(ratios, rounds));
 	}
+	print_end();
 	return status;
 }

@@ -219,15 +219,6 @@ static void on_interrupt(int sig)
 	bench_interrupted = 1;
 }
 
-static void catch_interrupts(void)
-{
-	struct sigaction sa = {.sa_handler = on_interrupt};
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-}
-
 /* The command line, parsed and then validated; the strings are popt's malloc'd copies. */
 struct bench_cli {
 	char *threads_text, *lock, *device, *server, *client;
@@ -535,7 +526,7 @@ static int bench_run(const struct bench_cli *c)
 		return bench_chan_rate((size_t)c->size, c->iters, c->baseline, c->rounds);
 	if (c->client && bench_client_open(c->addr, err, sizeof(err)))
 		return run_error(CMD, "%s", err);
-	catch_interrupts();
+	catch_interrupts(on_interrupt);
 	report_begin(&rep, c);
 	status = bench_sweep(c, &rep);
 	if (c->client)

@@ -16,7 +16,9 @@ struct walk_bus {
 	struct mailbox *outbound;
 	pthread_mutex_t send_lock;
 	pthread_t reader, writer;
-	atomic_bool go_down;
+	atomic_bool go_down, hub_lost;
+	atomic_bool *stop;
+	int heartbeat_ms;
 	bool tcp;
 };
 
@@ -50,11 +52,17 @@ static void *reader_main(void *arg)
 	for (;;) {
 		uint16_t type;
 		uint32_t len;
-		int rc = oob_recv(b->conn, &type, &m, sizeof(m), &len, -1);
+		/* The hub sends a heartbeat every second: this long without a frame means it is gone. */
+		int rc = oob_recv(b->conn, &type, &m, sizeof(m), &len, b->heartbeat_ms);
 
 		if (rc == -EMSGSIZE)
 			continue; /* not ours: consumed and ignored */
-		if (rc < 0 || type == FRAME_BYE)
+		if (rc < 0) {
+			atomic_store(&b->hub_lost, true);
+			atomic_store(b->stop, true);
+			break;
+		}
+		if (type == FRAME_BYE)
 			break;
 		if (type == FRAME_GO_DOWN)
 			atomic_store(&b->go_down, true);
@@ -71,15 +79,22 @@ static void *writer_main(void *arg)
 	struct walk_bus *b = arg;
 	struct walk_msg m;
 
-	while (mailbox_pop(b->outbound, &m, -1) == 0) {
+	for (;;) {
+		int rc = mailbox_pop(b->outbound, &m, 1000);
+
+		if (rc == -EPIPE)
+			break;
 		pthread_mutex_lock(&b->send_lock);
-		oob_send(b->conn, FRAME_MSG, &m, sizeof(m));
+		if (rc == 0)
+			oob_send(b->conn, FRAME_MSG, &m, sizeof(m));
+		else
+			oob_send(b->conn, FRAME_HEARTBEAT, NULL, 0);
 		pthread_mutex_unlock(&b->send_lock);
 	}
 	return NULL;
 }
 
-struct walk_bus *walk_bus_tcp(struct oob_conn *conn, int self)
+struct walk_bus *walk_bus_tcp(struct oob_conn *conn, int self, atomic_bool *stop, int heartbeat_s)
 {
 	struct walk_bus *b = calloc(1, sizeof(*b));
 
@@ -88,6 +103,8 @@ struct walk_bus *walk_bus_tcp(struct oob_conn *conn, int self)
 		return NULL;
 	b->tcp = true;
 	b->conn = conn;
+	b->stop = stop;
+	b->heartbeat_ms = heartbeat_s * 1000;
 	b->clients = 1;
 	b->inbox = calloc(1, sizeof(*b->inbox));
 	b->outbound = mailbox_create(WALK_MAILBOX_DEPTH, sizeof(struct walk_msg));
@@ -103,6 +120,7 @@ struct walk_bus *walk_bus_tcp(struct oob_conn *conn, int self)
 	}
 	pthread_mutex_init(&b->send_lock, NULL);
 	atomic_init(&b->go_down, false);
+	atomic_init(&b->hub_lost, false);
 	pthread_create(&b->reader, NULL, reader_main, b);
 	pthread_create(&b->writer, NULL, writer_main, b);
 	return b;
@@ -137,6 +155,11 @@ void walk_bus_close_inbox(struct walk_bus *b, int self)
 bool walk_bus_go_down(struct walk_bus *b)
 {
 	return atomic_load(&b->go_down);
+}
+
+bool walk_bus_hub_lost(struct walk_bus *b)
+{
+	return b->tcp && atomic_load(&b->hub_lost);
 }
 
 int walk_bus_send_frame(struct walk_bus *b, uint16_t type, const void *buf, uint32_t len)

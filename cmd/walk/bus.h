@@ -16,8 +16,15 @@ struct oob_conn;
 
 /* In-process bus for `clients` clients. */
 struct walk_bus *walk_bus_inproc(int clients);
-/* A client process's end of the hub connection; starts its I/O threads. */
-struct walk_bus *walk_bus_tcp(struct oob_conn *conn, int self);
+/*
+ * A client process's end of the hub connection; starts its I/O threads.  The
+ * writer sends a heartbeat every second it has nothing else to send; when
+ * the hub closes the connection before BYE, or is silent for heartbeat_s,
+ * the reader sets *stop and walk_bus_hub_lost() turns true.
+ */
+struct walk_bus *walk_bus_tcp(struct oob_conn *conn, int self, atomic_bool *stop, int heartbeat_s);
+/* Multinode: the hub went away (closed or silent) before it said BYE. */
+bool walk_bus_hub_lost(struct walk_bus *b);
 /* 0, -EAGAIN (destination or outbound queue full: retry later), -EPIPE. */
 int walk_bus_send(struct walk_bus *b, const struct walk_msg *m);
 /* 0 or -EAGAIN. */
@@ -29,16 +36,22 @@ void walk_bus_free(struct walk_bus *b);
 /* Frame types on the hub connection (besides walk_msg frames). */
 enum walk_frame {
 	FRAME_HELLO = 1, /* child -> hub: struct walk_hello */
-	FRAME_TABLE, /* hub -> child: struct walk_peer_addr[clients] */
-	FRAME_MSG, /* struct walk_msg, either way */
-	FRAME_QUIESCED, /* child -> hub: stopped issuing */
-	FRAME_GO_DOWN, /* hub -> child: everyone stopped, tear down */
-	FRAME_STATS, /* child -> hub: struct walk_stats */
-	FRAME_BYE, /* hub -> child: done */
+	FRAME_TABLE,	 /* hub -> child: struct walk_peer_addr[clients] */
+	FRAME_MSG,	 /* struct walk_msg, either way */
+	FRAME_QUIESCED,	 /* child -> hub: stopped issuing */
+	FRAME_GO_DOWN,	 /* hub -> child: everyone stopped, tear down */
+	FRAME_STATS,	 /* child -> hub: struct walk_stats */
+	FRAME_BYE,	 /* hub -> child: done */
+	FRAME_HEARTBEAT, /* either way, every second: "still here" */
 };
 
+#define WALK_HELLO_MAGIC 0x574c4b31u /* "WLK1" */
+
+/* The token is the run's secret, inherited from the hub: a stranger on the hub's port cannot join. */
 struct walk_hello {
+	uint32_t magic;
 	uint32_t id;
+	uint64_t token;
 	struct walk_peer_addr addr;
 };
 

@@ -5,6 +5,7 @@
 #include "cmd/cmd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <popt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,8 +63,8 @@ static int probe_device(struct walk_config *cfg, char *name, size_t len, bool *t
 	}
 	if (hw_query_gid(ctx, (uint8_t)cfg->port, cfg->gid_index, &gid)) {
 		hw_close_device(ctx);
-		return usage_error(CMD, "--gid-index %d: port %d of %s has no such GID", cfg->gid_index, cfg->port,
-				   name);
+		return usage_error(CMD, "--gid-index %d: port %d of %s has no such GID", cfg->gid_index,
+				   cfg->port, name);
 	}
 	*type2 = attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	hw_close_device(ctx);
@@ -78,24 +79,30 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 	char *weights[64];
 	int nweights = 0;
 	struct poptOption options[] = {
-		{ "clients", 'c', POPT_ARG_INT, &cfg->clients, 0, "number of clients (default 2)", "N" },
-		{ "duration", 'd', POPT_ARG_INT, &cfg->duration_s, 0, "seconds each client walks (default 20)", "S" },
-		{ "multinode", 'm', POPT_ARG_STRING, &multinode, 0,
-		  "true: each client is its own process, updates over TCP (default false)", "BOOL" },
-		{ "device", 'D', POPT_ARG_STRING, &device, 0, "device (default: first active, else soft0)", "NAME" },
-		{ "port", 'P', POPT_ARG_INT, &cfg->port, 0, "port number (default 1)", "N" },
-		{ "gid-index", 'g', POPT_ARG_INT, &cfg->gid_index, 0, "GID index (default 0)", "N" },
-		{ "steps", 'n', POPT_ARG_STRING, &steps, 0, "steps per client instead of --duration", "N" },
-		{ "seed", 's', POPT_ARG_STRING, &seed, 0, "random seed (printed when not given)", "N" },
-		{ "weight", 'w', POPT_ARG_STRING, &weight, 'w', "set an action's weight (repeatable)", "ACTION=W" },
-		{ "preset", 0, POPT_ARG_STRING, &preset, 0, "weights: default, control or rdma", "NAME" },
-		{ "history", 'H', POPT_ARG_INT, &cfg->history, 0, "actions kept per client for triage (default 200)",
-		  "N" },
-		{ "history-file", 0, POPT_ARG_STRING, &history_file, 0, "also write the history to FILE", "FILE" },
-		{ "verify", 'V', POPT_ARG_NONE, &verify, 0, "check data, completions, flushes and stale rkeys", NULL },
-		{ "allow-outstanding-ops", 0, POPT_ARG_NONE, &outstanding, 0,
-		  "allow modify-to-ERR and destroy of QPs with WRs in flight", NULL },
-		POPT_AUTOHELP POPT_TABLEEND,
+	    {"clients", 'c', POPT_ARG_INT, &cfg->clients, 0, "number of clients (default 2)", "N"},
+	    {"duration", 'd', POPT_ARG_INT, &cfg->duration_s, 0, "seconds each client walks (default 20)",
+	     "S"},
+	    {"multinode", 'm', POPT_ARG_STRING, &multinode, 0,
+	     "true: each client is its own process, updates over TCP (default false)", "BOOL"},
+	    {"device", 'D', POPT_ARG_STRING, &device, 0, "device (default: first active, else soft0)",
+	     "NAME"},
+	    {"port", 'P', POPT_ARG_INT, &cfg->port, 0, "port number (default 1)", "N"},
+	    {"gid-index", 'g', POPT_ARG_INT, &cfg->gid_index, 0, "GID index (default 0)", "N"},
+	    {"steps", 'n', POPT_ARG_STRING, &steps, 0, "steps per client instead of --duration", "N"},
+	    {"seed", 's', POPT_ARG_STRING, &seed, 0, "random seed (printed when not given)", "N"},
+	    {"weight", 'w', POPT_ARG_STRING, &weight, 'w', "set an action's weight (repeatable)", "ACTION=W"},
+	    {"preset", 0, POPT_ARG_STRING, &preset, 0, "weights: default, control or rdma", "NAME"},
+	    {"history", 'H', POPT_ARG_INT, &cfg->history, 0,
+	     "actions kept per client for triage (default 200)", "N"},
+	    {"history-file", 0, POPT_ARG_STRING, &history_file, 0, "also write the history to FILE", "FILE"},
+	    {"heartbeat", 0, POPT_ARG_INT, &cfg->heartbeat_s, 0,
+	     "multinode: a client or the hub silent this many seconds is reported and stopped (default 10)",
+	     "S"},
+	    {"verify", 'V', POPT_ARG_NONE, &verify, 0, "check data, completions, flushes and stale rkeys",
+	     NULL},
+	    {"allow-outstanding-ops", 0, POPT_ARG_NONE, &outstanding, 0,
+	     "allow modify-to-ERR and destroy of QPs with WRs in flight", NULL},
+	    POPT_AUTOHELP POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 
@@ -128,6 +135,8 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 		rc = usage_error(CMD, "--steps '%s': give a positive number of steps", steps);
 	else if (seed && !parse_u64(seed, &cfg->seed))
 		rc = usage_error(CMD, "--seed '%s': give a non-negative integer", seed);
+	else if (cfg->heartbeat_s < 1 || cfg->heartbeat_s > 3600)
+		rc = usage_error(CMD, "--heartbeat %d: give 1 to 3600 seconds", cfg->heartbeat_s);
 	else if (cfg->history < 0 || cfg->history > 1000000)
 		rc = usage_error(CMD, "--history %d: give 0 to 1000000 entries", cfg->history);
 	else if (walk_preset(preset ? preset : "default", cfg->weight))
@@ -144,7 +153,8 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 		for (int a = 0; a < ACT_COUNT; a++)
 			sum += cfg->weight[a];
 		if (!sum)
-			rc = usage_error(CMD, "every action weight is 0; give at least one --weight ACTION=W above 0");
+			rc = usage_error(
+			    CMD, "every action weight is 0; give at least one --weight ACTION=W above 0");
 	}
 	cfg->seed_given = seed != NULL;
 	cfg->verify = verify;
@@ -166,8 +176,9 @@ out:
 
 int cmd_walk(int argc, const char **argv)
 {
-	struct walk_config cfg = { .clients = 2, .duration_s = 20, .port = 1, .history = 200 };
-	struct walk_result res = { 0 };
+	struct walk_config cfg = {
+	    .clients = 2, .duration_s = 20, .port = 1, .history = 200, .heartbeat_s = 10};
+	struct walk_result res = {0};
 	char device[64];
 	bool type2 = true;
 	int rc = parse(argc, argv, &cfg);
@@ -182,11 +193,22 @@ int cmd_walk(int argc, const char **argv)
 	if ((rc = probe_device(&cfg, device, sizeof(device), &type2)))
 		goto out;
 	if (!type2 && walk_drop_type2(cfg.weight))
-		notice(CMD, "%s has no type-2 memory windows (IBV_DEVICE_MEM_WINDOW_TYPE_2B): their weights drop to 0",
+		notice(CMD,
+		       "%s has no type-2 memory windows (IBV_DEVICE_MEM_WINDOW_TYPE_2B): their weights drop "
+		       "to 0",
 		       device);
-	if (cfg.history_file && unlink(cfg.history_file) && errno != ENOENT) {
-		rc = usage_error(CMD, "--history-file %s: %s; give a writable path", cfg.history_file, strerror(errno));
-		goto out;
+	/* Made empty now, so a path that cannot be written is a usage error before the run, not a silent
+	 * loss. */
+	if (cfg.history_file) {
+		int fd = open(cfg.history_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd < 0) {
+			rc = usage_error(CMD,
+					 "--history-file %s: %s; give a path in a directory you can write",
+					 cfg.history_file, strerror(errno));
+			goto out;
+		}
+		close(fd);
 	}
 	walk_print_header(&cfg, device, !type2);
 	res.clients = cfg.clients;

@@ -16,10 +16,10 @@
 #include <string.h>
 #include <time.h>
 
-#define LOG(c, ...) walk_history_add(&(c)->hist, __VA_ARGS__)
-#define MAX_REDRAWS 1000
+#define LOG(c, ...)	  walk_history_add(&(c)->hist, __VA_ARGS__)
+#define MAX_REDRAWS	  1000
 #define FLUSH_DEADLINE_NS (3ULL * 1000000000ULL)
-#define DRAIN_TIMEOUT_NS (5ULL * 1000000000ULL)
+#define DRAIN_TIMEOUT_NS  (5ULL * 1000000000ULL)
 #define PROBE_PROBABILITY 0.3
 
 uint64_t walk_now_ns(void)
@@ -65,7 +65,8 @@ int walk_client_open(struct walk_client *c)
 static int find_mw_by_rkey(struct walk_client *c, uint32_t rkey)
 {
 	for (int i = 0; i < 2 * MAX_MW; i++)
-		if (c->mw[i].used && c->mw[i].type == 2 && c->mw[i].state == MW_BOUND && c->mw[i].rkey == rkey)
+		if (c->mw[i].used && c->mw[i].type == 2 && c->mw[i].state == MW_BOUND &&
+		    c->mw[i].rkey == rkey)
 			return i;
 	return -1;
 }
@@ -73,16 +74,16 @@ static int find_mw_by_rkey(struct walk_client *c, uint32_t rkey)
 static void publish_mw(struct walk_client *c, int i, int type)
 {
 	struct mw_rec *m = &c->mw[i];
-	struct walk_msg msg = { .type = (uint16_t)type,
-				.kind = (uint16_t)m->type,
-				.rkey = m->rkey,
-				.pd_id = c->pd[m->pd].id,
-				.qpn = m->qp >= 0 ? c->qp[m->qp].qp->qp_num : 0,
-				.bytes = (uint32_t)(m->addr - (uintptr_t)c->buf),
-				.addr = m->addr,
-				.length = m->len };
+	struct walk_msg msg = {.type = (uint16_t)type,
+			       .kind = (uint16_t)m->type,
+			       .rkey = m->rkey,
+			       .pd_id = c->pd[m->pd].id,
+			       .qpn = m->qp >= 0 ? c->qp[m->qp].qp->qp_num : 0,
+			       .bytes = (uint32_t)(m->addr - (uintptr_t)c->buf),
+			       .addr = m->addr,
+			       .length = m->len};
 
-	broadcast(c, &msg);
+	walk_broadcast(c, &msg);
 }
 
 static void unbind_mw(struct walk_client *c, int i)
@@ -122,16 +123,17 @@ static void check_done(struct walk_client *c, const struct wr_rec *w, enum ibv_w
 	c->check_busy = false;
 	if (st != IBV_WC_SUCCESS || !c->check_write_ok)
 		return;
-	fill_pattern(expect, c->check_len, c->check_seed);
+	walk_fill_pattern(expect, c->check_len, c->check_seed);
 	if (memcmp(expect, got, c->check_len) != 0) {
 		uint32_t at = 0;
 
 		while (at < c->check_len && expect[at] == got[at])
 			at++;
-		walk_stats_fail(&c->stats,
-				"client %d: data check failed: %u-byte WRITE (seed %llx) read back differs at byte %u "
-				"(%02x, expected %02x)",
-				c->id, c->check_len, (unsigned long long)c->check_seed, at, got[at], expect[at]);
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d: data check failed: %u-byte WRITE (seed %llx) read back differs at byte %u "
+		    "(%02x, expected %02x)",
+		    c->id, c->check_len, (unsigned long long)c->check_seed, at, got[at], expect[at]);
 	}
 }
 
@@ -146,10 +148,11 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		LOG(c, "c%d completion for unknown wr=%llx status=%s", c->id, (unsigned long long)wc->wr_id,
 		    ibv_wc_status_str(wc->status));
 		if (!c->cfg->allow_outstanding_ops)
-			walk_stats_fail(&c->stats,
-					"client %d: completion for wr_id %llx (qp %u, %s) that is not outstanding: "
-					"a duplicate or a WR never posted",
-					c->id, (unsigned long long)wc->wr_id, wc->qp_num, ibv_wc_status_str(wc->status));
+			walk_stats_fail(
+			    &c->stats,
+			    "client %d: completion for wr_id %llx (qp %u, %s) that is not outstanding: "
+			    "a duplicate or a WR never posted",
+			    c->id, (unsigned long long)wc->wr_id, wc->qp_num, ibv_wc_status_str(wc->status));
 		return;
 	}
 	w = &c->wr[slot];
@@ -158,8 +161,8 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		c->stats.wc[w->action][wc->status]++;
 	else
 		c->stats.wc_other++;
-	LOG(c, "c%d cqe %s wr=%llx qp=%u %s", c->id, walk_action_names[w->action], (unsigned long long)wc->wr_id,
-	    wc->qp_num, ibv_wc_status_str(wc->status));
+	LOG(c, "c%d cqe %s wr=%llx qp=%u %s", c->id, walk_action_names[w->action],
+	    (unsigned long long)wc->wr_id, wc->qp_num, ibv_wc_status_str(wc->status));
 	if (w->is_recv) {
 		r->recv_inflight--;
 		c->cq[r->rcq].outstanding--;
@@ -186,7 +189,7 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 
 		/* Not found: we deallocated it after the NIC invalidated it. */
 		if (i >= 0) {
-			note_key(c, wc->invalidated_rkey, false);
+			walk_note_key(c, wc->invalidated_rkey, false);
 			publish_mw(c, i, MSG_REMOVE_RKEY);
 			unbind_mw(c, i);
 		}
@@ -195,15 +198,15 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		c->probe_busy = false;
 		if (ok) {
 			/* Only the owner knows whether it issued the key value again. */
-			struct walk_msg hit = { .type = MSG_PROBE_HIT, .dst = (uint16_t)w->probe_owner,
-						.rkey = w->probe_rkey };
+			struct walk_msg hit = {
+			    .type = MSG_PROBE_HIT, .dst = (uint16_t)w->probe_owner, .rkey = w->probe_rkey};
 
-			publish(c, &hit);
+			walk_publish(c, &hit);
 		}
 	}
 	if (w->check)
 		check_done(c, w, wc->status);
-	release_wr(c, slot);
+	walk_release_wr(c, slot);
 }
 
 static int poll_all(struct walk_client *c)
@@ -242,11 +245,13 @@ static void check_flush_deadlines(struct walk_client *c)
 	for (int q = 0; q < MAX_QP; q++) {
 		struct qp_rec *r = &c->qp[q];
 
-		if (!r->used || r->state != QP_ERR || !r->err_since_ns || !(r->send_inflight + r->recv_inflight))
+		if (!r->used || r->state != QP_ERR || !r->err_since_ns ||
+		    !(r->send_inflight + r->recv_inflight))
 			continue;
 		if (now - r->err_since_ns > FLUSH_DEADLINE_NS) {
-			walk_stats_fail(&c->stats, "client %d: QP %u still has %d send and %d receive WRs 3 s after "
-						   "entering ERR (they must flush)",
+			walk_stats_fail(&c->stats,
+					"client %d: QP %u still has %d send and %d receive WRs 3 s after "
+					"entering ERR (they must flush)",
 					c->id, r->qp->qp_num, r->send_inflight, r->recv_inflight);
 			r->err_since_ns = 0;
 		}
@@ -265,7 +270,7 @@ static int qp_by_num(struct walk_client *c, uint32_t qpn)
 
 static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 {
-	struct walk_msg reply = { .type = MSG_RC_REPLY, .dst = m->src, .peer_qpn = m->qpn };
+	struct walk_msg reply = {.type = MSG_RC_REPLY, .dst = m->src, .peer_qpn = m->qpn};
 	int q = -1;
 
 	/* Responders may exceed the initiator bound; only the table limits them. */
@@ -274,8 +279,8 @@ static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 			q = i;
 	if (q >= 0)
 		q = walk_create_rc_responder(c);
-	if (q >= 0 && connect_rc(c, q, m->src, m->qpn) != 0) {
-		destroy_qp_rec(c, q);
+	if (q >= 0 && walk_connect_rc(c, q, m->src, m->qpn) != 0) {
+		walk_destroy_qp_rec(c, q);
 		q = -1;
 	}
 	if (q >= 0) {
@@ -288,14 +293,14 @@ static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 		reply.qpn = r->qp->qp_num;
 		reply.pd_id = c->pd[r->pd].id;
 	}
-	LOG(c, "c%d rc request from c%d qp=%u -> %s qp=%u", c->id, m->src, m->qpn, q >= 0 ? "accepted" : "refused",
-	    reply.qpn);
-	publish(c, &reply);
+	LOG(c, "c%d rc request from c%d qp=%u -> %s qp=%u", c->id, m->src, m->qpn,
+	    q >= 0 ? "accepted" : "refused", reply.qpn);
+	walk_publish(c, &reply);
 }
 
 static void on_rc_reply(struct walk_client *c, const struct walk_msg *m)
 {
-	struct walk_msg ready = { .type = MSG_RC_READY, .dst = m->src, .peer_qpn = m->qpn };
+	struct walk_msg ready = {.type = MSG_RC_READY, .dst = m->src, .peer_qpn = m->qpn};
 	int q = qp_by_num(c, m->peer_qpn), rc;
 	struct qp_rec *r;
 
@@ -310,7 +315,7 @@ static void on_rc_reply(struct walk_client *c, const struct walk_msg *m)
 	}
 	r->peer_qpn = m->qpn;
 	r->peer_pd = m->pd_id;
-	rc = connect_rc(c, q, m->src, m->qpn);
+	rc = walk_connect_rc(c, q, m->src, m->qpn);
 	LOG(c, "c%d rc reply from c%d: qp %u <-> %u -> %d", c->id, m->src, r->qp->qp_num, m->qpn, rc);
 	if (rc) {
 		c->stats.errors[ACT_CREATE_RC_QP_PAIR]++;
@@ -323,22 +328,22 @@ static void on_rc_reply(struct walk_client *c, const struct walk_msg *m)
 		r->state = QP_READY;
 	}
 	ready.qpn = r->qp->qp_num;
-	publish(c, &ready);
+	walk_publish(c, &ready);
 }
 
 static void add_rkey(struct walk_client *c, const struct walk_msg *m)
 {
 	for (int i = 0; i < MAX_REMOTE_KEYS; i++)
 		if (!c->rkeys[i].used) {
-			c->rkeys[i] = (struct rkey_rec){ .used = true,
-							 .owner = m->src,
-							 .kind = m->kind,
-							 .rkey = m->rkey,
-							 .pd_id = m->pd_id,
-							 .qpn = m->qpn,
-							 .off = m->bytes,
-							 .addr = m->addr,
-							 .len = m->length };
+			c->rkeys[i] = (struct rkey_rec){.used = true,
+							.owner = m->src,
+							.kind = m->kind,
+							.rkey = m->rkey,
+							.pd_id = m->pd_id,
+							.qpn = m->qpn,
+							.off = m->bytes,
+							.addr = m->addr,
+							.len = m->length};
 			return;
 		}
 }
@@ -349,7 +354,7 @@ static void remove_rkey(struct walk_client *c, const struct walk_msg *m)
 		if (c->rkeys[i].used && c->rkeys[i].owner == m->src && c->rkeys[i].rkey == m->rkey)
 			c->rkeys[i].used = false;
 	if (c->cfg->verify && rng_bernoulli(&c->rng, PROBE_PROBABILITY))
-		post_probe(c, m);
+		walk_post_probe(c, m);
 }
 
 static void handle_msg(struct walk_client *c, const struct walk_msg *m)
@@ -386,7 +391,7 @@ static void handle_msg(struct walk_client *c, const struct walk_msg *m)
 	case MSG_ADD_UD_QP:
 		for (int i = 0; i < MAX_REMOTE_UD; i++)
 			if (!c->ruds[i].used) {
-				c->ruds[i] = (struct rud_rec){ true, m->src, m->qpn, m->qkey };
+				c->ruds[i] = (struct rud_rec){true, m->src, m->qpn, m->qkey};
 				break;
 			}
 		break;
@@ -396,11 +401,12 @@ static void handle_msg(struct walk_client *c, const struct walk_msg *m)
 				c->ruds[i].used = false;
 		break;
 	case MSG_PROBE_HIT:
-		if (key_removed_last(c, m->rkey) == 1)
-			walk_stats_fail(&c->stats,
-					"client %d: client %d READ through rkey %x after it was removed (dereg, dealloc "
-					"or invalidate) and before it was issued again; expected REM_ACCESS_ERR",
-					c->id, m->src, m->rkey);
+		if (walk_key_removed_last(c, m->rkey) == 1)
+			walk_stats_fail(
+			    &c->stats,
+			    "client %d: client %d READ through rkey %x after it was removed (dereg, dealloc "
+			    "or invalidate) and before it was issued again; expected REM_ACCESS_ERR",
+			    c->id, m->src, m->rkey);
 		break;
 	case MSG_CREDIT:
 		q = qp_by_num(c, m->peer_qpn);
@@ -432,8 +438,11 @@ static int bootstrap(struct walk_client *c)
 	static const struct {
 		enum walk_action a;
 		int n;
-	} boot[] = { { ACT_CREATE_CQ, MIN_CQ },	   { ACT_ALLOC_PD, MIN_PD },	     { ACT_REG_MR, MIN_MR },
-		     { ACT_ALLOC_MW_TYPE1, MIN_MW }, { ACT_ALLOC_MW_TYPE2, MIN_MW } };
+	} boot[] = {{ACT_CREATE_CQ, MIN_CQ},
+		    {ACT_ALLOC_PD, MIN_PD},
+		    {ACT_REG_MR, MIN_MR},
+		    {ACT_ALLOC_MW_TYPE1, MIN_MW},
+		    {ACT_ALLOC_MW_TYPE2, MIN_MW}};
 
 	for (size_t i = 0; i < sizeof(boot) / sizeof(boot[0]); i++) {
 		if (boot[i].a == ACT_ALLOC_MW_TYPE2 && !c->type2)
@@ -465,7 +474,7 @@ static void quiesce_sends(struct walk_client *c, uint64_t timeout_ns)
 	while (sends_outstanding(c) && walk_now_ns() < end) {
 		if (!poll_all(c))
 			sched_yield();
-		flush_outbox(c);
+		walk_flush_outbox(c);
 	}
 }
 
@@ -482,7 +491,7 @@ static void one_step(struct walk_client *c, bool lockstep)
 		a = rng_weighted(&c->rng, c->weight, ACT_COUNT);
 	}
 	poll_all(c);
-	flush_outbox(c);
+	walk_flush_outbox(c);
 	check_flush_deadlines(c);
 	if (lockstep)
 		quiesce_sends(c, 2000000000ULL);
@@ -491,7 +500,7 @@ static void one_step(struct walk_client *c, bool lockstep)
 static void move_all_to_error(struct walk_client *c)
 {
 	for (int q = 0; q < MAX_QP; q++) {
-		struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+		struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
 		struct qp_rec *r = &c->qp[q];
 
 		if (!r->used || r->state == QP_ERR)
@@ -506,7 +515,8 @@ static void move_all_to_error(struct walk_client *c)
 static void destroy_failed(struct walk_client *c, const char *what, int rc)
 {
 	c->stats.destroy_failures++;
-	walk_stats_fail(&c->stats, "client %d: at shutdown %s returned %d (%s)", c->id, what, rc, strerror(rc));
+	walk_stats_fail(&c->stats, "client %d: at shutdown %s returned %d (%s)", c->id, what, rc,
+			strerror(rc));
 }
 
 /* Destroys everything in dependency order; every destroy must return 0. */
@@ -520,7 +530,8 @@ static void teardown(struct walk_client *c)
 		if (!poll_all(c))
 			sched_yield();
 	if (c->inflight && !c->cfg->allow_outstanding_ops)
-		walk_stats_fail(&c->stats, "client %d: %d WRs never completed within 5 s of their QP entering ERR",
+		walk_stats_fail(&c->stats,
+				"client %d: %d WRs never completed within 5 s of their QP entering ERR",
 				c->id, c->inflight);
 	for (int i = 0; i < 2 * MAX_MW; i++)
 		if (c->mw[i].used && (rc = hw_dealloc_mw(c->mw[i].mw)))
@@ -561,7 +572,8 @@ int walk_client_run(struct walk_client *c)
 	uint64_t steps = 0;
 
 	if (bootstrap(c)) {
-		walk_stats_fail(&c->stats, "client %d: cannot create the minimum objects (CQs, PDs, MRs, MWs)", c->id);
+		walk_stats_fail(&c->stats,
+				"client %d: cannot create the minimum objects (CQs, PDs, MRs, MWs)", c->id);
 	} else {
 		while (!atomic_load_explicit(c->stop, memory_order_relaxed) &&
 		       (c->cfg->steps ? steps < c->cfg->steps : walk_now_ns() < end)) {
@@ -572,11 +584,11 @@ int walk_client_run(struct walk_client *c)
 	}
 	c->stats.steps = steps;
 	c->stats.seconds = (double)(walk_now_ns() - start) / 1e9;
-	c->stats.alive_end = objects_alive(c);
+	c->stats.alive_end = walk_objects_alive(c);
 	/* Phase 1: stop issuing, let handshakes and sends finish, then wait for all. */
 	quiesce_sends(c, 2000000000ULL);
 	process_inbox(c);
-	flush_outbox(c);
+	walk_flush_outbox(c);
 	c->barrier(c);
 	/* Phase 2: nobody issues any more; updates are moot. */
 	walk_bus_close_inbox(c->bus, c->id);

@@ -5,29 +5,30 @@
 
 #include "cmd/walk/walk.h"
 
-#define BUF_SIZE (16u << 20) /* the per-client memory MRs are carved from */
+#define BUF_SIZE   (16u << 20) /* the per-client memory MRs are carved from */
 #define CHECK_SLOT (16u << 10) /* --verify: one slot per writer at the end */
 #define ZONE_START (BUF_SIZE - WALK_MAX_CLIENTS * CHECK_SLOT)
 
 /* Object bounds (the original's): minimums are bootstrapped. */
-#define MIN_CQ 2
-#define MAX_CQ 5
-#define MIN_PD 2
-#define MAX_PD 5
-#define MIN_MR 2
-#define MAX_MR 10
-#define MIN_MW 1
-#define MAX_MW 30 /* per type */
-#define MAX_RC_INITIATED 10
-#define MAX_QP 96 /* RC initiated + responders (which may exceed) + UD */
-#define MAX_UD 8
-#define MAX_AH 16
-#define MAX_REMOTE_KEYS 1024
-#define MAX_REMOTE_UD (MAX_UD * WALK_MAX_CLIENTS)
-#define MAX_WR 8192
-#define CREDITS 32
+#define MIN_CQ		  2
+#define MAX_CQ		  5
+#define MIN_PD		  2
+#define MAX_PD		  5
+#define MIN_MR		  2
+#define MAX_MR		  10
+#define MIN_MW		  1
+#define MAX_MW		  30 /* per type */
+#define MAX_RC_INITIATED  10
+#define MAX_QP		  96 /* RC initiated + responders (which may exceed) + UD */
+#define MAX_UD		  8
+#define MAX_AH		  16
+#define MAX_REMOTE_KEYS	  1024
+#define MAX_REMOTE_UD	  (MAX_UD * WALK_MAX_CLIENTS)
+#define MAX_WR		  8192
+#define CREDITS		  32
 #define OUTBOX_SOFT_LIMIT 256
-#define KEY_EVENTS 4096 /* --verify: recent rkey issues and removals */ /* beyond this, actions that publish redraw */
+#define KEY_EVENTS                                                                                           \
+	4096 /* --verify: recent rkey issues and removals */ /* beyond this, actions that publish redraw */
 
 struct cq_rec {
 	bool used;
@@ -172,31 +173,31 @@ void walk_client_close(struct walk_client *c);
 uint64_t walk_now_ns(void);
 
 /* objects.c: bookkeeping */
-int pick_index(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *),
-	       const void *arg);
-int count_used_cq(struct walk_client *c);
-int count_used_pd(struct walk_client *c);
-int count_used_mr(struct walk_client *c);
-int count_mw(struct walk_client *c, int type);
-int count_qp(struct walk_client *c, enum ibv_qp_type type, bool initiated_only);
-int alloc_wr(struct walk_client *c, enum walk_action a, int qp, int mr, uint64_t *wr_id);
-void release_wr(struct walk_client *c, uint32_t slot);
-void publish(struct walk_client *c, struct walk_msg *m);
-void broadcast(struct walk_client *c, struct walk_msg *m);
-bool outbox_busy(struct walk_client *c);
-void flush_outbox(struct walk_client *c);
-uint64_t objects_alive(struct walk_client *c);
-void fill_pattern(unsigned char *p, uint32_t len, uint64_t seed);
-void note_key(struct walk_client *c, uint32_t rkey, bool issued);
+int walk_pick_index(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *),
+		    const void *arg);
+int walk_count_used_cq(struct walk_client *c);
+int walk_count_used_pd(struct walk_client *c);
+int walk_count_used_mr(struct walk_client *c);
+int walk_count_mw(struct walk_client *c, int type);
+int walk_count_qp(struct walk_client *c, enum ibv_qp_type type, bool initiated_only);
+int walk_alloc_wr(struct walk_client *c, enum walk_action a, int qp, int mr, uint64_t *wr_id);
+void walk_release_wr(struct walk_client *c, uint32_t slot);
+void walk_publish(struct walk_client *c, struct walk_msg *m);
+void walk_broadcast(struct walk_client *c, struct walk_msg *m);
+bool walk_outbox_busy(struct walk_client *c);
+void walk_flush_outbox(struct walk_client *c);
+uint64_t walk_objects_alive(struct walk_client *c);
+void walk_fill_pattern(unsigned char *p, uint32_t len, uint64_t seed);
+void walk_note_key(struct walk_client *c, uint32_t rkey, bool issued);
 /* 1: last event removed it, 0: issued again (or live), -1: unknown (aged out) */
-int key_removed_last(struct walk_client *c, uint32_t rkey);
+int walk_key_removed_last(struct walk_client *c, uint32_t rkey);
 
 /* actions.c */
 /* Returns 1 done (issued), 0 precondition not met (redraw). */
 int walk_do_action(struct walk_client *c, enum walk_action a);
-int connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn);
-int post_probe(struct walk_client *c, const struct walk_msg *m);
-int destroy_qp_rec(struct walk_client *c, int q);
+int walk_connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn);
+int walk_post_probe(struct walk_client *c, const struct walk_msg *m);
+int walk_destroy_qp_rec(struct walk_client *c, int q);
 int walk_create_rc_responder(struct walk_client *c);
 
 #endif

@@ -42,7 +42,7 @@ static void on_crash(int sig)
 void walk_install_signals(void)
 {
 	struct sigaction sa;
-	static const int crash[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+	static const int crash[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
@@ -110,16 +110,22 @@ int walk_run_inproc(const struct walk_config *cfg, struct walk_result *res, cons
 	for (int i = 0; i < n; i++) {
 		int err;
 
-		c[i] = (struct walk_client){ .id = i, .clients = n, .cfg = cfg, .bus = bus, .peers = peers,
-					     .stop = &walk_stop, .barrier = thread_barrier, .barrier_arg = &barrier };
+		c[i] = (struct walk_client){.id = i,
+					    .clients = n,
+					    .cfg = cfg,
+					    .bus = bus,
+					    .peers = peers,
+					    .stop = &walk_stop,
+					    .barrier = thread_barrier,
+					    .barrier_arg = &barrier};
 		err = walk_client_open(&c[i]);
 		if (err) {
-			rc = run_error(cmd, "client %d cannot open device %s: %s; check 'rdmatool devices'", i,
-				       cfg->device ? cfg->device : "(default)", strerror(-err));
+			rc = run_error(cmd, "client %d cannot open device %s: %s; check 'rdmatool devices'",
+				       i, cfg->device ? cfg->device : "(default)", strerror(-err));
 			n = i + 1;
 			goto close;
 		}
-		peers[i] = (struct walk_peer_addr){ .gid = c[i].gid, .lid = c[i].pattr.lid, .valid = true };
+		peers[i] = (struct walk_peer_addr){.gid = c[i].gid, .lid = c[i].pattr.lid, .valid = true};
 	}
 	walk_register_crash_histories(c, n);
 	atomic_store(&clients_finished, 0);

@@ -12,6 +12,8 @@
 
 #include "core/oob/oob.h"
 #include "core/stats/stats.h"
+#include "core/stats/stats_reader.h"
+#include "core/util/rng.h"
 #include "cmd/cmd.h"
 
 #include <errno.h>
@@ -24,6 +26,8 @@
 #include <unistd.h>
 
 #define CONNECT_TIMEOUT_MS 20000
+#define TABLE_TIMEOUT_MS   (CONNECT_TIMEOUT_MS + 5000)
+#define HELLO_TIMEOUT_MS   2000
 
 static void hub_barrier(struct walk_client *c)
 {
@@ -39,15 +43,30 @@ static void hub_barrier(struct walk_client *c)
 	}
 }
 
-static int child_main(const struct walk_config *cfg, int id, int port)
+/* Waits for the hub's peer table: a deadline, and an early end on SIGTERM (the hub gave up). */
+static int wait_table(struct oob_conn *conn, struct walk_peer_addr *peers, int clients)
+{
+	uint32_t want = (uint32_t)(sizeof(*peers) * (size_t)clients), len;
+	uint64_t deadline = walk_now_ns() + (uint64_t)TABLE_TIMEOUT_MS * 1000000ull;
+	uint16_t type;
+
+	while (!atomic_load(&walk_stop) && walk_now_ns() < deadline) {
+		int rc = oob_recv(conn, &type, peers, want, &len, 500);
+
+		if (rc == -ETIMEDOUT)
+			continue;
+		return rc ? rc : type == FRAME_TABLE && len == want ? 0 : -EPROTO;
+	}
+	return -ETIMEDOUT;
+}
+
+static int child_main(const struct walk_config *cfg, int id, int port, uint64_t token)
 {
 	struct walk_peer_addr *peers = calloc((size_t)cfg->clients, sizeof(*peers));
 	struct walk_client *c = calloc(1, sizeof(*c));
-	struct walk_hello hello = { .id = (uint32_t)id };
+	struct walk_hello hello = {.magic = WALK_HELLO_MAGIC, .id = (uint32_t)id, .token = token};
 	struct oob_conn *conn = NULL;
 	char addr[32];
-	uint16_t type;
-	uint32_t len;
 	int rc = 1;
 
 	if (!peers || !c)
@@ -55,29 +74,38 @@ static int child_main(const struct walk_config *cfg, int id, int port)
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	if (oob_connect(addr, CONNECT_TIMEOUT_MS, &conn))
 		goto out;
-	*c = (struct walk_client){ .id = id, .clients = cfg->clients, .cfg = cfg, .peers = peers, .stop = &walk_stop,
-				   .barrier = hub_barrier };
+	*c = (struct walk_client){.id = id,
+				  .clients = cfg->clients,
+				  .cfg = cfg,
+				  .peers = peers,
+				  .stop = &walk_stop,
+				  .barrier = hub_barrier};
 	if (walk_client_open(c)) {
 		fprintf(stderr, "rdmatool walk: client %d cannot open its device\n", id);
 		goto out;
 	}
 	walk_register_crash_histories(c, 1);
-	hello.addr = (struct walk_peer_addr){ .gid = c->gid, .lid = c->pattr.lid, .valid = true };
-	if (oob_send(conn, FRAME_HELLO, &hello, sizeof(hello)) ||
-	    oob_recv(conn, &type, peers, (uint32_t)(sizeof(*peers) * (size_t)cfg->clients), &len, -1) ||
-	    type != FRAME_TABLE || len != sizeof(*peers) * (size_t)cfg->clients)
+	hello.addr = (struct walk_peer_addr){.gid = c->gid, .lid = c->pattr.lid, .valid = true};
+	if (oob_send(conn, FRAME_HELLO, &hello, sizeof(hello)) || wait_table(conn, peers, cfg->clients))
 		goto out;
-	c->bus = walk_bus_tcp(conn, id);
+	c->bus = walk_bus_tcp(conn, id, &walk_stop, cfg->heartbeat_s);
 	if (!c->bus)
 		goto out;
 	walk_client_run(c);
+	if (walk_bus_hub_lost(c->bus)) {
+		walk_stats_fail(&c->stats, "client %d: the hub closed or was silent for %d s; stopped", id,
+				cfg->heartbeat_s);
+		fprintf(stderr,
+			"rdmatool walk: client %d: lost the hub (it ended or was silent for %d s); stopped\n",
+			id, cfg->heartbeat_s);
+	}
 	if (c->stats.nfailures || atomic_load(&walk_stop_signal))
 		walk_history_dump(&c->hist, STDERR_FILENO, id);
 	if (cfg->history_file)
 		walk_write_history_file(cfg->history_file, &c->hist, id);
 	walk_bus_send_frame(c->bus, FRAME_STATS, &c->stats, sizeof(c->stats));
-	walk_bus_free(c->bus); /* returns once the hub said BYE */
-	rc = 0;
+	walk_bus_free(c->bus); /* returns once the hub said BYE, closed or went silent */
+	rc = c->stats.nfailures ? 1 : 0;
 out:
 	if (c) {
 		walk_register_crash_histories(NULL, 0);
@@ -93,9 +121,13 @@ out:
 
 struct hub {
 	int n;
+	uint64_t token;
+	int heartbeat_s;
+	pid_t *pid;		/* by client id; 0 once reaped */
 	struct oob_conn **conn; /* by client id */
+	uint64_t *last_seen_ns;
 	bool *quiesced, *reported, *gone;
-	int nquiesced, nreported;
+	int nquiesced, nreported, strangers, died_early;
 };
 
 static void hub_send_all(struct hub *h, uint16_t type, const void *buf, uint32_t len)
@@ -105,23 +137,50 @@ static void hub_send_all(struct hub *h, uint16_t type, const void *buf, uint32_t
 			oob_send(h->conn[i], type, buf, len);
 }
 
+/*
+ * Takes connections until every client said HELLO with the run's token, or
+ * the deadline.  A connection that is not one of ours (a stranger on the
+ * port, a wrong token, a duplicate id) is closed and the wait goes on.
+ */
 static int hub_accept(struct hub *h, struct oob_listener *l, struct walk_peer_addr *table)
 {
-	for (int k = 0; k < h->n; k++) {
+	uint64_t deadline = walk_now_ns() + (uint64_t)CONNECT_TIMEOUT_MS * 1000000ull;
+	int joined = 0;
+
+	while (joined < h->n) {
+		uint64_t now = walk_now_ns();
 		struct walk_hello hello;
 		struct oob_conn *conn;
 		uint16_t type;
 		uint32_t len;
 
-		if (oob_accept(l, CONNECT_TIMEOUT_MS, &conn))
+		if (now >= deadline)
 			return -ETIMEDOUT;
-		if (oob_recv(conn, &type, &hello, sizeof(hello), &len, CONNECT_TIMEOUT_MS) || type != FRAME_HELLO ||
-		    len != sizeof(hello) || hello.id >= (uint32_t)h->n || h->conn[hello.id]) {
+		if (oob_accept(l, 250, &conn)) {
+			/* A client that died before it said HELLO ends the wait now, not at the deadline. */
+			for (int i = 0; i < h->n; i++) {
+				int status;
+
+				if (!h->conn[i] && h->pid[i] > 0 &&
+				    waitpid(h->pid[i], &status, WNOHANG) == h->pid[i]) {
+					h->pid[i] = 0; /* reaped */
+					h->died_early = i;
+					return -ECHILD;
+				}
+			}
+			continue;
+		}
+		if (oob_recv(conn, &type, &hello, sizeof(hello), &len, HELLO_TIMEOUT_MS) ||
+		    type != FRAME_HELLO || len != sizeof(hello) || hello.magic != WALK_HELLO_MAGIC ||
+		    hello.token != h->token || hello.id >= (uint32_t)h->n || h->conn[hello.id]) {
 			oob_close(conn);
-			return -EPROTO;
+			h->strangers++;
+			continue;
 		}
 		h->conn[hello.id] = conn;
+		h->last_seen_ns[hello.id] = walk_now_ns();
 		table[hello.id] = hello.addr;
+		joined++;
 	}
 	hub_send_all(h, FRAME_TABLE, table, (uint32_t)(sizeof(*table) * (size_t)h->n));
 	return 0;
@@ -136,38 +195,67 @@ static void hub_client_done(struct hub *h, int i)
 	}
 }
 
-/* Forwards frames until every client reported its statistics (or died). */
+/* A client whose process ended, or went silent, without reporting: it is out of the run. */
+static void hub_drop(struct hub *h, struct walk_result *res, int i, const char *why)
+{
+	h->gone[i] = true;
+	if (!h->reported[i]) {
+		h->reported[i] = true;
+		h->nreported++;
+		walk_stats_fail(&res->total, "client %d: %s", i, why);
+	}
+	hub_client_done(h, i);
+}
+
+/* Heartbeats out every second; a client silent for heartbeat_s is reported and killed. */
+static void hub_heartbeat(struct hub *h, struct walk_result *res, uint64_t now, uint64_t *last_sent)
+{
+	char why[128];
+
+	if (now - *last_sent >= 1000000000ull) {
+		hub_send_all(h, FRAME_HEARTBEAT, NULL, 0);
+		*last_sent = now;
+	}
+	for (int i = 0; i < h->n; i++) {
+		if (h->gone[i] || now - h->last_seen_ns[i] < (uint64_t)h->heartbeat_s * 1000000000ull)
+			continue;
+		snprintf(why, sizeof(why), "silent for %d s (stopped or hung); its process was killed",
+			 h->heartbeat_s);
+		fprintf(stderr, "rdmatool walk: client %d (pid %d) was silent for %d s; killing it\n", i,
+			(int)h->pid[i], h->heartbeat_s);
+		kill(h->pid[i], SIGKILL);
+		hub_drop(h, res, i, why);
+	}
+}
+
+/* Forwards frames until every client reported its statistics (or died, or went silent). */
 static void hub_loop(struct hub *h, struct walk_result *res, void *buf, uint32_t cap)
 {
 	struct pollfd *pfd = calloc((size_t)h->n, sizeof(*pfd));
+	uint64_t last_sent = walk_now_ns();
 
 	while (pfd && h->nreported < h->n) {
 		for (int i = 0; i < h->n; i++) {
 			pfd[i].fd = h->gone[i] ? -1 : oob_conn_fd(h->conn[i]);
 			pfd[i].events = POLLIN;
 		}
-		if (poll(pfd, (nfds_t)h->n, 1000) < 0 && errno != EINTR)
+		if (poll(pfd, (nfds_t)h->n, 250) < 0 && errno != EINTR)
 			break;
 		for (int i = 0; i < h->n; i++) {
 			uint16_t type;
 			uint32_t len;
 			int rc;
 
-			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			if (h->gone[i] || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
 			rc = oob_recv(h->conn[i], &type, buf, cap, &len, 1000);
 			if (rc == -EMSGSIZE || rc == -ETIMEDOUT)
 				continue;
 			if (rc) {
-				h->gone[i] = true;
-				if (!h->reported[i]) {
-					h->reported[i] = true;
-					h->nreported++;
-					walk_stats_fail(&res->total, "client %d: its process ended without reporting", i);
-				}
-				hub_client_done(h, i);
+				hub_drop(h, res, i, "its process ended without reporting");
 				continue;
 			}
+			h->last_seen_ns[i] = walk_now_ns();
 			if (type == FRAME_MSG && len == sizeof(struct walk_msg)) {
 				struct walk_msg *m = buf;
 
@@ -175,7 +263,8 @@ static void hub_loop(struct hub *h, struct walk_result *res, void *buf, uint32_t
 					oob_send(h->conn[m->dst], FRAME_MSG, m, len);
 			} else if (type == FRAME_QUIESCED) {
 				hub_client_done(h, i);
-			} else if (type == FRAME_STATS && len == sizeof(struct walk_stats) && !h->reported[i]) {
+			} else if (type == FRAME_STATS && len == sizeof(struct walk_stats) &&
+				   !h->reported[i]) {
 				struct walk_stats *s = buf;
 
 				s->nfailures = s->nfailures < 0 ? 0 : s->nfailures;
@@ -185,14 +274,34 @@ static void hub_loop(struct hub *h, struct walk_result *res, void *buf, uint32_t
 				h->nreported++;
 			}
 		}
+		hub_heartbeat(h, res, walk_now_ns(), &last_sent);
 	}
 	free(pfd);
+}
+
+/* Waits for a child; after the grace period it is killed.  Returns its wait status. */
+static int reap_child(pid_t pid, int grace_ms)
+{
+	int status = 0;
+
+	for (int waited = 0;; waited += 10) {
+		pid_t got = waitpid(pid, &status, grace_ms < 0 ? 0 : WNOHANG);
+
+		if (got == pid || (got < 0 && errno != EINTR))
+			return status;
+		if (grace_ms >= 0 && waited >= grace_ms) {
+			kill(pid, SIGKILL);
+			grace_ms = -1;
+			continue;
+		}
+		usleep(10000);
+	}
 }
 
 int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, const char *cmd)
 {
 	int n = cfg->clients, rc = 0;
-	struct hub h = { .n = n };
+	struct hub h = {.n = n, .heartbeat_s = cfg->heartbeat_s, .token = rng_entropy_seed()};
 	struct oob_listener *l = NULL;
 	struct walk_peer_addr *table = calloc((size_t)n, sizeof(*table));
 	pid_t *pid = calloc((size_t)n, sizeof(*pid));
@@ -201,11 +310,13 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 	uint64_t start = walk_now_ns();
 	int err, port;
 
+	h.pid = pid;
 	h.conn = calloc((size_t)n, sizeof(*h.conn));
+	h.last_seen_ns = calloc((size_t)n, sizeof(*h.last_seen_ns));
 	h.quiesced = calloc((size_t)n, sizeof(bool));
 	h.reported = calloc((size_t)n, sizeof(bool));
 	h.gone = calloc((size_t)n, sizeof(bool));
-	if (!table || !pid || !buf || !h.conn || !h.quiesced || !h.reported || !h.gone) {
+	if (!table || !pid || !buf || !h.conn || !h.last_seen_ns || !h.quiesced || !h.reported || !h.gone) {
 		rc = run_error(cmd, "out of memory");
 		goto out;
 	}
@@ -219,19 +330,36 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 		pid[i] = fork();
 		if (pid[i] == 0) {
 			oob_listener_close(l);
-			int status = child_main(cfg, i, port);
+			int status = child_main(cfg, i, port, h.token);
 
 			/* _exit skips atexit: remove the client's own stats segment here. */
 			stats_segment_close();
 			_exit(status);
 		}
 		if (pid[i] < 0) {
-			rc = run_error(cmd, "cannot start client %d: %s; use fewer --clients", i, strerror(errno));
+			rc = run_error(cmd, "cannot start client %d: %s; use fewer --clients", i,
+				       strerror(errno));
 			break;
 		}
 	}
-	if (!rc && (err = hub_accept(&h, l, table)))
-		rc = run_error(cmd, "the client processes did not all connect: %s", strerror(-err));
+	if (!rc && (err = hub_accept(&h, l, table))) {
+		int missing = 0;
+
+		for (int i = 0; i < n; i++)
+			missing += !h.conn[i];
+		if (err == -ECHILD)
+			rc = run_error(
+			    cmd, "client %d's process ended before it joined the run (see its message above)",
+			    h.died_early);
+		else
+			rc = run_error(
+			    cmd, "%d of %d client processes did not connect to the hub within %d s%s",
+			    missing, n, CONNECT_TIMEOUT_MS / 1000,
+			    h.strangers ? " (connections that were not walk clients were dropped)" : "");
+	}
+	if (!rc && h.strangers)
+		notice(cmd, "dropped %d connection%s to the hub that %s not walk clients", h.strangers,
+		       h.strangers == 1 ? "" : "s", h.strangers == 1 ? "was" : "were");
 	if (!rc) {
 		hub_loop(&h, res, buf, cap);
 		hub_send_all(&h, FRAME_BYE, NULL, 0);
@@ -243,10 +371,13 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 			continue;
 		if (rc)
 			kill(pid[i], SIGTERM);
-		while (waitpid(pid[i], &status, 0) < 0 && errno == EINTR)
-			;
-		if (!rc && WIFSIGNALED(status))
-			walk_stats_fail(&res->total, "client %d: its process died of signal %d", i, WTERMSIG(status));
+		/* A client that does not end 5 s after the run is over is killed, never waited on forever. */
+		status = reap_child(pid[i], 5000);
+		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+			stats_segment_remove(pid[i]); /* it could not remove its own */
+		if (!rc && WIFSIGNALED(status) && !h.gone[i])
+			walk_stats_fail(&res->total, "client %d: its process died of signal %d", i,
+					WTERMSIG(status));
 	}
 	res->wall_s = (double)(walk_now_ns() - start) / 1e9;
 out:
@@ -256,6 +387,7 @@ out:
 	if (l)
 		oob_listener_close(l);
 	free(h.conn);
+	free(h.last_seen_ns);
 	free(h.quiesced);
 	free(h.reported);
 	free(h.gone);

@@ -8,7 +8,8 @@
 #include <string.h>
 
 /* Uniform choice among indices i < n with ok(i); -1 if none (reservoir sampling). */
-int pick_index(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *), const void *arg)
+int walk_pick_index(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *),
+		    const void *arg)
 {
 	int chosen = -1, seen = 0;
 
@@ -22,7 +23,7 @@ int pick_index(struct walk_client *c, int n, bool (*ok)(struct walk_client *, in
 	return chosen;
 }
 
-int count_used_cq(struct walk_client *c)
+int walk_count_used_cq(struct walk_client *c)
 {
 	int n = 0;
 
@@ -31,7 +32,7 @@ int count_used_cq(struct walk_client *c)
 	return n;
 }
 
-int count_used_pd(struct walk_client *c)
+int walk_count_used_pd(struct walk_client *c)
 {
 	int n = 0;
 
@@ -40,7 +41,7 @@ int count_used_pd(struct walk_client *c)
 	return n;
 }
 
-int count_used_mr(struct walk_client *c)
+int walk_count_used_mr(struct walk_client *c)
 {
 	int n = 0;
 
@@ -49,7 +50,7 @@ int count_used_mr(struct walk_client *c)
 	return n;
 }
 
-int count_mw(struct walk_client *c, int type)
+int walk_count_mw(struct walk_client *c, int type)
 {
 	int n = 0;
 
@@ -58,7 +59,7 @@ int count_mw(struct walk_client *c, int type)
 	return n;
 }
 
-int count_qp(struct walk_client *c, enum ibv_qp_type type, bool initiated_only)
+int walk_count_qp(struct walk_client *c, enum ibv_qp_type type, bool initiated_only)
 {
 	int n = 0;
 
@@ -72,7 +73,7 @@ int count_qp(struct walk_client *c, enum ibv_qp_type type, bool initiated_only)
  * a second completion for the same WR (or one for a WR never posted) is
  * caught because the slot is free or its generation moved on.
  */
-int alloc_wr(struct walk_client *c, enum walk_action a, int qp, int mr, uint64_t *wr_id)
+int walk_alloc_wr(struct walk_client *c, enum walk_action a, int qp, int mr, uint64_t *wr_id)
 {
 	struct wr_rec *w;
 	uint32_t slot;
@@ -104,20 +105,20 @@ int alloc_wr(struct walk_client *c, enum walk_action a, int qp, int mr, uint64_t
 	return (int)slot;
 }
 
-void release_wr(struct walk_client *c, uint32_t slot)
+void walk_release_wr(struct walk_client *c, uint32_t slot)
 {
 	c->wr[slot].busy = false;
 	c->free_wr[c->nfree_wr++] = slot;
 	c->inflight--;
 }
 
-bool outbox_busy(struct walk_client *c)
+bool walk_outbox_busy(struct walk_client *c)
 {
 	return c->nout >= OUTBOX_SOFT_LIMIT;
 }
 
 /* Queues a message; it leaves in order when the destination has room. */
-void publish(struct walk_client *c, struct walk_msg *m)
+void walk_publish(struct walk_client *c, struct walk_msg *m)
 {
 	m->src = (uint16_t)c->id;
 	if (c->nout == c->outcap) {
@@ -133,19 +134,19 @@ void publish(struct walk_client *c, struct walk_msg *m)
 		c->outcap = cap;
 	}
 	c->outbox[c->nout++] = *m;
-	flush_outbox(c);
+	walk_flush_outbox(c);
 }
 
-void broadcast(struct walk_client *c, struct walk_msg *m)
+void walk_broadcast(struct walk_client *c, struct walk_msg *m)
 {
 	for (int d = 0; d < c->clients; d++) {
 		m->dst = (uint16_t)d;
-		publish(c, m);
+		walk_publish(c, m);
 	}
 }
 
 /* Sends queued messages in order; a full destination holds back the rest. */
-void flush_outbox(struct walk_client *c)
+void walk_flush_outbox(struct walk_client *c)
 {
 	int sent = 0;
 
@@ -164,11 +165,12 @@ void flush_outbox(struct walk_client *c)
 	}
 }
 
-uint64_t objects_alive(struct walk_client *c)
+uint64_t walk_objects_alive(struct walk_client *c)
 {
 	uint64_t n = 0;
 
-	n += (uint64_t)count_used_cq(c) + (uint64_t)count_used_pd(c) + (uint64_t)count_used_mr(c);
+	n += (uint64_t)walk_count_used_cq(c) + (uint64_t)walk_count_used_pd(c) +
+	     (uint64_t)walk_count_used_mr(c);
 	for (int i = 0; i < 2 * MAX_MW; i++)
 		n += c->mw[i].used;
 	for (int i = 0; i < MAX_QP; i++)
@@ -178,7 +180,7 @@ uint64_t objects_alive(struct walk_client *c)
 	return n;
 }
 
-void fill_pattern(unsigned char *p, uint32_t len, uint64_t seed)
+void walk_fill_pattern(unsigned char *p, uint32_t len, uint64_t seed)
 {
 	struct rng r;
 
@@ -190,7 +192,7 @@ void fill_pattern(unsigned char *p, uint32_t len, uint64_t seed)
 	}
 }
 
-void note_key(struct walk_client *c, uint32_t rkey, bool issued)
+void walk_note_key(struct walk_client *c, uint32_t rkey, bool issued)
 {
 	uint64_t n = c->nkey_events++;
 
@@ -198,7 +200,7 @@ void note_key(struct walk_client *c, uint32_t rkey, bool issued)
 	c->key_event[n % KEY_EVENTS].issued = issued;
 }
 
-int key_removed_last(struct walk_client *c, uint32_t rkey)
+int walk_key_removed_last(struct walk_client *c, uint32_t rkey)
 {
 	uint64_t first = c->nkey_events > KEY_EVENTS ? c->nkey_events - KEY_EVENTS : 0;
 

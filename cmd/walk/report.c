@@ -4,6 +4,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/json.h"
+#include "cmd/print.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,8 +15,9 @@ void walk_print_header(const struct walk_config *cfg, const char *device, bool t
 {
 	if (global_opts.json || global_opts.quiet)
 		return;
-	printf("walk: device %s, seed %llu, %d client%s, %s%s\n", device, (unsigned long long)cfg->seed, cfg->clients,
-	       cfg->clients == 1 ? "" : "s", cfg->multinode ? "one process each" : "threads of one process",
+	printf("walk: device %s, seed %llu, %d client%s, %s%s\n", device, (unsigned long long)cfg->seed,
+	       cfg->clients, cfg->clients == 1 ? "" : "s",
+	       cfg->multinode ? "one process each" : "threads of one process",
 	       cfg->verify ? ", --verify" : "");
 	if (cfg->steps)
 		printf("walk: %llu steps per client\n", (unsigned long long)cfg->steps);
@@ -31,12 +33,30 @@ void walk_print_header(const struct walk_config *cfg, const char *device, bool t
 
 /* JSON keys: the enum's own names (the text report uses ibv_wc_status_str). */
 static const char *const wc_enum_names[WALK_WC_STATUSES] = {
-	"IBV_WC_SUCCESS",	    "IBV_WC_LOC_LEN_ERR",	"IBV_WC_LOC_QP_OP_ERR",	   "IBV_WC_LOC_EEC_OP_ERR",
-	"IBV_WC_LOC_PROT_ERR",	    "IBV_WC_WR_FLUSH_ERR",	"IBV_WC_MW_BIND_ERR",	   "IBV_WC_BAD_RESP_ERR",
-	"IBV_WC_LOC_ACCESS_ERR",    "IBV_WC_REM_INV_REQ_ERR",	"IBV_WC_REM_ACCESS_ERR",   "IBV_WC_REM_OP_ERR",
-	"IBV_WC_RETRY_EXC_ERR",	    "IBV_WC_RNR_RETRY_EXC_ERR", "IBV_WC_LOC_RDD_VIOL_ERR", "IBV_WC_REM_INV_RD_REQ_ERR",
-	"IBV_WC_REM_ABORT_ERR",	    "IBV_WC_INV_EECN_ERR",	"IBV_WC_INV_EEC_STATE_ERR", "IBV_WC_FATAL_ERR",
-	"IBV_WC_RESP_TIMEOUT_ERR",  "IBV_WC_GENERAL_ERR",	"IBV_WC_TM_ERR",	   "IBV_WC_TM_RNDV_INCOMPLETE",
+    "IBV_WC_SUCCESS",
+    "IBV_WC_LOC_LEN_ERR",
+    "IBV_WC_LOC_QP_OP_ERR",
+    "IBV_WC_LOC_EEC_OP_ERR",
+    "IBV_WC_LOC_PROT_ERR",
+    "IBV_WC_WR_FLUSH_ERR",
+    "IBV_WC_MW_BIND_ERR",
+    "IBV_WC_BAD_RESP_ERR",
+    "IBV_WC_LOC_ACCESS_ERR",
+    "IBV_WC_REM_INV_REQ_ERR",
+    "IBV_WC_REM_ACCESS_ERR",
+    "IBV_WC_REM_OP_ERR",
+    "IBV_WC_RETRY_EXC_ERR",
+    "IBV_WC_RNR_RETRY_EXC_ERR",
+    "IBV_WC_LOC_RDD_VIOL_ERR",
+    "IBV_WC_REM_INV_RD_REQ_ERR",
+    "IBV_WC_REM_ABORT_ERR",
+    "IBV_WC_INV_EECN_ERR",
+    "IBV_WC_INV_EEC_STATE_ERR",
+    "IBV_WC_FATAL_ERR",
+    "IBV_WC_RESP_TIMEOUT_ERR",
+    "IBV_WC_GENERAL_ERR",
+    "IBV_WC_TM_ERR",
+    "IBV_WC_TM_RNDV_INCOMPLETE",
 };
 
 static uint64_t wc_total(const struct walk_stats *s, int status)
@@ -48,77 +68,76 @@ static uint64_t wc_total(const struct walk_stats *s, int status)
 	return n;
 }
 
-static void print_json(const struct walk_config *cfg, const struct walk_result *r)
-{
-	const struct walk_stats *t = &r->total;
-	struct json j;
-
-	json_init(&j, stdout, global_opts.pretty);
-	json_begin_object(&j, NULL);
-	json_uint(&j, "seed", cfg->seed);
-	json_int(&j, "clients", cfg->clients);
-	json_double(&j, "duration_s", r->wall_s);
-	json_uint(&j, "steps", t->steps);
-	json_double(&j, "steps_per_s", r->wall_s > 0 ? (double)t->steps / r->wall_s : 0);
-	json_begin_object(&j, "actions");
-	for (int a = 0; a < ACT_COUNT; a++) {
-		json_begin_object(&j, walk_action_names[a]);
-		json_uint(&j, "issued", t->issued[a]);
-		json_uint(&j, "ok", t->ok[a]);
-		json_uint(&j, "errors", t->errors[a]);
-		json_end_object(&j);
-	}
-	json_end_object(&j);
-	json_begin_object(&j, "completions");
-	for (int s = 0; s < WALK_WC_STATUSES; s++)
-		if (wc_total(t, s))
-			json_uint(&j, wc_enum_names[s], wc_total(t, s));
-	json_end_object(&j);
-	json_begin_array(&j, "failures");
-	for (int i = 0; i < t->nfailures && i < WALK_MAX_FAILURES; i++)
-		json_string(&j, NULL, walk_stats_failure(t, i));
-	json_end_array(&j);
-	json_string(&j, "result", t->nfailures ? "fail" : "pass");
-	json_end_object(&j);
-	json_finish(&j);
-}
-
+/* One printer for both outputs (cmd/print.h): each field is printed once, for text and JSON. */
 void walk_print_report(const struct walk_config *cfg, const struct walk_result *r)
 {
 	const struct walk_stats *t = &r->total;
 
-	if (global_opts.json) {
-		print_json(cfg, r);
-		return;
-	}
-	printf("\n%-20s %10s %10s %10s %10s\n", "action", "issued", "ok", "redraws", "errors");
-	for (int a = 0; a < ACT_COUNT; a++)
-		printf("%-20s %10llu %10llu %10llu %10llu\n", walk_action_names[a], (unsigned long long)t->issued[a],
-		       (unsigned long long)t->ok[a], (unsigned long long)t->redraws[a],
-		       (unsigned long long)t->errors[a]);
-	printf("\ncompletion status                  count\n");
-	for (int s = 0; s < WALK_WC_STATUSES; s++)
-		if (wc_total(t, s))
-			printf("%-30s %10llu\n", ibv_wc_status_str((enum ibv_wc_status)s),
-			       (unsigned long long)wc_total(t, s));
-	if (t->wc_other)
-		printf("%-30s %10llu\n", "(unknown status)", (unsigned long long)t->wc_other);
-	printf("\nclient      steps   seconds    steps/s\n");
-	for (int i = 0; i < r->clients; i++) {
-		const struct walk_stats *s = &r->per_client[i];
+	print_begin();
+	/* The text header printed these at the start. */
+	print_uint(PRINT_JSON, "seed", NULL, cfg->seed);
+	print_int(PRINT_JSON, "clients", NULL, cfg->clients);
+	print_double(PRINT_JSON, "duration_s", NULL, r->wall_s);
+	print_uint(PRINT_JSON, "steps", NULL, t->steps);
+	print_double(PRINT_JSON, "steps_per_s", NULL, r->wall_s > 0 ? (double)t->steps / r->wall_s : 0);
 
-		printf("%6d %10llu %9.2f %10.0f\n", i, (unsigned long long)s->steps, s->seconds,
-		       s->seconds > 0 ? (double)s->steps / s->seconds : 0);
+	print_text("\n%-20s %10s %10s %10s %10s\n", "action", "issued", "ok", "redraws", "errors");
+	print_open_object("actions");
+	for (int a = 0; a < ACT_COUNT; a++) {
+		print_open_object(walk_action_names[a]);
+		print_text("%-20s", walk_action_names[a]);
+		print_uint(PRINT_ANY, "issued", " %10llu", t->issued[a]);
+		print_uint(PRINT_ANY, "ok", " %10llu", t->ok[a]);
+		print_uint(PRINT_ANY, "redraws", " %10llu", t->redraws[a]);
+		print_uint(PRINT_ANY, "errors", " %10llu\n", t->errors[a]);
+		print_close_object();
 	}
-	printf("\nobjects alive when the walk stopped: %llu (all destroyed at shutdown%s)\n",
-	       (unsigned long long)t->alive_end, t->destroy_failures ? ", with failures" : "");
+	print_close_object();
+
+	/* JSON keys are the enum's own names; the table says what ibv_wc_status_str says. */
+	print_text("\ncompletion status                  count\n");
+	print_open_object("completions");
+	for (int s = 0; s < WALK_WC_STATUSES; s++)
+		if (wc_total(t, s)) {
+			print_text("%-30s", ibv_wc_status_str((enum ibv_wc_status)s));
+			print_uint(PRINT_ANY, wc_enum_names[s], " %10llu\n", wc_total(t, s));
+		}
+	if (t->wc_other)
+		print_uint(PRINT_ANY, "unknown", "(unknown status)               %10llu\n", t->wc_other);
+	print_close_object();
+
+	print_text("\nclient      steps   seconds    steps/s\n");
+	print_open_array("per_client");
+	for (int i = 0; i < r->clients; i++) {
+		const struct walk_stats *c = &r->per_client[i];
+
+		print_open_object(NULL);
+		print_int(PRINT_ANY, "client", "%6lld", i);
+		print_uint(PRINT_ANY, "steps", " %10llu", c->steps);
+		print_double(PRINT_ANY, "seconds", " %9.2f", c->seconds);
+		print_double(PRINT_ANY, "steps_per_s", " %10.0f\n",
+			     c->seconds > 0 ? (double)c->steps / c->seconds : 0);
+		print_close_object();
+	}
+	print_close_array();
+
+	print_uint(PRINT_ANY, "objects_alive_at_end", "\nobjects alive when the walk stopped: %llu",
+		   t->alive_end);
+	print_bool(PRINT_JSON, "destroy_failures", NULL, t->destroy_failures);
+	print_text(" (all destroyed at shutdown%s)\n", t->destroy_failures ? ", with failures" : "");
 	if (t->outbox_full)
-		printf("updates held back by a full queue: %llu times\n", (unsigned long long)t->outbox_full);
+		print_uint(PRINT_ANY, "updates_held_back", "updates held back by a full queue: %llu times\n",
+			   t->outbox_full);
+	print_open_array("failures");
 	for (int i = 0; i < t->nfailures && i < WALK_MAX_FAILURES; i++)
-		printf("FAILURE: %s\n", walk_stats_failure(t, i));
+		print_array_string(PRINT_ANY, "FAILURE: %s\n", walk_stats_failure(t, i));
+	print_close_array();
 	if (t->nfailures > WALK_MAX_FAILURES)
-		printf("... and %d more failures\n", t->nfailures - WALK_MAX_FAILURES);
-	printf("result: %s\n", t->nfailures ? "FAIL" : "pass");
+		print_int(PRINT_ANY, "more_failures", "... and %lld more failures\n",
+			  t->nfailures - WALK_MAX_FAILURES);
+	print_string(PRINT_JSON, "result", NULL, t->nfailures ? "fail" : "pass");
+	print_text("result: %s\n", t->nfailures ? "FAIL" : "pass");
+	print_end();
 }
 
 void walk_write_history_file(const char *path, const struct walk_history *h, int client)

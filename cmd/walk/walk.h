@@ -48,9 +48,9 @@ extern const char *const walk_action_names[ACT_COUNT];
 
 /* ---- configuration (config.c) ---- */
 
-#define WALK_MAX_CLIENTS 64
+#define WALK_MAX_CLIENTS  64
 #define WALK_MAX_FAILURES 16
-#define WALK_FAILURE_LEN 240
+#define WALK_FAILURE_LEN  240
 
 struct walk_config {
 	int clients;
@@ -65,6 +65,7 @@ struct walk_config {
 	uint32_t weight[ACT_COUNT];
 	int history;
 	const char *history_file;
+	int heartbeat_s; /* multinode: a client or the hub silent this long is out */
 	bool verify;
 	bool allow_outstanding_ops;
 };
@@ -89,8 +90,8 @@ struct walk_stats {
 	uint64_t redraws[ACT_COUNT];
 	uint64_t errors[ACT_COUNT];
 	uint64_t wc[ACT_COUNT][WALK_WC_STATUSES];
-	uint64_t wc_other; /* a status outside the known enum */
-	uint64_t alive_end; /* objects alive when the walk stopped */
+	uint64_t wc_other;    /* a status outside the known enum */
+	uint64_t alive_end;   /* objects alive when the walk stopped */
 	uint64_t outbox_full; /* times backpressure held an update back */
 	int destroy_failures;
 	int nfailures;
@@ -107,12 +108,12 @@ enum walk_msg_type {
 	MSG_ADD_RKEY = 1,
 	MSG_REMOVE_RKEY,
 	MSG_RC_REQUEST, /* handshake 1: initiator's QP exists */
-	MSG_RC_REPLY, /* handshake 2: responder's QP is RTS (or refused) */
-	MSG_RC_READY, /* handshake 3: initiator's QP is RTS */
-	MSG_RC_DOWN, /* the sender's side of a pair is gone or in ERR */
+	MSG_RC_REPLY,	/* handshake 2: responder's QP is RTS (or refused) */
+	MSG_RC_READY,	/* handshake 3: initiator's QP is RTS */
+	MSG_RC_DOWN,	/* the sender's side of a pair is gone or in ERR */
 	MSG_ADD_UD_QP,
 	MSG_REMOVE_UD_QP,
-	MSG_CREDIT, /* one receive of `bytes` posted for the peer's QP */
+	MSG_CREDIT,    /* one receive of `bytes` posted for the peer's QP */
 	MSG_PROBE_HIT, /* --verify: a READ through the owner's removed rkey worked */
 	MSG_TYPE_MAX
 };
@@ -123,9 +124,9 @@ struct walk_msg {
 	uint16_t dst;
 	uint16_t kind; /* ADD/REMOVE_RKEY: 0 MR, 1 type-1 MW, 2 type-2 MW */
 	uint32_t rkey;
-	uint32_t qpn; /* the sender's QP */
+	uint32_t qpn;	   /* the sender's QP */
 	uint32_t peer_qpn; /* the receiver's QP */
-	uint32_t pd_id; /* sender-local PD serial */
+	uint32_t pd_id;	   /* sender-local PD serial */
 	uint32_t qkey;
 	uint32_t bytes;
 	uint64_t addr;

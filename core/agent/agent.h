@@ -2,7 +2,7 @@
 /*
  * The agent's client API: what a process uses to exchange messages through
  * channels, on this node directly and on other nodes through its local agent
- * (DESIGN.md "agent"; seed 002, Dragon's HSTA).
+ * (DESIGN.md "agent"; the design follows Dragon's HSTA transport agent).
  *
  * Contract:
  * - Every call returns 0 or a negative errno; nothing prints.
@@ -15,7 +15,7 @@
  *   -EHOSTUNREACH when no such node exists.
  * - Timeouts in milliseconds: < 0 forever, 0 try once (-EAGAIN), > 0 bounded
  *   (-ETIMEDOUT).  A signal ends a wait early with -EINTR.
- * - Send return modes (the seed's names):
+ * - Send return modes (HSTA's names):
  *     immediately  returns once the request is queued; the buffer may be reused
  *     buffered     once the data is copied out of the caller's buffer (default)
  *     deposited    once the message is in the target channel
@@ -85,7 +85,7 @@ bool agent_chan_is_local(const struct agent_chan *h);
 int agent_send(struct agent_chan *h, const void *buf, size_t len, enum agent_send_mode mode, int timeout_ms);
 /* *len gets the message size; -EMSGSIZE (message kept) when it exceeds cap. */
 int agent_recv(struct agent_chan *h, void *buf, size_t cap, size_t *len, int timeout_ms);
-/* With timeout_ms != 0 waits until there is a message (the seed's POLL). */
+/* With timeout_ms != 0 waits until there is a message (HSTA's POLL request). */
 int agent_poll(struct agent_chan *h, struct chan_state *st, int timeout_ms);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Channels: named, bounded, multi-producer multi-consumer message queues in
- * shared memory on one node (DESIGN.md "agent"; seed 002's channels).
+ * shared memory on one node (DESIGN.md "agent"; HSTA's channels).
  *
  * A channel is one file, <dir>/chan.<NAME>, mapped by every process that uses
  * it; the directory is owner-only (core/agent/agent_dir.h), so only the owning

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The wire format between agents (DESIGN.md "agent"; the seed's 12-byte
- * header).  Items are packed back to back into 2 KB eager buffers; each item
+ * The wire format between agents (DESIGN.md "agent"; HSTA's 12-byte work
+ * request header).  Items are packed back to back into 2 KB eager buffers; each item
  * is a header followed by its eager data.  All multi-byte fields are
  * little-endian.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The MAD window engine behind `rdmatool madstress` (seed 004, after
- * smp_mad_stress): workers, each with its own umad fd and SMI agents, keep
+ * The MAD window engine behind `rdmatool madstress` (after the
+ * smp_mad_stress tool): workers, each with its own umad fd and SMI agents, keep
  * up to local_window SMPs in flight from the port (all workers together)
  * and up to dest_window per destination, round robin over the
  * destinations; each worker sends and receives from its own thread with

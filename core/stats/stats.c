@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The writer side of the stats segment: create, publish entries, remove at exit. */
 #include "core/stats/stats.h"
-#include "core/stats/stats_reader.h"
+#include "core/stats/stats_path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,13 +24,6 @@ static struct {
 	bool atexit_done;
 	char path[PATH_MAX];
 } seg = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-const char *stats_segment_dir(void)
-{
-	const char *dir = getenv(STATS_ENV_DIR);
-
-	return dir && *dir ? dir : STATS_DEFAULT_DIR;
-}
 
 static size_t segment_size(void)
 {
@@ -50,6 +44,16 @@ static int stats_enabled(void)
 		return 0;
 	if (!strcmp(v, "0"))
 		return -ECANCELED;
+	return -EINVAL;
+}
+
+int stats_env_check(char *msg, size_t msglen)
+{
+	if (stats_enabled() != -EINVAL)
+		return 0;
+	snprintf(msg, msglen,
+		 "%s='%s' is invalid; use 1 (publish counters for cqstat, the default) or 0 (off)",
+		 STATS_ENV_DISABLE, getenv(STATS_ENV_DISABLE));
 	return -EINVAL;
 }
 
@@ -101,7 +105,10 @@ static void fill_header(struct stats_header *hdr, const char *comm)
 
 /*
  * The segment is built under a hidden temporary name and renamed into place,
- * so a reader never sees a half-written header.  A segment left by an
+ * so a reader never sees a half-written header.  The temporary name is
+ * random and created with O_EXCL (mkostemp): another user who guessed it
+ * cannot hand this process a file of theirs.  Mode 0644: readers need to
+ * read it, nobody else may write or truncate it.  A segment left by an
  * earlier process with the same pid is replaced.
  */
 static int create_segment(const char *comm)
@@ -114,12 +121,13 @@ static int create_segment(const char *comm)
 	int fd, err;
 
 	if (stats_pid_path(pid, seg.path, sizeof(seg.path)) < 0 ||
-	    snprintf(tmp, sizeof(tmp), "%s/.%s%d.tmp", dir, STATS_FILE_PREFIX, (int)pid) >= (int)sizeof(tmp))
+	    snprintf(tmp, sizeof(tmp), "%s/.%s%d.XXXXXX", dir, STATS_FILE_PREFIX, (int)pid) >=
+		(int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)len) < 0) {
+	if (fchmod(fd, 0644) < 0 || ftruncate(fd, (off_t)len) < 0) {
 		err = -errno;
 		goto fail;
 	}

@@ -143,12 +143,12 @@ _Static_assert(sizeof(struct stats_header) == 128, "stats_header layout is part 
  * -ECANCELED when RDMATOOL_STATS=0 disabled it, or what open/mmap failed with.
  */
 int stats_segment_open(const char *comm);
+/* 0 when RDMATOOL_STATS is unset or valid; else -EINVAL with a message naming it and its values. */
+int stats_env_check(char *msg, size_t msglen);
 /* Unmaps and removes the segment; entries handed out become invalid. */
 void stats_segment_close(void);
 /* The segment's path, or NULL when none is open. */
 const char *stats_segment_path(void);
-/* Where segments live: $RDMATOOL_STATS_DIR, else /dev/shm. */
-const char *stats_segment_dir(void);
 
 /*
  * A new zeroed entry (opening the segment if needed), or NULL when the segment

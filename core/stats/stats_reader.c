@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,15 +35,12 @@ const char *stats_read_strerror(int status)
 		return "segment written by another rdmatool version";
 	case STATS_READ_BAD_LAYOUT:
 		return "segment layout is inconsistent";
+	case STATS_READ_NOT_FILE:
+		return "not a regular file (a FIFO, device, directory or symlink)";
+	case STATS_READ_BAD_OWNER:
+		return "not written by the process's user";
 	}
 	return "unknown stats error";
-}
-
-int stats_pid_path(pid_t pid, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/%s%d", stats_segment_dir(), STATS_FILE_PREFIX, (int)pid);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 /*
@@ -74,43 +72,60 @@ static int validate(const struct stats_header *mapped, size_t file_len, pid_t ex
 	return STATS_READ_OK;
 }
 
+/*
+ * The header as it was when validated, read with pread into a private copy:
+ * nothing later reads a size or count from the live file, which its owner
+ * (maybe another user) may rewrite at any time.
+ */
+static int read_header(int fd, size_t file_len, pid_t expect_pid, struct stats_header *h)
+{
+	ssize_t got;
+
+	memset(h, 0, sizeof(*h));
+	got = pread(fd, h, sizeof(*h), 0);
+	if (got < 0)
+		return STATS_READ_IO;
+	/* A short read means a short file: validate what was read; else the file's size bounds the entries.
+	 */
+	return validate(h, (size_t)got < sizeof(*h) ? (size_t)got : file_len, expect_pid);
+}
+
 int stats_reader_open_path(struct stats_reader *r, const char *path, pid_t expect_pid)
 {
+	struct stats_header h;
 	struct stat st;
 	void *map;
 	int status;
 
 	memset(r, 0, sizeof(*r));
-	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO planted under a segment's name must not hang the reader in open(). */
+	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (r->fd < 0)
-		return errno == ENOENT ? STATS_READ_NOENT : STATS_READ_IO;
-	if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		return errno == ENOENT	? STATS_READ_NOENT
+		       : errno == ELOOP ? STATS_READ_NOT_FILE
+					: STATS_READ_IO;
+	if (fstat(r->fd, &st) < 0) {
 		status = STATS_READ_IO;
 		goto fail;
 	}
-	if (st.st_size < (off_t)sizeof(struct stats_header)) {
-		/* Too short to map a header: decide from what read() can see. */
-		struct stats_header h = {0};
-		ssize_t got = pread(r->fd, &h, sizeof(h), 0);
-
-		status = got < 0 ? STATS_READ_IO : validate(&h, (size_t)got, expect_pid);
-		if (status == STATS_READ_OK)
-			status = STATS_READ_TRUNCATED;
+	if (!S_ISREG(st.st_mode)) {
+		status = STATS_READ_NOT_FILE;
 		goto fail;
 	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, r->fd, 0);
+	status = read_header(r->fd, (size_t)st.st_size, expect_pid, &h);
+	if (status != STATS_READ_OK)
+		goto fail;
+	/* Only what the validated header describes is mapped, never more than the file holds. */
+	r->len = (size_t)h.header_size + (size_t)h.max_entries * h.entry_size;
+	map = mmap(NULL, r->len, PROT_READ, MAP_SHARED, r->fd, 0);
 	if (map == MAP_FAILED) {
 		status = STATS_READ_IO;
 		goto fail;
 	}
 	r->hdr = map;
-	r->len = (size_t)st.st_size;
-	status = validate(r->hdr, r->len, expect_pid);
-	if (status != STATS_READ_OK) {
-		stats_reader_close(r);
-		return status;
-	}
-	r->pid = r->hdr->pid;
+	r->pid = h.pid;
+	r->max_entries = h.max_entries;
+	r->uid = st.st_uid;
 	return STATS_READ_OK;
 fail:
 	close(r->fd);
@@ -118,15 +133,36 @@ fail:
 	return status;
 }
 
+/* The uid that owns a running process, or -1 when there is none. */
+static long process_uid(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return stat(path, &st) == 0 ? (long)st.st_uid : -1;
+}
+
 int stats_reader_open(struct stats_reader *r, pid_t pid)
 {
 	char path[PATH_MAX];
+	long owner;
+	int status;
 
 	memset(r, 0, sizeof(*r));
 	r->fd = -1;
 	if (pid <= 0 || stats_pid_path(pid, path, sizeof(path)) < 0)
 		return STATS_READ_NOENT;
-	return stats_reader_open_path(r, path, pid);
+	status = stats_reader_open_path(r, path, pid);
+	if (status != STATS_READ_OK)
+		return status;
+	/* A segment for a running process that its user did not write is someone else's forgery. */
+	owner = process_uid(pid);
+	if (owner >= 0 && (uid_t)owner != r->uid) {
+		stats_reader_close(r);
+		return STATS_READ_BAD_OWNER;
+	}
+	return STATS_READ_OK;
 }
 
 void stats_reader_close(struct stats_reader *r)
@@ -139,30 +175,32 @@ void stats_reader_close(struct stats_reader *r)
 	r->fd = -1;
 }
 
-int stats_reader_snapshot(const struct stats_reader *r, struct stats_snapshot *s)
+/*
+ * The segment's owner may truncate the file while it is mapped here, and a
+ * read of a page past the new end raises SIGBUS.  The copy runs with a
+ * SIGBUS handler that jumps back out, so that case reads as "truncated".
+ * Process-wide while it runs: not for concurrent snapshots from several
+ * threads (cqstat takes one at a time).
+ */
+static __thread sigjmp_buf *copy_escape;
+
+static void on_sigbus(int sig)
+{
+	if (copy_escape)
+		siglongjmp(*copy_escape, 1);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void copy_live(const struct stats_reader *r, struct stats_snapshot *s, uint32_t n)
 {
 	const struct stats_header *h = r->hdr;
-	const struct stats_entry *entries;
-	struct stat st;
-	uint32_t n;
+	const struct stats_entry *entries = (const struct stats_entry *)(const void *)(h + 1);
 
-	/* A file shrunk after mapping would fault on access: check again. */
-	if (fstat(r->fd, &st) < 0)
-		return STATS_READ_IO;
-	if ((size_t)st.st_size < r->len)
-		return STATS_READ_TRUNCATED;
-	/* Acquire pairs with the writer's release: entries below n are initialised. */
-	n = atomic_load_explicit(&((struct stats_header *)h)->nentries, memory_order_acquire);
-	if (n > h->max_entries)
-		return STATS_READ_BAD_LAYOUT;
-	s->taken_ns = clock_ns();
-	s->pid = h->pid;
-	memcpy(s->comm, h->comm, STATS_COMM_LEN);
+	memcpy(s->comm, (const char *)h->comm, STATS_COMM_LEN);
 	s->comm[STATS_COMM_LEN] = '\0';
 	s->start_realtime_ns = h->start_realtime_ns;
 	s->proc_starttime = h->proc_starttime;
-	s->nentries = 0;
-	entries = (const struct stats_entry *)((const char *)h + h->header_size);
 	for (uint32_t i = 0; i < n; i++) {
 		struct stats_entry_snapshot *out = &s->entry[s->nentries];
 
@@ -171,7 +209,42 @@ int stats_reader_snapshot(const struct stats_reader *r, struct stats_snapshot *s
 			s->nentries++;
 		}
 	}
-	return STATS_READ_OK;
+}
+
+int stats_reader_snapshot(const struct stats_reader *r, struct stats_snapshot *s)
+{
+	struct sigaction guard = {.sa_handler = on_sigbus}, saved;
+	sigjmp_buf escape;
+	struct stat st;
+	uint32_t n;
+	int status = STATS_READ_OK;
+
+	/* A file shrunk after mapping would fault on access: check again (the guard covers the race). */
+	if (fstat(r->fd, &st) < 0)
+		return STATS_READ_IO;
+	if ((size_t)st.st_size < r->len)
+		return STATS_READ_TRUNCATED;
+	s->taken_ns = clock_ns();
+	s->pid = r->pid;
+	s->nentries = 0;
+	sigemptyset(&guard.sa_mask);
+	sigaction(SIGBUS, &guard, &saved);
+	if (sigsetjmp(escape, 1) == 0) {
+		copy_escape = &escape;
+		/* Acquire pairs with the writer's release: entries below n are initialised.  n is bounded by
+		 * the validated copy of the header, never by the live one. */
+		n = atomic_load_explicit(&((struct stats_header *)r->hdr)->nentries, memory_order_acquire);
+		if (n > r->max_entries)
+			status = STATS_READ_BAD_LAYOUT;
+		else
+			copy_live(r, s, n);
+	} else {
+		status = STATS_READ_TRUNCATED;
+		s->nentries = 0;
+	}
+	copy_escape = NULL;
+	sigaction(SIGBUS, &saved, NULL);
+	return status;
 }
 
 /* A slot rewritten this many times during one copy is skipped for this sample. */
@@ -206,38 +279,6 @@ bool stats_entry_copy(const struct stats_entry *e, struct stats_entry_snapshot *
 		return true;
 	}
 	return false;
-}
-
-int stats_proc_starttime(pid_t pid, uint64_t *starttime)
-{
-	char path[64], buf[1024];
-	unsigned long long v;
-	const char *p;
-	FILE *f;
-	size_t got;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	got = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[got] = '\0';
-	/* comm (field 2) may hold spaces and parentheses: fields resume after the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p)
-		return -EINVAL;
-	p++;
-	/* After ')' come field 3 (state) ... field 22 (starttime): skip 19 fields. */
-	for (int field = 3; field < 22; field++) {
-		p = strchr(p + 1, ' ');
-		if (!p)
-			return -EINVAL;
-	}
-	if (sscanf(p, " %llu", &v) != 1)
-		return -EINVAL;
-	*starttime = v;
-	return 0;
 }
 
 enum stats_liveness stats_process_liveness(pid_t pid, uint64_t proc_starttime)
@@ -314,9 +355,38 @@ int stats_list_pids(pid_t **pids, size_t *n)
 
 int stats_segment_remove(pid_t pid)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], name[64];
+	struct stats_header h;
+	struct stat st, again;
+	int fd, dirfd, err = 0;
 
 	if (stats_pid_path(pid, path, sizeof(path)) < 0)
 		return -ENAMETOOLONG;
-	return unlink(path) < 0 ? -errno : 0;
+	snprintf(name, sizeof(name), "%s%d", STATS_FILE_PREFIX, (int)pid);
+	dirfd = open(stats_segment_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return -errno;
+	/* Never through a symlink, never a FIFO's open, only a segment of ours. */
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0) {
+		err = errno == ELOOP ? -EPERM : -errno;
+		goto out;
+	}
+	if (fstat(fd, &st) < 0)
+		err = -errno;
+	else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+		err = -EPERM;
+	else if (read_header(fd, (size_t)st.st_size, pid, &h) != STATS_READ_OK)
+		err = -EINVAL;
+	/* The name must still be the file that was checked. */
+	else if (fstatat(dirfd, name, &again, AT_SYMLINK_NOFOLLOW) < 0)
+		err = -errno;
+	else if (again.st_dev != st.st_dev || again.st_ino != st.st_ino)
+		err = -EAGAIN;
+	else if (unlinkat(dirfd, name, 0) < 0)
+		err = -errno;
+	close(fd);
+out:
+	close(dirfd);
+	return err;
 }

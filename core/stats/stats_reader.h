@@ -9,6 +9,7 @@
 #define RDMATOOL_CORE_STATS_READER_H
 
 #include "core/stats/stats.h"
+#include "core/stats/stats_path.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,15 +23,20 @@ enum stats_read_status {
 	STATS_READ_BAD_MAGIC = -4,   /* not a stats segment, or still being created */
 	STATS_READ_BAD_VERSION = -5, /* written by another rdmatool version */
 	STATS_READ_BAD_LAYOUT = -6,  /* sizes, counts or pid inconsistent */
+	STATS_READ_NOT_FILE = -7,    /* a FIFO, device, directory or symlink */
+	STATS_READ_BAD_OWNER = -8,   /* owned by another user than the live process it names */
 };
 
 const char *stats_read_strerror(int status);
 
+/* What was validated at open is kept here; the live header is never trusted again. */
 struct stats_reader {
 	int fd;
-	const struct stats_header *hdr; /* mapped read-only */
+	const struct stats_header *hdr; /* mapped read-only, len bytes */
 	size_t len;
-	pid_t pid; /* from the header, checked against the file name */
+	pid_t pid;	      /* from the header, checked against the file name */
+	uint32_t max_entries; /* from the validated header copy */
+	uid_t uid;	      /* the file's owner */
 };
 
 /*
@@ -57,7 +63,11 @@ struct stats_snapshot {
 	struct stats_entry_snapshot entry[STATS_MAX_ENTRIES];
 };
 
-/* Opens <stats_segment_dir()>/rdmatool-stats.<pid>.  Returns a stats_read_status. */
+/*
+ * Opens <stats_segment_dir()>/rdmatool-stats.<pid>: a regular file (no
+ * symlink, no FIFO), with a valid header for that pid, owned by the user
+ * who runs the process when it is alive.  Returns a stats_read_status.
+ */
 int stats_reader_open(struct stats_reader *r, pid_t pid);
 /* Opens any file as a segment; expect_pid 0 accepts any pid in the header. */
 int stats_reader_open_path(struct stats_reader *r, const char *path, pid_t expect_pid);
@@ -79,14 +89,15 @@ enum stats_liveness {
 
 /* proc_starttime 0 checks existence only. */
 enum stats_liveness stats_process_liveness(pid_t pid, uint64_t proc_starttime);
-/* Field 22 of /proc/<pid>/stat (clock ticks after boot).  0, or a negative errno. */
-int stats_proc_starttime(pid_t pid, uint64_t *starttime);
 
 /* The pids that have a segment file, sorted; *pids is malloc'd.  0 or -errno. */
 int stats_list_pids(pid_t **pids, size_t *n);
-/* Writes the segment path for pid into buf.  0, or -ENAMETOOLONG. */
-int stats_pid_path(pid_t pid, char *buf, size_t len);
-/* Unlinks pid's segment file (the caller decides it is stale).  0 or -errno. */
+/*
+ * Unlinks pid's segment file (the caller decides it is stale), only if it
+ * is a regular file owned by the caller with a valid segment header for
+ * that pid, never through a symlink.  0, -ENOENT, -EPERM (not the caller's,
+ * or not a regular file), -EINVAL (not a segment) or another -errno.
+ */
 int stats_segment_remove(pid_t pid);
 
 #endif

@@ -2,6 +2,7 @@
 /* Endpoint life cycle and the control plane: open, connect, close (one mutex). */
 #include "core/transport/endpoint_impl.h"
 #include "core/oob/oob.h"
+#include "core/util/clock.h"
 #include "hw/hw.h"
 
 #include <errno.h>
@@ -9,8 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
-#define ADDR_MAGIC 0x52434550u /* "RCEP" */
+#define ADDR_MAGIC 0x52434551u /* "RCEQ": the blob carries initial PSNs since this magic */
 #define OOB_TYPE_EP_ADDR 0x4550
 
 struct addr_blob {
@@ -21,7 +23,18 @@ struct addr_blob {
 	uint8_t gid[16];
 	uint32_t lid;
 	uint32_t qpn[CORE_MAX_STRIPES];
+	uint32_t psn[CORE_MAX_STRIPES]; /* each QP's initial send PSN: random, so not guessable */
 };
+
+/* A random 24-bit PSN, as a NIC's driver picks one (rdma-core's examples use lrand48). */
+static uint32_t random_psn(void)
+{
+	uint32_t v = 0;
+
+	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+		v = (uint32_t)clock_ns() * 2654435761u;
+	return v & 0xffffff;
+}
 
 void core_ep_attr_defaults(struct core_ep_attr *attr)
 {
@@ -289,6 +302,8 @@ int core_ep_prepare(struct core_ep *ep, void *blob, uint32_t *len, uint32_t *slo
 		if (rc)
 			goto out;
 		b->qpn[k] = htobe32(p->conns[k].qp->qp_num);
+		p->conns[k].sq_psn = random_psn();
+		b->psn[k] = htobe32(p->conns[k].sq_psn);
 	}
 	*len = sizeof(*b);
 	*slot = p->id;
@@ -303,7 +318,7 @@ static int conn_connect(struct core_ep *ep, struct conn *c, const struct addr_bl
 		.qp_state = IBV_QPS_RTR,
 		.path_mtu = ep->mtu ? ep->mtu : IBV_MTU_4096,
 		.dest_qp_num = be32toh(b->qpn[k]),
-		.rq_psn = 0,
+		.rq_psn = be32toh(b->psn[k]) & 0xffffff,
 		.max_dest_rd_atomic = 16,
 		.min_rnr_timer = 12,
 		.ah_attr = { .is_global = 1, .dlid = (uint16_t)be32toh(b->lid), .port_num = 1,
@@ -322,7 +337,7 @@ static int conn_connect(struct core_ep *ep, struct conn *c, const struct addr_bl
 	a.timeout = 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
-	a.sq_psn = 0;
+	a.sq_psn = c->sq_psn;
 	a.max_rd_atomic = 16;
 	rc = hw_modify_qp(c->qp, &a,
 			  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |

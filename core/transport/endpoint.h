@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The striped transport (seed 003 applied to verbs): an endpoint owns N
+ * The striped transport (a lock-free, striped redesign of a global-lock
+ * transport, applied to verbs): an endpoint owns N
  * stripes; a thread posts through its stripe (thread-local index), each
  * stripe owns one RC QP per peer, a send CQ, a request pool and request
  * table.  Completions of every stripe and of the receive engine go through
@@ -27,7 +28,7 @@ enum core_threading {
 
 enum core_lock_mode {
 	CORE_LOCK_STRIPED, /* the lock-free data path */
-	CORE_LOCK_GLOBAL,  /* one mutex around every operation: the seed's current architecture */
+	CORE_LOCK_GLOBAL,  /* one mutex around every operation: the global-lock design being replaced */
 };
 
 struct core_ep_attr {

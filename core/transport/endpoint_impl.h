@@ -39,6 +39,7 @@ struct conn {
 	struct ibv_qp *qp;
 	uint32_t peer, stripe;
 	uint32_t remote_rx_depth;
+	uint32_t sq_psn; /* our initial send PSN, sent to the peer in the address blob */
 	_Atomic uint32_t sent;		/* messages sent = receive credits used */
 	_Atomic uint32_t peer_consumed; /* peer's consumed receives, from headers */
 	_Atomic uint32_t consumed;	/* our consumed (reposted) receives */

@@ -19,9 +19,9 @@
  *     s.seq = p + 1 with RELEASE.  A consumer reads s.seq with ACQUIRE and
  *     touches the element only once it sees p + 1, so the release/acquire
  *     pair orders the element write before the element read.  This is the
- *     step the seed's Appendix A gets wrong: it advances head (making the
- *     slot look published) before copying the entry, and checks for full
- *     only after having claimed, leaving a hole.  Here claiming and
+ *     step a naive ring gets wrong when it advances head (making the slot
+ *     look published) before copying the entry, and checks for full only
+ *     after having claimed, which leaves a hole.  Here claiming and
  *     publishing are two separate steps and fullness is decided before
  *     claiming.
  *  2. A consumer claims p by CAS on dequeue_pos (relaxed, same reason),

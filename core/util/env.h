@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The transport's environment variables (seed 003 section 17, renamed):
+ * The transport's environment variables (the striped-transport design's tunables, renamed):
  *   RDMATOOL_TX_STRIPES      stripes per endpoint, 0 = auto (min(ncpus, 16))
  *   RDMATOOL_PROGRESS_THREAD 0 or 1: a background progress thread
  *   RDMATOOL_PROGRESS_CPU    CPU for that thread, -1 = any

@@ -54,18 +54,10 @@ bool soft_delay_req(struct soft_nic *nic, const struct soft_req *req, uint64_t c
 static void soft_delay_serve_local(struct soft_nic *nic, const struct soft_req *req)
 {
 	struct soft_resp resp;
-	struct soft_qp *requester;
 
 	soft_respond(nic, NULL, req, &resp);
-	if (req->qp_type != IBV_QPT_RC)
-		return;
-	requester = soft_lookup_qp(nic, req->src_qpn);
-	if (!requester || requester->ibv.qp_type != IBV_QPT_RC)
-		return; /* destroyed meanwhile */
-	soft_lock(&requester->lock);
-	soft_handle_resp(requester, &resp);
-	soft_unlock(&requester->lock);
-	soft_ring_doorbell(requester);
+	if (req->qp_type == IBV_QPT_RC && resp.kind != SOFT_RESP_NONE)
+		soft_rx_response(nic, req->src_qpn, &resp);
 }
 
 bool soft_delay_run(struct soft_nic *nic, uint64_t now)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,6 +72,25 @@ static void soft_register_atfork(void)
 	pthread_atfork(NULL, NULL, soft_forget_nic_in_child);
 }
 
+/*
+ * Identifiers a stranger must not predict (issue: forged WRITEs at guessed
+ * QPNs and rkeys): every QP slot's generation, which is the QPN's high bits,
+ * and every key slot's rotating byte start at random values, per process.
+ */
+static void soft_randomize_ids(struct soft_nic *nic)
+{
+	uint16_t qp_gen[SOFT_MAX_QP];
+	uint8_t key_gen[SOFT_MAX_KEYS];
+
+	if (getrandom(qp_gen, sizeof(qp_gen), 0) != (ssize_t)sizeof(qp_gen) ||
+	    getrandom(key_gen, sizeof(key_gen), 0) != (ssize_t)sizeof(key_gen))
+		return; /* no entropy: the counters start at 0, as before */
+	for (int i = 0; i < SOFT_MAX_QP; i++)
+		nic->qp_gen[i] = qp_gen[i] % 0x3fff; /* qp.c adds 1: generations 1..0x3fff */
+	for (int i = 0; i < SOFT_MAX_KEYS; i++)
+		nic->keys[i].gen = key_gen[i];
+}
+
 static struct soft_nic *soft_nic_create(void)
 {
 	struct soft_nic *nic = calloc(1, sizeof(*nic));
@@ -87,9 +107,13 @@ static struct soft_nic *soft_nic_create(void)
 	}
 	pthread_rwlock_init(&nic->obj_lock, NULL);
 	pthread_mutex_init(&nic->runq_lock, NULL);
+	soft_randomize_ids(nic);
 	nic->listen_fd = -1;
+	nic->epoll_fd = -1;
 	nic->wake_fd = -1;
-	err = soft_wire_listen(nic, getenv("RDMATOOL_SOFT_ADDR"));
+	err = soft_auth_load(&nic->auth);
+	if (!err)
+		err = soft_wire_listen(nic, getenv("RDMATOOL_SOFT_ADDR"));
 	if (!err)
 		err = soft_engine_start(nic);
 	if (err) {

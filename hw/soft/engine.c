@@ -17,19 +17,19 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#define SOFT_WINDOW 64		 /* RC requests in flight per QP */
-#define SOFT_TIMER_TICK_NS 500000 /* timer scan period while work waits on a timer */
-#define SOFT_BATCH 16		  /* requests one QP sends before the next QP's turn */
-#define SOFT_BATCH_BYTES 262144	  /* ... or bytes: the poster waits on the QP lock meanwhile */
-#define SOFT_SPIN_NS 50000	  /* busy-poll this long after the last work before sleeping */
+#define SOFT_WINDOW	    64	   /* RC requests in flight per QP */
+#define SOFT_TIMER_TICK_NS  500000 /* timer scan period while work waits on a timer */
+#define SOFT_BATCH	    16	   /* requests one QP sends before the next QP's turn */
+#define SOFT_BATCH_BYTES    262144 /* ... or bytes: the poster waits on the QP lock meanwhile */
+#define SOFT_SPIN_NS	    50000  /* busy-poll this long after the last work before sleeping */
 #define SOFT_LISTEN_POLL_NS 100000 /* accept period while busy with no connection yet */
-#define SOFT_APP_WINDOW_NS 200000 /* application threads drove a round this recently: the engine naps */
+#define SOFT_APP_WINDOW_NS  200000 /* application threads drove a round this recently: the engine naps */
 
 /* IB min_rnr_timer encoding, in microseconds (0 is the longest, 655.36 ms). */
 static const uint32_t soft_rnr_us[32] = {
-	655360, 10,    20,    30,    40,    60,     80,     120,    160,    240,	  320,
-	480,	640,   960,   1280,  1920,  2560,   3840,   5120,   7680,   10240,  15360,
-	20480,	30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+    655360, 10,	   20,	  30,	 40,	60,	80,	120,	160,	240,	320,
+    480,    640,   960,	  1280,	 1920,	2560,	3840,	5120,	7680,	10240,	15360,
+    20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
 };
 
 uint64_t soft_rnr_ns(uint8_t timer)
@@ -122,13 +122,15 @@ void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp)
 	switch (resp->kind) {
 	case SOFT_RESP_ACK:
 		if (w->wr.opcode == IBV_WR_RDMA_READ) {
-			if (soft_local_segs(qp, w, true, seg, &total) != IBV_WC_SUCCESS || total != resp->read_len) {
+			if (soft_local_segs(qp, w, true, seg, &total) != IBV_WC_SUCCESS ||
+			    total != resp->read_len) {
 				soft_fail_head(qp, IBV_WC_LOC_PROT_ERR);
 				return;
 			}
 			for (int i = 0, off = 0; i < w->wr.num_sge; off += seg[i].len, i++)
 				soft_dma_copy((void *)seg[i].ptr, resp->read_data + off, seg[i].len);
-		} else if (w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		} else if (w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+			   w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 			if (soft_local_segs(qp, w, true, seg, &total) != IBV_WC_SUCCESS) {
 				soft_fail_head(qp, IBV_WC_LOC_PROT_ERR);
 				return;
@@ -213,7 +215,8 @@ static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w, uint64_t now)
 	struct soft_resp resp;
 	enum ibv_wc_status st;
 	uint64_t total;
-	bool is_atomic = w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	bool is_atomic =
+	    w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 	bool is_read = w->wr.opcode == IBV_WR_RDMA_READ;
 	bool is_inline = w->inline_len || (w->wr.send_flags & IBV_SEND_INLINE);
 	bool local;
@@ -321,7 +324,8 @@ static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 			qp->sq_head++;
 			continue;
 		}
-		if (!idle && ((w->wr.send_flags & IBV_SEND_FENCE) || qp->sq_next - qp->sq_head >= SOFT_WINDOW))
+		if (!idle &&
+		    ((w->wr.send_flags & IBV_SEND_FENCE) || qp->sq_next - qp->sq_head >= SOFT_WINDOW))
 			break;
 		if (!budget-- || bytes >= SOFT_BATCH_BYTES)
 			return true;
@@ -418,17 +422,6 @@ static bool soft_run_timers(struct soft_nic *nic)
 	return waiting;
 }
 
-/* Polls the wire without blocking and serves what is ready; returns whether anything was. */
-static bool soft_wire_poll_now(struct soft_nic *nic, struct pollfd *pfd, int max)
-{
-	int n = soft_wire_pollfds(nic, pfd, max);
-
-	if (n < 1 || poll(pfd, (nfds_t)n, 0) <= 0)
-		return false;
-	soft_wire_service(nic, pfd, n);
-	return true;
-}
-
 enum soft_wire_mode {
 	SOFT_WIRE_NONE, /* send queues only */
 	SOFT_WIRE_POLL, /* poll every socket, listener included */
@@ -461,7 +454,7 @@ static void soft_round_release(struct soft_nic *nic)
  * connection holding only ACKs of SENDs waits a little for a request to
  * carry them (soft_wire_flush).  Returns whether there was any work.
  */
-static bool soft_round(struct soft_nic *nic, enum soft_wire_mode wire, struct pollfd *pfd, int max)
+static bool soft_round(struct soft_nic *nic, enum soft_wire_mode wire)
 {
 	bool worked = soft_run_queue(nic, &nic->timer_waiting);
 	uint64_t now = soft_now_ns();
@@ -479,7 +472,7 @@ static bool soft_round(struct soft_nic *nic, enum soft_wire_mode wire, struct po
 	if (wire == SOFT_WIRE_READ && now < nic->next_wire) {
 		worked |= soft_wire_read_now(nic);
 	} else if (wire != SOFT_WIRE_NONE && (nic->conns || now >= nic->next_wire)) {
-		worked |= soft_wire_poll_now(nic, pfd, max);
+		worked |= soft_wire_service(nic);
 		nic->next_wire = now + SOFT_LISTEN_POLL_NS;
 	}
 	soft_wire_flush(nic, false);
@@ -505,13 +498,12 @@ static bool soft_round_left_work(const struct soft_nic *nic)
  */
 bool soft_app_round(struct soft_nic *nic, bool poll_wire)
 {
-	struct pollfd pfd[64];
 	bool worked, left;
 
 	if (!atomic_load_explicit(&nic->n_conns, memory_order_relaxed) || !soft_round_try_own(nic))
 		return false;
 	atomic_store_explicit(&nic->app_round_ns, soft_now_ns(), memory_order_relaxed);
-	worked = soft_round(nic, poll_wire ? SOFT_WIRE_READ : SOFT_WIRE_NONE, pfd, 64);
+	worked = soft_round(nic, poll_wire ? SOFT_WIRE_READ : SOFT_WIRE_NONE);
 	left = soft_round_left_work(nic);
 	soft_round_release(nic);
 	/*
@@ -555,8 +547,8 @@ static void soft_wake_fd_drain(struct soft_nic *nic)
  */
 static void soft_engine_nap(struct soft_nic *nic)
 {
-	struct pollfd pfd = { .fd = nic->wake_fd, .events = POLLIN };
-	struct timespec ts = { .tv_nsec = SOFT_APP_WINDOW_NS };
+	struct pollfd pfd = {.fd = nic->wake_fd, .events = POLLIN};
+	struct timespec ts = {.tv_nsec = SOFT_APP_WINDOW_NS};
 
 	/*
 	 * A doorbell that missed `sleeping` leaves its QP for the next
@@ -572,21 +564,21 @@ static void soft_engine_nap(struct soft_nic *nic)
  * Nothing to do and nobody driving: sleep until a doorbell, a packet, a
  * timer or a held request is due.  Nothing may stay held meanwhile.
  */
-static void soft_engine_sleep(struct soft_nic *nic, struct pollfd *pfd, int max)
+static void soft_engine_sleep(struct soft_nic *nic)
 {
+	struct pollfd pfd[2];
 	uint64_t now, rounds;
 	int64_t timeout_ns;
 	struct timespec ts;
 	bool ready;
-	int n;
 
 	soft_round_own(nic);
 	soft_wire_flush(nic, true);
-	pfd[0].fd = nic->wake_fd;
-	pfd[0].events = POLLIN;
-	n = 1 + soft_wire_pollfds(nic, pfd + 1, max - 1);
+	/* The doorbell's eventfd and the wire's epoll set: one fd for every socket, however many. */
+	pfd[0] = (struct pollfd){.fd = nic->wake_fd, .events = POLLIN};
+	pfd[1] = (struct pollfd){.fd = soft_wire_fd(nic), .events = POLLIN};
 	now = soft_now_ns();
-	timeout_ns = nic->timer_waiting ? 1000000 : -1;
+	timeout_ns = nic->timer_waiting ? 1000000 : soft_wire_has_deadlines(nic) ? 50000000 : -1;
 	if (soft_delay_next_ns(nic)) {
 		uint64_t due = soft_delay_next_ns(nic), left = due > now ? due - now : 0;
 
@@ -598,18 +590,20 @@ static void soft_engine_sleep(struct soft_nic *nic, struct pollfd *pfd, int max)
 	atomic_store(&nic->sleeping, true);
 	atomic_store_explicit(&nic->deep_sleep, true, memory_order_seq_cst);
 	/* A round since we looked (our own release above did not count one), or a doorbell: do not sleep. */
-	if (atomic_load(&nic->runq_nonempty) || atomic_load_explicit(&nic->rounds, memory_order_seq_cst) != rounds)
+	if (atomic_load(&nic->runq_nonempty) ||
+	    atomic_load_explicit(&nic->rounds, memory_order_seq_cst) != rounds)
 		timeout_ns = 0;
 	ts.tv_sec = timeout_ns / 1000000000;
 	ts.tv_nsec = timeout_ns % 1000000000;
-	ready = ppoll(pfd, (nfds_t)n, timeout_ns < 0 ? NULL : &ts, NULL) > 0;
+	ready = ppoll(pfd, 2, timeout_ns < 0 ? NULL : &ts, NULL) > 0;
 	atomic_store(&nic->deep_sleep, false);
 	atomic_store(&nic->sleeping, false);
 	if (ready) {
 		if (pfd[0].revents & POLLIN)
 			soft_wake_fd_drain(nic);
 		soft_round_own(nic);
-		soft_wire_service(nic, pfd + 1, n - 1);
+		if (pfd[1].revents)
+			soft_wire_service(nic);
 		soft_round_release(nic);
 	}
 }
@@ -625,14 +619,13 @@ static void soft_engine_sleep(struct soft_nic *nic, struct pollfd *pfd, int max)
 static void *soft_engine_main(void *arg)
 {
 	struct soft_nic *nic = arg;
-	struct pollfd pfd[SOFT_MAX_QP + 2];
 	uint64_t now, idle_since = soft_now_ns();
 
 	while (!atomic_load(&nic->stop)) {
 		bool worked = false;
 
 		if (soft_round_try_own(nic)) {
-			worked = soft_round(nic, SOFT_WIRE_POLL, pfd, SOFT_MAX_QP + 1);
+			worked = soft_round(nic, SOFT_WIRE_POLL);
 			soft_round_release(nic);
 		}
 		now = soft_now_ns();
@@ -645,7 +638,7 @@ static void *soft_engine_main(void *arg)
 			/* Free when the CPU is ours alone; lets a poster sharing it run. */
 			sched_yield();
 		} else {
-			soft_engine_sleep(nic, pfd, SOFT_MAX_QP + 2);
+			soft_engine_sleep(nic);
 			idle_since = soft_now_ns();
 		}
 	}
@@ -664,8 +657,8 @@ static int soft_spin_parse(const char *spec, uint64_t *ns)
 	errno = 0;
 	us = strtoull(spec, &end, 10);
 	if (errno || end == spec || *end || *spec == '-' || us > 1000000) {
-		soft_config_fail("RDMATOOL_SOFT_SPIN_US=%s is not a whole number of microseconds from 0 to 1000000",
-				 spec);
+		soft_config_fail(
+		    "RDMATOOL_SOFT_SPIN_US=%s is not a whole number of microseconds from 0 to 1000000", spec);
 		return EINVAL;
 	}
 	*ns = us * 1000;

@@ -52,7 +52,7 @@ static int soft_parse_uint(const char *key, const char *val, unsigned long long 
 
 int soft_faults_parse(const char *spec, struct soft_faults *out, char *err, size_t errlen)
 {
-	char buf[256], *save = NULL;
+	char buf[256];
 	unsigned long long v;
 	int rc = 0;
 
@@ -63,7 +63,18 @@ int soft_faults_parse(const char *spec, struct soft_faults *out, char *err, size
 		return EINVAL;
 	}
 	strcpy(buf, spec);
-	for (char *tok = strtok_r(buf, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+	/* Split by hand: strtok_r would skip empty items, and ",,," must be an error, not "no faults". */
+	for (char *tok = buf, *next; tok && *spec && !rc; tok = next) {
+		next = strchr(tok, ',');
+		if (next)
+			*next++ = '\0';
+		if (!*tok) {
+			snprintf(err, errlen,
+				 "RDMATOOL_SOFT_FAULTS=%s has an empty item; use a comma-separated list like "
+				 "drop=P,corrupt=P,delay_us=N,error=P,seed=N",
+				 spec);
+			return EINVAL;
+		}
 		char *eq = strchr(tok, '=');
 
 		if (!eq) {

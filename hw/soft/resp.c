@@ -260,8 +260,13 @@ static void soft_respond_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 {
 	int32_t diff;
 
-	if (req->src_qpn != qp->attr.dest_qp_num)
-		return; /* not from our connected peer: dropped */
+	/* Only the connected remote (its GID and QPN, as the path names them) is served: anything else is
+	 * dropped, as a NIC drops a packet that does not match the QP's context. */
+	if (req->src_qpn != qp->attr.dest_qp_num ||
+	    memcmp(req->sgid.raw, qp->attr.ah_attr.grh.dgid.raw, sizeof(req->sgid.raw))) {
+		atomic_fetch_add_explicit(&nic->foreign_drops, 1, memory_order_relaxed);
+		return;
+	}
 	diff = soft_psn_diff(req->psn, qp->resp_psn);
 	if (diff > 0)
 		return; /* an earlier packet was lost: wait for the retransmission */

@@ -50,21 +50,21 @@
 #define SOFT_DEVICE_NAME "soft0"
 
 /* Device limits, reported by query_device and enforced. */
-#define SOFT_MAX_QP 1024
-#define SOFT_MAX_QP_WR 4096
-#define SOFT_MAX_SGE 16
-#define SOFT_MAX_CQ 1024
-#define SOFT_MAX_CQE 65536
-#define SOFT_MAX_MR 4096
-#define SOFT_MAX_MW 4096
-#define SOFT_MAX_PD 1024
-#define SOFT_MAX_AH 4096
-#define SOFT_MAX_INLINE 256
-#define SOFT_MAX_MSG (1u << 30)
-#define SOFT_MTU 4096
-#define SOFT_GRH_LEN 40
+#define SOFT_MAX_QP	     1024
+#define SOFT_MAX_QP_WR	     4096
+#define SOFT_MAX_SGE	     16
+#define SOFT_MAX_CQ	     1024
+#define SOFT_MAX_CQE	     65536
+#define SOFT_MAX_MR	     4096
+#define SOFT_MAX_MW	     4096
+#define SOFT_MAX_PD	     1024
+#define SOFT_MAX_AH	     4096
+#define SOFT_MAX_INLINE	     256
+#define SOFT_MAX_MSG	     (1u << 30)
+#define SOFT_MTU	     4096
+#define SOFT_GRH_LEN	     40
 #define SOFT_QKEY_PRIVILEGED 0x80000000u
-#define SOFT_RING_START 0xffffffc0u /* first ring index: 64 requests before the 32-bit wrap */
+#define SOFT_RING_START	     0xffffffc0u /* first ring index: 64 requests before the 32-bit wrap */
 /* Key index space: MRs and MWs share one table, index = key >> 8. */
 #define SOFT_MAX_KEYS (SOFT_MAX_MR + SOFT_MAX_MW + 1)
 
@@ -183,11 +183,13 @@ struct soft_qp {
 	bool sqd_notify;
 };
 
+#include "hw/soft/auth.h"
+
 struct soft_conn;
 struct soft_delayed;
 
 struct soft_nic {
-	int refs; /* under soft_nic_lock */
+	int refs;		   /* under soft_nic_lock */
 	pthread_rwlock_t obj_lock; /* key and QP tables; held by the engine while it executes */
 	struct soft_key_slot keys[SOFT_MAX_KEYS];
 	struct soft_qp *qps[SOFT_MAX_QP];
@@ -198,9 +200,9 @@ struct soft_nic {
 	pthread_t thread;
 	int wake_fd;
 	atomic_bool stop;
-	atomic_bool sleeping;	 /* the engine thread waits in ppoll: a doorbell writes wake_fd */
-	atomic_bool deep_sleep;	 /* ... and no application thread drives rounds (engine.c) */
-	uint64_t spin_ns; /* how long the engine busy-polls before it sleeps */
+	atomic_bool sleeping;	/* the engine thread waits in ppoll: a doorbell writes wake_fd */
+	atomic_bool deep_sleep; /* ... and no application thread drives rounds (engine.c) */
+	uint64_t spin_ns;	/* how long the engine busy-polls before it sleeps */
 	/*
 	 * Engine rounds (engine.c) run one at a time, on the engine thread or on
 	 * an application thread that posts to or polls this NIC while it talks
@@ -208,12 +210,12 @@ struct soft_nic {
 	 * marked "round owner's" below belongs to whoever holds it.
 	 */
 	_Alignas(64) atomic_int round_owner;
-	atomic_ulong rounds;	   /* rounds completed, by anyone */
-	atomic_ullong app_round_ns; /* when an application thread last ran one (0: not lately) */
-	atomic_int n_conns;	   /* wire connections: application threads drive rounds only if any */
-	bool timer_waiting;	   /* round owner's: a QP waits on a retry or RNR timer */
+	atomic_ulong rounds;	       /* rounds completed, by anyone */
+	atomic_ullong app_round_ns;    /* when an application thread last ran one (0: not lately) */
+	atomic_int n_conns;	       /* wire connections: application threads drive rounds only if any */
+	bool timer_waiting;	       /* round owner's: a QP waits on a retry or RNR timer */
 	uint64_t next_tick, next_wire; /* round owner's: next timer scan, next listener poll */
-	atomic_bool runq_nonempty; /* runq_head != NULL, readable without runq_lock */
+	atomic_bool runq_nonempty;     /* runq_head != NULL, readable without runq_lock */
 	_Alignas(64) pthread_mutex_t runq_lock;
 	struct soft_qp *runq_head, *runq_tail;
 	atomic_int timers; /* QPs waiting on a retry or RNR timer */
@@ -221,11 +223,18 @@ struct soft_nic {
 	union ibv_gid gid;
 	struct sockaddr_in addr;
 	int listen_fd;
-	struct soft_conn *conns; /* round owner's */
+	int epoll_fd;		      /* the listener and every connection */
+	uint64_t accept_resume_ns;    /* out of fds: accepting paused until then (0: not paused) */
+	uint64_t next_deadline_check; /* handshake deadlines are checked this often */
+	struct soft_conn *conns;      /* round owner's */
 	uint64_t next_conn_id;
 	struct soft_delayed *delay_head, *delay_tail; /* delay_us fault: held requests, round owner's */
 	struct soft_faults faults;
 	atomic_ulong ud_drops, fault_drops, fault_corrupts, fault_errors;
+	atomic_ulong foreign_drops; /* RC requests not from the QP's connected remote */
+	atomic_ulong auth_failures; /* connections that did not prove the secret */
+	struct soft_auth_key auth;  /* RDMATOOL_SOFT_SECRET: every connection proves it first */
+	atomic_ulong wire_rejects;  /* connections closed for a bad or oversized packet, or over the cap */
 };
 
 /* A pause for busy-wait loops: lets the sibling hyperthread run. */
@@ -235,11 +244,11 @@ static inline void soft_cpu_relax(void)
 	__builtin_ia32_pause();
 #elif defined(__aarch64__)
 	__asm__ __volatile__("yield" ::: "memory");
-/* dma.c: the NIC's accesses to registered memory (see there). */
-void soft_dma_copy(void *dst, const void *src, size_t len);
-uint64_t soft_dma_fetch_add(uint64_t *target, uint64_t add);
-/* Returns the value found; it was replaced by swap if it equalled compare. */
-uint64_t soft_dma_cmp_swap(uint64_t *target, uint64_t compare, uint64_t swap);
+	/* dma.c: the NIC's accesses to registered memory (see there). */
+	void soft_dma_copy(void *dst, const void *src, size_t len);
+	uint64_t soft_dma_fetch_add(uint64_t * target, uint64_t add);
+	/* Returns the value found; it was replaced by swap if it equalled compare. */
+	uint64_t soft_dma_cmp_swap(uint64_t * target, uint64_t compare, uint64_t swap);
 
 #endif
 }
@@ -289,11 +298,11 @@ static inline void soft_lock_nested(pthread_mutex_t *m)
  * From the libibverbs object a verbs call hands us to the soft object that
  * embeds it (rdma-core's providers/rxe/rxe.h does the same with to_rqp()...).
  */
-#define SOFT_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
-#define SOFT_DEFINE_TO(name, ibv_type)                                         \
-	static inline struct soft_##name *to_soft_##name(struct ibv_type *ibv) \
-	{                                                                      \
-		return SOFT_CONTAINER_OF(ibv, struct soft_##name, ibv);        \
+#define SOFT_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+#define SOFT_DEFINE_TO(name, ibv_type)                                                                       \
+	static inline struct soft_##name *to_soft_##name(struct ibv_type *ibv)                               \
+	{                                                                                                    \
+		return SOFT_CONTAINER_OF(ibv, struct soft_##name, ibv);                                      \
 	}
 SOFT_DEFINE_TO(context, ibv_context)
 SOFT_DEFINE_TO(pd, ibv_pd)
@@ -320,12 +329,11 @@ void soft_config_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 
 /* mr.c */
 struct soft_mr *soft_lookup_lkey(struct soft_nic *nic, uint32_t lkey);
-enum ibv_wc_status soft_check_rkey(struct soft_nic *nic, struct soft_qp *qp, uint32_t rkey,
-				   uint64_t addr, uint64_t len, int access, void **ptr);
+enum ibv_wc_status soft_check_rkey(struct soft_nic *nic, struct soft_qp *qp, uint32_t rkey, uint64_t addr,
+				   uint64_t len, int access, void **ptr);
 enum ibv_wc_status soft_exec_bind(struct soft_qp *qp, struct soft_mw *mw, uint32_t new_rkey,
 				  const struct ibv_mw_bind_info *info);
-enum ibv_wc_status soft_invalidate(struct soft_nic *nic, uint32_t rkey, struct soft_qp *qp,
-				   bool remote);
+enum ibv_wc_status soft_invalidate(struct soft_nic *nic, uint32_t rkey, struct soft_qp *qp, bool remote);
 struct ibv_pd *soft_alloc_pd(struct ibv_context *ctx);
 int soft_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *soft_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access);
@@ -349,8 +357,7 @@ void soft_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited);
 /* qp.c */
 struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init);
 int soft_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
-int soft_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
-		  struct ibv_qp_init_attr *init);
+int soft_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init);
 int soft_destroy_qp(struct ibv_qp *qp);
 bool soft_modify_is_ok(enum ibv_qp_state cur, enum ibv_qp_state next, enum ibv_qp_type type, int mask);
 void soft_qp_error(struct soft_qp *qp);
@@ -362,7 +369,8 @@ int soft_destroy_ah(struct ibv_ah *ah);
 /* post.c */
 int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 int soft_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
-void soft_complete_send(struct soft_qp *qp, struct soft_swqe *w, enum ibv_wc_status status, uint32_t byte_len);
+void soft_complete_send(struct soft_qp *qp, struct soft_swqe *w, enum ibv_wc_status status,
+			uint32_t byte_len);
 void soft_ring_doorbell(struct soft_qp *qp);
 
 /*
@@ -423,6 +431,8 @@ bool soft_app_round(struct soft_nic *nic, bool poll_wire);
 /* An application thread is about to block on a completion channel: the engine takes over. */
 void soft_apps_leave(struct soft_nic *nic);
 void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp);
+/* rx.c: a response for QP qpn of this NIC, from the wire or the delay line (locks the QP itself). */
+void soft_rx_response(struct soft_nic *nic, uint32_t qpn, const struct soft_resp *resp);
 uint64_t soft_rnr_ns(uint8_t timer);
 void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer);
 
@@ -430,17 +440,25 @@ void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer);
 int soft_wire_listen(struct soft_nic *nic, const char *spec);
 void soft_wire_close(struct soft_nic *nic);
 int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req);
-int soft_wire_pollfds(struct soft_nic *nic, struct pollfd *pfd, int max);
-void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n);
 /*
- * Reads every established connection once without polling first (one
- * system call each instead of a poll and a read) and retries blocked
- * sends; accepts, handshakes and hang-ups are left to soft_wire_service.
+ * The wire's sockets are in one epoll set: this fd is readable when any of
+ * them has something (a packet, a connection, a finished handshake, room
+ * to send), so an idle connection costs nothing per round.
+ */
+int soft_wire_fd(const struct soft_nic *nic);
+/* Serves what the epoll set reports ready, without waiting; returns whether there was anything. */
+bool soft_wire_service(struct soft_nic *nic);
+/*
+ * Application rounds: with a few connections, reads each once without
+ * asking epoll first (one system call instead of two); with more, the same
+ * as soft_wire_service.
  */
 bool soft_wire_read_now(struct soft_nic *nic);
 void soft_wire_serve(struct soft_nic *nic, uint64_t conn_id, const struct soft_req *req);
 void soft_wire_flush(struct soft_nic *nic, bool all);
 bool soft_wire_holding(const struct soft_nic *nic);
+/* A handshake or a paused listener is waiting for a deadline: the engine must not sleep unbounded. */
+bool soft_wire_has_deadlines(const struct soft_nic *nic);
 
 /* delay.c: the delay_us fault; round owner only. */
 bool soft_delay_req(struct soft_nic *nic, const struct soft_req *req, uint64_t conn_id);

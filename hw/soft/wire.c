@@ -12,6 +12,8 @@
 #define _GNU_SOURCE
 #endif
 #include "hw/soft/soft.h"
+#include "hw/soft/wire.h"
+#include "hw/soft/auth.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -21,28 +23,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define SOFT_WIRE_MAGIC 0x53574952u /* "SWIR" */
-#define SOFT_CONNECT_TIMEOUT_MS 1000
-#define SOFT_WIRE_COALESCE_MAX 8192 /* payloads up to this size are queued, then sent in one call */
-#define SOFT_ACK_HOLD_NS 20000	    /* the longest a SEND's ACK waits for a request to ride with */
-
-enum { SOFT_PKT_REQ = 1, SOFT_PKT_RSP = 2 };
-
-struct soft_wire_hdr {
-	uint32_t magic, payload;
-	uint8_t type, opcode, qp_type, solicited, kind, status, rnr_timer, pad;
-	uint32_t src_qpn, dst_qpn, psn, qkey, rkey, imm_data, invalidate_rkey, length;
-	uint64_t raddr, compare_add, swap;
-	uint8_t sgid[16], dgid[16];
-} __attribute__((packed));
+#define SOFT_CONNECT_TIMEOUT_MS	    1000
+#define SOFT_MAX_CONNS		    4096	 /* connections per NIC; more are refused at accept */
+#define SOFT_MAX_UNVERIFIED	    64		 /* incoming ones that have not yet sent a valid packet */
+#define SOFT_UNVERIFIED_MAX_PAYLOAD 65536	 /* what a packet may carry before its QP vouches for it */
+#define SOFT_ACCEPT_BACKOFF_NS	    100000000ull /* out of fds: stop accepting for this long */
+#define SOFT_READ_DIRECT_MAX	    4	  /* up to this many connections, rounds read them without epoll */
+#define SOFT_WIRE_COALESCE_MAX	    8192  /* payloads up to this size are queued, then sent in one call */
+#define SOFT_ACK_HOLD_NS	    20000 /* the longest a SEND's ACK waits for a request to ride with */
+#define SOFT_AUTH_TIMEOUT_NS	    2000000000ull /* the challenge-response must be done within this */
 
 struct soft_conn {
+	struct soft_nic *nic;
 	int fd;
 	bool outgoing, dead;
+	bool verified;		    /* outgoing, or sent a packet that passed every check */
+	bool authed;		    /* proved the secret (or none is set): packets may flow */
+	bool hello_sent, hello_got; /* the challenge-response's progress (auth.h) */
+	uint64_t auth_deadline_ns;  /* an unauthenticated connection is dropped then */
+	uint8_t my_nonce[SOFT_AUTH_NONCE], peer_nonce[SOFT_AUTH_NONCE];
+	bool watch_out;		      /* registered for EPOLLOUT */
 	bool peer_known;	      /* outgoing, or incoming and learned from the requests' source GID */
 	bool blocked;		      /* the socket took less than offered: wait for POLLOUT */
 	bool urgent;		      /* out holds more than delayable ACKs */
@@ -56,9 +61,34 @@ struct soft_conn {
 	struct soft_conn *next;
 };
 
+/* The listener is registered with data NULL, a connection with itself. */
+static int soft_epoll_add(struct soft_nic *nic, int fd, struct soft_conn *c)
+{
+	struct epoll_event ev = {.events = EPOLLIN | (c && c->watch_out ? EPOLLOUT : 0), .data.ptr = c};
+
+	return epoll_ctl(nic->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* Asks for EPOLLOUT only while a handshake is in progress or the socket took less than offered. */
+static void soft_conn_watch(struct soft_conn *c)
+{
+	bool want = c->connecting || c->blocked;
+	struct epoll_event ev = {.events = EPOLLIN | (want ? EPOLLOUT : 0), .data.ptr = c};
+
+	if (want == c->watch_out || c->dead)
+		return;
+	c->watch_out = want;
+	epoll_ctl(c->nic->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+int soft_wire_fd(const struct soft_nic *nic)
+{
+	return nic->epoll_fd;
+}
+
 int soft_wire_listen(struct soft_nic *nic, const char *spec)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(sa);
 	int one = 1;
 
@@ -69,20 +99,27 @@ int soft_wire_listen(struct soft_nic *nic, const char *spec)
 		unsigned long port;
 
 		if (!colon || (size_t)(colon - spec) >= sizeof(host)) {
-			soft_config_fail("RDMATOOL_SOFT_ADDR=%s is not ip:port; use e.g. 127.0.0.1:7000 (port 0 = any)", spec);
+			soft_config_fail(
+			    "RDMATOOL_SOFT_ADDR=%s is not ip:port; use e.g. 127.0.0.1:7000 (port 0 = any)",
+			    spec);
 			return EINVAL;
 		}
 		memcpy(host, spec, (size_t)(colon - spec));
 		host[colon - spec] = '\0';
 		errno = 0;
 		port = strtoul(colon + 1, &end, 10);
-		if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 || errno || end == colon + 1 || *end || port > 65535) {
-			soft_config_fail("RDMATOOL_SOFT_ADDR=%s is not ip:port; use an IPv4 address and a port from 0 to 65535",
+		if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 || errno || end == colon + 1 || *end ||
+		    port > 65535) {
+			soft_config_fail("RDMATOOL_SOFT_ADDR=%s is not ip:port; use an IPv4 address and a "
+					 "port from 0 to 65535",
 					 spec);
 			return EINVAL;
 		}
 		sa.sin_port = htons((uint16_t)port);
 	}
+	nic->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (nic->epoll_fd < 0)
+		return errno;
 	nic->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (nic->listen_fd < 0)
 		return errno;
@@ -93,8 +130,16 @@ int soft_wire_listen(struct soft_nic *nic, const char *spec)
 		char ip[INET_ADDRSTRLEN];
 
 		inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
-		soft_config_fail("soft0 cannot listen on %s:%u: %s; set RDMATOOL_SOFT_ADDR to a free local ip:port", ip,
-				 ntohs(sa.sin_port), strerror(err));
+		soft_config_fail(
+		    "soft0 cannot listen on %s:%u: %s; set RDMATOOL_SOFT_ADDR to a free local ip:port", ip,
+		    ntohs(sa.sin_port), strerror(err));
+		close(nic->listen_fd);
+		nic->listen_fd = -1;
+		return err;
+	}
+	if (soft_epoll_add(nic, nic->listen_fd, NULL)) {
+		int err = errno;
+
 		close(nic->listen_fd);
 		nic->listen_fd = -1;
 		return err;
@@ -130,6 +175,33 @@ void soft_wire_close(struct soft_nic *nic)
 	if (nic->listen_fd >= 0)
 		close(nic->listen_fd);
 	nic->listen_fd = -1;
+	if (nic->epoll_fd >= 0)
+		close(nic->epoll_fd);
+	nic->epoll_fd = -1;
+}
+
+/* Packets may leave once the handshake is done and, with a secret, the peer proved it. */
+static bool soft_conn_ready(const struct soft_conn *c)
+{
+	return !c->dead && !c->connecting && c->authed;
+}
+
+/* Sends a challenge-response message whole, or gives the connection up. */
+static void soft_auth_send(struct soft_conn *c, const void *buf, size_t len)
+{
+	if (send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)len)
+		c->dead = true;
+}
+
+static void soft_auth_begin(struct soft_conn *c)
+{
+	uint8_t hello[SOFT_AUTH_HELLO_LEN];
+
+	if (c->authed || c->hello_sent)
+		return;
+	soft_auth_hello(c->my_nonce, hello);
+	soft_auth_send(c, hello, sizeof(hello));
+	c->hello_sent = true;
 }
 
 static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoing, const union ibv_gid *peer)
@@ -143,22 +215,35 @@ static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoi
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->nic = nic;
 	c->fd = fd;
 	c->id = ++nic->next_conn_id;
 	c->outgoing = outgoing;
+	c->verified = outgoing;
+	c->authed = !nic->auth.on;
+	c->auth_deadline_ns = soft_now_ns() + SOFT_AUTH_TIMEOUT_NS;
+	c->connecting = outgoing;
+	c->watch_out = outgoing;
 	if (peer) {
 		c->peer = *peer;
 		c->peer_known = true;
 	}
+	if (soft_epoll_add(nic, fd, c)) {
+		close(fd);
+		free(c);
+		return NULL;
+	}
 	c->next = nic->conns;
 	nic->conns = c;
 	atomic_fetch_add_explicit(&nic->n_conns, 1, memory_order_relaxed);
+	if (!outgoing)
+		soft_auth_begin(c); /* an accepted socket is up: challenge at once */
 	return c;
 }
 
 static struct soft_conn *soft_conn_to(struct soft_nic *nic, const union ibv_gid *gid)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct sockaddr_in sa = {.sin_family = AF_INET};
 	struct soft_conn *c;
 	int fd;
 
@@ -189,10 +274,8 @@ static struct soft_conn *soft_conn_to(struct soft_nic *nic, const union ibv_gid 
 		return NULL;
 	}
 	c = soft_conn_new(nic, fd, true, gid);
-	if (c) {
-		c->connecting = true;
+	if (c)
 		c->connect_deadline_ns = soft_now_ns() + SOFT_CONNECT_TIMEOUT_MS * 1000000ull;
-	}
 	return c;
 }
 
@@ -205,12 +288,15 @@ static void soft_conn_established(struct soft_conn *c)
 	c->connecting = false;
 	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) || err)
 		c->dead = true;
+	else
+		soft_auth_begin(c);
+	soft_conn_watch(c);
 }
 
 static void soft_conn_flush(struct soft_conn *c)
 {
 	c->blocked = false;
-	while (!c->dead && !c->connecting && c->out_off < c->out_len) {
+	while (soft_conn_ready(c) && c->out_off < c->out_len) {
 		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
 
 		if (n > 0) {
@@ -226,6 +312,7 @@ static void soft_conn_flush(struct soft_conn *c)
 		c->out_off = c->out_len = 0;
 		c->urgent = false;
 	}
+	soft_conn_watch(c);
 }
 
 static uint8_t *soft_conn_reserve(struct soft_conn *c, size_t n)
@@ -281,14 +368,14 @@ static void soft_hdr_from_le(struct soft_wire_hdr *h)
  * sendmsg, no staging copy) when nothing is queued before it; returns the
  * bytes sent.
  */
-static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_wire_hdr *h, const struct soft_seg *seg,
-				    int nseg)
+static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_wire_hdr *h,
+				    const struct soft_seg *seg, int nseg)
 {
 	struct iovec iov[SOFT_MAX_SGE + 1];
-	struct msghdr msg = { .msg_iov = iov };
+	struct msghdr msg = {.msg_iov = iov};
 	ssize_t n;
 
-	if (c->dead || c->connecting || c->out_len > c->out_off)
+	if (!soft_conn_ready(c) || c->out_len > c->out_off)
 		return 0;
 	iov[0].iov_base = (void *)h;
 	iov[0].iov_len = sizeof(*h);
@@ -380,6 +467,16 @@ void soft_wire_flush(struct soft_nic *nic, bool all)
 	}
 }
 
+bool soft_wire_has_deadlines(const struct soft_nic *nic)
+{
+	if (nic->accept_resume_ns)
+		return true;
+	for (const struct soft_conn *c = nic->conns; c; c = c->next)
+		if (c->connecting || !c->authed)
+			return true;
+	return false;
+}
+
 bool soft_wire_holding(const struct soft_nic *nic)
 {
 	for (const struct soft_conn *c = nic->conns; c; c = c->next)
@@ -392,21 +489,21 @@ int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req)
 {
 	struct soft_conn *c = soft_conn_to(nic, &req->dgid);
 	struct soft_wire_hdr h = {
-		.type = SOFT_PKT_REQ,
-		.opcode = req->opcode,
-		.qp_type = (uint8_t)req->qp_type,
-		.solicited = req->solicited,
-		.src_qpn = req->src_qpn,
-		.dst_qpn = req->dst_qpn,
-		.psn = req->psn,
-		.qkey = req->qkey,
-		.rkey = req->rkey,
-		.imm_data = req->imm_data,
-		.invalidate_rkey = req->invalidate_rkey,
-		.length = req->length,
-		.raddr = req->raddr,
-		.compare_add = req->compare_add,
-		.swap = req->swap,
+	    .type = SOFT_PKT_REQ,
+	    .opcode = req->opcode,
+	    .qp_type = (uint8_t)req->qp_type,
+	    .solicited = req->solicited,
+	    .src_qpn = req->src_qpn,
+	    .dst_qpn = req->dst_qpn,
+	    .psn = req->psn,
+	    .qkey = req->qkey,
+	    .rkey = req->rkey,
+	    .imm_data = req->imm_data,
+	    .invalidate_rkey = req->invalidate_rkey,
+	    .length = req->length,
+	    .raddr = req->raddr,
+	    .compare_add = req->compare_add,
+	    .swap = req->swap,
 	};
 
 	if (!c)
@@ -414,24 +511,6 @@ int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req)
 	memcpy(h.sgid, req->sgid.raw, 16);
 	memcpy(h.dgid, req->dgid.raw, 16);
 	return soft_conn_send(c, &h, req->seg, req->nseg, false);
-}
-
-int soft_wire_pollfds(struct soft_nic *nic, struct pollfd *pfd, int max)
-{
-	int n = 0;
-
-	if (max < 1)
-		return 0;
-	pfd[n].fd = nic->listen_fd;
-	pfd[n++].events = POLLIN;
-	for (struct soft_conn *c = nic->conns; c && n < max; c = c->next) {
-		/* A handshake past its deadline is cut: poll reports the hang-up. */
-		if (c->connecting && soft_now_ns() >= c->connect_deadline_ns)
-			shutdown(c->fd, SHUT_RDWR);
-		pfd[n].fd = c->fd;
-		pfd[n++].events = (short)(POLLIN | (c->connecting || c->blocked ? POLLOUT : 0));
-	}
-	return n;
 }
 
 static bool soft_opcode_known(uint8_t op)
@@ -473,20 +552,20 @@ static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const stru
 			   const uint8_t *payload)
 {
 	struct soft_req req = {
-		.opcode = h->opcode,
-		.solicited = h->solicited,
-		.qp_type = h->qp_type == IBV_QPT_UD ? IBV_QPT_UD : IBV_QPT_RC,
-		.src_qpn = h->src_qpn,
-		.dst_qpn = h->dst_qpn,
-		.psn = h->psn,
-		.qkey = h->qkey,
-		.rkey = h->rkey,
-		.imm_data = h->imm_data,
-		.invalidate_rkey = h->invalidate_rkey,
-		.length = h->length,
-		.raddr = h->raddr,
-		.compare_add = h->compare_add,
-		.swap = h->swap,
+	    .opcode = h->opcode,
+	    .solicited = h->solicited,
+	    .qp_type = h->qp_type == IBV_QPT_UD ? IBV_QPT_UD : IBV_QPT_RC,
+	    .src_qpn = h->src_qpn,
+	    .dst_qpn = h->dst_qpn,
+	    .psn = h->psn,
+	    .qkey = h->qkey,
+	    .rkey = h->rkey,
+	    .imm_data = h->imm_data,
+	    .invalidate_rkey = h->invalidate_rkey,
+	    .length = h->length,
+	    .raddr = h->raddr,
+	    .compare_add = h->compare_add,
+	    .swap = h->swap,
 	};
 	bool carries = h->opcode != IBV_WR_RDMA_READ && h->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 		       h->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
@@ -497,6 +576,12 @@ static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const stru
 		return;
 	memcpy(req.sgid.raw, h->sgid, 16);
 	memcpy(req.dgid.raw, h->dgid, 16);
+	/* Our own GID never arrives over the wire (loopback does not use it): a forgery. */
+	if (soft_gid_is_local(nic, &req.sgid)) {
+		atomic_fetch_add_explicit(&nic->foreign_drops, 1, memory_order_relaxed);
+		return;
+	}
+	c->verified = true;
 	if (!c->peer_known)
 		soft_conn_learn_peer(nic, c, &req.sgid);
 	req.seg[0].ptr = payload;
@@ -510,7 +595,7 @@ static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const stru
 static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const struct soft_req *req)
 {
 	struct soft_resp resp;
-	struct soft_wire_hdr r = { .type = SOFT_PKT_RSP };
+	struct soft_wire_hdr r = {.type = SOFT_PKT_RSP};
 	struct soft_seg data;
 
 	soft_respond(nic, NULL, req, &resp);
@@ -532,33 +617,105 @@ static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const str
 	 * application often answers it, and the answer then carries it.
 	 */
 	soft_conn_send(c, &r, &data, resp.read_data ? 1 : 0,
-		       resp.kind == SOFT_RESP_ACK && (req->opcode == IBV_WR_SEND || req->opcode == IBV_WR_SEND_WITH_IMM));
+		       resp.kind == SOFT_RESP_ACK &&
+			   (req->opcode == IBV_WR_SEND || req->opcode == IBV_WR_SEND_WITH_IMM));
 }
 
 static void soft_take_rsp(struct soft_nic *nic, const struct soft_wire_hdr *h, const uint8_t *payload)
 {
-	struct soft_qp *qp = soft_lookup_qp(nic, h->dst_qpn);
 	struct soft_resp resp = {
-		.kind = (enum soft_resp_kind)h->kind,
-		.status = (enum ibv_wc_status)h->status,
-		.rnr_timer = h->rnr_timer,
-		.psn = h->psn,
-		.atomic_orig = h->compare_add,
-		.read_data = payload,
-		.read_len = h->payload,
+	    .kind = (enum soft_resp_kind)h->kind,
+	    .status = (enum ibv_wc_status)h->status,
+	    .rnr_timer = h->rnr_timer,
+	    .psn = h->psn,
+	    .atomic_orig = h->compare_add,
+	    .read_data = payload,
+	    .read_len = h->payload,
 	};
-	bool more;
 
-	if (!qp || qp->ibv.qp_type != IBV_QPT_RC || h->kind < SOFT_RESP_ACK || h->kind > SOFT_RESP_NAK ||
-	    (h->kind == SOFT_RESP_NAK && (h->status == IBV_WC_SUCCESS || h->status > IBV_WC_TM_RNDV_INCOMPLETE)))
+	if (h->kind < SOFT_RESP_ACK || h->kind > SOFT_RESP_NAK ||
+	    (h->kind == SOFT_RESP_NAK &&
+	     (h->status == IBV_WC_SUCCESS || h->status > IBV_WC_TM_RNDV_INCOMPLETE)))
 		return;
+	soft_rx_response(nic, h->dst_qpn, &resp);
+}
+
+/* The QP a large payload is for must exist and be connected to this connection's peer. */
+static bool soft_qp_vouches(struct soft_nic *nic, const struct soft_conn *c, uint32_t qpn,
+			    const uint8_t *sgid)
+{
+	struct soft_qp *qp = soft_lookup_qp(nic, qpn);
+	bool ok;
+
+	if (!qp || qp->ibv.qp_type != IBV_QPT_RC)
+		return false;
 	soft_lock(&qp->lock);
-	soft_handle_resp(qp, &resp);
-	more = qp->sq_next != qp->sq_tail || qp->attr.qp_state == IBV_QPS_SQD;
+	ok = !memcmp(qp->attr.ah_attr.grh.dgid.raw, sgid ? sgid : c->peer.raw, 16) && (sgid || c->peer_known);
 	soft_unlock(&qp->lock);
-	/* The answer may have opened the window, asked for a resend (RNR) or drained an SQD queue. */
-	if (more)
-		soft_ring_doorbell(qp);
+	return ok;
+}
+
+/*
+ * Checks a header as soon as it is in, before its payload is: a packet
+ * this NIC would not serve must not make it buffer anything.  A payload
+ * beyond SOFT_UNVERIFIED_MAX_PAYLOAD needs a QP connected to the sender.
+ */
+static bool soft_header_acceptable(struct soft_nic *nic, const struct soft_conn *c,
+				   const struct soft_wire_hdr *h)
+{
+	if (h->magic != SOFT_WIRE_MAGIC || h->payload > SOFT_MAX_MSG ||
+	    (h->type != SOFT_PKT_REQ && h->type != SOFT_PKT_RSP))
+		return false;
+	if (h->payload <= SOFT_UNVERIFIED_MAX_PAYLOAD)
+		return true;
+	if (h->type == SOFT_PKT_REQ)
+		return h->qp_type == IBV_QPT_RC && h->payload == h->length &&
+		       soft_qp_vouches(nic, c, h->dst_qpn, h->sgid);
+	return c->outgoing && soft_qp_vouches(nic, c, h->dst_qpn, NULL);
+}
+
+/* Closes a connection that broke the protocol or a limit. */
+static void soft_conn_reject(struct soft_nic *nic, struct soft_conn *c)
+{
+	c->dead = true;
+	atomic_fetch_add_explicit(&nic->wire_rejects, 1, memory_order_relaxed);
+}
+
+/*
+ * Consumes the peer's HELLO and PROOF (auth.h) from the input; true once the
+ * peer proved the secret.  Nothing after them is parsed before that.
+ */
+static bool soft_conn_authenticate(struct soft_nic *nic, struct soft_conn *c, size_t *off)
+{
+	char mine = c->outgoing ? 'C' : 'A', theirs = c->outgoing ? 'A' : 'C';
+
+	if (!c->hello_got) {
+		uint8_t proof[SOFT_AUTH_PROOF_LEN];
+
+		if (c->in_len - *off < SOFT_AUTH_HELLO_LEN)
+			return false;
+		if (!soft_auth_parse_hello(c->in + *off, c->peer_nonce)) {
+			atomic_fetch_add_explicit(&nic->auth_failures, 1, memory_order_relaxed);
+			soft_conn_reject(nic, c);
+			return false;
+		}
+		*off += SOFT_AUTH_HELLO_LEN;
+		c->hello_got = true;
+		soft_auth_proof(&nic->auth, mine, c->my_nonce, c->peer_nonce, proof);
+		soft_auth_send(c, proof, sizeof(proof));
+	}
+	if (c->in_len - *off < SOFT_AUTH_PROOF_LEN)
+		return false;
+	if (!soft_auth_check(&nic->auth, theirs, c->peer_nonce, c->my_nonce, c->in + *off)) {
+		atomic_fetch_add_explicit(&nic->auth_failures, 1, memory_order_relaxed);
+		soft_conn_reject(nic, c);
+		return false;
+	}
+	*off += SOFT_AUTH_PROOF_LEN;
+	c->authed = true;
+	c->verified = true;
+	c->urgent = c->out_len > c->out_off; /* what waited for the proof leaves this round */
+	return true;
 }
 
 /* Reads what the socket has and serves every whole packet; returns whether anything came. */
@@ -607,13 +764,15 @@ static bool soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 		break;
 	}
 	off = c->in_off;
+	if (!c->authed && !soft_conn_authenticate(nic, c, &off))
+		goto done;
 	while (c->in_len - off >= sizeof(struct soft_wire_hdr)) {
 		struct soft_wire_hdr h;
 
 		memcpy(&h, c->in + off, sizeof(h));
 		soft_hdr_from_le(&h);
-		if (h.magic != SOFT_WIRE_MAGIC || h.payload > SOFT_MAX_MSG) {
-			c->dead = true; /* not our protocol: hang up */
+		if (!soft_header_acceptable(nic, c, &h)) {
+			soft_conn_reject(nic, c); /* not our protocol, or more than it may send: hang up */
 			return true;
 		}
 		if (c->in_len - off - sizeof(h) < h.payload)
@@ -624,6 +783,7 @@ static bool soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 			soft_take_rsp(nic, &h, c->in + off + sizeof(h));
 		off += sizeof(h) + h.payload;
 	}
+done:
 	if (off == c->in_len)
 		c->in_off = c->in_len = 0;
 	else
@@ -645,9 +805,21 @@ void soft_wire_serve(struct soft_nic *nic, uint64_t conn_id, const struct soft_r
 /* Frees the connections that broke, failing the RC QPs waiting on them; obj_lock held. */
 static void soft_wire_reap(struct soft_nic *nic)
 {
+	uint64_t now = soft_now_ns();
+	bool check_deadlines = now >= nic->next_deadline_check;
+
+	if (check_deadlines)
+		nic->next_deadline_check = now + 10000000ull;
 	for (struct soft_conn **pp = &nic->conns; *pp;) {
 		struct soft_conn *c = *pp;
 
+		/* A handshake past its deadline is given up like any other lost connection. */
+		if (check_deadlines && c->connecting && now >= c->connect_deadline_ns)
+			c->dead = true;
+		if (check_deadlines && !c->authed && now >= c->auth_deadline_ns) {
+			atomic_fetch_add_explicit(&nic->auth_failures, 1, memory_order_relaxed);
+			c->dead = true;
+		}
 		if (!c->dead) {
 			pp = &c->next;
 			continue;
@@ -660,39 +832,93 @@ static void soft_wire_reap(struct soft_nic *nic)
 	}
 }
 
-void soft_wire_service(struct soft_nic *nic, struct pollfd *pfd, int n)
+/* Makes room for one more incoming connection: the oldest one that never sent a valid packet goes. */
+static bool soft_make_room(struct soft_nic *nic)
 {
-	if (n < 1)
-		return;
-	pthread_rwlock_rdlock(&nic->obj_lock);
-	if (pfd[0].revents & POLLIN) {
-		int fd;
+	struct soft_conn *oldest = NULL;
+	int total = 0, unverified = 0;
 
-		while ((fd = accept4(nic->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0)
-			soft_conn_new(nic, fd, false, NULL);
+	for (struct soft_conn *c = nic->conns; c; c = c->next) {
+		if (c->dead)
+			continue;
+		total++;
+		if (!c->verified) {
+			unverified++;
+			if (!oldest || c->id < oldest->id)
+				oldest = c;
+		}
 	}
-	for (int i = 1; i < n; i++) {
-		struct soft_conn *c;
+	if (unverified >= SOFT_MAX_UNVERIFIED || (total >= SOFT_MAX_CONNS && oldest)) {
+		soft_conn_reject(nic, oldest);
+		return true;
+	}
+	return total < SOFT_MAX_CONNS;
+}
 
-		for (c = nic->conns; c && c->fd != pfd[i].fd; c = c->next)
-			;
-		if (!c || !pfd[i].revents)
+static void soft_wire_accept(struct soft_nic *nic)
+{
+	int fd;
+
+	while ((fd = accept4(nic->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		if (!soft_make_room(nic)) {
+			close(fd);
+			atomic_fetch_add_explicit(&nic->wire_rejects, 1, memory_order_relaxed);
+			continue;
+		}
+		soft_conn_new(nic, fd, false, NULL);
+	}
+	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+		/* Out of fds: the listener stays readable, so stop listening a while instead of spinning. */
+		epoll_ctl(nic->epoll_fd, EPOLL_CTL_DEL, nic->listen_fd, NULL);
+		nic->accept_resume_ns = soft_now_ns() + SOFT_ACCEPT_BACKOFF_NS;
+	}
+}
+
+/* Handles ready sockets; obj_lock held for reading. */
+static bool soft_wire_events(struct soft_nic *nic)
+{
+	struct epoll_event ev[64];
+	int n = epoll_wait(nic->epoll_fd, ev, 64, 0);
+
+	for (int i = 0; i < n; i++) {
+		struct soft_conn *c = ev[i].data.ptr;
+
+		if (!c) {
+			soft_wire_accept(nic);
+			continue;
+		}
+		if (c->dead)
 			continue;
 		if (c->connecting)
 			soft_conn_established(c);
-		if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
+		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
 			soft_conn_read(nic, c);
-		if (pfd[i].revents & POLLOUT)
+		if ((ev[i].events & EPOLLOUT) && !c->dead)
 			soft_conn_flush(c);
 	}
+	if (nic->accept_resume_ns && soft_now_ns() >= nic->accept_resume_ns &&
+	    soft_epoll_add(nic, nic->listen_fd, NULL) == 0)
+		nic->accept_resume_ns = 0;
+	return n > 0;
+}
+
+bool soft_wire_service(struct soft_nic *nic)
+{
+	bool got;
+
+	pthread_rwlock_rdlock(&nic->obj_lock);
+	got = soft_wire_events(nic);
 	soft_wire_reap(nic);
 	pthread_rwlock_unlock(&nic->obj_lock);
+	return got;
 }
 
 bool soft_wire_read_now(struct soft_nic *nic)
 {
 	bool got = false;
 
+	if (atomic_load_explicit(&nic->n_conns, memory_order_relaxed) > SOFT_READ_DIRECT_MAX)
+		return soft_wire_service(nic);
 	pthread_rwlock_rdlock(&nic->obj_lock);
 	for (struct soft_conn *c = nic->conns; c; c = c->next) {
 		if (c->connecting || c->dead)

@@ -25,8 +25,16 @@ assert t["sent"] > 0 and t["ok"] == t["sent"] and t["timeouts"] == 0, t
 PY
 
 # SIGTERM in the middle of a long run: it ends within a few seconds, exit 0, with the MADs done so far.
-(cd "$IBSIM_DIR" && LD_PRELOAD=$UMAD2SIM exec "$RDMATOOL" -j madstress -m get -t 60 -N 4096 -n 1024 -L "$lids" \
-	NodeInfo >"$out" 2>"$err") &
+# Started like sim() does (a sanitizer runtime first in the preload list), but without its timeout
+# wrapper, so that the signal reaches madstress itself.
+preload=$UMAD2SIM
+runtime=$(sanitizer_runtime "$RDMATOOL")
+[ -n "$runtime" ] && preload="$runtime:$UMAD2SIM"
+(cd "$IBSIM_DIR" && LD_PRELOAD=$preload \
+	ASAN_OPTIONS="suppressions=$RDMATOOL_TOP/tests/sanitizers/asan.supp${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
+	LSAN_OPTIONS="suppressions=$RDMATOOL_TOP/tests/sanitizers/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
+	TSAN_OPTIONS="suppressions=$RDMATOOL_TOP/tests/sanitizers/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}" \
+	exec "$RDMATOOL" -j madstress -m get -t 60 -N 4096 -n 1024 -L "$lids" NodeInfo >"$out" 2>"$err") &
 pid=$!
 wait_for 100 grep -q "using -N 128" "$err" || { kill -9 "$pid"; fail "the run did not start: $(cat "$err")"; }
 sleep 0.5 # let MADs flow before the signal

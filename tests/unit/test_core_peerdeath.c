@@ -12,6 +12,7 @@
 
 #include "core/util/clock.h"
 #include "core/stats/stats.h"
+#include "core/stats/stats_path.h"
 #include "core/transport/endpoint.h"
 #include "core/oob/oob.h"
 

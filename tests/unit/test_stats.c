@@ -328,7 +328,7 @@ static void corrupt_files_are_errors(void **state)
 
 	snprintf(path, sizeof(path), "%s/missing", stats_test_dir);
 	assert_int_equal(stats_reader_open_path(&r, path, 0), STATS_READ_NOENT);
-	assert_int_equal(stats_reader_open_path(&r, stats_test_dir, 0), STATS_READ_IO);
+	assert_int_equal(stats_reader_open_path(&r, stats_test_dir, 0), STATS_READ_NOT_FILE);
 	assert_int_equal(stats_reader_open(&r, -5), STATS_READ_NOENT);
 	assert_string_equal(stats_read_strerror(STATS_READ_BAD_VERSION),
 			    "segment written by another rdmatool version");
@@ -352,8 +352,12 @@ static void list_ignores_other_names(void **state)
 	assert_int_equal(pids[0], 12);
 	assert_int_equal(pids[1], 900000);
 	free(pids);
-	assert_int_equal(stats_segment_remove(12), 0);
-	assert_int_equal(stats_segment_remove(900000), 0);
+	/* Empty files are not segments: removing them by pid refuses, and they stay. */
+	assert_int_equal(stats_segment_remove(12), -EINVAL);
+	assert_int_equal(stats_segment_remove(900000), -EINVAL);
+	assert_int_equal(stats_list_pids(&pids, &n), 0);
+	assert_int_equal(n, 2);
+	free(pids);
 }
 
 int main(void)

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared by the walker's action files (actions_*.c): the access flags and
+ * sizes the actions use, the history macros, the eligibility predicates and
+ * posting helpers (actions_common.c) and the actions themselves, one file
+ * per kind of verbs object, as iproute2's rdma/res-*.c are.
+ */
+#ifndef RDMATOOL_CMD_WALK_ACTIONS_H
+#define RDMATOOL_CMD_WALK_ACTIONS_H
+
+#include "cmd/walk/bus.h"
+#include "cmd/walk/client.h"
+#include "core/stats/stats.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define MR_ACCESS                                                                                            \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                         \
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+#define QP_ACCESS	     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define MW_ACCESS	     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define MIN_QP_WR	     20
+#define MSG_UD_PROBABILITY   0.5
+#define SEND_IMM_PROBABILITY 0.5
+#define RC_MSG_MAX	     (64u << 10)
+#define UD_SEND_BYTES	     1000
+#define UD_RECV_BYTES	     1040 /* 40 bytes of GRH in front of the payload */
+#define MAX_SGE_USED	     16
+
+/* A line of the client's history ring. */
+#define LOG(c, ...) walk_history_add(&(c)->hist, __VA_ARGS__)
+/* The same for an action: "c<client> #<step> " goes in front. */
+#define LOG_STEP(c, fmt, ...)                                                                                \
+	walk_history_add(&(c)->hist, "c%d #%llu " fmt, (c)->id, (unsigned long long)(c)->seq, ##__VA_ARGS__)
+
+static inline int imin(int a, int b)
+{
+	return a < b ? a : b;
+}
+
+struct mr_want {
+	int pd;
+	uint32_t min_len;
+};
+
+struct mw_want {
+	int type;
+	bool free_only;
+};
+
+struct qp_want {
+	enum ibv_qp_type type;
+	int pd; /* -1: any */
+	bool send, recv, credit;
+};
+
+/* actions_common.c: counting, eligibility predicates for walk_pick_index, ranges, posting */
+void walk_count_error(struct walk_client *c, enum walk_action a, int err);
+void walk_count_ok(struct walk_client *c, enum walk_action a);
+int walk_pick_pd_for_new(struct walk_client *c);
+bool walk_any_cq(struct walk_client *c, int i, const void *arg);
+bool walk_idle_cq(struct walk_client *c, int i, const void *arg);
+bool walk_idle_pd(struct walk_client *c, int i, const void *arg);
+bool walk_idle_mr(struct walk_client *c, int i, const void *arg);
+bool walk_mw_match(struct walk_client *c, int i, const void *arg);
+bool walk_can_post_send(struct walk_client *c, int q);
+bool walk_qp_match(struct walk_client *c, int i, const void *arg);
+int walk_pick_mr(struct walk_client *c, int pd, uint32_t min_len);
+int walk_make_sges(struct walk_client *c, int m, uint32_t start, uint32_t len, int n, struct ibv_sge *sge);
+int walk_sge_count(struct walk_client *c, uint32_t max);
+int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, struct ibv_send_wr *wr,
+		      int slot);
+uint32_t walk_choose_range(struct walk_client *c, uint32_t off, uint32_t avail, uint32_t want, bool dest,
+			   uint32_t align, uint32_t *start);
+
+/* The actions: 1 done (issued), 0 precondition not met (redraw). */
+int walk_do_create_cq(struct walk_client *c);
+int walk_do_destroy_cq(struct walk_client *c);
+int walk_do_alloc_pd(struct walk_client *c);
+int walk_do_dealloc_pd(struct walk_client *c);
+int walk_do_reg_mr(struct walk_client *c);
+int walk_do_dereg_mr(struct walk_client *c);
+int walk_do_alloc_mw(struct walk_client *c, int type);
+int walk_do_dealloc_mw(struct walk_client *c, int type);
+int walk_do_bind_mw(struct walk_client *c, int type);
+int walk_do_create_rc_qp_pair(struct walk_client *c);
+int walk_do_create_ud_qp(struct walk_client *c);
+int walk_do_modify_qp_error(struct walk_client *c);
+int walk_do_destroy_qp(struct walk_client *c);
+int walk_do_create_ah(struct walk_client *c);
+int walk_do_destroy_ah(struct walk_client *c);
+int walk_do_send(struct walk_client *c);
+int walk_do_send_with_inv(struct walk_client *c);
+int walk_do_recv(struct walk_client *c);
+int walk_do_read_write(struct walk_client *c, enum walk_action a);
+int walk_do_atomic(struct walk_client *c, enum walk_action a);
+
+#endif

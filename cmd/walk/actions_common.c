@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/* What the walker's actions share: error counting, which objects an action may pick, ranges and posting. */
+#include "cmd/walk/actions.h"
+
+void walk_count_error(struct walk_client *c, enum walk_action a, int err)
+{
+	c->stats.errors[a]++;
+	LOG_STEP(c, "%s -> error %d (%s)", walk_action_names[a], err, strerror(err));
+}
+
+void walk_count_ok(struct walk_client *c, enum walk_action a)
+{
+	c->stats.ok[a]++;
+}
+
+/* ---- eligibility predicates for pick_index ---- */
+
+static bool any_pd(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	return c->pd[i].used;
+}
+
+static bool busy_pd(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	return c->pd[i].used && c->pd[i].users;
+}
+
+/*
+ * The PD a new object goes on: mostly one that already holds objects, as
+ * applications keep to a few PDs.  Spreading every object over every PD
+ * leaves none idle for long, and dealloc_pd then (almost) never finds one.
+ */
+int walk_pick_pd_for_new(struct walk_client *c)
+{
+	int p = rng_range(&c->rng, 0, 3) ? walk_pick_index(c, MAX_PD, busy_pd, NULL) : -1;
+
+	return p >= 0 ? p : walk_pick_index(c, MAX_PD, any_pd, NULL);
+}
+
+bool walk_any_cq(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	return c->cq[i].used;
+}
+
+bool walk_idle_cq(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	return c->cq[i].used && !c->cq[i].users && !c->cq[i].outstanding;
+}
+
+bool walk_idle_pd(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	return c->pd[i].used && !c->pd[i].users;
+}
+
+bool walk_idle_mr(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	return c->mr[i].used && !c->mr[i].bound_mws && !c->mr[i].inflight;
+}
+
+static bool mr_on_pd(struct walk_client *c, int i, const void *arg)
+{
+	const struct mr_want *w = arg;
+
+	return c->mr[i].used && c->mr[i].pd == w->pd && c->mr[i].len >= w->min_len;
+}
+
+bool walk_mw_match(struct walk_client *c, int i, const void *arg)
+{
+	const struct mw_want *w = arg;
+	const struct mw_rec *m = &c->mw[i];
+
+	return m->used && m->type == w->type && m->state != MW_BINDING &&
+	       (!w->free_only || m->state == MW_FREE);
+}
+
+static bool cq_has_room(struct walk_client *c, int cq)
+{
+	return c->cq[cq].outstanding < c->cq[cq].cqe;
+}
+
+bool walk_can_post_send(struct walk_client *c, int q)
+{
+	const struct qp_rec *r = &c->qp[q];
+
+	return r->send_inflight < (int)r->cap.max_send_wr && cq_has_room(c, r->scq) && c->nfree_wr;
+}
+
+static bool can_post_recv(struct walk_client *c, int q)
+{
+	const struct qp_rec *r = &c->qp[q];
+
+	return r->recv_inflight < (int)r->cap.max_recv_wr && cq_has_room(c, r->rcq) && c->nfree_wr;
+}
+
+bool walk_qp_match(struct walk_client *c, int i, const void *arg)
+{
+	const struct qp_want *w = arg;
+	const struct qp_rec *r = &c->qp[i];
+
+	if (!r->used || r->type != w->type || r->state != QP_READY)
+		return false;
+	if (w->pd >= 0 && r->pd != w->pd)
+		return false;
+	if (w->credit && !r->credit_count)
+		return false;
+	/* RC receives are bounded by the peer's credit ring. */
+	if (w->recv && r->type == IBV_QPT_RC && r->recv_inflight >= CREDITS)
+		return false;
+	return (!w->send || walk_can_post_send(c, i)) && (!w->recv || can_post_recv(c, i));
+}
+
+int walk_pick_mr(struct walk_client *c, int pd, uint32_t min_len)
+{
+	struct mr_want w = {pd, min_len};
+
+	return walk_pick_index(c, MAX_MR, mr_on_pd, &w);
+}
+
+/* ---- ranges and scatter lists ---- */
+
+/*
+ * A range of up to `want` bytes inside buffer offsets [off, off + avail),
+ * aligned to `align`.  With --verify, ranges that will be written
+ * (`dest`) stay out of the check zone at the end of every buffer.
+ * Returns the length (0: impossible) and the start in *start.
+ */
+uint32_t walk_choose_range(struct walk_client *c, uint32_t off, uint32_t avail, uint32_t want, bool dest,
+			   uint32_t align, uint32_t *start)
+{
+	uint32_t end = off + avail, first, len, slots;
+
+	if (dest && c->cfg->verify && end > ZONE_START)
+		end = ZONE_START;
+	first = (off + align - 1) / align * align;
+	if (end <= first)
+		return 0;
+	len = want < end - first ? want : end - first;
+	if (!len)
+		return 0;
+	slots = (end - first - len) / align;
+	*start = first + (uint32_t)rng_range(&c->rng, 0, slots) * align;
+	return len;
+}
+
+/* Splits [start, start + len) of a local MR into n contiguous SGEs. */
+int walk_make_sges(struct walk_client *c, int m, uint32_t start, uint32_t len, int n, struct ibv_sge *sge)
+{
+	uint32_t cut[MAX_SGE_USED + 1];
+
+	if ((uint32_t)n > len)
+		n = (int)len;
+	if (n < 1)
+		n = 1;
+	cut[0] = 0;
+	cut[n] = len;
+	for (int i = 1; i < n; i++)
+		cut[i] = (uint32_t)rng_range(&c->rng, 1, len - 1);
+	/* sort the inner cuts (n is small) */
+	for (int i = 1; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			if (cut[j] < cut[i]) {
+				uint32_t t = cut[i];
+
+				cut[i] = cut[j];
+				cut[j] = t;
+			}
+	for (int i = 0; i < n; i++) {
+		sge[i].addr = (uintptr_t)(c->buf + start + cut[i]);
+		sge[i].length = cut[i + 1] - cut[i];
+		sge[i].lkey = c->mr[m].mr->lkey;
+	}
+	return n;
+}
+
+int walk_sge_count(struct walk_client *c, uint32_t max)
+{
+	return (int)rng_range(&c->rng, 1, max < MAX_SGE_USED ? (max ? max : 1) : MAX_SGE_USED);
+}
+
+/* ---- posting with accounting ---- */
+
+int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, struct ibv_send_wr *wr,
+		      int slot)
+{
+	struct ibv_send_wr *bad = NULL;
+	int rc;
+
+	wr->send_flags |= IBV_SEND_SIGNALED;
+	rc = hw_post_send(c->qp[q].qp, wr, &bad);
+	if (!rc)
+		stats_inc(c->counters, STATS_POSTED);
+	c->stats.issued[a]++;
+	if (rc) {
+		walk_release_wr(c, (uint32_t)slot);
+		walk_count_error(c, a, rc);
+		return rc;
+	}
+	c->qp[q].send_inflight++;
+	c->cq[c->qp[q].scq].outstanding++;
+	if (m >= 0)
+		c->mr[m].inflight++;
+	LOG_STEP(c, "%s qp=%u opcode=%d sges=%d len0=%u wr=%llx -> posted", walk_action_names[a],
+		 c->qp[q].qp->qp_num, wr->opcode, wr->num_sge, wr->num_sge ? wr->sg_list[0].length : 0,
+		 (unsigned long long)wr->wr_id);
+	return 0;
+}

@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: MIT */
+/* The data-path actions: SEND, RECV, RDMA READ/WRITE, atomics, the --verify checked WRITE and rkey probes. */
+#include "cmd/walk/actions.h"
+
+static const uint32_t rdma_lengths[] = {32u << 10, 64u << 10, 128u << 10, 1u << 20};
+
+/* ---- data path ---- */
+
+static uint32_t pop_credit(struct qp_rec *r)
+{
+	uint32_t bytes = r->credit[r->credit_head];
+
+	r->credit_head = (r->credit_head + 1) % CREDITS;
+	r->credit_count--;
+	return bytes;
+}
+
+static int post_rc_send(struct walk_client *c, enum walk_action a, int q, uint32_t inv_rkey, bool empty)
+{
+	struct qp_rec *r = &c->qp[q];
+	struct ibv_sge sge[MAX_SGE_USED];
+	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND};
+	uint32_t capacity = r->credit[r->credit_head], start = 0, len = 0;
+	int m = -1, slot;
+
+	if (!empty) {
+		if ((m = walk_pick_mr(c, r->pd, 1)) < 0)
+			return 0;
+		len = walk_choose_range(
+		    c, c->mr[m].off, c->mr[m].len,
+		    (uint32_t)rng_range(&c->rng, 1, capacity < RC_MSG_MAX ? capacity : RC_MSG_MAX), false, 1,
+		    &start);
+		if (!len)
+			return 0;
+	}
+	if ((slot = walk_alloc_wr(c, a, q, m, &wr.wr_id)) < 0)
+		return 0;
+	if (m >= 0) {
+		wr.sg_list = sge;
+		wr.num_sge = walk_make_sges(c, m, start, len, walk_sge_count(c, r->cap.max_send_sge), sge);
+	}
+	if (a == ACT_SEND_WITH_INV) {
+		wr.opcode = IBV_WR_SEND_WITH_INV;
+		wr.invalidate_rkey = inv_rkey;
+	} else if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
+		wr.opcode = IBV_WR_SEND_WITH_IMM;
+		wr.imm_data = htobe32((uint32_t)rng_next(&c->rng));
+	}
+	pop_credit(r);
+	walk_post_send_wr(c, a, q, m, &wr, slot);
+	return 1;
+}
+
+struct ud_dest {
+	int pd;
+};
+
+static bool ah_with_target(struct walk_client *c, int i, const void *arg)
+{
+	const struct ud_dest *d = arg;
+
+	if (!c->ah[i].used || c->ah[i].pd != d->pd)
+		return false;
+	for (int r = 0; r < MAX_REMOTE_UD; r++)
+		if (c->ruds[r].used && c->ruds[r].owner == c->ah[i].target)
+			return true;
+	return false;
+}
+
+static bool rud_of(struct walk_client *c, int i, const void *arg)
+{
+	return c->ruds[i].used && c->ruds[i].owner == *(const int *)arg;
+}
+
+int walk_do_send(struct walk_client *c)
+{
+	bool ud = rng_bernoulli(&c->rng, MSG_UD_PROBABILITY);
+	struct qp_want qw = {ud ? IBV_QPT_UD : IBV_QPT_RC, -1, true, false, !ud};
+	struct ibv_sge sge[MAX_SGE_USED];
+	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND};
+	struct ud_dest d;
+	uint32_t start;
+	int q, m, ah, rud, slot;
+
+	if ((q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0)
+		return 0;
+	if (!ud)
+		return post_rc_send(c, ACT_SEND, q, 0, false);
+	d.pd = c->qp[q].pd;
+	if ((ah = walk_pick_index(c, MAX_AH, ah_with_target, &d)) < 0 ||
+	    (m = walk_pick_mr(c, d.pd, UD_SEND_BYTES)) < 0)
+		return 0;
+	rud = walk_pick_index(c, MAX_REMOTE_UD, rud_of, &c->ah[ah].target);
+	if (rud < 0 || !walk_choose_range(c, c->mr[m].off, c->mr[m].len, UD_SEND_BYTES, false, 1, &start))
+		return 0;
+	if ((slot = walk_alloc_wr(c, ACT_SEND, q, m, &wr.wr_id)) < 0)
+		return 0;
+	wr.sg_list = sge;
+	wr.num_sge =
+	    walk_make_sges(c, m, start, UD_SEND_BYTES, walk_sge_count(c, c->qp[q].cap.max_send_sge), sge);
+	wr.wr.ud.ah = c->ah[ah].ah;
+	wr.wr.ud.remote_qpn = c->ruds[rud].qpn;
+	wr.wr.ud.remote_qkey = c->ruds[rud].qkey;
+	if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
+		wr.opcode = IBV_WR_SEND_WITH_IMM;
+		wr.imm_data = htobe32((uint32_t)rng_next(&c->rng));
+	}
+	walk_post_send_wr(c, ACT_SEND, q, m, &wr, slot);
+	return 1;
+}
+
+/* A local RC QP that can reach remote memory `k`, or -1. */
+struct reach {
+	const struct rkey_rec *k;
+	bool credit;
+};
+
+static bool qp_reaches(struct walk_client *c, int i, const void *arg)
+{
+	const struct reach *w = arg;
+	const struct qp_rec *r = &c->qp[i];
+
+	if (!r->used || r->type != IBV_QPT_RC || r->state != QP_READY || r->peer != w->k->owner)
+		return false;
+	if (w->k->kind == 2 ? r->peer_qpn != w->k->qpn : r->peer_pd != w->k->pd_id)
+		return false;
+	if (w->credit && !r->credit_count)
+		return false;
+	return walk_can_post_send(c, i);
+}
+
+static bool rkey_kind2(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	return c->rkeys[i].used && c->rkeys[i].kind == 2;
+}
+
+int walk_do_send_with_inv(struct walk_client *c)
+{
+	struct reach w;
+	int k, q;
+
+	if ((k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_kind2, NULL)) < 0)
+		return 0;
+	w = (struct reach){&c->rkeys[k], true};
+	if ((q = walk_pick_index(c, MAX_QP, qp_reaches, &w)) < 0)
+		return 0;
+	if (!post_rc_send(c, ACT_SEND_WITH_INV, q, c->rkeys[k].rkey, rng_bernoulli(&c->rng, 0.5)))
+		return 0;
+	c->rkeys[k].used = false; /* invalidated: never used again from here */
+	return 1;
+}
+
+int walk_do_recv(struct walk_client *c)
+{
+	bool ud = rng_bernoulli(&c->rng, MSG_UD_PROBABILITY);
+	struct qp_want qw = {ud ? IBV_QPT_UD : IBV_QPT_RC, -1, false, true, false};
+	struct ibv_sge sge[MAX_SGE_USED];
+	struct ibv_recv_wr wr = {0}, *bad;
+	uint32_t start, len, want;
+	int q, m, slot, rc;
+
+	if ((!ud && walk_outbox_busy(c)) || (q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0)
+		return 0;
+	want = ud ? UD_RECV_BYTES : (uint32_t)rng_range(&c->rng, 1, RC_MSG_MAX);
+	if ((m = walk_pick_mr(c, c->qp[q].pd, ud ? UD_RECV_BYTES : 1)) < 0)
+		return 0;
+	len = walk_choose_range(c, c->mr[m].off, c->mr[m].len, want, true, 1, &start);
+	if (!len || (ud && len < UD_RECV_BYTES) || (slot = walk_alloc_wr(c, ACT_RECV, q, m, &wr.wr_id)) < 0)
+		return 0;
+	c->wr[slot].is_recv = true;
+	wr.sg_list = sge;
+	wr.num_sge = walk_make_sges(c, m, start, len, walk_sge_count(c, c->qp[q].cap.max_recv_sge), sge);
+	c->stats.issued[ACT_RECV]++;
+	rc = hw_post_recv(c->qp[q].qp, &wr, &bad);
+	if (!rc)
+		stats_inc(c->counters, STATS_POSTED);
+	LOG_STEP(c, "recv qp=%u sges=%d len=%u wr=%llx -> %d", c->qp[q].qp->qp_num, wr.num_sge, len,
+		 (unsigned long long)wr.wr_id, rc);
+	if (rc) {
+		walk_release_wr(c, (uint32_t)slot);
+		walk_count_error(c, ACT_RECV, rc);
+		return 1;
+	}
+	c->qp[q].recv_inflight++;
+	c->cq[c->qp[q].rcq].outstanding++;
+	c->mr[m].inflight++;
+	if (!ud) {
+		/* Receive credit: the peer may now send up to len bytes once. */
+		struct walk_msg msg = {.type = MSG_CREDIT,
+				       .dst = (uint16_t)c->qp[q].peer,
+				       .qpn = c->qp[q].qp->qp_num,
+				       .peer_qpn = c->qp[q].peer_qpn,
+				       .bytes = len};
+
+		walk_publish(c, &msg);
+	}
+	return 1;
+}
+
+/* Remote address of buffer offset `off` (inside remote region k). */
+static uint64_t remote_addr(const struct rkey_rec *k, uint32_t off)
+{
+	return k->addr + (off - k->off);
+}
+
+struct rdma_target {
+	int k, q, m;
+};
+
+/* A remote region of at least min_len bytes that one of our QPs can reach. */
+static bool rkey_reachable(struct walk_client *c, int i, const void *arg)
+{
+	struct reach w = {&c->rkeys[i], false};
+
+	if (!c->rkeys[i].used || c->rkeys[i].len < *(const uint32_t *)arg)
+		return false;
+	for (int q = 0; q < MAX_QP; q++)
+		if (qp_reaches(c, q, &w))
+			return true;
+	return false;
+}
+
+/* A remote region, an RC QP reaching it and a local MR on that QP's PD. */
+static bool pick_target(struct walk_client *c, uint32_t min_len, struct rdma_target *t)
+{
+	struct reach w;
+
+	if ((t->k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_reachable, &min_len)) < 0)
+		return false;
+	w = (struct reach){&c->rkeys[t->k], false};
+	if ((t->q = walk_pick_index(c, MAX_QP, qp_reaches, &w)) < 0)
+		return false;
+	return (t->m = walk_pick_mr(c, c->qp[t->q].pd, min_len)) >= 0;
+}
+
+struct check_want {
+	uint32_t remote_off, local_off, len;
+};
+
+static bool rkey_covers(struct walk_client *c, int i, const void *arg)
+{
+	const struct check_want *w = arg;
+	const struct rkey_rec *k = &c->rkeys[i];
+
+	return k->used && k->off <= w->remote_off && k->off + k->len >= w->remote_off + w->len;
+}
+
+static bool mr_covers(struct walk_client *c, int i, const void *arg)
+{
+	const struct mr_want *w = arg;
+	const struct mr_rec *m = &c->mr[i];
+	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+
+	return m->used && m->pd == w->pd && m->off <= slot_off &&
+	       m->off + m->len >= slot_off + CHECK_SLOT / 2;
+}
+
+/*
+ * --verify: WRITE a pattern into our own slot of a peer's check zone (no one
+ * else writes there), READ it back on the same QP, compare on completion.
+ */
+static int checked_write(struct walk_client *c)
+{
+	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	struct check_want cw = {slot_off + CHECK_SLOT / 2, slot_off,
+				(uint32_t)rng_range(&c->rng, 8, CHECK_SLOT / 4)};
+	struct ibv_send_wr wr = {.opcode = IBV_WR_RDMA_WRITE, .num_sge = 1};
+	struct ibv_sge src, dst;
+	const struct rkey_rec *k;
+	struct mr_want mw;
+	struct reach w;
+	int ki, q, m, ws, rs;
+
+	if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_covers, &cw)) < 0)
+		return 0;
+	k = &c->rkeys[ki];
+	w = (struct reach){k, false};
+	if ((q = walk_pick_index(c, MAX_QP, qp_reaches, &w)) < 0)
+		return 0;
+	mw = (struct mr_want){c->qp[q].pd, 1};
+	if ((m = walk_pick_index(c, MAX_MR, mr_covers, &mw)) < 0 ||
+	    c->qp[q].send_inflight + 2 > (int)c->qp[q].cap.max_send_wr ||
+	    c->cq[c->qp[q].scq].outstanding + 2 > c->cq[c->qp[q].scq].cqe || c->nfree_wr < 2)
+		return 0;
+	src = (struct ibv_sge){(uintptr_t)(c->buf + slot_off), cw.len, c->mr[m].mr->lkey};
+	dst = (struct ibv_sge){(uintptr_t)(c->buf + slot_off + CHECK_SLOT / 4), cw.len, c->mr[m].mr->lkey};
+	c->check_seed = rng_next(&c->rng);
+	c->check_len = cw.len;
+	walk_fill_pattern(c->buf + slot_off, cw.len, c->check_seed);
+	memset(c->buf + slot_off + CHECK_SLOT / 4, 0, cw.len);
+	wr.sg_list = &src;
+	wr.wr.rdma.remote_addr = remote_addr(k, cw.remote_off);
+	wr.wr.rdma.rkey = k->rkey;
+	ws = walk_alloc_wr(c, ACT_WRITE, q, m, &wr.wr_id);
+	c->wr[ws].check = true;
+	if (walk_post_send_wr(c, ACT_WRITE, q, m, &wr, ws))
+		return 1;
+	wr = (struct ibv_send_wr){.opcode = IBV_WR_RDMA_READ, .sg_list = &dst, .num_sge = 1};
+	wr.wr.rdma.remote_addr = remote_addr(k, cw.remote_off);
+	wr.wr.rdma.rkey = k->rkey;
+	rs = walk_alloc_wr(c, ACT_READ, q, m, &wr.wr_id);
+	c->wr[rs].check = true;
+	c->check_busy = true;
+	c->check_write_ok = false;
+	if (walk_post_send_wr(c, ACT_READ, q, m, &wr, rs))
+		c->check_busy = false;
+	LOG_STEP(c, "checked write to c%d rkey=%x len=%u seed=%llx", k->owner, k->rkey, cw.len,
+		 (unsigned long long)c->check_seed);
+	return 1;
+}
+
+int walk_do_read_write(struct walk_client *c, enum walk_action a)
+{
+	uint32_t want = rdma_lengths[rng_range(&c->rng, 0, 3)], lstart, rstart, len;
+	struct ibv_sge sge[MAX_SGE_USED];
+	struct ibv_send_wr wr = {.opcode = a == ACT_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE};
+	struct rdma_target t;
+	const struct rkey_rec *k;
+	int slot;
+
+	if (a == ACT_WRITE && c->cfg->verify && !c->check_busy && rng_bernoulli(&c->rng, 0.5) &&
+	    checked_write(c))
+		return 1;
+	if (!pick_target(c, 1, &t))
+		return 0;
+	k = &c->rkeys[t.k];
+	/* A READ writes locally, a WRITE remotely: that side avoids the check zone. */
+	len = walk_choose_range(c, c->mr[t.m].off, c->mr[t.m].len, want, a == ACT_READ, 1, &lstart);
+	if (!len)
+		return 0;
+	len = walk_choose_range(c, k->off, (uint32_t)k->len, len, a == ACT_WRITE, 1, &rstart);
+	if (!len || (slot = walk_alloc_wr(c, a, t.q, t.m, &wr.wr_id)) < 0)
+		return 0;
+	wr.sg_list = sge;
+	wr.num_sge = walk_make_sges(c, t.m, lstart, len, walk_sge_count(c, c->qp[t.q].cap.max_send_sge), sge);
+	wr.wr.rdma.remote_addr = remote_addr(k, rstart);
+	wr.wr.rdma.rkey = k->rkey;
+	walk_post_send_wr(c, a, t.q, t.m, &wr, slot);
+	return 1;
+}
+
+int walk_do_atomic(struct walk_client *c, enum walk_action a)
+{
+	struct ibv_send_wr wr = {.opcode = a == ACT_FETCH_ADD ? IBV_WR_ATOMIC_FETCH_AND_ADD
+							      : IBV_WR_ATOMIC_CMP_AND_SWP};
+	struct ibv_sge sge;
+	struct rdma_target t;
+	uint32_t lstart, rstart;
+	int slot;
+
+	if (c->dattr.atomic_cap == IBV_ATOMIC_NONE || !pick_target(c, 8, &t))
+		return 0;
+	if (walk_choose_range(c, c->mr[t.m].off, c->mr[t.m].len, 8, true, 8, &lstart) != 8 ||
+	    walk_choose_range(c, c->rkeys[t.k].off, (uint32_t)c->rkeys[t.k].len, 8, true, 8, &rstart) != 8)
+		return 0;
+	if ((slot = walk_alloc_wr(c, a, t.q, t.m, &wr.wr_id)) < 0)
+		return 0;
+	sge = (struct ibv_sge){(uintptr_t)(c->buf + lstart), 8, c->mr[t.m].mr->lkey};
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.atomic.remote_addr = remote_addr(&c->rkeys[t.k], rstart);
+	wr.wr.atomic.rkey = c->rkeys[t.k].rkey;
+	wr.wr.atomic.compare_add = rng_next(&c->rng);
+	wr.wr.atomic.swap = rng_next(&c->rng);
+	walk_post_send_wr(c, a, t.q, t.m, &wr, slot);
+	return 1;
+}
+
+/*
+ * --verify: after an owner removed an rkey, an access through it must fail
+ * with REM_ACCESS_ERR.  One probe at a time: it costs the QP (an access
+ * error moves it to ERR).
+ */
+int walk_post_probe(struct walk_client *c, const struct walk_msg *m)
+{
+	struct rkey_rec k = {
+	    .owner = m->src, .kind = m->kind, .rkey = m->rkey, .pd_id = m->pd_id, .qpn = m->qpn};
+	struct reach w = {&k, false};
+	struct ibv_send_wr wr = {.opcode = IBV_WR_RDMA_READ};
+	struct ibv_sge sge;
+	uint32_t lstart;
+	int q, mr, slot;
+
+	if (c->probe_busy || m->length < 8 || (q = walk_pick_index(c, MAX_QP, qp_reaches, &w)) < 0 ||
+	    (mr = walk_pick_mr(c, c->qp[q].pd, 8)) < 0)
+		return 0;
+	if (walk_choose_range(c, c->mr[mr].off, c->mr[mr].len, 8, true, 8, &lstart) != 8 ||
+	    (slot = walk_alloc_wr(c, ACT_READ, q, mr, &wr.wr_id)) < 0)
+		return 0;
+	c->wr[slot].probe = true;
+	c->wr[slot].probe_rkey = m->rkey;
+	c->wr[slot].probe_owner = m->src;
+	sge = (struct ibv_sge){(uintptr_t)(c->buf + lstart), 8, c->mr[mr].mr->lkey};
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.rdma.remote_addr = m->addr;
+	wr.wr.rdma.rkey = m->rkey;
+	if (walk_post_send_wr(c, ACT_READ, q, mr, &wr, slot) == 0) {
+		c->probe_busy = true;
+		LOG(c, "c%d probe of removed rkey %x of c%d qp=%u", c->id, m->rkey, m->src,
+		    c->qp[q].qp->qp_num);
+	}
+	return 1;
+}

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/* Actions on CQs, PDs, MRs and memory windows (create, destroy, register, bind). */
+#include "cmd/walk/actions.h"
+
+/* ---- control path ---- */
+
+int walk_do_create_cq(struct walk_client *c)
+{
+	int i, cqe, maxcqe;
+	struct ibv_cq *cq;
+
+	if (walk_count_used_cq(c) >= MAX_CQ)
+		return 0;
+	for (i = 0; c->cq[i].used; i++)
+		;
+	/* 50..max_cqe as the original; capped so a huge max_cqe stays affordable. */
+	maxcqe = imin(c->dattr.max_cqe, 1 << 16);
+	cqe = (int)rng_range(&c->rng, 50, (uint64_t)(maxcqe > 50 ? maxcqe : 50));
+	c->stats.issued[ACT_CREATE_CQ]++;
+	cq = hw_create_cq(c->ctx, cqe, NULL, NULL, 0);
+	if (!cq) {
+		walk_count_error(c, ACT_CREATE_CQ, errno);
+		return 1;
+	}
+	c->cq[i] = (struct cq_rec){.used = true, .cq = cq, .cqe = cqe};
+	walk_count_ok(c, ACT_CREATE_CQ);
+	LOG_STEP(c, "create_cq cqe=%d -> cq[%d]", cqe, i);
+	return 1;
+}
+
+int walk_do_destroy_cq(struct walk_client *c)
+{
+	int i, rc;
+
+	if (walk_count_used_cq(c) <= MIN_CQ || (i = walk_pick_index(c, MAX_CQ, walk_idle_cq, NULL)) < 0)
+		return 0;
+	c->stats.issued[ACT_DESTROY_CQ]++;
+	rc = hw_destroy_cq(c->cq[i].cq);
+	LOG_STEP(c, "destroy_cq cq[%d] -> %d", i, rc);
+	if (rc) {
+		walk_count_error(c, ACT_DESTROY_CQ, rc);
+		if (c->cfg->verify)
+			walk_stats_fail(&c->stats, "client %d: ibv_destroy_cq of an idle CQ failed: %s",
+					c->id, strerror(rc));
+		return 1;
+	}
+	c->cq[i].used = false;
+	walk_count_ok(c, ACT_DESTROY_CQ);
+	return 1;
+}
+
+int walk_do_alloc_pd(struct walk_client *c)
+{
+	struct ibv_pd *pd;
+	int i;
+
+	if (walk_count_used_pd(c) >= MAX_PD)
+		return 0;
+	for (i = 0; c->pd[i].used; i++)
+		;
+	c->stats.issued[ACT_ALLOC_PD]++;
+	pd = hw_alloc_pd(c->ctx);
+	if (!pd) {
+		walk_count_error(c, ACT_ALLOC_PD, errno);
+		return 1;
+	}
+	c->pd[i] = (struct pd_rec){.used = true, .pd = pd, .id = ++c->next_pd_id};
+	walk_count_ok(c, ACT_ALLOC_PD);
+	LOG_STEP(c, "alloc_pd -> pd[%d] id=%u", i, c->pd[i].id);
+	return 1;
+}
+
+int walk_do_dealloc_pd(struct walk_client *c)
+{
+	int i, rc;
+
+	if (walk_count_used_pd(c) <= MIN_PD || (i = walk_pick_index(c, MAX_PD, walk_idle_pd, NULL)) < 0)
+		return 0;
+	c->stats.issued[ACT_DEALLOC_PD]++;
+	rc = hw_dealloc_pd(c->pd[i].pd);
+	LOG_STEP(c, "dealloc_pd pd[%d] -> %d", i, rc);
+	if (rc) {
+		walk_count_error(c, ACT_DEALLOC_PD, rc);
+		if (c->cfg->verify)
+			walk_stats_fail(&c->stats, "client %d: ibv_dealloc_pd of an unused PD failed: %s",
+					c->id, strerror(rc));
+		return 1;
+	}
+	c->pd[i].used = false;
+	walk_count_ok(c, ACT_DEALLOC_PD);
+	return 1;
+}
+
+static void send_rkey(struct walk_client *c, int type, int kind, uint32_t rkey, uint32_t pd_id, uint32_t qpn,
+		      uint32_t off, uint32_t len)
+{
+	struct walk_msg m = {
+	    .type = (uint16_t)type,
+	    .kind = (uint16_t)kind,
+	    .rkey = rkey,
+	    .pd_id = pd_id,
+	    .qpn = qpn,
+	    .bytes = off,
+	    .addr = (uintptr_t)(c->buf + off),
+	    .length = len,
+	};
+
+	walk_broadcast(c, &m);
+}
+
+int walk_do_reg_mr(struct walk_client *c)
+{
+	uint32_t len, off;
+	struct ibv_mr *mr;
+	int i, p;
+
+	if (walk_count_used_mr(c) >= MAX_MR || walk_outbox_busy(c) || (p = walk_pick_pd_for_new(c)) < 0)
+		return 0;
+	for (i = 0; c->mr[i].used; i++)
+		;
+	len = (uint32_t)rng_range(&c->rng, 1, BUF_SIZE);
+	off = (uint32_t)rng_range(&c->rng, 0, BUF_SIZE - len);
+	c->stats.issued[ACT_REG_MR]++;
+	mr = hw_reg_mr(c->pd[p].pd, c->buf + off, len, MR_ACCESS);
+	if (!mr) {
+		walk_count_error(c, ACT_REG_MR, errno);
+		return 1;
+	}
+	c->mr[i] = (struct mr_rec){.used = true, .mr = mr, .pd = p, .off = off, .len = len};
+	c->pd[p].users++;
+	walk_count_ok(c, ACT_REG_MR);
+	LOG_STEP(c, "reg_mr pd[%d] off=%u len=%u -> lkey=%x rkey=%x", p, off, len, mr->lkey, mr->rkey);
+	walk_note_key(c, mr->rkey, true);
+	send_rkey(c, MSG_ADD_RKEY, 0, mr->rkey, c->pd[p].id, 0, off, len);
+	return 1;
+}
+
+int walk_do_dereg_mr(struct walk_client *c)
+{
+	uint32_t rkey, pd_id, off, len;
+	int i, rc;
+
+	if (walk_count_used_mr(c) <= MIN_MR || walk_outbox_busy(c) ||
+	    (i = walk_pick_index(c, MAX_MR, walk_idle_mr, NULL)) < 0)
+		return 0;
+	rkey = c->mr[i].mr->rkey;
+	pd_id = c->pd[c->mr[i].pd].id;
+	off = c->mr[i].off;
+	len = c->mr[i].len;
+	c->stats.issued[ACT_DEREG_MR]++;
+	rc = hw_dereg_mr(c->mr[i].mr);
+	LOG_STEP(c, "dereg_mr mr[%d] rkey=%x -> %d", i, rkey, rc);
+	if (rc) {
+		walk_count_error(c, ACT_DEREG_MR, rc);
+		if (c->cfg->verify)
+			walk_stats_fail(&c->stats, "client %d: ibv_dereg_mr of an idle MR failed: %s", c->id,
+					strerror(rc));
+		return 1;
+	}
+	c->pd[c->mr[i].pd].users--;
+	c->mr[i].used = false;
+	walk_count_ok(c, ACT_DEREG_MR);
+	walk_note_key(c, rkey, false);
+	send_rkey(c, MSG_REMOVE_RKEY, 0, rkey, pd_id, 0, off, len);
+	return 1;
+}
+
+int walk_do_alloc_mw(struct walk_client *c, int type)
+{
+	enum walk_action a = type == 1 ? ACT_ALLOC_MW_TYPE1 : ACT_ALLOC_MW_TYPE2;
+	struct ibv_mw *mw;
+	int i, p;
+
+	if (walk_count_mw(c, type) >= MAX_MW || (p = walk_pick_pd_for_new(c)) < 0)
+		return 0;
+	for (i = 0; c->mw[i].used; i++)
+		;
+	c->stats.issued[a]++;
+	mw = hw_alloc_mw(c->pd[p].pd, type == 1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
+	if (!mw) {
+		walk_count_error(c, a, errno);
+		return 1;
+	}
+	c->mw[i] = (struct mw_rec){.used = true, .mw = mw, .type = type, .pd = p, .mr = -1, .qp = -1};
+	c->pd[p].users++;
+	walk_count_ok(c, a);
+	LOG_STEP(c, "%s pd[%d] -> mw[%d] rkey=%x", walk_action_names[a], p, i, mw->rkey);
+	return 1;
+}
+
+int walk_do_dealloc_mw(struct walk_client *c, int type)
+{
+	enum walk_action a = type == 1 ? ACT_DEALLOC_MW_TYPE1 : ACT_DEALLOC_MW_TYPE2;
+	struct mw_want want = {type, false};
+	struct mw_rec *m;
+	int i, rc;
+
+	if (walk_count_mw(c, type) <= MIN_MW || walk_outbox_busy(c) ||
+	    (i = walk_pick_index(c, 2 * MAX_MW, walk_mw_match, &want)) < 0)
+		return 0;
+	m = &c->mw[i];
+	c->stats.issued[a]++;
+	rc = hw_dealloc_mw(m->mw);
+	LOG_STEP(c, "%s mw[%d] %s rkey=%x -> %d", walk_action_names[a], i,
+		 m->state == MW_BOUND ? "bound" : "unbound", m->rkey, rc);
+	if (rc) {
+		walk_count_error(c, a, rc);
+		if (c->cfg->verify)
+			walk_stats_fail(&c->stats, "client %d: ibv_dealloc_mw failed: %s", c->id,
+					strerror(rc));
+		return 1;
+	}
+	c->pd[m->pd].users--;
+	if (m->state == MW_BOUND) {
+		walk_note_key(c, m->rkey, false);
+		c->mr[m->mr].bound_mws--;
+		if (m->qp >= 0)
+			c->qp[m->qp].type2_bound--;
+		send_rkey(c, MSG_REMOVE_RKEY, type, m->rkey, c->pd[m->pd].id,
+			  m->qp >= 0 ? c->qp[m->qp].qp->qp_num : 0, (uint32_t)(m->addr - (uintptr_t)c->buf),
+			  (uint32_t)m->len);
+	}
+	m->used = false;
+	walk_count_ok(c, a);
+	return 1;
+}
+
+int walk_do_bind_mw(struct walk_client *c, int type)
+{
+	enum walk_action a = type == 1 ? ACT_BIND_MW_TYPE1 : ACT_BIND_MW_TYPE2;
+	struct mw_want want = {type, true};
+	struct qp_want qw = {IBV_QPT_RC, -1, true, false, false};
+	struct ibv_mw_bind_info info;
+	uint32_t start, len;
+	uint64_t wr_id;
+	int i, q, m, slot, rc;
+
+	if (walk_outbox_busy(c) || (i = walk_pick_index(c, 2 * MAX_MW, walk_mw_match, &want)) < 0)
+		return 0;
+	qw.pd = c->mw[i].pd;
+	if ((q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0 ||
+	    (m = walk_pick_mr(c, c->mw[i].pd, 1)) < 0)
+		return 0;
+	len = walk_choose_range(c, c->mr[m].off, c->mr[m].len, (uint32_t)rng_range(&c->rng, 1, c->mr[m].len),
+				false, 1, &start);
+	if (!len || (slot = walk_alloc_wr(c, a, q, -1, &wr_id)) < 0)
+		return 0;
+	c->wr[slot].mw = (int8_t)i;
+	info = (struct ibv_mw_bind_info){.mr = c->mr[m].mr,
+					 .addr = (uintptr_t)(c->buf + start),
+					 .length = len,
+					 .mw_access_flags = MW_ACCESS};
+	c->stats.issued[a]++;
+	if (type == 1) {
+		struct ibv_mw_bind bind = {
+		    .wr_id = wr_id, .send_flags = IBV_SEND_SIGNALED, .bind_info = info};
+
+		rc = hw_bind_mw(c->qp[q].qp, c->mw[i].mw, &bind);
+		c->mw[i].new_rkey = c->mw[i].mw->rkey;
+	} else {
+		struct ibv_send_wr wr = {
+		    .wr_id = wr_id, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED};
+		struct ibv_send_wr *bad;
+
+		/* A new tag for every bind, so the previous rkey stops working. */
+		c->mw[i].new_rkey = ibv_inc_rkey(c->mw[i].mw->rkey);
+		wr.bind_mw.mw = c->mw[i].mw;
+		wr.bind_mw.rkey = c->mw[i].new_rkey;
+		wr.bind_mw.bind_info = info;
+		rc = hw_post_send(c->qp[q].qp, &wr, &bad);
+	}
+	if (!rc)
+		stats_inc(c->counters, STATS_POSTED);
+	LOG_STEP(c, "%s mw[%d] qp=%u mr[%d] off=%u len=%u rkey=%x wr=%llx -> %d", walk_action_names[a], i,
+		 c->qp[q].qp->qp_num, m, start, len, c->mw[i].new_rkey, (unsigned long long)wr_id, rc);
+	if (rc) {
+		walk_release_wr(c, (uint32_t)slot);
+		walk_count_error(c, a, rc);
+		return 1;
+	}
+	walk_note_key(c, c->mw[i].new_rkey, true);
+	c->qp[q].send_inflight++;
+	c->cq[c->qp[q].scq].outstanding++;
+	c->mr[m].bound_mws++;
+	c->mw[i].state = MW_BINDING;
+	c->mw[i].mr = m;
+	c->mw[i].qp = type == 2 ? q : -1;
+	if (type == 2)
+		c->qp[q].type2_bound++;
+	c->mw[i].addr = info.addr;
+	c->mw[i].len = len;
+	return 1;
+}

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+/* Actions on QPs and address handles: create (an RC pair via the peer), connect, move to ERR, destroy. */
+#include "cmd/walk/actions.h"
+
+/* ---- QPs and AHs ---- */
+
+static int qp_slot(struct walk_client *c)
+{
+	for (int i = 0; i < MAX_QP; i++)
+		if (!c->qp[i].used)
+			return i;
+	return -1;
+}
+
+/* Creates a QP in RESET with caps sampled as the original (bounded for small WQEs). */
+static int create_qp(struct walk_client *c, enum ibv_qp_type type)
+{
+	int p = walk_pick_pd_for_new(c), i = qp_slot(c);
+	int scq = walk_pick_index(c, MAX_CQ, walk_any_cq, NULL),
+	    rcq = walk_pick_index(c, MAX_CQ, walk_any_cq, NULL);
+	int wr_max = c->dattr.max_qp_wr / 8, sge_max = c->dattr.max_sge / 2;
+	struct ibv_qp_init_attr init = {.qp_type = type};
+	struct ibv_qp *qp;
+
+	if (p < 0 || i < 0 || scq < 0 || rcq < 0)
+		return -1;
+	wr_max = wr_max < MIN_QP_WR ? MIN_QP_WR : wr_max;
+	sge_max = sge_max < 1 ? 1 : sge_max;
+	init.send_cq = c->cq[scq].cq;
+	init.recv_cq = c->cq[rcq].cq;
+	init.cap.max_send_wr = (uint32_t)rng_range(&c->rng, MIN_QP_WR, (uint64_t)wr_max);
+	init.cap.max_recv_wr = (uint32_t)rng_range(&c->rng, MIN_QP_WR, (uint64_t)wr_max);
+	init.cap.max_send_sge = (uint32_t)rng_range(&c->rng, 1, (uint64_t)sge_max);
+	init.cap.max_recv_sge = (uint32_t)rng_range(&c->rng, 1, (uint64_t)sge_max);
+	qp = hw_create_qp(c->pd[p].pd, &init);
+	if (!qp)
+		return -2;
+	c->qp[i] = (struct qp_rec){.used = true,
+				   .qp = qp,
+				   .type = type,
+				   .state = QP_CONNECTING,
+				   .pd = p,
+				   .scq = scq,
+				   .rcq = rcq,
+				   .cap = init.cap,
+				   .peer = -1};
+	c->pd[p].users++;
+	c->cq[scq].users++;
+	c->cq[rcq].users++;
+	return i;
+}
+
+static int modify_init(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr attr = {
+	    .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = (uint8_t)c->cfg->port};
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	if (qp->qp_type == IBV_QPT_UD) {
+		attr.qkey = qkey;
+		mask |= IBV_QP_QKEY;
+	} else {
+		attr.qp_access_flags = QP_ACCESS;
+		mask |= IBV_QP_ACCESS_FLAGS;
+	}
+	return hw_modify_qp(qp, &attr, mask);
+}
+
+static void fill_ah_attr(struct walk_client *c, int target, struct ibv_ah_attr *ah)
+{
+	memset(ah, 0, sizeof(*ah));
+	ah->dlid = c->peers[target].lid;
+	ah->port_num = (uint8_t)c->cfg->port;
+	ah->is_global = 1;
+	ah->grh.dgid = c->peers[target].gid;
+	ah->grh.sgid_index = (uint8_t)c->cfg->gid_index;
+	ah->grh.hop_limit = 64;
+}
+
+/*
+ * A QP's initial send PSN: random-looking (a stranger cannot guess where a
+ * connection's sequence starts) yet computable by both ends from the run's
+ * seed and the sending QP's number, so no message has to carry it and a
+ * replay with the same seed uses the same PSNs.  24 bits, as in the BTH.
+ */
+static uint32_t initial_psn(const struct walk_client *c, uint32_t qpn)
+{
+	uint64_t x = c->cfg->seed ^ ((uint64_t)qpn * 0x9e3779b97f4a7c15ull);
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (uint32_t)x & 0xffffff;
+}
+
+/* RESET -> INIT -> RTR -> RTS toward (peer, peer_qpn). */
+int walk_connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn)
+{
+	struct ibv_qp *qp = c->qp[q].qp;
+	int rd_atom = c->dattr.max_qp_rd_atom > 0 ? imin(c->dattr.max_qp_rd_atom, 16) : 1;
+	struct ibv_qp_attr attr;
+	int rc = modify_init(c, qp, 0);
+
+	if (rc)
+		return rc;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = c->pattr.active_mtu;
+	attr.dest_qp_num = peer_qpn;
+	attr.rq_psn = initial_psn(c, peer_qpn);
+	attr.max_dest_rd_atomic = (uint8_t)rd_atom;
+	attr.min_rnr_timer = 12;
+	fill_ah_attr(c, peer, &attr.ah_attr);
+	rc = hw_modify_qp(qp, &attr,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (rc)
+		return rc;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.sq_psn = initial_psn(c, qp->qp_num);
+	attr.max_rd_atomic = (uint8_t)rd_atom;
+	return hw_modify_qp(qp, &attr,
+			    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+int walk_create_rc_responder(struct walk_client *c)
+{
+	return create_qp(c, IBV_QPT_RC);
+}
+
+int walk_do_create_rc_qp_pair(struct walk_client *c)
+{
+	struct walk_msg m = {.type = MSG_RC_REQUEST};
+	int peer, q;
+
+	if (walk_count_qp(c, IBV_QPT_RC, true) >= MAX_RC_INITIATED || walk_outbox_busy(c) || qp_slot(c) < 0)
+		return 0;
+	peer = (int)rng_range(&c->rng, 0, (uint64_t)c->clients - 1);
+	c->stats.issued[ACT_CREATE_RC_QP_PAIR]++;
+	q = create_qp(c, IBV_QPT_RC);
+	if (q < 0) {
+		walk_count_error(c, ACT_CREATE_RC_QP_PAIR, errno);
+		return 1;
+	}
+	c->qp[q].initiator = true;
+	c->qp[q].peer = peer;
+	/* ok is counted when the handshake completes (handle RC_REPLY) */
+	LOG_STEP(c, "create_rc_qp_pair qp=%u pd[%d] cq=%d/%d peer=c%d -> requested", c->qp[q].qp->qp_num,
+		 c->qp[q].pd, c->qp[q].scq, c->qp[q].rcq, peer);
+	m.dst = (uint16_t)peer;
+	m.qpn = c->qp[q].qp->qp_num;
+	m.pd_id = c->pd[c->qp[q].pd].id;
+	walk_publish(c, &m);
+	return 1;
+}
+
+int walk_do_create_ud_qp(struct walk_client *c)
+{
+	struct walk_msg m = {.type = MSG_ADD_UD_QP};
+	struct ibv_qp_attr attr;
+	uint32_t qkey;
+	int q, rc;
+
+	if (walk_count_qp(c, IBV_QPT_UD, false) >= MAX_UD || walk_outbox_busy(c) || qp_slot(c) < 0)
+		return 0;
+	c->stats.issued[ACT_CREATE_UD_QP]++;
+	q = create_qp(c, IBV_QPT_UD);
+	if (q < 0) {
+		walk_count_error(c, ACT_CREATE_UD_QP, errno);
+		return 1;
+	}
+	/* Q_Keys with the top bit set are privileged (Linux 6.4+): never sample them. */
+	qkey = (uint32_t)rng_next(&c->rng) & 0x7fffffffu;
+	c->qp[q].qkey = qkey;
+	rc = modify_init(c, c->qp[q].qp, qkey);
+	if (!rc) {
+		memset(&attr, 0, sizeof(attr));
+		attr.qp_state = IBV_QPS_RTR;
+		rc = hw_modify_qp(c->qp[q].qp, &attr, IBV_QP_STATE);
+	}
+	if (!rc) {
+		memset(&attr, 0, sizeof(attr));
+		attr.qp_state = IBV_QPS_RTS;
+		attr.sq_psn = initial_psn(c, c->qp[q].qp->qp_num);
+		rc = hw_modify_qp(c->qp[q].qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	}
+	LOG_STEP(c, "create_ud_qp qp=%u qkey=%x -> %d", c->qp[q].qp->qp_num, qkey, rc);
+	if (rc) {
+		walk_count_error(c, ACT_CREATE_UD_QP, rc);
+		c->qp[q].state = QP_ERR; /* destroy_qp reclaims it */
+		return 1;
+	}
+	c->qp[q].state = QP_READY;
+	walk_count_ok(c, ACT_CREATE_UD_QP);
+	m.qpn = c->qp[q].qp->qp_num;
+	m.qkey = qkey;
+	walk_broadcast(c, &m);
+	return 1;
+}
+
+static void announce_down(struct walk_client *c, int q)
+{
+	struct qp_rec *r = &c->qp[q];
+	struct walk_msg m = {.qpn = r->qp->qp_num};
+
+	if (r->down_sent)
+		return;
+	r->down_sent = true;
+	if (r->type == IBV_QPT_UD) {
+		m.type = MSG_REMOVE_UD_QP;
+		walk_broadcast(c, &m);
+	} else if (r->peer >= 0 && r->peer_qpn) {
+		m.type = MSG_RC_DOWN;
+		m.dst = (uint16_t)r->peer;
+		m.peer_qpn = r->peer_qpn;
+		walk_publish(c, &m);
+	}
+}
+
+static bool qp_for_error(struct walk_client *c, int i, const void *arg)
+{
+	const struct qp_rec *r = &c->qp[i];
+
+	(void)arg;
+	return r->used && r->state != QP_ERR && r->state != QP_CONNECTING &&
+	       (c->cfg->allow_outstanding_ops || (!r->send_inflight && !r->recv_inflight));
+}
+
+int walk_do_modify_qp_error(struct walk_client *c)
+{
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+	int q, rc;
+
+	if (walk_outbox_busy(c) || (q = walk_pick_index(c, MAX_QP, qp_for_error, NULL)) < 0)
+		return 0;
+	c->stats.issued[ACT_MODIFY_QP_ERROR]++;
+	rc = hw_modify_qp(c->qp[q].qp, &attr, IBV_QP_STATE);
+	LOG_STEP(c, "modify_qp_error qp=%u inflight=%d/%d -> %d", c->qp[q].qp->qp_num, c->qp[q].send_inflight,
+		 c->qp[q].recv_inflight, rc);
+	if (rc) {
+		walk_count_error(c, ACT_MODIFY_QP_ERROR, rc);
+		return 1;
+	}
+	c->qp[q].state = QP_ERR;
+	c->qp[q].err_since_ns = walk_now_ns();
+	walk_count_ok(c, ACT_MODIFY_QP_ERROR);
+	announce_down(c, q);
+	return 1;
+}
+
+static bool qp_for_destroy(struct walk_client *c, int i, const void *arg)
+{
+	const struct qp_rec *r = &c->qp[i];
+
+	(void)arg;
+	return r->used && r->state == QP_ERR && !r->type2_bound &&
+	       (c->cfg->allow_outstanding_ops || (!r->send_inflight && !r->recv_inflight));
+}
+
+/* Forgets WRs still outstanding on a destroyed QP (--allow-outstanding-ops). */
+static void orphan_wrs(struct walk_client *c, int q)
+{
+	for (uint32_t s = 0; s < MAX_WR; s++) {
+		struct wr_rec *w = &c->wr[s];
+
+		if (!w->busy || w->qp != q)
+			continue;
+		if (w->mr >= 0)
+			c->mr[w->mr].inflight--;
+		if (w->mw >= 0 && c->mw[w->mw].state == MW_BINDING) {
+			c->mw[w->mw].state = MW_FREE;
+			c->mr[c->mw[w->mw].mr].bound_mws--;
+		}
+		walk_release_wr(c, s);
+	}
+	c->cq[c->qp[q].scq].outstanding -= c->qp[q].send_inflight;
+	c->cq[c->qp[q].rcq].outstanding -= c->qp[q].recv_inflight;
+}
+
+int walk_destroy_qp_rec(struct walk_client *c, int q)
+{
+	struct qp_rec *r = &c->qp[q];
+	int rc;
+
+	announce_down(c, q);
+	rc = hw_destroy_qp(r->qp);
+	if (rc)
+		return rc;
+	if (r->send_inflight || r->recv_inflight)
+		orphan_wrs(c, q);
+	c->pd[r->pd].users--;
+	c->cq[r->scq].users--;
+	c->cq[r->rcq].users--;
+	r->used = false;
+	return 0;
+}
+
+int walk_do_destroy_qp(struct walk_client *c)
+{
+	int q, rc;
+	uint32_t qpn;
+
+	if (walk_outbox_busy(c) || (q = walk_pick_index(c, MAX_QP, qp_for_destroy, NULL)) < 0)
+		return 0;
+	qpn = c->qp[q].qp->qp_num;
+	c->stats.issued[ACT_DESTROY_QP]++;
+	rc = walk_destroy_qp_rec(c, q);
+	LOG_STEP(c, "destroy_qp qp=%u -> %d", qpn, rc);
+	if (rc) {
+		walk_count_error(c, ACT_DESTROY_QP, rc);
+		if (c->cfg->verify)
+			walk_stats_fail(&c->stats, "client %d: ibv_destroy_qp of QP %u failed: %s", c->id,
+					qpn, strerror(rc));
+		return 1;
+	}
+	walk_count_ok(c, ACT_DESTROY_QP);
+	return 1;
+}
+
+int walk_do_create_ah(struct walk_client *c)
+{
+	struct ibv_ah_attr attr;
+	struct ibv_ah *ah;
+	int i, p, target;
+
+	if ((p = walk_pick_pd_for_new(c)) < 0)
+		return 0;
+	for (i = 0; i < MAX_AH && c->ah[i].used; i++)
+		;
+	if (i == MAX_AH)
+		return 0;
+	target = (int)rng_range(&c->rng, 0, (uint64_t)c->clients - 1);
+	fill_ah_attr(c, target, &attr);
+	c->stats.issued[ACT_CREATE_AH]++;
+	ah = hw_create_ah(c->pd[p].pd, &attr);
+	LOG_STEP(c, "create_ah pd[%d] target=c%d lid=%u -> %s", p, target, attr.dlid, ah ? "ok" : "error");
+	if (!ah) {
+		walk_count_error(c, ACT_CREATE_AH, errno);
+		return 1;
+	}
+	c->ah[i] = (struct ah_rec){.used = true, .ah = ah, .pd = p, .target = target};
+	c->pd[p].users++;
+	walk_count_ok(c, ACT_CREATE_AH);
+	return 1;
+}
+
+static bool ah_idle(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	if (!c->ah[i].used)
+		return false;
+	/* A UD send in flight may still need its AH. */
+	for (int q = 0; q < MAX_QP; q++)
+		if (c->qp[q].used && c->qp[q].type == IBV_QPT_UD && c->qp[q].pd == c->ah[i].pd &&
+		    c->qp[q].send_inflight)
+			return false;
+	return true;
+}
+
+int walk_do_destroy_ah(struct walk_client *c)
+{
+	int i, rc;
+
+	if ((i = walk_pick_index(c, MAX_AH, ah_idle, NULL)) < 0)
+		return 0;
+	c->stats.issued[ACT_DESTROY_AH]++;
+	rc = hw_destroy_ah(c->ah[i].ah);
+	LOG_STEP(c, "destroy_ah ah[%d] -> %d", i, rc);
+	if (rc) {
+		walk_count_error(c, ACT_DESTROY_AH, rc);
+		return 1;
+	}
+	c->pd[c->ah[i].pd].users--;
+	c->ah[i].used = false;
+	walk_count_ok(c, ACT_DESTROY_AH);
+	return 1;
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# RDMATOOL_SOFT_SECRET between two processes (issue 15 item 7): the same secret on both sides works;
+# a different secret, or none on one side, is refused and the run fails instead of being served.
+set -eu
+fail() { echo "FAIL: $*" >&2; exit 1; }
+dir=$(mktemp -d /tmp/rdmatool-soft-auth.XXXXXX)
+export RDMATOOL_STATS_DIR=$dir
+server=
+cleanup() {
+	[ -n "$server" ] && kill -9 "$server" 2>/dev/null
+	wait 2>/dev/null || true
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+run_pair() { # server-secret client-secret: the client's exit status
+	local rc port=
+	RDMATOOL_SOFT_SECRET=$1 "$RDMATOOL" bench --server=0 2>"$dir/server.err" &
+	server=$!
+	for _ in $(seq 200); do
+		port=$(sed -n 's/^bench server listening on port \([0-9]*\)$/\1/p' "$dir/server.err")
+		[ -n "$port" ] && break
+		sleep 0.05
+	done
+	[ -n "$port" ] || fail "server never listened"
+	set +e
+	RDMATOOL_SOFT_SECRET=$2 timeout 120 "$RDMATOOL" bench write_lat -n 50 --lock=striped --client="127.0.0.1:$port" \
+		>"$dir/client.out" 2>"$dir/client.err"
+	rc=$?
+	set -e
+	kill "$server" 2>/dev/null
+	wait "$server" 2>/dev/null || true
+	server=
+	return $rc
+}
+
+run_pair "same-s3cret" "same-s3cret" || fail "matching secrets: $(cat "$dir/client.err")"
+if run_pair "s3cret" "another"; then fail "mismatched secrets were served"; fi
+grep -q "completed with status" "$dir/client.err" || fail "mismatch: $(cat "$dir/client.err")"
+if run_pair "s3cret" ""; then fail "a client without the secret was served"; fi
+echo "soft auth: ok"
