@@ -2,6 +2,7 @@
 /* Two linked agent processes with private key, directories and ports (see agent_pair.h). */
 #include "cmd/bench/agent_pair.h"
 #include "cmd/cmd.h"
+#include "core/agent/agent_key.h"
 #include "core/agent/engine.h"
 #include "core/agent/gateway.h"
 #include "core/stats/stats.h"
@@ -110,7 +111,16 @@ int agent_pair_start(struct agent_pair *p, char *err, size_t errlen)
 		return rc;
 	}
 	snprintf(path, sizeof(path), "%s/key", p->top);
-	setenv("RDMATOOL_AGENT_KEY", path, 1);
+	setenv(AGENT_KEY_ENV, path, 1);
+	/* Created here, before the agents start: two agents creating it at once could read it half written.
+	 */
+	unsigned char key[AGENT_KEY_LEN];
+
+	rc = agent_key_load(key, err, errlen);
+	if (rc) {
+		agent_pair_stop(p);
+		return rc;
+	}
 	for (int r = 0; r < AGENT_PAIR_NODES && !rc; r++) {
 		agent_pair_dir(p, r, path, sizeof(path));
 		ports[r] = free_port();
