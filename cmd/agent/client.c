@@ -219,6 +219,7 @@ int agent_recv_cmd(const struct agent_opts *o)
 	size_t cap = GW_INLINE, len;
 	struct stat sb;
 	long got = 0;
+	bool write_failed = false;
 	char *buf;
 	int rc;
 
@@ -241,6 +242,9 @@ int agent_recv_cmd(const struct agent_opts *o)
 	rc = 0;
 	while (o->count == 0 || got < o->count) {
 		rc = agent_recv(h, buf, cap, &len, o->timeout_ms);
+		/* A signal that was not ours (SIGCONT, a sanitizer's) wakes the wait early: wait again. */
+		if (rc == -EINTR && !interrupted)
+			continue;
 		if (rc)
 			break;
 		if (global_opts.json) {
@@ -252,6 +256,7 @@ int agent_recv_cmd(const struct agent_opts *o)
 			rc = save_message(o->out_dir, got, buf, len);
 			if (rc) {
 				got++;
+				write_failed = true;
 				break;
 			}
 		} else {
@@ -272,7 +277,7 @@ int agent_recv_cmd(const struct agent_opts *o)
 	if (rc == -ETIMEDOUT || rc == -EAGAIN)
 		return run_error(AGENT_CMD, "%s: %ld of %ld message(s) within %d ms", o->args[0], got,
 				 o->count, o->timeout_ms);
-	if (rc && o->out_dir && got)
+	if (rc && write_failed)
 		return run_error(AGENT_CMD, "cannot write message %ld to %s: %s", got - 1, o->out_dir,
 				 strerror(-rc));
 	if (rc)

@@ -671,7 +671,7 @@ static bool soft_header_acceptable(struct soft_nic *nic, const struct soft_conn 
 	if (h->type == SOFT_PKT_REQ)
 		return h->qp_type == IBV_QPT_RC && h->payload == h->length &&
 		       soft_qp_vouches(nic, c, h->dst_qpn, h->sgid);
-	return c->outgoing && soft_qp_vouches(nic, c, h->dst_qpn, NULL);
+	return soft_qp_vouches(nic, c, h->dst_qpn, NULL); /* a response rides any connection to its peer */
 }
 
 /* Closes a connection that broke the protocol or a limit. */

@@ -13,7 +13,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-run_pair() { # server-secret client-secret: the client's exit status
+run_pair() { # server-secret client-secret [bench test and options]: the client's exit status
 	local rc port=
 	RDMATOOL_SOFT_SECRET=$1 "$RDMATOOL" bench --server=0 2>"$dir/server.err" &
 	server=$!
@@ -24,7 +24,7 @@ run_pair() { # server-secret client-secret: the client's exit status
 	done
 	[ -n "$port" ] || fail "server never listened"
 	set +e
-	RDMATOOL_SOFT_SECRET=$2 timeout 120 "$RDMATOOL" bench write_lat -n 50 --lock=striped --client="127.0.0.1:$port" \
+	RDMATOOL_SOFT_SECRET=$2 timeout 120 "$RDMATOOL" bench ${3:-write_lat -n 50} --lock=striped --client="127.0.0.1:$port" \
 		>"$dir/client.out" 2>"$dir/client.err"
 	rc=$?
 	set -e
@@ -35,6 +35,10 @@ run_pair() { # server-secret client-secret: the client's exit status
 }
 
 run_pair "same-s3cret" "same-s3cret" || fail "matching secrets: $(cat "$dir/client.err")"
+# Payloads past the wire's 64 KiB stranger limit, both ways: WRITE requests and READ responses.
+run_pair "same-s3cret" "same-s3cret" "write_bw -s 1048576 -n 10" || fail "1 MiB WRITEs: $(cat "$dir/client.err")"
+run_pair "same-s3cret" "same-s3cret" "read_bw -s 1048576 -n 10" || fail "1 MiB READs: $(cat "$dir/client.err")"
+run_pair "" "" "send_bw -s 262144 -n 10" || fail "256 KiB SENDs without a secret: $(cat "$dir/client.err")"
 if run_pair "s3cret" "another"; then fail "mismatched secrets were served"; fi
 grep -q "completed with status" "$dir/client.err" || fail "mismatch: $(cat "$dir/client.err")"
 if run_pair "s3cret" ""; then fail "a client without the secret was served"; fi
