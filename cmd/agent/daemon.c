@@ -276,6 +276,19 @@ static int status_channel(const char *name, void *arg)
 	return 0;
 }
 
+/* One remote agent's traffic as its link counted it; the line ends here in text. */
+static void status_peer(const struct gw_peer_stats *st)
+{
+	print_uint(PRINT_ANY, "msgs_sent", "; sent %llu messages", st->msgs_sent);
+	print_uint(PRINT_ANY, "bytes_sent", " (%llu bytes)", st->bytes_sent);
+	print_uint(PRINT_ANY, "msgs_received", ", received %llu", st->msgs_recv);
+	print_uint(PRINT_ANY, "bytes_received", " (%llu bytes)", st->bytes_recv);
+	print_uint(PRINT_ANY, "retries", ", %llu retries", st->retries);
+	print_int(PRINT_JSON, "last_error", NULL, st->last_error);
+	print_string(PRINT_ANY, "last_error_text", ", last error: %s\n",
+		     st->last_error ? strerror(-st->last_error) : "none");
+}
+
 int agent_status(const struct agent_opts *o)
 {
 	char dir[PATH_MAX], why[512];
@@ -320,7 +333,8 @@ int agent_status(const struct agent_opts *o)
 		print_open_object(NULL);
 		print_uint(PRINT_ANY, "rank", "  peer %llu", i);
 		print_string(PRINT_ANY, "host", " %s", info.hosts[i]);
-		print_string(PRINT_ANY, "state", ": %s\n", info.peer_up[i] ? "up" : "down");
+		print_string(PRINT_ANY, "state", ": %s", info.peer_up[i] ? "up" : "down");
+		status_peer(&info.peer_stats[i]);
 		print_close_object();
 	}
 	print_close_array();

@@ -6,104 +6,18 @@
  * the same device, measured in the same run.  A deposited send is a round
  * trip: request to the far agent, deposit, acknowledgement back.
  */
+#include "cmd/bench/agent_pair.h"
 #include "cmd/bench/bench.h"
 #include "cmd/cmd.h"
 #include "cmd/print.h"
 #include "core/agent/agent.h"
-#include "core/agent/engine.h"
-#include "core/stats/stats.h"
+#include "core/agent/gateway.h"
 #include "core/util/clock.h"
 
 #include <errno.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#define AGENTS 2
-
-static volatile sig_atomic_t agent_stop;
-
-static void on_term(int sig)
-{
-	(void)sig;
-	agent_stop = 1;
-}
-
-/* A free TCP port on loopback, for an agent's links (a small race with other programs, retried by the
- * caller). */
-static uint16_t free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	uint16_t port = 0;
-
-	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(fd, (struct sockaddr *)&a, &len))
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
-static pid_t start_agent(const char *top, uint32_t rank, const uint16_t *ports)
-{
-	static const char hosts[AGENTS][GW_HOST_LEN] = {"127.0.0.1", "127.0.0.1"};
-	pid_t pid;
-
-	fflush(NULL); /* the child must not write what stdio holds for the parent */
-	pid = fork();
-
-	if (pid == 0) {
-		struct sigaction sa = {.sa_handler = on_term};
-		struct agent_engine_config cfg = {
-		    .rank = rank, .nodes = AGENTS, .hosts = hosts, .ports = ports};
-		struct agent_engine *e;
-		char dir[4200], why[512];
-
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGTERM, &sa, NULL);
-		snprintf(dir, sizeof(dir), "%s/a%u", top, rank);
-		cfg.dir = dir;
-		if (agent_engine_open(&cfg, &e, why, sizeof(why))) {
-			fprintf(stderr, "rdmatool bench: agent %u: %s\n", rank, why);
-			stats_segment_close();
-			_exit(1);
-		}
-		agent_engine_run(e, &agent_stop);
-		agent_engine_close(e);
-		stats_segment_close(); /* _exit skips the atexit that would */
-		_exit(0);
-	}
-	return pid;
-}
-
-static bool linked(const char *top)
-{
-	char dir[4200];
-	struct gateway *g;
-	struct gw_info info;
-	bool up;
-
-	snprintf(dir, sizeof(dir), "%s/a0", top);
-	if (gw_open(dir, 0, &g))
-		return false;
-	gw_info(g, &info);
-	gw_close(g);
-	up = info.peer_up[1];
-	snprintf(dir, sizeof(dir), "%s/a1", top);
-	if (gw_open(dir, 1, &g))
-		return false;
-	gw_info(g, &info);
-	gw_close(g);
-	return up && info.peer_up[0];
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -113,7 +27,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Median deposited latency (usec) of iters sends of size bytes from node 0 to a channel on node 1. */
-static int measure(const char *top, size_t size, long iters, double *median_us, char *err, size_t errlen)
+static int measure(const struct agent_pair *p, size_t size, long iters, double *median_us, char *err,
+		   size_t errlen)
 {
 	char dir0[4200], dir1[4200], why[512];
 	struct agent_client *cl = NULL;
@@ -124,8 +39,8 @@ static int measure(const char *top, size_t size, long iters, double *median_us, 
 	size_t len;
 	int rc;
 
-	snprintf(dir0, sizeof(dir0), "%s/a0", top);
-	snprintf(dir1, sizeof(dir1), "%s/a1", top);
+	agent_pair_dir(p, 0, dir0, sizeof(dir0));
+	agent_pair_dir(p, 1, dir1, sizeof(dir1));
 	rc = !t || !buf ? -ENOMEM : chan_create(dir1, "lat", NULL);
 	if (!rc)
 		rc = chan_open(dir1, "lat", &far);
@@ -158,50 +73,22 @@ static int measure(const char *top, size_t size, long iters, double *median_us, 
 
 int bench_agent_lat(size_t size, long iters, bool baseline)
 {
-	char top[] = "/tmp/rdmatool-bench-agent.XXXXXX", path[4200], err[512] = "";
-	uint16_t ports[AGENTS];
-	pid_t pids[AGENTS] = {0};
+	char err[512] = "";
+	struct agent_pair pair;
 	double agent_us = 0;
 	struct bench_result core = {0};
-	int rc = 0, status = EXIT_OK;
+	int rc, status = EXIT_OK;
 
 	if (iters <= 0)
 		iters = 2000;
 	if (size > GW_INLINE)
 		return usage_error(
 		    "bench", "agent_lat takes --size up to %u bytes (a message to another node)", GW_INLINE);
-	if (!mkdtemp(top))
-		return run_error("bench", "cannot create a private directory under /tmp: %s",
-				 strerror(errno));
-	/* The agents' key, directories and ports are private to this run. */
-	snprintf(path, sizeof(path), "%s/key", top);
-	setenv("RDMATOOL_AGENT_KEY", path, 1);
-	for (uint32_t r = 0; r < AGENTS && !rc; r++) {
-		snprintf(path, sizeof(path), "%s/a%u", top, r);
-		ports[r] = free_port();
-		rc = mkdir(path, 0700) || !ports[r] ? -EIO : 0;
+	rc = agent_pair_start(&pair, err, sizeof(err));
+	if (!rc) {
+		rc = measure(&pair, size, iters, &agent_us, err, sizeof(err));
+		agent_pair_stop(&pair);
 	}
-	for (uint32_t r = 0; r < AGENTS && !rc; r++)
-		rc = (pids[r] = start_agent(top, r, ports)) < 0 ? -errno : 0;
-	uint64_t deadline = clock_ns() + 15000000000ull;
-
-	while (!rc && !linked(top)) {
-		if (clock_ns() > deadline) {
-			snprintf(err, sizeof(err), "the two agents did not link within 15 s");
-			rc = -ETIMEDOUT;
-		}
-		usleep(10000);
-	}
-	if (!rc)
-		rc = measure(top, size, iters, &agent_us, err, sizeof(err));
-	for (int r = 0; r < AGENTS; r++)
-		if (pids[r] > 0) {
-			kill(pids[r], SIGTERM);
-			waitpid(pids[r], NULL, 0);
-		}
-	snprintf(path, sizeof(path), "rm -rf '%s'", top);
-	if (system(path))
-		notice("bench", "could not remove %s", top);
 	if (rc)
 		return run_error("bench", "%s", err[0] ? err : strerror(-rc));
 	if (baseline) {

@@ -2,6 +2,7 @@
 /* rdmatool bench <test>: perftest-like tests over core, striped against global lock in one run. */
 #include "cmd/cmd.h"
 #include "cmd/print.h"
+#include "cmd/bench/agent_pair.h"
 #include "cmd/bench/bench.h"
 #include "core/util/clock.h"
 #include "core/stats/stats.h"
@@ -14,7 +15,7 @@
 
 static const char *const CMD = "bench";
 static const char *const TESTS[] = {"send_lat", "write_lat", "read_lat",  "atomic_lat",
-				    "send_bw",	"chan_rate", "agent_lat", "write_bw",
+				    "send_bw",	"chan_rate", "agent_lat", "agent_rate", "agent_bw", "write_bw",
 				    "read_bw",	"msg_rate",  "ring",	  NULL};
 
 #define MAX_SIZE   (8l << 20)
@@ -374,13 +375,13 @@ static int bench_validate(struct bench_cli *c)
 		return usage_error(
 		    CMD,
 		    "%s%s%s; use one of send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw "
-		    "msg_rate ring chan_rate agent_lat",
+		    "msg_rate ring chan_rate agent_lat agent_rate agent_bw",
 		    !*c->test		      ? "missing test"
 		    : !is_known_test(c->test) ? "unknown test "
 					      : "one test only",
 		    *c->test && !is_known_test(c->test) ? c->test : "", "");
 	/* chan_rate and agent_lat measure agent channels, not the transport: its options do not apply. */
-	if (!strcmp(c->test, "agent_lat") || !strcmp(c->test, "chan_rate"))
+	if (!strcmp(c->test, "agent_lat") || !strcmp(c->test, "chan_rate") || !strncmp(c->test, "agent_", 6))
 		return EXIT_OK;
 	return bench_validate_transport(c);
 }
@@ -519,6 +520,8 @@ static int bench_run(const struct bench_cli *c)
 	}
 	if (!strcmp(c->test, "agent_lat"))
 		return bench_agent_lat((size_t)c->size, c->iters, c->baseline);
+	if (!strcmp(c->test, "agent_rate") || !strcmp(c->test, "agent_bw"))
+		return (c->test[6] == 'r' ? bench_agent_rate : bench_agent_bw)((size_t)c->size, c->iters, c->baseline);
 	if (!strcmp(c->test, "chan_rate"))
 		return bench_chan_rate((size_t)c->size, c->iters, c->baseline, c->rounds);
 	if (c->client && bench_client_open(c->addr, err, sizeof(err)))

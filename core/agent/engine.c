@@ -170,8 +170,13 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 		last_stats = now;
 		struct gw_info info;
 
-		for (uint32_t i = 0; e->links && i < e->cfg.nodes; i++)
+		for (uint32_t i = 0; e->links && i < e->cfg.nodes; i++) {
+			struct gw_peer_stats ps;
+
 			gw_set_peer_up(e->gw, i, i == e->cfg.rank || links_up(e->links, i));
+			links_peer_stats(e->links, i, &ps);
+			gw_set_peer_stats(e->gw, i, &ps);
+		}
 		gw_info(e->gw, &info);
 		stats_set(e->stats, STATS_POSTED, info.requests);
 		stats_set(e->stats, STATS_COMPLETED, info.completed + info.failed);

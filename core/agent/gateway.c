@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #define GW_MAGIC   0x5957544754414452ULL /* "RDATGTWY" little-endian */
-#define GW_VERSION 1
+#define GW_VERSION 2			 /* 2: per-peer traffic counters */
 
 enum slot_state { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_BUSY, SLOT_DONE, SLOT_ABANDONED };
 
@@ -34,6 +34,13 @@ struct gw_slot {
 	unsigned char data[GW_INLINE];
 };
 
+/* gw_peer_stats in shared memory: each field read and written whole. */
+struct gw_shared_peer {
+	_Atomic uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv, retries;
+	_Atomic int32_t last_error;
+	uint32_t pad;
+};
+
 struct gw_shared {
 	uint64_t magic;
 	uint32_t version;
@@ -44,6 +51,7 @@ struct gw_shared {
 	uint64_t start_realtime_ns;
 	char hosts[GW_MAX_NODES][GW_HOST_LEN];
 	_Atomic uint8_t peer_up[GW_MAX_NODES];
+	struct gw_shared_peer peers[GW_MAX_NODES];
 	_Atomic uint32_t running;
 	_Atomic uint32_t doorbell; /* the agent sleeps on it */
 	_Atomic uint32_t agent_sleeping;
@@ -231,6 +239,21 @@ void gw_set_peer_up(struct gateway *g, uint32_t node, bool up)
 		atomic_store_explicit(&g->s->peer_up[node], up, memory_order_relaxed);
 }
 
+void gw_set_peer_stats(struct gateway *g, uint32_t node, const struct gw_peer_stats *st)
+{
+	struct gw_shared_peer *p;
+
+	if (node >= GW_MAX_NODES)
+		return;
+	p = &g->s->peers[node];
+	atomic_store_explicit(&p->msgs_sent, st->msgs_sent, memory_order_relaxed);
+	atomic_store_explicit(&p->bytes_sent, st->bytes_sent, memory_order_relaxed);
+	atomic_store_explicit(&p->msgs_recv, st->msgs_recv, memory_order_relaxed);
+	atomic_store_explicit(&p->bytes_recv, st->bytes_recv, memory_order_relaxed);
+	atomic_store_explicit(&p->retries, st->retries, memory_order_relaxed);
+	atomic_store_explicit(&p->last_error, st->last_error, memory_order_relaxed);
+}
+
 void gw_wait_for_work(struct gateway *g, int timeout_us)
 {
 	struct gw_shared *s = g->s;
@@ -312,8 +335,20 @@ void gw_info(struct gateway *g, struct gw_info *info)
 	info->failed = atomic_load(&s->failed);
 	info->eagain = atomic_load(&s->eagain);
 	info->reaped = atomic_load(&s->reaped);
-	for (uint32_t i = 0; i < info->nodes; i++)
+	for (uint32_t i = 0; i < info->nodes; i++) {
+		const struct gw_shared_peer *p = &s->peers[i];
+		struct gw_peer_stats *st = &info->peer_stats[i];
+		int32_t err = atomic_load_explicit(&p->last_error, memory_order_relaxed);
+
 		info->peer_up[i] = atomic_load_explicit(&s->peer_up[i], memory_order_relaxed) != 0;
+		st->msgs_sent = atomic_load_explicit(&p->msgs_sent, memory_order_relaxed);
+		st->bytes_sent = atomic_load_explicit(&p->bytes_sent, memory_order_relaxed);
+		st->msgs_recv = atomic_load_explicit(&p->msgs_recv, memory_order_relaxed);
+		st->bytes_recv = atomic_load_explicit(&p->bytes_recv, memory_order_relaxed);
+		st->retries = atomic_load_explicit(&p->retries, memory_order_relaxed);
+		/* The segment is shared: keep only what an errno can be. */
+		st->last_error = err > 0 || err < -4095 ? -EPROTO : err;
+	}
 	for (int i = 0; i < GW_SLOTS; i++)
 		info->depth += atomic_load(&s->slots[i].state) != SLOT_FREE;
 	info->running = atomic_load(&s->running) && pidfile_holder(g->dir, g->rank);

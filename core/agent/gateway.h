@@ -48,6 +48,13 @@ struct gw_request {
 };
 
 /* The agent's view of itself, for clients and `agent status`. */
+/* Traffic with one remote agent, as its link counted it (agent status shows it). */
+struct gw_peer_stats {
+	uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
+	uint64_t retries;   /* tries of a peer's request that found its channel not ready */
+	int32_t last_error; /* 0 or the last negative errno of a send or a request to that peer */
+};
+
 struct gw_info {
 	int32_t pid;
 	uint32_t rank, nodes;
@@ -56,6 +63,7 @@ struct gw_info {
 	uint64_t requests, completed, failed, eagain, reaped;
 	uint32_t depth; /* slots in use now */
 	bool peer_up[GW_MAX_NODES];
+	struct gw_peer_stats peer_stats[GW_MAX_NODES];
 	bool running;
 };
 
@@ -80,6 +88,8 @@ int gw_serve(struct gateway *g, gw_handler fn, void *arg);
 void gw_complete(struct gateway *g, uint32_t slot, int status, const void *out, size_t outlen);
 /* Agent side: publishes whether the link to node is up, for `agent status`. */
 void gw_set_peer_up(struct gateway *g, uint32_t node, bool up);
+/* Agent side: publishes the traffic counters of the link to node. */
+void gw_set_peer_stats(struct gateway *g, uint32_t node, const struct gw_peer_stats *st);
 /* Agent side: sleeps until a request arrives or timeout_us microseconds pass. */
 void gw_wait_for_work(struct gateway *g, int timeout_us);
 

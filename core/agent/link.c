@@ -36,6 +36,7 @@ struct link_peer {
 	struct oob_conn *oob;
 	uint32_t core_peer;
 	uint64_t next_try_ns;
+	struct gw_peer_stats stats;
 };
 
 struct origin {
@@ -162,6 +163,8 @@ static void finish_origin(struct agent_links *lk, uint32_t idx, int status, cons
 	struct origin *o = &lk->origins[idx];
 
 	o->used = false;
+	if (status < 0)
+		lk->peers[o->node].stats.last_error = status;
 	if (o->token != LINK_NO_TOKEN && lk->cfg.done)
 		lk->cfg.done(lk->cfg.arg, o->token, status, data, len);
 }
@@ -227,6 +230,13 @@ void links_close(struct agent_links *lk)
 bool links_up(struct agent_links *lk, uint32_t node)
 {
 	return node < lk->cfg.nodes && lk->peers[node].up;
+}
+
+void links_peer_stats(struct agent_links *lk, uint32_t node, struct gw_peer_stats *out)
+{
+	static const struct gw_peer_stats none;
+
+	*out = node < lk->cfg.nodes ? lk->peers[node].stats : none;
 }
 
 /* HMAC(key, role | our rank | their rank | their nonce): proves we hold the key, bound to this exchange. */
@@ -372,9 +382,14 @@ static int send_frame(struct agent_links *lk, uint32_t rank, const struct proto_
 	if (payload_len)
 		memcpy(buf + PROTO_HEADER_SIZE + h->eager_size, payload, payload_len);
 	rc = core_send(lk->ep, lk->peers[rank].core_peer, buf, len, buf);
-	if (rc)
+	if (rc) {
 		free(buf);
-	return rc;
+		lk->peers[rank].stats.last_error = rc;
+		return rc;
+	}
+	lk->peers[rank].stats.msgs_sent++;
+	lk->peers[rank].stats.bytes_sent += len;
+	return 0;
 }
 
 int links_request(struct agent_links *lk, const struct gw_request *req, const void *data, size_t len,
@@ -518,6 +533,7 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 		break;
 	}
 	if (rc == -EAGAIN && !late && timeout != 0) {
+		lk->peers[t->from].stats.retries++;
 		*blocks = !t->deposited; /* later requests for this channel wait behind it */
 		return false;
 	}
@@ -622,6 +638,8 @@ static void take_frame(struct agent_links *lk, uint32_t core_peer, const uint8_t
 	const uint8_t *eager = buf + PROTO_HEADER_SIZE, *payload = eager + h.eager_size;
 	size_t payload_len = len - PROTO_HEADER_SIZE - h.eager_size;
 
+	lk->peers[from].stats.msgs_recv++;
+	lk->peers[from].stats.bytes_recv += len;
 	if (h.type <= PROTO_POLL)
 		take_request(lk, from, &h, eager, payload, payload_len);
 	else if (h.type >= PROTO_ACK)

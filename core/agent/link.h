@@ -49,6 +49,8 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 /* Fails every request in flight (-ESHUTDOWN through done) and closes. */
 void links_close(struct agent_links *lk);
 bool links_up(struct agent_links *lk, uint32_t node);
+/* The traffic counters of the link to node (zeros for an unknown node). */
+void links_peer_stats(struct agent_links *lk, uint32_t node, struct gw_peer_stats *out);
 /*
  * Sends one gateway request to its node.  -EINPROGRESS: done(token) will
  * follow (also for buffered and immediately sends, which the caller may

@@ -108,6 +108,20 @@ run 0 -j agent poll 1/q
 run 0 agent send 1/nosuch --mode=deposited --timeout=1000 </dev/null
 [ $rc -eq 1 ] && grep -q 'no such channel' "$T/err" || fail "remote missing channel: $rc $(cat "$T/err")"
 
+# Per-peer statistics in agent status (published every 100 ms): node 0's link to node 1 carried the
+# requests above and their answers, and its last error is the missing channel; node 1 retried node
+# 0's GETMSG on the empty channel and had no error of its own.
+peer_ok() { # RANK PEER CONDITION: jq CONDITION holds for PEER's entry in RANK's status
+	A "$1" -j agent status | jq -e --argjson p "$2" "[.peers[] | select(.rank == \$p) | $3] == [true]" >/dev/null
+}
+wait_for peer_ok 0 1 '.msgs_sent >= 6 and .msgs_received >= 6 and .bytes_sent > .msgs_sent * 12 and
+	.bytes_received > .msgs_received * 12 and .last_error_text == "No such file or directory"' ||
+	fail "node 0's stats of peer 1: $(A 0 -j agent status | jq -c '.peers')"
+wait_for peer_ok 1 0 '.msgs_received >= 6 and .msgs_sent >= 6 and .retries >= 1 and .last_error == 0' ||
+	fail "node 1's stats of peer 0: $(A 1 -j agent status | jq -c '.peers')"
+A 0 agent status | grep -Eq '^  peer 1 127\.0\.0\.1: up; sent [1-9][0-9]* messages \([1-9][0-9]* bytes\), received [1-9].*retries, last error: No such file or directory$' ||
+	fail "text status of peer 1: $(A 0 agent status)"
+
 # Clients on nodes 0 and 2 send numbered messages to node 1: each arrives once, in order per sender.
 pids=()
 for node in 0 2; do

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench agent_rate and agent_bw: a stream of "buffered" sends from node 0 to
+ * a channel on node 1 through two agent processes, drained by a third
+ * process on node 1; messages/s and MiB/s.  Baselines in the same run: the
+ * same stream with aggregation off (RDMATOOL_AGENT_AGGREGATE=0, agent_rate)
+ * and the core transport's send_bw on the same device.
+ */
+#include "cmd/bench/agent_pair.h"
+#include "cmd/bench/bench.h"
+#include "cmd/cmd.h"
+#include "cmd/print.h"
+#include "core/agent/agent.h"
+#include "core/agent/channel.h"
+#include "core/agent/gateway.h"
+#include "core/util/clock.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define STREAM_TIMEOUT_MS 5000
+#define MIB		  1048576.0
+
+struct stream_result {
+	double msgs_per_s, mib_per_s;
+};
+
+/* The drainer on node 1: receives iters messages of size bytes, checks their length. */
+static pid_t start_drainer(const char *dir1, size_t size, long iters)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		struct chan *c = NULL;
+		char *buf = malloc(size ? size : 1);
+		size_t len;
+		int rc = buf ? chan_open(dir1, "stream", &c) : -ENOMEM;
+
+		for (long i = 0; i < iters && !rc; i++) {
+			rc = chan_recv(c, buf, size ? size : 1, &len, STREAM_TIMEOUT_MS);
+			if (!rc && len != size)
+				rc = -EBADMSG;
+		}
+		chan_close(c);
+		_exit(rc ? 1 : 0);
+	}
+	return pid;
+}
+
+/* Sends iters messages through a fresh agent pair and times them until the drainer has them all. */
+static int stream(size_t size, long iters, struct stream_result *r, char *err, size_t errlen)
+{
+	char dir0[128], dir1[128], why[512];
+	struct agent_pair pair;
+	struct agent_client *cl = NULL;
+	struct agent_chan *h = NULL;
+	char *buf = calloc(1, size ? size : 1);
+	pid_t drainer = -1;
+	uint64_t t0, t1;
+	int status = 0, rc = buf ? agent_pair_start(&pair, err, errlen) : -ENOMEM;
+
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	agent_pair_dir(&pair, 0, dir0, sizeof(dir0));
+	agent_pair_dir(&pair, 1, dir1, sizeof(dir1));
+	rc = chan_create(dir1, "stream", NULL);
+	setenv("RDMATOOL_AGENT_DIR", dir0, 1);
+	if (!rc)
+		rc = agent_attach(0, &cl, why, sizeof(why));
+	if (!rc)
+		rc = agent_chan_open(cl, "1/stream", &h);
+	if (!rc && (drainer = start_drainer(dir1, size, iters)) < 0)
+		rc = -errno;
+	t0 = clock_ns();
+	for (long i = 0; i < iters && !rc; i++) {
+		rc = agent_send(h, buf, size, AGENT_SEND_BUFFERED, STREAM_TIMEOUT_MS);
+		if (rc == -EAGAIN) { /* the agent's backlog is full: let it drain */
+			sched_yield();
+			i--;
+			rc = 0;
+		}
+	}
+	if (drainer > 0) {
+		if (rc)
+			kill(drainer, SIGKILL);
+		waitpid(drainer, &status, 0);
+		if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+			rc = -EPROTO;
+	}
+	t1 = clock_ns();
+	if (rc)
+		snprintf(err, errlen, "%s through the agents failed: %s",
+			 rc == -EPROTO ? "receiving the stream" : "a buffered send", strerror(-rc));
+	else {
+		double s = (double)(t1 - t0) / 1e9;
+
+		r->msgs_per_s = (double)iters / s;
+		r->mib_per_s = (double)iters * (double)size / MIB / s;
+	}
+	agent_chan_close(h);
+	agent_detach(cl);
+	agent_pair_stop(&pair);
+	free(buf);
+	return rc;
+}
+
+static int core_send_bw(size_t size, long iters, struct bench_result *core, char *err, size_t errlen)
+{
+	struct bench_opts o = {.size = size ? size : 8, .iters = iters, .threads = 1, .stripes = 1};
+
+	core_env_defaults(&o.env);
+	return bench_transport("send_bw", &o, core, err, errlen);
+}
+
+static void report(const char *test, size_t size, long iters, const struct stream_result *on,
+		   const struct stream_result *off, const struct bench_result *core)
+{
+	print_begin();
+	print_string(PRINT_JSON, "test", NULL, test);
+	print_text("%s: ", test);
+	print_int(PRINT_ANY, "iters", "%lld buffered sends", iters);
+	print_uint(PRINT_ANY, "MsgSize",
+		   " of %llu bytes from node 0 to a channel on node 1 (two agent processes)\n", size);
+	print_double(PRINT_ANY, "agent_msgs_per_s", "  through the agents:  %.0f msg/s", on->msgs_per_s);
+	print_double(PRINT_ANY, "agent_MiB_s", ", %.2f MiB/s\n", on->mib_per_s);
+	if (off) {
+		print_double(PRINT_ANY, "no_aggregation_msgs_per_s", "  aggregation off:     %.0f msg/s",
+			     off->msgs_per_s);
+		print_double(PRINT_ANY, "ratio_to_no_aggregation", "  (ratio %.2fx)\n",
+			     on->msgs_per_s / off->msgs_per_s);
+	}
+	if (core) {
+		double core_msgs = core->msg_rate * 1e6;
+
+		print_double(PRINT_ANY, "core_send_bw_msgs_per_s", "  core send_bw:        %.0f msg/s",
+			     core_msgs);
+		print_double(PRINT_ANY, "core_send_bw_MiB_s", ", %.2f MiB/s", core->bw_avg);
+		print_double(PRINT_ANY, "ratio_to_core_send_bw", "  (ratio %.2fx)\n",
+			     !strcmp(test, "agent_bw") ? on->mib_per_s / core->bw_avg
+						       : on->msgs_per_s / core_msgs);
+	}
+	print_end();
+}
+
+static int run(const char *test, size_t size, long iters, bool baseline, bool with_no_aggregation)
+{
+	char err[512] = "";
+	struct stream_result on = {0}, off = {0};
+	struct bench_result core = {0};
+	const char *saved = getenv("RDMATOOL_AGENT_AGGREGATE");
+	char *keep = saved ? strdup(saved) : NULL;
+	int rc;
+
+	if (size > GW_INLINE) {
+		free(keep);
+		return usage_error("bench", "%s takes --size up to %u bytes (what one SENDMSG carries)", test,
+				   GW_INLINE);
+	}
+	rc = stream(size, iters, &on, err, sizeof(err));
+	if (!rc && baseline && with_no_aggregation) {
+		setenv("RDMATOOL_AGENT_AGGREGATE", "0", 1); /* inherited by the agents of this pair */
+		rc = stream(size, iters, &off, err, sizeof(err));
+		if (keep)
+			setenv("RDMATOOL_AGENT_AGGREGATE", keep, 1);
+		else
+			unsetenv("RDMATOOL_AGENT_AGGREGATE");
+	}
+	free(keep);
+	if (!rc && baseline && core_send_bw(size, iters, &core, err, sizeof(err)))
+		return run_error("bench", "the core send_bw baseline failed: %s", err);
+	if (rc)
+		return run_error("bench", "%s", err[0] ? err : strerror(-rc));
+	report(test, size, iters, &on, baseline && with_no_aggregation ? &off : NULL,
+	       baseline ? &core : NULL);
+	return EXIT_OK;
+}
+
+int bench_agent_rate(size_t size, long iters, bool baseline)
+{
+	return run("agent_rate", size, iters > 0 ? iters : 50000, baseline, true);
+}
+
+int bench_agent_bw(size_t size, long iters, bool baseline)
+{
+	return run("agent_bw", size, iters > 0 ? iters : 2000, baseline, false);
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# bench agent_rate and agent_bw with tiny counts: the JSON has the documented
+# shape and positive figures and ratios (never their speed); bad sizes are
+# usage errors; nothing is left behind in /tmp.
+set -eu
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v jq >/dev/null || fail "jq missing; run 'make deps'"
+
+dir=$(mktemp -d /tmp/rdmatool-agent-bench.XXXXXX)
+export RDMATOOL_STATS_DIR=$dir
+trap 'rm -rf "$dir"' EXIT
+before=$(ls -d /tmp/rdmatool-bench-agent.* 2>/dev/null | sort || true)
+
+"$RDMATOOL" -q -j bench agent_rate -s 64 -n 300 --baseline >"$dir/rate.json" || fail "agent_rate failed"
+jq -e '.test == "agent_rate" and .MsgSize == 64 and .iters == 300' "$dir/rate.json" >/dev/null ||
+	fail "agent_rate shape: $(cat "$dir/rate.json")"
+jq -e '.agent_msgs_per_s > 0 and .agent_MiB_s > 0 and .no_aggregation_msgs_per_s > 0 and
+	.ratio_to_no_aggregation > 0 and .core_send_bw_msgs_per_s > 0 and .ratio_to_core_send_bw > 0' \
+	"$dir/rate.json" >/dev/null || fail "agent_rate figures: $(cat "$dir/rate.json")"
+
+"$RDMATOOL" -q -j bench agent_bw -s 32768 -n 40 --baseline >"$dir/bw.json" || fail "agent_bw failed"
+jq -e '.test == "agent_bw" and .MsgSize == 32768 and .agent_MiB_s > 0 and .core_send_bw_MiB_s > 0 and
+	.ratio_to_core_send_bw > 0 and (has("no_aggregation_msgs_per_s") | not)' "$dir/bw.json" >/dev/null ||
+	fail "agent_bw figures: $(cat "$dir/bw.json")"
+
+# Without --baseline: the agent figures only.
+"$RDMATOOL" -q -j bench agent_rate -s 8 -n 50 >"$dir/nobase.json" || fail "agent_rate without baseline failed"
+jq -e '.agent_msgs_per_s > 0 and (has("ratio_to_core_send_bw") | not)' "$dir/nobase.json" >/dev/null ||
+	fail "agent_rate without baseline: $(cat "$dir/nobase.json")"
+
+# A message larger than one SENDMSG carries: exit 2 naming the limit.
+rc=0
+"$RDMATOOL" -q bench agent_bw -s 1048576 -n 2 2>"$dir/err" || rc=$?
+[ "$rc" = 2 ] || fail "agent_bw -s 1 MiB: exit $rc, expected 2"
+grep -q "up to" "$dir/err" || fail "agent_bw -s 1 MiB: message does not name the limit: $(cat "$dir/err")"
+
+after=$(ls -d /tmp/rdmatool-bench-agent.* 2>/dev/null | sort || true)
+[ "$before" = "$after" ] || fail "left behind: $(comm -13 <(echo "$before") <(echo "$after"))"
+exit 0
