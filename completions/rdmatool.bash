@@ -53,7 +53,7 @@ _rdmatool_takes_value()
 _rdmatool_positionals()
 {
 	case "$1:$2" in
-	bench:1) echo "send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw msg_rate ring chan_rate agent_lat" ;;
+	bench:1) echo "send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw msg_rate ring chan_rate agent_lat agent_rate agent_bw" ;;
 	madstress:1) echo "NodeInfo PortInfo SwitchInfo LinearForwardingTable NodeDescription GUIDInfo PKeyTable SLtoVLMappingTable VLArbitrationTable NI PI SI LFT ND GI" ;;
 	agent:1) echo "foreground start stop status send recv poll chan" ;;
 	esac
