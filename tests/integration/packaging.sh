@@ -11,6 +11,9 @@ done
 git -C "$RDMATOOL_TOP" rev-parse HEAD >/dev/null 2>&1 || { echo "skipped: not a git checkout"; exit 77; }
 dir=$(mktemp -d /tmp/rdmatool-pkg.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
+# lintian and the build tools leave caches in $TMPDIR: keep them in the test's own directory.
+mkdir "$dir/tmp"
+export TMPDIR=$dir/tmp
 
 check_root() { # root what
 	"$1/usr/bin/rdmatool" --version | grep -q '^rdmatool [0-9]' || fail "$2: installed rdmatool --version"
