@@ -22,10 +22,10 @@ static char soft_config_error[256];
 static pthread_once_t soft_atfork_once = PTHREAD_ONCE_INIT;
 
 static struct ibv_device soft_ibv_device = {
-	.node_type = IBV_NODE_CA,
-	.transport_type = IBV_TRANSPORT_IB,
-	.name = SOFT_DEVICE_NAME,
-	.dev_name = "soft_uverbs0",
+    .node_type = IBV_NODE_CA,
+    .transport_type = IBV_TRANSPORT_IB,
+    .name = SOFT_DEVICE_NAME,
+    .dev_name = "soft_uverbs0",
 };
 
 uint64_t soft_now_ns(void)
@@ -91,6 +91,33 @@ static void soft_randomize_ids(struct soft_nic *nic)
 		nic->keys[i].gen = key_gen[i];
 }
 
+/*
+ * A node GUID that stays the same from run to run: the GID carries the wire
+ * port, which is ephemeral, so the GUID is a hash of the host's identity
+ * (/etc/machine-id, else gethostid) and the device's IP address, with the
+ * EUI-64 "locally administered" bit set.  Big-endian, as verbs reports it.
+ */
+static __be64 soft_node_guid(const struct soft_nic *nic)
+{
+	char host[64] = "";
+	uint64_t hash = 0xcbf29ce484222325ull; /* FNV-1a */
+	FILE *f = fopen("/etc/machine-id", "re");
+	uint8_t guid[8];
+
+	if (!f || !fgets(host, sizeof(host), f))
+		snprintf(host, sizeof(host), "%lx", gethostid());
+	if (f)
+		fclose(f);
+	for (const char *c = host; *c && *c != '\n'; c++)
+		hash = (hash ^ (uint8_t)*c) * 0x100000001b3ull;
+	for (int i = 8; i < 12; i++)
+		hash = (hash ^ nic->gid.raw[i]) * 0x100000001b3ull;
+	for (int i = 0; i < 8; i++)
+		guid[i] = (uint8_t)(hash >> (56 - 8 * i));
+	guid[0] = (guid[0] & ~1u) | 2u;
+	return *(const __be64 *)(const void *)guid;
+}
+
 static struct soft_nic *soft_nic_create(void)
 {
 	struct soft_nic *nic = calloc(1, sizeof(*nic));
@@ -114,8 +141,10 @@ static struct soft_nic *soft_nic_create(void)
 	err = soft_auth_load(&nic->auth);
 	if (!err)
 		err = soft_wire_listen(nic, getenv("RDMATOOL_SOFT_ADDR"));
-	if (!err)
+	if (!err) {
+		nic->node_guid = soft_node_guid(nic); /* once: it reads /etc/machine-id */
 		err = soft_engine_start(nic);
+	}
 	if (err) {
 		soft_wire_close(nic);
 		pthread_rwlock_destroy(&nic->obj_lock);
@@ -164,40 +193,13 @@ static void soft_nic_put(struct soft_nic *nic)
 		soft_nic_destroy(nic);
 }
 
-/*
- * A node GUID that stays the same from run to run: the GID carries the wire
- * port, which is ephemeral, so the GUID is a hash of the host's identity
- * (/etc/machine-id, else gethostid) and the device's IP address, with the
- * EUI-64 "locally administered" bit set.  Big-endian, as verbs reports it.
- */
-static __be64 soft_node_guid(const struct soft_nic *nic)
-{
-	char host[64] = "";
-	uint64_t hash = 0xcbf29ce484222325ull; /* FNV-1a */
-	FILE *f = fopen("/etc/machine-id", "re");
-	uint8_t guid[8];
-
-	if (!f || !fgets(host, sizeof(host), f))
-		snprintf(host, sizeof(host), "%lx", gethostid());
-	if (f)
-		fclose(f);
-	for (const char *c = host; *c && *c != '\n'; c++)
-		hash = (hash ^ (uint8_t)*c) * 0x100000001b3ull;
-	for (int i = 8; i < 12; i++)
-		hash = (hash ^ nic->gid.raw[i]) * 0x100000001b3ull;
-	for (int i = 0; i < 8; i++)
-		guid[i] = (uint8_t)(hash >> (56 - 8 * i));
-	guid[0] = (guid[0] & ~1u) | 2u;
-	return *(const __be64 *)(const void *)guid;
-}
-
 static int soft_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
 {
 	struct soft_nic *nic = soft_nic_of(ctx);
 
 	memset(attr, 0, sizeof(*attr));
 	strcpy(attr->fw_ver, "1.0");
-	attr->node_guid = soft_node_guid(nic);
+	attr->node_guid = nic->node_guid;
 	attr->sys_image_guid = attr->node_guid;
 	attr->max_mr_size = SOFT_MAX_MSG;
 	attr->page_size_cap = 0xfffff000;
@@ -260,7 +262,7 @@ static int soft_query_gid(struct ibv_context *ctx, uint8_t port, int index, unio
 void soft_async_event(struct ibv_context *ctx, enum ibv_event_type type, void *obj)
 {
 	struct soft_context *sctx = to_soft_context(ctx);
-	struct ibv_async_event ev = { .event_type = type };
+	struct ibv_async_event ev = {.event_type = type};
 	ssize_t n;
 
 	switch (type) {
@@ -309,35 +311,35 @@ static int soft_close_device(struct ibv_context *ctx)
 }
 
 static const struct hw_ops soft_ops = {
-	.query_device = soft_query_device,
-	.query_port = soft_query_port,
-	.query_gid = soft_query_gid,
-	.close_device = soft_close_device,
-	.alloc_pd = soft_alloc_pd,
-	.dealloc_pd = soft_dealloc_pd,
-	.reg_mr = soft_reg_mr,
-	.dereg_mr = soft_dereg_mr,
-	.alloc_mw = soft_alloc_mw,
-	.dealloc_mw = soft_dealloc_mw,
-	.bind_mw = soft_bind_mw,
-	.create_comp_channel = soft_create_comp_channel,
-	.destroy_comp_channel = soft_destroy_comp_channel,
-	.get_cq_event = soft_get_cq_event,
-	.ack_cq_events = soft_ack_cq_events,
-	.create_cq = soft_create_cq,
-	.destroy_cq = soft_destroy_cq,
-	.poll_cq = soft_poll_cq,
-	.req_notify_cq = soft_req_notify_cq,
-	.create_qp = soft_create_qp,
-	.modify_qp = soft_modify_qp,
-	.query_qp = soft_query_qp,
-	.destroy_qp = soft_destroy_qp,
-	.post_send = soft_post_send,
-	.post_recv = soft_post_recv,
-	.create_ah = soft_create_ah,
-	.destroy_ah = soft_destroy_ah,
-	.get_async_event = soft_get_async_event,
-	.ack_async_event = soft_ack_async_event,
+    .query_device = soft_query_device,
+    .query_port = soft_query_port,
+    .query_gid = soft_query_gid,
+    .close_device = soft_close_device,
+    .alloc_pd = soft_alloc_pd,
+    .dealloc_pd = soft_dealloc_pd,
+    .reg_mr = soft_reg_mr,
+    .dereg_mr = soft_dereg_mr,
+    .alloc_mw = soft_alloc_mw,
+    .dealloc_mw = soft_dealloc_mw,
+    .bind_mw = soft_bind_mw,
+    .create_comp_channel = soft_create_comp_channel,
+    .destroy_comp_channel = soft_destroy_comp_channel,
+    .get_cq_event = soft_get_cq_event,
+    .ack_cq_events = soft_ack_cq_events,
+    .create_cq = soft_create_cq,
+    .destroy_cq = soft_destroy_cq,
+    .poll_cq = soft_poll_cq,
+    .req_notify_cq = soft_req_notify_cq,
+    .create_qp = soft_create_qp,
+    .modify_qp = soft_modify_qp,
+    .query_qp = soft_query_qp,
+    .destroy_qp = soft_destroy_qp,
+    .post_send = soft_post_send,
+    .post_recv = soft_post_recv,
+    .create_ah = soft_create_ah,
+    .destroy_ah = soft_destroy_ah,
+    .get_async_event = soft_get_async_event,
+    .ack_async_event = soft_ack_async_event,
 };
 
 static int soft_list_devices(struct hw_device *out, int max)
@@ -397,10 +399,10 @@ static bool soft_owns_context(const struct ibv_context *ctx)
 }
 
 const struct hw_provider hw_soft_provider = {
-	.name = "soft",
-	.ops = &soft_ops,
-	.list_devices = soft_list_devices,
-	.open_device = soft_open_device,
-	.owns_context = soft_owns_context,
-	.open_error = soft_open_error,
+    .name = "soft",
+    .ops = &soft_ops,
+    .list_devices = soft_list_devices,
+    .open_device = soft_open_device,
+    .owns_context = soft_owns_context,
+    .open_error = soft_open_error,
 };

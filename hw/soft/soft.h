@@ -231,6 +231,7 @@ struct soft_nic {
 	struct soft_delayed *delay_head, *delay_tail; /* delay_us fault: held requests, round owner's */
 	struct soft_faults faults;
 	atomic_ulong ud_drops, fault_drops, fault_corrupts, fault_errors;
+	__be64 node_guid;	    /* from the host's identity and the address (device.c) */
 	atomic_ulong foreign_drops; /* RC requests not from the QP's connected remote */
 	atomic_ulong auth_failures; /* connections that did not prove the secret */
 	struct soft_auth_key auth;  /* RDMATOOL_SOFT_SECRET: every connection proves it first */
