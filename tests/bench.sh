@@ -5,6 +5,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 RDMATOOL=${RDMATOOL:-$top/${BUILD:-build}/rdmatool}
+. "$top/tests/integration/lib/bench_server.sh"
 command -v jq >/dev/null || { echo "jq missing; run 'make deps'" >&2; exit 1; }
 dir=$(mktemp -d /tmp/rdmatool-bench.XXXXXX)
 export RDMATOOL_STATS_DIR=$dir
@@ -16,18 +17,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_server() {
-	"$RDMATOOL" -q bench --server=127.0.0.1:0 2>"$dir/server.err" &
-	server=$!
-	port=
-	for _ in $(seq 200); do
-		port=$(sed -n 's/^bench server listening on port \([0-9]*\)$/\1/p' "$dir/server.err")
-		[ -n "$port" ] && return 0
-		sleep 0.05
-	done
-	echo "bench server did not start: $(cat "$dir/server.err")" >&2
-	exit 1
-}
+start_server() { bench_server_start "$dir/server.err" "$RDMATOOL" -q bench --server=127.0.0.1:0; }
 stop_server() { wait "$server" || true; server=; }
 # bar LABEL RATIO TARGET [DETAIL]: the absolute figures go in DETAIL, the ratio is what counts.
 bar() { printf '%-58s %8.3fx  (bar %s)  %s\n' "$1" "$2" "$3" "${4:-}"; }

@@ -4,6 +4,7 @@
 # a refused operation is reported by its completion status; bad numbers are usage errors naming the option.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$RDMATOOL_TOP/tests/integration/lib/bench_server.sh"
 
 dir=$(mktemp -d /tmp/rdmatool-bench-hostile.XXXXXX)
 export RDMATOOL_STATS_DIR=$dir
@@ -17,16 +18,7 @@ cleanup() {
 trap cleanup EXIT
 
 # The server listens where its soft device does (127.0.0.7 here), not on every interface.
-RDMATOOL_SOFT_ADDR=127.0.0.7:0 "$RDMATOOL" bench --server=0 2>"$dir/server.err" &
-server=$!
-port=
-for _ in $(seq 400); do
-	port=$(sed -n 's/^bench server listening on port \([0-9]*\)$/\1/p' "$dir/server.err")
-	[ -n "$port" ] && break
-	kill -0 "$server" 2>/dev/null || fail "server exited: $(cat "$dir/server.err")"
-	sleep 0.05
-done
-[ -n "$port" ] || fail "server never listened"
+bench_server_start "$dir/server.err" env RDMATOOL_SOFT_ADDR=127.0.0.7:0 "$RDMATOOL" bench --server=0
 grep -q "listening on 127.0.0.7:0 only" "$dir/server.err" || fail "no notice of the address: $(cat "$dir/server.err")"
 if (exec 4<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 	fail "the server accepted a connection on 127.0.0.1: it listens on more than the soft device's address"

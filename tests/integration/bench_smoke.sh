@@ -3,6 +3,7 @@
 # positive numbers (never their speed); two processes (--server/--client) too.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$RDMATOOL_TOP/tests/integration/lib/bench_server.sh"
 command -v jq >/dev/null || fail "jq missing; run 'make deps'"
 
 dir=$(mktemp -d /tmp/rdmatool-bench-smoke.XXXXXX)
@@ -57,16 +58,7 @@ jq -e '.results[0] | .memcpy_MiB_s > 0 and .tcp_MiB_s > 0 and .ratio_to_memcpy >
 # Two processes: the server prints its port, the client runs two tests over one control connection each,
 # each with its raw TCP baseline served by the same server process.
 for t in send_lat write_bw; do
-	"$RDMATOOL" bench --server=127.0.0.1:0 2>"$dir/server.err" &
-	server=$!
-	port=
-	for _ in $(seq 200); do
-		port=$(sed -n 's/^bench server listening on port \([0-9]*\)$/\1/p' "$dir/server.err")
-		[ -n "$port" ] && break
-		kill -0 "$server" 2>/dev/null || fail "server exited: $(cat "$dir/server.err")"
-		sleep 0.05
-	done
-	[ -n "$port" ] || fail "server never listened"
+	bench_server_start "$dir/server.err" "$RDMATOOL" bench --server=127.0.0.1:0
 	"$RDMATOOL" -j bench "$t" -s 16384 -n 30 --baseline --client="127.0.0.1:$port" >"$dir/remote.json" ||
 		fail "$t --client --baseline failed"
 	jq -e '.mode == "two processes"' "$dir/remote.json" >/dev/null || fail "mode: $(cat "$dir/remote.json")"

@@ -3,6 +3,7 @@
 # a different secret, or none on one side, is refused and the run fails instead of being served.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$RDMATOOL_TOP/tests/integration/lib/bench_server.sh"
 dir=$(mktemp -d /tmp/rdmatool-soft-auth.XXXXXX)
 export RDMATOOL_STATS_DIR=$dir
 server=
@@ -14,15 +15,8 @@ cleanup() {
 trap cleanup EXIT
 
 run_pair() { # server-secret client-secret [bench test and options]: the client's exit status
-	local rc port=
-	RDMATOOL_SOFT_SECRET=$1 "$RDMATOOL" bench --server=0 2>"$dir/server.err" &
-	server=$!
-	for _ in $(seq 200); do
-		port=$(sed -n 's/^bench server listening on port \([0-9]*\)$/\1/p' "$dir/server.err")
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	[ -n "$port" ] || fail "server never listened"
+	local rc
+	bench_server_start "$dir/server.err" env RDMATOOL_SOFT_SECRET="$1" "$RDMATOOL" bench --server=0
 	set +e
 	RDMATOOL_SOFT_SECRET=$2 timeout 120 "$RDMATOOL" bench ${3:-write_lat -n 50} --lock=striped --client="127.0.0.1:$port" \
 		>"$dir/client.out" 2>"$dir/client.err"
