@@ -75,12 +75,18 @@ static void note_failure(struct cq_failure *f, const struct core_cqe *e)
 	atomic_compare_exchange_strong(&f->first, &none, packed);
 }
 
+static bool is_two_sided(const char *test)
+{
+	return !strncmp(test, "send", 4) || !strcmp(test, "msg_rate");
+}
+
+/* The opcode a test posts, as post_op() chooses it. */
 static const char *test_opcode(const char *test)
 {
-	return !strncmp(test, "send", 4) || !strcmp(test, "msg_rate") ? "SEND"
-	       : !strncmp(test, "write", 5)			      ? "RDMA WRITE"
-	       : !strncmp(test, "read", 4)			      ? "RDMA READ"
-								      : "ATOMIC FETCH_ADD";
+	return is_two_sided(test)	    ? "SEND"
+	       : !strncmp(test, "write", 5) ? "RDMA WRITE"
+	       : !strncmp(test, "read", 4)  ? "RDMA READ"
+					    : "ATOMIC FETCH_ADD";
 }
 
 /* "a RDMA WRITE completed with status remote operation error (11)", or "" if no completion failed. */
@@ -137,11 +143,6 @@ static int wait_n(struct core_ep *ep, int n, struct cq_failure *errors)
 			return -ETIMEDOUT;
 	}
 	return 0;
-}
-
-static bool is_two_sided(const char *test)
-{
-	return !strncmp(test, "send", 4) || !strcmp(test, "msg_rate");
 }
 
 static int post_op(struct run *run, void *context)
