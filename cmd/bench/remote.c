@@ -20,6 +20,7 @@
 #include "cmd/cmd.h"
 #include "core/oob/oob.h"
 
+#include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -361,9 +362,17 @@ static int serve_client(struct oob_conn *c, const struct bench_opts *defaults, c
 	}
 }
 
+/* From the parsed address, so that names (localhost) and every 127/8 address count. */
 static bool is_loopback(const char *addr)
 {
-	return !strncmp(addr, "127.", 4) || !strncmp(addr, "[::1]", 5) || !strncmp(addr, "localhost:", 10);
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	if (oob_parse_address(addr, &ss, &len))
+		return false;
+	if (ss.ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)&ss)->sin6_addr);
+	return (ntohl(((const struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
 }
 
 int bench_server(const char *addr, const struct bench_opts *defaults, char *err, size_t errlen)
