@@ -14,9 +14,9 @@
 #include <string.h>
 
 static const char *const CMD = "bench";
-static const char *const TESTS[] = {"send_lat", "write_lat", "read_lat",  "atomic_lat",
-				    "send_bw",	"chan_rate", "agent_lat", "agent_rate", "agent_bw", "write_bw",
-				    "read_bw",	"msg_rate",  "ring",	  NULL};
+static const char *const TESTS[] = {"send_lat",	 "write_lat", "read_lat",   "atomic_lat", "send_bw",
+				    "chan_rate", "agent_lat", "agent_rate", "agent_bw",	  "write_bw",
+				    "read_bw",	 "msg_rate",  "ring",	    NULL};
 
 #define MAX_SIZE   (8l << 20)
 #define MAX_SWEEP  32
@@ -516,12 +516,14 @@ static int bench_run(const struct bench_cli *c)
 	if (c->is_server) {
 		struct bench_opts d = {.device = c->device, .env = c->env};
 
+		catch_interrupts(on_interrupt);
 		return bench_server(c->addr, &d, err, sizeof(err)) ? run_error(CMD, "%s", err) : EXIT_OK;
 	}
 	if (!strcmp(c->test, "agent_lat"))
 		return bench_agent_lat((size_t)c->size, c->iters, c->baseline);
 	if (!strcmp(c->test, "agent_rate") || !strcmp(c->test, "agent_bw"))
-		return (c->test[6] == 'r' ? bench_agent_rate : bench_agent_bw)((size_t)c->size, c->iters, c->baseline);
+		return (c->test[6] == 'r' ? bench_agent_rate : bench_agent_bw)((size_t)c->size, c->iters,
+									       c->baseline);
 	if (!strcmp(c->test, "chan_rate"))
 		return bench_chan_rate((size_t)c->size, c->iters, c->baseline, c->rounds);
 	if (c->client && bench_client_open(c->addr, err, sizeof(err)))

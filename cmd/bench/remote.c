@@ -395,7 +395,15 @@ int bench_server(const char *addr, const struct bench_opts *defaults, char *err,
 	for (;;) {
 		struct oob_conn *c;
 
-		if ((rc = oob_accept(lis, -1, &c))) {
+		/* Waits in slices, so that SIGINT/SIGTERM end a server nobody is using (its segment goes
+		 * too). */
+		while ((rc = oob_accept(lis, 250, &c)) == -ETIMEDOUT && !bench_interrupted)
+			;
+		if (bench_interrupted && rc) {
+			rc = 0;
+			break;
+		}
+		if (rc) {
 			snprintf(err, errlen, "no client connected: %s", strerror(-rc));
 			break;
 		}

@@ -36,6 +36,14 @@ server=
 grep -q "dropped a client" "$dir/server.err" || fail "the stalled client was not reported: $(cat "$dir/server.err")"
 exec 3>&-
 
+# A server nobody uses ends on SIGTERM, exit 0, and removes its stats segment.
+bench_server_start "$dir/server.err" "$RDMATOOL" bench --server=0
+kill -TERM "$server"
+timeout 10 tail --pid="$server" -f /dev/null || fail "an idle server did not end on SIGTERM"
+wait "$server" || fail "idle server after SIGTERM: exit $?: $(cat "$dir/server.err")"
+[ ! -e "$RDMATOOL_STATS_DIR/rdmatool-stats.$server" ] || fail "the server left its stats segment"
+server=
+
 # A refused operation is reported by its completion status and opcode, not as a reset connection.
 for t in write_lat send_lat send_bw atomic_lat; do
 	set +e
