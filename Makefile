@@ -35,7 +35,10 @@ override CPPFLAGS += -D_GNU_SOURCE -I. -MMD -MP $(PKG_CFLAGS)
 override LDFLAGS  += -pthread $(SAN_CFLAGS)
 override LDLIBS   += $(PKG_LIBS) -lm -lrt
 
-CORE_SRC := $(sort $(wildcard core/*.c core/*/*.c hw/*.c hw/*/*.c))
+CORE_SRC := $(sort $(filter-out hw/preload/%,$(wildcard core/*.c core/*/*.c hw/*.c hw/*/*.c)))
+# librdmatool-verbs.so: the soft device behind libibverbs' own API (rdmatool exec), position-independent.
+VERBS_LIB_SRC := $(sort $(wildcard hw/preload/*.c hw/soft/*.c))
+VERBS_LIB_OBJ := $(VERBS_LIB_SRC:%.c=$(BUILD)/pic/%.o)
 CMD_SRC  := $(sort $(filter-out cmd/main.c,$(wildcard cmd/*.c cmd/*/*.c)))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_HELPER_SRC := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
@@ -49,16 +52,26 @@ TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 
 RDMATOOL := $(BUILD)/rdmatool
+VERBS_LIB := $(BUILD)/librdmatool-verbs.so
 CORE_LIB := $(BUILD)/librdmacore.a
 CMD_LIB  := $(BUILD)/librdmacmd.a
 
 .PHONY: all check check-deps unit integration deps demo asan tsan bench lint install dist clean
 
-all: $(RDMATOOL) $(CORE_LIB)
+all: $(RDMATOOL) $(CORE_LIB) $(VERBS_LIB)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+
+# Only libibverbs' functions are exported (the version script); -z defs: nothing left unresolved.
+$(VERBS_LIB): $(VERBS_LIB_OBJ) hw/preload/libibverbs.map
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,librdmatool-verbs.so -Wl,--version-script=hw/preload/libibverbs.map \
+		-Wl,-z,defs -o $@ $(VERBS_LIB_OBJ) -lcrypto -ldl
 
 $(CORE_LIB): $(CORE_OBJ)
 	@mkdir -p $(dir $@)

@@ -128,6 +128,35 @@ int soft_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
+/* Keeps the completions waiting, oldest first; fails if they do not fit (ibv_resize_cq). */
+int soft_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct soft_cq *cq = to_soft_cq(ibcq);
+	struct ibv_wc *ring, *old;
+
+	if (cqe < 1 || cqe > SOFT_MAX_CQE)
+		return EINVAL;
+	ring = calloc((size_t)cqe, sizeof(*ring));
+	if (!ring)
+		return ENOMEM;
+	soft_lock(&cq->lock);
+	if (cq->count > (uint32_t)cqe) {
+		soft_unlock(&cq->lock);
+		free(ring);
+		return EINVAL;
+	}
+	for (uint32_t i = 0; i < cq->count; i++)
+		ring[i] = cq->ring[(cq->head + i) % cq->size];
+	old = cq->ring;
+	cq->ring = ring;
+	cq->head = 0;
+	cq->size = (uint32_t)cqe;
+	ibcq->cqe = cqe;
+	soft_unlock(&cq->lock);
+	free(old);
+	return 0;
+}
+
 /* Empty polls in a row by this thread. */
 static __thread unsigned soft_empty_polls;
 

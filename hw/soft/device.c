@@ -302,9 +302,9 @@ static int soft_close_device(struct ibv_context *ctx)
 {
 	struct soft_context *sctx = to_soft_context(ctx);
 
-	close(sctx->ibv.async_fd);
+	close(sctx->vctx.context.async_fd);
 	close(sctx->async_wr);
-	pthread_mutex_destroy(&sctx->ibv.mutex);
+	pthread_mutex_destroy(&sctx->vctx.context.mutex);
 	soft_nic_put(sctx->nic);
 	free(sctx);
 	return 0;
@@ -353,6 +353,63 @@ static int soft_list_devices(struct hw_device *out, int max)
 	return 1;
 }
 
+/* verbs_context.query_port: the caller says how much of struct ibv_port_attr it has. */
+static int soft_query_port_sized(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr, size_t len)
+{
+	struct ibv_port_attr full;
+	int err = soft_query_port(ctx, port, &full);
+
+	if (!err)
+		memcpy(attr, &full, len < sizeof(full) ? len : sizeof(full));
+	return err;
+}
+
+static int soft_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *input,
+				struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_device_attr_ex full = {0};
+	int err;
+
+	if (input && input->comp_mask)
+		return EINVAL;
+	err = soft_query_device(ctx, &full.orig_attr);
+	if (err)
+		return err;
+	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
+	/* Completion timestamps are CLOCK_MONOTONIC in ns (cq_ex.c): a 1 GHz clock, in kHz. */
+	full.completion_timestamp_mask = UINT64_MAX;
+	full.hca_core_clock = 1000000;
+	full.phys_port_cnt_ex = 1;
+	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
+	return 0;
+}
+
+static void soft_context_init(struct soft_context *sctx, int async_fd)
+{
+	struct verbs_context *v = &sctx->vctx;
+	struct ibv_context *ctx = &v->context;
+
+	ctx->device = &soft_ibv_device;
+	ctx->cmd_fd = -1;
+	ctx->async_fd = async_fd;
+	ctx->num_comp_vectors = 1;
+	pthread_mutex_init(&ctx->mutex, NULL);
+	ctx->ops.post_send = soft_post_send;
+	ctx->ops.post_recv = soft_post_recv;
+	ctx->ops.poll_cq = soft_poll_cq;
+	ctx->ops.req_notify_cq = soft_req_notify_cq;
+	ctx->ops.alloc_mw = soft_alloc_mw;
+	ctx->ops.dealloc_mw = soft_dealloc_mw;
+	ctx->ops.bind_mw = soft_bind_mw;
+	/* The extended ops libibverbs' inline helpers look up (verbs_get_ctx_op). */
+	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	v->sz = sizeof(*v);
+	v->query_port = soft_query_port_sized;
+	v->query_device_ex = soft_query_device_ex;
+	v->create_cq_ex = soft_create_cq_ex;
+	v->create_qp_ex = soft_create_qp_ex;
+}
+
 static struct ibv_context *soft_open_device(const struct hw_device *dev)
 {
 	struct soft_context *sctx = calloc(1, sizeof(*sctx));
@@ -377,20 +434,9 @@ static struct ibv_context *soft_open_device(const struct hw_device *dev)
 		errno = err;
 		return NULL;
 	}
-	sctx->ibv.device = &soft_ibv_device;
-	sctx->ibv.cmd_fd = -1;
-	sctx->ibv.async_fd = fds[0];
+	soft_context_init(sctx, fds[0]);
 	sctx->async_wr = fds[1];
-	sctx->ibv.num_comp_vectors = 1;
-	pthread_mutex_init(&sctx->ibv.mutex, NULL);
-	sctx->ibv.ops.post_send = soft_post_send;
-	sctx->ibv.ops.post_recv = soft_post_recv;
-	sctx->ibv.ops.poll_cq = soft_poll_cq;
-	sctx->ibv.ops.req_notify_cq = soft_req_notify_cq;
-	sctx->ibv.ops.alloc_mw = soft_alloc_mw;
-	sctx->ibv.ops.dealloc_mw = soft_dealloc_mw;
-	sctx->ibv.ops.bind_mw = soft_bind_mw;
-	return &sctx->ibv;
+	return &sctx->vctx.context;
 }
 
 static bool soft_owns_context(const struct ibv_context *ctx)

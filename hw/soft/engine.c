@@ -70,17 +70,18 @@ static enum ibv_wc_status soft_local_segs(struct soft_qp *qp, struct soft_swqe *
 		struct soft_mr *mr = soft_lookup_lkey(qp->nic, sge->lkey);
 		uint64_t base;
 
-		seg[i].ptr = (const uint8_t *)(uintptr_t)sge->addr;
+		seg[i].ptr = NULL;
 		seg[i].len = sge->length;
 		*total += sge->length;
 		if (!sge->length)
 			continue;
 		if (!mr || mr->ibv.pd != qp->ibv.pd || (writable && !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
 			return IBV_WC_LOC_PROT_ERR;
-		base = (uintptr_t)mr->ibv.addr;
+		base = mr->iova;
 		if (sge->addr < base || sge->addr - base > mr->ibv.length ||
 		    sge->length > mr->ibv.length - (sge->addr - base))
 			return IBV_WC_LOC_PROT_ERR;
+		seg[i].ptr = soft_mr_ptr(mr, sge->addr);
 	}
 	if (*total > SOFT_MAX_MSG)
 		return IBV_WC_LOC_LEN_ERR;

@@ -63,6 +63,12 @@ static struct soft_key_slot *soft_key_slot(struct soft_nic *nic, uint32_t key)
 
 struct ibv_mr *soft_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
+	return soft_reg_mr_iova(pd, addr, length, (uintptr_t)addr, access);
+}
+
+/* iova: the address the MR's first byte has in work requests and rkey accesses. */
+struct ibv_mr *soft_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access)
+{
 	struct soft_nic *nic = soft_nic_of(pd->context);
 	struct soft_mr *mr;
 	uint32_t key;
@@ -74,7 +80,7 @@ struct ibv_mr *soft_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acc
 		errno = EINVAL;
 		return NULL;
 	}
-	if (length > SOFT_MAX_MSG || (!addr && length)) {
+	if (length > SOFT_MAX_MSG || (!addr && length) || iova > UINT64_MAX - length) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -92,6 +98,7 @@ struct ibv_mr *soft_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acc
 	mr->ibv.pd = pd;
 	mr->ibv.addr = addr;
 	mr->ibv.length = length;
+	mr->iova = iova;
 	mr->access = access;
 	/* The key slot makes the MR visible to the engine (under the read
 	 * lock): every field it checks must be set before the lock drops. */
@@ -248,8 +255,9 @@ enum ibv_wc_status soft_check_rkey(struct soft_nic *nic, struct soft_qp *qp, uin
 		struct soft_mr *mr = s->obj;
 
 		if (mr->ibv.rkey != rkey || mr->ibv.pd != qp->ibv.pd || (mr->access & access) != access ||
-		    !soft_range_ok((uintptr_t)mr->ibv.addr, mr->ibv.length, addr, len))
+		    !soft_range_ok(mr->iova, mr->ibv.length, addr, len))
 			return IBV_WC_REM_ACCESS_ERR;
+		*ptr = soft_mr_ptr(mr, addr);
 	} else if (s->kind == SOFT_KEY_MW) {
 		struct soft_mw *mw = s->obj;
 
@@ -257,10 +265,10 @@ enum ibv_wc_status soft_check_rkey(struct soft_nic *nic, struct soft_qp *qp, uin
 		    (mw->ibv.type == IBV_MW_TYPE_2 && mw->qpn != qp->ibv.qp_num) ||
 		    (mw->access & access) != access || !soft_range_ok(mw->addr, mw->length, addr, len))
 			return IBV_WC_REM_ACCESS_ERR;
+		*ptr = soft_mr_ptr(mw->mr, addr); /* a window's range is in its MR's address space */
 	} else {
 		return IBV_WC_REM_ACCESS_ERR;
 	}
-	*ptr = (void *)(uintptr_t)addr;
 	return IBV_WC_SUCCESS;
 }
 
@@ -289,7 +297,7 @@ enum ibv_wc_status soft_exec_bind(struct soft_qp *qp, struct soft_mw *mw, uint32
 	    (info->mw_access_flags & ~(remote | IBV_ACCESS_LOCAL_WRITE)) ||
 	    ((info->mw_access_flags & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	     !(mr->access & IBV_ACCESS_LOCAL_WRITE)) ||
-	    !soft_range_ok((uintptr_t)mr->ibv.addr, mr->ibv.length, info->addr, info->length))
+	    !soft_range_ok(mr->iova, mr->ibv.length, info->addr, info->length))
 		return IBV_WC_MW_BIND_ERR;
 	soft_mw_unbind(mw);
 	mw->mr = mr;

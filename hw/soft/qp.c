@@ -200,6 +200,7 @@ struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	qp->attr.path_mtu = IBV_MTU_4096;
 	qp->attr.port_num = 1;
 	qp->attr.cap = *cap;
+	soft_qp_ex_init(qp);
 
 	pthread_rwlock_wrlock(&nic->obj_lock);
 	for (int i = 0; i < SOFT_MAX_QP && index < 0; i++)
@@ -435,6 +436,7 @@ int soft_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_destroy(&qp->rq_lock);
 	pthread_mutex_destroy(&qp->ibv.mutex);
 	pthread_cond_destroy(&qp->ibv.cond);
+	soft_qp_ex_free(qp);
 	free(qp->sq);
 	free(qp->rq);
 	free(qp);

@@ -47,11 +47,10 @@ static bool soft_recv_segs(struct soft_qp *qp, const struct soft_rwqe *r, struct
 		struct soft_mr *mr = soft_lookup_lkey(qp->nic, sge->lkey);
 
 		if (sge->length && (!mr || mr->ibv.pd != qp->ibv.pd || !(mr->access & IBV_ACCESS_LOCAL_WRITE) ||
-				    sge->addr < (uintptr_t)mr->ibv.addr ||
-				    sge->addr - (uintptr_t)mr->ibv.addr > mr->ibv.length ||
-				    sge->length > mr->ibv.length - (sge->addr - (uintptr_t)mr->ibv.addr)))
+				    sge->addr < mr->iova || sge->addr - mr->iova > mr->ibv.length ||
+				    sge->length > mr->ibv.length - (sge->addr - mr->iova)))
 			return false;
-		seg[i].ptr = (const uint8_t *)(uintptr_t)sge->addr;
+		seg[i].ptr = sge->length ? soft_mr_ptr(mr, sge->addr) : NULL;
 		seg[i].len = sge->length;
 		*cap += sge->length;
 	}

@@ -76,8 +76,15 @@ struct soft_faults {
 	uint64_t rng;
 };
 
+/*
+ * A context is a libibverbs "extended" context (abi_compat =
+ * __VERBS_ABI_IS_EXTENDED): libibverbs' inline helpers (ibv_create_cq_ex,
+ * ibv_create_qp_ex, ibv_query_port, ibv_query_device_ex) find the soft
+ * device's extended ops in front of the struct ibv_context, which must be
+ * verbs_context's last field.
+ */
 struct soft_context {
-	struct ibv_context ibv;
+	struct verbs_context vctx;
 	struct soft_nic *nic;
 	int async_wr; /* write end of the async event pipe; ibv.async_fd reads */
 };
@@ -88,6 +95,7 @@ struct soft_pd {
 
 struct soft_mr {
 	struct ibv_mr ibv;
+	uint64_t iova; /* the address keys and SGEs name ibv.addr by (ibv_reg_mr_iova; else ibv.addr) */
 	int access;
 	int mw_bound; /* windows bound to this MR (progress thread, under obj_lock) */
 };
@@ -116,7 +124,12 @@ struct soft_channel {
 };
 
 struct soft_cq {
-	struct ibv_cq ibv;
+	union {
+		struct ibv_cq ibv;
+		struct ibv_cq_ex ibv_ex; /* same leading fields: ibv_cq_ex_to_cq() casts */
+	};
+	struct ibv_wc current; /* the extended-poll API's current completion (cq_ex.c) */
+	uint64_t current_ns;   /* ... and when it was polled */
 	pthread_mutex_t lock;
 	struct ibv_wc *ring;
 	uint32_t size, head, count;
@@ -153,8 +166,17 @@ struct soft_rwqe {
 	struct ibv_sge sge[SOFT_MAX_SGE];
 };
 
+struct soft_wr_stage;
+
 struct soft_qp {
-	struct ibv_qp ibv;
+	union {
+		struct ibv_qp ibv;
+		struct ibv_qp_ex ibv_ex; /* the ibv_wr_* API, whose first field is the ibv_qp */
+	};
+	/* ibv_wr_start .. ibv_wr_complete: the WRs built so far (qp_ex.c) */
+	struct soft_wr_stage *stage;
+	uint32_t stage_len, stage_cap;
+	int stage_err;
 	struct soft_nic *nic;
 	pthread_mutex_t lock; /* state, attributes, send queue */
 	pthread_mutex_t rq_lock;
@@ -245,12 +267,6 @@ static inline void soft_cpu_relax(void)
 	__builtin_ia32_pause();
 #elif defined(__aarch64__)
 	__asm__ __volatile__("yield" ::: "memory");
-	/* dma.c: the NIC's accesses to registered memory (see there). */
-	void soft_dma_copy(void *dst, const void *src, size_t len);
-	uint64_t soft_dma_fetch_add(uint64_t * target, uint64_t add);
-	/* Returns the value found; it was replaced by swap if it equalled compare. */
-	uint64_t soft_dma_cmp_swap(uint64_t * target, uint64_t compare, uint64_t swap);
-
 #endif
 }
 
@@ -305,7 +321,6 @@ static inline void soft_lock_nested(pthread_mutex_t *m)
 	{                                                                                                    \
 		return SOFT_CONTAINER_OF(ibv, struct soft_##name, ibv);                                      \
 	}
-SOFT_DEFINE_TO(context, ibv_context)
 SOFT_DEFINE_TO(pd, ibv_pd)
 SOFT_DEFINE_TO(mr, ibv_mr)
 SOFT_DEFINE_TO(mw, ibv_mw)
@@ -314,6 +329,17 @@ SOFT_DEFINE_TO(cq, ibv_cq)
 SOFT_DEFINE_TO(ah, ibv_ah)
 SOFT_DEFINE_TO(qp, ibv_qp)
 #undef SOFT_DEFINE_TO
+
+static inline struct soft_context *to_soft_context(struct ibv_context *ibv)
+{
+	return SOFT_CONTAINER_OF(ibv, struct soft_context, vctx.context);
+}
+
+/* The host address of the MR's byte at iova (an address in the MR's own space). */
+static inline uint8_t *soft_mr_ptr(const struct soft_mr *mr, uint64_t iova)
+{
+	return (uint8_t *)mr->ibv.addr + (iova - mr->iova);
+}
 
 /* Unlocks what soft_lock() or soft_lock_nested() locked. */
 static inline void soft_unlock(pthread_mutex_t *m)
@@ -338,6 +364,7 @@ enum ibv_wc_status soft_invalidate(struct soft_nic *nic, uint32_t rkey, struct s
 struct ibv_pd *soft_alloc_pd(struct ibv_context *ctx);
 int soft_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *soft_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access);
+struct ibv_mr *soft_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access);
 int soft_dereg_mr(struct ibv_mr *mr);
 struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int soft_dealloc_mw(struct ibv_mw *mw);
@@ -351,9 +378,17 @@ void soft_ack_cq_events(struct ibv_cq *cq, unsigned int nevents);
 struct ibv_cq *soft_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 			      struct ibv_comp_channel *channel, int comp_vector);
 int soft_destroy_cq(struct ibv_cq *cq);
+int soft_resize_cq(struct ibv_cq *cq, int cqe);
 int soft_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 int soft_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void soft_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited);
+/* cq_ex.c: ibv_create_cq_ex and the extended-poll API (ibv_start_poll ...) */
+struct ibv_cq_ex *soft_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);
+
+/* qp_ex.c: ibv_create_qp_ex and the ibv_wr_* API */
+struct ibv_qp *soft_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+void soft_qp_ex_init(struct soft_qp *qp);
+void soft_qp_ex_free(struct soft_qp *qp);
 
 /* qp.c */
 struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init);

@@ -35,6 +35,7 @@
 #define SOFT_ACCEPT_BACKOFF_NS	    100000000ull /* out of fds: stop accepting for this long */
 #define SOFT_READ_DIRECT_MAX	    4	  /* up to this many connections, rounds read them without epoll */
 #define SOFT_WIRE_COALESCE_MAX	    8192  /* payloads up to this size are queued, then sent in one call */
+#define SOFT_CLOSE_DRAIN_MS	    200	  /* at close, how long queued packets may take to leave */
 #define SOFT_ACK_HOLD_NS	    20000 /* the longest a SEND's ACK waits for a request to ride with */
 #define SOFT_AUTH_TIMEOUT_NS	    2000000000ull /* the challenge-response must be done within this */
 
@@ -164,8 +165,35 @@ static void soft_conn_free(struct soft_conn *c)
 	free(c);
 }
 
+static void soft_conn_flush(struct soft_conn *c);
+
+/*
+ * What is queued when the NIC goes away still leaves: above all the ACKs
+ * held back to ride with a later request (SOFT_ACK_HOLD_NS).  A program
+ * that saw its last receive complete and closes at once would otherwise
+ * take the ACK with it, and its peer's SEND would end in RETRY_EXC_ERR.
+ * A peer that does not read gets SOFT_CLOSE_DRAIN_MS, no more.
+ */
+static void soft_wire_drain(struct soft_nic *nic)
+{
+	uint64_t deadline = soft_now_ns() + SOFT_CLOSE_DRAIN_MS * 1000000ull;
+
+	for (struct soft_conn *c = nic->conns; c; c = c->next) {
+		soft_conn_flush(c);
+		while (c->blocked && !c->dead) {
+			struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
+			uint64_t now = soft_now_ns();
+
+			if (now >= deadline || poll(&pfd, 1, (int)((deadline - now) / 1000000 + 1)) <= 0)
+				break;
+			soft_conn_flush(c);
+		}
+	}
+}
+
 void soft_wire_close(struct soft_nic *nic)
 {
+	soft_wire_drain(nic);
 	while (nic->conns) {
 		struct soft_conn *c = nic->conns;
 
