@@ -77,8 +77,8 @@ PRELOAD_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 {
 	if (!preload_is_soft(mr->context))
 		return PRELOAD_NEXT(ibv_rereg_mr, "IBVERBS_1.1")(mr, flags, pd, addr, length, access);
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT; /* the old MR stays valid */
+	return soft_rereg_mr(mr, flags, pd, addr, length,
+			     (int)((unsigned)access & ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE));
 }
 
 PRELOAD_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
@@ -216,6 +216,14 @@ PRELOAD_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 	if (preload_is_soft(qp->context))
 		return EOPNOTSUPP;
 	return PRELOAD_NEXT(ibv_detach_mcast, "IBVERBS_1.1")(qp, gid, lid);
+}
+
+/* A soft context cannot be shared between processes. */
+PRELOAD_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	if (soft_is_cmd_fd(cmd_fd))
+		return preload_unsupported();
+	return PRELOAD_NEXT(ibv_import_device, "IBVERBS_1.10")(cmd_fd);
 }
 
 PRELOAD_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)

@@ -157,6 +157,22 @@ int soft_resize_cq(struct ibv_cq *ibcq, int cqe)
 	return 0;
 }
 
+void soft_cq_clean(struct ibv_cq *ibcq, uint32_t qpn)
+{
+	struct soft_cq *cq = to_soft_cq(ibcq);
+	uint32_t kept = 0;
+
+	soft_lock(&cq->lock);
+	for (uint32_t i = 0; i < cq->count; i++) {
+		const struct ibv_wc *wc = &cq->ring[(cq->head + i) % cq->size];
+
+		if (wc->qp_num != qpn)
+			cq->ring[(cq->head + kept++) % cq->size] = *wc;
+	}
+	__atomic_store_n(&cq->count, kept, __ATOMIC_RELEASE);
+	soft_unlock(&cq->lock);
+}
+
 /* Empty polls in a row by this thread. */
 static __thread unsigned soft_empty_polls;
 
@@ -175,8 +191,9 @@ int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	 */
 	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
 		struct soft_nic *nic = soft_nic_of(ibcq->context);
-		unsigned yield_every = atomic_load_explicit(&nic->n_conns, memory_order_relaxed) ? SOFT_POLL_YIELD_WIRE
-											  : SOFT_POLL_YIELD;
+		unsigned yield_every = atomic_load_explicit(&nic->n_conns, memory_order_relaxed)
+					   ? SOFT_POLL_YIELD_WIRE
+					   : SOFT_POLL_YIELD;
 
 		/* Over the wire, the poller receives what arrived itself (soft_app_round). */
 		if (!soft_app_round(nic, true) || !__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -259,6 +260,20 @@ static int soft_query_gid(struct ibv_context *ctx, uint8_t port, int index, unio
 	return 0;
 }
 
+bool soft_is_cmd_fd(int fd)
+{
+	static const char prefix[] = "/memfd:" SOFT_CMD_FD_NAME " ";
+	char path[64], target[sizeof(prefix) + 16];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	return strncmp(target, prefix, sizeof(prefix) - 1) == 0;
+}
+
 void soft_async_event(struct ibv_context *ctx, enum ibv_event_type type, void *obj)
 {
 	struct soft_context *sctx = to_soft_context(ctx);
@@ -302,6 +317,8 @@ static int soft_close_device(struct ibv_context *ctx)
 {
 	struct soft_context *sctx = to_soft_context(ctx);
 
+	if (sctx->vctx.context.cmd_fd >= 0)
+		close(sctx->vctx.context.cmd_fd);
 	close(sctx->vctx.context.async_fd);
 	close(sctx->async_wr);
 	pthread_mutex_destroy(&sctx->vctx.context.mutex);
@@ -354,7 +371,8 @@ static int soft_list_devices(struct hw_device *out, int max)
 }
 
 /* verbs_context.query_port: the caller says how much of struct ibv_port_attr it has. */
-static int soft_query_port_sized(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr, size_t len)
+static int soft_query_port_sized(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr,
+				 size_t len)
 {
 	struct ibv_port_attr full;
 	int err = soft_query_port(ctx, port, &full);
@@ -390,7 +408,12 @@ static void soft_context_init(struct soft_context *sctx, int async_fd)
 	struct ibv_context *ctx = &v->context;
 
 	ctx->device = &soft_ibv_device;
-	ctx->cmd_fd = -1;
+	/*
+	 * There is no kernel device to talk to; programs still dup() the
+	 * command fd (to import the context elsewhere), so it is a real,
+	 * recognizable file (soft_is_cmd_fd).
+	 */
+	ctx->cmd_fd = memfd_create(SOFT_CMD_FD_NAME, MFD_CLOEXEC);
 	ctx->async_fd = async_fd;
 	ctx->num_comp_vectors = 1;
 	pthread_mutex_init(&ctx->mutex, NULL);

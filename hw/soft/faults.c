@@ -25,8 +25,9 @@ static int soft_parse_prob(const char *key, const char *val, double *out, char *
 	errno = 0;
 	p = strtod(val, &end);
 	if (errno || end == val || *end || !(p >= 0.0 && p <= 1.0)) {
-		snprintf(err, errlen, "RDMATOOL_SOFT_FAULTS: %s=%s is not a probability; use a number from 0 to 1",
-			 key, val);
+		snprintf(err, errlen,
+			 "RDMATOOL_SOFT_FAULTS: %s=%s is not a probability; use a number from 0 to 1", key,
+			 val);
 		return EINVAL;
 	}
 	*out = p;
@@ -42,8 +43,8 @@ static int soft_parse_uint(const char *key, const char *val, unsigned long long 
 	errno = 0;
 	v = strtoull(val, &end, 10);
 	if (errno || end == val || *end || *val == '-' || v > max) {
-		snprintf(err, errlen, "RDMATOOL_SOFT_FAULTS: %s=%s is not a whole number from 0 to %llu", key, val,
-			 max);
+		snprintf(err, errlen, "RDMATOOL_SOFT_FAULTS: %s=%s is not a whole number from 0 to %llu", key,
+			 val, max);
 		return EINVAL;
 	}
 	*out = v;
@@ -59,7 +60,8 @@ int soft_faults_parse(const char *spec, struct soft_faults *out, char *err, size
 	memset(out, 0, sizeof(*out));
 	out->rng = 1;
 	if (strlen(spec) >= sizeof(buf)) {
-		snprintf(err, errlen, "RDMATOOL_SOFT_FAULTS is too long; use drop=P,corrupt=P,delay_us=N,error=P,seed=N");
+		snprintf(err, errlen,
+			 "RDMATOOL_SOFT_FAULTS is too long; use drop=P,corrupt=P,delay_us=N,error=P,seed=N");
 		return EINVAL;
 	}
 	strcpy(buf, spec);
@@ -78,7 +80,10 @@ int soft_faults_parse(const char *spec, struct soft_faults *out, char *err, size
 		char *eq = strchr(tok, '=');
 
 		if (!eq) {
-			snprintf(err, errlen, "RDMATOOL_SOFT_FAULTS: '%s' is not key=value; use drop=P,corrupt=P,delay_us=N,error=P,seed=N", tok);
+			snprintf(err, errlen,
+				 "RDMATOOL_SOFT_FAULTS: '%s' is not key=value; use "
+				 "drop=P,corrupt=P,delay_us=N,error=P,seed=N",
+				 tok);
 			return EINVAL;
 		}
 		*eq = '\0';
@@ -95,7 +100,10 @@ int soft_faults_parse(const char *spec, struct soft_faults *out, char *err, size
 			rc = soft_parse_uint(tok, eq + 1, ~0ull, &v, err, errlen);
 			out->rng = v ? v : 1;
 		} else {
-			snprintf(err, errlen, "RDMATOOL_SOFT_FAULTS: unknown key '%s'; known: drop, corrupt, delay_us, error, seed", tok);
+			snprintf(err, errlen,
+				 "RDMATOOL_SOFT_FAULTS: unknown key '%s'; known: drop, corrupt, delay_us, "
+				 "error, seed",
+				 tok);
 			return EINVAL;
 		}
 	}

@@ -66,6 +66,59 @@ struct ibv_mr *soft_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acc
 	return soft_reg_mr_iova(pd, addr, length, (uintptr_t)addr, access);
 }
 
+/* The access rules every registration obeys; 0 or EINVAL. */
+static int soft_mr_access_ok(int access)
+{
+	/* As the kernel enforces it: remote write or atomic needs local write. */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return EINVAL;
+	return 0;
+}
+
+/*
+ * ibv_rereg_mr: a new range, PD or access for a registered MR, which keeps
+ * its keys.  Refused (EBUSY) while windows are bound to it.  Returns 0 or
+ * one of libibverbs' IBV_REREG_MR_ERR_* codes, with errno set; the MR is
+ * unchanged on failure.
+ */
+int soft_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	struct soft_mr *mr = to_soft_mr(ibmr);
+	struct soft_nic *nic = soft_nic_of(ibmr->context);
+	int err = 0;
+
+	if (!flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED))
+		err = EINVAL;
+	else if ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context->device != ibmr->context->device))
+		err = EINVAL;
+	else if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && soft_mr_access_ok(access))
+		err = EINVAL;
+	else if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (length > SOFT_MAX_MSG || (!addr && length)))
+		err = EINVAL;
+	if (err) {
+		errno = err;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	pthread_rwlock_wrlock(&nic->obj_lock);
+	if (mr->mw_bound) {
+		pthread_rwlock_unlock(&nic->obj_lock);
+		errno = EBUSY;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->ibv.addr = addr;
+		mr->ibv.length = length;
+		mr->iova = (uintptr_t)addr;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		mr->ibv.pd = pd;
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		mr->access = access;
+	pthread_rwlock_unlock(&nic->obj_lock);
+	return 0;
+}
+
 /* iova: the address the MR's first byte has in work requests and rkey accesses. */
 struct ibv_mr *soft_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access)
 {
@@ -74,9 +127,7 @@ struct ibv_mr *soft_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, ui
 	uint32_t key;
 	int err;
 
-	/* As the kernel enforces it: remote write or atomic needs local write. */
-	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
+	if (soft_mr_access_ok(access)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -207,11 +258,13 @@ int soft_dealloc_mw(struct ibv_mw *ibmw)
 /* Type 1 binds travel through the send queue, ordered with other WRs (as rxe does). */
 int soft_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
 {
-	struct ibv_send_wr wr = {
-		.wr_id = bind->wr_id,
-		.opcode = IBV_WR_BIND_MW,
-		.send_flags = bind->send_flags,
-	}, *bad;
+	struct ibv_send_wr wr =
+			       {
+				   .wr_id = bind->wr_id,
+				   .opcode = IBV_WR_BIND_MW,
+				   .send_flags = bind->send_flags,
+			       },
+			   *bad;
 	int err;
 
 	if (mw->type != IBV_MW_TYPE_1)
@@ -241,8 +294,8 @@ static bool soft_range_ok(uint64_t base, uint64_t size, uint64_t addr, uint64_t 
 	return addr >= base && len <= size && addr - base <= size - len;
 }
 
-enum ibv_wc_status soft_check_rkey(struct soft_nic *nic, struct soft_qp *qp, uint32_t rkey,
-				   uint64_t addr, uint64_t len, int access, void **ptr)
+enum ibv_wc_status soft_check_rkey(struct soft_nic *nic, struct soft_qp *qp, uint32_t rkey, uint64_t addr,
+				   uint64_t len, int access, void **ptr)
 {
 	struct soft_key_slot *s = soft_key_slot(nic, rkey);
 

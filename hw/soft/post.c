@@ -35,11 +35,11 @@ static enum ibv_wc_opcode soft_wc_opcode(enum ibv_wr_opcode op)
 void soft_complete_send(struct soft_qp *qp, struct soft_swqe *w, enum ibv_wc_status status, uint32_t byte_len)
 {
 	struct ibv_wc wc = {
-		.wr_id = w->wr.wr_id,
-		.status = status,
-		.opcode = soft_wc_opcode(w->wr.opcode),
-		.byte_len = byte_len,
-		.qp_num = qp->ibv.qp_num,
+	    .wr_id = w->wr.wr_id,
+	    .status = status,
+	    .opcode = soft_wc_opcode(w->wr.opcode),
+	    .byte_len = byte_len,
+	    .qp_num = qp->ibv.qp_num,
 	};
 
 	if (status == IBV_WC_SUCCESS && !w->signaled)
@@ -112,7 +112,8 @@ static bool soft_carries_payload(enum ibv_wr_opcode op)
 /* Validates and copies one WR into slot w; returns 0 or an errno. */
 static int soft_fill_swqe(struct soft_qp *qp, struct soft_swqe *w, const struct ibv_send_wr *wr)
 {
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge || !soft_opcode_ok(qp->ibv.qp_type, wr->opcode))
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge ||
+	    !soft_opcode_ok(qp->ibv.qp_type, wr->opcode))
 		return EINVAL;
 	w->wr = *wr;
 	w->wr.next = NULL;
@@ -126,7 +127,8 @@ static int soft_fill_swqe(struct soft_qp *qp, struct soft_swqe *w, const struct 
 		for (int i = 0; i < wr->num_sge; i++) {
 			if (wr->sg_list[i].length > SOFT_MAX_INLINE - total)
 				return EINVAL;
-			memcpy(w->inline_data + total, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+			memcpy(w->inline_data + total, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
 			total += wr->sg_list[i].length;
 		}
 		w->inline_len = total;
@@ -221,8 +223,10 @@ int soft_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 			break;
 		}
 		if (__atomic_load_n(&qp->ibv.state, __ATOMIC_ACQUIRE) == IBV_QPS_ERR) {
-			struct ibv_wc wc = { .wr_id = wr->wr_id, .status = IBV_WC_WR_FLUSH_ERR,
-					     .opcode = IBV_WC_RECV, .qp_num = ibqp->qp_num };
+			struct ibv_wc wc = {.wr_id = wr->wr_id,
+					    .status = IBV_WC_WR_FLUSH_ERR,
+					    .opcode = IBV_WC_RECV,
+					    .qp_num = ibqp->qp_num};
 
 			soft_cq_push(ibqp->recv_cq, &wc, false);
 			continue;

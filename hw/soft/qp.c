@@ -15,74 +15,83 @@ struct soft_transition {
 	int req[2], opt[2]; /* [0] RC, [1] UD */
 };
 
-#define RC 0
-#define UD 1
+#define RC   0
+#define UD   1
 #define S(x) IBV_QPS_##x
 
-static const struct soft_transition soft_qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
-	[S(RESET)] = {
-		[S(RESET)] = { .valid = true },
-		[S(ERR)] = { .valid = true },
-		[S(INIT)] = { .valid = true,
-			      .req = { [RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-				       [UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY } },
-	},
-	[S(INIT)] = {
-		[S(RESET)] = { .valid = true },
-		[S(ERR)] = { .valid = true },
-		[S(INIT)] = { .valid = true,
-			      .opt = { [RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-				       [UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY } },
-		[S(RTR)] = { .valid = true,
-			     .req = { [RC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER },
-			     .opt = { [RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
-				      [UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY } },
-	},
-	[S(RTR)] = {
-		[S(RESET)] = { .valid = true },
-		[S(ERR)] = { .valid = true },
-		[S(RTS)] = { .valid = true,
-			     .req = { [RC] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					     IBV_QP_MAX_QP_RD_ATOMIC,
-				      [UD] = IBV_QP_SQ_PSN },
-			     .opt = { [RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-					     IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
-				      [UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY } },
-	},
-	[S(RTS)] = {
-		[S(RESET)] = { .valid = true },
-		[S(ERR)] = { .valid = true },
-		[S(RTS)] = { .valid = true,
-			     .opt = { [RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
-					     IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER,
-				      [UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY } },
-		[S(SQD)] = { .valid = true,
-			     .opt = { [RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY, [UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY } },
-	},
-	[S(SQD)] = {
-		[S(RESET)] = { .valid = true },
-		[S(ERR)] = { .valid = true },
-		[S(RTS)] = { .valid = true,
-			     .opt = { [RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-					     IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
-				      [UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY } },
-		[S(SQD)] = { .valid = true,
-			     .opt = { [RC] = IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
-					     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-					     IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
-				      [UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY } },
-	},
-	[S(SQE)] = {
-		[S(RESET)] = { .valid = true },
-		[S(ERR)] = { .valid = true },
-		[S(RTS)] = { .valid = true, .opt = { [UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY } },
-	},
-	[S(ERR)] = {
-		[S(RESET)] = { .valid = true },
-		[S(ERR)] = { .valid = true },
-	},
+static const struct soft_transition soft_qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] =
+    {
+	[S(RESET)] =
+	    {
+		[S(RESET)] = {.valid = true},
+		[S(ERR)] = {.valid = true},
+		[S(INIT)] = {.valid = true,
+			     .req = {[RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+				     [UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY}},
+	    },
+	[S(INIT)] =
+	    {
+		[S(RESET)] = {.valid = true},
+		[S(ERR)] = {.valid = true},
+		[S(INIT)] = {.valid = true,
+			     .opt = {[RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+				     [UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY}},
+		[S(
+		    RTR)] = {.valid = true,
+			     .req = {[RC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER},
+			     .opt = {[RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+				     [UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY}},
+	    },
+	[S(RTR)] =
+	    {
+		[S(RESET)] = {.valid = true},
+		[S(ERR)] = {.valid = true},
+		[S(RTS)] = {.valid = true,
+			    .req = {[RC] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
+				    [UD] = IBV_QP_SQ_PSN},
+			    .opt = {[RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					   IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
+				    [UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY}},
+	    },
+	[S(RTS)] =
+	    {
+		[S(RESET)] = {.valid = true},
+		[S(ERR)] = {.valid = true},
+		[S(RTS)] = {.valid = true,
+			    .opt = {[RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+					   IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER,
+				    [UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY}},
+		[S(SQD)] = {.valid = true,
+			    .opt = {[RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY, [UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY}},
+	    },
+	[S(SQD)] =
+	    {
+		[S(RESET)] = {.valid = true},
+		[S(ERR)] = {.valid = true},
+		[S(RTS)] = {.valid = true,
+			    .opt = {[RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					   IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
+				    [UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY}},
+		[S(SQD)] = {.valid = true,
+			    .opt = {[RC] = IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					   IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
+					   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					   IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
+				    [UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY}},
+	    },
+	[S(SQE)] =
+	    {
+		[S(RESET)] = {.valid = true},
+		[S(ERR)] = {.valid = true},
+		[S(RTS)] = {.valid = true, .opt = {[UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY}},
+	    },
+	[S(ERR)] =
+	    {
+		[S(RESET)] = {.valid = true},
+		[S(ERR)] = {.valid = true},
+	    },
 };
 
 bool soft_modify_is_ok(enum ibv_qp_state cur, enum ibv_qp_state next, enum ibv_qp_type type, int mask)
@@ -113,9 +122,9 @@ static uint32_t soft_ring_slots(uint32_t n)
 }
 
 /*
- * Empties both rings (qp->lock and, once the QP is visible, rq_lock held).  The free-running 32-bit indices start just short of
- * their wrap-around, so every QP that completes a few dozen requests
- * exercises the wrap (harmless: slots are indexed by index & mask).
+ * Empties both rings (qp->lock and, once the QP is visible, rq_lock held).  The free-running 32-bit indices
+ * start just short of their wrap-around, so every QP that completes a few dozen requests exercises the wrap
+ * (harmless: slots are indexed by index & mask).
  */
 static void soft_ring_reset(struct soft_qp *qp)
 {
@@ -235,7 +244,8 @@ static bool soft_attr_values_ok(const struct ibv_qp_attr *a, int mask)
 	if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
 		return false;
 	/* The port's link layer is Ethernet (like RoCE): every address carries a GRH, as rxe demands. */
-	if ((mask & IBV_QP_AV) && (a->ah_attr.port_num > 1 || !a->ah_attr.is_global || a->ah_attr.grh.sgid_index))
+	if ((mask & IBV_QP_AV) &&
+	    (a->ah_attr.port_num > 1 || !a->ah_attr.is_global || a->ah_attr.grh.sgid_index))
 		return false;
 	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
 		return false;
@@ -256,8 +266,8 @@ static bool soft_attr_values_ok(const struct ibv_qp_attr *a, int mask)
 	if ((mask & IBV_QP_RQ_PSN) && a->rq_psn > 0xffffff)
 		return false;
 	if ((mask & IBV_QP_ACCESS_FLAGS) &&
-	    (a->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)))
+	    (a->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)))
 		return false;
 	return true;
 }
@@ -265,10 +275,10 @@ static bool soft_attr_values_ok(const struct ibv_qp_attr *a, int mask)
 static void soft_push_flush(struct ibv_cq *cq, struct soft_qp *qp, uint64_t wr_id, enum ibv_wc_opcode op)
 {
 	struct ibv_wc wc = {
-		.wr_id = wr_id,
-		.status = IBV_WC_WR_FLUSH_ERR,
-		.opcode = op,
-		.qp_num = qp->ibv.qp_num,
+	    .wr_id = wr_id,
+	    .status = IBV_WC_WR_FLUSH_ERR,
+	    .opcode = op,
+	    .qp_num = qp->ibv.qp_num,
 	};
 
 	soft_cq_push(cq, &wc, false);
@@ -353,10 +363,17 @@ int soft_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	if (mask & IBV_QP_STATE) {
 		switch (next) {
 		case IBV_QPS_RESET:
-			/* Outstanding work is discarded without completions. */
+			/*
+			 * Outstanding work is discarded without completions, and the
+			 * QP's completions still in its CQs go too (as mlx4/mlx5 clean
+			 * the CQ): a QP reused after an error starts clean.
+			 */
 			pthread_mutex_lock(&qp->rq_lock);
 			soft_ring_reset(qp);
 			pthread_mutex_unlock(&qp->rq_lock);
+			soft_cq_clean(ibqp->send_cq, ibqp->qp_num);
+			if (ibqp->recv_cq != ibqp->send_cq)
+				soft_cq_clean(ibqp->recv_cq, ibqp->qp_num);
 			qp->has_atomic = false;
 			break;
 		case IBV_QPS_RTR:

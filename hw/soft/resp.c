@@ -46,9 +46,10 @@ static bool soft_recv_segs(struct soft_qp *qp, const struct soft_rwqe *r, struct
 		const struct ibv_sge *sge = &r->sge[i];
 		struct soft_mr *mr = soft_lookup_lkey(qp->nic, sge->lkey);
 
-		if (sge->length && (!mr || mr->ibv.pd != qp->ibv.pd || !(mr->access & IBV_ACCESS_LOCAL_WRITE) ||
-				    sge->addr < mr->iova || sge->addr - mr->iova > mr->ibv.length ||
-				    sge->length > mr->ibv.length - (sge->addr - mr->iova)))
+		if (sge->length &&
+		    (!mr || mr->ibv.pd != qp->ibv.pd || !(mr->access & IBV_ACCESS_LOCAL_WRITE) ||
+		     sge->addr < mr->iova || sge->addr - mr->iova > mr->ibv.length ||
+		     sge->length > mr->ibv.length - (sge->addr - mr->iova)))
 			return false;
 		seg[i].ptr = sge->length ? soft_mr_ptr(mr, sge->addr) : NULL;
 		seg[i].len = sge->length;
@@ -89,12 +90,12 @@ static void soft_recv_done(struct soft_qp *qp, const struct soft_req *req, uint6
 			   enum ibv_wc_status status, uint32_t byte_len)
 {
 	struct ibv_wc wc = {
-		.wr_id = wr_id,
-		.status = status,
-		.opcode = req->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
-		.byte_len = byte_len,
-		.qp_num = qp->ibv.qp_num,
-		.src_qp = req->src_qpn,
+	    .wr_id = wr_id,
+	    .status = status,
+	    .opcode = req->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
+	    .byte_len = byte_len,
+	    .qp_num = qp->ibv.qp_num,
+	    .src_qp = req->src_qpn,
 	};
 
 	if (req->opcode == IBV_WR_SEND_WITH_IMM || req->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
@@ -173,9 +174,11 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 	void *ptr;
 	enum ibv_wc_status st;
 	bool needs_recv = req->opcode != IBV_WR_RDMA_WRITE && req->opcode != IBV_WR_RDMA_READ &&
-			  req->opcode != IBV_WR_ATOMIC_CMP_AND_SWP && req->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
+			  req->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+			  req->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
 	bool is_write = req->opcode == IBV_WR_RDMA_WRITE || req->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
-	bool is_atomic = req->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || req->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	bool is_atomic =
+	    req->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || req->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 
 	if ((is_write && !(qp_access & IBV_ACCESS_REMOTE_WRITE)) ||
 	    (req->opcode == IBV_WR_RDMA_READ && !(qp_access & IBV_ACCESS_REMOTE_READ)) ||
@@ -195,8 +198,9 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 		}
 	}
 	if (is_write || req->opcode == IBV_WR_RDMA_READ || is_atomic) {
-		int need = is_write ? IBV_ACCESS_REMOTE_WRITE
-				    : is_atomic ? IBV_ACCESS_REMOTE_ATOMIC : IBV_ACCESS_REMOTE_READ;
+		int need = is_write    ? IBV_ACCESS_REMOTE_WRITE
+			   : is_atomic ? IBV_ACCESS_REMOTE_ATOMIC
+				       : IBV_ACCESS_REMOTE_READ;
 		uint32_t len = is_atomic ? 8 : req->length;
 
 		st = soft_check_rkey(nic, qp, req->rkey, req->raddr, len, need, &ptr);
@@ -205,7 +209,7 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 			return;
 		}
 		if (is_write) {
-			struct soft_seg d = { .ptr = ptr, .len = req->length };
+			struct soft_seg d = {.ptr = ptr, .len = req->length};
 
 			soft_copy_segs(&d, 1, req->seg, req->nseg);
 			soft_maybe_corrupt(nic, &d, 1);
@@ -278,8 +282,8 @@ static void soft_respond_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 		} else if (req->opcode == IBV_WR_RDMA_READ) {
 			void *ptr;
 
-			if (soft_check_rkey(nic, qp, req->rkey, req->raddr, req->length, IBV_ACCESS_REMOTE_READ,
-					    &ptr) != IBV_WC_SUCCESS)
+			if (soft_check_rkey(nic, qp, req->rkey, req->raddr, req->length,
+					    IBV_ACCESS_REMOTE_READ, &ptr) != IBV_WC_SUCCESS)
 				return;
 			resp->read_data = ptr;
 			resp->read_len = req->length;

@@ -352,6 +352,9 @@ struct soft_nic *soft_nic_of(struct ibv_context *ctx);
 uint64_t soft_now_ns(void);
 void soft_async_event(struct ibv_context *ctx, enum ibv_event_type type, void *obj);
 bool soft_gid_is_local(const struct soft_nic *nic, const union ibv_gid *gid);
+/* Whether fd is (a dup of) a soft context's cmd_fd: a memfd of this name. */
+#define SOFT_CMD_FD_NAME "rdmatool-soft0-cmd"
+bool soft_is_cmd_fd(int fd);
 void soft_config_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* mr.c */
@@ -366,6 +369,7 @@ int soft_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *soft_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access);
 struct ibv_mr *soft_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access);
 int soft_dereg_mr(struct ibv_mr *mr);
+int soft_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access);
 struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int soft_dealloc_mw(struct ibv_mw *mw);
 int soft_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
@@ -379,6 +383,8 @@ struct ibv_cq *soft_create_cq(struct ibv_context *ctx, int cqe, void *cq_context
 			      struct ibv_comp_channel *channel, int comp_vector);
 int soft_destroy_cq(struct ibv_cq *cq);
 int soft_resize_cq(struct ibv_cq *cq, int cqe);
+/* Removes QP qpn's completions, keeping the order of the others. */
+void soft_cq_clean(struct ibv_cq *cq, uint32_t qpn);
 int soft_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 int soft_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void soft_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited);
