@@ -1,6 +1,7 @@
 # rdmatool: the only build entry.  GNU make, out-of-tree build in $(BUILD).
 #   make            build/rdmatool and build/librdmacore.a
-#   make check      every test (unit, integration, CLI consistency)
+#   make check      every test (unit, integration, CLI consistency, check-verbs)
+#   make check-verbs the device tests again, through libibverbs (rdmatool exec)
 #   make deps       install build and test dependencies (Debian, as root)
 #   make demo       run the main job on the soft device
 #   make asan/tsan  the tests under AddressSanitizer+UBSan / ThreadSanitizer
@@ -56,9 +57,13 @@ VERBS_LIB := $(BUILD)/librdmatool-verbs.so
 CORE_LIB := $(BUILD)/librdmacore.a
 CMD_LIB  := $(BUILD)/librdmacmd.a
 
-.PHONY: all check check-deps unit integration deps demo asan tsan bench lint install dist clean
+.PHONY: all check check-verbs check-deps unit integration deps demo asan tsan bench lint install dist clean
 
 all: $(RDMATOOL) $(CORE_LIB) $(VERBS_LIB)
+
+# Where make install puts the preload library: rdmatool exec looks there when it is not beside the binary.
+LIBDIR   ?= $(PREFIX)/lib
+$(BUILD)/cmd/exec.o: override CPPFLAGS += -DRDMATOOL_PKGLIBDIR='"$(LIBDIR)/rdmatool"'
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -95,9 +100,20 @@ $(BUILD)/tests/tools/%: tests/tools/%.c $(CORE_LIB)
 check-deps:
 	@tests/deps.sh check
 
+# The integration tests that run a second time with rdmatool on the real-NIC code path
+# (libibverbs, hw/verbs.c) against the preloaded soft device, softv0: tests/run-tests.sh
+# runs verbs:PATH through tests/integration/lib/via-verbs.  The rest use no device
+# (usage, shared-memory channels, hostile segment files).
+VERBS_TESTS := $(addprefix verbs:tests/integration/,walk_basic.sh walk_verify.sh walk_multinode.sh \
+  walk_replay.sh walk_hostile.sh bench_smoke.sh bench_hostile.sh cqstat_basic.sh cqstat_bench.sh \
+  cqstat_walk.sh agent_daemon.sh agent_bench.sh agent_net.sh)
+
 # One runner for everything, so the summary line counts every test.
 check: check-deps all $(UNIT_BIN) $(TOOL_BIN)
-	@BUILD=$(BUILD) tests/run-tests.sh $(UNIT_BIN) $(sort $(wildcard tests/integration/*.sh))
+	@BUILD=$(BUILD) tests/run-tests.sh $(UNIT_BIN) $(sort $(wildcard tests/integration/*.sh)) $(VERBS_TESTS)
+
+check-verbs: check-deps all $(TOOL_BIN)
+	@BUILD=$(BUILD) tests/run-tests.sh $(VERBS_TESTS)
 
 unit: check-deps all $(UNIT_BIN)
 	@BUILD=$(BUILD) tests/run-tests.sh $(UNIT_BIN)
@@ -139,6 +155,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 	install -m 755 $(RDMATOOL) $(DESTDIR)$(PREFIX)/bin/rdmatool
+	install -d $(DESTDIR)$(LIBDIR)/rdmatool
+	install -m 644 $(VERBS_LIB) $(DESTDIR)$(LIBDIR)/rdmatool/librdmatool-verbs.so
 	for c in $(COMMANDS); do ln -sf rdmatool $(DESTDIR)$(PREFIX)/bin/rdmatool-$$c; done
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 completions/rdmatool.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmatool

@@ -25,13 +25,15 @@ extern struct global_options global_opts;
 enum {
 	CMD_OWNS_SHORT_P = 1 << 0,
 	CMD_OWNS_SHORT_V = 1 << 1,
+	CMD_ARGS_END_OPTIONS =
+	    1 << 2, /* options end at the first argument (exec: the program's own follow) */
 };
 
 struct command {
 	const char *name;
 	int (*run)(int argc, const char **argv);
 	const char *summary;
-	unsigned flags; /* CMD_OWNS_SHORT_* */
+	unsigned flags; /* CMD_OWNS_SHORT_*, CMD_ARGS_END_OPTIONS */
 };
 
 extern const struct command commands[];
@@ -63,5 +65,6 @@ int cmd_madstress(int argc, const char **argv);
 int cmd_bench(int argc, const char **argv);
 int cmd_walk(int argc, const char **argv);
 int cmd_agent(int argc, const char **argv);
+int cmd_exec(int argc, const char **argv);
 
 #endif

@@ -133,6 +133,8 @@ static int take_global_options(const struct command *c, int argc, const char **a
 	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
 		const char *a = argv[i];
 
+		if ((c->flags & CMD_ARGS_END_OPTIONS) && a[0] != '-')
+			break; /* exec: from the program's name on, every word is the program's */
 		if (!strcmp(a, "--json") || !strcmp(a, "-j"))
 			global_opts.json = 1;
 		else if (!strcmp(a, "--pretty") || (!strcmp(a, "-p") && !(c->flags & CMD_OWNS_SHORT_P)))

@@ -7,6 +7,7 @@ _rdmatool_options()
 	case "$1" in
 	rdmatool) echo "-j --json -p --pretty -v --verbose -q --quiet --version -h --help" ;;
 	devices) echo "" ;;
+	exec) echo "-a --addr -L --library" ;;
 	cqstat) echo "-c --comm -i --interval -n --count -d --details --clean" ;;
 	madstress) echo "-t --time -C --ca -P --port -N --local-depth -n --dest-depth -T --timeout -r --retries -m --method -p --workers -L --lids -D --dr-path -c --count -v --decode" ;;
 	bench) echo "-s --size -a --all -n --iters -D --duration --threads --stripes --lock --progress-thread --device --server --client --rounds --baseline" ;;
@@ -33,6 +34,7 @@ _rdmatool_values()
 	agent:--mode) echo "immediately buffered deposited received" ;;
 	agent:--hostfile) echo "@files" ;;
 	agent:--out) echo "@dirs" ;;
+	exec:-L | exec:--library) echo "@files" ;;
 	esac
 }
 
@@ -41,7 +43,7 @@ _rdmatool_takes_value()
 {
 	case "$1:$2" in
 	*:--*=*) return 1 ;;
-	walk:-[cdmDPgnswH] | madstress:-[tCPNnTrmpLDc] | bench:-[snD] | cqstat:-[cin] | agent:-n) return 0 ;;
+	walk:-[cdmDPgnswH] | madstress:-[tCPNnTrmpLDc] | bench:-[snD] | cqstat:-[cin] | agent:-n | exec:-[aL]) return 0 ;;
 	*:--all | *:--baseline | *:--progress-thread | *:--verify | *:--allow-outstanding-ops | *:--details | \
 		*:--clean | *:--decode | *:--help | *:--server) return 1 ;;
 	*:--*) return 0 ;;
@@ -56,6 +58,7 @@ _rdmatool_positionals()
 	bench:1) echo "send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw msg_rate ring chan_rate agent_lat agent_rate agent_bw" ;;
 	madstress:1) echo "NodeInfo PortInfo SwitchInfo LinearForwardingTable NodeDescription GUIDInfo PKeyTable SLtoVLMappingTable VLArbitrationTable NI PI SI LFT ND GI" ;;
 	agent:1) echo "foreground start stop status send recv poll chan" ;;
+	exec:1) echo "@commands" ;;
 	esac
 }
 
@@ -65,6 +68,7 @@ _rdmatool_reply()
 	case "$words" in
 	@files) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
 	@dirs) mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
+	@commands) mapfile -t COMPREPLY < <(compgen -c -- "$cur") ;;
 	*) mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur") ;;
 	esac
 }
@@ -116,8 +120,20 @@ _rdmatool()
 	# Count the positionals before the current word, skipping options and their values.
 	for ((i = start; i < COMP_CWORD; i++)); do
 		case "${COMP_WORDS[i]}" in
+		--) [ "$cmd" = exec ] && start=$((i + 1)) ;;
 		-*) _rdmatool_takes_value "$cmd" "${COMP_WORDS[i]}" && i=$((i + 1)) ;;
-		*) npos=$((npos + 1)) ;;
+		*)
+			npos=$((npos + 1))
+			# exec: past the program's name, the program's own completion (bash-completion's).
+			if [ "$cmd" = exec ]; then
+				if declare -F _command_offset >/dev/null; then
+					_command_offset "$i"
+				else
+					mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+				fi
+				return
+			fi
+			;;
 		esac
 	done
 	values=$(_rdmatool_positionals "$cmd" $((npos + 1)))
@@ -131,3 +147,4 @@ complete -F _rdmatool rdmatool-madstress
 complete -F _rdmatool rdmatool-bench
 complete -F _rdmatool rdmatool-walk
 complete -F _rdmatool rdmatool-agent
+complete -F _rdmatool rdmatool-exec

@@ -3,6 +3,7 @@
 #include "hw/hw.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 static const struct hw_provider *const providers[] = {
@@ -22,6 +23,34 @@ const char *hw_open_error(void)
 	return "";
 }
 
+/*
+ * Under rdmatool exec, libibverbs itself lists the soft device (the
+ * preloaded librdmatool-verbs.so), beside the built-in one of the same
+ * name.  The libibverbs one is renamed by a "v" before its number
+ * (soft0 -> softv0), so either can be chosen: softv0 takes the path a real
+ * NIC takes, through hw/verbs.c.
+ */
+static void rename_verbs_twins(struct hw_device *devs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (devs[i].provider != &hw_verbs_provider)
+			continue;
+		for (int j = 0; j < n; j++) {
+			char renamed[sizeof(devs[i].name)];
+			size_t digits = strlen(devs[i].name);
+
+			if (devs[j].provider == &hw_verbs_provider || strcmp(devs[i].name, devs[j].name))
+				continue;
+			while (digits && devs[i].name[digits - 1] >= '0' && devs[i].name[digits - 1] <= '9')
+				digits--;
+			snprintf(renamed, sizeof(renamed), "%.*sv%s", (int)digits, devs[i].name,
+				 devs[i].name + digits);
+			memcpy(devs[i].name, renamed, sizeof(renamed));
+			break;
+		}
+	}
+}
+
 int hw_list_devices(struct hw_device *out, int max, int *verbs_errno)
 {
 	int count = 0;
@@ -38,6 +67,7 @@ int hw_list_devices(struct hw_device *out, int max, int *verbs_errno)
 		}
 		count += n;
 	}
+	rename_verbs_twins(out, count);
 	return count;
 }
 

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # tests/run-tests.sh TEST...: runs cmocka binaries and integration scripts,
 # each under a time limit, and closes with one "N passed, N failed" line.
+# A script named as verbs:PATH runs with $RDMATOOL going through libibverbs
+# to the preloaded soft device (lib/via-verbs, device softv0): the path a
+# real NIC takes (make check-verbs).
 # An integration script exits 0 (pass), 77 (skipped: says why) or else (fail).
 # A test that leaves rdmatool files in /dev/shm (a stats segment of a process
 # that is gone, an agent or bench directory) fails, and they are removed.
@@ -28,12 +31,28 @@ leftovers() {
 }
 
 for t in "$@"; do
+	via_verbs=
+	case "$t" in
+	verbs:*)
+		t=${t#verbs:}
+		via_verbs=1
+		;;
+	esac
 	name=$(basename "$t")
+	[ -n "$via_verbs" ] && name="verbs:$name"
 	log="$logdir/$name.log"
 	before=$(shm_entries)
 	start=$(date +%s)
 	case "$t" in
-	*.sh) timeout -k 10 "$TEST_TIMEOUT" bash "$t" >"$log" 2>&1 ;;
+	*.sh)
+		if [ -n "$via_verbs" ]; then
+			RDMATOOL_REAL=$RDMATOOL RDMATOOL="$RDMATOOL_TOP/tests/integration/lib/via-verbs" \
+				RDMATOOL_TEST_DEVICE=softv0 RDMATOOL_TEST_PROVIDER=verbs \
+				timeout -k 10 "$TEST_TIMEOUT" bash "$t" >"$log" 2>&1
+		else
+			timeout -k 10 "$TEST_TIMEOUT" bash "$t" >"$log" 2>&1
+		fi
+		;;
 	*) timeout -k 10 "$TEST_TIMEOUT" "$t" >"$log" 2>&1 ;;
 	esac
 	rc=$?

@@ -16,6 +16,7 @@
 #include "hw/soft/auth.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -96,23 +97,25 @@ int soft_wire_listen(struct soft_nic *nic, const char *spec)
 	if (spec && *spec) {
 		char host[64];
 		const char *colon = strrchr(spec, ':');
-		char *end;
-		unsigned long port;
+		size_t host_len = colon ? (size_t)(colon - spec) : strlen(spec);
+		char *end = NULL;
+		unsigned long port = 0; /* a bare IP: any free port */
 
-		if (!colon || (size_t)(colon - spec) >= sizeof(host)) {
-			soft_config_fail(
-			    "RDMATOOL_SOFT_ADDR=%s is not ip:port; use e.g. 127.0.0.1:7000 (port 0 = any)",
-			    spec);
+		if (host_len >= sizeof(host)) {
+			soft_config_fail("RDMATOOL_SOFT_ADDR=%s is not ip or ip:port; use e.g. 127.0.0.1:7000 "
+					 "(port 0 = any)",
+					 spec);
 			return EINVAL;
 		}
-		memcpy(host, spec, (size_t)(colon - spec));
-		host[colon - spec] = '\0';
+		memcpy(host, spec, host_len);
+		host[host_len] = '\0';
 		errno = 0;
-		port = strtoul(colon + 1, &end, 10);
-		if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 || errno || end == colon + 1 || *end ||
-		    port > 65535) {
-			soft_config_fail("RDMATOOL_SOFT_ADDR=%s is not ip:port; use an IPv4 address and a "
-					 "port from 0 to 65535",
+		if (colon)
+			port = strtoul(colon + 1, &end, 10);
+		if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 || errno ||
+		    (colon && (end == colon + 1 || *end || !isdigit((unsigned char)colon[1]))) || port > 65535) {
+			soft_config_fail("RDMATOOL_SOFT_ADDR=%s is not ip or ip:port; use an IPv4 address and "
+					 "a port from 0 to 65535",
 					 spec);
 			return EINVAL;
 		}

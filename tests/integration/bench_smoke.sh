@@ -89,7 +89,7 @@ jq -e '.results[0] | has("percentile_99.9") and has("percentile_99")' "$dir/writ
 
 # Without --device it says which device it picked (the soft one here), unless -q.
 "$RDMATOOL" bench write_lat -n 5 2>"$dir/err" >/dev/null || fail "write_lat for the device notice"
-grep -q "device soft0 (soft)" "$dir/err" || fail "no device notice: $(cat "$dir/err")"
+grep -q "device ${RDMATOOL_TEST_DEVICE:-soft0} (${RDMATOOL_TEST_PROVIDER:-soft})" "$dir/err" || fail "no device notice: $(cat "$dir/err")"
 "$RDMATOOL" -q bench write_lat -n 5 2>"$dir/err" >/dev/null || fail "write_lat -q"
 [ ! -s "$dir/err" ] || fail "-q still printed: $(cat "$dir/err")"
 

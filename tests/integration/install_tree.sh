@@ -24,6 +24,13 @@ for page in "$p"/share/man/man1/*.1; do
 	mandoc -Tascii "$page" >/dev/null 2>&1 || fail "$page does not render"
 done
 mandoc -Tascii "$p/share/man/man1/rdmatool-bench.1" | sed 's/.\x08//g' | grep -q -- '--server' || fail "bench.1 lost --server"
+[ -f "$p/lib/rdmatool/librdmatool-verbs.so" ] || fail "no lib/rdmatool/librdmatool-verbs.so"
+# The installed exec finds the installed library (../lib/rdmatool from the binary).
+"$p/bin/rdmatool" exec -- sh -c 'echo "$LD_PRELOAD"' | grep -q "^$p/bin/../lib/rdmatool/librdmatool-verbs.so" ||
+	fail "installed exec does not preload the installed library"
+if command -v ibv_devices >/dev/null; then
+	"$p/bin/rdmatool" exec ibv_devices | grep -q soft0 || fail "installed exec: ibv_devices has no soft0"
+fi
 [ -f "$p/share/bash-completion/completions/rdmatool" ] || fail "no bash completion"
 [ -f "$p/share/zsh/site-functions/_rdmatool" ] || fail "zsh completion not in site-functions"
 echo "install: ok"

@@ -14,7 +14,7 @@ echo "$out" | jq -e '.actions.read | has("issued") and has("ok") and has("errors
 echo "$out" | jq -e '.completions.IBV_WC_SUCCESS > 0 and (.failures | length) == 0' >/dev/null || fail "completions"
 
 text=$("$RDMATOOL" walk --clients=2 --duration=2 --seed=3 2>&1) || fail "text run: $text"
-for want in "device soft0, seed 3, 2 clients" "weights:" "comp_swap=10" "redraws" "success" "steps/s" \
+for want in "device ${RDMATOOL_TEST_DEVICE:-soft0}, seed 3, 2 clients" "weights:" "comp_swap=10" "redraws" "success" "steps/s" \
 	"objects alive" "result: pass"; do
 	echo "$text" | grep -q "$want" || fail "text output lacks '$want'"
 done

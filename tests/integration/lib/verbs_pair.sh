@@ -1,0 +1,47 @@
+# tests/integration/lib/verbs_pair.sh: run an unmodified verbs program (ibv_*_pingpong,
+# perftest) as server and client under `rdmatool exec`, the way its users do.
+#   verbs_pair NAME TIMEOUT PROGRAM [ARGS...]
+# starts PROGRAM ARGS -p PORT as the server, waits (at most 20 s) until it listens on PORT,
+# then runs PROGRAM ARGS -p PORT 127.0.0.1 as the client.  Sets $server_rc and $client_rc and
+# leaves the outputs in $dir/NAME.server and $dir/NAME.client.  Both run under `timeout TIMEOUT`:
+# a hang is an exit status of 124, never a stuck test.  Needs $dir and $RDMATOOL.
+
+# A TCP port nothing listens on (the program's own out-of-band exchange uses it).
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+listening() {
+	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+}
+
+verbs_pair() {
+	local name=$1 limit=$2 port i server
+	shift 2
+	port=$(free_port)
+	timeout -k 5 "$limit" "$RDMATOOL" exec -- "$@" -p "$port" >"$dir/$name.server" 2>&1 &
+	server=$!
+	for ((i = 0; i < 400; i++)); do
+		listening "$port" && break
+		if ! kill -0 "$server" 2>/dev/null; then
+			break
+		fi
+		sleep 0.05
+	done
+	client_rc=0
+	timeout -k 5 "$limit" "$RDMATOOL" exec -- "$@" -p "$port" 127.0.0.1 >"$dir/$name.client" 2>&1 || client_rc=$?
+	server_rc=0
+	wait "$server" || server_rc=$?
+}
+
+# verbs_pair_ok NAME TIMEOUT PROGRAM [ARGS...]: both sides must exit 0, else FAIL with their output.
+verbs_pair_ok() {
+	local name=$1
+	verbs_pair "$@"
+	if [ "$server_rc" != 0 ] || [ "$client_rc" != 0 ]; then
+		echo "FAIL: $name: server exit $server_rc, client exit $client_rc" >&2
+		sed 's/^/  server| /' "$dir/$name.server" >&2
+		sed 's/^/  client| /' "$dir/$name.client" >&2
+		exit 1
+	fi
+}

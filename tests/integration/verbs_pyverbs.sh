@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# rdmatool exec: rdma-core's own pyverbs test suite on soft0.  Debian ships it gzipped in
+# python3-pyverbs; a private copy is unpacked and run.  Any failure or error fails this
+# test; so does a drop in the number passing below PYVERBS_MIN_OK (what soft0 passes
+# today).  The counts and every skip reason are printed for the record.
+set -eu
+fail() { echo "FAIL: $*" >&2; exit 1; }
+PYVERBS_MIN_OK=${PYVERBS_MIN_OK:-84}
+suite=/usr/share/doc/rdma-core/tests
+# pyverbs is built for the distribution's python3, which may not be first in PATH.
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+"$py" -c 'import pyverbs' 2>/dev/null || fail "pyverbs is not importable by $py; run 'make deps' (python3-pyverbs)"
+[ -e "$suite/run_tests.py" ] ||
+	fail "$suite/run_tests.py is missing: python3-pyverbs is installed without its tests (a dpkg path-exclude for /usr/share/doc?)"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cp -r "$suite" "$dir/tests"
+gunzip -f "$dir"/tests/*.gz
+
+rc=0
+(cd "$dir/tests" && timeout -k 5 600 "$RDMATOOL" exec -- "$py" run_tests.py --dev soft0 -v) >"$dir/out" 2>&1 || rc=$?
+ok=$(grep -c ' \.\.\. ok$' "$dir/out" || true)
+skipped=$(grep -c ' \.\.\. skipped' "$dir/out" || true)
+bad=$(grep -Ec '^(ERROR|FAIL):' "$dir/out" || true)
+ran=$(sed -n 's/^Ran \([0-9]*\) tests.*/\1/p' "$dir/out")
+echo "pyverbs on soft0: ran ${ran:-?}, ok $ok, skipped $skipped, failed or errors $bad (exit $rc)"
+echo "skip reasons:"
+sed -n "s/.* \.\.\. skipped '\(.*\)'$/\1/p; s/.* \.\.\. skipped \"\(.*\)\"$/\1/p" "$dir/out" | sort | uniq -c | sort -rn
+if [ "$bad" != 0 ] || [ "$rc" != 0 ]; then
+	grep -E -A20 '^(ERROR|FAIL):' "$dir/out" | head -100 >&2
+	fail "pyverbs: $bad failures or errors (exit $rc)"
+fi
+[ "$ok" -ge "$PYVERBS_MIN_OK" ] || fail "pyverbs: only $ok pass, soft0 passed $PYVERBS_MIN_OK"
+echo "pyverbs ok"
