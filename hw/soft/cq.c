@@ -139,6 +139,7 @@ int soft_resize_cq(struct ibv_cq *ibcq, int cqe)
 	ring = calloc((size_t)cqe, sizeof(*ring));
 	if (!ring)
 		return ENOMEM;
+	soft_run_queued(soft_nic_of(ibcq->context));
 	soft_lock(&cq->lock);
 	if (cq->count > (uint32_t)cqe) {
 		soft_unlock(&cq->lock);

@@ -55,3 +55,10 @@ __attribute__((noinline)) uint64_t soft_dma_cmp_swap(uint64_t *target, uint64_t 
 	DMA_END();
 	return compare;
 }
+
+__attribute__((noinline)) void soft_dma_store64(void *target, uint64_t value)
+{
+	DMA_BEGIN();
+	__atomic_store_n((uint64_t *)target, value, __ATOMIC_SEQ_CST);
+	DMA_END();
+}

@@ -190,6 +190,7 @@ static void soft_build_req(struct soft_qp *qp, struct soft_swqe *w, struct soft_
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_WRITE:
 		req->rkey = w->wr.wr.rdma.rkey;
 		req->raddr = w->wr.wr.rdma.remote_addr;
 		break;
@@ -225,7 +226,7 @@ static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w, uint64_t now)
 	memset(&req, 0, sizeof(req));
 	soft_build_req(qp, w, &req);
 	st = soft_local_segs(qp, w, is_read || is_atomic, req.seg, &total);
-	if (st == IBV_WC_SUCCESS && is_atomic && total != 8)
+	if (st == IBV_WC_SUCCESS && (is_atomic || w->wr.opcode == IBV_WR_ATOMIC_WRITE) && total != 8)
 		st = IBV_WC_LOC_LEN_ERR;
 	if (st == IBV_WC_SUCCESS && qp->ibv.qp_type == IBV_QPT_UD && total > SOFT_MTU)
 		st = IBV_WC_LOC_LEN_ERR;
@@ -252,8 +253,8 @@ static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w, uint64_t now)
 			soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
 		return true;
 	}
-	if (qp->ibv.qp_type == IBV_QPT_UD) {
-		/* Unreliable: complete once it left the port. */
+	if (qp->ibv.qp_type != IBV_QPT_RC) {
+		/* UD and UC are unreliable: complete once it left the port. */
 		soft_complete_send(qp, w, IBV_WC_SUCCESS, (uint32_t)total);
 		qp->sq_head++;
 		return true;
@@ -517,6 +518,18 @@ bool soft_app_round(struct soft_nic *nic, bool poll_wire)
 	return worked;
 }
 
+void soft_run_queued(struct soft_nic *nic)
+{
+	for (unsigned attempt = 1; attempt < 10000 && atomic_load(&nic->runq_nonempty); attempt++) {
+		if (!soft_round_try_own(nic)) {
+			soft_backoff(attempt);
+			continue;
+		}
+		soft_round(nic, SOFT_WIRE_NONE);
+		soft_round_release(nic);
+	}
+}
+
 void soft_apps_leave(struct soft_nic *nic)
 {
 	if (!atomic_load_explicit(&nic->app_round_ns, memory_order_relaxed))
@@ -543,12 +556,18 @@ static void soft_wake_fd_drain(struct soft_nic *nic)
 /*
  * Application threads drive the rounds: the engine thread stays off the
  * CPUs they need, and looks again after SOFT_APP_WINDOW_NS (then it runs a
- * round: timers and held ACKs never wait longer) or when a doorbell finds
- * no application thread to run it.
+ * round: timers and held ACKs never wait longer), when a doorbell finds no
+ * application thread to run it, or when a packet arrives.  The last one
+ * matters to a target that makes no verbs call while it waits (perftest's
+ * ib_write_lat spins on memory): nobody else would read the wire, and its
+ * WRITE would wait out the nap.
  */
 static void soft_engine_nap(struct soft_nic *nic)
 {
-	struct pollfd pfd = {.fd = nic->wake_fd, .events = POLLIN};
+	struct pollfd pfd[2] = {
+	    {.fd = nic->wake_fd, .events = POLLIN},
+	    {.fd = soft_wire_fd(nic), .events = POLLIN},
+	};
 	struct timespec ts = {.tv_nsec = SOFT_APP_WINDOW_NS};
 
 	/*
@@ -556,7 +575,7 @@ static void soft_engine_nap(struct soft_nic *nic)
 	 * application round, or for the end of this nap at the latest.
 	 */
 	atomic_store(&nic->sleeping, true);
-	if (ppoll(&pfd, 1, &ts, NULL) > 0)
+	if (ppoll(pfd, 2, &ts, NULL) > 0 && (pfd[0].revents & POLLIN))
 		soft_wake_fd_drain(nic);
 	atomic_store(&nic->sleeping, false);
 }

@@ -27,6 +27,8 @@ static enum ibv_wc_opcode soft_wc_opcode(enum ibv_wr_opcode op)
 		return IBV_WC_BIND_MW;
 	case IBV_WR_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
+	case IBV_WR_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
 	default:
 		return IBV_WC_SEND;
 	}
@@ -89,14 +91,17 @@ static bool soft_opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
 		return true;
-	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_BIND_MW:
+	case IBV_WR_LOCAL_INV:
+		return type == IBV_QPT_RC ||
+		       type == IBV_QPT_UC; /* UC: no READ, atomics or SEND with invalidate */
+	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-	case IBV_WR_BIND_MW:
-	case IBV_WR_LOCAL_INV:
+	case IBV_WR_ATOMIC_WRITE:
 		return type == IBV_QPT_RC;
 	default:
 		return false;
@@ -106,7 +111,7 @@ static bool soft_opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
 static bool soft_carries_payload(enum ibv_wr_opcode op)
 {
 	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_SEND_WITH_INV ||
-	       op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+	       op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_ATOMIC_WRITE;
 }
 
 /* Validates and copies one WR into slot w; returns 0 or an errno. */

@@ -12,11 +12,12 @@
 
 struct soft_transition {
 	bool valid;
-	int req[2], opt[2]; /* [0] RC, [1] UD */
+	int req[3], opt[3]; /* by transport: RC, UD, UC */
 };
 
 #define RC   0
 #define UD   1
+#define UC   2
 #define S(x) IBV_QPS_##x
 
 static const struct soft_transition soft_qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] =
@@ -27,7 +28,8 @@ static const struct soft_transition soft_qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR +
 		[S(ERR)] = {.valid = true},
 		[S(INIT)] = {.valid = true,
 			     .req = {[RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-				     [UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY}},
+				     [UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+				     [UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS}},
 	    },
 	[S(INIT)] =
 	    {
@@ -35,13 +37,15 @@ static const struct soft_transition soft_qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR +
 		[S(ERR)] = {.valid = true},
 		[S(INIT)] = {.valid = true,
 			     .opt = {[RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-				     [UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY}},
-		[S(
-		    RTR)] = {.valid = true,
-			     .req = {[RC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER},
-			     .opt = {[RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
-				     [UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY}},
+				     [UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+				     [UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS}},
+		[S(RTR)] = {.valid = true,
+			    .req = {[RC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+				    [UC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN},
+			    .opt = {[RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+				    [UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+				    [UC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX}},
 	    },
 	[S(RTR)] =
 	    {
@@ -50,10 +54,13 @@ static const struct soft_transition soft_qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR +
 		[S(RTS)] = {.valid = true,
 			    .req = {[RC] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 					   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
-				    [UD] = IBV_QP_SQ_PSN},
+				    [UD] = IBV_QP_SQ_PSN,
+				    [UC] = IBV_QP_SQ_PSN},
 			    .opt = {[RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
 					   IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
-				    [UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY}},
+				    [UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+				    [UC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					   IBV_QP_PATH_MIG_STATE}},
 	    },
 	[S(RTS)] =
 	    {
@@ -62,9 +69,13 @@ static const struct soft_transition soft_qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR +
 		[S(RTS)] = {.valid = true,
 			    .opt = {[RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
 					   IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER,
-				    [UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY}},
+				    [UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+				    [UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+					   IBV_QP_PATH_MIG_STATE}},
 		[S(SQD)] = {.valid = true,
-			    .opt = {[RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY, [UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY}},
+			    .opt = {[RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+				    [UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+				    [UC] = IBV_QP_EN_SQD_ASYNC_NOTIFY}},
 	    },
 	[S(SQD)] =
 	    {
@@ -73,19 +84,25 @@ static const struct soft_transition soft_qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR +
 		[S(RTS)] = {.valid = true,
 			    .opt = {[RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
 					   IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
-				    [UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY}},
+				    [UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+				    [UC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					   IBV_QP_PATH_MIG_STATE}},
 		[S(SQD)] = {.valid = true,
 			    .opt = {[RC] = IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 					   IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
 					   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
 					   IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
-				    [UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY}},
+				    [UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+				    [UC] = IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					   IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE}},
 	    },
 	[S(SQE)] =
 	    {
 		[S(RESET)] = {.valid = true},
 		[S(ERR)] = {.valid = true},
-		[S(RTS)] = {.valid = true, .opt = {[UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY}},
+		[S(RTS)] = {.valid = true,
+			    .opt = {[UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+				    [UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS}},
 	    },
 	[S(ERR)] =
 	    {
@@ -96,7 +113,7 @@ static const struct soft_transition soft_qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR +
 
 bool soft_modify_is_ok(enum ibv_qp_state cur, enum ibv_qp_state next, enum ibv_qp_type type, int mask)
 {
-	int t = type == IBV_QPT_UD ? UD : RC;
+	int t = type == IBV_QPT_UD ? UD : type == IBV_QPT_UC ? UC : RC;
 	const struct soft_transition *tr;
 
 	if ((unsigned)cur > IBV_QPS_ERR || (unsigned)next > IBV_QPS_ERR)
@@ -143,7 +160,6 @@ struct soft_qp *soft_lookup_qp(struct soft_nic *nic, uint32_t qpn)
 static bool soft_qp_type_unsupported(enum ibv_qp_type type)
 {
 	switch (type) {
-	case IBV_QPT_UC:
 	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_XRC_SEND:
 	case IBV_QPT_XRC_RECV:
@@ -165,8 +181,9 @@ struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if ((init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UD) || init->srq || !init->send_cq ||
-	    !init->recv_cq || init->send_cq->context->device != pd->context->device ||
+	if ((init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UD && init->qp_type != IBV_QPT_UC) ||
+	    init->srq || !init->send_cq || !init->recv_cq ||
+	    init->send_cq->context->device != pd->context->device ||
 	    init->recv_cq->context->device != pd->context->device || cap->max_send_wr > SOFT_MAX_QP_WR ||
 	    cap->max_recv_wr > SOFT_MAX_QP_WR || cap->max_send_sge > SOFT_MAX_SGE ||
 	    cap->max_recv_sge > SOFT_MAX_SGE || cap->max_inline_data > SOFT_MAX_INLINE) {

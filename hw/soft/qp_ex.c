@@ -27,7 +27,7 @@ struct soft_wr_stage {
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |              \
 	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |       \
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |           \
-	 IBV_QP_EX_WITH_SEND_WITH_INV)
+	 IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 static struct soft_qp *qp_of(struct ibv_qp_ex *ex)
 {
@@ -189,10 +189,19 @@ static void soft_wr_set_xrc_srqn(struct ibv_qp_ex *ex, uint32_t srqn)
 	soft_wr_unsupported(qp_of(ex));
 }
 
+/* RDMA ATOMIC WRITE: the 8 bytes at data, taken now, as inline data. */
 static void soft_wr_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr, const void *data)
 {
-	(void)rkey, (void)addr, (void)data;
-	soft_wr_unsupported(qp_of(ex));
+	struct soft_wr_stage *s = soft_stage_open(ex, IBV_WR_ATOMIC_WRITE);
+
+	if (!s)
+		return;
+	s->wr.wr.rdma.rkey = rkey;
+	s->wr.wr.rdma.remote_addr = addr;
+	memcpy(s->inline_data, data, 8);
+	s->inline_len = 8;
+	s->wr.num_sge = 1;
+	s->wr.send_flags |= IBV_SEND_INLINE;
 }
 
 static void soft_wr_set_ud_addr(struct ibv_qp_ex *ex, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)

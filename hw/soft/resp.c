@@ -163,7 +163,12 @@ static void soft_nak(struct soft_qp *qp, struct soft_resp *resp, enum ibv_wc_sta
 	soft_qp_error(qp);
 }
 
-/* Executes a new (in-order) RC request; qp->lock held. */
+/*
+ * Executes a new (in-order) RC or UC request; qp->lock held.  UC answers
+ * nothing: an invalid request or one with no receive posted is dropped
+ * and the QP stays up; an error on the posted receive itself completes it
+ * in error and the QP goes to ERR, as on RC.
+ */
 static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const struct soft_req *req,
 			    struct soft_resp *resp)
 {
@@ -175,22 +180,29 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 	enum ibv_wc_status st;
 	bool needs_recv = req->opcode != IBV_WR_RDMA_WRITE && req->opcode != IBV_WR_RDMA_READ &&
 			  req->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
-			  req->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
-	bool is_write = req->opcode == IBV_WR_RDMA_WRITE || req->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+			  req->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD && req->opcode != IBV_WR_ATOMIC_WRITE;
+	bool atomic_write = req->opcode == IBV_WR_ATOMIC_WRITE;
+	bool is_write =
+	    req->opcode == IBV_WR_RDMA_WRITE || req->opcode == IBV_WR_RDMA_WRITE_WITH_IMM || atomic_write;
 	bool is_atomic =
 	    req->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || req->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	bool uc = qp->ibv.qp_type == IBV_QPT_UC;
 
 	if ((is_write && !(qp_access & IBV_ACCESS_REMOTE_WRITE)) ||
 	    (req->opcode == IBV_WR_RDMA_READ && !(qp_access & IBV_ACCESS_REMOTE_READ)) ||
-	    (is_atomic && !(qp_access & IBV_ACCESS_REMOTE_ATOMIC)) || (is_atomic && (req->raddr & 7))) {
-		soft_nak(qp, resp, IBV_WC_REM_INV_REQ_ERR);
-		return;
+	    (is_atomic && !(qp_access & IBV_ACCESS_REMOTE_ATOMIC)) ||
+	    ((is_atomic || atomic_write) && (req->raddr & 7)) || (atomic_write && req->length != 8)) {
+		if (!uc)
+			soft_nak(qp, resp, IBV_WC_REM_INV_REQ_ERR);
+		return; /* UC: an invalid request is dropped silently, the QP stays up */
 	}
 	if (needs_recv) {
 		pthread_mutex_lock(&qp->rq_lock);
 		bool empty = qp->rq_head == qp->rq_tail;
 
 		pthread_mutex_unlock(&qp->rq_lock);
+		if (empty && uc)
+			return; /* UC has no RNR: the message is dropped */
 		if (empty) {
 			resp->kind = SOFT_RESP_RNR;
 			resp->rnr_timer = qp->attr.min_rnr_timer;
@@ -205,10 +217,18 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 
 		st = soft_check_rkey(nic, qp, req->rkey, req->raddr, len, need, &ptr);
 		if (st != IBV_WC_SUCCESS) {
-			soft_nak(qp, resp, st);
+			if (!uc)
+				soft_nak(qp, resp, st);
 			return;
 		}
-		if (is_write) {
+		if (atomic_write) {
+			uint64_t value;
+			struct soft_seg v = {.ptr = (const uint8_t *)&value, .len = sizeof(value)};
+
+			/* The 8 bytes land in one store: a reader sees all old or all new. */
+			soft_copy_segs(&v, 1, req->seg, req->nseg);
+			soft_dma_store64(ptr, value);
+		} else if (is_write) {
 			struct soft_seg d = {.ptr = ptr, .len = req->length};
 
 			soft_copy_segs(&d, 1, req->seg, req->nseg);
@@ -302,6 +322,24 @@ static void soft_respond_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 		qp->resp_psn = (qp->resp_psn + 1) & 0xffffff;
 }
 
+/*
+ * UC: no acknowledgement and no retransmission, so no duplicate to detect:
+ * a gap in PSNs means a message was lost and the responder resynchronizes
+ * on the one that arrived.
+ */
+static void soft_respond_uc(struct soft_nic *nic, struct soft_qp *qp, const struct soft_req *req)
+{
+	struct soft_resp ignored = {.kind = SOFT_RESP_NONE};
+
+	if (req->src_qpn != qp->attr.dest_qp_num ||
+	    memcmp(req->sgid.raw, qp->attr.ah_attr.grh.dgid.raw, sizeof(req->sgid.raw))) {
+		atomic_fetch_add_explicit(&nic->foreign_drops, 1, memory_order_relaxed);
+		return;
+	}
+	qp->resp_psn = (req->psn + 1) & 0xffffff;
+	soft_execute_rc(nic, qp, req, &ignored);
+}
+
 void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct soft_req *req,
 		  struct soft_resp *resp)
 {
@@ -329,6 +367,8 @@ void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct 
 		if (req->qp_type == IBV_QPT_UD) {
 			soft_respond_ud(nic, qp, req);
 			resp->kind = SOFT_RESP_ACK;
+		} else if (req->qp_type == IBV_QPT_UC) {
+			soft_respond_uc(nic, qp, req);
 		} else {
 			soft_respond_rc(nic, qp, req, resp);
 		}

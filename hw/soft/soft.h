@@ -470,6 +470,13 @@ void soft_engine_wake(struct soft_nic *nic);
  * poll receives what arrived (poll_wire true).  Returns whether it did work.
  */
 bool soft_app_round(struct soft_nic *nic, bool poll_wire);
+/*
+ * Runs the work posted so far (the send queues waiting on the run queue)
+ * on the calling thread: a control call whose answer depends on the
+ * completions already due (ibv_resize_cq) sees them, as on a NIC that
+ * executes a post within microseconds.
+ */
+void soft_run_queued(struct soft_nic *nic);
 /* An application thread is about to block on a completion channel: the engine takes over. */
 void soft_apps_leave(struct soft_nic *nic);
 void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp);
@@ -517,5 +524,7 @@ void soft_dma_copy(void *dst, const void *src, size_t len);
 uint64_t soft_dma_fetch_add(uint64_t *target, uint64_t add);
 /* Returns the value found; it was replaced by swap if it equalled compare. */
 uint64_t soft_dma_cmp_swap(uint64_t *target, uint64_t compare, uint64_t swap);
+/* RDMA ATOMIC WRITE: 8 naturally aligned bytes in one store. */
+void soft_dma_store64(void *target, uint64_t value);
 
 #endif

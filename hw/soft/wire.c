@@ -102,9 +102,10 @@ int soft_wire_listen(struct soft_nic *nic, const char *spec)
 		unsigned long port = 0; /* a bare IP: any free port */
 
 		if (host_len >= sizeof(host)) {
-			soft_config_fail("RDMATOOL_SOFT_ADDR=%s is not ip or ip:port; use e.g. 127.0.0.1:7000 "
-					 "(port 0 = any)",
-					 spec);
+			soft_config_fail(
+			    "RDMATOOL_SOFT_ADDR=%s is not ip or ip:port; use e.g. 127.0.0.1:7000 "
+			    "(port 0 = any)",
+			    spec);
 			return EINVAL;
 		}
 		memcpy(host, spec, host_len);
@@ -113,10 +114,12 @@ int soft_wire_listen(struct soft_nic *nic, const char *spec)
 		if (colon)
 			port = strtoul(colon + 1, &end, 10);
 		if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 || errno ||
-		    (colon && (end == colon + 1 || *end || !isdigit((unsigned char)colon[1]))) || port > 65535) {
-			soft_config_fail("RDMATOOL_SOFT_ADDR=%s is not ip or ip:port; use an IPv4 address and "
-					 "a port from 0 to 65535",
-					 spec);
+		    (colon && (end == colon + 1 || *end || !isdigit((unsigned char)colon[1]))) ||
+		    port > 65535) {
+			soft_config_fail(
+			    "RDMATOOL_SOFT_ADDR=%s is not ip or ip:port; use an IPv4 address and "
+			    "a port from 0 to 65535",
+			    spec);
 			return EINVAL;
 		}
 		sa.sin_port = htons((uint16_t)port);
@@ -555,6 +558,7 @@ static bool soft_opcode_known(uint8_t op)
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_ATOMIC_WRITE:
 		return true;
 	default:
 		return false;
@@ -585,7 +589,7 @@ static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const stru
 	struct soft_req req = {
 	    .opcode = h->opcode,
 	    .solicited = h->solicited,
-	    .qp_type = h->qp_type == IBV_QPT_UD ? IBV_QPT_UD : IBV_QPT_RC,
+	    .qp_type = h->qp_type, /* RC, UC or UD: checked below */
 	    .src_qpn = h->src_qpn,
 	    .dst_qpn = h->dst_qpn,
 	    .psn = h->psn,
@@ -602,7 +606,8 @@ static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const stru
 		       h->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
 
 	/* A malformed request is dropped, as a NIC drops a bad packet. */
-	if (!soft_opcode_known(h->opcode) || (h->qp_type != IBV_QPT_UD && h->qp_type != IBV_QPT_RC) ||
+	if (!soft_opcode_known(h->opcode) ||
+	    (h->qp_type != IBV_QPT_UD && h->qp_type != IBV_QPT_RC && h->qp_type != IBV_QPT_UC) ||
 	    (carries ? h->payload != h->length : h->payload != 0) || h->length > SOFT_MAX_MSG)
 		return;
 	memcpy(req.sgid.raw, h->sgid, 16);
@@ -630,8 +635,8 @@ static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const str
 	struct soft_seg data;
 
 	soft_respond(nic, NULL, req, &resp);
-	if (req->qp_type == IBV_QPT_UD || resp.kind == SOFT_RESP_NONE)
-		return;
+	if (req->qp_type != IBV_QPT_RC || resp.kind == SOFT_RESP_NONE)
+		return; /* UD and UC are unacknowledged */
 	r.opcode = req->opcode;
 	r.kind = (uint8_t)resp.kind;
 	r.status = (uint8_t)resp.status;
@@ -678,7 +683,7 @@ static bool soft_qp_vouches(struct soft_nic *nic, const struct soft_conn *c, uin
 	struct soft_qp *qp = soft_lookup_qp(nic, qpn);
 	bool ok;
 
-	if (!qp || qp->ibv.qp_type != IBV_QPT_RC)
+	if (!qp || (qp->ibv.qp_type != IBV_QPT_RC && qp->ibv.qp_type != IBV_QPT_UC))
 		return false;
 	soft_lock(&qp->lock);
 	ok = !memcmp(qp->attr.ah_attr.grh.dgid.raw, sgid ? sgid : c->peer.raw, 16) && (sgid || c->peer_known);
@@ -700,7 +705,7 @@ static bool soft_header_acceptable(struct soft_nic *nic, const struct soft_conn 
 	if (h->payload <= SOFT_UNVERIFIED_MAX_PAYLOAD)
 		return true;
 	if (h->type == SOFT_PKT_REQ)
-		return h->qp_type == IBV_QPT_RC && h->payload == h->length &&
+		return (h->qp_type == IBV_QPT_RC || h->qp_type == IBV_QPT_UC) && h->payload == h->length &&
 		       soft_qp_vouches(nic, c, h->dst_qpn, h->sgid);
 	return soft_qp_vouches(nic, c, h->dst_qpn, NULL); /* a response rides any connection to its peer */
 }

@@ -5,7 +5,7 @@
 # today).  The counts and every skip reason are printed for the record.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-PYVERBS_MIN_OK=${PYVERBS_MIN_OK:-84}
+PYVERBS_MIN_OK=${PYVERBS_MIN_OK:-90}
 suite=/usr/share/doc/rdma-core/tests
 # pyverbs is built for the distribution's python3, which may not be first in PATH.
 py=/usr/bin/python3

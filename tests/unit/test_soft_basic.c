@@ -163,7 +163,7 @@ static void qp_caps_checked(void **state)
 	init.cap.max_send_sge = 17;
 	assert_null(hw_create_qp(f->pd, &init));
 	init.cap.max_send_sge = 1;
-	init.qp_type = IBV_QPT_UC;
+	init.qp_type = IBV_QPT_RAW_PACKET;
 	assert_null(hw_create_qp(f->pd, &init));
 }
 

@@ -84,7 +84,7 @@ static void mw_bind_accepts_local_write(void **state)
 static void unsupported_qp_types_are_eopnotsupp(void **state)
 {
 	struct fx *f = *state;
-	const enum ibv_qp_type types[] = {IBV_QPT_UC, IBV_QPT_RAW_PACKET, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV,
+	const enum ibv_qp_type types[] = {IBV_QPT_RAW_PACKET, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV,
 					  IBV_QPT_DRIVER};
 
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
