@@ -172,4 +172,4 @@ dist:
 clean:
 	rm -rf build build-asan build-tsan
 
--include $(CORE_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(BUILD)/cmd/main.d $(UNIT_HELPER_OBJ:.o=.d) $(UNIT_BIN:=.d) $(TOOL_BIN:=.d)
+-include $(CORE_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(BUILD)/cmd/main.d $(UNIT_HELPER_OBJ:.o=.d) $(UNIT_BIN:=.d) $(TOOL_BIN:=.d) $(VERBS_LIB_OBJ:.o=.d)

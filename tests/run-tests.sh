@@ -15,6 +15,10 @@ export RDMATOOL_TOP=${RDMATOOL_TOP:-$(pwd)}
 export BUILD
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 
+# For the verbs: runs (lib/via-verbs), once: ldd is slow and they start rdmatool many times.
+RDMATOOL_SANITIZER_RUNTIME=$(ldd "$RDMATOOL" 2>/dev/null | awk '/lib(asan|tsan)\.so/ {print $3; exit}')
+export RDMATOOL_SANITIZER_RUNTIME
+
 passed=0 failed=0 skipped=0
 failed_names=()
 logdir=$(mktemp -d /tmp/rdmatool-tests.XXXXXX)

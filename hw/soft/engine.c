@@ -24,6 +24,7 @@
 #define SOFT_SPIN_NS	    50000  /* busy-poll this long after the last work before sleeping */
 #define SOFT_LISTEN_POLL_NS 100000 /* accept period while busy with no connection yet */
 #define SOFT_APP_WINDOW_NS  200000 /* application threads drove a round this recently: the engine naps */
+#define SOFT_APP_POLLER_NS  50000  /* ... and read the wire this recently: they take the packets */
 
 /* IB min_rnr_timer encoding, in microseconds (0 is the longest, 655.36 ms). */
 static const uint32_t soft_rnr_us[32] = {
@@ -501,10 +502,14 @@ static bool soft_round_left_work(const struct soft_nic *nic)
 bool soft_app_round(struct soft_nic *nic, bool poll_wire)
 {
 	bool worked, left;
+	uint64_t now;
 
 	if (!atomic_load_explicit(&nic->n_conns, memory_order_relaxed) || !soft_round_try_own(nic))
 		return false;
-	atomic_store_explicit(&nic->app_round_ns, soft_now_ns(), memory_order_relaxed);
+	now = soft_now_ns();
+	atomic_store_explicit(&nic->app_round_ns, now, memory_order_relaxed);
+	if (poll_wire)
+		atomic_store_explicit(&nic->app_read_ns, now, memory_order_relaxed);
 	worked = soft_round(nic, poll_wire ? SOFT_WIRE_READ : SOFT_WIRE_NONE);
 	left = soft_round_left_work(nic);
 	soft_round_release(nic);
@@ -557,10 +562,13 @@ static void soft_wake_fd_drain(struct soft_nic *nic)
  * Application threads drive the rounds: the engine thread stays off the
  * CPUs they need, and looks again after SOFT_APP_WINDOW_NS (then it runs a
  * round: timers and held ACKs never wait longer), when a doorbell finds no
- * application thread to run it, or when a packet arrives.  The last one
- * matters to a target that makes no verbs call while it waits (perftest's
- * ib_write_lat spins on memory): nobody else would read the wire, and its
- * WRITE would wait out the nap.
+ * application thread to run it, or, unless an application thread polls
+ * the wire itself, when a packet arrives.  The last one matters to a
+ * target that posts but then makes no verbs call while it waits
+ * (perftest's ib_write_lat spins on memory): nobody would read the wire,
+ * and an incoming WRITE would wait out the nap.  A poller takes the
+ * packets itself: waking the engine for them too would only have it
+ * compete for the CPUs.
  */
 static void soft_engine_nap(struct soft_nic *nic)
 {
@@ -568,6 +576,8 @@ static void soft_engine_nap(struct soft_nic *nic)
 	    {.fd = nic->wake_fd, .events = POLLIN},
 	    {.fd = soft_wire_fd(nic), .events = POLLIN},
 	};
+	uint64_t last_read = atomic_load_explicit(&nic->app_read_ns, memory_order_relaxed);
+	bool poller = last_read && soft_now_ns() - last_read < SOFT_APP_POLLER_NS;
 	struct timespec ts = {.tv_nsec = SOFT_APP_WINDOW_NS};
 
 	/*
@@ -575,7 +585,7 @@ static void soft_engine_nap(struct soft_nic *nic)
 	 * application round, or for the end of this nap at the latest.
 	 */
 	atomic_store(&nic->sleeping, true);
-	if (ppoll(pfd, 2, &ts, NULL) > 0 && (pfd[0].revents & POLLIN))
+	if (ppoll(pfd, poller ? 1 : 2, &ts, NULL) > 0 && (pfd[0].revents & POLLIN))
 		soft_wake_fd_drain(nic);
 	atomic_store(&nic->sleeping, false);
 }

@@ -234,6 +234,7 @@ struct soft_nic {
 	_Alignas(64) atomic_int round_owner;
 	atomic_ulong rounds;	       /* rounds completed, by anyone */
 	atomic_ullong app_round_ns;    /* when an application thread last ran one (0: not lately) */
+	atomic_ullong app_read_ns;     /* ... and last read the wire in one (a poller: it takes the packets) */
 	atomic_int n_conns;	       /* wire connections: application threads drive rounds only if any */
 	bool timer_waiting;	       /* round owner's: a QP waits on a retry or RNR timer */
 	uint64_t next_tick, next_wire; /* round owner's: next timer scan, next listener poll */
