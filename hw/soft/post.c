@@ -171,6 +171,7 @@ int soft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	int err = 0;
 
 	soft_lock(&qp->lock);
+	qp->last_post_ns = soft_now_ns();
 	state = qp->attr.qp_state;
 	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR)
 		err = EINVAL;

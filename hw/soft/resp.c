@@ -278,6 +278,9 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 	resp->kind = SOFT_RESP_ACK;
 }
 
+/* A responder QP that posted this recently is in a conversation (a ping-pong of WRITEs). */
+#define SOFT_TALKS_BACK_NS 1000000
+
 static void soft_respond_rc(struct soft_nic *nic, struct soft_qp *qp, const struct soft_req *req,
 			    struct soft_resp *resp)
 {
@@ -320,6 +323,7 @@ static void soft_respond_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 	soft_execute_rc(nic, qp, req, resp);
 	if (resp->kind == SOFT_RESP_ACK)
 		qp->resp_psn = (qp->resp_psn + 1) & 0xffffff;
+	resp->talks_back = qp->last_post_ns && soft_now_ns() - qp->last_post_ns < SOFT_TALKS_BACK_NS;
 }
 
 /*

@@ -198,6 +198,7 @@ struct soft_qp {
 	uint32_t resp_psn;
 	uint64_t last_atomic_orig;
 	uint32_t last_atomic_psn;
+	uint64_t last_post_ns; /* when the application last posted a send here (post_send, under lock) */
 	bool has_atomic;
 	bool queued;		  /* on the NIC's run queue */
 	struct soft_qp *run_next; /* run queue link */
@@ -232,11 +233,11 @@ struct soft_nic {
 	 * marked "round owner's" below belongs to whoever holds it.
 	 */
 	_Alignas(64) atomic_int round_owner;
-	atomic_ulong rounds;	       /* rounds completed, by anyone */
-	atomic_ullong app_round_ns;    /* when an application thread last ran one (0: not lately) */
-	atomic_ullong app_read_ns;     /* ... and last read the wire in one (a poller: it takes the packets) */
-	atomic_int n_conns;	       /* wire connections: application threads drive rounds only if any */
-	bool timer_waiting;	       /* round owner's: a QP waits on a retry or RNR timer */
+	atomic_ulong rounds;	    /* rounds completed, by anyone */
+	atomic_ullong app_round_ns; /* when an application thread last ran one (0: not lately) */
+	atomic_ullong app_read_ns;  /* ... and last read the wire in one (a poller: it takes the packets) */
+	atomic_int n_conns;	    /* wire connections: application threads drive rounds only if any */
+	bool timer_waiting;	    /* round owner's: a QP waits on a retry or RNR timer */
 	uint64_t next_tick, next_wire; /* round owner's: next timer scan, next listener poll */
 	atomic_bool runq_nonempty;     /* runq_head != NULL, readable without runq_lock */
 	_Alignas(64) pthread_mutex_t runq_lock;
@@ -452,6 +453,7 @@ struct soft_resp {
 	uint8_t rnr_timer;
 	uint32_t psn;
 	uint64_t atomic_orig;
+	bool talks_back; /* the responder QP posts sends too: its next one may carry this ACK */
 	const uint8_t *read_data;
 	uint32_t read_len;
 };

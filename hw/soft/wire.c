@@ -649,16 +649,19 @@ static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const str
 	data.ptr = resp.read_data;
 	data.len = resp.read_len;
 	/*
-	 * The ACK of a SEND or a WRITE may wait a moment (like TCP's delayed
-	 * ACK): the application often answers it, and the answer then
-	 * carries it to a peer that polls for both (ib_write_lat's ping-pong
-	 * of WRITEs then runs on the application threads alone).
+	 * The ACK of a SEND may wait a moment (like TCP's delayed ACK): the
+	 * application often answers it, and the answer then carries it.  So
+	 * may a WRITE's, when the target QP posts sends of its own lately (a
+	 * ping-pong of WRITEs, ib_write_lat: it then runs on the two polling
+	 * application threads alone); the ACK of a one-sided WRITE to a
+	 * passive target leaves at once.
 	 */
+	bool is_send = req->opcode == IBV_WR_SEND || req->opcode == IBV_WR_SEND_WITH_IMM;
+	bool is_write = req->opcode == IBV_WR_RDMA_WRITE || req->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+			req->opcode == IBV_WR_ATOMIC_WRITE;
+
 	soft_conn_send(c, &r, &data, resp.read_data ? 1 : 0,
-		       resp.kind == SOFT_RESP_ACK &&
-			   (req->opcode == IBV_WR_SEND || req->opcode == IBV_WR_SEND_WITH_IMM ||
-			    req->opcode == IBV_WR_RDMA_WRITE || req->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
-			    req->opcode == IBV_WR_ATOMIC_WRITE));
+		       resp.kind == SOFT_RESP_ACK && (is_send || (is_write && resp.talks_back)));
 }
 
 static void soft_take_rsp(struct soft_nic *nic, const struct soft_wire_hdr *h, const uint8_t *payload)
