@@ -146,6 +146,7 @@ tsan:
 
 bench: check-deps all
 	@BUILD=$(BUILD) tests/bench.sh
+	@BUILD=$(BUILD) tests/perftest_bench.sh
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,performance,portability \
