@@ -7,6 +7,7 @@ set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+. "$RDMATOOL_TOP/tests/integration/lib/verbs_pair.sh" # a sanitizer build: its runtime first in LD_PRELOAD
 
 expect() { # expect STATUS PATTERN ARGS...: exit status STATUS and stderr matching PATTERN
 	local want=$1 pattern=$2 rc=0
@@ -33,15 +34,15 @@ rc=0
 "$RDMATOOL" exec sh -c 'exit 7' -v || rc=$?
 [ "$rc" = 7 ] || fail "exit status $rc, want 7"
 # LD_PRELOAD: the library first, what was there kept; a sanitizer runtime stays in front.
-pre=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 "$RDMATOOL" exec sh -c 'echo "$LD_PRELOAD"')
+pre=$(LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}/lib/x86_64-linux-gnu/libm.so.6" "$RDMATOOL" exec sh -c 'echo "$LD_PRELOAD"')
 case "$pre" in
 */librdmatool-verbs.so:/lib/x86_64-linux-gnu/libm.so.6) ;;
 *) fail "LD_PRELOAD: $pre" ;;
 esac
-pre=$(LD_PRELOAD="/nonexistent/libasan.so.8 /nonexistent/extra.so" "$RDMATOOL" exec -- env 2>/dev/null |
+pre=$(LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }/nonexistent/libasan.so.8 /nonexistent/extra.so" "$RDMATOOL" exec -- env 2>/dev/null |
 	sed -n 's/^LD_PRELOAD=//p')
 case "$pre" in
-/nonexistent/libasan.so.8:*/librdmatool-verbs.so:/nonexistent/extra.so) ;;
+*/nonexistent/libasan.so.8:*/librdmatool-verbs.so:/nonexistent/extra.so) ;;
 *) fail "a sanitizer runtime must stay first: '$pre'" ;;
 esac
 # --addr and RDMATOOL_SOFT_ADDR: an IP alone takes any free port.

@@ -15,6 +15,7 @@ py=/usr/bin/python3
 	fail "$suite/run_tests.py is missing: python3-pyverbs is installed without its tests (a dpkg path-exclude for /usr/share/doc?)"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+. "$RDMATOOL_TOP/tests/integration/lib/verbs_pair.sh" # verbs_sanitizer_env
 cp -r "$suite" "$dir/tests"
 gunzip -f "$dir"/tests/*.gz
 
