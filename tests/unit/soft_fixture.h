@@ -60,27 +60,31 @@ static inline void fx_none(struct ibv_cq *cq, unsigned ms)
 static inline struct ibv_qp *fx_qp(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type type, int sig_all)
 {
 	struct ibv_qp_init_attr init = {
-		.send_cq = cq,
-		.recv_cq = cq,
-		.qp_type = type,
-		.sq_sig_all = sig_all,
-		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4,
-			 .max_inline_data = 64 },
+	    .send_cq = cq,
+	    .recv_cq = cq,
+	    .qp_type = type,
+	    .sq_sig_all = sig_all,
+	    .cap = {.max_send_wr = 64,
+		    .max_recv_wr = 64,
+		    .max_send_sge = 4,
+		    .max_recv_sge = 4,
+		    .max_inline_data = 64},
 	};
 
 	return hw_create_qp(pd, &init);
 }
 
-static inline void fx_rc_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *dgid, uint8_t timeout,
-				uint8_t retry, uint8_t rnr_retry, uint8_t min_rnr_timer)
+static inline void fx_rc_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *dgid,
+				uint8_t timeout, uint8_t retry, uint8_t rnr_retry, uint8_t min_rnr_timer)
 {
 	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	    .qp_state = IBV_QPS_INIT,
+	    .port_num = 1,
+	    .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
 	};
 
-	assert_int_equal(hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	assert_int_equal(
+	    hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_4096;
@@ -95,8 +99,8 @@ static inline void fx_rc_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const unio
 	else /* in-process peer: this NIC's own GID */
 		assert_int_equal(hw_query_gid(qp->context, 1, 0, &a.ah_attr.grh.dgid), 0);
 	assert_int_equal(hw_modify_qp(qp, &a,
-				      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+				      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
 			 0);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -107,15 +111,16 @@ static inline void fx_rc_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const unio
 	a.max_rd_atomic = 4;
 	assert_int_equal(hw_modify_qp(qp, &a,
 				      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					      IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
+					  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
 			 0);
 }
 
 static inline void fx_ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey };
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey};
 
-	assert_int_equal(hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
+	assert_int_equal(hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
+			 0);
 	a.qp_state = IBV_QPS_RTR;
 	assert_int_equal(hw_modify_qp(qp, &a, IBV_QP_STATE), 0);
 	a.qp_state = IBV_QPS_RTS;
@@ -141,6 +146,15 @@ static inline int fx_fork_peer(int (*child)(int fd), pid_t *pid)
 	}
 	close(sv[1]);
 	return sv[0];
+}
+
+static inline void expect_state(struct ibv_qp *qp, enum ibv_qp_state state)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr init;
+
+	assert_int_equal(hw_query_qp(qp, &a, IBV_QP_STATE, &init), 0);
+	assert_int_equal(a.qp_state, state);
 }
 
 /* Releases whatever a (possibly partial) setup created. */
@@ -220,8 +234,8 @@ static inline int fx_setup(void **state)
 
 static inline int fx_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len, .lkey = lkey };
-	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1}, *bad;
 
 	return hw_post_recv(qp, &wr, &bad);
 }
@@ -229,9 +243,13 @@ static inline int fx_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, ui
 static inline int fx_post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void *addr, uint32_t len,
 			  uint32_t lkey, uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len, .lkey = lkey };
-	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
 
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;

@@ -12,21 +12,16 @@ static void expect_send_status(struct fx *f, enum ibv_wc_status st)
 	assert_int_equal(wc.status, st);
 }
 
-static void expect_state(struct ibv_qp *qp, enum ibv_qp_state state)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr init;
-
-	assert_int_equal(hw_query_qp(qp, &a, IBV_QP_STATE, &init), 0);
-	assert_int_equal(a.qp_state, state);
-}
-
 static void send_with_imm_and_write_with_imm(void **state)
 {
 	struct fx *f = *state;
-	struct ibv_sge sge = { .addr = (uintptr_t)f->abuf, .length = 8, .lkey = f->amr->lkey };
-	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_IMM,
-				  .imm_data = htobe32(0xabcd) }, *bad;
+	struct ibv_sge sge = {.addr = (uintptr_t)f->abuf, .length = 8, .lkey = f->amr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 1,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND_WITH_IMM,
+				 .imm_data = htobe32(0xabcd)},
+			   *bad;
 	struct ibv_wc wc;
 
 	memcpy(f->abuf, "immdata", 8);
@@ -60,19 +55,19 @@ static void multi_sge_and_inline(void **state)
 {
 	struct fx *f = *state;
 	struct ibv_sge sge[3] = {
-		{ .addr = (uintptr_t)f->abuf, .length = 3, .lkey = f->amr->lkey },
-		{ .addr = (uintptr_t)f->abuf + 100, .length = 4, .lkey = f->amr->lkey },
-		{ .addr = (uintptr_t)f->abuf + 200, .length = 5, .lkey = f->amr->lkey },
+	    {.addr = (uintptr_t)f->abuf, .length = 3, .lkey = f->amr->lkey},
+	    {.addr = (uintptr_t)f->abuf + 100, .length = 4, .lkey = f->amr->lkey},
+	    {.addr = (uintptr_t)f->abuf + 200, .length = 5, .lkey = f->amr->lkey},
 	};
 	struct ibv_sge rsge[2] = {
-		{ .addr = (uintptr_t)f->bbuf, .length = 5, .lkey = f->bmr->lkey },
-		{ .addr = (uintptr_t)f->bbuf + 500, .length = 20, .lkey = f->bmr->lkey },
+	    {.addr = (uintptr_t)f->bbuf, .length = 5, .lkey = f->bmr->lkey},
+	    {.addr = (uintptr_t)f->bbuf + 500, .length = 20, .lkey = f->bmr->lkey},
 	};
-	struct ibv_recv_wr rwr = { .wr_id = 5, .sg_list = rsge, .num_sge = 2 }, *rbad;
-	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = sge, .num_sge = 3, .opcode = IBV_WR_SEND }, *bad;
+	struct ibv_recv_wr rwr = {.wr_id = 5, .sg_list = rsge, .num_sge = 2}, *rbad;
+	struct ibv_send_wr wr = {.wr_id = 1, .sg_list = sge, .num_sge = 3, .opcode = IBV_WR_SEND}, *bad;
 	struct ibv_wc wc;
 	char stack[32] = "inline!";
-	struct ibv_sge isge = { .addr = (uintptr_t)stack, .length = 8, .lkey = 0 };
+	struct ibv_sge isge = {.addr = (uintptr_t)stack, .length = 8, .lkey = 0};
 
 	memcpy(f->abuf, "abc", 3);
 	memcpy(f->abuf + 100, "defg", 4);
@@ -110,11 +105,11 @@ static void unsignaled_and_full_queue(void **state)
 {
 	struct fx *f = *state;
 	struct ibv_send_wr wr[70], *bad;
-	struct ibv_sge sge = { .addr = (uintptr_t)f->abuf, .length = 8, .lkey = f->amr->lkey };
+	struct ibv_sge sge = {.addr = (uintptr_t)f->abuf, .length = 8, .lkey = f->amr->lkey};
 	struct ibv_wc wc;
 	struct ibv_qp *q;
 	struct ibv_cq *cq = hw_create_cq(f->ctx, 256, NULL, NULL, 0);
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_SQD };
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_SQD};
 
 	q = fx_qp(f->pd, cq, IBV_QPT_RC, 0);
 	fx_rc_to_rts(q, q->qp_num, NULL, 8, 3, 3, 1);
@@ -156,7 +151,7 @@ static void unsignaled_and_full_queue(void **state)
 static void flush_receive_queue(void **state)
 {
 	struct fx *f = *state;
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
 	struct ibv_wc wc;
 
 	assert_int_equal(fx_post_recv(f->b, 1, f->bbuf, 64, f->bmr->lkey), 0);
@@ -192,8 +187,8 @@ static void loc_prot_err_on_bad_lkey(void **state)
 {
 	struct fx *f = *state;
 
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 16, f->amr->lkey + 1, (uintptr_t)f->bbuf,
-				 f->bmr->rkey),
+	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 16, f->amr->lkey + 1,
+				 (uintptr_t)f->bbuf, f->bmr->rkey),
 			 0);
 	expect_send_status(f, IBV_WC_LOC_PROT_ERR);
 	expect_state(f->a, IBV_QPS_ERR);
@@ -215,7 +210,8 @@ static void rem_access_err_bad_rkey_bounds_access(void **state)
 	struct ibv_mr *ro = hw_reg_mr(f->pd, f->bbuf, 4096, IBV_ACCESS_REMOTE_READ);
 
 	/* Writing into a read-only MR. */
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 16, f->amr->lkey, (uintptr_t)f->bbuf, ro->rkey), 0);
+	assert_int_equal(
+	    fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 16, f->amr->lkey, (uintptr_t)f->bbuf, ro->rkey), 0);
 	expect_send_status(f, IBV_WC_REM_ACCESS_ERR);
 	expect_state(f->a, IBV_QPS_ERR);
 	expect_state(f->b, IBV_QPS_ERR);
@@ -238,7 +234,8 @@ static void rem_access_err_other_pd(void **state)
 	struct ibv_pd *pd2 = hw_alloc_pd(f->ctx);
 	struct ibv_mr *mr2 = hw_reg_mr(pd2, f->bbuf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 16, f->amr->lkey, (uintptr_t)f->bbuf, mr2->rkey), 0);
+	assert_int_equal(
+	    fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 16, f->amr->lkey, (uintptr_t)f->bbuf, mr2->rkey), 0);
 	expect_send_status(f, IBV_WC_REM_ACCESS_ERR);
 	hw_dereg_mr(mr2);
 	hw_dealloc_pd(pd2);
@@ -247,9 +244,13 @@ static void rem_access_err_other_pd(void **state)
 static void rem_inv_req_err_misaligned_atomic(void **state)
 {
 	struct fx *f = *state;
-	struct ibv_sge sge = { .addr = (uintptr_t)f->abuf, .length = 8, .lkey = f->amr->lkey };
-	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_sge sge = {.addr = (uintptr_t)f->abuf, .length = 8, .lkey = f->amr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 1,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
 
 	wr.wr.atomic.remote_addr = (uintptr_t)f->bbuf + 4;
 	wr.wr.atomic.rkey = f->bmr->rkey;
@@ -260,12 +261,12 @@ static void rem_inv_req_err_misaligned_atomic(void **state)
 static void rem_inv_req_err_qp_without_remote_write(void **state)
 {
 	struct fx *f = *state;
-	struct ibv_qp_attr a = { .qp_access_flags = IBV_ACCESS_REMOTE_READ };
+	struct ibv_qp_attr a = {.qp_access_flags = IBV_ACCESS_REMOTE_READ};
 
 	assert_int_equal(hw_modify_qp(f->b, &a, IBV_QP_ACCESS_FLAGS), 0);
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 8, f->amr->lkey, (uintptr_t)f->bbuf,
-				 f->bmr->rkey),
-			 0);
+	assert_int_equal(
+	    fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 8, f->amr->lkey, (uintptr_t)f->bbuf, f->bmr->rkey),
+	    0);
 	expect_send_status(f, IBV_WC_REM_INV_REQ_ERR);
 }
 
@@ -273,8 +274,12 @@ static void atomic_needs_remote_atomic_on_mr(void **state)
 {
 	struct fx *f = *state;
 	struct ibv_mr *mr = hw_reg_mr(f->pd, f->bbuf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	struct ibv_sge sge = { .addr = (uintptr_t)f->abuf, .length = 8, .lkey = f->amr->lkey };
-	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_ATOMIC_CMP_AND_SWP }, *bad;
+	struct ibv_sge sge = {.addr = (uintptr_t)f->abuf, .length = 8, .lkey = f->amr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 1,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_ATOMIC_CMP_AND_SWP},
+			   *bad;
 
 	wr.wr.atomic.remote_addr = (uintptr_t)f->bbuf;
 	wr.wr.atomic.rkey = mr->rkey;
@@ -310,7 +315,7 @@ static void rnr_retry_exceeded(void **state)
 static void rnr_retry_forever_then_delivered(void **state)
 {
 	struct fx *f = *state;
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET};
 	struct ibv_wc wc;
 
 	assert_int_equal(hw_modify_qp(f->a, &a, IBV_QP_STATE), 0);
@@ -327,14 +332,14 @@ static void rnr_retry_forever_then_delivered(void **state)
 static void retry_exceeded_no_such_qp(void **state)
 {
 	struct fx *f = *state;
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET};
 
 	assert_int_equal(hw_modify_qp(f->a, &a, IBV_QP_STATE), 0);
 	/* timeout 8 (~1 ms) x retry_cnt 2 */
 	fx_rc_to_rts(f->a, 0xfffff, NULL, 8, 2, 3, 1);
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 16, f->amr->lkey, (uintptr_t)f->bbuf,
-				 f->bmr->rkey),
-			 0);
+	assert_int_equal(
+	    fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 16, f->amr->lkey, (uintptr_t)f->bbuf, f->bmr->rkey),
+	    0);
 	expect_send_status(f, IBV_WC_RETRY_EXC_ERR);
 	expect_state(f->a, IBV_QPS_ERR);
 }
@@ -342,7 +347,8 @@ static void retry_exceeded_no_such_qp(void **state)
 static void post_bind(struct ibv_qp *qp, struct ibv_mw *mw, uint32_t rkey, struct ibv_mr *mr, void *addr,
 		      uint64_t len, int access)
 {
-	struct ibv_send_wr wr = { .wr_id = 77, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_send_wr wr = {.wr_id = 77, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
 
 	wr.bind_mw.mw = mw;
 	wr.bind_mw.rkey = rkey;
@@ -359,7 +365,8 @@ static void mw_type2_bind_use_invalidate(void **state)
 	struct ibv_mw *mw = hw_alloc_mw(f->pd, IBV_MW_TYPE_2);
 	uint32_t rkey;
 	struct ibv_wc wc;
-	struct ibv_send_wr wr = { .wr_id = 3, .opcode = IBV_WR_LOCAL_INV, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_send_wr wr = {.wr_id = 3, .opcode = IBV_WR_LOCAL_INV, .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
 
 	assert_non_null(mw);
 	rkey = ibv_inc_rkey(mw->rkey);
@@ -371,9 +378,9 @@ static void mw_type2_bind_use_invalidate(void **state)
 	/* An MR with bound windows cannot be deregistered. */
 	assert_int_equal(hw_dereg_mr(f->bmr), EBUSY);
 	memcpy(f->abuf, "via window", 11);
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 11, f->amr->lkey, (uintptr_t)f->bbuf + 300,
-				 rkey),
-			 0);
+	assert_int_equal(
+	    fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 11, f->amr->lkey, (uintptr_t)f->bbuf + 300, rkey),
+	    0);
 	expect_send_status(f, IBV_WC_SUCCESS);
 	assert_string_equal((char *)f->bbuf + 300, "via window");
 	/* b invalidates locally; the window's rkey no longer grants access. */
@@ -382,9 +389,9 @@ static void mw_type2_bind_use_invalidate(void **state)
 	fx_wait(f->rcq, &wc, 2000);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.opcode, IBV_WC_LOCAL_INV);
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 2, f->abuf, 11, f->amr->lkey, (uintptr_t)f->bbuf + 300,
-				 rkey),
-			 0);
+	assert_int_equal(
+	    fx_post(f->a, IBV_WR_RDMA_WRITE, 2, f->abuf, 11, f->amr->lkey, (uintptr_t)f->bbuf + 300, rkey),
+	    0);
 	expect_send_status(f, IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(hw_dealloc_mw(mw), 0);
 }
@@ -394,9 +401,14 @@ static void mw_type2_send_with_inv(void **state)
 	struct fx *f = *state;
 	struct ibv_mw *mw = hw_alloc_mw(f->pd, IBV_MW_TYPE_2);
 	uint32_t rkey = ibv_inc_rkey(mw->rkey);
-	struct ibv_sge sge = { .addr = (uintptr_t)f->abuf, .length = 4, .lkey = f->amr->lkey };
-	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_INV,
-				  .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = rkey }, *bad;
+	struct ibv_sge sge = {.addr = (uintptr_t)f->abuf, .length = 4, .lkey = f->amr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 1,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND_WITH_INV,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .invalidate_rkey = rkey},
+			   *bad;
 	struct ibv_wc wc;
 
 	post_bind(f->b, mw, rkey, f->bmr, f->bbuf, 4096, IBV_ACCESS_REMOTE_READ);
@@ -410,7 +422,8 @@ static void mw_type2_send_with_inv(void **state)
 	assert_int_equal(wc.invalidated_rkey, rkey);
 	expect_send_status(f, IBV_WC_SUCCESS);
 	/* The MR is free again, and the rkey is dead. */
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_READ, 2, f->abuf, 8, f->amr->lkey, (uintptr_t)f->bbuf, rkey), 0);
+	assert_int_equal(
+	    fx_post(f->a, IBV_WR_RDMA_READ, 2, f->abuf, 8, f->amr->lkey, (uintptr_t)f->bbuf, rkey), 0);
 	expect_send_status(f, IBV_WC_REM_ACCESS_ERR);
 	hw_dealloc_mw(mw);
 }
@@ -419,7 +432,7 @@ static void mw_type1_bind_and_dealloc(void **state)
 {
 	struct fx *f = *state;
 	struct ibv_mw *mw = hw_alloc_mw(f->pd, IBV_MW_TYPE_1);
-	struct ibv_mw_bind bind = { .wr_id = 8, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_mw_bind bind = {.wr_id = 8, .send_flags = IBV_SEND_SIGNALED};
 	uint32_t old = mw->rkey;
 	struct ibv_wc wc;
 
@@ -434,13 +447,14 @@ static void mw_type1_bind_and_dealloc(void **state)
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.wr_id, 8);
 	memcpy(f->bbuf, "type1", 6);
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_READ, 1, f->abuf, 6, f->amr->lkey, (uintptr_t)f->bbuf, mw->rkey), 0);
+	assert_int_equal(
+	    fx_post(f->a, IBV_WR_RDMA_READ, 1, f->abuf, 6, f->amr->lkey, (uintptr_t)f->bbuf, mw->rkey), 0);
 	expect_send_status(f, IBV_WC_SUCCESS);
 	assert_string_equal((char *)f->abuf, "type1");
 	/* Out of the window's range. */
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_READ, 1, f->abuf, 8, f->amr->lkey, (uintptr_t)f->bbuf + 124,
-				 mw->rkey),
-			 0);
+	assert_int_equal(
+	    fx_post(f->a, IBV_WR_RDMA_READ, 1, f->abuf, 8, f->amr->lkey, (uintptr_t)f->bbuf + 124, mw->rkey),
+	    0);
 	expect_send_status(f, IBV_WC_REM_ACCESS_ERR);
 	/* Deallocated: the MR can go. */
 	assert_int_equal(hw_dealloc_mw(mw), 0);
@@ -471,7 +485,8 @@ static void mw_bind_err_out_of_range(void **state)
 	struct ibv_mw *mw = hw_alloc_mw(f->pd, IBV_MW_TYPE_2);
 	struct ibv_wc wc;
 
-	post_bind(f->b, mw, ibv_inc_rkey(mw->rkey), f->bmr, f->bbuf + FX_BUF - 10, 64, IBV_ACCESS_REMOTE_READ);
+	post_bind(f->b, mw, ibv_inc_rkey(mw->rkey), f->bmr, f->bbuf + FX_BUF - 10, 64,
+		  IBV_ACCESS_REMOTE_READ);
 	fx_wait(f->rcq, &wc, 2000);
 	assert_int_equal(wc.status, IBV_WC_MW_BIND_ERR);
 	hw_dealloc_mw(mw);
@@ -491,10 +506,10 @@ static void ud_send_grh_qkey_and_mtu(void **state)
 	struct fx *f = *state;
 	struct ibv_cq *cq = hw_create_cq(f->ctx, 64, NULL, NULL, 0);
 	struct ibv_qp *u1 = fx_qp(f->pd, cq, IBV_QPT_UD, 1), *u2 = fx_qp(f->pd, cq, IBV_QPT_UD, 1);
-	struct ibv_ah_attr aa = { .port_num = 1, .is_global = 1 };
+	struct ibv_ah_attr aa = {.port_num = 1, .is_global = 1};
 	struct ibv_ah *ah;
-	struct ibv_sge sge = { .addr = (uintptr_t)f->abuf, .length = 32, .lkey = f->amr->lkey };
-	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
+	struct ibv_sge sge = {.addr = (uintptr_t)f->abuf, .length = 32, .lkey = f->amr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND}, *bad;
 	struct ibv_wc wc;
 	union ibv_gid gid;
 
@@ -554,7 +569,7 @@ static void comp_channel_notifies_through_fd(void **state)
 	struct ibv_comp_channel *ch = hw_create_comp_channel(f->ctx);
 	struct ibv_cq *cq = hw_create_cq(f->ctx, 16, (void *)0x1234, ch, 0);
 	struct ibv_qp *q = fx_qp(f->pd, cq, IBV_QPT_RC, 1);
-	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
 	struct ibv_cq *got;
 	void *ctx;
 	struct ibv_wc wc;
@@ -562,7 +577,8 @@ static void comp_channel_notifies_through_fd(void **state)
 	fx_rc_to_rts(q, q->qp_num, NULL, 8, 3, 3, 1);
 	assert_int_equal(hw_req_notify_cq(cq, 0), 0);
 	assert_int_equal(poll(&p, 1, 0), 0);
-	assert_int_equal(fx_post(q, IBV_WR_RDMA_WRITE, 1, f->abuf, 8, f->amr->lkey, (uintptr_t)f->bbuf, f->bmr->rkey), 0);
+	assert_int_equal(
+	    fx_post(q, IBV_WR_RDMA_WRITE, 1, f->abuf, 8, f->amr->lkey, (uintptr_t)f->bbuf, f->bmr->rkey), 0);
 	assert_int_equal(poll(&p, 1, 2000), 1);
 	assert_int_equal(hw_get_cq_event(ch, &got, &ctx), 0);
 	assert_ptr_equal(got, cq);
@@ -570,7 +586,8 @@ static void comp_channel_notifies_through_fd(void **state)
 	hw_ack_cq_events(cq, 1);
 	fx_wait(cq, &wc, 1000);
 	/* Not re-armed: a second completion does not notify. */
-	assert_int_equal(fx_post(q, IBV_WR_RDMA_WRITE, 2, f->abuf, 8, f->amr->lkey, (uintptr_t)f->bbuf, f->bmr->rkey), 0);
+	assert_int_equal(
+	    fx_post(q, IBV_WR_RDMA_WRITE, 2, f->abuf, 8, f->amr->lkey, (uintptr_t)f->bbuf, f->bmr->rkey), 0);
 	fx_wait(cq, &wc, 1000);
 	assert_int_equal(poll(&p, 1, 20), 0);
 	assert_int_equal(hw_destroy_comp_channel(ch), EBUSY);
@@ -584,31 +601,31 @@ static void comp_channel_notifies_through_fd(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(send_with_imm_and_write_with_imm),
-		T(multi_sge_and_inline),
-		T(unsignaled_and_full_queue),
-		T(flush_receive_queue),
-		T(loc_len_err_on_short_receive),
-		T(loc_prot_err_on_bad_lkey),
-		T(loc_prot_err_out_of_bounds),
-		T(rem_access_err_bad_rkey_bounds_access),
-		T(rem_access_err_out_of_bounds),
-		T(rem_access_err_other_pd),
-		T(rem_inv_req_err_misaligned_atomic),
-		T(rem_inv_req_err_qp_without_remote_write),
-		T(atomic_needs_remote_atomic_on_mr),
-		T(rem_op_err_bad_receive_lkey),
-		T(rnr_retry_exceeded),
-		T(rnr_retry_forever_then_delivered),
-		T(retry_exceeded_no_such_qp),
-		T(mw_type2_bind_use_invalidate),
-		T(mw_type2_send_with_inv),
-		T(mw_type1_bind_and_dealloc),
-		T(mw_bind_errors),
-		T(mw_bind_err_out_of_range),
-		T(mw_alloc_type_checked),
-		T(ud_send_grh_qkey_and_mtu),
-		T(comp_channel_notifies_through_fd),
+	    T(send_with_imm_and_write_with_imm),
+	    T(multi_sge_and_inline),
+	    T(unsignaled_and_full_queue),
+	    T(flush_receive_queue),
+	    T(loc_len_err_on_short_receive),
+	    T(loc_prot_err_on_bad_lkey),
+	    T(loc_prot_err_out_of_bounds),
+	    T(rem_access_err_bad_rkey_bounds_access),
+	    T(rem_access_err_out_of_bounds),
+	    T(rem_access_err_other_pd),
+	    T(rem_inv_req_err_misaligned_atomic),
+	    T(rem_inv_req_err_qp_without_remote_write),
+	    T(atomic_needs_remote_atomic_on_mr),
+	    T(rem_op_err_bad_receive_lkey),
+	    T(rnr_retry_exceeded),
+	    T(rnr_retry_forever_then_delivered),
+	    T(retry_exceeded_no_such_qp),
+	    T(mw_type2_bind_use_invalidate),
+	    T(mw_type2_send_with_inv),
+	    T(mw_type1_bind_and_dealloc),
+	    T(mw_bind_errors),
+	    T(mw_bind_err_out_of_range),
+	    T(mw_alloc_type_checked),
+	    T(ud_send_grh_qkey_and_mtu),
+	    T(comp_channel_notifies_through_fd),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,15 +76,6 @@ static int uc_teardown(void **state)
 	return 0;
 }
 
-static void expect_state(struct ibv_qp *qp, enum ibv_qp_state want)
-{
-	struct ibv_qp_attr attr;
-	struct ibv_qp_init_attr init;
-
-	assert_int_equal(hw_query_qp(qp, &attr, IBV_QP_STATE, &init), 0);
-	assert_int_equal(attr.qp_state, want);
-}
-
 static void uc_send_and_write_arrive(void **state)
 {
 	struct uc *u = *state;
