@@ -114,7 +114,8 @@ static char *preload_with(const char *library, const char *current)
 			break;
 		head = end;
 	}
-	memcpy(out, current, head);
+	if (head)
+		memcpy(out, current, head);
 	pos = head;
 	if (pos)
 		out[pos++] = ':';

@@ -32,6 +32,8 @@ void __tsan_ignore_thread_end(void);
 
 __attribute__((noinline)) void soft_dma_copy(void *dst, const void *src, size_t len)
 {
+	if (!len)
+		return; /* an empty SGE has no address to speak of (it may be NULL) */
 	DMA_BEGIN();
 	/* memmove: a loopback WRITE or READ may copy between overlapping ranges. */
 	memmove(dst, src, len);

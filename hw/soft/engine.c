@@ -71,7 +71,7 @@ static enum ibv_wc_status soft_local_segs(struct soft_qp *qp, struct soft_swqe *
 		struct soft_mr *mr = soft_lookup_lkey(qp->nic, sge->lkey);
 		uint64_t base;
 
-		seg[i].ptr = NULL;
+		seg[i].ptr = (const uint8_t *)(uintptr_t)sge->addr; /* an empty SGE's is never dereferenced */
 		seg[i].len = sge->length;
 		*total += sge->length;
 		if (!sge->length)

@@ -51,7 +51,8 @@ static bool soft_recv_segs(struct soft_qp *qp, const struct soft_rwqe *r, struct
 		     sge->addr < mr->iova || sge->addr - mr->iova > mr->ibv.length ||
 		     sge->length > mr->ibv.length - (sge->addr - mr->iova)))
 			return false;
-		seg[i].ptr = sge->length ? soft_mr_ptr(mr, sge->addr) : NULL;
+		/* An empty SGE's address is never dereferenced: it need not lie in an MR. */
+		seg[i].ptr = sge->length ? soft_mr_ptr(mr, sge->addr) : (const uint8_t *)(uintptr_t)sge->addr;
 		seg[i].len = sge->length;
 		*cap += sge->length;
 	}
