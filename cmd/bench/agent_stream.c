@@ -26,6 +26,8 @@
 
 #define STREAM_TIMEOUT_MS 5000
 #define MIB		  1048576.0
+#define STREAM_MAX_PROCS  16
+#define RATE_PROCS	  4 /* agent_rate: client processes on node 0 */
 
 struct stream_result {
 	double msgs_per_s, mib_per_s;
@@ -55,40 +57,75 @@ static pid_t start_drainer(const char *dir1, size_t size, long iters)
 	return pid;
 }
 
-/* Sends iters messages through a fresh agent pair and times them until the drainer has them all. */
-static int stream(size_t size, long iters, struct stream_result *r, char *err, size_t errlen)
+/* A sender on node 0: its own client of agent 0, n buffered sends; exits 0 when all went. */
+static pid_t start_sender(const char *dir0, size_t size, long n)
 {
-	char dir0[128], dir1[128], why[512];
-	struct agent_pair pair;
-	struct agent_client *cl = NULL;
-	struct agent_chan *h = NULL;
-	char *buf = calloc(1, size ? size : 1);
-	pid_t drainer = -1;
-	uint64_t t0, t1;
-	int status = 0, rc = buf ? agent_pair_start(&pair, err, errlen) : -ENOMEM;
+	pid_t pid;
 
-	if (rc) {
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		struct agent_client *cl = NULL;
+		struct agent_chan *h = NULL;
+		char *buf = calloc(1, size ? size : 1), why[512];
+		int rc = buf ? 0 : -ENOMEM;
+
+		setenv("RDMATOOL_AGENT_DIR", dir0, 1);
+		if (!rc)
+			rc = agent_attach(0, &cl, why, sizeof(why));
+		if (!rc)
+			rc = agent_chan_open(cl, "1/stream", &h);
+		for (long i = 0; i < n && !rc; i++) {
+			rc = agent_send(h, buf, size, AGENT_SEND_BUFFERED, STREAM_TIMEOUT_MS);
+			if (rc == -EAGAIN) { /* the agent's backlog is full: let it drain */
+				sched_yield();
+				i--;
+				rc = 0;
+			}
+		}
+		if (rc)
+			fprintf(stderr, "rdmatool bench: a buffered send through the agents failed: %s\n",
+				strerror(-rc));
+		agent_chan_close(h);
+		agent_detach(cl);
 		free(buf);
-		return rc;
+		_exit(rc ? 1 : 0);
 	}
+	return pid;
+}
+
+/*
+ * Sends iters messages from procs processes through a fresh agent pair and times them until the drainer
+ * has them all.
+ */
+static int stream(size_t size, long iters, int procs, struct stream_result *r, char *err, size_t errlen)
+{
+	char dir0[128], dir1[128];
+	struct agent_pair pair;
+	pid_t drainer = -1, senders[STREAM_MAX_PROCS];
+	uint64_t t0, t1;
+	int status = 0, started = 0, rc = agent_pair_start(&pair, err, errlen);
+
+	if (rc)
+		return rc;
 	agent_pair_dir(&pair, 0, dir0, sizeof(dir0));
 	agent_pair_dir(&pair, 1, dir1, sizeof(dir1));
 	rc = chan_create(dir1, "stream", NULL);
-	setenv("RDMATOOL_AGENT_DIR", dir0, 1);
-	if (!rc)
-		rc = agent_attach(0, &cl, why, sizeof(why));
-	if (!rc)
-		rc = agent_chan_open(cl, "1/stream", &h);
 	if (!rc && (drainer = start_drainer(dir1, size, iters)) < 0)
 		rc = -errno;
 	t0 = clock_ns();
-	for (long i = 0; i < iters && !rc; i++) {
-		rc = agent_send(h, buf, size, AGENT_SEND_BUFFERED, STREAM_TIMEOUT_MS);
-		if (rc == -EAGAIN) { /* the agent's backlog is full: let it drain */
-			sched_yield();
-			i--;
-			rc = 0;
-		}
+	for (int i = 0; i < procs && !rc; i++) {
+		long n = iters / procs + (i < iters % procs);
+
+		if ((senders[i] = start_sender(dir0, size, n)) < 0)
+			rc = -errno;
+		else
+			started++;
+	}
+	for (int i = 0; i < started; i++) {
+		waitpid(senders[i], &status, 0);
+		if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+			rc = -EIO;
 	}
 	if (drainer > 0) {
 		if (rc)
@@ -107,10 +144,7 @@ static int stream(size_t size, long iters, struct stream_result *r, char *err, s
 		r->msgs_per_s = (double)iters / s;
 		r->mib_per_s = (double)iters * (double)size / MIB / s;
 	}
-	agent_chan_close(h);
-	agent_detach(cl);
 	agent_pair_stop(&pair);
-	free(buf);
 	return rc;
 }
 
@@ -122,13 +156,14 @@ static int core_send_bw(size_t size, long iters, struct bench_result *core, char
 	return bench_transport("send_bw", &o, core, err, errlen);
 }
 
-static void report(const char *test, size_t size, long iters, const struct stream_result *on,
+static void report(const char *test, size_t size, long iters, int procs, const struct stream_result *on,
 		   const struct stream_result *off, const struct bench_result *core)
 {
 	print_begin();
 	print_string(PRINT_JSON, "test", NULL, test);
 	print_text("%s: ", test);
 	print_int(PRINT_ANY, "iters", "%lld buffered sends", iters);
+	print_int(PRINT_ANY, "procs", " by %lld process(es)", procs);
 	print_uint(PRINT_ANY, "MsgSize",
 		   " of %llu bytes from node 0 to a channel on node 1 (two agent processes)\n", size);
 	print_double(PRINT_ANY, "agent_msgs_per_s", "  through the agents:  %.0f msg/s", on->msgs_per_s);
@@ -152,7 +187,7 @@ static void report(const char *test, size_t size, long iters, const struct strea
 	print_end();
 }
 
-static int run(const char *test, size_t size, long iters, bool baseline, bool with_no_aggregation)
+static int run(const char *test, size_t size, long iters, int procs, bool baseline, bool with_no_aggregation)
 {
 	char err[512] = "";
 	struct stream_result on = {0}, off = {0};
@@ -166,10 +201,10 @@ static int run(const char *test, size_t size, long iters, bool baseline, bool wi
 		return usage_error("bench", "%s takes --size up to %u bytes (what one SENDMSG carries)", test,
 				   GW_INLINE);
 	}
-	rc = stream(size, iters, &on, err, sizeof(err));
+	rc = stream(size, iters, procs, &on, err, sizeof(err));
 	if (!rc && baseline && with_no_aggregation) {
 		setenv("RDMATOOL_AGENT_AGGREGATE", "0", 1); /* inherited by the agents of this pair */
-		rc = stream(size, iters, &off, err, sizeof(err));
+		rc = stream(size, iters, procs, &off, err, sizeof(err));
 		if (keep)
 			setenv("RDMATOOL_AGENT_AGGREGATE", keep, 1);
 		else
@@ -180,17 +215,17 @@ static int run(const char *test, size_t size, long iters, bool baseline, bool wi
 		return run_error("bench", "the core send_bw baseline failed: %s", err);
 	if (rc)
 		return run_error("bench", "%s", err[0] ? err : strerror(-rc));
-	report(test, size, iters, &on, baseline && with_no_aggregation ? &off : NULL,
+	report(test, size, iters, procs, &on, baseline && with_no_aggregation ? &off : NULL,
 	       baseline ? &core : NULL);
 	return EXIT_OK;
 }
 
 int bench_agent_rate(size_t size, long iters, bool baseline)
 {
-	return run("agent_rate", size, iters > 0 ? iters : 50000, baseline, true);
+	return run("agent_rate", size, iters > 0 ? iters : 50000, RATE_PROCS, baseline, true);
 }
 
 int bench_agent_bw(size_t size, long iters, bool baseline)
 {
-	return run("agent_bw", size, iters > 0 ? iters : 2000, baseline, false);
+	return run("agent_bw", size, iters > 0 ? iters : 2000, 1, baseline, false);
 }

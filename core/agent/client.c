@@ -107,10 +107,7 @@ const char *agent_client_dir(const struct agent_client *cl)
 static int client_gateway(struct agent_client *cl)
 {
 	if (cl->gw) {
-		struct gw_info info;
-
-		gw_info(cl->gw, &info);
-		if (info.running)
+		if (gw_alive(cl->gw))
 			return 0;
 		gw_close(cl->gw);
 		cl->gw = NULL;

@@ -105,7 +105,6 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
 			 void *out, size_t *outlen)
 {
 	struct agent_engine *e = arg;
-	bool now = req->op == GW_OP_SEND && req->mode <= AGENT_SEND_BUFFERED;
 	int rc;
 
 	(void)out;
@@ -117,10 +116,8 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
 	else if (!e->links)
 		rc = -EHOSTDOWN;
 	else
-		rc = links_request(e->links, req, in, inlen, now ? UINT64_MAX : slot);
-	/* immediately and buffered: the data is copied onto the link, the caller may go on. */
-	if (rc == -EINPROGRESS && now)
-		rc = 0;
+		/* 0 for immediately and buffered once the data is on the link: the caller may go on. */
+		rc = links_request(e->links, req, in, inlen, slot);
 	if (e->cfg.debug)
 		agent_logf(&e->cfg.log, "request op %u node %u channel %s len %zu: %s", req->op, req->node,
 			   req->name, inlen,

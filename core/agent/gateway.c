@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@
 #include <unistd.h>
 
 #define GW_MAGIC   0x5957544754414452ULL /* "RDATGTWY" little-endian */
-#define GW_VERSION 2			 /* 2: per-peer traffic counters */
+#define GW_VERSION 3			 /* 2: per-peer traffic counters, 3: aggregation */
 
 enum slot_state { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_BUSY, SLOT_DONE, SLOT_ABANDONED };
 
@@ -27,7 +28,8 @@ struct gw_slot {
 	_Atomic uint32_t state; /* enum slot_state; the client sleeps on it */
 	int32_t pid;		/* the client that claimed it */
 	uint64_t ticket;
-	uint32_t detached; /* "immediately": nobody waits, the agent frees the slot */
+	uint32_t detached;	   /* "immediately": nobody waits, the agent frees the slot */
+	_Atomic uint32_t sleeping; /* the client sleeps on state: the agent must wake it */
 	int32_t status;
 	uint32_t inlen, outlen;
 	struct gw_request req;
@@ -37,8 +39,9 @@ struct gw_slot {
 /* gw_peer_stats in shared memory: each field read and written whole. */
 struct gw_shared_peer {
 	_Atomic uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv, retries;
+	_Atomic uint64_t buffers_sent, buffer_items_sent, buffers_recv, large_sent;
 	_Atomic int32_t last_error;
-	uint32_t pad;
+	_Atomic uint32_t eager_in_use, waiting, waiting_hwm;
 };
 
 struct gw_shared {
@@ -66,7 +69,14 @@ struct gateway {
 	char dir[PATH_MAX];
 	uint32_t rank;
 	bool agent_side;
+	uint64_t next_reap_ns;	 /* agent side: looking for dead clients costs a system call per slot */
+	uint64_t alive_until_ns; /* client side: the agent was seen alive; checked again after that */
 };
+
+#define GW_ALIVE_NS   50000000ull
+#define GW_CALL_SPINS 32 /* yields before a waiting client sleeps */
+
+#define GW_REAP_NS 20000000ull
 
 static void gw_path(char *path, size_t len, const char *dir, uint32_t rank)
 {
@@ -121,9 +131,12 @@ int gw_create(const char *dir, const struct gw_info *self, struct gateway **out)
 	return 0;
 }
 
+/* Pairs with the client's seq_cst store of sleeping before its last look at state. */
 static void slot_wake(struct gw_slot *sl)
 {
-	futex_wake_all(&sl->state);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(&sl->sleeping))
+		futex_wake_all(&sl->state);
 }
 
 /* The agent finished a request: hand it back, or free it when nobody waits any more. */
@@ -192,15 +205,19 @@ int gw_serve(struct gateway *g, gw_handler fn, void *arg)
 {
 	struct gw_shared *s = g->s;
 	struct gw_slot *ready[GW_SLOTS];
+	uint64_t now = clock_ns();
+	bool reap = now >= g->next_reap_ns;
 	int n = 0;
 
+	if (reap)
+		g->next_reap_ns = now + GW_REAP_NS;
 	for (int i = 0; i < GW_SLOTS; i++) {
 		struct gw_slot *sl = &s->slots[i];
 		uint32_t st = atomic_load_explicit(&sl->state, memory_order_acquire);
 
 		if (st == SLOT_READY)
 			ready[n++] = sl;
-		else if ((st == SLOT_CLAIMED || st == SLOT_DONE) && pid_gone(sl->pid) &&
+		else if (reap && (st == SLOT_CLAIMED || st == SLOT_DONE) && pid_gone(sl->pid) &&
 			 atomic_compare_exchange_strong(&sl->state, &st, SLOT_FREE))
 			atomic_fetch_add(&s->reaped, 1); /* its client died mid-request */
 	}
@@ -252,6 +269,13 @@ void gw_set_peer_stats(struct gateway *g, uint32_t node, const struct gw_peer_st
 	atomic_store_explicit(&p->bytes_recv, st->bytes_recv, memory_order_relaxed);
 	atomic_store_explicit(&p->retries, st->retries, memory_order_relaxed);
 	atomic_store_explicit(&p->last_error, st->last_error, memory_order_relaxed);
+	atomic_store_explicit(&p->buffers_sent, st->buffers_sent, memory_order_relaxed);
+	atomic_store_explicit(&p->buffer_items_sent, st->buffer_items_sent, memory_order_relaxed);
+	atomic_store_explicit(&p->buffers_recv, st->buffers_recv, memory_order_relaxed);
+	atomic_store_explicit(&p->large_sent, st->large_sent, memory_order_relaxed);
+	atomic_store_explicit(&p->eager_in_use, st->eager_in_use, memory_order_relaxed);
+	atomic_store_explicit(&p->waiting, st->waiting, memory_order_relaxed);
+	atomic_store_explicit(&p->waiting_hwm, st->waiting_hwm, memory_order_relaxed);
 }
 
 void gw_wait_for_work(struct gateway *g, int timeout_us)
@@ -346,6 +370,13 @@ void gw_info(struct gateway *g, struct gw_info *info)
 		st->msgs_recv = atomic_load_explicit(&p->msgs_recv, memory_order_relaxed);
 		st->bytes_recv = atomic_load_explicit(&p->bytes_recv, memory_order_relaxed);
 		st->retries = atomic_load_explicit(&p->retries, memory_order_relaxed);
+		st->buffers_sent = atomic_load_explicit(&p->buffers_sent, memory_order_relaxed);
+		st->buffer_items_sent = atomic_load_explicit(&p->buffer_items_sent, memory_order_relaxed);
+		st->buffers_recv = atomic_load_explicit(&p->buffers_recv, memory_order_relaxed);
+		st->large_sent = atomic_load_explicit(&p->large_sent, memory_order_relaxed);
+		st->eager_in_use = atomic_load_explicit(&p->eager_in_use, memory_order_relaxed);
+		st->waiting = atomic_load_explicit(&p->waiting, memory_order_relaxed);
+		st->waiting_hwm = atomic_load_explicit(&p->waiting_hwm, memory_order_relaxed);
 		/* The segment is shared: keep only what an errno can be. */
 		st->last_error = err > 0 || err < -4095 ? -EPROTO : err;
 	}
@@ -357,6 +388,21 @@ void gw_info(struct gateway *g, struct gw_info *info)
 static bool agent_alive(struct gateway *g)
 {
 	return atomic_load(&g->s->running) && pidfile_holder(g->dir, g->rank) == g->s->pid;
+}
+
+bool gw_alive(struct gateway *g)
+{
+	uint64_t now;
+
+	if (!atomic_load(&g->s->running))
+		return false;
+	now = clock_ns();
+	if (now < g->alive_until_ns)
+		return true;
+	if (!agent_alive(g))
+		return false;
+	g->alive_until_ns = now + GW_ALIVE_NS;
+	return true;
 }
 
 int gw_call(struct gateway *g, const struct gw_request *req, const void *in, size_t inlen, void *out,
@@ -384,6 +430,7 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 	sl->pid = getpid();
 	sl->req = *req;
 	sl->detached = !wait;
+	atomic_store(&sl->sleeping, 0);
 	sl->status = 0;
 	sl->inlen = (uint32_t)inlen;
 	sl->outlen = 0;
@@ -398,6 +445,10 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 	if (!wait)
 		return 0;
 	deadline = req->timeout_ms < 0 ? 0 : clock_ns() + ((uint64_t)req->timeout_ms + 1000) * 1000000ull;
+	/* Checking the agent costs system calls: only once a wait of 100 ms passed without an answer. */
+	bool check = false;
+	int spins = 0;
+
 	for (;;) {
 		uint32_t st = atomic_load_explicit(&sl->state, memory_order_acquire);
 
@@ -415,7 +466,7 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 		uint64_t now = clock_ns();
 		/* Wake every 100 ms to check the agent is still there. */
 		uint64_t until = now + 100000000ull;
-		bool dead = !agent_alive(g), late = deadline && now >= deadline;
+		bool dead = check && !agent_alive(g), late = deadline && now >= deadline;
 
 		if (dead || late) {
 			uint32_t ready = SLOT_READY, busy = SLOT_BUSY;
@@ -427,6 +478,14 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 		}
 		if (deadline && deadline < until)
 			until = deadline;
-		futex_wait_until(&sl->state, st, until);
+		/* The agent usually answers within a few of its passes: yield to it before sleeping. */
+		if (spins++ < GW_CALL_SPINS) {
+			sched_yield();
+			continue;
+		}
+		atomic_store(&sl->sleeping, 1);
+		if (atomic_load(&sl->state) != st)
+			continue;
+		check = futex_wait_until(&sl->state, st, until) == -ETIMEDOUT || !atomic_load(&s->running);
 	}
 }

@@ -53,6 +53,11 @@ struct gw_peer_stats {
 	uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
 	uint64_t retries;   /* tries of a peer's request that found its channel not ready */
 	int32_t last_error; /* 0 or the last negative errno of a send or a request to that peer */
+	/* Aggregation: eager buffers sent and the items they carried (items / buffers = the factor). */
+	uint64_t buffers_sent, buffer_items_sent, buffers_recv;
+	uint64_t large_sent;	       /* items too big for an eager buffer, each a message of its own */
+	uint32_t eager_in_use;	       /* eager buffers filling, queued or in flight now (of 4) */
+	uint32_t waiting, waiting_hwm; /* items waiting for a free eager buffer, now and at most */
 };
 
 struct gw_info {
@@ -96,6 +101,11 @@ void gw_wait_for_work(struct gateway *g, int timeout_us);
 /* Client side: maps and validates the gateway of the agent of `rank`. -ENOTCONN if none runs. */
 int gw_open(const char *dir, uint32_t rank, struct gateway **out);
 void gw_close(struct gateway *g);
+/*
+ * Client side: whether the agent still serves this gateway (its running flag
+ * on every call; its pid file lock, a few system calls, at most every 50 ms).
+ */
+bool gw_alive(struct gateway *g);
 /* A private, validated copy of the agent's information and counters. */
 void gw_info(struct gateway *g, struct gw_info *info);
 
