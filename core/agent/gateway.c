@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,6 +74,9 @@ struct gateway {
 	bool agent_side;
 	uint64_t next_reap_ns;	 /* agent side: looking for dead clients costs a system call per slot */
 	uint64_t alive_until_ns; /* client side: the agent was seen alive; checked again after that */
+	int bell_fd;		 /* the doorbell socket: bound (agent), or to send from (client); -1: none */
+	struct sockaddr_un bell;
+	socklen_t bell_len;
 };
 
 #define GW_ALIVE_NS   50000000ull
@@ -81,6 +87,35 @@ struct gateway {
 static void gw_path(char *path, size_t len, const char *dir, uint32_t rank)
 {
 	snprintf(path, len, "%s/%s%u", dir, GW_FILE_PREFIX, rank);
+}
+
+/*
+ * The doorbell: a datagram socket <dir>/gateway.<rank>.bell the agent polls
+ * together with its network completions, so a request wakes an agent that
+ * sleeps in poll().  A client rings it only when the agent said it sleeps.
+ * A socket, not a FIFO: ringing a dead agent's bell is an error, not SIGPIPE.
+ * false when the path does not fit a socket address (the agent then naps).
+ */
+static bool bell_addr(struct gateway *g, const char *dir, uint32_t rank)
+{
+	int n;
+
+	memset(&g->bell, 0, sizeof(g->bell));
+	g->bell.sun_family = AF_UNIX;
+	n = snprintf(g->bell.sun_path, sizeof(g->bell.sun_path), "%s/%s%u.bell", dir, GW_FILE_PREFIX, rank);
+	g->bell_len = (socklen_t)sizeof(g->bell);
+	return n > 0 && (size_t)n < sizeof(g->bell.sun_path);
+}
+
+static void bell_ring(struct gateway *g)
+{
+	char b = 0;
+	ssize_t n;
+
+	if (g->bell_fd < 0)
+		return;
+	n = sendto(g->bell_fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&g->bell, g->bell_len);
+	(void)n; /* full: it rings already; refused: the agent is gone, which gw_call notices */
 }
 
 int gw_create(const char *dir, const struct gw_info *self, struct gateway **out)
@@ -127,6 +162,15 @@ int gw_create(const char *dir, const struct gw_info *self, struct gateway **out)
 	snprintf(g->dir, sizeof(g->dir), "%s", dir);
 	g->rank = self->rank;
 	g->agent_side = true;
+	g->bell_fd = -1;
+	if (bell_addr(g, dir, self->rank)) {
+		unlink(g->bell.sun_path); /* a dead agent's */
+		g->bell_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (g->bell_fd >= 0 && bind(g->bell_fd, (struct sockaddr *)&g->bell, g->bell_len)) {
+			close(g->bell_fd);
+			g->bell_fd = -1;
+		}
+	}
 	*out = g;
 	return 0;
 }
@@ -177,6 +221,10 @@ void gw_destroy(struct gateway *g, const char *dir)
 	}
 	gw_path(path, sizeof(path), dir, g->rank);
 	unlink(path);
+	if (g->bell_fd >= 0) {
+		close(g->bell_fd);
+		unlink(g->bell.sun_path);
+	}
 	munmap(s, sizeof(*s));
 	free(g);
 }
@@ -278,17 +326,46 @@ void gw_set_peer_stats(struct gateway *g, uint32_t node, const struct gw_peer_st
 	atomic_store_explicit(&p->waiting_hwm, st->waiting_hwm, memory_order_relaxed);
 }
 
-void gw_wait_for_work(struct gateway *g, int timeout_us)
+int gw_bell_fd(const struct gateway *g)
+{
+	return g->bell_fd;
+}
+
+bool gw_sleep_begin(struct gateway *g)
 {
 	struct gw_shared *s = g->s;
-	uint32_t seen = atomic_load(&s->doorbell);
 
-	for (int i = 0; i < GW_SLOTS; i++)
-		if (atomic_load(&s->slots[i].state) == SLOT_READY)
-			return;
+	/* Pairs with gw_call's seq_cst doorbell increment after READY: one of the two sees the other. */
 	atomic_store(&s->agent_sleeping, 1);
-	futex_wait_until(&s->doorbell, seen, clock_ns() + (uint64_t)timeout_us * 1000ull);
-	atomic_store(&s->agent_sleeping, 0);
+	for (int i = 0; i < GW_SLOTS; i++)
+		if (atomic_load(&s->slots[i].state) == SLOT_READY) {
+			atomic_store(&s->agent_sleeping, 0);
+			return false;
+		}
+	return true;
+}
+
+void gw_sleep_end(struct gateway *g)
+{
+	char buf[64];
+
+	atomic_store(&g->s->agent_sleeping, 0);
+	while (g->bell_fd >= 0 && recv(g->bell_fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
+}
+
+void gw_wait_for_work(struct gateway *g, int timeout_us)
+{
+	struct pollfd pfd = {.fd = g->bell_fd, .events = POLLIN};
+	struct timespec ts = {.tv_sec = timeout_us / 1000000, .tv_nsec = (long)(timeout_us % 1000000) * 1000};
+
+	if (!gw_sleep_begin(g))
+		return;
+	if (g->bell_fd >= 0)
+		ppoll(&pfd, 1, &ts, NULL);
+	else
+		nanosleep(&ts, NULL);
+	gw_sleep_end(g);
 }
 
 int gw_open(const char *dir, uint32_t rank, struct gateway **out)
@@ -330,6 +407,8 @@ int gw_open(const char *dir, uint32_t rank, struct gateway **out)
 	g->s = map;
 	snprintf(g->dir, sizeof(g->dir), "%s", dir);
 	g->rank = rank;
+	g->bell_fd =
+	    bell_addr(g, dir, rank) ? socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0) : -1;
 	*out = g;
 	return 0;
 }
@@ -338,6 +417,8 @@ void gw_close(struct gateway *g)
 {
 	if (!g)
 		return;
+	if (g->bell_fd >= 0)
+		close(g->bell_fd);
 	munmap(g->s, sizeof(*g->s));
 	free(g);
 }
@@ -441,7 +522,7 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 	atomic_store_explicit(&sl->state, SLOT_READY, memory_order_release);
 	atomic_fetch_add(&s->doorbell, 1);
 	if (atomic_load(&s->agent_sleeping))
-		futex_wake_all(&s->doorbell);
+		bell_ring(g);
 	if (!wait)
 		return 0;
 	deadline = req->timeout_ms < 0 ? 0 : clock_ns() + ((uint64_t)req->timeout_ms + 1000) * 1000000ull;

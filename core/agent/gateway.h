@@ -97,6 +97,15 @@ void gw_set_peer_up(struct gateway *g, uint32_t node, bool up);
 void gw_set_peer_stats(struct gateway *g, uint32_t node, const struct gw_peer_stats *st);
 /* Agent side: sleeps until a request arrives or timeout_us microseconds pass. */
 void gw_wait_for_work(struct gateway *g, int timeout_us);
+/*
+ * Agent side, sleeping in its own poll(): gw_bell_fd() becomes readable when
+ * a client rings (-1: no doorbell, nap instead).  gw_sleep_begin() tells
+ * clients to ring and returns false when a request is already waiting (do
+ * not sleep); gw_sleep_end() after the poll in any case.
+ */
+int gw_bell_fd(const struct gateway *g);
+bool gw_sleep_begin(struct gateway *g);
+void gw_sleep_end(struct gateway *g);
 
 /* Client side: maps and validates the gateway of the agent of `rank`. -ENOTCONN if none runs. */
 int gw_open(const char *dir, uint32_t rank, struct gateway **out);

@@ -1190,3 +1190,46 @@ int links_progress(struct agent_links *lk)
 		work += tx_progress(lk, r);
 	return work;
 }
+
+bool links_idle(struct agent_links *lk)
+{
+	for (uint32_t r = 0; r < lk->cfg.nodes; r++) {
+		struct link_peer *p = &lk->peers[r];
+
+		if (p->up && ((p->open && p->open->agg.items) || p->post_head || p->wait_head))
+			return false;
+	}
+	return true;
+}
+
+int links_sleep_prepare(struct agent_links *lk, struct pollfd *fds, int max, int *timeout_ms)
+{
+	int n = 0, fd = core_cq_arm(lk->ep);
+
+	/* A completion that landed before the arming raised no event: look once more. */
+	if (fd < 0 || links_progress(lk) || !links_idle(lk))
+		return -EAGAIN;
+	core_cq_arm(lk->ep); /* looking may have told the device we drive it: it must watch the wire again */
+	fds[n++] = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (n < max)
+		fds[n++] = (struct pollfd){.fd = oob_listener_fd(lk->listener), .events = POLLIN};
+	for (uint32_t r = 0; r < lk->cfg.nodes && n < max; r++)
+		if (lk->peers[r].up)
+			fds[n++] = (struct pollfd){.fd = oob_conn_fd(lk->peers[r].oob), .events = POLLIN};
+	/* Requests waiting for their channel are tried again, and peers that are down dialled again. */
+	if (lk->pending && (*timeout_ms < 0 || *timeout_ms > 1))
+		*timeout_ms = 1;
+	for (uint32_t r = 0; r < lk->cfg.rank; r++)
+		if (!lk->peers[r].up && (*timeout_ms < 0 || *timeout_ms > (int)(LINK_RETRY_NS / 1000000)))
+			*timeout_ms = (int)(LINK_RETRY_NS / 1000000);
+	return n;
+}
+
+void links_sleep_end(struct agent_links *lk, const struct pollfd *fds, int n)
+{
+	core_cq_ack_events(lk->ep);
+	/* The listener or a peer's connection has news: look at the peers on the next pass. */
+	for (int i = 1; i < n; i++)
+		if (fds[i].revents)
+			lk->next_oob_check_ns = 0;
+}

@@ -60,5 +60,17 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 		  uint64_t token);
 /* Connects peers, reads the transport, serves and retries requests, answers; returns the work it found. */
 int links_progress(struct agent_links *lk);
+/* Nothing waits to go out (an eager buffer being filled goes out after two idle passes). */
+bool links_idle(struct agent_links *lk);
+/*
+ * Sleeping in the engine's poll(): fills fds (up to max) with what wakes the
+ * links (network completions, the listener, each peer's connection) and
+ * lowers *timeout_ms (-1: none) to when they need a look anyway.  Returns the
+ * count, or -EAGAIN when there is work now (do not sleep).  links_sleep_end()
+ * after the poll.
+ */
+struct pollfd;
+int links_sleep_prepare(struct agent_links *lk, struct pollfd *fds, int max, int *timeout_ms);
+void links_sleep_end(struct agent_links *lk, const struct pollfd *fds, int n);
 
 #endif
