@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -466,6 +467,33 @@ void gw_info(struct gateway *g, struct gw_info *info)
 	info->running = atomic_load(&s->running) && pidfile_holder(g->dir, g->rank);
 }
 
+/* getpid() is a system call per request otherwise; a forked child forgets the parent's. */
+static _Atomic pid_t cached_pid;
+
+static void forget_pid(void)
+{
+	atomic_store_explicit(&cached_pid, 0, memory_order_relaxed);
+}
+
+static void watch_forks(void)
+{
+	pthread_atfork(NULL, NULL, forget_pid);
+}
+
+static pid_t my_pid(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pid_t pid;
+
+	pthread_once(&once, watch_forks);
+	pid = atomic_load_explicit(&cached_pid, memory_order_relaxed);
+	if (!pid) {
+		pid = getpid();
+		atomic_store_explicit(&cached_pid, pid, memory_order_relaxed);
+	}
+	return pid;
+}
+
 static bool agent_alive(struct gateway *g)
 {
 	return atomic_load(&g->s->running) && pidfile_holder(g->dir, g->rank) == g->s->pid;
@@ -491,7 +519,8 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 {
 	struct gw_shared *s = g->s;
 	struct gw_slot *sl = NULL;
-	uint64_t deadline, start = (uint64_t)getpid() * 2654435761u;
+	pid_t me = my_pid();
+	uint64_t deadline, start = (uint64_t)me * 2654435761u;
 
 	if (inlen > GW_INLINE)
 		return -EMSGSIZE;
@@ -508,7 +537,7 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 		atomic_fetch_add(&s->eagain, 1);
 		return -EAGAIN;
 	}
-	sl->pid = getpid();
+	sl->pid = me;
 	sl->req = *req;
 	sl->detached = !wait;
 	atomic_store(&sl->sleeping, 0);
