@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #define GW_MAGIC   0x5957544754414452ULL /* "RDATGTWY" little-endian */
-#define GW_VERSION 3			 /* 2: per-peer traffic counters, 3: aggregation */
+#define GW_VERSION 4			 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends */
 
 enum slot_state { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_BUSY, SLOT_DONE, SLOT_ABANDONED };
 

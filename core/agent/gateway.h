@@ -45,6 +45,13 @@ struct gw_request {
 	uint32_t node; /* target rank */
 	int32_t timeout_ms;
 	char name[CHAN_NAME_MAX + 1];
+	/*
+	 * A send larger than a slot goes as several requests, chunks in order:
+	 * msg_total bytes in all (0: not chunked), this one at msg_offset, all
+	 * with the client's msg_id.  Only the last chunk carries the caller's
+	 * mode; the others are buffered.
+	 */
+	uint64_t msg_id, msg_total, msg_offset;
 };
 
 /* The agent's view of itself, for clients and `agent status`. */

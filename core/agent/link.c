@@ -23,7 +23,7 @@
 #define LINK_RX_MAX	  128
 #define LINK_TX_BUFS	  4 /* eager buffers per target node */
 #define LINK_RX_LARGE	  4 /* posted receives for large frames (more wait in core's unexpected list) */
-#define LINK_LARGE_MAX	  (PROTO_HEADER_SIZE + 4 + GW_INLINE)
+#define LINK_LARGE_MAX	  (PROTO_HEADER_SIZE + PROTO_CHUNK_SIZE + GW_INLINE) /* a chunk, or a DATA answer */
 #define LINK_TAG_EAGER	  1 /* core tags: eager buffers and large frames land in their own receives */
 #define LINK_TAG_LARGE	  2
 #define LINK_ORIGIN_MAX	  1024 /* requests in flight from this agent */
@@ -39,6 +39,7 @@
 #define PORT_BIND_BITS	  10 /* a port's binding: a slot of a direct-mapped table per peer */
 #define PORT_BINDINGS	  (1u << PORT_BIND_BITS)
 #define PORT_TAG_MASK	  0xffffffffull
+#define LINK_REASM_MAX	  (1ull << 30) /* bytes of large messages being put together at once */
 
 /* What went out to a peer, waiting for its send completion (the core context of the send). */
 enum unit_kind { UNIT_EAGER, UNIT_LARGE };
@@ -46,6 +47,7 @@ enum unit_kind { UNIT_EAGER, UNIT_LARGE };
 struct unit {
 	uint8_t kind;
 	bool orphan; /* its peer went down meanwhile: freed on completion, nothing else */
+	bool rndv;   /* core moves it by rendezvous (longer than its eager limit) */
 	uint32_t rank;
 	struct unit *next; /* in the peer's post queue */
 };
@@ -84,7 +86,7 @@ struct link_peer {
 	struct txbuf *tx[LINK_TX_BUFS];
 	struct txbuf *open;
 	struct unit *post_head, **post_tail;
-	uint32_t eager_out, large_out; /* in flight */
+	uint32_t eager_out, rndv_out; /* in flight, by how core moves them (see post_units) */
 	struct waiting *wait_head, **wait_tail;
 	uint32_t nwaiting;
 	/* Ports: our bindings toward it (name per slot, "" = none) and its bindings toward us. */
@@ -98,6 +100,15 @@ struct origin {
 	uint16_t gen;
 	uint8_t op;
 	uint64_t token;
+};
+
+/* A large message from a peer being put together from its chunks. */
+struct reasm {
+	struct reasm *next;
+	uint32_t from;
+	uint64_t id, total, got;
+	int status;	       /* 0, or why the message will be answered with an error */
+	struct target_item *t; /* its data fills t->data */
 };
 
 /* A request from a peer waiting for its channel. */
@@ -119,10 +130,13 @@ struct agent_links {
 	struct core_ep *ep;
 	struct oob_listener *listener;
 	struct link_peer *peers;
-	uint32_t max_items; /* per eager buffer: AGG_MAX_ITEMS, or 1 with aggregation off */
+	uint32_t max_items;	 /* per eager buffer: AGG_MAX_ITEMS, or 1 with aggregation off */
+	uint32_t core_eager_max; /* core sends longer messages by rendezvous */
 	struct origin origins[LINK_ORIGIN_MAX];
 	uint32_t next_origin;
 	struct target_item *pending, **pending_tail;
+	struct reasm *reasm; /* large messages arriving in chunks */
+	uint64_t reasm_bytes;
 	uint8_t *rx_pool; /* eager receive buffers, then large ones: one allocation */
 	int nrx;
 	uint8_t *scratch; /* a DATA body: status, then a GETMSG's message */
@@ -195,7 +209,7 @@ static int peer_tx_init(struct agent_links *lk, uint32_t rank)
 	p->open = NULL;
 	p->post_head = NULL;
 	p->post_tail = &p->post_head;
-	p->eager_out = p->large_out = 0;
+	p->eager_out = p->rndv_out = 0;
 	return 0;
 }
 
@@ -254,6 +268,7 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	attr.name = "agent";
 	attr.threading = CORE_THREAD_SINGLE;
 	attr.env.tx_stripes = 1;
+	lk->core_eager_max = attr.eager_max;
 	rc = core_ep_open(&attr, &lk->ep, why, whylen);
 	if (rc) {
 		links_close(lk);
@@ -313,6 +328,22 @@ static void drop_waiting(struct agent_links *lk, uint32_t rank, int status)
 	p->post_tail = &p->post_head;
 }
 
+static void drop_reasm(struct agent_links *lk, uint32_t from, bool all)
+{
+	for (struct reasm **pp = &lk->reasm; *pp;) {
+		struct reasm *r = *pp;
+
+		if (all || r->from == from) {
+			*pp = r->next;
+			lk->reasm_bytes -= r->t ? r->total : 0;
+			free(r->t);
+			free(r);
+		} else {
+			pp = &r->next;
+		}
+	}
+}
+
 static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 {
 	struct link_peer *p = &lk->peers[rank];
@@ -334,6 +365,7 @@ static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 		if (lk->origins[i].used && lk->origins[i].node == rank)
 			finish_origin(lk, i, -EHOSTDOWN, NULL, 0);
 	/* Requests from it can no longer be answered (a deposited message stays where it is). */
+	drop_reasm(lk, rank, false);
 	for (struct target_item **t = &lk->pending; *t;) {
 		if ((*t)->from == rank) {
 			struct target_item *dead = *t;
@@ -370,6 +402,7 @@ void links_close(struct agent_links *lk)
 		lk->pending = t->next;
 		free(t);
 	}
+	drop_reasm(lk, 0, true);
 	for (uint32_t i = 0; i < LINK_CHAN_CACHE; i++)
 		chan_close(lk->cache[i].c);
 	/* Completions of what is still in flight free orphans; after that, whatever is left. */
@@ -534,10 +567,12 @@ static int post_units(struct agent_links *lk, uint32_t rank)
 		int rc;
 
 		/*
-		 * A large frame may complete at the target after an eager buffer sent later (core moves it by
-		 * rendezvous): the two kinds are never in flight together, so items keep their order.
+		 * Core delivers messages up to its eager limit in order, and rendezvous ones in order, but a
+		 * rendezvous message completes at the target after an eager one sent later: the two are
+		 * never in flight together, so items keep their order.
 		 */
-		if (large ? p->eager_out > 0 : p->large_out > 0)
+		u->rndv = large && ((struct large *)u)->len > lk->core_eager_max;
+		if (u->rndv ? p->eager_out > 0 : p->rndv_out > 0)
 			break;
 		if (large) {
 			struct large *f = (struct large *)u;
@@ -559,11 +594,13 @@ static int post_units(struct agent_links *lk, uint32_t rank)
 		if (!p->post_head)
 			p->post_tail = &p->post_head;
 		u->next = NULL;
+		if (u->rndv)
+			p->rndv_out++;
+		else
+			p->eager_out++;
 		if (large) {
-			p->large_out++;
 			p->stats.large_sent++;
 		} else {
-			p->eager_out++;
 			p->stats.buffers_sent++;
 			p->stats.buffer_items_sent += ((struct txbuf *)u)->agg.items;
 		}
@@ -661,7 +698,7 @@ static int tx_item(struct agent_links *lk, uint32_t rank, struct proto_header h,
 		   uint64_t token)
 {
 	struct link_peer *p = &lk->peers[rank];
-	bool large = PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER;
+	bool large = h.protocol == PROTO_P2P || PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER;
 	struct waiting *w;
 
 	if (!p->up)
@@ -747,7 +784,10 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 	static const uint8_t op_type[] = {
 	    [GW_OP_SEND] = PROTO_SENDMSG, [GW_OP_RECV] = PROTO_GETMSG, [GW_OP_POLL] = PROTO_POLL};
 	struct link_peer *p;
-	bool answered = req->op != GW_OP_SEND || req->mode > AGENT_SEND_BUFFERED;
+	bool chunked = req->op == GW_OP_SEND && req->msg_total;
+	bool last = !chunked || req->msg_offset + len == req->msg_total;
+	bool answered = req->op != GW_OP_SEND || (req->mode > AGENT_SEND_BUFFERED && last);
+	uint8_t *body = NULL;
 	uint32_t slot, idx = 0;
 	int rc;
 
@@ -755,7 +795,9 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 		return -EINVAL;
 	if (!links_up(lk, req->node))
 		return -EHOSTDOWN;
-	if (len > GW_INLINE || (req->op != GW_OP_SEND && len))
+	if (len > GW_INLINE || (req->op != GW_OP_SEND && len) ||
+	    (chunked && (req->msg_total > AGENT_REMOTE_MAX || req->msg_offset > req->msg_total ||
+			 len > req->msg_total - req->msg_offset)))
 		return -EMSGSIZE;
 	p = &lk->peers[req->node];
 	if (answered) {
@@ -795,8 +837,25 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 
 	if (answered)
 		h.port |= (uint64_t)(uint16_t)(o->gen + 1) << 16 | idx;
-	rc = tx_item(lk, req->node, h, data, req->op == GW_OP_SEND ? len : 0,
-		     answered ? LINK_NO_TOKEN : token);
+	if (req->op != GW_OP_SEND)
+		len = 0;
+	else if (chunked || PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER) {
+		/* A large frame of its own, its body opened by the chunk descriptor (proto.h). */
+		struct proto_chunk c = {.total = chunked ? req->msg_total : len,
+					.offset = chunked ? req->msg_offset : 0,
+					.id = chunked ? req->msg_id : 0};
+
+		body = malloc(PROTO_CHUNK_SIZE + len);
+		if (!body)
+			return -ENOMEM;
+		proto_chunk_encode(&c, body);
+		memcpy(body + PROTO_CHUNK_SIZE, data, len);
+		data = body;
+		len += PROTO_CHUNK_SIZE;
+		h.protocol = PROTO_P2P;
+	}
+	rc = tx_item(lk, req->node, h, data, len, answered ? LINK_NO_TOKEN : token);
+	free(body);
 	if (rc && rc != -EINPROGRESS)
 		return rc;
 	if (!answered)
@@ -963,35 +1022,116 @@ static void serve_pending(struct agent_links *lk)
 		lk->pending_tail = &(*lk->pending_tail)->next;
 }
 
-/* A request item from a peer: to the queue of requests, in arrival order. */
-static void take_request(struct agent_links *lk, uint32_t from, const struct proto_header *h,
-			 const uint8_t *payload, size_t payload_len)
+/* Queues a complete request (t->data filled) behind the others, or answers it when its port is unbound. */
+static void queue_request(struct agent_links *lk, struct target_item *t)
 {
-	struct link_peer *p = &lk->peers[from];
-	int64_t timeout = proto_timeout_decode(h->timeout);
-	const char *name = p->bind_in[(h->port >> 32) & (PORT_BINDINGS - 1)];
-	struct target_item *t;
+	int64_t timeout = proto_timeout_decode(t->h.timeout);
+	const char *name = lk->peers[t->from].bind_in[(t->h.port >> 32) & (PORT_BINDINGS - 1)];
 
-	if ((h->type != PROTO_SENDMSG && payload_len) || (h->port >> 32) >= PORT_BINDINGS) {
-		lk->errors.count[PROTO_ERR_CONNECT]++;
-		return;
-	}
-	t = malloc(sizeof(*t) + payload_len);
-	if (!t)
-		return;
-	*t = (struct target_item){.from = from, .h = *h, .len = payload_len};
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	t->deadline_ns = timeout > 0 ? clock_ns() + (uint64_t)timeout * 1000000ull : 0;
-	if (payload_len)
-		memcpy(t->data, payload, payload_len);
 	if (!name[0]) { /* a port never bound: answered, never served */
 		lk->errors.count[PROTO_ERR_CONNECT]++;
 		answer(lk, t, -EBADMSG, NULL, 0);
 		free(t);
 		return;
 	}
+	t->next = NULL;
 	*lk->pending_tail = t;
 	lk->pending_tail = &t->next;
+}
+
+/*
+ * A chunk of a large SENDMSG: chunks of one message come in order (one
+ * link, the sender's ticket order), so each one appends; the last one
+ * makes the message a request like any other, with its own header (mode,
+ * answer).  A message that cannot be put together is answered with the
+ * error once its last chunk is in.
+ */
+static void take_chunk(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+		       const struct proto_chunk *c, const uint8_t *data, size_t len)
+{
+	struct reasm *r = NULL, **pp;
+	bool last = c->offset + len == c->total;
+
+	for (pp = &lk->reasm; *pp; pp = &(*pp)->next)
+		if ((*pp)->from == from && (*pp)->id == c->id) {
+			r = *pp;
+			break;
+		}
+	if (!r) {
+		if (c->offset != 0) { /* a piece of a message whose start was lost */
+			struct target_item t = {.from = from, .h = *h};
+
+			lk->errors.count[PROTO_ERR_SIZE]++;
+			if (last)
+				answer(lk, &t, -EPROTO, NULL, 0);
+			return;
+		}
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return;
+		*r = (struct reasm){.from = from, .id = c->id, .total = c->total, .next = lk->reasm};
+		if (c->total > AGENT_REMOTE_MAX || lk->reasm_bytes + c->total > LINK_REASM_MAX)
+			r->status = -EMSGSIZE;
+		else if (!(r->t = malloc(sizeof(*r->t) + c->total)))
+			r->status = -ENOMEM;
+		else
+			lk->reasm_bytes += c->total;
+		lk->reasm = r;
+		pp = &lk->reasm;
+	}
+	if (!r->status && (c->offset != r->got || c->total != r->total))
+		r->status = -EPROTO;
+	if (!r->status) {
+		memcpy(r->t->data + c->offset, data, len);
+		r->got += len;
+	}
+	if (!last)
+		return;
+	*pp = r->next;
+	lk->reasm_bytes -= r->t ? r->total : 0;
+	if (r->status) {
+		struct target_item t = {.from = from, .h = *h};
+
+		lk->peers[from].stats.last_error = r->status;
+		answer(lk, &t, r->status, NULL, 0);
+		free(r->t);
+	} else {
+		*r->t = (struct target_item){.from = from, .h = *h, .len = r->total};
+		queue_request(lk, r->t);
+	}
+	free(r);
+}
+
+/* A request item from a peer: to the queue of requests, in arrival order. */
+static void take_request(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+			 const uint8_t *payload, size_t payload_len)
+{
+	struct proto_chunk c;
+	struct target_item *t;
+
+	if ((h->type != PROTO_SENDMSG && payload_len) || (h->port >> 32) >= PORT_BINDINGS) {
+		lk->errors.count[PROTO_ERR_CONNECT]++;
+		return;
+	}
+	if (h->type == PROTO_SENDMSG && h->protocol == PROTO_P2P) {
+		if (proto_chunk_decode(payload, payload_len, &c, &lk->errors))
+			return;
+		payload += PROTO_CHUNK_SIZE;
+		payload_len -= PROTO_CHUNK_SIZE;
+		if (c.offset != 0 || c.total != payload_len) {
+			take_chunk(lk, from, h, &c, payload, payload_len);
+			return;
+		}
+	}
+	t = malloc(sizeof(*t) + payload_len);
+	if (!t)
+		return;
+	*t = (struct target_item){.from = from, .h = *h, .len = payload_len};
+	if (payload_len)
+		memcpy(t->data, payload, payload_len);
+	queue_request(lk, t);
 }
 
 static void take_connect(struct agent_links *lk, uint32_t from, const struct proto_header *h,
@@ -1146,13 +1286,14 @@ static void send_done(struct agent_links *lk, struct unit *u, const struct core_
 		free(u);
 		return;
 	}
-	if (u->kind == UNIT_LARGE) {
-		p->large_out--;
-		free(u);
-	} else {
+	if (u->rndv)
+		p->rndv_out--;
+	else
 		p->eager_out--;
+	if (u->kind == UNIT_LARGE)
+		free(u);
+	else
 		((struct txbuf *)u)->busy = false;
-	}
 	if (e->status != IBV_WC_SUCCESS || e->err)
 		p->stats.last_error = e->err ? e->err : -EIO;
 }
@@ -1175,7 +1316,9 @@ int links_progress(struct agent_links *lk)
 			if (e[i].flags & CORE_CQE_RECV) {
 				bool large = e[i].tag == LINK_TAG_LARGE;
 
-				if (e[i].status == IBV_WC_SUCCESS && !e[i].err)
+				/* A message longer than the buffer was cut: never read past the buffer. */
+				if (e[i].status == IBV_WC_SUCCESS && !e[i].err &&
+				    e[i].len <= (large ? LINK_LARGE_MAX : PROTO_EAGER_BUFFER))
 					take_message(lk, e[i].peer, e[i].context, e[i].len, large);
 				if (rx_post(lk, e[i].context, large))
 					agent_logf(&lk->cfg.log, "could not repost a receive buffer");
