@@ -190,10 +190,12 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 		now = clock_ns();
 		if (work)
 			last_work = now;
-		else if (e->links && !links_idle(e->links))
-			continue; /* an eager buffer goes out after two idle passes: make them now, not after
-				     a yield */
-		else if (now - last_work < ENGINE_SPIN_NS)
+		else if (e->links && !links_idle(e->links)) {
+			/* Nothing new this pass: the idle passes that send the eager buffers being filled. */
+			for (int i = 0; i < 2 && !links_tx_pass(e->links); i++)
+				;
+			continue;
+		} else if (now - last_work < ENGINE_SPIN_NS)
 			sched_yield();
 		else
 			engine_sleep(e);

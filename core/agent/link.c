@@ -1334,6 +1334,15 @@ int links_progress(struct agent_links *lk)
 	return work;
 }
 
+int links_tx_pass(struct agent_links *lk)
+{
+	int work = 0;
+
+	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
+		work += tx_progress(lk, r);
+	return work;
+}
+
 bool links_idle(struct agent_links *lk)
 {
 	for (uint32_t r = 0; r < lk->cfg.nodes; r++) {

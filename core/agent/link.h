@@ -69,6 +69,13 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 		  uint64_t token);
 /* Connects peers, reads the transport, serves and retries requests, answers; returns the work it found. */
 int links_progress(struct agent_links *lk);
+/*
+ * A progress pass over the sending side only (no network read): what the
+ * engine runs when a pass found nothing new, so the eager buffers being
+ * filled meet their two idle passes at once instead of after two rounds
+ * of polling the network.  Returns the work done.
+ */
+int links_tx_pass(struct agent_links *lk);
 /* Nothing waits to go out (an eager buffer being filled goes out after two idle passes). */
 bool links_idle(struct agent_links *lk);
 /*
