@@ -57,9 +57,10 @@ RDMATOOL_AGENT_KEY=$dir/key "$RDMATOOL" -q -j bench agent_lat -s 8 -n 2000 --bas
 bar "agent_lat 8 B deposited / core send_lat" "$(jq '.ratio_to_core_send_lat' "$dir/alat.json")" "<= 3" \
 	"$(jq -r '"(\(.deposited_median_us) vs \(.core_send_lat_typical_us) us)"' "$dir/alat.json")"
 
-# Issue 13: a stream of buffered SENDMSGs through two agent processes.  The bars are the issue's;
-# measured on 2026-11-23 (2 shared cores): agent_rate 64 B ~10 kmsg/s, 1.16x aggregation off,
-# 0.07x core send_bw; agent_bw 64 KiB ~110 MiB/s, 0.07x core send_bw: both far below their bars.
+# Issue 13: a stream of SENDMSGs through two agent processes (agent_rate: 4 processes, mode
+# immediately; agent_bw: one process, buffered).  The bars are the issue's; measured on 2026-11-23
+# (2 shared cores, heavily loaded): agent_rate 64 B 70-140 kmsg/s, 5-10x aggregation off (about 20-26
+# items per eager buffer), 0.1-0.3x core send_bw; agent_bw 64 KiB ~270 MiB/s, 0.12x core send_bw.
 "$RDMATOOL" -q -j bench agent_rate -s 64 -n 20000 --baseline >"$dir/arate.json"
 bar "agent_rate 64 B aggregation on / off" "$(jq '.ratio_to_no_aggregation' "$dir/arate.json")" ">= 5" \
 	"$(jq -r '"(\(.agent_msgs_per_s | floor) vs \(.no_aggregation_msgs_per_s | floor) msg/s)"' "$dir/arate.json")"

@@ -132,7 +132,7 @@ int agent_send_cmd(const struct agent_opts *o)
 	struct agent_client *cl;
 	struct agent_chan *h;
 	struct chan_state st;
-	size_t len = 0, limit = GW_INLINE;
+	size_t len = 0, limit = AGENT_REMOTE_MAX;
 	char *buf = NULL;
 	int rc;
 
@@ -156,8 +156,7 @@ int agent_send_cmd(const struct agent_opts *o)
 		if (rc == -EMSGSIZE && remote)
 			return run_error(
 			    AGENT_CMD,
-			    "the message is larger than %zu bytes, the limit for now of a message to "
-			    "another node",
+			    "the message is larger than %zu bytes, the limit of a message to another node",
 			    limit);
 		if (rc == -EMSGSIZE)
 			return run_error(AGENT_CMD,

@@ -283,6 +283,15 @@ static void status_peer(const struct gw_peer_stats *st)
 	print_uint(PRINT_ANY, "bytes_sent", " (%llu bytes)", st->bytes_sent);
 	print_uint(PRINT_ANY, "msgs_received", ", received %llu", st->msgs_recv);
 	print_uint(PRINT_ANY, "bytes_received", " (%llu bytes)", st->bytes_recv);
+	print_uint(PRINT_ANY, "eager_buffers_sent", ", %llu eager buffers sent", st->buffers_sent);
+	print_double(PRINT_ANY, "aggregation", " (%.1f items per buffer)",
+		     st->buffers_sent ? (double)st->buffer_items_sent / (double)st->buffers_sent : 0.0);
+	print_uint(PRINT_JSON, "eager_items_sent", NULL, st->buffer_items_sent);
+	print_uint(PRINT_JSON, "eager_buffers_received", NULL, st->buffers_recv);
+	print_uint(PRINT_ANY, "large_sent", ", %llu large", st->large_sent);
+	print_uint(PRINT_ANY, "eager_buffers_in_use", ", %llu of 4 eager buffers in use", st->eager_in_use);
+	print_uint(PRINT_JSON, "waiting", NULL, st->waiting);
+	print_uint(PRINT_JSON, "waiting_hwm", NULL, st->waiting_hwm);
 	print_uint(PRINT_ANY, "retries", ", %llu retries", st->retries);
 	print_int(PRINT_JSON, "last_error", NULL, st->last_error);
 	print_string(PRINT_ANY, "last_error_text", ", last error: %s\n",

@@ -112,8 +112,7 @@ int agent_pair_start(struct agent_pair *p, char *err, size_t errlen)
 	}
 	snprintf(path, sizeof(path), "%s/key", p->top);
 	setenv(AGENT_KEY_ENV, path, 1);
-	/* Created here, before the agents start: two agents creating it at once could read it half written.
-	 */
+	/* Created here, before the agents start (they would agree anyway: the file is made atomically). */
 	unsigned char key[AGENT_KEY_LEN];
 
 	rc = agent_key_load(key, err, errlen);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench agent_rate and agent_bw: a stream of "buffered" sends from node 0 to
- * a channel on node 1 through two agent processes, drained by a third
- * process on node 1; messages/s and MiB/s.  Baselines in the same run: the
+ * bench agent_rate and agent_bw: a stream of sends from node 0 to a channel
+ * on node 1 through two agent processes, drained by a third process on node
+ * 1; messages/s and MiB/s.  agent_rate: 4 processes send in mode
+ * "immediately" (requests stay queued in the gateway, as a rate test keeps
+ * sends posted); agent_bw: one process, mode "buffered".  Baselines in the same run: the
  * same stream with aggregation off (RDMATOOL_AGENT_AGGREGATE=0, agent_rate)
  * and the core transport's send_bw on the same device.
  */
@@ -26,10 +28,30 @@
 
 #define STREAM_TIMEOUT_MS 5000
 #define MIB		  1048576.0
+#define STREAM_MAX_PROCS  16
+#define STREAM_BACKOFF_US 50
+#define RATE_PROCS	  4 /* agent_rate: client processes on node 0 */
 
 struct stream_result {
 	double msgs_per_s, mib_per_s;
+	double items_per_buffer; /* node 0's aggregation factor toward node 1 */
 };
+
+/* Node 0's aggregation factor toward node 1, as its agent publishes it (every 100 ms). */
+static double aggregation_factor(const char *dir0)
+{
+	struct gateway *g;
+	struct gw_info info;
+
+	usleep(150000);
+	if (gw_open(dir0, 0, &g))
+		return 0;
+	gw_info(g, &info);
+	gw_close(g);
+	return info.peer_stats[1].buffers_sent
+		   ? (double)info.peer_stats[1].buffer_items_sent / (double)info.peer_stats[1].buffers_sent
+		   : 0;
+}
 
 /* The drainer on node 1: receives iters messages of size bytes, checks their length. */
 static pid_t start_drainer(const char *dir1, size_t size, long iters)
@@ -55,40 +77,76 @@ static pid_t start_drainer(const char *dir1, size_t size, long iters)
 	return pid;
 }
 
-/* Sends iters messages through a fresh agent pair and times them until the drainer has them all. */
-static int stream(size_t size, long iters, struct stream_result *r, char *err, size_t errlen)
+/* A sender on node 0: its own client of agent 0, n sends in mode; exits 0 when all went. */
+static pid_t start_sender(const char *dir0, size_t size, long n, enum agent_send_mode mode)
 {
-	char dir0[128], dir1[128], why[512];
-	struct agent_pair pair;
-	struct agent_client *cl = NULL;
-	struct agent_chan *h = NULL;
-	char *buf = calloc(1, size ? size : 1);
-	pid_t drainer = -1;
-	uint64_t t0, t1;
-	int status = 0, rc = buf ? agent_pair_start(&pair, err, errlen) : -ENOMEM;
+	pid_t pid;
 
-	if (rc) {
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		struct agent_client *cl = NULL;
+		struct agent_chan *h = NULL;
+		char *buf = calloc(1, size ? size : 1), why[512];
+		int rc = buf ? 0 : -ENOMEM;
+
+		setenv("RDMATOOL_AGENT_DIR", dir0, 1);
+		if (!rc)
+			rc = agent_attach(0, &cl, why, sizeof(why));
+		if (!rc)
+			rc = agent_chan_open(cl, "1/stream", &h);
+		for (long i = 0; i < n && !rc; i++) {
+			rc = agent_send(h, buf, size, mode, STREAM_TIMEOUT_MS);
+			if (rc == -EAGAIN) { /* the agent's backlog is full: let it drain, off its CPU */
+				usleep(STREAM_BACKOFF_US);
+				i--;
+				rc = 0;
+			}
+		}
+		if (rc)
+			fprintf(stderr, "rdmatool bench: a%s send through the agents failed: %s\n",
+				mode == AGENT_SEND_BUFFERED ? " buffered" : "n immediately", strerror(-rc));
+		agent_chan_close(h);
+		agent_detach(cl);
 		free(buf);
-		return rc;
+		_exit(rc ? 1 : 0);
 	}
+	return pid;
+}
+
+/*
+ * Sends iters messages from procs processes through a fresh agent pair and times them until the drainer
+ * has them all.
+ */
+static int stream(size_t size, long iters, int procs, enum agent_send_mode mode, struct stream_result *r,
+		  char *err, size_t errlen)
+{
+	char dir0[128], dir1[128];
+	struct agent_pair pair;
+	pid_t drainer = -1, senders[STREAM_MAX_PROCS];
+	uint64_t t0, t1;
+	int status = 0, started = 0, rc = agent_pair_start(&pair, err, errlen);
+
+	if (rc)
+		return rc;
 	agent_pair_dir(&pair, 0, dir0, sizeof(dir0));
 	agent_pair_dir(&pair, 1, dir1, sizeof(dir1));
 	rc = chan_create(dir1, "stream", NULL);
-	setenv("RDMATOOL_AGENT_DIR", dir0, 1);
-	if (!rc)
-		rc = agent_attach(0, &cl, why, sizeof(why));
-	if (!rc)
-		rc = agent_chan_open(cl, "1/stream", &h);
 	if (!rc && (drainer = start_drainer(dir1, size, iters)) < 0)
 		rc = -errno;
 	t0 = clock_ns();
-	for (long i = 0; i < iters && !rc; i++) {
-		rc = agent_send(h, buf, size, AGENT_SEND_BUFFERED, STREAM_TIMEOUT_MS);
-		if (rc == -EAGAIN) { /* the agent's backlog is full: let it drain */
-			sched_yield();
-			i--;
-			rc = 0;
-		}
+	for (int i = 0; i < procs && !rc; i++) {
+		long n = iters / procs + (i < iters % procs);
+
+		if ((senders[i] = start_sender(dir0, size, n, mode)) < 0)
+			rc = -errno;
+		else
+			started++;
+	}
+	for (int i = 0; i < started; i++) {
+		waitpid(senders[i], &status, 0);
+		if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+			rc = -EIO;
 	}
 	if (drainer > 0) {
 		if (rc)
@@ -100,17 +158,15 @@ static int stream(size_t size, long iters, struct stream_result *r, char *err, s
 	t1 = clock_ns();
 	if (rc)
 		snprintf(err, errlen, "%s through the agents failed: %s",
-			 rc == -EPROTO ? "receiving the stream" : "a buffered send", strerror(-rc));
+			 rc == -EPROTO ? "receiving the stream" : "a send", strerror(-rc));
 	else {
 		double s = (double)(t1 - t0) / 1e9;
 
 		r->msgs_per_s = (double)iters / s;
 		r->mib_per_s = (double)iters * (double)size / MIB / s;
+		r->items_per_buffer = aggregation_factor(dir0);
 	}
-	agent_chan_close(h);
-	agent_detach(cl);
 	agent_pair_stop(&pair);
-	free(buf);
 	return rc;
 }
 
@@ -122,20 +178,25 @@ static int core_send_bw(size_t size, long iters, struct bench_result *core, char
 	return bench_transport("send_bw", &o, core, err, errlen);
 }
 
-static void report(const char *test, size_t size, long iters, const struct stream_result *on,
-		   const struct stream_result *off, const struct bench_result *core)
+static void report(const char *test, size_t size, long iters, int procs, enum agent_send_mode mode,
+		   const struct stream_result *on, const struct stream_result *off,
+		   const struct bench_result *core)
 {
 	print_begin();
 	print_string(PRINT_JSON, "test", NULL, test);
 	print_text("%s: ", test);
-	print_int(PRINT_ANY, "iters", "%lld buffered sends", iters);
+	print_int(PRINT_ANY, "iters", "%lld", iters);
+	print_string(PRINT_ANY, "mode", " %s sends", agent_send_mode_name(mode));
+	print_int(PRINT_ANY, "procs", " by %lld process(es)", procs);
 	print_uint(PRINT_ANY, "MsgSize",
 		   " of %llu bytes from node 0 to a channel on node 1 (two agent processes)\n", size);
 	print_double(PRINT_ANY, "agent_msgs_per_s", "  through the agents:  %.0f msg/s", on->msgs_per_s);
-	print_double(PRINT_ANY, "agent_MiB_s", ", %.2f MiB/s\n", on->mib_per_s);
+	print_double(PRINT_ANY, "agent_MiB_s", ", %.2f MiB/s", on->mib_per_s);
+	print_double(PRINT_ANY, "items_per_buffer", ", %.1f items per eager buffer\n", on->items_per_buffer);
 	if (off) {
 		print_double(PRINT_ANY, "no_aggregation_msgs_per_s", "  aggregation off:     %.0f msg/s",
 			     off->msgs_per_s);
+		print_double(PRINT_JSON, "no_aggregation_items_per_buffer", NULL, off->items_per_buffer);
 		print_double(PRINT_ANY, "ratio_to_no_aggregation", "  (ratio %.2fx)\n",
 			     on->msgs_per_s / off->msgs_per_s);
 	}
@@ -152,7 +213,8 @@ static void report(const char *test, size_t size, long iters, const struct strea
 	print_end();
 }
 
-static int run(const char *test, size_t size, long iters, bool baseline, bool with_no_aggregation)
+static int run(const char *test, size_t size, long iters, int procs, enum agent_send_mode mode, bool baseline,
+	       bool with_no_aggregation)
 {
 	char err[512] = "";
 	struct stream_result on = {0}, off = {0};
@@ -166,10 +228,10 @@ static int run(const char *test, size_t size, long iters, bool baseline, bool wi
 		return usage_error("bench", "%s takes --size up to %u bytes (what one SENDMSG carries)", test,
 				   GW_INLINE);
 	}
-	rc = stream(size, iters, &on, err, sizeof(err));
+	rc = stream(size, iters, procs, mode, &on, err, sizeof(err));
 	if (!rc && baseline && with_no_aggregation) {
 		setenv("RDMATOOL_AGENT_AGGREGATE", "0", 1); /* inherited by the agents of this pair */
-		rc = stream(size, iters, &off, err, sizeof(err));
+		rc = stream(size, iters, procs, mode, &off, err, sizeof(err));
 		if (keep)
 			setenv("RDMATOOL_AGENT_AGGREGATE", keep, 1);
 		else
@@ -180,17 +242,20 @@ static int run(const char *test, size_t size, long iters, bool baseline, bool wi
 		return run_error("bench", "the core send_bw baseline failed: %s", err);
 	if (rc)
 		return run_error("bench", "%s", err[0] ? err : strerror(-rc));
-	report(test, size, iters, &on, baseline && with_no_aggregation ? &off : NULL,
+	report(test, size, iters, procs, mode, &on, baseline && with_no_aggregation ? &off : NULL,
 	       baseline ? &core : NULL);
 	return EXIT_OK;
 }
 
 int bench_agent_rate(size_t size, long iters, bool baseline)
 {
-	return run("agent_rate", size, iters > 0 ? iters : 50000, baseline, true);
+	/* A message rate: each sender keeps requests queued (up to the gateway's slots), as a verbs
+	 * send_bw keeps sends posted, instead of waiting for its agent after each one. */
+	return run("agent_rate", size, iters > 0 ? iters : 50000, RATE_PROCS, AGENT_SEND_IMMEDIATELY,
+		   baseline, true);
 }
 
 int bench_agent_bw(size_t size, long iters, bool baseline)
 {
-	return run("agent_bw", size, iters > 0 ? iters : 2000, baseline, false);
+	return run("agent_bw", size, iters > 0 ? iters : 2000, 1, AGENT_SEND_BUFFERED, baseline, false);
 }

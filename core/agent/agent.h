@@ -38,6 +38,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * A message to another node is cut into chunks of RDMATOOL_AGENT_CHUNK_KB
+ * KiB (1..64, default 64) on its way, and put together again at the target:
+ * it reaches the channel whole, once, in order with the port's other
+ * messages.  At most AGENT_REMOTE_MAX bytes (the target channel's max_msg
+ * applies too); a GETMSG still brings back at most 64 KiB.
+ */
+#define AGENT_REMOTE_MAX   (256ull << 20)
+#define AGENT_CHUNK_ENV	   "RDMATOOL_AGENT_CHUNK_KB"
+#define AGENT_CHUNK_MAX_KB 64
+
 enum agent_send_mode {
 	AGENT_SEND_IMMEDIATELY = 0,
 	AGENT_SEND_BUFFERED = 1,

@@ -29,27 +29,46 @@ static int key_path(char *path, size_t len, char *why, size_t whylen)
 	return 0;
 }
 
+/*
+ * Creates the key file atomically: the whole key goes into a private
+ * temporary file (O_EXCL, 0600) that is then hard-linked to the name, which
+ * never replaces an existing file.  Two agents starting at once therefore
+ * agree: one link wins, the other finds the winner's complete file and uses
+ * it; nobody ever reads a half-written key.  A file system without hard links
+ * gets renameat2(RENAME_NOREPLACE), which is just as exclusive.
+ */
 static int create_key(const char *path)
 {
 	unsigned char raw[AGENT_KEY_LEN];
-	char hex[2 * AGENT_KEY_LEN + 2];
+	char hex[2 * AGENT_KEY_LEN + 2], tmp[PATH_MAX];
 	int fd, rc = 0;
 
+	if (access(path, F_OK) == 0)
+		return 0; /* made already: the common case */
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
 		return -EIO;
 	for (int i = 0; i < AGENT_KEY_LEN; i++)
 		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
 	strcat(hex, "\n");
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%02x%02x", path, (int)getpid(), raw[0], raw[1]) >=
+	    (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return errno == EEXIST ? 0 : -errno; /* someone else made it first: use theirs */
+		return -errno;
 	if (write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex))
 		rc = -EIO;
+	if (!rc && fsync(fd))
+		rc = -errno;
 	if (close(fd) && !rc)
 		rc = -errno;
-	if (rc)
-		unlink(path);
-	return rc;
+	if (!rc && link(tmp, path)) {
+		rc = -errno;
+		if (rc == -EPERM || rc == -EOPNOTSUPP || rc == -ENOSYS)
+			rc = renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) ? -errno : 0;
+	}
+	unlink(tmp);		       /* after link: the name keeps the file; after a rename: already gone */
+	return rc == -EEXIST ? 0 : rc; /* someone else made it first: use theirs */
 }
 
 int agent_key_load(unsigned char key[AGENT_KEY_LEN], char *why, size_t whylen)

@@ -7,6 +7,8 @@
 #include "core/util/clock.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,10 +109,7 @@ const char *agent_client_dir(const struct agent_client *cl)
 static int client_gateway(struct agent_client *cl)
 {
 	if (cl->gw) {
-		struct gw_info info;
-
-		gw_info(cl->gw, &info);
-		if (info.running)
+		if (gw_alive(cl->gw))
 			return 0;
 		gw_close(cl->gw);
 		cl->gw = NULL;
@@ -231,6 +230,59 @@ static int remote_call(struct agent_chan *h, uint32_t op, enum agent_send_mode m
 		       op != GW_OP_SEND || mode != AGENT_SEND_IMMEDIATELY);
 }
 
+/* RDMATOOL_AGENT_CHUNK_KB in bytes; the default (and the bound) is what one gateway slot carries. */
+static size_t chunk_bytes(void)
+{
+	const char *v = getenv(AGENT_CHUNK_ENV);
+	char *end;
+	unsigned long kb;
+
+	if (!v || !*v)
+		return GW_INLINE;
+	kb = strtoul(v, &end, 10);
+	if (*end || kb == 0 || kb > AGENT_CHUNK_MAX_KB)
+		return 0;
+	return kb << 10;
+}
+
+/*
+ * A remote send larger than one chunk: chunks in order, each a buffered
+ * request (the agent takes them in ticket order, so they stay in order on
+ * the link), the last one in the caller's mode.
+ */
+static int remote_send_chunked(struct agent_chan *h, const uint8_t *buf, size_t len,
+			       enum agent_send_mode mode, int timeout_ms, size_t chunk)
+{
+	static _Atomic uint32_t counter;
+	struct gw_request req = {
+	    .op = GW_OP_SEND, .node = h->node, .timeout_ms = timeout_ms, .msg_total = len};
+	int rc = client_gateway(h->cl);
+
+	if (rc)
+		return rc;
+	if (len > AGENT_REMOTE_MAX)
+		return -EMSGSIZE;
+	req.msg_id = (uint64_t)getpid() << 32 | atomic_fetch_add(&counter, 1);
+	snprintf(req.name, sizeof(req.name), "%s", h->addr.name);
+	for (size_t off = 0; off < len; off += chunk) {
+		size_t n = len - off < chunk ? len - off : chunk;
+		bool last = off + n == len;
+
+		req.msg_offset = off;
+		req.mode = last ? mode : AGENT_SEND_BUFFERED;
+		do {
+			rc = gw_call(h->cl->gw, &req, buf + off, n, NULL, 0, NULL,
+				     !last || mode != AGENT_SEND_IMMEDIATELY);
+			if (rc == -EAGAIN)
+				sched_yield(); /* the gateway is full: a message half sent must not give up
+						  now */
+		} while (rc == -EAGAIN);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int agent_send(struct agent_chan *h, const void *buf, size_t len, enum agent_send_mode mode, int timeout_ms)
 {
 	uint64_t start = clock_ns(), seq;
@@ -238,8 +290,15 @@ int agent_send(struct agent_chan *h, const void *buf, size_t len, enum agent_sen
 
 	if ((unsigned)mode > AGENT_SEND_RECEIVED)
 		return -EINVAL;
-	if (!h->local)
+	if (!h->local) {
+		size_t chunk = chunk_bytes();
+
+		if (!chunk)
+			return -EINVAL;
+		if (len > chunk)
+			return remote_send_chunked(h, buf, len, mode, timeout_ms, chunk);
 		return remote_call(h, GW_OP_SEND, mode, timeout_ms, buf, len, NULL, 0, NULL);
+	}
 	rc = chan_send(h->local, buf, len, timeout_ms, &seq);
 	if (rc || mode != AGENT_SEND_RECEIVED)
 		return rc;

@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +107,6 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
 			 void *out, size_t *outlen)
 {
 	struct agent_engine *e = arg;
-	bool now = req->op == GW_OP_SEND && req->mode <= AGENT_SEND_BUFFERED;
 	int rc;
 
 	(void)out;
@@ -117,10 +118,8 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
 	else if (!e->links)
 		rc = -EHOSTDOWN;
 	else
-		rc = links_request(e->links, req, in, inlen, now ? UINT64_MAX : slot);
-	/* immediately and buffered: the data is copied onto the link, the caller may go on. */
-	if (rc == -EINPROGRESS && now)
-		rc = 0;
+		/* 0 for immediately and buffered once the data is on the link: the caller may go on. */
+		rc = links_request(e->links, req, in, inlen, slot);
 	if (e->cfg.debug)
 		agent_logf(&e->cfg.log, "request op %u node %u channel %s len %zu: %s", req->op, req->node,
 			   req->name, inlen,
@@ -144,10 +143,40 @@ static void engine_done(void *arg, uint64_t token, int status, const void *data,
 	gw_complete(e->gw, (uint32_t)token, status, data, len);
 }
 
-/* How long the loop keeps polling after its last work before it naps: back-to-back requests see no nap. */
-#define ENGINE_SPIN_NS	200000ull
+/*
+ * After its last work the loop keeps polling this long (yielding the CPU on
+ * each empty pass), so back-to-back requests and answers cost no wake-up;
+ * then it sleeps in poll() on the gateway's doorbell, the network completion
+ * channel and the peers' connections, woken by whichever comes first.
+ */
+#define ENGINE_SPIN_NS	50000ull
 #define ENGINE_STATS_NS 100000000ull
-#define ENGINE_NAP_US	50
+#define ENGINE_POLL_FDS (2 + 2 + GW_MAX_NODES)
+
+/* Sleeps until a request, a network completion, a peer's news, or the next stats update. */
+static void engine_sleep(struct agent_engine *e)
+{
+	struct pollfd fds[ENGINE_POLL_FDS];
+	int n = 0, timeout_ms = (int)(ENGINE_STATS_NS / 1000000), bell = gw_bell_fd(e->gw);
+
+	if (bell < 0)
+		timeout_ms = 1; /* no doorbell: nap */
+	else
+		fds[n++] = (struct pollfd){.fd = bell, .events = POLLIN};
+	if (e->links) {
+		int k = links_sleep_prepare(e->links, fds + n, ENGINE_POLL_FDS - n, &timeout_ms);
+
+		if (k < 0)
+			return; /* work came in meanwhile */
+		n += k;
+	}
+	if (gw_sleep_begin(e->gw)) {
+		poll(fds, (nfds_t)n, timeout_ms);
+		gw_sleep_end(e->gw);
+	}
+	if (e->links)
+		links_sleep_end(e->links, fds + (bell >= 0), n - (bell >= 0));
+}
 
 int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 {
@@ -161,10 +190,15 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 		now = clock_ns();
 		if (work)
 			last_work = now;
-		else if (now - last_work > ENGINE_SPIN_NS)
-			/* With links the network needs attention too: nap briefly instead of sleeping long.
-			 */
-			gw_wait_for_work(e->gw, e->links ? 1 : 100);
+		else if (e->links && !links_idle(e->links)) {
+			/* Nothing new this pass: the idle passes that send the eager buffers being filled. */
+			for (int i = 0; i < 2 && !links_tx_pass(e->links); i++)
+				;
+			continue;
+		} else if (now - last_work < ENGINE_SPIN_NS)
+			sched_yield();
+		else
+			engine_sleep(e);
 		if (now - last_stats < ENGINE_STATS_NS)
 			continue;
 		last_stats = now;

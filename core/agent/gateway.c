@@ -9,17 +9,22 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define GW_MAGIC   0x5957544754414452ULL /* "RDATGTWY" little-endian */
-#define GW_VERSION 2			 /* 2: per-peer traffic counters */
+#define GW_VERSION 4			 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends */
 
 enum slot_state { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_BUSY, SLOT_DONE, SLOT_ABANDONED };
 
@@ -27,7 +32,8 @@ struct gw_slot {
 	_Atomic uint32_t state; /* enum slot_state; the client sleeps on it */
 	int32_t pid;		/* the client that claimed it */
 	uint64_t ticket;
-	uint32_t detached; /* "immediately": nobody waits, the agent frees the slot */
+	uint32_t detached;	   /* "immediately": nobody waits, the agent frees the slot */
+	_Atomic uint32_t sleeping; /* the client sleeps on state: the agent must wake it */
 	int32_t status;
 	uint32_t inlen, outlen;
 	struct gw_request req;
@@ -37,8 +43,9 @@ struct gw_slot {
 /* gw_peer_stats in shared memory: each field read and written whole. */
 struct gw_shared_peer {
 	_Atomic uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv, retries;
+	_Atomic uint64_t buffers_sent, buffer_items_sent, buffers_recv, large_sent;
 	_Atomic int32_t last_error;
-	uint32_t pad;
+	_Atomic uint32_t eager_in_use, waiting, waiting_hwm;
 };
 
 struct gw_shared {
@@ -66,11 +73,50 @@ struct gateway {
 	char dir[PATH_MAX];
 	uint32_t rank;
 	bool agent_side;
+	uint64_t next_reap_ns;	 /* agent side: looking for dead clients costs a system call per slot */
+	uint64_t alive_until_ns; /* client side: the agent was seen alive; checked again after that */
+	int bell_fd;		 /* the doorbell socket: bound (agent), or to send from (client); -1: none */
+	struct sockaddr_un bell;
+	socklen_t bell_len;
 };
+
+#define GW_ALIVE_NS   50000000ull
+#define GW_CALL_SPINS 32 /* yields before a waiting client sleeps */
+
+#define GW_REAP_NS 20000000ull
 
 static void gw_path(char *path, size_t len, const char *dir, uint32_t rank)
 {
 	snprintf(path, len, "%s/%s%u", dir, GW_FILE_PREFIX, rank);
+}
+
+/*
+ * The doorbell: a datagram socket <dir>/gateway.<rank>.bell the agent polls
+ * together with its network completions, so a request wakes an agent that
+ * sleeps in poll().  A client rings it only when the agent said it sleeps.
+ * A socket, not a FIFO: ringing a dead agent's bell is an error, not SIGPIPE.
+ * false when the path does not fit a socket address (the agent then naps).
+ */
+static bool bell_addr(struct gateway *g, const char *dir, uint32_t rank)
+{
+	int n;
+
+	memset(&g->bell, 0, sizeof(g->bell));
+	g->bell.sun_family = AF_UNIX;
+	n = snprintf(g->bell.sun_path, sizeof(g->bell.sun_path), "%s/%s%u.bell", dir, GW_FILE_PREFIX, rank);
+	g->bell_len = (socklen_t)sizeof(g->bell);
+	return n > 0 && (size_t)n < sizeof(g->bell.sun_path);
+}
+
+static void bell_ring(struct gateway *g)
+{
+	char b = 0;
+	ssize_t n;
+
+	if (g->bell_fd < 0)
+		return;
+	n = sendto(g->bell_fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&g->bell, g->bell_len);
+	(void)n; /* full: it rings already; refused: the agent is gone, which gw_call notices */
 }
 
 int gw_create(const char *dir, const struct gw_info *self, struct gateway **out)
@@ -117,13 +163,25 @@ int gw_create(const char *dir, const struct gw_info *self, struct gateway **out)
 	snprintf(g->dir, sizeof(g->dir), "%s", dir);
 	g->rank = self->rank;
 	g->agent_side = true;
+	g->bell_fd = -1;
+	if (bell_addr(g, dir, self->rank)) {
+		unlink(g->bell.sun_path); /* a dead agent's */
+		g->bell_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (g->bell_fd >= 0 && bind(g->bell_fd, (struct sockaddr *)&g->bell, g->bell_len)) {
+			close(g->bell_fd);
+			g->bell_fd = -1;
+		}
+	}
 	*out = g;
 	return 0;
 }
 
+/* Pairs with the client's seq_cst store of sleeping before its last look at state. */
 static void slot_wake(struct gw_slot *sl)
 {
-	futex_wake_all(&sl->state);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(&sl->sleeping))
+		futex_wake_all(&sl->state);
 }
 
 /* The agent finished a request: hand it back, or free it when nobody waits any more. */
@@ -164,6 +222,10 @@ void gw_destroy(struct gateway *g, const char *dir)
 	}
 	gw_path(path, sizeof(path), dir, g->rank);
 	unlink(path);
+	if (g->bell_fd >= 0) {
+		close(g->bell_fd);
+		unlink(g->bell.sun_path);
+	}
 	munmap(s, sizeof(*s));
 	free(g);
 }
@@ -192,15 +254,19 @@ int gw_serve(struct gateway *g, gw_handler fn, void *arg)
 {
 	struct gw_shared *s = g->s;
 	struct gw_slot *ready[GW_SLOTS];
+	uint64_t now = clock_ns();
+	bool reap = now >= g->next_reap_ns;
 	int n = 0;
 
+	if (reap)
+		g->next_reap_ns = now + GW_REAP_NS;
 	for (int i = 0; i < GW_SLOTS; i++) {
 		struct gw_slot *sl = &s->slots[i];
 		uint32_t st = atomic_load_explicit(&sl->state, memory_order_acquire);
 
 		if (st == SLOT_READY)
 			ready[n++] = sl;
-		else if ((st == SLOT_CLAIMED || st == SLOT_DONE) && pid_gone(sl->pid) &&
+		else if (reap && (st == SLOT_CLAIMED || st == SLOT_DONE) && pid_gone(sl->pid) &&
 			 atomic_compare_exchange_strong(&sl->state, &st, SLOT_FREE))
 			atomic_fetch_add(&s->reaped, 1); /* its client died mid-request */
 	}
@@ -252,19 +318,55 @@ void gw_set_peer_stats(struct gateway *g, uint32_t node, const struct gw_peer_st
 	atomic_store_explicit(&p->bytes_recv, st->bytes_recv, memory_order_relaxed);
 	atomic_store_explicit(&p->retries, st->retries, memory_order_relaxed);
 	atomic_store_explicit(&p->last_error, st->last_error, memory_order_relaxed);
+	atomic_store_explicit(&p->buffers_sent, st->buffers_sent, memory_order_relaxed);
+	atomic_store_explicit(&p->buffer_items_sent, st->buffer_items_sent, memory_order_relaxed);
+	atomic_store_explicit(&p->buffers_recv, st->buffers_recv, memory_order_relaxed);
+	atomic_store_explicit(&p->large_sent, st->large_sent, memory_order_relaxed);
+	atomic_store_explicit(&p->eager_in_use, st->eager_in_use, memory_order_relaxed);
+	atomic_store_explicit(&p->waiting, st->waiting, memory_order_relaxed);
+	atomic_store_explicit(&p->waiting_hwm, st->waiting_hwm, memory_order_relaxed);
+}
+
+int gw_bell_fd(const struct gateway *g)
+{
+	return g->bell_fd;
+}
+
+bool gw_sleep_begin(struct gateway *g)
+{
+	struct gw_shared *s = g->s;
+
+	/* Pairs with gw_call's seq_cst doorbell increment after READY: one of the two sees the other. */
+	atomic_store(&s->agent_sleeping, 1);
+	for (int i = 0; i < GW_SLOTS; i++)
+		if (atomic_load(&s->slots[i].state) == SLOT_READY) {
+			atomic_store(&s->agent_sleeping, 0);
+			return false;
+		}
+	return true;
+}
+
+void gw_sleep_end(struct gateway *g)
+{
+	char buf[64];
+
+	atomic_store(&g->s->agent_sleeping, 0);
+	while (g->bell_fd >= 0 && recv(g->bell_fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
 }
 
 void gw_wait_for_work(struct gateway *g, int timeout_us)
 {
-	struct gw_shared *s = g->s;
-	uint32_t seen = atomic_load(&s->doorbell);
+	struct pollfd pfd = {.fd = g->bell_fd, .events = POLLIN};
+	struct timespec ts = {.tv_sec = timeout_us / 1000000, .tv_nsec = (long)(timeout_us % 1000000) * 1000};
 
-	for (int i = 0; i < GW_SLOTS; i++)
-		if (atomic_load(&s->slots[i].state) == SLOT_READY)
-			return;
-	atomic_store(&s->agent_sleeping, 1);
-	futex_wait_until(&s->doorbell, seen, clock_ns() + (uint64_t)timeout_us * 1000ull);
-	atomic_store(&s->agent_sleeping, 0);
+	if (!gw_sleep_begin(g))
+		return;
+	if (g->bell_fd >= 0)
+		ppoll(&pfd, 1, &ts, NULL);
+	else
+		nanosleep(&ts, NULL);
+	gw_sleep_end(g);
 }
 
 int gw_open(const char *dir, uint32_t rank, struct gateway **out)
@@ -306,6 +408,8 @@ int gw_open(const char *dir, uint32_t rank, struct gateway **out)
 	g->s = map;
 	snprintf(g->dir, sizeof(g->dir), "%s", dir);
 	g->rank = rank;
+	g->bell_fd =
+	    bell_addr(g, dir, rank) ? socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0) : -1;
 	*out = g;
 	return 0;
 }
@@ -314,6 +418,8 @@ void gw_close(struct gateway *g)
 {
 	if (!g)
 		return;
+	if (g->bell_fd >= 0)
+		close(g->bell_fd);
 	munmap(g->s, sizeof(*g->s));
 	free(g);
 }
@@ -346,6 +452,13 @@ void gw_info(struct gateway *g, struct gw_info *info)
 		st->msgs_recv = atomic_load_explicit(&p->msgs_recv, memory_order_relaxed);
 		st->bytes_recv = atomic_load_explicit(&p->bytes_recv, memory_order_relaxed);
 		st->retries = atomic_load_explicit(&p->retries, memory_order_relaxed);
+		st->buffers_sent = atomic_load_explicit(&p->buffers_sent, memory_order_relaxed);
+		st->buffer_items_sent = atomic_load_explicit(&p->buffer_items_sent, memory_order_relaxed);
+		st->buffers_recv = atomic_load_explicit(&p->buffers_recv, memory_order_relaxed);
+		st->large_sent = atomic_load_explicit(&p->large_sent, memory_order_relaxed);
+		st->eager_in_use = atomic_load_explicit(&p->eager_in_use, memory_order_relaxed);
+		st->waiting = atomic_load_explicit(&p->waiting, memory_order_relaxed);
+		st->waiting_hwm = atomic_load_explicit(&p->waiting_hwm, memory_order_relaxed);
 		/* The segment is shared: keep only what an errno can be. */
 		st->last_error = err > 0 || err < -4095 ? -EPROTO : err;
 	}
@@ -354,9 +467,51 @@ void gw_info(struct gateway *g, struct gw_info *info)
 	info->running = atomic_load(&s->running) && pidfile_holder(g->dir, g->rank);
 }
 
+/* getpid() is a system call per request otherwise; a forked child forgets the parent's. */
+static _Atomic pid_t cached_pid;
+
+static void forget_pid(void)
+{
+	atomic_store_explicit(&cached_pid, 0, memory_order_relaxed);
+}
+
+static void watch_forks(void)
+{
+	pthread_atfork(NULL, NULL, forget_pid);
+}
+
+static pid_t my_pid(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pid_t pid;
+
+	pthread_once(&once, watch_forks);
+	pid = atomic_load_explicit(&cached_pid, memory_order_relaxed);
+	if (!pid) {
+		pid = getpid();
+		atomic_store_explicit(&cached_pid, pid, memory_order_relaxed);
+	}
+	return pid;
+}
+
 static bool agent_alive(struct gateway *g)
 {
 	return atomic_load(&g->s->running) && pidfile_holder(g->dir, g->rank) == g->s->pid;
+}
+
+bool gw_alive(struct gateway *g)
+{
+	uint64_t now;
+
+	if (!atomic_load(&g->s->running))
+		return false;
+	now = clock_ns();
+	if (now < g->alive_until_ns)
+		return true;
+	if (!agent_alive(g))
+		return false;
+	g->alive_until_ns = now + GW_ALIVE_NS;
+	return true;
 }
 
 int gw_call(struct gateway *g, const struct gw_request *req, const void *in, size_t inlen, void *out,
@@ -364,7 +519,8 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 {
 	struct gw_shared *s = g->s;
 	struct gw_slot *sl = NULL;
-	uint64_t deadline, start = (uint64_t)getpid() * 2654435761u;
+	pid_t me = my_pid();
+	uint64_t deadline, start = (uint64_t)me * 2654435761u;
 
 	if (inlen > GW_INLINE)
 		return -EMSGSIZE;
@@ -381,9 +537,10 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 		atomic_fetch_add(&s->eagain, 1);
 		return -EAGAIN;
 	}
-	sl->pid = getpid();
+	sl->pid = me;
 	sl->req = *req;
 	sl->detached = !wait;
+	atomic_store(&sl->sleeping, 0);
 	sl->status = 0;
 	sl->inlen = (uint32_t)inlen;
 	sl->outlen = 0;
@@ -394,10 +551,14 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 	atomic_store_explicit(&sl->state, SLOT_READY, memory_order_release);
 	atomic_fetch_add(&s->doorbell, 1);
 	if (atomic_load(&s->agent_sleeping))
-		futex_wake_all(&s->doorbell);
+		bell_ring(g);
 	if (!wait)
 		return 0;
 	deadline = req->timeout_ms < 0 ? 0 : clock_ns() + ((uint64_t)req->timeout_ms + 1000) * 1000000ull;
+	/* Checking the agent costs system calls: only once a wait of 100 ms passed without an answer. */
+	bool check = false;
+	int spins = 0;
+
 	for (;;) {
 		uint32_t st = atomic_load_explicit(&sl->state, memory_order_acquire);
 
@@ -415,7 +576,7 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 		uint64_t now = clock_ns();
 		/* Wake every 100 ms to check the agent is still there. */
 		uint64_t until = now + 100000000ull;
-		bool dead = !agent_alive(g), late = deadline && now >= deadline;
+		bool dead = check && !agent_alive(g), late = deadline && now >= deadline;
 
 		if (dead || late) {
 			uint32_t ready = SLOT_READY, busy = SLOT_BUSY;
@@ -427,6 +588,14 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 		}
 		if (deadline && deadline < until)
 			until = deadline;
-		futex_wait_until(&sl->state, st, until);
+		/* The agent usually answers within a few of its passes: yield to it before sleeping. */
+		if (spins++ < GW_CALL_SPINS) {
+			sched_yield();
+			continue;
+		}
+		atomic_store(&sl->sleeping, 1);
+		if (atomic_load(&sl->state) != st)
+			continue;
+		check = futex_wait_until(&sl->state, st, until) == -ETIMEDOUT || !atomic_load(&s->running);
 	}
 }

@@ -45,6 +45,13 @@ struct gw_request {
 	uint32_t node; /* target rank */
 	int32_t timeout_ms;
 	char name[CHAN_NAME_MAX + 1];
+	/*
+	 * A send larger than a slot goes as several requests, chunks in order:
+	 * msg_total bytes in all (0: not chunked), this one at msg_offset, all
+	 * with the client's msg_id.  Only the last chunk carries the caller's
+	 * mode; the others are buffered.
+	 */
+	uint64_t msg_id, msg_total, msg_offset;
 };
 
 /* The agent's view of itself, for clients and `agent status`. */
@@ -53,6 +60,11 @@ struct gw_peer_stats {
 	uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
 	uint64_t retries;   /* tries of a peer's request that found its channel not ready */
 	int32_t last_error; /* 0 or the last negative errno of a send or a request to that peer */
+	/* Aggregation: eager buffers sent and the items they carried (items / buffers = the factor). */
+	uint64_t buffers_sent, buffer_items_sent, buffers_recv;
+	uint64_t large_sent;	       /* items too big for an eager buffer, each a message of its own */
+	uint32_t eager_in_use;	       /* eager buffers filling, queued or in flight now (of 4) */
+	uint32_t waiting, waiting_hwm; /* items waiting for a free eager buffer, now and at most */
 };
 
 struct gw_info {
@@ -92,10 +104,24 @@ void gw_set_peer_up(struct gateway *g, uint32_t node, bool up);
 void gw_set_peer_stats(struct gateway *g, uint32_t node, const struct gw_peer_stats *st);
 /* Agent side: sleeps until a request arrives or timeout_us microseconds pass. */
 void gw_wait_for_work(struct gateway *g, int timeout_us);
+/*
+ * Agent side, sleeping in its own poll(): gw_bell_fd() becomes readable when
+ * a client rings (-1: no doorbell, nap instead).  gw_sleep_begin() tells
+ * clients to ring and returns false when a request is already waiting (do
+ * not sleep); gw_sleep_end() after the poll in any case.
+ */
+int gw_bell_fd(const struct gateway *g);
+bool gw_sleep_begin(struct gateway *g);
+void gw_sleep_end(struct gateway *g);
 
 /* Client side: maps and validates the gateway of the agent of `rank`. -ENOTCONN if none runs. */
 int gw_open(const char *dir, uint32_t rank, struct gateway **out);
 void gw_close(struct gateway *g);
+/*
+ * Client side: whether the agent still serves this gateway (its running flag
+ * on every call; its pid file lock, a few system calls, at most every 50 ms).
+ */
+bool gw_alive(struct gateway *g);
 /* A private, validated copy of the agent's information and counters. */
 void gw_info(struct gateway *g, struct gw_info *info);
 

@@ -4,6 +4,7 @@
 
 #include "core/agent/agent.h"
 #include "core/agent/agent_key.h"
+#include "core/agent/aggregate.h"
 #include "core/agent/channel.h"
 #include "core/oob/oob.h"
 #include "core/transport/endpoint.h"
@@ -19,17 +20,61 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#define LINK_RX_MAX	128
-#define LINK_FRAME_MAX	(PROTO_HEADER_SIZE + 3 + PROTO_NAME_MAX + GW_INLINE)
-#define LINK_ORIGIN_MAX 1024 /* requests in flight from this agent */
-#define LINK_RETRY_NS	200000000ull
-#define LINK_HELLO	0x4148 /* OOB frame types of the handshake */
-#define LINK_CHALLENGE	0x4143
-#define LINK_PROOF	0x4150
-#define NONCE_LEN	16
-#define LINK_CHAN_CACHE 32
-#define LINK_NO_TOKEN	UINT64_MAX
-#define STATE_LEN	(4 + 4 + 8 + 1)
+#define LINK_RX_MAX	  128
+#define LINK_TX_BUFS	  4 /* eager buffers per target node */
+#define LINK_RX_LARGE	  4 /* posted receives for large frames (more wait in core's unexpected list) */
+#define LINK_LARGE_MAX	  (PROTO_HEADER_SIZE + PROTO_CHUNK_SIZE + GW_INLINE) /* a chunk, or a DATA answer */
+#define LINK_TAG_EAGER	  1 /* core tags: eager buffers and large frames land in their own receives */
+#define LINK_TAG_LARGE	  2
+#define LINK_ORIGIN_MAX	  1024 /* requests in flight from this agent */
+#define LINK_RETRY_NS	  200000000ull
+#define LINK_OOB_CHECK_NS 5000000ull /* accepting, and noticing a peer that died */
+#define LINK_HELLO	  0x4148     /* OOB frame types of the handshake */
+#define LINK_CHALLENGE	  0x4143
+#define LINK_PROOF	  0x4150
+#define NONCE_LEN	  16
+#define LINK_CHAN_CACHE	  32
+#define LINK_NO_TOKEN	  UINT64_MAX
+#define STATE_LEN	  (4 + 4 + 8 + 1)
+#define PORT_BIND_BITS	  10 /* a port's binding: a slot of a direct-mapped table per peer */
+#define PORT_BINDINGS	  (1u << PORT_BIND_BITS)
+#define PORT_TAG_MASK	  0xffffffffull
+#define LINK_REASM_MAX	  (1ull << 30) /* bytes of large messages being put together at once */
+
+/* What went out to a peer, waiting for its send completion (the core context of the send). */
+enum unit_kind { UNIT_EAGER, UNIT_LARGE };
+
+struct unit {
+	uint8_t kind;
+	bool orphan; /* its peer went down meanwhile: freed on completion, nothing else */
+	bool rndv;   /* core moves it by rendezvous (longer than its eager limit) */
+	uint32_t rank;
+	struct unit *next; /* in the peer's post queue */
+};
+
+/* One of a peer's LINK_TX_BUFS eager buffers. */
+struct txbuf {
+	struct unit u;
+	bool busy; /* queued to post or in flight */
+	struct agg_buffer agg;
+};
+
+/* A large frame: one item (header, then its body) in a message of its own. */
+struct large {
+	struct unit u;
+	size_t len;
+	uint8_t frame[];
+};
+
+/* An item that found no room on the link yet; kept in order behind the others of its peer. */
+struct waiting {
+	struct waiting *next;
+	struct proto_header h;
+	uint64_t token; /* a request to finish (status 0) once the item is on the link, or LINK_NO_TOKEN */
+	size_t len;	/* eager data, or a large frame's body */
+	bool large;
+	uint8_t data[];
+};
 
 struct link_peer {
 	bool up;
@@ -37,6 +82,16 @@ struct link_peer {
 	uint32_t core_peer;
 	uint64_t next_try_ns;
 	struct gw_peer_stats stats;
+	/* Sending: the buffer being filled, the units ready to post in order, and what is in flight. */
+	struct txbuf *tx[LINK_TX_BUFS];
+	struct txbuf *open;
+	struct unit *post_head, **post_tail;
+	uint32_t eager_out, rndv_out; /* in flight, by how core moves them (see post_units) */
+	struct waiting *wait_head, **wait_tail;
+	uint32_t nwaiting;
+	/* Ports: our bindings toward it (name per slot, "" = none) and its bindings toward us. */
+	char (*bind_out)[PROTO_NAME_MAX + 1];
+	char (*bind_in)[PROTO_NAME_MAX + 1];
 };
 
 struct origin {
@@ -45,6 +100,15 @@ struct origin {
 	uint16_t gen;
 	uint8_t op;
 	uint64_t token;
+};
+
+/* A large message from a peer being put together from its chunks. */
+struct reasm {
+	struct reasm *next;
+	uint32_t from;
+	uint64_t id, total, got;
+	int status;	       /* 0, or why the message will be answered with an error */
+	struct target_item *t; /* its data fills t->data */
 };
 
 /* A request from a peer waiting for its channel. */
@@ -66,12 +130,18 @@ struct agent_links {
 	struct core_ep *ep;
 	struct oob_listener *listener;
 	struct link_peer *peers;
+	uint32_t max_items;	 /* per eager buffer: AGG_MAX_ITEMS, or 1 with aggregation off */
+	uint32_t core_eager_max; /* core sends longer messages by rendezvous */
 	struct origin origins[LINK_ORIGIN_MAX];
 	uint32_t next_origin;
 	struct target_item *pending, **pending_tail;
-	uint8_t *rx[LINK_RX_MAX];
+	struct reasm *reasm; /* large messages arriving in chunks */
+	uint64_t reasm_bytes;
+	uint8_t *rx_pool; /* eager receive buffers, then large ones: one allocation */
 	int nrx;
-	uint8_t *scratch; /* a GETMSG's message on its way into a DATA frame */
+	uint8_t *scratch; /* a DATA body: status, then a GETMSG's message */
+	struct proto_errors errors;
+	uint64_t next_oob_check_ns;
 	unsigned char key[AGENT_KEY_LEN];
 	/* Channels this agent serves, kept mapped: mapping and unmapping per request costs more than the
 	 * request. */
@@ -80,7 +150,9 @@ struct agent_links {
 		struct chan *c;
 		dev_t dev;
 		ino_t ino;
+		uint64_t checked_pass; /* the pass that last found the file still the same */
 	} cache[LINK_CHAN_CACHE];
+	uint64_t pass; /* progress passes */
 	uint32_t cache_next;
 };
 
@@ -102,6 +174,45 @@ static void peer_addr(struct agent_links *lk, uint32_t rank, char *out, size_t l
 	snprintf(out, len, "%s:%u", lk->cfg.hosts[rank], (unsigned)port);
 }
 
+static uint8_t *rx_buf(struct agent_links *lk, int i)
+{
+	return i < lk->nrx ? lk->rx_pool + (size_t)i * PROTO_EAGER_BUFFER
+			   : lk->rx_pool + (size_t)lk->nrx * PROTO_EAGER_BUFFER +
+				 (size_t)(i - lk->nrx) * LINK_LARGE_MAX;
+}
+
+static int rx_post(struct agent_links *lk, uint8_t *buf, bool large)
+{
+	return large ? core_trecv(lk->ep, buf, LINK_LARGE_MAX, LINK_TAG_LARGE, 0, buf)
+		     : core_trecv(lk->ep, buf, PROTO_EAGER_BUFFER, LINK_TAG_EAGER, 0, buf);
+}
+
+/* A fresh set of eager buffers for a peer (the old ones may still be in flight on a dead link). */
+static int peer_tx_init(struct agent_links *lk, uint32_t rank)
+{
+	struct link_peer *p = &lk->peers[rank];
+
+	for (int i = 0; i < LINK_TX_BUFS; i++) {
+		struct txbuf *b = p->tx[i];
+
+		if (b && b->busy) {
+			b->u.orphan = true; /* its completion frees it */
+			b = NULL;
+		}
+		if (!b && !(b = calloc(1, sizeof(*b))))
+			return -ENOMEM;
+		b->u = (struct unit){.kind = UNIT_EAGER, .rank = rank};
+		b->busy = false;
+		agg_init(&b->agg, lk->max_items);
+		p->tx[i] = b;
+	}
+	p->open = NULL;
+	p->post_head = NULL;
+	p->post_tail = &p->post_head;
+	p->eager_out = p->rndv_out = 0;
+	return 0;
+}
+
 int links_open(const struct link_config *cfg, struct agent_links **out, char *why, size_t whylen)
 {
 	struct agent_links *lk = calloc(1, sizeof(*lk));
@@ -114,11 +225,28 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	lk->cfg = *cfg;
 	snprintf(lk->dir, sizeof(lk->dir), "%s", cfg->dir);
 	lk->peers = calloc(cfg->nodes, sizeof(*lk->peers));
-	lk->scratch = malloc(GW_INLINE);
+	lk->scratch = malloc(4 + GW_INLINE);
 	lk->pending_tail = &lk->pending;
 	if (!lk->peers || !lk->scratch) {
 		links_close(lk);
 		return -ENOMEM;
+	}
+	if (agg_max_items_from_env(&lk->max_items)) {
+		snprintf(why, whylen, "RDMATOOL_AGENT_AGGREGATE='%s' is invalid; give 1 (on) or 0 (off)",
+			 getenv("RDMATOOL_AGENT_AGGREGATE"));
+		links_close(lk);
+		return -EINVAL;
+	}
+	for (uint32_t r = 0; r < cfg->nodes; r++) {
+		struct link_peer *p = &lk->peers[r];
+
+		p->wait_tail = &p->wait_head;
+		p->bind_out = calloc(PORT_BINDINGS, sizeof(*p->bind_out));
+		p->bind_in = calloc(PORT_BINDINGS, sizeof(*p->bind_in));
+		if (!p->bind_out || !p->bind_in || peer_tx_init(lk, r)) {
+			links_close(lk);
+			return -ENOMEM;
+		}
 	}
 	rc = agent_key_load(lk->key, why, whylen);
 	if (rc) {
@@ -140,19 +268,23 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	attr.name = "agent";
 	attr.threading = CORE_THREAD_SINGLE;
 	attr.env.tx_stripes = 1;
+	lk->core_eager_max = attr.eager_max;
 	rc = core_ep_open(&attr, &lk->ep, why, whylen);
 	if (rc) {
 		links_close(lk);
 		return rc;
 	}
 	lk->nrx = (int)(cfg->nodes * 4 < LINK_RX_MAX ? cfg->nodes * 4 : LINK_RX_MAX);
-	for (int i = 0; i < lk->nrx; i++) {
-		lk->rx[i] = malloc(LINK_FRAME_MAX);
-		if (!lk->rx[i] || core_recv(lk->ep, lk->rx[i], LINK_FRAME_MAX, lk->rx[i])) {
-			snprintf(why, whylen, "cannot post the agent's receive buffers");
-			links_close(lk);
-			return -ENOMEM;
+	lk->rx_pool = malloc((size_t)lk->nrx * PROTO_EAGER_BUFFER + (size_t)LINK_RX_LARGE * LINK_LARGE_MAX);
+	for (int i = 0; lk->rx_pool && i < lk->nrx + LINK_RX_LARGE; i++)
+		if (rx_post(lk, rx_buf(lk, i), i >= lk->nrx)) {
+			free(lk->rx_pool);
+			lk->rx_pool = NULL;
 		}
+	if (!lk->rx_pool) {
+		snprintf(why, whylen, "cannot post the agent's receive buffers");
+		links_close(lk);
+		return -ENOMEM;
 	}
 	*out = lk;
 	return 0;
@@ -169,6 +301,49 @@ static void finish_origin(struct agent_links *lk, uint32_t idx, int status, cons
 		lk->cfg.done(lk->cfg.arg, o->token, status, data, len);
 }
 
+/* Drops what waits to go to rank: the requests among it fail with status. */
+static void drop_waiting(struct agent_links *lk, uint32_t rank, int status)
+{
+	struct link_peer *p = &lk->peers[rank];
+
+	while (p->wait_head) {
+		struct waiting *w = p->wait_head;
+
+		p->wait_head = w->next;
+		if (w->token != LINK_NO_TOKEN && lk->cfg.done)
+			lk->cfg.done(lk->cfg.arg, w->token, status, NULL, 0);
+		free(w);
+	}
+	p->wait_tail = &p->wait_head;
+	p->nwaiting = 0;
+	/* Units queued to post never went out: free large frames, mark the buffers free again. */
+	for (struct unit *u = p->post_head, *next; u; u = next) {
+		next = u->next;
+		if (u->kind == UNIT_LARGE)
+			free(u);
+		else
+			((struct txbuf *)u)->busy = false;
+	}
+	p->post_head = NULL;
+	p->post_tail = &p->post_head;
+}
+
+static void drop_reasm(struct agent_links *lk, uint32_t from, bool all)
+{
+	for (struct reasm **pp = &lk->reasm; *pp;) {
+		struct reasm *r = *pp;
+
+		if (all || r->from == from) {
+			*pp = r->next;
+			lk->reasm_bytes -= r->t ? r->total : 0;
+			free(r->t);
+			free(r);
+		} else {
+			pp = &r->next;
+		}
+	}
+}
+
 static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 {
 	struct link_peer *p = &lk->peers[rank];
@@ -180,10 +355,17 @@ static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 		agent_logf(&lk->cfg.log, "link to rank %u (%s) down: %s", rank, lk->cfg.hosts[rank], why);
 	p->up = false;
 	p->next_try_ns = clock_ns() + LINK_RETRY_NS;
+	drop_waiting(lk, rank, -EHOSTDOWN);
+	if (peer_tx_init(lk, rank))
+		agent_logf(&lk->cfg.log, "out of memory for the eager buffers of rank %u", rank);
+	/* Ports are bound again after a rejoin. */
+	memset(p->bind_out, 0, PORT_BINDINGS * sizeof(*p->bind_out));
+	memset(p->bind_in, 0, PORT_BINDINGS * sizeof(*p->bind_in));
 	for (uint32_t i = 0; i < LINK_ORIGIN_MAX; i++)
 		if (lk->origins[i].used && lk->origins[i].node == rank)
 			finish_origin(lk, i, -EHOSTDOWN, NULL, 0);
 	/* Requests from it can no longer be answered (a deposited message stays where it is). */
+	drop_reasm(lk, rank, false);
 	for (struct target_item **t = &lk->pending; *t;) {
 		if ((*t)->from == rank) {
 			struct target_item *dead = *t;
@@ -206,22 +388,53 @@ void links_close(struct agent_links *lk)
 	for (uint32_t i = 0; i < LINK_ORIGIN_MAX; i++)
 		if (lk->origins[i].used)
 			finish_origin(lk, i, -ESHUTDOWN, NULL, 0);
-	for (uint32_t r = 0; lk->peers && r < lk->cfg.nodes; r++)
-		if (lk->peers[r].oob)
-			oob_close(lk->peers[r].oob);
+	for (uint32_t r = 0; lk->peers && r < lk->cfg.nodes; r++) {
+		struct link_peer *p = &lk->peers[r];
+
+		if (p->wait_tail)
+			drop_waiting(lk, r, -ESHUTDOWN);
+		if (p->oob)
+			oob_close(p->oob);
+	}
 	while (lk->pending) {
 		struct target_item *t = lk->pending;
 
 		lk->pending = t->next;
 		free(t);
 	}
+	drop_reasm(lk, 0, true);
 	for (uint32_t i = 0; i < LINK_CHAN_CACHE; i++)
 		chan_close(lk->cache[i].c);
+	/* Completions of what is still in flight free orphans; after that, whatever is left. */
+	if (lk->ep) {
+		struct core_cqe e[16];
+		int n;
+
+		while ((n = core_cq_read(lk->ep, e, 16)) > 0)
+			for (int i = 0; i < n; i++)
+				if ((e[i].flags & CORE_CQE_SEND) && e[i].context) {
+					struct unit *u = e[i].context;
+
+					if (u->kind == UNIT_LARGE || u->orphan)
+						free(u);
+					else
+						((struct txbuf *)u)->busy = false;
+				}
+	}
 	core_ep_close(lk->ep); /* before the receive buffers it may still write */
-	for (int i = 0; i < lk->nrx; i++)
-		free(lk->rx[i]);
+	free(lk->rx_pool);
 	if (lk->listener)
 		oob_listener_close(lk->listener);
+	for (uint32_t r = 0; lk->peers && r < lk->cfg.nodes; r++) {
+		struct link_peer *p = &lk->peers[r];
+
+		for (int i = 0; i < LINK_TX_BUFS; i++)
+			if (p->tx[i] && !p->tx[i]->busy)
+				free(p->tx[i]); /* one still busy is in flight: leaked rather than freed under
+						   the NIC */
+		free(p->bind_out);
+		free(p->bind_in);
+	}
 	free(lk->peers);
 	free(lk->scratch);
 	free(lk);
@@ -235,8 +448,18 @@ bool links_up(struct agent_links *lk, uint32_t node)
 void links_peer_stats(struct agent_links *lk, uint32_t node, struct gw_peer_stats *out)
 {
 	static const struct gw_peer_stats none;
+	const struct link_peer *p;
 
-	*out = node < lk->cfg.nodes ? lk->peers[node].stats : none;
+	if (node >= lk->cfg.nodes) {
+		*out = none;
+		return;
+	}
+	p = &lk->peers[node];
+	*out = p->stats;
+	out->eager_in_use = 0;
+	for (int i = 0; i < LINK_TX_BUFS; i++)
+		out->eager_in_use += p->tx[i] && (p->tx[i]->busy || p->tx[i] == p->open);
+	out->waiting = p->nwaiting;
 }
 
 /* HMAC(key, role | our rank | their rank | their nonce): proves we hold the key, bound to this exchange. */
@@ -332,64 +555,227 @@ static void peer_join(struct agent_links *lk, struct oob_conn *c, int32_t dialin
 	agent_logf(&lk->cfg.log, "link to rank %d (%s) up", theirs, lk->cfg.hosts[theirs]);
 }
 
-static void connect_peers(struct agent_links *lk)
+/* Posts the units queued for rank, in order, as far as the link allows; returns how many. */
+static int post_units(struct agent_links *lk, uint32_t rank)
 {
-	uint64_t now = clock_ns();
-	struct oob_conn *c;
+	struct link_peer *p = &lk->peers[rank];
+	int n = 0;
 
-	while (oob_accept(lk->listener, 0, &c) == 0)
-		peer_join(lk, c, -1);
-	for (uint32_t r = 0; r < lk->cfg.rank; r++) {
-		struct link_peer *p = &lk->peers[r];
-		char addr[GW_HOST_LEN + 16];
+	while (p->post_head) {
+		struct unit *u = p->post_head;
+		bool large = u->kind == UNIT_LARGE;
+		int rc;
 
-		if (p->up || now < p->next_try_ns)
-			continue;
-		p->next_try_ns = now + LINK_RETRY_NS;
-		peer_addr(lk, r, addr, sizeof(addr));
-		if (oob_connect(addr, 20, &c) == 0)
-			peer_join(lk, c, (int32_t)r);
+		/*
+		 * Core delivers messages up to its eager limit in order, and rendezvous ones in order, but a
+		 * rendezvous message completes at the target after an eager one sent later: the two are
+		 * never in flight together, so items keep their order.
+		 */
+		u->rndv = large && ((struct large *)u)->len > lk->core_eager_max;
+		if (u->rndv ? p->eager_out > 0 : p->rndv_out > 0)
+			break;
+		if (large) {
+			struct large *f = (struct large *)u;
+
+			rc = core_tsend(lk->ep, p->core_peer, f->frame, f->len, LINK_TAG_LARGE, u);
+		} else {
+			struct txbuf *b = (struct txbuf *)u;
+
+			rc = core_tsend(lk->ep, p->core_peer, b->agg.data, b->agg.used, LINK_TAG_EAGER, u);
+		}
+		if (rc) {
+			if (rc != -EAGAIN) {
+				p->stats.last_error = rc;
+				peer_down(lk, rank, "a send on it failed");
+			}
+			break; /* -EAGAIN: no credit or request now; completions will free some */
+		}
+		p->post_head = u->next;
+		if (!p->post_head)
+			p->post_tail = &p->post_head;
+		u->next = NULL;
+		if (u->rndv)
+			p->rndv_out++;
+		else
+			p->eager_out++;
+		if (large) {
+			p->stats.large_sent++;
+		} else {
+			p->stats.buffers_sent++;
+			p->stats.buffer_items_sent += ((struct txbuf *)u)->agg.items;
+		}
+		n++;
 	}
-	/* A peer's OOB connection closing is how its death shows. */
-	for (uint32_t r = 0; r < lk->cfg.nodes; r++) {
-		struct link_peer *p = &lk->peers[r];
-		struct pollfd pfd;
-
-		if (!p->up)
-			continue;
-		pfd = (struct pollfd){.fd = oob_conn_fd(p->oob), .events = POLLIN};
-		if (poll(&pfd, 1, 0) == 1)
-			peer_down(lk, r, "its connection closed");
-	}
+	return n;
 }
 
-static int send_frame(struct agent_links *lk, uint32_t rank, const struct proto_header *h, const void *eager,
-		      const void *payload, size_t payload_len)
+static void queue_unit(struct link_peer *p, struct unit *u)
 {
-	size_t len = PROTO_HEADER_SIZE + h->eager_size + payload_len;
-	uint8_t *buf;
-	int rc;
+	u->next = NULL;
+	*p->post_tail = u;
+	p->post_tail = &u->next;
+}
 
-	if (!links_up(lk, rank))
-		return -EHOSTDOWN;
-	if (len > LINK_FRAME_MAX)
-		return -EMSGSIZE;
-	buf = malloc(len);
-	if (!buf)
+/* The buffer being filled goes into the post queue. */
+static void close_open(struct link_peer *p)
+{
+	if (!p->open)
+		return;
+	p->open->busy = true;
+	queue_unit(p, &p->open->u);
+	p->open = NULL;
+}
+
+/* The buffer being filled, taking a free one when none is; NULL when all are busy. */
+static struct txbuf *open_buffer(struct link_peer *p)
+{
+	if (p->open)
+		return p->open;
+	for (int i = 0; i < LINK_TX_BUFS; i++)
+		if (!p->tx[i]->busy) {
+			p->open = p->tx[i];
+			agg_reset(&p->open->agg);
+			return p->open;
+		}
+	return NULL;
+}
+
+/* A large frame into the post queue, behind the buffer being filled. */
+static int queue_large(struct agent_links *lk, uint32_t rank, const struct proto_header *h, const void *body,
+		       size_t len)
+{
+	struct link_peer *p = &lk->peers[rank];
+	struct large *f = malloc(sizeof(*f) + PROTO_HEADER_SIZE + len);
+
+	if (!f)
 		return -ENOMEM;
-	proto_header_encode(h, buf);
-	memcpy(buf + PROTO_HEADER_SIZE, eager, h->eager_size);
-	if (payload_len)
-		memcpy(buf + PROTO_HEADER_SIZE + h->eager_size, payload, payload_len);
-	rc = core_send(lk->ep, lk->peers[rank].core_peer, buf, len, buf);
-	if (rc) {
-		free(buf);
-		lk->peers[rank].stats.last_error = rc;
-		return rc;
-	}
-	lk->peers[rank].stats.msgs_sent++;
-	lk->peers[rank].stats.bytes_sent += len;
+	f->u = (struct unit){.kind = UNIT_LARGE, .rank = rank};
+	f->len = PROTO_HEADER_SIZE + len;
+	proto_header_encode(h, f->frame);
+	memcpy(f->frame + PROTO_HEADER_SIZE, body, len);
+	close_open(p);
+	queue_unit(p, &f->u);
+	p->stats.msgs_sent++;
+	p->stats.bytes_sent += f->len;
 	return 0;
+}
+
+/* Packs one eager item: 0, or -ENOSPC when no eager buffer has room now. */
+static int pack_eager(struct agent_links *lk, uint32_t rank, const struct proto_header *h, const void *data)
+{
+	struct link_peer *p = &lk->peers[rank];
+
+	for (int tries = 0; tries < 2; tries++) {
+		struct txbuf *b = open_buffer(p);
+		int rc;
+
+		if (!b)
+			return -ENOSPC;
+		rc = agg_add(&b->agg, h, data);
+		if (rc == 0) {
+			p->stats.msgs_sent++;
+			p->stats.bytes_sent += PROTO_HEADER_SIZE + h->eager_size;
+			if (b->agg.items >= b->agg.max_items)
+				close_open(p); /* full by count: no reason to wait */
+			return 0;
+		}
+		if (rc != -ENOSPC)
+			return rc;
+		close_open(p); /* full: the next buffer */
+	}
+	return -ENOSPC;
+}
+
+/*
+ * Sends one item to rank: eager (its data in h->eager_size bytes) when it
+ * fits an eager buffer with its header, else as a large frame of its own
+ * (h->eager_size 0, protocol p2p).  Items keep their order per peer: behind
+ * the ones still waiting for room.  Returns 0 when the item is on the link
+ * (packed or queued to post), -EINPROGRESS when it waits for room (token, if
+ * any, is finished with status 0 once it is on the link), or a negative errno.
+ */
+static int tx_item(struct agent_links *lk, uint32_t rank, struct proto_header h, const void *body, size_t len,
+		   uint64_t token)
+{
+	struct link_peer *p = &lk->peers[rank];
+	bool large = h.protocol == PROTO_P2P || PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER;
+	struct waiting *w;
+
+	if (!p->up)
+		return -EHOSTDOWN;
+	if (large) {
+		h.eager_size = 0;
+		h.protocol = PROTO_P2P;
+	} else {
+		h.eager_size = (uint16_t)len;
+	}
+	if (!p->wait_head) {
+		int rc = large ? queue_large(lk, rank, &h, body, len) : pack_eager(lk, rank, &h, body);
+
+		if (rc != -ENOSPC)
+			return rc;
+	}
+	w = malloc(sizeof(*w) + len);
+	if (!w)
+		return -ENOMEM;
+	*w = (struct waiting){.h = h, .token = token, .len = len, .large = large};
+	memcpy(w->data, body, len);
+	*p->wait_tail = w;
+	p->wait_tail = &w->next;
+	p->nwaiting++;
+	if (p->nwaiting > p->stats.waiting_hwm)
+		p->stats.waiting_hwm = p->nwaiting;
+	return -EINPROGRESS;
+}
+
+/* Moves waiting items onto the link while there is room. */
+static int drain_waiting(struct agent_links *lk, uint32_t rank)
+{
+	struct link_peer *p = &lk->peers[rank];
+	int n = 0;
+
+	while (p->wait_head) {
+		struct waiting *w = p->wait_head;
+		int rc = w->large ? queue_large(lk, rank, &w->h, w->data, w->len)
+				  : pack_eager(lk, rank, &w->h, w->data);
+
+		if (rc == -ENOSPC)
+			break;
+		p->wait_head = w->next;
+		if (!p->wait_head)
+			p->wait_tail = &p->wait_head;
+		p->nwaiting--;
+		if (w->token != LINK_NO_TOKEN && lk->cfg.done)
+			lk->cfg.done(lk->cfg.arg, w->token, rc, NULL, 0);
+		free(w);
+		n++;
+	}
+	return n;
+}
+
+/* One progress pass over rank's sending side; returns the work done. */
+static int tx_progress(struct agent_links *lk, uint32_t rank)
+{
+	struct link_peer *p = &lk->peers[rank];
+	int n;
+
+	if (!p->up)
+		return 0;
+	n = drain_waiting(lk, rank);
+	if (p->open && agg_pass(&p->open->agg))
+		close_open(p);
+	n += post_units(lk, rank);
+	return n;
+}
+
+/* The binding slot of a channel name (FNV-1a), for the direct-mapped port tables. */
+static uint32_t bind_slot(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 16777619u;
+	return h & (PORT_BINDINGS - 1);
 }
 
 int links_request(struct agent_links *lk, const struct gw_request *req, const void *data, size_t len,
@@ -397,37 +783,84 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 {
 	static const uint8_t op_type[] = {
 	    [GW_OP_SEND] = PROTO_SENDMSG, [GW_OP_RECV] = PROTO_GETMSG, [GW_OP_POLL] = PROTO_POLL};
-	struct proto_connect bind = {.node = (uint16_t)req->node};
-	uint8_t eager[3 + PROTO_NAME_MAX];
-	uint32_t idx;
-	int n, rc;
+	struct link_peer *p;
+	bool chunked = req->op == GW_OP_SEND && req->msg_total;
+	bool last = !chunked || req->msg_offset + len == req->msg_total;
+	bool answered = req->op != GW_OP_SEND || (req->mode > AGENT_SEND_BUFFERED && last);
+	uint8_t *body = NULL;
+	uint32_t slot, idx = 0;
+	int rc;
 
 	if (req->op < GW_OP_SEND || req->op > GW_OP_POLL)
 		return -EINVAL;
 	if (!links_up(lk, req->node))
 		return -EHOSTDOWN;
-	for (idx = 0; idx < LINK_ORIGIN_MAX && lk->origins[(lk->next_origin + idx) % LINK_ORIGIN_MAX].used;
-	     idx++)
-		;
-	if (idx == LINK_ORIGIN_MAX)
-		return -EAGAIN;
-	idx = (lk->next_origin + idx) % LINK_ORIGIN_MAX;
-	lk->next_origin = idx + 1;
-	snprintf(bind.name, sizeof(bind.name), "%s", req->name);
-	n = proto_connect_encode(&bind, eager, sizeof(eager));
-	if (n < 0)
-		return n;
+	if (len > GW_INLINE || (req->op != GW_OP_SEND && len) ||
+	    (chunked && (req->msg_total > AGENT_REMOTE_MAX || req->msg_offset > req->msg_total ||
+			 len > req->msg_total - req->msg_offset)))
+		return -EMSGSIZE;
+	p = &lk->peers[req->node];
+	if (answered) {
+		for (idx = 0;
+		     idx < LINK_ORIGIN_MAX && lk->origins[(lk->next_origin + idx) % LINK_ORIGIN_MAX].used;
+		     idx++)
+			;
+		if (idx == LINK_ORIGIN_MAX)
+			return -EAGAIN;
+		idx = (lk->next_origin + idx) % LINK_ORIGIN_MAX;
+	}
+	/* The first item on a port binds it to its channel at the target (a CONNECT); later ones name the
+	 * port.
+	 */
+	slot = bind_slot(req->name);
+	if (strcmp(p->bind_out[slot], req->name)) {
+		struct proto_connect bind = {.node = (uint16_t)req->node};
+		uint8_t eager[3 + PROTO_NAME_MAX];
+		struct proto_header ch = {.type = PROTO_CONNECT, .port = (uint64_t)slot << 32};
+		int n;
+
+		snprintf(bind.name, sizeof(bind.name), "%s", req->name);
+		n = proto_connect_encode(&bind, eager, sizeof(eager));
+		if (n < 0)
+			return n;
+		rc = tx_item(lk, req->node, ch, eager, (size_t)n, LINK_NO_TOKEN);
+		if (rc && rc != -EINPROGRESS)
+			return rc;
+		snprintf(p->bind_out[slot], sizeof(p->bind_out[slot]), "%s", req->name);
+	}
 	struct origin *o = &lk->origins[idx];
 	struct proto_header h = {.type = op_type[req->op],
-				 .protocol = PROTO_P2P,
+				 .protocol = PROTO_EAGER,
 				 .mode = (uint8_t)(req->mode & 3),
-				 .eager_size = (uint16_t)n,
 				 .timeout = proto_timeout_encode(req->timeout_ms),
-				 .port = (uint64_t)(uint16_t)(o->gen + 1) << 32 | idx};
+				 .port = (uint64_t)slot << 32};
 
-	rc = send_frame(lk, req->node, &h, eager, data, req->op == GW_OP_SEND ? len : 0);
-	if (rc)
+	if (answered)
+		h.port |= (uint64_t)(uint16_t)(o->gen + 1) << 16 | idx;
+	if (req->op != GW_OP_SEND)
+		len = 0;
+	else if (chunked || PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER) {
+		/* A large frame of its own, its body opened by the chunk descriptor (proto.h). */
+		struct proto_chunk c = {.total = chunked ? req->msg_total : len,
+					.offset = chunked ? req->msg_offset : 0,
+					.id = chunked ? req->msg_id : 0};
+
+		body = malloc(PROTO_CHUNK_SIZE + len);
+		if (!body)
+			return -ENOMEM;
+		proto_chunk_encode(&c, body);
+		memcpy(body + PROTO_CHUNK_SIZE, data, len);
+		data = body;
+		len += PROTO_CHUNK_SIZE;
+		h.protocol = PROTO_P2P;
+	}
+	rc = tx_item(lk, req->node, h, data, len, answered ? LINK_NO_TOKEN : token);
+	free(body);
+	if (rc && rc != -EINPROGRESS)
 		return rc;
+	if (!answered)
+		return rc; /* 0: on the link; -EINPROGRESS: done() once it is */
+	lk->next_origin = idx + 1;
 	o->used = true;
 	o->gen++;
 	o->node = req->node;
@@ -437,18 +870,26 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 }
 
 static void answer(struct agent_links *lk, const struct target_item *t, int status,
-		   const struct chan_state *st, const void *msg, size_t msg_len)
+		   const struct chan_state *st, size_t msg_len)
 {
 	uint8_t eager[STATE_LEN];
+	uint8_t *body = eager;
+	size_t len = 4;
 	int32_t s = status;
 	struct proto_header h = {.type = t->h.type == PROTO_SENDMSG  ? PROTO_ACK
 					 : t->h.type == PROTO_GETMSG ? PROTO_DATA
 								     : PROTO_STATE,
-				 .protocol = PROTO_P2P,
+				 .protocol = PROTO_EAGER,
 				 .mode = t->h.mode,
-				 .eager_size = 4,
 				 .port = t->h.port};
+	int rc;
 
+	if (t->h.type == PROTO_SENDMSG && t->h.mode <= AGENT_SEND_BUFFERED) {
+		/* Nobody waits for it: an error only shows in the counters. */
+		if (status < 0)
+			lk->peers[t->from].stats.last_error = status;
+		return;
+	}
 	memcpy(eager, &s, 4);
 	if (h.type == PROTO_STATE) {
 		uint32_t count = st ? st->count : 0;
@@ -457,16 +898,23 @@ static void answer(struct agent_links *lk, const struct target_item *t, int stat
 		memcpy(eager + 4, &count, 4);
 		memcpy(eager + 8, &bytes, 8);
 		eager[16] = (uint8_t)((st && st->empty) | (st && st->full) << 1);
-		h.eager_size = STATE_LEN;
+		len = STATE_LEN;
+	} else if (h.type == PROTO_DATA) {
+		body = lk->scratch; /* status, then the message chan_recv left at scratch + 4 */
+		memcpy(body, &s, 4);
+		len = 4 + (status ? 0 : msg_len);
 	}
-	if (send_frame(lk, t->from, &h, eager, msg, status ? 0 : msg_len))
-		agent_logf(&lk->cfg.log, "could not answer rank %u (port %llx)", t->from,
-			   (unsigned long long)t->h.port);
+	rc = tx_item(lk, t->from, h, body, len, LINK_NO_TOKEN);
+	if (rc && rc != -EINPROGRESS)
+		agent_logf(&lk->cfg.log, "could not answer rank %u (port %llx): %s", t->from,
+			   (unsigned long long)t->h.port, strerror(-rc));
 }
 
 /*
  * The channel named name, from the cache when the file is still the one it
  * mapped (a channel destroyed and made again is a new file), else opened.
+ * The file is looked at once per progress pass: the items of one buffer for
+ * one channel cost one system call, not one each.
  */
 static int serve_chan(struct agent_links *lk, const char *name, struct chan **out)
 {
@@ -475,13 +923,18 @@ static int serve_chan(struct agent_links *lk, const char *name, struct chan **ou
 	struct cached_chan *slot = NULL;
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/%s%s", lk->dir, CHAN_FILE_PREFIX, name);
-	if (lstat(path, &st))
-		return -errno;
 	for (uint32_t i = 0; i < LINK_CHAN_CACHE && !slot; i++)
 		if (lk->cache[i].c && !strcmp(lk->cache[i].name, name))
 			slot = &lk->cache[i];
+	if (slot && slot->checked_pass == lk->pass) {
+		*out = slot->c;
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/%s%s", lk->dir, CHAN_FILE_PREFIX, name);
+	if (lstat(path, &st))
+		return -errno;
 	if (slot && slot->dev == st.st_dev && slot->ino == st.st_ino) {
+		slot->checked_pass = lk->pass;
 		*out = slot->c;
 		return 0;
 	}
@@ -495,6 +948,7 @@ static int serve_chan(struct agent_links *lk, const char *name, struct chan **ou
 	snprintf(slot->name, sizeof(slot->name), "%s", name);
 	slot->dev = st.st_dev;
 	slot->ino = st.st_ino;
+	slot->checked_pass = lk->pass;
 	*out = slot->c;
 	return 0;
 }
@@ -511,7 +965,7 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 
 	*blocks = false;
 	if (rc) {
-		answer(lk, t, rc, NULL, NULL, 0);
+		answer(lk, t, rc, NULL, 0);
 		return true;
 	}
 	switch (t->h.type) {
@@ -524,7 +978,7 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 			rc = chan_wait_taken(c, t->seq, 0);
 		break;
 	case PROTO_GETMSG:
-		rc = chan_recv(c, lk->scratch, GW_INLINE, &len, 0);
+		rc = chan_recv(c, lk->scratch + 4, GW_INLINE, &len, 0);
 		break;
 	default:
 		rc = chan_poll(c, &st, 0);
@@ -539,7 +993,7 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 	}
 	if (rc == -EAGAIN && timeout != 0)
 		rc = -ETIMEDOUT;
-	answer(lk, t, rc, t->h.type == PROTO_POLL && !rc ? &st : NULL, lk->scratch, len);
+	answer(lk, t, rc, t->h.type == PROTO_POLL && !rc ? &st : NULL, len);
 	return true;
 }
 
@@ -568,104 +1022,366 @@ static void serve_pending(struct agent_links *lk)
 		lk->pending_tail = &(*lk->pending_tail)->next;
 }
 
-static void take_request(struct agent_links *lk, uint32_t from, const struct proto_header *h,
-			 const uint8_t *eager, const uint8_t *payload, size_t payload_len)
+/* Queues a complete request (t->data filled) behind the others, or answers it when its port is unbound. */
+static void queue_request(struct agent_links *lk, struct target_item *t)
 {
-	struct proto_connect bind;
-	int64_t timeout = proto_timeout_decode(h->timeout);
-	struct target_item *t;
+	int64_t timeout = proto_timeout_decode(t->h.timeout);
+	const char *name = lk->peers[t->from].bind_in[(t->h.port >> 32) & (PORT_BINDINGS - 1)];
 
-	if (proto_connect_decode(eager, h->eager_size, &bind, NULL) || bind.node != lk->cfg.rank ||
-	    (h->type != PROTO_SENDMSG && payload_len))
-		return;
-	t = malloc(sizeof(*t) + payload_len);
-	if (!t)
-		return;
-	*t = (struct target_item){.from = from, .h = *h, .len = payload_len};
-	snprintf(t->name, sizeof(t->name), "%s", bind.name);
+	snprintf(t->name, sizeof(t->name), "%s", name);
 	t->deadline_ns = timeout > 0 ? clock_ns() + (uint64_t)timeout * 1000000ull : 0;
-	if (payload_len)
-		memcpy(t->data, payload, payload_len);
+	if (!name[0]) { /* a port never bound: answered, never served */
+		lk->errors.count[PROTO_ERR_CONNECT]++;
+		answer(lk, t, -EBADMSG, NULL, 0);
+		free(t);
+		return;
+	}
+	t->next = NULL;
 	*lk->pending_tail = t;
 	lk->pending_tail = &t->next;
 }
 
-static void take_answer(struct agent_links *lk, uint32_t from, const struct proto_header *h,
-			const uint8_t *eager, const uint8_t *payload, size_t payload_len)
+/*
+ * A chunk of a large SENDMSG: chunks of one message come in order (one
+ * link, the sender's ticket order), so each one appends; the last one
+ * makes the message a request like any other, with its own header (mode,
+ * answer).  A message that cannot be put together is answered with the
+ * error once its last chunk is in.
+ */
+static void take_chunk(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+		       const struct proto_chunk *c, const uint8_t *data, size_t len)
 {
-	uint32_t idx = (uint32_t)(h->port & 0xffffffffu);
-	uint16_t gen = (uint16_t)(h->port >> 32);
+	struct reasm *r = NULL, **pp;
+	bool last = c->offset + len == c->total;
+
+	for (pp = &lk->reasm; *pp; pp = &(*pp)->next)
+		if ((*pp)->from == from && (*pp)->id == c->id) {
+			r = *pp;
+			break;
+		}
+	if (!r) {
+		if (c->offset != 0) { /* a piece of a message whose start was lost */
+			struct target_item t = {.from = from, .h = *h};
+
+			lk->errors.count[PROTO_ERR_SIZE]++;
+			if (last)
+				answer(lk, &t, -EPROTO, NULL, 0);
+			return;
+		}
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return;
+		*r = (struct reasm){.from = from, .id = c->id, .total = c->total, .next = lk->reasm};
+		if (c->total > AGENT_REMOTE_MAX || lk->reasm_bytes + c->total > LINK_REASM_MAX)
+			r->status = -EMSGSIZE;
+		else if (!(r->t = malloc(sizeof(*r->t) + c->total)))
+			r->status = -ENOMEM;
+		else
+			lk->reasm_bytes += c->total;
+		lk->reasm = r;
+		pp = &lk->reasm;
+	}
+	if (!r->status && (c->offset != r->got || c->total != r->total))
+		r->status = -EPROTO;
+	if (!r->status) {
+		memcpy(r->t->data + c->offset, data, len);
+		r->got += len;
+	}
+	if (!last)
+		return;
+	*pp = r->next;
+	lk->reasm_bytes -= r->t ? r->total : 0;
+	if (r->status) {
+		struct target_item t = {.from = from, .h = *h};
+
+		lk->peers[from].stats.last_error = r->status;
+		answer(lk, &t, r->status, NULL, 0);
+		free(r->t);
+	} else {
+		*r->t = (struct target_item){.from = from, .h = *h, .len = r->total};
+		queue_request(lk, r->t);
+	}
+	free(r);
+}
+
+/* A request item from a peer: to the queue of requests, in arrival order. */
+static void take_request(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+			 const uint8_t *payload, size_t payload_len)
+{
+	struct proto_chunk c;
+	struct target_item *t;
+
+	if ((h->type != PROTO_SENDMSG && payload_len) || (h->port >> 32) >= PORT_BINDINGS) {
+		lk->errors.count[PROTO_ERR_CONNECT]++;
+		return;
+	}
+	if (h->type == PROTO_SENDMSG && h->protocol == PROTO_P2P) {
+		if (proto_chunk_decode(payload, payload_len, &c, &lk->errors))
+			return;
+		payload += PROTO_CHUNK_SIZE;
+		payload_len -= PROTO_CHUNK_SIZE;
+		if (c.offset != 0 || c.total != payload_len) {
+			take_chunk(lk, from, h, &c, payload, payload_len);
+			return;
+		}
+	}
+	t = malloc(sizeof(*t) + payload_len);
+	if (!t)
+		return;
+	*t = (struct target_item){.from = from, .h = *h, .len = payload_len};
+	if (payload_len)
+		memcpy(t->data, payload, payload_len);
+	queue_request(lk, t);
+}
+
+static void take_connect(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+			 const uint8_t *eager, size_t len)
+{
+	struct proto_connect bind;
+
+	if ((h->port >> 32) >= PORT_BINDINGS || proto_connect_decode(eager, len, &bind, &lk->errors))
+		return;
+	if (bind.node != lk->cfg.rank) {
+		lk->errors.count[PROTO_ERR_CONNECT]++;
+		return;
+	}
+	snprintf(lk->peers[from].bind_in[h->port >> 32], PROTO_NAME_MAX + 1, "%s", bind.name);
+}
+
+static void take_answer(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+			const uint8_t *body, size_t len)
+{
+	uint32_t idx = (uint32_t)(h->port & 0xffff);
+	uint16_t gen = (uint16_t)(h->port >> 16);
 	struct origin *o;
 	int32_t status;
 
-	if (idx >= LINK_ORIGIN_MAX || h->eager_size < 4)
+	if (idx >= LINK_ORIGIN_MAX || len < 4) {
+		lk->errors.count[PROTO_ERR_RESPONSE]++;
 		return;
+	}
 	o = &lk->origins[idx];
 	/* Only the answer to a request of ours in flight to that very peer. */
 	if (!o->used || o->gen != gen || o->node != from || h->type != o->op + PROTO_ACK)
 		return;
-	memcpy(&status, eager, 4);
+	memcpy(&status, body, 4);
 	if (status > 0 || status < -4095)
 		status = -EPROTO;
-	if (h->type == PROTO_STATE && h->eager_size == STATE_LEN) {
+	if (h->type == PROTO_STATE) {
 		struct chan_state st = {0};
 		uint32_t count;
 		uint64_t bytes;
 
-		memcpy(&count, eager + 4, 4);
-		memcpy(&bytes, eager + 8, 8);
+		if (len != STATE_LEN) {
+			lk->errors.count[PROTO_ERR_RESPONSE]++;
+			finish_origin(lk, idx, -EPROTO, NULL, 0);
+			return;
+		}
+		memcpy(&count, body + 4, 4);
+		memcpy(&bytes, body + 8, 8);
 		st.count = count;
 		st.bytes = bytes;
-		st.empty = eager[16] & 1;
-		st.full = (eager[16] >> 1) & 1;
+		st.empty = body[16] & 1;
+		st.full = (body[16] >> 1) & 1;
 		finish_origin(lk, idx, status, &st, sizeof(st));
 		return;
 	}
-	finish_origin(lk, idx, status, payload, h->type == PROTO_DATA ? payload_len : 0);
+	finish_origin(lk, idx, status, body + 4, h->type == PROTO_DATA ? len - 4 : 0);
 }
 
-static void take_frame(struct agent_links *lk, uint32_t core_peer, const uint8_t *buf, size_t len)
+static void take_item(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+		      const uint8_t *body, size_t len)
 {
+	if (h->type == PROTO_CONNECT)
+		take_connect(lk, from, h, body, len);
+	else if (h->type <= PROTO_POLL)
+		take_request(lk, from, h, body, len);
+	else
+		take_answer(lk, from, h, body, len);
+}
+
+/* A message from a peer: an eager buffer of items, or one large frame. */
+static void take_message(struct agent_links *lk, uint32_t core_peer, const uint8_t *buf, size_t len,
+			 bool large)
+{
+	struct link_peer *p = NULL;
 	struct proto_header h;
+	const uint8_t *data;
+	size_t off = 0, dlen;
 	uint32_t from;
+	int rc;
 
 	for (from = 0; from < lk->cfg.nodes; from++)
-		if (lk->peers[from].up && lk->peers[from].core_peer == core_peer)
+		if (lk->peers[from].up && lk->peers[from].core_peer == core_peer) {
+			p = &lk->peers[from];
 			break;
-	if (from == lk->cfg.nodes || len < PROTO_HEADER_SIZE || proto_header_decode(buf, &h, NULL) ||
-	    len - PROTO_HEADER_SIZE < h.eager_size)
-		return; /* not from a peer we know, or malformed: dropped */
-	const uint8_t *eager = buf + PROTO_HEADER_SIZE, *payload = eager + h.eager_size;
-	size_t payload_len = len - PROTO_HEADER_SIZE - h.eager_size;
+		}
+	if (!p)
+		return; /* not from a peer we know: dropped */
+	if (large) {
+		if (len < PROTO_HEADER_SIZE || proto_header_decode(buf, &h, &lk->errors))
+			return;
+		if (h.eager_size || h.protocol != PROTO_P2P || h.type == PROTO_CONNECT ||
+		    (h.type >= PROTO_ACK && len < PROTO_HEADER_SIZE + 4)) {
+			lk->errors.count[PROTO_ERR_SIZE]++;
+			return;
+		}
+		p->stats.msgs_recv++;
+		p->stats.bytes_recv += len;
+		take_item(lk, from, &h, buf + PROTO_HEADER_SIZE, len - PROTO_HEADER_SIZE);
+		return;
+	}
+	p->stats.buffers_recv++;
+	while ((rc = proto_next(buf, len, &off, &h, &data, &dlen, &lk->errors)) == 1) {
+		p->stats.msgs_recv++;
+		p->stats.bytes_recv += PROTO_HEADER_SIZE + dlen;
+		take_item(lk, from, &h, data, dlen);
+	}
+}
 
-	lk->peers[from].stats.msgs_recv++;
-	lk->peers[from].stats.bytes_recv += len;
-	if (h.type <= PROTO_POLL)
-		take_request(lk, from, &h, eager, payload, payload_len);
-	else if (h.type >= PROTO_ACK)
-		take_answer(lk, from, &h, eager, payload, payload_len);
+/* Peers: accept and dial, and notice a peer's OOB connection closing (how its death shows). */
+static int connect_peers(struct agent_links *lk)
+{
+	uint64_t now = clock_ns();
+	struct oob_conn *c;
+	int n = 0;
+
+	while (oob_accept(lk->listener, 0, &c) == 0) {
+		peer_join(lk, c, -1);
+		n++;
+	}
+	for (uint32_t r = 0; r < lk->cfg.rank; r++) {
+		struct link_peer *p = &lk->peers[r];
+		char addr[GW_HOST_LEN + 16];
+
+		if (p->up || now < p->next_try_ns)
+			continue;
+		p->next_try_ns = now + LINK_RETRY_NS;
+		peer_addr(lk, r, addr, sizeof(addr));
+		if (oob_connect(addr, 20, &c) == 0) {
+			peer_join(lk, c, (int32_t)r);
+			n++;
+		}
+	}
+	for (uint32_t r = 0; r < lk->cfg.nodes; r++) {
+		struct link_peer *p = &lk->peers[r];
+		struct pollfd pfd;
+
+		if (!p->up)
+			continue;
+		pfd = (struct pollfd){.fd = oob_conn_fd(p->oob), .events = POLLIN};
+		if (poll(&pfd, 1, 0) == 1) {
+			peer_down(lk, r, "its connection closed");
+			n++;
+		}
+	}
+	return n;
+}
+
+static void send_done(struct agent_links *lk, struct unit *u, const struct core_cqe *e)
+{
+	struct link_peer *p = &lk->peers[u->rank];
+
+	if (u->orphan) {
+		free(u);
+		return;
+	}
+	if (u->rndv)
+		p->rndv_out--;
+	else
+		p->eager_out--;
+	if (u->kind == UNIT_LARGE)
+		free(u);
+	else
+		((struct txbuf *)u)->busy = false;
+	if (e->status != IBV_WC_SUCCESS || e->err)
+		p->stats.last_error = e->err ? e->err : -EIO;
 }
 
 int links_progress(struct agent_links *lk)
 {
 	struct core_cqe e[16];
+	uint64_t now = clock_ns();
 	int n, work = 0;
 
-	connect_peers(lk);
+	lk->pass++;
+	/* Accepting and the death checks are system calls: not on every pass of a busy loop. */
+	if (now >= lk->next_oob_check_ns) {
+		lk->next_oob_check_ns = now + LINK_OOB_CHECK_NS;
+		work += connect_peers(lk);
+	}
 	while ((n = core_cq_read(lk->ep, e, 16)) > 0) {
 		work += n;
 		for (int i = 0; i < n; i++) {
 			if (e[i].flags & CORE_CQE_RECV) {
-				if (e[i].status == IBV_WC_SUCCESS && !e[i].err)
-					take_frame(lk, e[i].peer, e[i].context, e[i].len);
-				if (core_recv(lk->ep, e[i].context, LINK_FRAME_MAX, e[i].context))
+				bool large = e[i].tag == LINK_TAG_LARGE;
+
+				/* A message longer than the buffer was cut: never read past the buffer. */
+				if (e[i].status == IBV_WC_SUCCESS && !e[i].err &&
+				    e[i].len <= (large ? LINK_LARGE_MAX : PROTO_EAGER_BUFFER))
+					take_message(lk, e[i].peer, e[i].context, e[i].len, large);
+				if (rx_post(lk, e[i].context, large))
 					agent_logf(&lk->cfg.log, "could not repost a receive buffer");
-			} else if (e[i].flags & CORE_CQE_SEND) {
-				free(e[i].context);
+			} else if ((e[i].flags & CORE_CQE_SEND) && e[i].context) {
+				send_done(lk, e[i].context, &e[i]);
 			}
 		}
 	}
 	if (lk->pending)
 		serve_pending(lk);
+	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
+		work += tx_progress(lk, r);
 	return work;
+}
+
+int links_tx_pass(struct agent_links *lk)
+{
+	int work = 0;
+
+	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
+		work += tx_progress(lk, r);
+	return work;
+}
+
+bool links_idle(struct agent_links *lk)
+{
+	for (uint32_t r = 0; r < lk->cfg.nodes; r++) {
+		struct link_peer *p = &lk->peers[r];
+
+		if (p->up && ((p->open && p->open->agg.items) || p->post_head || p->wait_head))
+			return false;
+	}
+	return true;
+}
+
+int links_sleep_prepare(struct agent_links *lk, struct pollfd *fds, int max, int *timeout_ms)
+{
+	int n = 0, fd = core_cq_arm(lk->ep);
+
+	/* A completion that landed before the arming raised no event: look once more. */
+	if (fd < 0 || links_progress(lk) || !links_idle(lk))
+		return -EAGAIN;
+	core_cq_arm(lk->ep); /* looking may have told the device we drive it: it must watch the wire again */
+	fds[n++] = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (n < max)
+		fds[n++] = (struct pollfd){.fd = oob_listener_fd(lk->listener), .events = POLLIN};
+	for (uint32_t r = 0; r < lk->cfg.nodes && n < max; r++)
+		if (lk->peers[r].up)
+			fds[n++] = (struct pollfd){.fd = oob_conn_fd(lk->peers[r].oob), .events = POLLIN};
+	/* Requests waiting for their channel are tried again, and peers that are down dialled again. */
+	if (lk->pending && (*timeout_ms < 0 || *timeout_ms > 1))
+		*timeout_ms = 1;
+	for (uint32_t r = 0; r < lk->cfg.rank; r++)
+		if (!lk->peers[r].up && (*timeout_ms < 0 || *timeout_ms > (int)(LINK_RETRY_NS / 1000000)))
+			*timeout_ms = (int)(LINK_RETRY_NS / 1000000);
+	return n;
+}
+
+void links_sleep_end(struct agent_links *lk, const struct pollfd *fds, int n)
+{
+	core_cq_ack_events(lk->ep);
+	/* The listener or a peer's connection has news: look at the peers on the next pass. */
+	for (int i = 1; i < n; i++)
+		if (fds[i].revents)
+			lk->next_oob_check_ns = 0;
 }

@@ -7,14 +7,23 @@
  * keep it open to notice a peer that dies.  A peer that is down is retried
  * every 200 ms, so an agent that comes back rejoins.
  *
- * One request is one transport message: a proto header (core/agent/proto.h)
- * whose eager data is the CONNECT binding (target node and channel), then
- * the payload (protocol p2p).  The target tries the channel operation with
- * timeout 0 and retries, in arrival order per channel, until the request's
- * own timeout; it then answers with an ACK (SENDMSG), DATA (GETMSG) or
- * STATE (POLL) carrying the status.  A GETMSG that times out takes nothing,
- * so no message is lost.  Header aggregation (core/agent/aggregate.h) is
- * not used on this path yet.
+ * Requests and answers are items (a proto header and its eager data,
+ * core/agent/proto.h) packed into 2 KB eager buffers (core/agent/aggregate.h):
+ * per target node 4 buffers, one filling, the others queued or in flight; a
+ * buffer goes out when full, at 128 items, or after two idle progress passes.
+ * The first request for a channel is preceded by a CONNECT binding a port
+ * (a slot of a direct-mapped table of channel names) at the target; later
+ * items name the port, and answers the request (port | origin tag).  An item
+ * too big for an eager buffer is a large frame of its own; messages over a
+ * chunk arrive as chunks in order and are put together at the target.  Eager
+ * buffers and large frames go under their own core tags into their own
+ * receive buffers; frames core moves by rendezvous are never in flight
+ * together with ones it sends eagerly, so items keep their order.  The
+ * target tries the channel operation with timeout 0 and retries, in arrival
+ * order per channel, until the request's own timeout; it then answers with
+ * an ACK (SENDMSG deposited/received), DATA (GETMSG) or STATE (POLL)
+ * carrying the status; immediately and buffered SENDMSGs get no answer.  A
+ * GETMSG that times out takes nothing, so no message is lost.
  *
  * Single-threaded: every call, and every callback, runs in the agent's
  * engine loop.
@@ -60,5 +69,24 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 		  uint64_t token);
 /* Connects peers, reads the transport, serves and retries requests, answers; returns the work it found. */
 int links_progress(struct agent_links *lk);
+/*
+ * A progress pass over the sending side only (no network read): what the
+ * engine runs when a pass found nothing new, so the eager buffers being
+ * filled meet their two idle passes at once instead of after two rounds
+ * of polling the network.  Returns the work done.
+ */
+int links_tx_pass(struct agent_links *lk);
+/* Nothing waits to go out (an eager buffer being filled goes out after two idle passes). */
+bool links_idle(struct agent_links *lk);
+/*
+ * Sleeping in the engine's poll(): fills fds (up to max) with what wakes the
+ * links (network completions, the listener, each peer's connection) and
+ * lowers *timeout_ms (-1: none) to when they need a look anyway.  Returns the
+ * count, or -EAGAIN when there is work now (do not sleep).  links_sleep_end()
+ * after the poll.
+ */
+struct pollfd;
+int links_sleep_prepare(struct agent_links *lk, struct pollfd *fds, int max, int *timeout_ms);
+void links_sleep_end(struct agent_links *lk, const struct pollfd *fds, int n);
 
 #endif

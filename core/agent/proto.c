@@ -135,3 +135,38 @@ int proto_next(const uint8_t *buf, size_t len, size_t *off, struct proto_header 
 	*off += PROTO_HEADER_SIZE + h->eager_size;
 	return 1;
 }
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+void proto_chunk_encode(const struct proto_chunk *c, uint8_t *out)
+{
+	put64(out, c->total);
+	put64(out + 8, c->offset);
+	put64(out + 16, c->id);
+}
+
+int proto_chunk_decode(const uint8_t *in, size_t len, struct proto_chunk *c, struct proto_errors *e)
+{
+	if (len < PROTO_CHUNK_SIZE)
+		return reject(e, PROTO_ERR_SIZE);
+	c->total = get64(in);
+	c->offset = get64(in + 8);
+	c->id = get64(in + 16);
+	/* The chunk lies inside its message. */
+	if (c->offset > c->total || c->total - c->offset < len - PROTO_CHUNK_SIZE)
+		return reject(e, PROTO_ERR_SIZE);
+	return 0;
+}

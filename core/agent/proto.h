@@ -20,6 +20,15 @@
  * message (DATA), or count u32, bytes u64, flags u8 (STATE: bit 0 empty,
  * bit 1 full).
  *
+ * Large items (protocol p2p): an item whose eager data would not fit an
+ * eager buffer travels as a message of its own (a "large frame"): the
+ * 12-byte header with eager size 0, then its body.  A large SENDMSG body
+ * opens with the chunk descriptor, 24 bytes: total message size u64, this
+ * chunk's offset u64, message id u64 (the sender's); the chunk's bytes
+ * follow.  A message bigger than a chunk (RDMATOOL_AGENT_CHUNK_KB) is sent
+ * as chunks in order, put together at the target; only its last chunk's
+ * header (mode, port) counts.  A large DATA body is the status and message.
+ *
  * Everything a peer sends is checked here before use: proto_next() rejects
  * a malformed item, counts why, and never reads outside the buffer.
  */
@@ -77,6 +86,17 @@ enum proto_error {
 struct proto_errors {
 	uint64_t count[PROTO_NERRORS];
 };
+
+#define PROTO_CHUNK_SIZE 24
+
+struct proto_chunk {
+	uint64_t total, offset, id;
+};
+
+/* Writes c into out[PROTO_CHUNK_SIZE]. */
+void proto_chunk_encode(const struct proto_chunk *c, uint8_t *out);
+/* Reads the descriptor opening a large SENDMSG body of len bytes: 0, or -EBADMSG (counted). */
+int proto_chunk_decode(const uint8_t *in, size_t len, struct proto_chunk *c, struct proto_errors *e);
 
 /* Writes h into out[PROTO_HEADER_SIZE]. */
 void proto_header_encode(const struct proto_header *h, uint8_t *out);

@@ -245,3 +245,17 @@ int core_cq_fd(const struct core_ep *ep)
 {
 	return ep->cq_fd;
 }
+
+int core_cq_arm(struct core_ep *ep)
+{
+	if (ep->progress_started)
+		return -EINVAL;
+	arm_cqs(ep);
+	return ep->cq_channel->fd;
+}
+
+void core_cq_ack_events(struct core_ep *ep)
+{
+	if (!ep->progress_started)
+		cq_channel_drain(ep);
+}

@@ -156,6 +156,17 @@ int core_cq_read(struct core_ep *ep, struct core_cqe *entries, int n);
 int core_cq_sread(struct core_ep *ep, struct core_cqe *entries, int n, int timeout_ms);
 /* The wait fd (eventfd) that becomes readable on the empty -> non-empty edge. */
 int core_cq_fd(const struct core_ep *ep);
+/*
+ * For a caller that sleeps in its own poll() with other fds (manual progress,
+ * one thread): arms every CQ of the endpoint to report its next completion
+ * and returns the completion channel's fd, readable once one arrived.  A
+ * completion that landed before the arming raises no event, so read the
+ * completions once more after arming, and arm again right before sleeping
+ * (reading may tell the device the caller drives it).  After waking,
+ * core_cq_ack_events() takes the events.  -EINVAL with a progress thread.
+ */
+int core_cq_arm(struct core_ep *ep);
+void core_cq_ack_events(struct core_ep *ep);
 /* Drives progress once (what the progress thread loops on); returns work done. */
 int core_progress(struct core_ep *ep);
 

@@ -206,6 +206,28 @@ static void test_fuzz(void **state)
 	free(buf);
 }
 
+/* The chunk descriptor of large SENDMSGs: round trip, and a chunk outside its message is refused. */
+static void test_chunk(void **state)
+{
+	struct proto_chunk c = {.total = 1000000, .offset = 65536, .id = 0x1234567890abcdefull}, d;
+	struct proto_errors e = {0};
+	uint8_t b[PROTO_CHUNK_SIZE];
+
+	(void)state;
+	proto_chunk_encode(&c, b);
+	assert_int_equal(proto_chunk_decode(b, PROTO_CHUNK_SIZE + 65536, &d, &e), 0);
+	assert_true(d.total == c.total && d.offset == c.offset && d.id == c.id);
+	assert_int_equal(proto_chunk_decode(b, PROTO_CHUNK_SIZE - 1, &d, &e), -EBADMSG);
+	c.offset = c.total - 10;
+	proto_chunk_encode(&c, b);
+	assert_int_equal(proto_chunk_decode(b, PROTO_CHUNK_SIZE + 10, &d, &e), 0);
+	assert_int_equal(proto_chunk_decode(b, PROTO_CHUNK_SIZE + 11, &d, &e), -EBADMSG);
+	c.offset = c.total + 1;
+	proto_chunk_encode(&c, b);
+	assert_int_equal(proto_chunk_decode(b, PROTO_CHUNK_SIZE, &d, &e), -EBADMSG);
+	assert_int_equal(e.count[PROTO_ERR_SIZE], 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +236,7 @@ int main(void)
 	    cmocka_unit_test(test_timeouts),
 	    cmocka_unit_test(test_connect),
 	    cmocka_unit_test(test_fuzz),
+	    cmocka_unit_test(test_chunk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
