@@ -59,6 +59,7 @@ struct qp_want {
 void walk_count_error(struct walk_client *c, enum walk_action a, int err);
 void walk_count_ok(struct walk_client *c, enum walk_action a);
 int walk_pick_pd_for_new(struct walk_client *c);
+int walk_pick_cq_for_new(struct walk_client *c);
 bool walk_any_cq(struct walk_client *c, int i, const void *arg);
 bool walk_idle_cq(struct walk_client *c, int i, const void *arg);
 bool walk_idle_pd(struct walk_client *c, int i, const void *arg);

@@ -129,10 +129,18 @@ static bool qp_reaches(struct walk_client *c, int i, const void *arg)
 	return walk_can_post_send(c, i);
 }
 
+/* A type-2 window's rkey and, on the QP it is bound to, a peer QP of ours with credit. */
 static bool rkey_kind2(struct walk_client *c, int i, const void *arg)
 {
+	struct reach w = {&c->rkeys[i], true};
+
 	(void)arg;
-	return c->rkeys[i].used && c->rkeys[i].kind == 2;
+	if (!c->rkeys[i].used || c->rkeys[i].kind != 2)
+		return false;
+	for (int q = 0; q < MAX_QP; q++)
+		if (qp_reaches(c, q, &w))
+			return true;
+	return false;
 }
 
 int walk_do_send_with_inv(struct walk_client *c)
@@ -151,19 +159,39 @@ int walk_do_send_with_inv(struct walk_client *c)
 	return 1;
 }
 
+/*
+ * Receives stay posted until a peer sends, and pin their MR: mostly the MR
+ * that already holds the most, so the others stay free to deregister.
+ */
+static int pick_recv_mr(struct walk_client *c, int pd, uint32_t min_len)
+{
+	int m = -1;
+
+	if (rng_range(&c->rng, 0, 3))
+		for (int i = 0; i < MAX_MR; i++)
+			if (c->mr[i].used && c->mr[i].pd == pd && c->mr[i].len >= min_len &&
+			    (m < 0 || c->mr[i].inflight > c->mr[m].inflight))
+				m = i;
+	return m >= 0 ? m : walk_pick_mr(c, pd, min_len);
+}
+
 int walk_do_recv(struct walk_client *c)
 {
 	bool ud = rng_bernoulli(&c->rng, MSG_UD_PROBABILITY);
-	struct qp_want qw = {ud ? IBV_QPT_UD : IBV_QPT_RC, -1, false, true, false};
+	struct qp_want qw;
 	struct ibv_sge sge[MAX_SGE_USED];
 	struct ibv_recv_wr wr = {0}, *bad;
 	uint32_t start, len, want;
 	int q, m, slot, rc;
 
-	if ((!ud && walk_outbox_busy(c)) || (q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0)
+	if (c->hint.on && c->hint.qp >= 0 && c->qp[c->hint.qp].used)
+		ud = c->qp[c->hint.qp].type == IBV_QPT_UD;
+	qw = (struct qp_want){ud ? IBV_QPT_UD : IBV_QPT_RC, -1, false, true, false};
+	if ((!ud && walk_outbox_busy(c)) ||
+	    (q = walk_pick_hinted(c, MAX_QP, walk_qp_match, &qw, c->hint.qp)) < 0)
 		return 0;
 	want = ud ? UD_RECV_BYTES : (uint32_t)rng_range(&c->rng, 1, RC_MSG_MAX);
-	if ((m = walk_pick_mr(c, c->qp[q].pd, ud ? UD_RECV_BYTES : 1)) < 0)
+	if ((m = pick_recv_mr(c, c->qp[q].pd, ud ? UD_RECV_BYTES : 1)) < 0)
 		return 0;
 	len = walk_choose_range(c, c->mr[m].off, c->mr[m].len, want, true, 1, &start);
 	if (!len || (ud && len < UD_RECV_BYTES) || (slot = walk_alloc_wr(c, ACT_RECV, q, m, &wr.wr_id)) < 0)
@@ -391,6 +419,7 @@ int walk_post_probe(struct walk_client *c, const struct walk_msg *m)
 	c->wr[slot].probe = true;
 	c->wr[slot].probe_rkey = m->rkey;
 	c->wr[slot].probe_owner = m->src;
+	c->wr[slot].probe_event = m->event;
 	sge = (struct ibv_sge){(uintptr_t)(c->buf + lstart), 8, c->mr[mr].mr->lkey};
 	wr.sg_list = &sge;
 	wr.num_sge = 1;

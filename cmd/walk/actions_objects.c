@@ -103,6 +103,7 @@ static void send_rkey(struct walk_client *c, int type, int kind, uint32_t rkey, 
 	    .bytes = off,
 	    .addr = (uintptr_t)(c->buf + off),
 	    .length = len,
+	    .event = c->nkey_events - 1, /* REMOVE_RKEY: the removal was the last key event */
 	};
 
 	walk_broadcast(c, &m);
@@ -141,7 +142,7 @@ int walk_do_dereg_mr(struct walk_client *c)
 	int i, rc;
 
 	if (walk_count_used_mr(c) <= MIN_MR || walk_outbox_busy(c) ||
-	    (i = walk_pick_index(c, MAX_MR, walk_idle_mr, NULL)) < 0)
+	    (i = walk_pick_hinted(c, MAX_MR, walk_idle_mr, NULL, c->hint.mr)) < 0)
 		return 0;
 	rkey = c->mr[i].mr->rkey;
 	pd_id = c->pd[c->mr[i].pd].id;
@@ -196,7 +197,7 @@ int walk_do_dealloc_mw(struct walk_client *c, int type)
 	int i, rc;
 
 	if (walk_count_mw(c, type) <= MIN_MW || walk_outbox_busy(c) ||
-	    (i = walk_pick_index(c, 2 * MAX_MW, walk_mw_match, &want)) < 0)
+	    (i = walk_pick_hinted(c, 2 * MAX_MW, walk_mw_match, &want, c->hint.mw)) < 0)
 		return 0;
 	m = &c->mw[i];
 	c->stats.issued[a]++;
@@ -235,10 +236,11 @@ int walk_do_bind_mw(struct walk_client *c, int type)
 	uint64_t wr_id;
 	int i, q, m, slot, rc;
 
-	if (walk_outbox_busy(c) || (i = walk_pick_index(c, 2 * MAX_MW, walk_mw_match, &want)) < 0)
+	if (walk_outbox_busy(c) ||
+	    (i = walk_pick_hinted(c, 2 * MAX_MW, walk_mw_match, &want, c->hint.mw)) < 0)
 		return 0;
 	qw.pd = c->mw[i].pd;
-	if ((q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0 ||
+	if ((q = walk_pick_hinted(c, MAX_QP, walk_qp_match, &qw, c->hint.qp)) < 0 ||
 	    (m = walk_pick_mr(c, c->mw[i].pd, 1)) < 0)
 		return 0;
 	len = walk_choose_range(c, c->mr[m].off, c->mr[m].len, (uint32_t)rng_range(&c->rng, 1, c->mr[m].len),

@@ -81,7 +81,8 @@ static void publish_mw(struct walk_client *c, int i, int type)
 			       .qpn = m->qp >= 0 ? c->qp[m->qp].qp->qp_num : 0,
 			       .bytes = (uint32_t)(m->addr - (uintptr_t)c->buf),
 			       .addr = m->addr,
-			       .length = m->len};
+			       .length = m->len,
+			       .event = c->nkey_events - 1}; /* a removal follows its key event */
 
 	walk_broadcast(c, &msg);
 }
@@ -198,8 +199,10 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		c->probe_busy = false;
 		if (ok) {
 			/* Only the owner knows whether it issued the key value again. */
-			struct walk_msg hit = {
-			    .type = MSG_PROBE_HIT, .dst = (uint16_t)w->probe_owner, .rkey = w->probe_rkey};
+			struct walk_msg hit = {.type = MSG_PROBE_HIT,
+					       .dst = (uint16_t)w->probe_owner,
+					       .rkey = w->probe_rkey,
+					       .event = w->probe_event};
 
 			walk_publish(c, &hit);
 		}
@@ -278,7 +281,7 @@ static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 		if (!c->qp[i].used)
 			q = i;
 	if (q >= 0)
-		q = walk_create_rc_responder(c);
+		q = walk_create_rc_responder(c, m->bytes);
 	if (q >= 0 && walk_connect_rc(c, q, m->src, m->qpn) != 0) {
 		walk_destroy_qp_rec(c, q);
 		q = -1;
@@ -401,7 +404,7 @@ static void handle_msg(struct walk_client *c, const struct walk_msg *m)
 				c->ruds[i].used = false;
 		break;
 	case MSG_PROBE_HIT:
-		if (walk_key_removed_last(c, m->rkey) == 1)
+		if (walk_key_removed_since(c, m->rkey, m->event) == 1)
 			walk_stats_fail(
 			    &c->stats,
 			    "client %d: client %d READ through rkey %x after it was removed (dereg, dealloc "
@@ -485,7 +488,7 @@ static void one_step(struct walk_client *c, bool lockstep)
 	process_inbox(c);
 	c->seq++;
 	for (int tries = 0; a >= 0 && tries < MAX_REDRAWS; tries++) {
-		if (walk_do_action(c, (enum walk_action)a))
+		if (walk_do_action(c, (enum walk_action)a) || walk_toward(c, (enum walk_action)a))
 			break;
 		c->stats.redraws[a]++;
 		a = rng_weighted(&c->rng, c->weight, ACT_COUNT);

@@ -107,6 +107,18 @@ struct wr_rec {
 	uint32_t gen, len;
 	uint32_t probe_rkey;
 	int probe_owner;
+	uint64_t probe_event;
+};
+
+/*
+ * Which objects the next action should take, set by a step toward a drawn
+ * action that cannot run yet (toward.c); the actions honour a hint when the
+ * hinted object is eligible and pick at random otherwise.  -1: no hint.
+ */
+struct walk_hint {
+	bool on;
+	int pd, qp, mr, mw, ah, peer;
+	uint32_t peer_pd_id; /* create_rc_qp_pair: the PD the responder should use (0: any) */
 };
 
 struct walk_shared; /* the orchestrator's view, see run.h */
@@ -133,6 +145,7 @@ struct walk_client {
 	struct stats_entry *counters; /* this client's row in `rdmatool cqstat` */
 	unsigned char *buf;
 	uint32_t next_pd_id;
+	struct walk_hint hint;
 	uint64_t seq;
 
 	struct cq_rec cq[MAX_CQ];
@@ -175,6 +188,9 @@ uint64_t walk_now_ns(void);
 /* objects.c: bookkeeping */
 int walk_pick_index(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *),
 		    const void *arg);
+/* The hinted index if hints are on and it is eligible, else walk_pick_index. */
+int walk_pick_hinted(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *),
+		     const void *arg, int hint);
 int walk_count_used_cq(struct walk_client *c);
 int walk_count_used_pd(struct walk_client *c);
 int walk_count_used_mr(struct walk_client *c);
@@ -189,8 +205,8 @@ void walk_flush_outbox(struct walk_client *c);
 uint64_t walk_objects_alive(struct walk_client *c);
 void walk_fill_pattern(unsigned char *p, uint32_t len, uint64_t seed);
 void walk_note_key(struct walk_client *c, uint32_t rkey, bool issued);
-/* 1: last event removed it, 0: issued again (or live), -1: unknown (aged out) */
-int walk_key_removed_last(struct walk_client *c, uint32_t rkey);
+/* After removal event `event`: 1 never issued again, 0 issued again, -1 unknown (aged out). */
+int walk_key_removed_since(struct walk_client *c, uint32_t rkey, uint64_t event);
 
 /* actions.c */
 /* Returns 1 done (issued), 0 precondition not met (redraw). */
@@ -198,6 +214,10 @@ int walk_do_action(struct walk_client *c, enum walk_action a);
 int walk_connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn);
 int walk_post_probe(struct walk_client *c, const struct walk_msg *m);
 int walk_destroy_qp_rec(struct walk_client *c, int q);
-int walk_create_rc_responder(struct walk_client *c);
+/* pd_id: the PD serial the initiator asked for (0 or unknown: any PD). */
+int walk_create_rc_responder(struct walk_client *c, uint32_t pd_id);
+
+/* toward.c: one step toward a drawn action that cannot run; 1 if it issued one. */
+int walk_toward(struct walk_client *c, enum walk_action a);
 
 #endif

@@ -157,6 +157,7 @@ void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from)
 		into->issued[a] += from->issued[a];
 		into->ok[a] += from->ok[a];
 		into->redraws[a] += from->redraws[a];
+		into->toward[a] += from->toward[a];
 		into->errors[a] += from->errors[a];
 		for (int s = 0; s < WALK_WC_STATUSES; s++)
 			into->wc[a][s] += from->wc[a][s];

@@ -88,6 +88,7 @@ struct walk_stats {
 	uint64_t issued[ACT_COUNT];
 	uint64_t ok[ACT_COUNT];
 	uint64_t redraws[ACT_COUNT];
+	uint64_t toward[ACT_COUNT]; /* draws served by a step toward the action (toward.c) */
 	uint64_t errors[ACT_COUNT];
 	uint64_t wc[ACT_COUNT][WALK_WC_STATUSES];
 	uint64_t wc_other;    /* a status outside the known enum */
@@ -131,6 +132,7 @@ struct walk_msg {
 	uint32_t bytes;
 	uint64_t addr;
 	uint64_t length;
+	uint64_t event; /* REMOVE_RKEY, PROBE_HIT: the owner's key event number of the removal */
 };
 
 /* Validates a message from a peer; false means drop it. */
