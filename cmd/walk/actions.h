@@ -55,6 +55,16 @@ struct qp_want {
 	bool send, recv, credit;
 };
 
+/* A local RC QP that can reach remote memory `k` (walk_qp_reaches), with credit if asked. */
+struct reach {
+	const struct rkey_rec *k;
+	bool credit;
+};
+
+bool walk_qp_reaches(struct walk_client *c, int i, const void *arg);
+/* Remote address of the owner's buffer offset `off` (inside remote region k). */
+uint64_t walk_remote_addr(const struct rkey_rec *k, uint32_t off);
+
 /* actions_common.c: counting, eligibility predicates for walk_pick_index, ranges, posting */
 void walk_count_error(struct walk_client *c, enum walk_action a, int err);
 void walk_count_ok(struct walk_client *c, enum walk_action a);

@@ -109,13 +109,7 @@ int walk_do_send(struct walk_client *c)
 	return 1;
 }
 
-/* A local RC QP that can reach remote memory `k`, or -1. */
-struct reach {
-	const struct rkey_rec *k;
-	bool credit;
-};
-
-static bool qp_reaches(struct walk_client *c, int i, const void *arg)
+bool walk_qp_reaches(struct walk_client *c, int i, const void *arg)
 {
 	const struct reach *w = arg;
 	const struct qp_rec *r = &c->qp[i];
@@ -138,7 +132,7 @@ static bool rkey_kind2(struct walk_client *c, int i, const void *arg)
 	if (!c->rkeys[i].used || c->rkeys[i].kind != 2)
 		return false;
 	for (int q = 0; q < MAX_QP; q++)
-		if (qp_reaches(c, q, &w))
+		if (walk_qp_reaches(c, q, &w))
 			return true;
 	return false;
 }
@@ -151,7 +145,7 @@ int walk_do_send_with_inv(struct walk_client *c)
 	if ((k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_kind2, NULL)) < 0)
 		return 0;
 	w = (struct reach){&c->rkeys[k], true};
-	if ((q = walk_pick_index(c, MAX_QP, qp_reaches, &w)) < 0)
+	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return 0;
 	if (!post_rc_send(c, ACT_SEND_WITH_INV, q, c->rkeys[k].rkey, rng_bernoulli(&c->rng, 0.5)))
 		return 0;
@@ -227,7 +221,7 @@ int walk_do_recv(struct walk_client *c)
 }
 
 /* Remote address of buffer offset `off` (inside remote region k). */
-static uint64_t remote_addr(const struct rkey_rec *k, uint32_t off)
+uint64_t walk_remote_addr(const struct rkey_rec *k, uint32_t off)
 {
 	return k->addr + (off - k->off);
 }
@@ -244,7 +238,7 @@ static bool rkey_reachable(struct walk_client *c, int i, const void *arg)
 	if (!c->rkeys[i].used || c->rkeys[i].len < *(const uint32_t *)arg)
 		return false;
 	for (int q = 0; q < MAX_QP; q++)
-		if (qp_reaches(c, q, &w))
+		if (walk_qp_reaches(c, q, &w))
 			return true;
 	return false;
 }
@@ -257,7 +251,7 @@ static bool pick_target(struct walk_client *c, uint32_t min_len, struct rdma_tar
 	if ((t->k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_reachable, &min_len)) < 0)
 		return false;
 	w = (struct reach){&c->rkeys[t->k], false};
-	if ((t->q = walk_pick_index(c, MAX_QP, qp_reaches, &w)) < 0)
+	if ((t->q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return false;
 	return (t->m = walk_pick_mr(c, c->qp[t->q].pd, min_len)) >= 0;
 }
@@ -304,7 +298,7 @@ static int checked_write(struct walk_client *c)
 		return 0;
 	k = &c->rkeys[ki];
 	w = (struct reach){k, false};
-	if ((q = walk_pick_index(c, MAX_QP, qp_reaches, &w)) < 0)
+	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return 0;
 	mw = (struct mr_want){c->qp[q].pd, 1};
 	if ((m = walk_pick_index(c, MAX_MR, mr_covers, &mw)) < 0 ||
@@ -318,14 +312,14 @@ static int checked_write(struct walk_client *c)
 	walk_fill_pattern(c->buf + slot_off, cw.len, c->check_seed);
 	memset(c->buf + slot_off + CHECK_SLOT / 4, 0, cw.len);
 	wr.sg_list = &src;
-	wr.wr.rdma.remote_addr = remote_addr(k, cw.remote_off);
+	wr.wr.rdma.remote_addr = walk_remote_addr(k, cw.remote_off);
 	wr.wr.rdma.rkey = k->rkey;
 	ws = walk_alloc_wr(c, ACT_WRITE, q, m, &wr.wr_id);
 	c->wr[ws].check = true;
 	if (walk_post_send_wr(c, ACT_WRITE, q, m, &wr, ws))
 		return 1;
 	wr = (struct ibv_send_wr){.opcode = IBV_WR_RDMA_READ, .sg_list = &dst, .num_sge = 1};
-	wr.wr.rdma.remote_addr = remote_addr(k, cw.remote_off);
+	wr.wr.rdma.remote_addr = walk_remote_addr(k, cw.remote_off);
 	wr.wr.rdma.rkey = k->rkey;
 	rs = walk_alloc_wr(c, ACT_READ, q, m, &wr.wr_id);
 	c->wr[rs].check = true;
@@ -362,7 +356,7 @@ int walk_do_read_write(struct walk_client *c, enum walk_action a)
 		return 0;
 	wr.sg_list = sge;
 	wr.num_sge = walk_make_sges(c, t.m, lstart, len, walk_sge_count(c, c->qp[t.q].cap.max_send_sge), sge);
-	wr.wr.rdma.remote_addr = remote_addr(k, rstart);
+	wr.wr.rdma.remote_addr = walk_remote_addr(k, rstart);
 	wr.wr.rdma.rkey = k->rkey;
 	walk_post_send_wr(c, a, t.q, t.m, &wr, slot);
 	return 1;
@@ -387,48 +381,10 @@ int walk_do_atomic(struct walk_client *c, enum walk_action a)
 	sge = (struct ibv_sge){(uintptr_t)(c->buf + lstart), 8, c->mr[t.m].mr->lkey};
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
-	wr.wr.atomic.remote_addr = remote_addr(&c->rkeys[t.k], rstart);
+	wr.wr.atomic.remote_addr = walk_remote_addr(&c->rkeys[t.k], rstart);
 	wr.wr.atomic.rkey = c->rkeys[t.k].rkey;
 	wr.wr.atomic.compare_add = rng_next(&c->rng);
 	wr.wr.atomic.swap = rng_next(&c->rng);
 	walk_post_send_wr(c, a, t.q, t.m, &wr, slot);
-	return 1;
-}
-
-/*
- * --verify: after an owner removed an rkey, an access through it must fail
- * with REM_ACCESS_ERR.  One probe at a time: it costs the QP (an access
- * error moves it to ERR).
- */
-int walk_post_probe(struct walk_client *c, const struct walk_msg *m)
-{
-	struct rkey_rec k = {
-	    .owner = m->src, .kind = m->kind, .rkey = m->rkey, .pd_id = m->pd_id, .qpn = m->qpn};
-	struct reach w = {&k, false};
-	struct ibv_send_wr wr = {.opcode = IBV_WR_RDMA_READ};
-	struct ibv_sge sge;
-	uint32_t lstart;
-	int q, mr, slot;
-
-	if (c->probe_busy || m->length < 8 || (q = walk_pick_index(c, MAX_QP, qp_reaches, &w)) < 0 ||
-	    (mr = walk_pick_mr(c, c->qp[q].pd, 8)) < 0)
-		return 0;
-	if (walk_choose_range(c, c->mr[mr].off, c->mr[mr].len, 8, true, 8, &lstart) != 8 ||
-	    (slot = walk_alloc_wr(c, ACT_READ, q, mr, &wr.wr_id)) < 0)
-		return 0;
-	c->wr[slot].probe = true;
-	c->wr[slot].probe_rkey = m->rkey;
-	c->wr[slot].probe_owner = m->src;
-	c->wr[slot].probe_event = m->event;
-	sge = (struct ibv_sge){(uintptr_t)(c->buf + lstart), 8, c->mr[mr].mr->lkey};
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = m->addr;
-	wr.wr.rdma.rkey = m->rkey;
-	if (walk_post_send_wr(c, ACT_READ, q, mr, &wr, slot) == 0) {
-		c->probe_busy = true;
-		LOG(c, "c%d probe of removed rkey %x of c%d qp=%u", c->id, m->rkey, m->src,
-		    c->qp[q].qp->qp_num);
-	}
 	return 1;
 }

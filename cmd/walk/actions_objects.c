@@ -281,6 +281,7 @@ int walk_do_bind_mw(struct walk_client *c, int type)
 		return 1;
 	}
 	walk_note_key(c, c->mw[i].new_rkey, true);
+	c->mw[i].key_event = c->nkey_events - 1;
 	c->qp[q].send_inflight++;
 	c->cq[c->qp[q].scq].outstanding++;
 	c->mr[m].bound_mws++;

@@ -259,6 +259,7 @@ int walk_do_modify_qp_error(struct walk_client *c)
 	c->qp[q].err_since_ns = walk_now_ns();
 	walk_count_ok(c, ACT_MODIFY_QP_ERROR);
 	announce_down(c, q);
+	walk_post_to_err(c, q);
 	return 1;
 }
 

@@ -82,7 +82,8 @@ static void publish_mw(struct walk_client *c, int i, int type)
 			       .bytes = (uint32_t)(m->addr - (uintptr_t)c->buf),
 			       .addr = m->addr,
 			       .length = m->len,
-			       .event = c->nkey_events - 1}; /* a removal follows its key event */
+			       /* a removal follows its key event; an add names the bind's */
+			       .event = type == MSG_ADD_RKEY ? m->key_event : c->nkey_events - 1};
 
 	walk_broadcast(c, &msg);
 }
@@ -138,6 +139,33 @@ static void check_done(struct walk_client *c, const struct wr_rec *w, enum ibv_w
 	}
 }
 
+/*
+ * --verify: a WR posted to a QP already in ERR must flush; on a send queue,
+ * every completion after an error completion must be WR_FLUSH_ERR (send
+ * queue completions are in order, and the error moved the QP to ERR).
+ */
+static void check_flush_status(struct walk_client *c, const struct wr_rec *w, struct qp_rec *r,
+			       enum ibv_wc_status st)
+{
+	if (w->expect_flush && st != IBV_WC_WR_FLUSH_ERR)
+		walk_stats_fail(&c->stats,
+				"client %d #%llu: a %s posted to QP %u in ERR completed with %s; expected "
+				"WR_FLUSH_ERR (it must never execute)",
+				c->id, (unsigned long long)c->seq, w->is_recv ? "receive" : "send",
+				r->qp->qp_num, ibv_wc_status_str(st));
+	if (w->is_recv || w->expect_flush)
+		return;
+	if (r->sq_failed && st != IBV_WC_WR_FLUSH_ERR)
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d #%llu: QP %u: a %s completed with %s after an error completion on the "
+		    "same send queue; expected WR_FLUSH_ERR",
+		    c->id, (unsigned long long)c->seq, r->qp->qp_num, walk_action_names[w->action],
+		    ibv_wc_status_str(st));
+	if (st != IBV_WC_SUCCESS && st != IBV_WC_WR_FLUSH_ERR)
+		r->sq_failed = true;
+}
+
 static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 {
 	uint32_t slot = (uint32_t)wc->wr_id, gen = (uint32_t)(wc->wr_id >> 32);
@@ -177,6 +205,8 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		c->stats.ok[w->action]++;
 	else
 		c->stats.errors[w->action]++;
+	if (c->cfg->verify)
+		check_flush_status(c, w, r, wc->status);
 	if (!ok && r->state != QP_ERR) {
 		/* Any error completion leaves the QP in an error state. */
 		r->state = QP_ERR;
@@ -195,18 +225,8 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 			unbind_mw(c, i);
 		}
 	}
-	if (w->probe) {
-		c->probe_busy = false;
-		if (ok) {
-			/* Only the owner knows whether it issued the key value again. */
-			struct walk_msg hit = {.type = MSG_PROBE_HIT,
-					       .dst = (uint16_t)w->probe_owner,
-					       .rkey = w->probe_rkey,
-					       .event = w->probe_event};
-
-			walk_publish(c, &hit);
-		}
-	}
+	if (w->probe)
+		walk_probe_done(c, w, wc->status);
 	if (w->check)
 		check_done(c, w, wc->status);
 	walk_release_wr(c, slot);
@@ -346,7 +366,8 @@ static void add_rkey(struct walk_client *c, const struct walk_msg *m)
 							.qpn = m->qpn,
 							.off = m->bytes,
 							.addr = m->addr,
-							.len = m->length};
+							.len = m->length,
+							.event = m->event};
 			return;
 		}
 }
@@ -404,12 +425,7 @@ static void handle_msg(struct walk_client *c, const struct walk_msg *m)
 				c->ruds[i].used = false;
 		break;
 	case MSG_PROBE_HIT:
-		if (walk_key_removed_since(c, m->rkey, m->event) == 1)
-			walk_stats_fail(
-			    &c->stats,
-			    "client %d: client %d READ through rkey %x after it was removed (dereg, dealloc "
-			    "or invalidate) and before it was issued again; expected REM_ACCESS_ERR",
-			    c->id, m->src, m->rkey);
+		walk_probe_hit(c, m);
 		break;
 	case MSG_CREDIT:
 		q = qp_by_num(c, m->peer_qpn);
@@ -493,6 +509,7 @@ static void one_step(struct walk_client *c, bool lockstep)
 		c->stats.redraws[a]++;
 		a = rng_weighted(&c->rng, c->weight, ACT_COUNT);
 	}
+	walk_probe_step(c);
 	poll_all(c);
 	walk_flush_outbox(c);
 	check_flush_deadlines(c);

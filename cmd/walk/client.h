@@ -60,6 +60,7 @@ struct mw_rec {
 	enum mw_state state;
 	uint32_t rkey, new_rkey;
 	uint64_t addr, len;
+	uint64_t key_event; /* --verify: the key event that issued new_rkey */
 };
 
 enum qp_state { QP_CONNECTING, QP_READY, QP_PEER_DOWN, QP_ERR };
@@ -78,6 +79,7 @@ struct qp_rec {
 	uint32_t credit[CREDITS]; /* bytes of each receive the peer posted for us */
 	int credit_head, credit_count;
 	uint64_t err_since_ns;
+	bool sq_failed; /* --verify: an error completion came from the send queue */
 };
 
 struct ah_rec {
@@ -92,6 +94,7 @@ struct rkey_rec {
 	uint32_t rkey, pd_id, qpn;
 	uint32_t off; /* offset of addr in the owner's buffer */
 	uint64_t addr, len;
+	uint64_t event; /* the owner's key event that issued it */
 };
 
 struct rud_rec {
@@ -101,13 +104,13 @@ struct rud_rec {
 };
 
 struct wr_rec {
-	bool busy, is_recv, probe, check;
-	uint8_t action;
+	bool busy, is_recv, probe, check, expect_flush;
+	uint8_t action, probe_kind;
 	int8_t qp, mr, mw;
 	uint32_t gen, len;
 	uint32_t probe_rkey;
 	int probe_owner;
-	uint64_t probe_event;
+	uint64_t probe_event, probe_addr;
 };
 
 /*
@@ -207,12 +210,19 @@ void walk_fill_pattern(unsigned char *p, uint32_t len, uint64_t seed);
 void walk_note_key(struct walk_client *c, uint32_t rkey, bool issued);
 /* After removal event `event`: 1 never issued again, 0 issued again, -1 unknown (aged out). */
 int walk_key_removed_since(struct walk_client *c, uint32_t rkey, uint64_t event);
+/* Since issue event `event`: 1 no other event on that key, 0 removed (or issued) since, -1 unknown. */
+int walk_key_live_since(struct walk_client *c, uint32_t rkey, uint64_t event);
 
 /* actions.c */
 /* Returns 1 done (issued), 0 precondition not met (redraw). */
 int walk_do_action(struct walk_client *c, enum walk_action a);
 int walk_connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn);
+/* probe.c (--verify) */
 int walk_post_probe(struct walk_client *c, const struct walk_msg *m);
+void walk_probe_step(struct walk_client *c);
+void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_status st);
+void walk_probe_hit(struct walk_client *c, const struct walk_msg *m);
+void walk_post_to_err(struct walk_client *c, int q);
 int walk_destroy_qp_rec(struct walk_client *c, int q);
 /* pd_id: the PD serial the initiator asked for (0 or unknown: any PD). */
 int walk_create_rc_responder(struct walk_client *c, uint32_t pd_id);

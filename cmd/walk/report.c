@@ -140,6 +140,17 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 	}
 	print_close_array();
 
+	if (cfg->verify) {
+		print_open_object("verify");
+		print_uint(PRINT_ANY, "probe_removed", "\nverify: probes through removed keys %llu",
+			   t->probes[PROBE_REMOVED]);
+		print_uint(PRINT_ANY, "probe_outside", ", outside regions %llu", t->probes[PROBE_OUTSIDE]);
+		print_uint(PRINT_ANY, "probe_other_pd", ", from other PDs/QPs %llu",
+			   t->probes[PROBE_OTHER_PD]);
+		print_uint(PRINT_ANY, "probe_last_byte", ", last bytes %llu", t->probes[PROBE_LAST_BYTE]);
+		print_uint(PRINT_ANY, "posted_to_err", ", WRs posted to QPs in ERR %llu\n", t->flush_posts);
+		print_close_object();
+	}
 	print_uint(PRINT_ANY, "objects_alive_at_end", "\nobjects alive when the walk stopped: %llu",
 		   t->alive_end);
 	print_bool(PRINT_JSON, "destroy_failures", NULL, t->destroy_failures);
