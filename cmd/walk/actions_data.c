@@ -362,6 +362,128 @@ int walk_do_read_write(struct walk_client *c, enum walk_action a)
 	return 1;
 }
 
+/* A local MR on pd covering our own slot's [from, from + len). */
+struct own_want {
+	int pd;
+	uint32_t from, len;
+};
+
+static bool mr_covers_own(struct walk_client *c, int i, const void *arg)
+{
+	const struct own_want *w = arg;
+	const struct mr_rec *m = &c->mr[i];
+
+	return m->used && m->pd == w->pd && m->off <= w->from && m->off + m->len >= w->from + w->len;
+}
+
+static uint64_t nonzero_other(struct walk_client *c, uint64_t a, uint64_t b)
+{
+	uint64_t v;
+
+	do
+		v = rng_next(&c->rng);
+	while (v == 0 || v == a || v == b);
+	return v;
+}
+
+/*
+ * --verify: an atomic on a word only this client operates on (its slot in
+ * the owner's check zone), so the original value it returns and the value
+ * it leaves are known: FETCH_ADD adds, CMP_SWP swaps on a match (half the
+ * time the compare is the known value) and not otherwise, with compare,
+ * swap and the value all distinct.  A failed or flushed atomic makes the
+ * word unknown until the next one that works tells its value.
+ */
+static int checked_atomic(struct walk_client *c, enum walk_action a)
+{
+	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	int word = (int)rng_range(&c->rng, 0, ATOM_WORDS - 1);
+	struct check_want cw = {slot_off + ATOM_REMOTE_OFF + 8u * (uint32_t)word, 0, 8};
+	struct own_want ow = {0, slot_off + ATOM_LOCAL_OFF + 8u * (uint32_t)word, 8};
+	struct ibv_send_wr wr = {.opcode = a == ACT_FETCH_ADD ? IBV_WR_ATOMIC_FETCH_AND_ADD
+							      : IBV_WR_ATOMIC_CMP_AND_SWP,
+				 .num_sge = 1};
+	const struct rkey_rec *k;
+	struct ibv_sge sge;
+	struct reach w;
+	uint64_t value, sentinel;
+	bool known;
+	int ki, q, m, slot;
+
+	if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_covers, &cw)) < 0)
+		return 0;
+	k = &c->rkeys[ki];
+	w = (struct reach){k, false};
+	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
+		return 0;
+	ow.pd = c->qp[q].pd;
+	if ((m = walk_pick_index(c, MAX_MR, mr_covers_own, &ow)) < 0 ||
+	    (slot = walk_alloc_wr(c, a, q, m, &wr.wr_id)) < 0)
+		return 0;
+	value = c->atom[k->owner][word].value;
+	known = c->atom[k->owner][word].known;
+	c->atom_pending.owner = k->owner;
+	c->atom_pending.word = word;
+	c->atom_pending.op = a;
+	c->atom_pending.rkey = k->rkey;
+	if (a == ACT_FETCH_ADD) {
+		c->atom_pending.compare_add = nonzero_other(c, 0, 0);
+		c->atom_pending.swap = 0;
+	} else {
+		c->atom_pending.compare_add =
+		    known && rng_bernoulli(&c->rng, 0.5) ? value : nonzero_other(c, value, value);
+		c->atom_pending.swap = nonzero_other(c, value, c->atom_pending.compare_add);
+	}
+	/* The result lands here: a sentinel that no correct answer has, if the value is known */
+	sentinel = ~value;
+	memcpy(c->buf + ow.from, &sentinel, 8);
+	sge = (struct ibv_sge){(uintptr_t)(c->buf + ow.from), 8, c->mr[m].mr->lkey};
+	wr.sg_list = &sge;
+	wr.wr.atomic.remote_addr = walk_remote_addr(k, cw.remote_off);
+	wr.wr.atomic.rkey = k->rkey;
+	wr.wr.atomic.compare_add = c->atom_pending.compare_add;
+	wr.wr.atomic.swap = c->atom_pending.swap;
+	c->wr[slot].atom_check = true;
+	if (walk_post_send_wr(c, a, q, m, &wr, slot) == 0) {
+		c->atom_pending.busy = true;
+		LOG_STEP(c, "checked %s on c%d word %d rkey=%x value %s%llx compare/add %llx swap %llx",
+			 walk_action_names[a], k->owner, word, k->rkey, known ? "" : "unknown ",
+			 (unsigned long long)value, (unsigned long long)c->atom_pending.compare_add,
+			 (unsigned long long)c->atom_pending.swap);
+	}
+	return 1;
+}
+
+void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st)
+{
+	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	int owner = c->atom_pending.owner, word = c->atom_pending.word;
+	uint64_t got, *value = &c->atom[owner][word].value;
+	bool *known = &c->atom[owner][word].known;
+
+	c->atom_pending.busy = false;
+	if (st != IBV_WC_SUCCESS) {
+		*known = false; /* it may or may not have executed */
+		return;
+	}
+	memcpy(&got, c->buf + slot_off + ATOM_LOCAL_OFF + 8u * (uint32_t)word, 8);
+	c->stats.atomics_checked += *known;
+	if (*known && got != *value)
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d #%llu: %s on client %d's word %d (rkey %x) returned %llx; expected "
+		    "%llx, the value the previous atomics left (compare/add %llx swap %llx)",
+		    c->id, (unsigned long long)c->seq, walk_action_names[c->atom_pending.op], owner, word,
+		    c->atom_pending.rkey, (unsigned long long)got, (unsigned long long)*value,
+		    (unsigned long long)c->atom_pending.compare_add,
+		    (unsigned long long)c->atom_pending.swap);
+	if (c->atom_pending.op == ACT_FETCH_ADD)
+		*value = got + c->atom_pending.compare_add;
+	else
+		*value = got == c->atom_pending.compare_add ? c->atom_pending.swap : got;
+	*known = true;
+}
+
 int walk_do_atomic(struct walk_client *c, enum walk_action a)
 {
 	struct ibv_send_wr wr = {.opcode = a == ACT_FETCH_ADD ? IBV_WR_ATOMIC_FETCH_AND_ADD
@@ -371,7 +493,11 @@ int walk_do_atomic(struct walk_client *c, enum walk_action a)
 	uint32_t lstart, rstart;
 	int slot;
 
-	if (c->dattr.atomic_cap == IBV_ATOMIC_NONE || !pick_target(c, 8, &t))
+	if (c->dattr.atomic_cap == IBV_ATOMIC_NONE)
+		return 0;
+	if (c->cfg->verify && !c->atom_pending.busy && rng_bernoulli(&c->rng, 0.5) && checked_atomic(c, a))
+		return 1;
+	if (!pick_target(c, 8, &t))
 		return 0;
 	if (walk_choose_range(c, c->mr[t.m].off, c->mr[t.m].len, 8, true, 8, &lstart) != 8 ||
 	    walk_choose_range(c, c->rkeys[t.k].off, (uint32_t)c->rkeys[t.k].len, 8, true, 8, &rstart) != 8)

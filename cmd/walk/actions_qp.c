@@ -282,6 +282,10 @@ static void orphan_wrs(struct walk_client *c, int q)
 			continue;
 		if (w->mr >= 0)
 			c->mr[w->mr].inflight--;
+		if (w->atom_check)
+			walk_atomic_check_done(c, IBV_WC_WR_FLUSH_ERR); /* never known now */
+		if (w->probe)
+			c->probe_busy = false;
 		if (w->mw >= 0 && c->mw[w->mw].state == MW_BINDING) {
 			c->mw[w->mw].state = MW_FREE;
 			c->mr[c->mw[w->mw].mr].bound_mws--;

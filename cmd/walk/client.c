@@ -229,6 +229,8 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		walk_probe_done(c, w, wc->status);
 	if (w->check)
 		check_done(c, w, wc->status);
+	if (w->atom_check)
+		walk_atomic_check_done(c, wc->status);
 	walk_release_wr(c, slot);
 }
 

@@ -8,6 +8,15 @@
 #define BUF_SIZE   (16u << 20) /* the per-client memory MRs are carved from */
 #define CHECK_SLOT (16u << 10) /* --verify: one slot per writer at the end */
 #define ZONE_START (BUF_SIZE - WALK_MAX_CLIENTS * CHECK_SLOT)
+/*
+ * A client's check slot: [0, 4K) checked-WRITE source, [4K, 8K) its
+ * read-back, [8K, 12K) the target of its checked WRITE in the peer's
+ * buffer, [12K, 12K + 8 * ATOM_WORDS) its atomic words in the peer's
+ * buffer, [14K, 16K) the local results of its atomics.
+ */
+#define ATOM_WORDS	16
+#define ATOM_REMOTE_OFF (12u << 10)
+#define ATOM_LOCAL_OFF	(14u << 10)
 
 /* Object bounds (the original's): minimums are bootstrapped. */
 #define MIN_CQ		  2
@@ -104,7 +113,7 @@ struct rud_rec {
 };
 
 struct wr_rec {
-	bool busy, is_recv, probe, check, expect_flush;
+	bool busy, is_recv, probe, check, expect_flush, atom_check;
 	uint8_t action, probe_kind;
 	int8_t qp, mr, mw;
 	uint32_t gen, len;
@@ -180,6 +189,19 @@ struct walk_client {
 	uint64_t nkey_events;
 	uint32_t check_len;
 	uint64_t check_seed;
+	/* --verify: the value of each word this client owns in each peer's buffer (only it operates on them)
+	 */
+	struct {
+		uint64_t value;
+		bool known;
+	} atom[WALK_MAX_CLIENTS][ATOM_WORDS];
+	struct {
+		bool busy;
+		int owner, word;
+		enum walk_action op;
+		uint32_t rkey;
+		uint64_t compare_add, swap;
+	} atom_pending;
 };
 
 /* client.c */
@@ -217,6 +239,8 @@ int walk_key_live_since(struct walk_client *c, uint32_t rkey, uint64_t event);
 /* Returns 1 done (issued), 0 precondition not met (redraw). */
 int walk_do_action(struct walk_client *c, enum walk_action a);
 int walk_connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn);
+void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st);
+
 /* probe.c (--verify) */
 int walk_post_probe(struct walk_client *c, const struct walk_msg *m);
 void walk_probe_step(struct walk_client *c);

@@ -166,6 +166,7 @@ void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from)
 	for (int k = 0; k < PROBE_KINDS; k++)
 		into->probes[k] += from->probes[k];
 	into->flush_posts += from->flush_posts;
+	into->atomics_checked += from->atomics_checked;
 	into->alive_end += from->alive_end;
 	into->outbox_full += from->outbox_full;
 	into->destroy_failures += from->destroy_failures;

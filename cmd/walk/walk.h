@@ -102,9 +102,12 @@ struct walk_stats {
 	uint64_t wc[ACT_COUNT][WALK_WC_STATUSES];
 	uint64_t wc_other;	      /* a status outside the known enum */
 	uint64_t probes[PROBE_KINDS]; /* --verify probes posted, by kind */
-	uint64_t flush_posts;	      /* --verify: WRs posted to a QP in ERR (they must flush) */
-	uint64_t alive_end;	      /* objects alive when the walk stopped */
-	uint64_t outbox_full;	      /* times backpressure held an update back */
+	uint64_t flush_posts;
+	uint64_t atomics_checked;
+	    /* --verify: atomics on owned words whose result was compared */ /* --verify: WRs posted to a QP
+										in ERR (they must flush) */
+	uint64_t alive_end;   /* objects alive when the walk stopped */
+	uint64_t outbox_full; /* times backpressure held an update back */
 	int destroy_failures;
 	int nfailures;
 	char failures[WALK_FAILURE_LEN * WALK_MAX_FAILURES];
