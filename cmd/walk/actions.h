@@ -20,6 +20,8 @@
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
 #define QP_ACCESS	     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 #define MW_ACCESS	     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define REMOTE_ACCESS	     MW_ACCESS
+#define SUBSET_PROBABILITY   0.3 /* --verify: an MR or window gets a random subset of the remote flags */
 #define MIN_QP_WR	     20
 #define MSG_UD_PROBABILITY   0.5
 #define SEND_IMM_PROBABILITY 0.5
@@ -64,6 +66,10 @@ struct reach {
 bool walk_qp_reaches(struct walk_client *c, int i, const void *arg);
 /* Remote address of the owner's buffer offset `off` (inside remote region k). */
 uint64_t walk_remote_addr(const struct rkey_rec *k, uint32_t off);
+/* The remote access flag an RDMA opcode needs. */
+uint32_t walk_access_for(enum ibv_wr_opcode op);
+/* --verify: now and then a random subset of the remote access flags, else all of them. */
+int walk_remote_access(struct walk_client *c);
 
 /* actions_common.c: counting, eligibility predicates for walk_pick_index, ranges, posting */
 void walk_count_error(struct walk_client *c, enum walk_action a, int err);

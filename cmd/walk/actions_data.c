@@ -226,16 +226,50 @@ uint64_t walk_remote_addr(const struct rkey_rec *k, uint32_t off)
 	return k->addr + (off - k->off);
 }
 
+uint32_t walk_access_for(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_ACCESS_REMOTE_WRITE;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_ACCESS_REMOTE_ATOMIC;
+	default:
+		return IBV_ACCESS_REMOTE_READ;
+	}
+}
+
+int walk_remote_access(struct walk_client *c)
+{
+	static const int flags[] = {IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE,
+				    IBV_ACCESS_REMOTE_ATOMIC};
+	int access = 0;
+
+	if (!c->cfg->verify || !rng_bernoulli(&c->rng, SUBSET_PROBABILITY))
+		return REMOTE_ACCESS;
+	for (int i = 0; i < 3; i++)
+		if (rng_bernoulli(&c->rng, 0.5))
+			access |= flags[i];
+	return access;
+}
+
 struct rdma_target {
 	int k, q, m;
 };
 
-/* A remote region of at least min_len bytes that one of our QPs can reach. */
+struct target_want {
+	uint32_t min_len, access;
+};
+
+/* A remote region of at least min_len bytes granting `access` that one of our QPs can reach. */
 static bool rkey_reachable(struct walk_client *c, int i, const void *arg)
 {
+	const struct target_want *t = arg;
 	struct reach w = {&c->rkeys[i], false};
 
-	if (!c->rkeys[i].used || c->rkeys[i].len < *(const uint32_t *)arg)
+	if (!c->rkeys[i].used || c->rkeys[i].len < t->min_len ||
+	    (c->rkeys[i].access & t->access) != t->access)
 		return false;
 	for (int q = 0; q < MAX_QP; q++)
 		if (walk_qp_reaches(c, q, &w))
@@ -244,11 +278,12 @@ static bool rkey_reachable(struct walk_client *c, int i, const void *arg)
 }
 
 /* A remote region, an RC QP reaching it and a local MR on that QP's PD. */
-static bool pick_target(struct walk_client *c, uint32_t min_len, struct rdma_target *t)
+static bool pick_target(struct walk_client *c, uint32_t min_len, uint32_t access, struct rdma_target *t)
 {
+	struct target_want tw = {min_len, access};
 	struct reach w;
 
-	if ((t->k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_reachable, &min_len)) < 0)
+	if ((t->k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_reachable, &tw)) < 0)
 		return false;
 	w = (struct reach){&c->rkeys[t->k], false};
 	if ((t->q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
@@ -257,7 +292,7 @@ static bool pick_target(struct walk_client *c, uint32_t min_len, struct rdma_tar
 }
 
 struct check_want {
-	uint32_t remote_off, local_off, len;
+	uint32_t remote_off, local_off, len, access;
 };
 
 static bool rkey_covers(struct walk_client *c, int i, const void *arg)
@@ -265,7 +300,8 @@ static bool rkey_covers(struct walk_client *c, int i, const void *arg)
 	const struct check_want *w = arg;
 	const struct rkey_rec *k = &c->rkeys[i];
 
-	return k->used && k->off <= w->remote_off && k->off + k->len >= w->remote_off + w->len;
+	return k->used && k->off <= w->remote_off && k->off + k->len >= w->remote_off + w->len &&
+	       (k->access & w->access) == w->access;
 }
 
 static bool mr_covers(struct walk_client *c, int i, const void *arg)
@@ -286,7 +322,8 @@ static int checked_write(struct walk_client *c)
 {
 	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
 	struct check_want cw = {slot_off + CHECK_SLOT / 2, slot_off,
-				(uint32_t)rng_range(&c->rng, 8, CHECK_SLOT / 4)};
+				(uint32_t)rng_range(&c->rng, 8, CHECK_SLOT / 4),
+				IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
 	struct ibv_send_wr wr = {.opcode = IBV_WR_RDMA_WRITE, .num_sge = 1};
 	struct ibv_sge src, dst;
 	const struct rkey_rec *k;
@@ -344,7 +381,7 @@ int walk_do_read_write(struct walk_client *c, enum walk_action a)
 	if (a == ACT_WRITE && c->cfg->verify && !c->check_busy && rng_bernoulli(&c->rng, 0.5) &&
 	    checked_write(c))
 		return 1;
-	if (!pick_target(c, 1, &t))
+	if (!pick_target(c, 1, walk_access_for(wr.opcode), &t))
 		return 0;
 	k = &c->rkeys[t.k];
 	/* A READ writes locally, a WRITE remotely: that side avoids the check zone. */
@@ -398,7 +435,8 @@ static int checked_atomic(struct walk_client *c, enum walk_action a)
 {
 	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
 	int word = (int)rng_range(&c->rng, 0, ATOM_WORDS - 1);
-	struct check_want cw = {slot_off + ATOM_REMOTE_OFF + 8u * (uint32_t)word, 0, 8};
+	struct check_want cw = {slot_off + ATOM_REMOTE_OFF + 8u * (uint32_t)word, 0, 8,
+				IBV_ACCESS_REMOTE_ATOMIC};
 	struct own_want ow = {0, slot_off + ATOM_LOCAL_OFF + 8u * (uint32_t)word, 8};
 	struct ibv_send_wr wr = {.opcode = a == ACT_FETCH_ADD ? IBV_WR_ATOMIC_FETCH_AND_ADD
 							      : IBV_WR_ATOMIC_CMP_AND_SWP,
@@ -497,7 +535,7 @@ int walk_do_atomic(struct walk_client *c, enum walk_action a)
 		return 0;
 	if (c->cfg->verify && !c->atom_pending.busy && rng_bernoulli(&c->rng, 0.5) && checked_atomic(c, a))
 		return 1;
-	if (!pick_target(c, 8, &t))
+	if (!pick_target(c, 8, IBV_ACCESS_REMOTE_ATOMIC, &t))
 		return 0;
 	if (walk_choose_range(c, c->mr[t.m].off, c->mr[t.m].len, 8, true, 8, &lstart) != 8 ||
 	    walk_choose_range(c, c->rkeys[t.k].off, (uint32_t)c->rkeys[t.k].len, 8, true, 8, &rstart) != 8)

@@ -75,6 +75,7 @@ static void publish_mw(struct walk_client *c, int i, int type)
 {
 	struct mw_rec *m = &c->mw[i];
 	struct walk_msg msg = {.type = (uint16_t)type,
+			       .access = (uint32_t)m->access,
 			       .kind = (uint16_t)m->type,
 			       .rkey = m->rkey,
 			       .pd_id = c->pd[m->pd].id,
@@ -109,6 +110,7 @@ static void bind_done(struct walk_client *c, int i, bool ok)
 	}
 	m->state = MW_BOUND;
 	m->rkey = m->new_rkey;
+	m->access = m->new_access;
 	m->mw->rkey = m->new_rkey; /* type 2: the consumer owns the key */
 	publish_mw(c, i, MSG_ADD_RKEY);
 }
@@ -369,7 +371,8 @@ static void add_rkey(struct walk_client *c, const struct walk_msg *m)
 							.off = m->bytes,
 							.addr = m->addr,
 							.len = m->length,
-							.event = m->event};
+							.event = m->event,
+							.access = m->access};
 			return;
 		}
 }

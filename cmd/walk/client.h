@@ -58,6 +58,7 @@ struct mr_rec {
 	int pd;
 	uint32_t off, len;
 	int bound_mws, inflight;
+	int access;
 };
 
 enum mw_state { MW_FREE, MW_BINDING, MW_BOUND };
@@ -70,6 +71,7 @@ struct mw_rec {
 	uint32_t rkey, new_rkey;
 	uint64_t addr, len;
 	uint64_t key_event; /* --verify: the key event that issued new_rkey */
+	int access, new_access;
 };
 
 enum qp_state { QP_CONNECTING, QP_READY, QP_PEER_DOWN, QP_ERR };
@@ -103,7 +105,8 @@ struct rkey_rec {
 	uint32_t rkey, pd_id, qpn;
 	uint32_t off; /* offset of addr in the owner's buffer */
 	uint64_t addr, len;
-	uint64_t event; /* the owner's key event that issued it */
+	uint64_t event;	 /* the owner's key event that issued it */
+	uint32_t access; /* its remote access flags */
 };
 
 struct rud_rec {

@@ -14,6 +14,8 @@
  */
 #include "cmd/walk/actions.h"
 
+#include <stdio.h>
+
 #define PROBE_STEP_PROBABILITY 0.02 /* a step that also posts a probe */
 
 static const char *const probe_names[PROBE_KINDS] = {
@@ -21,6 +23,7 @@ static const char *const probe_names[PROBE_KINDS] = {
     [PROBE_OUTSIDE] = "outside the region",
     [PROBE_OTHER_PD] = "from a QP the key does not belong to",
     [PROBE_LAST_BYTE] = "at the last byte of the region",
+    [PROBE_FORBIDDEN] = "that the key's access flags do not grant,",
 };
 
 static const char *opcode_name(uint32_t op)
@@ -138,6 +141,12 @@ static bool key_usable(struct walk_client *c, int i, const void *arg)
 	return k->used && k->len >= 8;
 }
 
+static bool key_restricted(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	return key_usable(c, i, NULL) && (c->rkeys[i].access & REMOTE_ACCESS) != REMOTE_ACCESS;
+}
+
 /* A QP to the key's owner that the key does not admit: another PD, or (type 2) another QP. */
 static bool qp_not_admitted(struct walk_client *c, int i, const void *arg)
 {
@@ -163,7 +172,7 @@ void walk_probe_step(struct walk_client *c)
 		return;
 	k = &c->rkeys[ki];
 	w = (struct reach){k, false};
-	switch (rng_range(&c->rng, 0, 2)) {
+	switch (rng_range(&c->rng, 0, 3)) {
 	case 0: /* one byte past the end, or the byte before the start */
 		if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
@@ -189,15 +198,48 @@ void walk_probe_step(struct walk_client *c)
 		post_probe(c, q, PROBE_OTHER_PD, pick_opcode(c, off, 8), k->owner, k->rkey, k->event,
 			   walk_remote_addr(k, (uint32_t)off), 8);
 		return;
-	default: /* the last byte: must work (type 2 keys may be invalidated under us: not those) */
+	case 2: { /* an opcode the key does not grant */
+		static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
+							 IBV_WR_ATOMIC_FETCH_AND_ADD,
+							 IBV_WR_ATOMIC_CMP_AND_SWP};
+		enum ibv_wr_opcode op = ops[rng_range(&c->rng, 0, 3)];
+
+		if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, key_restricted, NULL)) < 0)
+			return;
+		k = &c->rkeys[ki];
+		w = (struct reach){k, false};
+		if ((k->access & walk_access_for(op)) ||
+		    (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
+			return;
+		off = (int64_t)k->off + (int64_t)(k->len / 2) / 8 * 8;
+		/* a wrongly granted WRITE or atomic must not land in the check zone */
+		if (op != IBV_WR_RDMA_READ && off + 8 > (int64_t)ZONE_START)
+			return;
+		if (op != IBV_WR_RDMA_READ && op != IBV_WR_RDMA_WRITE &&
+		    c->dattr.atomic_cap == IBV_ATOMIC_NONE)
+			return;
+		post_probe(c, q, PROBE_FORBIDDEN, op, k->owner, k->rkey, k->event,
+			   walk_remote_addr(k, (uint32_t)off), 8);
+		return;
+	}
+	default: { /* the last byte: must work (type 2 keys may be invalidated under us: not those) */
+		enum ibv_wr_opcode op;
+
 		if (k->kind == 2 || (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
 		off = (int64_t)k->off + (int64_t)k->len - 1;
-		post_probe(c, q, PROBE_LAST_BYTE,
-			   off + 8 <= (int64_t)ZONE_START && rng_bernoulli(&c->rng, 0.5) ? IBV_WR_RDMA_WRITE
-											 : IBV_WR_RDMA_READ,
-			   k->owner, k->rkey, k->event, walk_remote_addr(k, (uint32_t)off), 1);
+		/* a WRITE only outside the check zone, and either only if the key grants it */
+		if ((k->access & IBV_ACCESS_REMOTE_WRITE) && off + 8 <= (int64_t)ZONE_START &&
+		    (!(k->access & IBV_ACCESS_REMOTE_READ) || rng_bernoulli(&c->rng, 0.5)))
+			op = IBV_WR_RDMA_WRITE;
+		else if (k->access & IBV_ACCESS_REMOTE_READ)
+			op = IBV_WR_RDMA_READ;
+		else
+			return;
+		post_probe(c, q, PROBE_LAST_BYTE, op, k->owner, k->rkey, k->event,
+			   walk_remote_addr(k, (uint32_t)off), 1);
 		return;
+	}
 	}
 }
 
@@ -252,12 +294,26 @@ void walk_probe_hit(struct walk_client *c, const struct walk_msg *m)
 	verdict = walk_key_live_since(c, m->rkey, m->event);
 	if (verdict != 1)
 		return;
-	if (m->probe_kind == PROBE_LAST_BYTE)
-		walk_stats_fail(&c->stats,
-				"client %d: client %d %s of the last byte of rkey %x (addr %llx) failed with "
-				"REM_ACCESS_ERR while the key was live; expected success",
-				c->id, m->src, op, m->rkey, (unsigned long long)m->addr);
-	else
+	if (m->probe_kind == PROBE_LAST_BYTE) {
+		char what[96] = "not found";
+
+		for (int i = 0; i < MAX_MR; i++)
+			if (c->mr[i].used && c->mr[i].mr->rkey == m->rkey)
+				snprintf(what, sizeof(what), "MR [%llx, +%u) access %x",
+					 (unsigned long long)(uintptr_t)(c->buf + c->mr[i].off), c->mr[i].len,
+					 c->mr[i].access);
+		for (int i = 0; i < 2 * MAX_MW; i++)
+			if (c->mw[i].used && c->mw[i].state == MW_BOUND && c->mw[i].rkey == m->rkey)
+				snprintf(what, sizeof(what), "type-%d MW [%llx, +%llu) access %x",
+					 c->mw[i].type, (unsigned long long)c->mw[i].addr,
+					 (unsigned long long)c->mw[i].len, c->mw[i].access);
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d: client %d %s of the last byte of rkey %x (addr %llx) failed with "
+		    "REM_ACCESS_ERR while the key was live (%s, issue event %llu); expected success",
+		    c->id, m->src, op, m->rkey, (unsigned long long)m->addr, what,
+		    (unsigned long long)m->event);
+	} else
 		walk_stats_fail(
 		    &c->stats,
 		    "client %d: client %d %s %s rkey %x (addr %llx) worked; expected REM_ACCESS_ERR", c->id,

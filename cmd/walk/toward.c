@@ -365,14 +365,14 @@ static int pd_with_mr(struct walk_client *c, uint32_t min_len)
 }
 
 /* READ, WRITE and atomics need an RC QP to the owner of a remote key, on the key's PD. */
-static int rdma_toward(struct walk_client *c, uint32_t min_len, int depth)
+static int rdma_toward(struct walk_client *c, uint32_t min_len, uint32_t access, int depth)
 {
 	struct walk_hint h = no_hint();
 	int n = 0, k = -1, p;
 
 	for (int i = 0; i < MAX_REMOTE_KEYS; i++)
 		if (c->rkeys[i].used && c->rkeys[i].kind != 2 && c->rkeys[i].len >= min_len &&
-		    rng_range(&c->rng, 0, (uint64_t)n++) == 0)
+		    (c->rkeys[i].access & access) == access && rng_range(&c->rng, 0, (uint64_t)n++) == 0)
 			k = i;
 	if (k < 0)
 		return 0;
@@ -455,11 +455,14 @@ static int toward(struct walk_client *c, enum walk_action a, int depth)
 	case ACT_RECV:
 		return recv_toward(c, depth);
 	case ACT_READ:
+		return rdma_toward(c, 1, IBV_ACCESS_REMOTE_READ, depth);
 	case ACT_WRITE:
-		return rdma_toward(c, 1, depth);
+		return rdma_toward(c, 1, IBV_ACCESS_REMOTE_WRITE, depth);
 	case ACT_FETCH_ADD:
 	case ACT_COMP_SWAP:
-		return c->dattr.atomic_cap == IBV_ATOMIC_NONE ? 0 : rdma_toward(c, 8, depth);
+		return c->dattr.atomic_cap == IBV_ATOMIC_NONE
+			   ? 0
+			   : rdma_toward(c, 8, IBV_ACCESS_REMOTE_ATOMIC, depth);
 	default:
 		return 0;
 	}

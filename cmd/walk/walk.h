@@ -84,6 +84,7 @@ enum walk_probe_kind {
 	PROBE_OUTSIDE,	 /* one byte past the end or before the start: must fail */
 	PROBE_OTHER_PD,	 /* from a QP on another PD (type 2: another QP): must fail */
 	PROBE_LAST_BYTE, /* the last byte of the range: must succeed */
+	PROBE_FORBIDDEN, /* an access the key's access flags do not grant: must fail */
 	PROBE_KINDS
 };
 
@@ -104,8 +105,8 @@ struct walk_stats {
 	uint64_t probes[PROBE_KINDS]; /* --verify probes posted, by kind */
 	uint64_t flush_posts;
 	uint64_t atomics_checked;
-	    /* --verify: atomics on owned words whose result was compared */ /* --verify: WRs posted to a QP
-										in ERR (they must flush) */
+	/* --verify: atomics on owned words whose result was compared */ /* --verify: WRs posted to a QP
+									    in ERR (they must flush) */
 	uint64_t alive_end;   /* objects alive when the walk stopped */
 	uint64_t outbox_full; /* times backpressure held an update back */
 	int destroy_failures;
