@@ -6,6 +6,18 @@ static const uint32_t rdma_lengths[] = {32u << 10, 64u << 10, 128u << 10, 1u << 
 
 /* ---- data path ---- */
 
+/*
+ * Immediate data (host order, as the verbs API defines it): random, or with
+ * --verify the message length and the sender, so the receiver checks both
+ * byte_len and the immediate itself without looking at memory.
+ */
+uint32_t walk_imm(struct walk_client *c, uint32_t len)
+{
+	if (!c->cfg->verify)
+		return (uint32_t)rng_next(&c->rng);
+	return len << 8 | (uint32_t)c->id;
+}
+
 static uint32_t pop_credit(struct qp_rec *r)
 {
 	uint32_t bytes = r->credit[r->credit_head];
@@ -44,7 +56,7 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, uint32
 		wr.invalidate_rkey = inv_rkey;
 	} else if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
-		wr.imm_data = htobe32((uint32_t)rng_next(&c->rng));
+		wr.imm_data = htobe32(walk_imm(c, len));
 	}
 	pop_credit(r);
 	walk_post_send_wr(c, a, q, m, &wr, slot);
@@ -103,7 +115,7 @@ int walk_do_send(struct walk_client *c)
 	wr.wr.ud.remote_qkey = c->ruds[rud].qkey;
 	if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
-		wr.imm_data = htobe32((uint32_t)rng_next(&c->rng));
+		wr.imm_data = htobe32(walk_imm(c, UD_SEND_BYTES));
 	}
 	walk_post_send_wr(c, ACT_SEND, q, m, &wr, slot);
 	return 1;
@@ -191,6 +203,7 @@ int walk_do_recv(struct walk_client *c)
 	if (!len || (ud && len < UD_RECV_BYTES) || (slot = walk_alloc_wr(c, ACT_RECV, q, m, &wr.wr_id)) < 0)
 		return 0;
 	c->wr[slot].is_recv = true;
+	c->wr[slot].len = len;
 	wr.sg_list = sge;
 	wr.num_sge = walk_make_sges(c, m, start, len, walk_sge_count(c, c->qp[q].cap.max_recv_sge), sge);
 	c->stats.issued[ACT_RECV]++;

@@ -4,6 +4,7 @@
  * step (updates in, one random action, completions out), then drain and
  * destroy everything in dependency order.
  */
+#include "cmd/walk/actions.h"
 #include "cmd/walk/bus.h"
 #include "cmd/walk/client.h"
 #include "core/util/clock.h"
@@ -16,7 +17,6 @@
 #include <string.h>
 #include <time.h>
 
-#define LOG(c, ...)	  walk_history_add(&(c)->hist, __VA_ARGS__)
 #define MAX_REDRAWS	  1000
 #define FLUSH_DEADLINE_NS (3ULL * 1000000000ULL)
 #define DRAIN_TIMEOUT_NS  (5ULL * 1000000000ULL)
@@ -168,6 +168,44 @@ static void check_flush_status(struct walk_client *c, const struct wr_rec *w, st
 		r->sq_failed = true;
 }
 
+/*
+ * --verify: what a receive completion says about the message, checked
+ * without looking at memory (others may write the buffer): byte_len fits
+ * the receive (a UD message is exactly 40 + 1000 bytes), and immediate
+ * data, which --verify senders fill with the length and their id, matches
+ * byte_len and the RC peer.
+ */
+static void check_recv(struct walk_client *c, const struct wr_rec *w, const struct qp_rec *r,
+		       const struct ibv_wc *wc)
+{
+	uint32_t want = r->type == IBV_QPT_UD ? UD_RECV_BYTES : w->len, imm, len, from;
+
+	if (wc->status != IBV_WC_SUCCESS || w->expect_flush)
+		return;
+	if (r->type == IBV_QPT_UD ? wc->byte_len != UD_RECV_BYTES : wc->byte_len > want) {
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d #%llu: a receive of %u bytes on %s QP %u completed with byte_len %u; "
+		    "expected %s%u",
+		    c->id, (unsigned long long)c->seq, w->len, r->type == IBV_QPT_UD ? "UD" : "RC",
+		    r->qp->qp_num, wc->byte_len, r->type == IBV_QPT_UD ? "" : "at most ", want);
+		return;
+	}
+	if (!(wc->wc_flags & IBV_WC_WITH_IMM))
+		return;
+	imm = be32toh(wc->imm_data);
+	len = imm >> 8;
+	from = imm & 0xff;
+	if (len != wc->byte_len - (r->type == IBV_QPT_UD ? UD_RECV_BYTES - UD_SEND_BYTES : 0) ||
+	    from >= (uint32_t)c->clients || (r->type == IBV_QPT_RC && (int)from != r->peer))
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d #%llu: a receive on QP %u (peer c%d) has byte_len %u and immediate data "
+		    "%08x (host order); the sender put its length and id there: expected length %u%s",
+		    c->id, (unsigned long long)c->seq, r->qp->qp_num, r->peer, wc->byte_len, imm,
+		    wc->byte_len, r->type == IBV_QPT_RC ? " from the RC peer" : "");
+}
+
 static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 {
 	uint32_t slot = (uint32_t)wc->wr_id, gen = (uint32_t)(wc->wr_id >> 32);
@@ -207,8 +245,11 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		c->stats.ok[w->action]++;
 	else
 		c->stats.errors[w->action]++;
-	if (c->cfg->verify)
+	if (c->cfg->verify) {
 		check_flush_status(c, w, r, wc->status);
+		if (w->is_recv)
+			check_recv(c, w, r, wc);
+	}
 	if (!ok && r->state != QP_ERR) {
 		/* Any error completion leaves the QP in an error state. */
 		r->state = QP_ERR;
