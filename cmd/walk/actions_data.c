@@ -8,14 +8,15 @@ static const uint32_t rdma_lengths[] = {32u << 10, 64u << 10, 128u << 10, 1u << 
 
 /*
  * Immediate data (host order, as the verbs API defines it): random, or with
- * --verify the message length and the sender, so the receiver checks both
- * byte_len and the immediate itself without looking at memory.
+ * --verify the message length and, on UD, the sender's id, on RC the QP's
+ * own sequence of messages with immediate data, so the receiver checks
+ * byte_len, the immediate itself and RC ordering without looking at memory.
  */
-uint32_t walk_imm(struct walk_client *c, uint32_t len)
+uint32_t walk_imm(struct walk_client *c, uint32_t len, int rc_qp)
 {
 	if (!c->cfg->verify)
 		return (uint32_t)rng_next(&c->rng);
-	return len << 8 | (uint32_t)c->id;
+	return len << 8 | (rc_qp >= 0 ? c->qp[rc_qp].tx_imm_seq : (uint32_t)c->id);
 }
 
 static uint32_t pop_credit(struct qp_rec *r)
@@ -56,10 +57,11 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, uint32
 		wr.invalidate_rkey = inv_rkey;
 	} else if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
-		wr.imm_data = htobe32(walk_imm(c, len));
+		wr.imm_data = htobe32(walk_imm(c, len, q));
 	}
 	pop_credit(r);
-	walk_post_send_wr(c, a, q, m, &wr, slot);
+	if (walk_post_send_wr(c, a, q, m, &wr, slot) == 0 && wr.opcode == IBV_WR_SEND_WITH_IMM)
+		r->tx_imm_seq++;
 	return 1;
 }
 
@@ -115,7 +117,7 @@ int walk_do_send(struct walk_client *c)
 	wr.wr.ud.remote_qkey = c->ruds[rud].qkey;
 	if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
-		wr.imm_data = htobe32(walk_imm(c, UD_SEND_BYTES));
+		wr.imm_data = htobe32(walk_imm(c, UD_SEND_BYTES, -1));
 	}
 	walk_post_send_wr(c, ACT_SEND, q, m, &wr, slot);
 	return 1;

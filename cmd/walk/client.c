@@ -175,7 +175,7 @@ static void check_flush_status(struct walk_client *c, const struct wr_rec *w, st
  * data, which --verify senders fill with the length and their id, matches
  * byte_len and the RC peer.
  */
-static void check_recv(struct walk_client *c, const struct wr_rec *w, const struct qp_rec *r,
+static void check_recv(struct walk_client *c, const struct wr_rec *w, struct qp_rec *r,
 		       const struct ibv_wc *wc)
 {
 	uint32_t want = r->type == IBV_QPT_UD ? UD_RECV_BYTES : w->len, imm, len, from;
@@ -195,15 +195,23 @@ static void check_recv(struct walk_client *c, const struct wr_rec *w, const stru
 		return;
 	imm = be32toh(wc->imm_data);
 	len = imm >> 8;
-	from = imm & 0xff;
+	from = imm & 0xff; /* UD: the sender's id; RC: the sequence on this QP */
 	if (len != wc->byte_len - (r->type == IBV_QPT_UD ? UD_RECV_BYTES - UD_SEND_BYTES : 0) ||
-	    from >= (uint32_t)c->clients || (r->type == IBV_QPT_RC && (int)from != r->peer))
+	    (r->type == IBV_QPT_UD && from >= (uint32_t)c->clients))
 		walk_stats_fail(
 		    &c->stats,
 		    "client %d #%llu: a receive on QP %u (peer c%d) has byte_len %u and immediate data "
-		    "%08x (host order); the sender put its length and id there: expected length %u%s",
+		    "%08x (host order); the sender put the length there (and %s): expected length %u",
 		    c->id, (unsigned long long)c->seq, r->qp->qp_num, r->peer, wc->byte_len, imm,
-		    wc->byte_len, r->type == IBV_QPT_RC ? " from the RC peer" : "");
+		    r->type == IBV_QPT_UD ? "its id" : "its sequence", wc->byte_len);
+	else if (r->type == IBV_QPT_RC && from != r->rx_imm_seq)
+		walk_stats_fail(&c->stats,
+				"client %d #%llu: RC QP %u received message %u with immediate data from c%d; "
+				"expected message %u (RC delivers in order, once)",
+				c->id, (unsigned long long)c->seq, r->qp->qp_num, from, r->peer,
+				r->rx_imm_seq);
+	if (r->type == IBV_QPT_RC)
+		r->rx_imm_seq = (uint8_t)(from + 1);
 }
 
 static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)

@@ -90,7 +90,8 @@ struct qp_rec {
 	uint32_t credit[CREDITS]; /* bytes of each receive the peer posted for us */
 	int credit_head, credit_count;
 	uint64_t err_since_ns;
-	bool sq_failed; /* --verify: an error completion came from the send queue */
+	bool sq_failed;			/* --verify: an error completion came from the send queue */
+	uint8_t tx_imm_seq, rx_imm_seq; /* --verify: RC SEND_WITH_IMM sequence, sent and received */
 };
 
 struct ah_rec {
