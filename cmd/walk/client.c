@@ -30,6 +30,7 @@ uint64_t walk_now_ns(void)
 int walk_client_open(struct walk_client *c)
 {
 	memcpy(c->weight, c->cfg->weight, sizeof(c->weight));
+	c->faults = getenv("RDMATOOL_SOFT_FAULTS") && *getenv("RDMATOOL_SOFT_FAULTS");
 	rng_seed(&c->rng, c->cfg->seed, (uint64_t)c->id);
 	if (walk_history_init(&c->hist, c->cfg->history))
 		return -ENOMEM;
@@ -138,6 +139,41 @@ static void check_done(struct walk_client *c, const struct wr_rec *w, enum ibv_w
 		    "client %d: data check failed: %u-byte WRITE (seed %llx) read back differs at byte %u "
 		    "(%02x, expected %02x)",
 		    c->id, c->check_len, (unsigned long long)c->check_seed, at, got[at], expect[at]);
+	}
+}
+
+/*
+ * --verify: the walker posts only well-formed work (local SGEs in MRs it
+ * keeps registered while the WR is out, receives as large as the credit it
+ * gave, binds inside the MR): a local, bind or response error is the
+ * device's.  The statuses a correct device gives the walk are success,
+ * flush, REM_ACCESS_ERR, REM_INV_REQ_ERR and the retry/RNR/timeout family
+ * (peers destroy their QPs); the rest are judged unless faults were asked.
+ */
+static void check_local_status(struct walk_client *c, const struct wr_rec *w, const struct qp_rec *r,
+			       enum ibv_wc_status st)
+{
+	switch (st) {
+	case IBV_WC_LOC_LEN_ERR:
+	case IBV_WC_LOC_QP_OP_ERR:
+	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_MW_BIND_ERR:
+	case IBV_WC_BAD_RESP_ERR:
+	case IBV_WC_LOC_ACCESS_ERR:
+	case IBV_WC_FATAL_ERR:
+	case IBV_WC_GENERAL_ERR:
+		if (!c->faults)
+			walk_stats_fail(
+			    &c->stats,
+			    "client %d #%llu: a %s on QP %u completed with %s; the walker posts only "
+			    "well-formed work (local MRs kept registered, receives as large as their "
+			    "credit), so this status is the device's",
+			    c->id, (unsigned long long)c->seq,
+			    w->is_recv ? "receive" : walk_action_names[w->action], r->qp->qp_num,
+			    ibv_wc_status_str(st));
+		break;
+	default:
+		break;
 	}
 }
 
@@ -254,6 +290,7 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 	else
 		c->stats.errors[w->action]++;
 	if (c->cfg->verify) {
+		check_local_status(c, w, r, wc->status);
 		check_flush_status(c, w, r, wc->status);
 		if (w->is_recv)
 			check_recv(c, w, r, wc);

@@ -184,6 +184,7 @@ struct walk_client {
 	/* --verify: one checked WRITE + READ-back at a time, one probe */
 	bool check_busy, check_write_ok, probe_busy, type2;
 	bool lockstep; /* each step waits for its sends: single-client replay */
+	bool faults;   /* RDMATOOL_SOFT_FAULTS is set: statuses a fault explains are not judged */
 	/* Devices reuse key values (8-bit tags), so a probe that worked is a
 	 * failure only if the owner did not issue that key again since. */
 	struct {

@@ -91,9 +91,8 @@ for m in "${muts[@]}"; do
 	targets="build/rdmatool"
 	[ $unit = 1 ] && for t in $unit_tests; do targets="$targets build/tests/$t"; done
 	if ! make -C "$tmp" BUILD=build $targets >"$tmp/make.log" 2>&1; then
-		printf '%-24s %s\n' "$name" "DOES NOT COMPILE (see $tmp/make.log)"
+		printf '%-24s %s\n' "$name" "DOES NOT COMPILE (kept: $tmp/make.log)"
 		rc=1
-		keep=1
 		continue
 	fi
 	total=$((total + 1))
