@@ -439,6 +439,20 @@ static uint64_t nonzero_other(struct walk_client *c, uint64_t a, uint64_t b)
 }
 
 /*
+ * A compare value that does not match: half the time one that differs from
+ * the value in one 32-bit half only (a device comparing part of the word
+ * swaps on it), else any other value.
+ */
+static uint64_t near_miss(struct walk_client *c, uint64_t value, bool known)
+{
+	uint64_t half = nonzero_other(c, 0, 0) & 0xffffffffull;
+
+	if (!known || !rng_bernoulli(&c->rng, 0.5))
+		return nonzero_other(c, value, value);
+	return value ^ (rng_bernoulli(&c->rng, 0.5) ? half << 32 : half);
+}
+
+/*
  * --verify: an atomic on a word only this client operates on (its slot in
  * the owner's check zone), so the original value it returns and the value
  * it leaves are known: FETCH_ADD adds, CMP_SWP swaps on a match (half the
@@ -484,7 +498,7 @@ static int checked_atomic(struct walk_client *c, enum walk_action a)
 		c->atom_pending.swap = 0;
 	} else {
 		c->atom_pending.compare_add =
-		    known && rng_bernoulli(&c->rng, 0.5) ? value : nonzero_other(c, value, value);
+		    known && rng_bernoulli(&c->rng, 0.5) ? value : near_miss(c, value, known);
 		c->atom_pending.swap = nonzero_other(c, value, c->atom_pending.compare_add);
 	}
 	/* The result lands here: a sentinel that no correct answer has, if the value is known */

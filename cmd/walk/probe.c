@@ -24,6 +24,7 @@ static const char *const probe_names[PROBE_KINDS] = {
     [PROBE_OTHER_PD] = "from a QP the key does not belong to",
     [PROBE_LAST_BYTE] = "at the last byte of the region",
     [PROBE_FORBIDDEN] = "that the key's access flags do not grant,",
+    [PROBE_UNALIGNED] = "on an address not 8-byte aligned through",
 };
 
 static const char *opcode_name(uint32_t op)
@@ -159,6 +160,14 @@ static bool qp_not_admitted(struct walk_client *c, int i, const void *arg)
 	return k->kind == 2 ? r->peer_qpn != k->qpn : r->peer_pd != k->pd_id;
 }
 
+/* The buffer offset of an 8-byte aligned word in the middle of k (buffers are page aligned). */
+static int64_t mid_word(const struct rkey_rec *k)
+{
+	int64_t off = ((int64_t)k->off + (int64_t)(k->len / 2)) / 8 * 8;
+
+	return off >= (int64_t)k->off && off + 8 <= (int64_t)k->off + (int64_t)k->len ? off : (int64_t)k->off;
+}
+
 /* --verify: now and then, a step also posts one probe of a live key. */
 void walk_probe_step(struct walk_client *c)
 {
@@ -172,7 +181,17 @@ void walk_probe_step(struct walk_client *c)
 		return;
 	k = &c->rkeys[ki];
 	w = (struct reach){k, false};
-	switch (rng_range(&c->rng, 0, 3)) {
+	switch (rng_range(&c->rng, 0, 4)) {
+	case 3: /* an atomic 4 bytes off alignment (adding 0: harmless if wrongly executed) */
+		off = mid_word(k) + 4;
+		if (c->dattr.atomic_cap == IBV_ATOMIC_NONE || k->len < 16 ||
+		    !(k->access & IBV_ACCESS_REMOTE_ATOMIC) || off + 8 > (int64_t)k->off + (int64_t)k->len ||
+		    off + 16 > (int64_t)ZONE_START ||
+		    (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
+			return;
+		post_probe(c, q, PROBE_UNALIGNED, IBV_WR_ATOMIC_FETCH_AND_ADD, k->owner, k->rkey, k->event,
+			   walk_remote_addr(k, (uint32_t)off), 8);
+		return;
 	case 0: /* one byte past the end, or the byte before the start */
 		if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
@@ -194,7 +213,7 @@ void walk_probe_step(struct walk_client *c)
 	case 1: /* from a QP the key does not admit */
 		if ((q = walk_pick_index(c, MAX_QP, qp_not_admitted, k)) < 0)
 			return;
-		off = (int64_t)k->off + (int64_t)(k->len / 2) / 8 * 8;
+		off = mid_word(k);
 		post_probe(c, q, PROBE_OTHER_PD, pick_opcode(c, off, 8), k->owner, k->rkey, k->event,
 			   walk_remote_addr(k, (uint32_t)off), 8);
 		return;
@@ -211,7 +230,7 @@ void walk_probe_step(struct walk_client *c)
 		if ((k->access & walk_access_for(op)) ||
 		    (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
-		off = (int64_t)k->off + (int64_t)(k->len / 2) / 8 * 8;
+		off = mid_word(k);
 		/* a wrongly granted WRITE or atomic must not land in the check zone */
 		if (op != IBV_WR_RDMA_READ && off + 8 > (int64_t)ZONE_START)
 			return;
@@ -267,6 +286,17 @@ void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_
 		break;
 	default:
 		hit.access = IBV_WR_RDMA_READ;
+	}
+	if (w->probe_kind == PROBE_UNALIGNED) {
+		/* the rule does not depend on the key: judged here */
+		if (st == IBV_WC_SUCCESS)
+			walk_stats_fail(
+			    &c->stats,
+			    "client %d #%llu: FETCH_ADD at %llx (not 8-byte aligned) through rkey %x of "
+			    "client %d worked; an atomic needs an aligned address",
+			    c->id, (unsigned long long)c->seq, (unsigned long long)w->probe_addr,
+			    w->probe_rkey, w->probe_owner);
+		return;
 	}
 	if ((must_fail && st == IBV_WC_SUCCESS) || (!must_fail && st == IBV_WC_REM_ACCESS_ERR))
 		walk_publish(c, &hit);

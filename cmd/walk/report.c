@@ -150,6 +150,8 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 		print_uint(PRINT_ANY, "probe_last_byte", ", last bytes %llu", t->probes[PROBE_LAST_BYTE]);
 		print_uint(PRINT_ANY, "probe_forbidden", ", not granted by the key's flags %llu",
 			   t->probes[PROBE_FORBIDDEN]);
+		print_uint(PRINT_ANY, "probe_unaligned", ", unaligned atomics %llu",
+			   t->probes[PROBE_UNALIGNED]);
 		print_uint(PRINT_ANY, "posted_to_err", ", WRs posted to QPs in ERR %llu", t->flush_posts);
 		print_uint(PRINT_ANY, "atomics_checked", ", atomics checked %llu\n", t->atomics_checked);
 		print_close_object();

@@ -85,6 +85,7 @@ enum walk_probe_kind {
 	PROBE_OTHER_PD,	 /* from a QP on another PD (type 2: another QP): must fail */
 	PROBE_LAST_BYTE, /* the last byte of the range: must succeed */
 	PROBE_FORBIDDEN, /* an access the key's access flags do not grant: must fail */
+	PROBE_UNALIGNED, /* an atomic on an address that is not 8-byte aligned: must fail */
 	PROBE_KINDS
 };
 
