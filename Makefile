@@ -7,6 +7,7 @@
 #   make asan/tsan  the tests under AddressSanitizer+UBSan / ThreadSanitizer
 #   make bench      the benchmarks, each against its same-run baseline
 #   make lint       cppcheck over the tree
+#   make mutation   seeded soft-device bugs against walk --verify and the soft unit tests (slow)
 #   make install    PREFIX=/usr/local, DESTDIR honoured
 #   make dist       rdmatool-VERSION.tar.gz of HEAD
 
@@ -57,7 +58,7 @@ VERBS_LIB := $(BUILD)/librdmatool-verbs.so
 CORE_LIB := $(BUILD)/librdmacore.a
 CMD_LIB  := $(BUILD)/librdmacmd.a
 
-.PHONY: all check check-verbs check-deps unit integration deps demo asan tsan bench lint install dist clean
+.PHONY: all check check-verbs check-deps unit integration deps demo asan tsan bench lint install dist clean mutation
 
 all: $(RDMATOOL) $(CORE_LIB) $(VERBS_LIB)
 
@@ -147,6 +148,10 @@ tsan:
 bench: check-deps all
 	@BUILD=$(BUILD) tests/bench.sh
 	@BUILD=$(BUILD) tests/perftest_bench.sh
+
+# Not part of check: every seeded bug, walk --verify on 3 seeds of 20 s each, and the soft unit tests.
+mutation: check-deps all
+	@BUILD=$(BUILD) tests/mutation/run.sh $(MUTATION_ARGS)
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,performance,portability \

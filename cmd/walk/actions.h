@@ -20,6 +20,8 @@
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
 #define QP_ACCESS	     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 #define MW_ACCESS	     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define REMOTE_ACCESS	     MW_ACCESS
+#define SUBSET_PROBABILITY   0.3 /* --verify: an MR or window gets a random subset of the remote flags */
 #define MIN_QP_WR	     20
 #define MSG_UD_PROBABILITY   0.5
 #define SEND_IMM_PROBABILITY 0.5
@@ -55,10 +57,26 @@ struct qp_want {
 	bool send, recv, credit;
 };
 
+/* A local RC QP that can reach remote memory `k` (walk_qp_reaches), with credit if asked. */
+struct reach {
+	const struct rkey_rec *k;
+	bool credit;
+};
+
+bool walk_qp_reaches(struct walk_client *c, int i, const void *arg);
+/* Remote address of the owner's buffer offset `off` (inside remote region k). */
+uint64_t walk_remote_addr(const struct rkey_rec *k, uint32_t off);
+uint32_t walk_imm(struct walk_client *c, uint32_t len, int rc_qp);
+/* The remote access flag an RDMA opcode needs. */
+uint32_t walk_access_for(enum ibv_wr_opcode op);
+/* --verify: now and then a random subset of the remote access flags, else all of them. */
+int walk_remote_access(struct walk_client *c);
+
 /* actions_common.c: counting, eligibility predicates for walk_pick_index, ranges, posting */
 void walk_count_error(struct walk_client *c, enum walk_action a, int err);
 void walk_count_ok(struct walk_client *c, enum walk_action a);
 int walk_pick_pd_for_new(struct walk_client *c);
+int walk_pick_cq_for_new(struct walk_client *c);
 bool walk_any_cq(struct walk_client *c, int i, const void *arg);
 bool walk_idle_cq(struct walk_client *c, int i, const void *arg);
 bool walk_idle_pd(struct walk_client *c, int i, const void *arg);

@@ -21,22 +21,35 @@ static bool any_pd(struct walk_client *c, int i, const void *arg)
 	return c->pd[i].used;
 }
 
-static bool busy_pd(struct walk_client *c, int i, const void *arg)
-{
-	(void)arg;
-	return c->pd[i].used && c->pd[i].users;
-}
-
 /*
- * The PD a new object goes on: mostly one that already holds objects, as
- * applications keep to a few PDs.  Spreading every object over every PD
- * leaves none idle for long, and dealloc_pd then (almost) never finds one.
+ * The PD a new object goes on: mostly the one that holds the most objects,
+ * as applications keep to a few PDs.  Spreading every object over every PD
+ * leaves none idle for long, and dealloc_pd then (almost) never finds one;
+ * and remote keys on one PD are reachable through the same QPs.
  */
 int walk_pick_pd_for_new(struct walk_client *c)
 {
-	int p = rng_range(&c->rng, 0, 3) ? walk_pick_index(c, MAX_PD, busy_pd, NULL) : -1;
+	int p = -1;
 
+	if (c->hint.on && c->hint.pd >= 0 && c->hint.pd < MAX_PD && c->pd[c->hint.pd].used)
+		return c->hint.pd;
+	if (rng_range(&c->rng, 0, 7))
+		for (int i = 0; i < MAX_PD; i++)
+			if (c->pd[i].used && (p < 0 || c->pd[i].users > c->pd[p].users))
+				p = i;
 	return p >= 0 ? p : walk_pick_index(c, MAX_PD, any_pd, NULL);
+}
+
+/* The same for the CQs of a new QP: mostly the busiest, so the others drain and can be destroyed. */
+int walk_pick_cq_for_new(struct walk_client *c)
+{
+	int q = -1;
+
+	if (rng_range(&c->rng, 0, 3))
+		for (int i = 0; i < MAX_CQ; i++)
+			if (c->cq[i].used && (q < 0 || c->cq[i].users > c->cq[q].users))
+				q = i;
+	return q >= 0 ? q : walk_pick_index(c, MAX_CQ, walk_any_cq, NULL);
 }
 
 bool walk_any_cq(struct walk_client *c, int i, const void *arg)

@@ -6,6 +6,19 @@ static const uint32_t rdma_lengths[] = {32u << 10, 64u << 10, 128u << 10, 1u << 
 
 /* ---- data path ---- */
 
+/*
+ * Immediate data (host order, as the verbs API defines it): random, or with
+ * --verify the message length and, on UD, the sender's id, on RC the QP's
+ * own sequence of messages with immediate data, so the receiver checks
+ * byte_len, the immediate itself and RC ordering without looking at memory.
+ */
+uint32_t walk_imm(struct walk_client *c, uint32_t len, int rc_qp)
+{
+	if (!c->cfg->verify)
+		return (uint32_t)rng_next(&c->rng);
+	return len << 8 | (rc_qp >= 0 ? c->qp[rc_qp].tx_imm_seq : (uint32_t)c->id);
+}
+
 static uint32_t pop_credit(struct qp_rec *r)
 {
 	uint32_t bytes = r->credit[r->credit_head];
@@ -44,10 +57,11 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, uint32
 		wr.invalidate_rkey = inv_rkey;
 	} else if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
-		wr.imm_data = htobe32((uint32_t)rng_next(&c->rng));
+		wr.imm_data = htobe32(walk_imm(c, len, q));
 	}
 	pop_credit(r);
-	walk_post_send_wr(c, a, q, m, &wr, slot);
+	if (walk_post_send_wr(c, a, q, m, &wr, slot) == 0 && wr.opcode == IBV_WR_SEND_WITH_IMM)
+		r->tx_imm_seq++;
 	return 1;
 }
 
@@ -103,19 +117,13 @@ int walk_do_send(struct walk_client *c)
 	wr.wr.ud.remote_qkey = c->ruds[rud].qkey;
 	if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
-		wr.imm_data = htobe32((uint32_t)rng_next(&c->rng));
+		wr.imm_data = htobe32(walk_imm(c, UD_SEND_BYTES, -1));
 	}
 	walk_post_send_wr(c, ACT_SEND, q, m, &wr, slot);
 	return 1;
 }
 
-/* A local RC QP that can reach remote memory `k`, or -1. */
-struct reach {
-	const struct rkey_rec *k;
-	bool credit;
-};
-
-static bool qp_reaches(struct walk_client *c, int i, const void *arg)
+bool walk_qp_reaches(struct walk_client *c, int i, const void *arg)
 {
 	const struct reach *w = arg;
 	const struct qp_rec *r = &c->qp[i];
@@ -129,10 +137,18 @@ static bool qp_reaches(struct walk_client *c, int i, const void *arg)
 	return walk_can_post_send(c, i);
 }
 
+/* A type-2 window's rkey and, on the QP it is bound to, a peer QP of ours with credit. */
 static bool rkey_kind2(struct walk_client *c, int i, const void *arg)
 {
+	struct reach w = {&c->rkeys[i], true};
+
 	(void)arg;
-	return c->rkeys[i].used && c->rkeys[i].kind == 2;
+	if (!c->rkeys[i].used || c->rkeys[i].kind != 2)
+		return false;
+	for (int q = 0; q < MAX_QP; q++)
+		if (walk_qp_reaches(c, q, &w))
+			return true;
+	return false;
 }
 
 int walk_do_send_with_inv(struct walk_client *c)
@@ -143,7 +159,7 @@ int walk_do_send_with_inv(struct walk_client *c)
 	if ((k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_kind2, NULL)) < 0)
 		return 0;
 	w = (struct reach){&c->rkeys[k], true};
-	if ((q = walk_pick_index(c, MAX_QP, qp_reaches, &w)) < 0)
+	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return 0;
 	if (!post_rc_send(c, ACT_SEND_WITH_INV, q, c->rkeys[k].rkey, rng_bernoulli(&c->rng, 0.5)))
 		return 0;
@@ -151,24 +167,45 @@ int walk_do_send_with_inv(struct walk_client *c)
 	return 1;
 }
 
+/*
+ * Receives stay posted until a peer sends, and pin their MR: mostly the MR
+ * that already holds the most, so the others stay free to deregister.
+ */
+static int pick_recv_mr(struct walk_client *c, int pd, uint32_t min_len)
+{
+	int m = -1;
+
+	if (rng_range(&c->rng, 0, 3))
+		for (int i = 0; i < MAX_MR; i++)
+			if (c->mr[i].used && c->mr[i].pd == pd && c->mr[i].len >= min_len &&
+			    (m < 0 || c->mr[i].inflight > c->mr[m].inflight))
+				m = i;
+	return m >= 0 ? m : walk_pick_mr(c, pd, min_len);
+}
+
 int walk_do_recv(struct walk_client *c)
 {
 	bool ud = rng_bernoulli(&c->rng, MSG_UD_PROBABILITY);
-	struct qp_want qw = {ud ? IBV_QPT_UD : IBV_QPT_RC, -1, false, true, false};
+	struct qp_want qw;
 	struct ibv_sge sge[MAX_SGE_USED];
 	struct ibv_recv_wr wr = {0}, *bad;
 	uint32_t start, len, want;
 	int q, m, slot, rc;
 
-	if ((!ud && walk_outbox_busy(c)) || (q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0)
+	if (c->hint.on && c->hint.qp >= 0 && c->qp[c->hint.qp].used)
+		ud = c->qp[c->hint.qp].type == IBV_QPT_UD;
+	qw = (struct qp_want){ud ? IBV_QPT_UD : IBV_QPT_RC, -1, false, true, false};
+	if ((!ud && walk_outbox_busy(c)) ||
+	    (q = walk_pick_hinted(c, MAX_QP, walk_qp_match, &qw, c->hint.qp)) < 0)
 		return 0;
 	want = ud ? UD_RECV_BYTES : (uint32_t)rng_range(&c->rng, 1, RC_MSG_MAX);
-	if ((m = walk_pick_mr(c, c->qp[q].pd, ud ? UD_RECV_BYTES : 1)) < 0)
+	if ((m = pick_recv_mr(c, c->qp[q].pd, ud ? UD_RECV_BYTES : 1)) < 0)
 		return 0;
 	len = walk_choose_range(c, c->mr[m].off, c->mr[m].len, want, true, 1, &start);
 	if (!len || (ud && len < UD_RECV_BYTES) || (slot = walk_alloc_wr(c, ACT_RECV, q, m, &wr.wr_id)) < 0)
 		return 0;
 	c->wr[slot].is_recv = true;
+	c->wr[slot].len = len;
 	wr.sg_list = sge;
 	wr.num_sge = walk_make_sges(c, m, start, len, walk_sge_count(c, c->qp[q].cap.max_recv_sge), sge);
 	c->stats.issued[ACT_RECV]++;
@@ -199,43 +236,78 @@ int walk_do_recv(struct walk_client *c)
 }
 
 /* Remote address of buffer offset `off` (inside remote region k). */
-static uint64_t remote_addr(const struct rkey_rec *k, uint32_t off)
+uint64_t walk_remote_addr(const struct rkey_rec *k, uint32_t off)
 {
 	return k->addr + (off - k->off);
+}
+
+uint32_t walk_access_for(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_ACCESS_REMOTE_WRITE;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_ACCESS_REMOTE_ATOMIC;
+	default:
+		return IBV_ACCESS_REMOTE_READ;
+	}
+}
+
+int walk_remote_access(struct walk_client *c)
+{
+	static const int flags[] = {IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE,
+				    IBV_ACCESS_REMOTE_ATOMIC};
+	int access = 0;
+
+	if (!c->cfg->verify || !rng_bernoulli(&c->rng, SUBSET_PROBABILITY))
+		return REMOTE_ACCESS;
+	for (int i = 0; i < 3; i++)
+		if (rng_bernoulli(&c->rng, 0.5))
+			access |= flags[i];
+	return access;
 }
 
 struct rdma_target {
 	int k, q, m;
 };
 
-/* A remote region of at least min_len bytes that one of our QPs can reach. */
+struct target_want {
+	uint32_t min_len, access;
+};
+
+/* A remote region of at least min_len bytes granting `access` that one of our QPs can reach. */
 static bool rkey_reachable(struct walk_client *c, int i, const void *arg)
 {
+	const struct target_want *t = arg;
 	struct reach w = {&c->rkeys[i], false};
 
-	if (!c->rkeys[i].used || c->rkeys[i].len < *(const uint32_t *)arg)
+	if (!c->rkeys[i].used || c->rkeys[i].len < t->min_len ||
+	    (c->rkeys[i].access & t->access) != t->access)
 		return false;
 	for (int q = 0; q < MAX_QP; q++)
-		if (qp_reaches(c, q, &w))
+		if (walk_qp_reaches(c, q, &w))
 			return true;
 	return false;
 }
 
 /* A remote region, an RC QP reaching it and a local MR on that QP's PD. */
-static bool pick_target(struct walk_client *c, uint32_t min_len, struct rdma_target *t)
+static bool pick_target(struct walk_client *c, uint32_t min_len, uint32_t access, struct rdma_target *t)
 {
+	struct target_want tw = {min_len, access};
 	struct reach w;
 
-	if ((t->k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_reachable, &min_len)) < 0)
+	if ((t->k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_reachable, &tw)) < 0)
 		return false;
 	w = (struct reach){&c->rkeys[t->k], false};
-	if ((t->q = walk_pick_index(c, MAX_QP, qp_reaches, &w)) < 0)
+	if ((t->q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return false;
 	return (t->m = walk_pick_mr(c, c->qp[t->q].pd, min_len)) >= 0;
 }
 
 struct check_want {
-	uint32_t remote_off, local_off, len;
+	uint32_t remote_off, local_off, len, access;
 };
 
 static bool rkey_covers(struct walk_client *c, int i, const void *arg)
@@ -243,7 +315,8 @@ static bool rkey_covers(struct walk_client *c, int i, const void *arg)
 	const struct check_want *w = arg;
 	const struct rkey_rec *k = &c->rkeys[i];
 
-	return k->used && k->off <= w->remote_off && k->off + k->len >= w->remote_off + w->len;
+	return k->used && k->off <= w->remote_off && k->off + k->len >= w->remote_off + w->len &&
+	       (k->access & w->access) == w->access;
 }
 
 static bool mr_covers(struct walk_client *c, int i, const void *arg)
@@ -264,7 +337,8 @@ static int checked_write(struct walk_client *c)
 {
 	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
 	struct check_want cw = {slot_off + CHECK_SLOT / 2, slot_off,
-				(uint32_t)rng_range(&c->rng, 8, CHECK_SLOT / 4)};
+				(uint32_t)rng_range(&c->rng, 8, CHECK_SLOT / 4),
+				IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
 	struct ibv_send_wr wr = {.opcode = IBV_WR_RDMA_WRITE, .num_sge = 1};
 	struct ibv_sge src, dst;
 	const struct rkey_rec *k;
@@ -276,7 +350,7 @@ static int checked_write(struct walk_client *c)
 		return 0;
 	k = &c->rkeys[ki];
 	w = (struct reach){k, false};
-	if ((q = walk_pick_index(c, MAX_QP, qp_reaches, &w)) < 0)
+	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return 0;
 	mw = (struct mr_want){c->qp[q].pd, 1};
 	if ((m = walk_pick_index(c, MAX_MR, mr_covers, &mw)) < 0 ||
@@ -290,14 +364,14 @@ static int checked_write(struct walk_client *c)
 	walk_fill_pattern(c->buf + slot_off, cw.len, c->check_seed);
 	memset(c->buf + slot_off + CHECK_SLOT / 4, 0, cw.len);
 	wr.sg_list = &src;
-	wr.wr.rdma.remote_addr = remote_addr(k, cw.remote_off);
+	wr.wr.rdma.remote_addr = walk_remote_addr(k, cw.remote_off);
 	wr.wr.rdma.rkey = k->rkey;
 	ws = walk_alloc_wr(c, ACT_WRITE, q, m, &wr.wr_id);
 	c->wr[ws].check = true;
 	if (walk_post_send_wr(c, ACT_WRITE, q, m, &wr, ws))
 		return 1;
 	wr = (struct ibv_send_wr){.opcode = IBV_WR_RDMA_READ, .sg_list = &dst, .num_sge = 1};
-	wr.wr.rdma.remote_addr = remote_addr(k, cw.remote_off);
+	wr.wr.rdma.remote_addr = walk_remote_addr(k, cw.remote_off);
 	wr.wr.rdma.rkey = k->rkey;
 	rs = walk_alloc_wr(c, ACT_READ, q, m, &wr.wr_id);
 	c->wr[rs].check = true;
@@ -322,7 +396,7 @@ int walk_do_read_write(struct walk_client *c, enum walk_action a)
 	if (a == ACT_WRITE && c->cfg->verify && !c->check_busy && rng_bernoulli(&c->rng, 0.5) &&
 	    checked_write(c))
 		return 1;
-	if (!pick_target(c, 1, &t))
+	if (!pick_target(c, 1, walk_access_for(wr.opcode), &t))
 		return 0;
 	k = &c->rkeys[t.k];
 	/* A READ writes locally, a WRITE remotely: that side avoids the check zone. */
@@ -334,10 +408,147 @@ int walk_do_read_write(struct walk_client *c, enum walk_action a)
 		return 0;
 	wr.sg_list = sge;
 	wr.num_sge = walk_make_sges(c, t.m, lstart, len, walk_sge_count(c, c->qp[t.q].cap.max_send_sge), sge);
-	wr.wr.rdma.remote_addr = remote_addr(k, rstart);
+	wr.wr.rdma.remote_addr = walk_remote_addr(k, rstart);
 	wr.wr.rdma.rkey = k->rkey;
 	walk_post_send_wr(c, a, t.q, t.m, &wr, slot);
 	return 1;
+}
+
+/* A local MR on pd covering our own slot's [from, from + len). */
+struct own_want {
+	int pd;
+	uint32_t from, len;
+};
+
+static bool mr_covers_own(struct walk_client *c, int i, const void *arg)
+{
+	const struct own_want *w = arg;
+	const struct mr_rec *m = &c->mr[i];
+
+	return m->used && m->pd == w->pd && m->off <= w->from && m->off + m->len >= w->from + w->len;
+}
+
+static uint64_t nonzero_other(struct walk_client *c, uint64_t a, uint64_t b)
+{
+	uint64_t v;
+
+	do
+		v = rng_next(&c->rng);
+	while (v == 0 || v == a || v == b);
+	return v;
+}
+
+/*
+ * A compare value that does not match: half the time one that differs from
+ * the value in one 32-bit half only (a device comparing part of the word
+ * swaps on it), else any other value.
+ */
+static uint64_t near_miss(struct walk_client *c, uint64_t value, bool known)
+{
+	uint64_t half = nonzero_other(c, 0, 0) & 0xffffffffull;
+
+	if (!known || !rng_bernoulli(&c->rng, 0.5))
+		return nonzero_other(c, value, value);
+	return value ^ (rng_bernoulli(&c->rng, 0.5) ? half << 32 : half);
+}
+
+/*
+ * --verify: an atomic on a word only this client operates on (its slot in
+ * the owner's check zone), so the original value it returns and the value
+ * it leaves are known: FETCH_ADD adds, CMP_SWP swaps on a match (half the
+ * time the compare is the known value) and not otherwise, with compare,
+ * swap and the value all distinct.  A failed or flushed atomic makes the
+ * word unknown until the next one that works tells its value.
+ */
+static int checked_atomic(struct walk_client *c, enum walk_action a)
+{
+	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	int word = (int)rng_range(&c->rng, 0, ATOM_WORDS - 1);
+	struct check_want cw = {slot_off + ATOM_REMOTE_OFF + 8u * (uint32_t)word, 0, 8,
+				IBV_ACCESS_REMOTE_ATOMIC};
+	struct own_want ow = {0, slot_off + ATOM_LOCAL_OFF + 8u * (uint32_t)word, 8};
+	struct ibv_send_wr wr = {.opcode = a == ACT_FETCH_ADD ? IBV_WR_ATOMIC_FETCH_AND_ADD
+							      : IBV_WR_ATOMIC_CMP_AND_SWP,
+				 .num_sge = 1};
+	const struct rkey_rec *k;
+	struct ibv_sge sge;
+	struct reach w;
+	uint64_t value, sentinel;
+	bool known;
+	int ki, q, m, slot;
+
+	if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_covers, &cw)) < 0)
+		return 0;
+	k = &c->rkeys[ki];
+	w = (struct reach){k, false};
+	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
+		return 0;
+	ow.pd = c->qp[q].pd;
+	if ((m = walk_pick_index(c, MAX_MR, mr_covers_own, &ow)) < 0 ||
+	    (slot = walk_alloc_wr(c, a, q, m, &wr.wr_id)) < 0)
+		return 0;
+	value = c->atom[k->owner][word].value;
+	known = c->atom[k->owner][word].known;
+	c->atom_pending.owner = k->owner;
+	c->atom_pending.word = word;
+	c->atom_pending.op = a;
+	c->atom_pending.rkey = k->rkey;
+	if (a == ACT_FETCH_ADD) {
+		c->atom_pending.compare_add = nonzero_other(c, 0, 0);
+		c->atom_pending.swap = 0;
+	} else {
+		c->atom_pending.compare_add =
+		    known && rng_bernoulli(&c->rng, 0.5) ? value : near_miss(c, value, known);
+		c->atom_pending.swap = nonzero_other(c, value, c->atom_pending.compare_add);
+	}
+	/* The result lands here: a sentinel that no correct answer has, if the value is known */
+	sentinel = ~value;
+	memcpy(c->buf + ow.from, &sentinel, 8);
+	sge = (struct ibv_sge){(uintptr_t)(c->buf + ow.from), 8, c->mr[m].mr->lkey};
+	wr.sg_list = &sge;
+	wr.wr.atomic.remote_addr = walk_remote_addr(k, cw.remote_off);
+	wr.wr.atomic.rkey = k->rkey;
+	wr.wr.atomic.compare_add = c->atom_pending.compare_add;
+	wr.wr.atomic.swap = c->atom_pending.swap;
+	c->wr[slot].atom_check = true;
+	if (walk_post_send_wr(c, a, q, m, &wr, slot) == 0) {
+		c->atom_pending.busy = true;
+		LOG_STEP(c, "checked %s on c%d word %d rkey=%x value %s%llx compare/add %llx swap %llx",
+			 walk_action_names[a], k->owner, word, k->rkey, known ? "" : "unknown ",
+			 (unsigned long long)value, (unsigned long long)c->atom_pending.compare_add,
+			 (unsigned long long)c->atom_pending.swap);
+	}
+	return 1;
+}
+
+void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st)
+{
+	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	int owner = c->atom_pending.owner, word = c->atom_pending.word;
+	uint64_t got, *value = &c->atom[owner][word].value;
+	bool *known = &c->atom[owner][word].known;
+
+	c->atom_pending.busy = false;
+	if (st != IBV_WC_SUCCESS) {
+		*known = false; /* it may or may not have executed */
+		return;
+	}
+	memcpy(&got, c->buf + slot_off + ATOM_LOCAL_OFF + 8u * (uint32_t)word, 8);
+	c->stats.atomics_checked += *known;
+	if (*known && got != *value)
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d #%llu: %s on client %d's word %d (rkey %x) returned %llx; expected "
+		    "%llx, the value the previous atomics left (compare/add %llx swap %llx)",
+		    c->id, (unsigned long long)c->seq, walk_action_names[c->atom_pending.op], owner, word,
+		    c->atom_pending.rkey, (unsigned long long)got, (unsigned long long)*value,
+		    (unsigned long long)c->atom_pending.compare_add,
+		    (unsigned long long)c->atom_pending.swap);
+	if (c->atom_pending.op == ACT_FETCH_ADD)
+		*value = got + c->atom_pending.compare_add;
+	else
+		*value = got == c->atom_pending.compare_add ? c->atom_pending.swap : got;
+	*known = true;
 }
 
 int walk_do_atomic(struct walk_client *c, enum walk_action a)
@@ -349,7 +560,11 @@ int walk_do_atomic(struct walk_client *c, enum walk_action a)
 	uint32_t lstart, rstart;
 	int slot;
 
-	if (c->dattr.atomic_cap == IBV_ATOMIC_NONE || !pick_target(c, 8, &t))
+	if (c->dattr.atomic_cap == IBV_ATOMIC_NONE)
+		return 0;
+	if (c->cfg->verify && !c->atom_pending.busy && rng_bernoulli(&c->rng, 0.5) && checked_atomic(c, a))
+		return 1;
+	if (!pick_target(c, 8, IBV_ACCESS_REMOTE_ATOMIC, &t))
 		return 0;
 	if (walk_choose_range(c, c->mr[t.m].off, c->mr[t.m].len, 8, true, 8, &lstart) != 8 ||
 	    walk_choose_range(c, c->rkeys[t.k].off, (uint32_t)c->rkeys[t.k].len, 8, true, 8, &rstart) != 8)
@@ -359,47 +574,10 @@ int walk_do_atomic(struct walk_client *c, enum walk_action a)
 	sge = (struct ibv_sge){(uintptr_t)(c->buf + lstart), 8, c->mr[t.m].mr->lkey};
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
-	wr.wr.atomic.remote_addr = remote_addr(&c->rkeys[t.k], rstart);
+	wr.wr.atomic.remote_addr = walk_remote_addr(&c->rkeys[t.k], rstart);
 	wr.wr.atomic.rkey = c->rkeys[t.k].rkey;
 	wr.wr.atomic.compare_add = rng_next(&c->rng);
 	wr.wr.atomic.swap = rng_next(&c->rng);
 	walk_post_send_wr(c, a, t.q, t.m, &wr, slot);
-	return 1;
-}
-
-/*
- * --verify: after an owner removed an rkey, an access through it must fail
- * with REM_ACCESS_ERR.  One probe at a time: it costs the QP (an access
- * error moves it to ERR).
- */
-int walk_post_probe(struct walk_client *c, const struct walk_msg *m)
-{
-	struct rkey_rec k = {
-	    .owner = m->src, .kind = m->kind, .rkey = m->rkey, .pd_id = m->pd_id, .qpn = m->qpn};
-	struct reach w = {&k, false};
-	struct ibv_send_wr wr = {.opcode = IBV_WR_RDMA_READ};
-	struct ibv_sge sge;
-	uint32_t lstart;
-	int q, mr, slot;
-
-	if (c->probe_busy || m->length < 8 || (q = walk_pick_index(c, MAX_QP, qp_reaches, &w)) < 0 ||
-	    (mr = walk_pick_mr(c, c->qp[q].pd, 8)) < 0)
-		return 0;
-	if (walk_choose_range(c, c->mr[mr].off, c->mr[mr].len, 8, true, 8, &lstart) != 8 ||
-	    (slot = walk_alloc_wr(c, ACT_READ, q, mr, &wr.wr_id)) < 0)
-		return 0;
-	c->wr[slot].probe = true;
-	c->wr[slot].probe_rkey = m->rkey;
-	c->wr[slot].probe_owner = m->src;
-	sge = (struct ibv_sge){(uintptr_t)(c->buf + lstart), 8, c->mr[mr].mr->lkey};
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = m->addr;
-	wr.wr.rdma.rkey = m->rkey;
-	if (walk_post_send_wr(c, ACT_READ, q, mr, &wr, slot) == 0) {
-		c->probe_busy = true;
-		LOG(c, "c%d probe of removed rkey %x of c%d qp=%u", c->id, m->rkey, m->src,
-		    c->qp[q].qp->qp_num);
-	}
 	return 1;
 }

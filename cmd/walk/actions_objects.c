@@ -92,9 +92,10 @@ int walk_do_dealloc_pd(struct walk_client *c)
 }
 
 static void send_rkey(struct walk_client *c, int type, int kind, uint32_t rkey, uint32_t pd_id, uint32_t qpn,
-		      uint32_t off, uint32_t len)
+		      uint32_t off, uint32_t len, int access)
 {
 	struct walk_msg m = {
+	    .access = (uint32_t)access,
 	    .type = (uint16_t)type,
 	    .kind = (uint16_t)kind,
 	    .rkey = rkey,
@@ -103,6 +104,7 @@ static void send_rkey(struct walk_client *c, int type, int kind, uint32_t rkey, 
 	    .bytes = off,
 	    .addr = (uintptr_t)(c->buf + off),
 	    .length = len,
+	    .event = c->nkey_events - 1, /* REMOVE_RKEY: the removal was the last key event */
 	};
 
 	walk_broadcast(c, &m);
@@ -112,7 +114,7 @@ int walk_do_reg_mr(struct walk_client *c)
 {
 	uint32_t len, off;
 	struct ibv_mr *mr;
-	int i, p;
+	int i, p, access;
 
 	if (walk_count_used_mr(c) >= MAX_MR || walk_outbox_busy(c) || (p = walk_pick_pd_for_new(c)) < 0)
 		return 0;
@@ -120,18 +122,20 @@ int walk_do_reg_mr(struct walk_client *c)
 		;
 	len = (uint32_t)rng_range(&c->rng, 1, BUF_SIZE);
 	off = (uint32_t)rng_range(&c->rng, 0, BUF_SIZE - len);
+	access = (MR_ACCESS & ~REMOTE_ACCESS) | walk_remote_access(c);
 	c->stats.issued[ACT_REG_MR]++;
-	mr = hw_reg_mr(c->pd[p].pd, c->buf + off, len, MR_ACCESS);
+	mr = hw_reg_mr(c->pd[p].pd, c->buf + off, len, access);
 	if (!mr) {
 		walk_count_error(c, ACT_REG_MR, errno);
 		return 1;
 	}
-	c->mr[i] = (struct mr_rec){.used = true, .mr = mr, .pd = p, .off = off, .len = len};
+	c->mr[i] = (struct mr_rec){.used = true, .mr = mr, .pd = p, .off = off, .len = len, .access = access};
 	c->pd[p].users++;
 	walk_count_ok(c, ACT_REG_MR);
-	LOG_STEP(c, "reg_mr pd[%d] off=%u len=%u -> lkey=%x rkey=%x", p, off, len, mr->lkey, mr->rkey);
+	LOG_STEP(c, "reg_mr pd[%d] off=%u len=%u access=%x -> lkey=%x rkey=%x event %llu", p, off, len,
+		 access, mr->lkey, mr->rkey, (unsigned long long)c->nkey_events);
 	walk_note_key(c, mr->rkey, true);
-	send_rkey(c, MSG_ADD_RKEY, 0, mr->rkey, c->pd[p].id, 0, off, len);
+	send_rkey(c, MSG_ADD_RKEY, 0, mr->rkey, c->pd[p].id, 0, off, len, access);
 	return 1;
 }
 
@@ -141,7 +145,7 @@ int walk_do_dereg_mr(struct walk_client *c)
 	int i, rc;
 
 	if (walk_count_used_mr(c) <= MIN_MR || walk_outbox_busy(c) ||
-	    (i = walk_pick_index(c, MAX_MR, walk_idle_mr, NULL)) < 0)
+	    (i = walk_pick_hinted(c, MAX_MR, walk_idle_mr, NULL, c->hint.mr)) < 0)
 		return 0;
 	rkey = c->mr[i].mr->rkey;
 	pd_id = c->pd[c->mr[i].pd].id;
@@ -161,7 +165,7 @@ int walk_do_dereg_mr(struct walk_client *c)
 	c->mr[i].used = false;
 	walk_count_ok(c, ACT_DEREG_MR);
 	walk_note_key(c, rkey, false);
-	send_rkey(c, MSG_REMOVE_RKEY, 0, rkey, pd_id, 0, off, len);
+	send_rkey(c, MSG_REMOVE_RKEY, 0, rkey, pd_id, 0, off, len, c->mr[i].access);
 	return 1;
 }
 
@@ -196,7 +200,7 @@ int walk_do_dealloc_mw(struct walk_client *c, int type)
 	int i, rc;
 
 	if (walk_count_mw(c, type) <= MIN_MW || walk_outbox_busy(c) ||
-	    (i = walk_pick_index(c, 2 * MAX_MW, walk_mw_match, &want)) < 0)
+	    (i = walk_pick_hinted(c, 2 * MAX_MW, walk_mw_match, &want, c->hint.mw)) < 0)
 		return 0;
 	m = &c->mw[i];
 	c->stats.issued[a]++;
@@ -218,7 +222,7 @@ int walk_do_dealloc_mw(struct walk_client *c, int type)
 			c->qp[m->qp].type2_bound--;
 		send_rkey(c, MSG_REMOVE_RKEY, type, m->rkey, c->pd[m->pd].id,
 			  m->qp >= 0 ? c->qp[m->qp].qp->qp_num : 0, (uint32_t)(m->addr - (uintptr_t)c->buf),
-			  (uint32_t)m->len);
+			  (uint32_t)m->len, m->access);
 	}
 	m->used = false;
 	walk_count_ok(c, a);
@@ -235,10 +239,11 @@ int walk_do_bind_mw(struct walk_client *c, int type)
 	uint64_t wr_id;
 	int i, q, m, slot, rc;
 
-	if (walk_outbox_busy(c) || (i = walk_pick_index(c, 2 * MAX_MW, walk_mw_match, &want)) < 0)
+	if (walk_outbox_busy(c) ||
+	    (i = walk_pick_hinted(c, 2 * MAX_MW, walk_mw_match, &want, c->hint.mw)) < 0)
 		return 0;
 	qw.pd = c->mw[i].pd;
-	if ((q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0 ||
+	if ((q = walk_pick_hinted(c, MAX_QP, walk_qp_match, &qw, c->hint.qp)) < 0 ||
 	    (m = walk_pick_mr(c, c->mw[i].pd, 1)) < 0)
 		return 0;
 	len = walk_choose_range(c, c->mr[m].off, c->mr[m].len, (uint32_t)rng_range(&c->rng, 1, c->mr[m].len),
@@ -249,7 +254,7 @@ int walk_do_bind_mw(struct walk_client *c, int type)
 	info = (struct ibv_mw_bind_info){.mr = c->mr[m].mr,
 					 .addr = (uintptr_t)(c->buf + start),
 					 .length = len,
-					 .mw_access_flags = MW_ACCESS};
+					 .mw_access_flags = (unsigned)walk_remote_access(c)};
 	c->stats.issued[a]++;
 	if (type == 1) {
 		struct ibv_mw_bind bind = {
@@ -279,6 +284,7 @@ int walk_do_bind_mw(struct walk_client *c, int type)
 		return 1;
 	}
 	walk_note_key(c, c->mw[i].new_rkey, true);
+	c->mw[i].key_event = c->nkey_events - 1;
 	c->qp[q].send_inflight++;
 	c->cq[c->qp[q].scq].outstanding++;
 	c->mr[m].bound_mws++;
@@ -289,5 +295,6 @@ int walk_do_bind_mw(struct walk_client *c, int type)
 		c->qp[q].type2_bound++;
 	c->mw[i].addr = info.addr;
 	c->mw[i].len = len;
+	c->mw[i].new_access = (int)info.mw_access_flags;
 	return 1;
 }

@@ -13,11 +13,10 @@ static int qp_slot(struct walk_client *c)
 }
 
 /* Creates a QP in RESET with caps sampled as the original (bounded for small WQEs). */
-static int create_qp(struct walk_client *c, enum ibv_qp_type type)
+static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 {
-	int p = walk_pick_pd_for_new(c), i = qp_slot(c);
-	int scq = walk_pick_index(c, MAX_CQ, walk_any_cq, NULL),
-	    rcq = walk_pick_index(c, MAX_CQ, walk_any_cq, NULL);
+	int p = pd >= 0 ? pd : walk_pick_pd_for_new(c), i = qp_slot(c);
+	int scq = walk_pick_cq_for_new(c), rcq = walk_pick_cq_for_new(c);
 	int wr_max = c->dattr.max_qp_wr / 8, sge_max = c->dattr.max_sge / 2;
 	struct ibv_qp_init_attr init = {.qp_type = type};
 	struct ibv_qp *qp;
@@ -128,9 +127,14 @@ int walk_connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn)
 				IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
-int walk_create_rc_responder(struct walk_client *c)
+int walk_create_rc_responder(struct walk_client *c, uint32_t pd_id)
 {
-	return create_qp(c, IBV_QPT_RC);
+	int pd = -1;
+
+	for (int i = 0; pd_id && i < MAX_PD; i++)
+		if (c->pd[i].used && c->pd[i].id == pd_id)
+			pd = i;
+	return create_qp(c, IBV_QPT_RC, pd);
 }
 
 int walk_do_create_rc_qp_pair(struct walk_client *c)
@@ -141,8 +145,12 @@ int walk_do_create_rc_qp_pair(struct walk_client *c)
 	if (walk_count_qp(c, IBV_QPT_RC, true) >= MAX_RC_INITIATED || walk_outbox_busy(c) || qp_slot(c) < 0)
 		return 0;
 	peer = (int)rng_range(&c->rng, 0, (uint64_t)c->clients - 1);
+	if (c->hint.on && c->hint.peer >= 0 && c->hint.peer < c->clients) {
+		peer = c->hint.peer;
+		m.bytes = c->hint.peer_pd_id; /* the responder's PD, when it still has it */
+	}
 	c->stats.issued[ACT_CREATE_RC_QP_PAIR]++;
-	q = create_qp(c, IBV_QPT_RC);
+	q = create_qp(c, IBV_QPT_RC, -1);
 	if (q < 0) {
 		walk_count_error(c, ACT_CREATE_RC_QP_PAIR, errno);
 		return 1;
@@ -169,7 +177,7 @@ int walk_do_create_ud_qp(struct walk_client *c)
 	if (walk_count_qp(c, IBV_QPT_UD, false) >= MAX_UD || walk_outbox_busy(c) || qp_slot(c) < 0)
 		return 0;
 	c->stats.issued[ACT_CREATE_UD_QP]++;
-	q = create_qp(c, IBV_QPT_UD);
+	q = create_qp(c, IBV_QPT_UD, -1);
 	if (q < 0) {
 		walk_count_error(c, ACT_CREATE_UD_QP, errno);
 		return 1;
@@ -227,8 +235,9 @@ static bool qp_for_error(struct walk_client *c, int i, const void *arg)
 	const struct qp_rec *r = &c->qp[i];
 
 	(void)arg;
+	/* Posted receives do not pin a QP: they must flush (--verify checks that they do). */
 	return r->used && r->state != QP_ERR && r->state != QP_CONNECTING &&
-	       (c->cfg->allow_outstanding_ops || (!r->send_inflight && !r->recv_inflight));
+	       (c->cfg->allow_outstanding_ops || !r->send_inflight);
 }
 
 int walk_do_modify_qp_error(struct walk_client *c)
@@ -236,7 +245,7 @@ int walk_do_modify_qp_error(struct walk_client *c)
 	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
 	int q, rc;
 
-	if (walk_outbox_busy(c) || (q = walk_pick_index(c, MAX_QP, qp_for_error, NULL)) < 0)
+	if (walk_outbox_busy(c) || (q = walk_pick_hinted(c, MAX_QP, qp_for_error, NULL, c->hint.qp)) < 0)
 		return 0;
 	c->stats.issued[ACT_MODIFY_QP_ERROR]++;
 	rc = hw_modify_qp(c->qp[q].qp, &attr, IBV_QP_STATE);
@@ -250,6 +259,7 @@ int walk_do_modify_qp_error(struct walk_client *c)
 	c->qp[q].err_since_ns = walk_now_ns();
 	walk_count_ok(c, ACT_MODIFY_QP_ERROR);
 	announce_down(c, q);
+	walk_post_to_err(c, q);
 	return 1;
 }
 
@@ -272,6 +282,10 @@ static void orphan_wrs(struct walk_client *c, int q)
 			continue;
 		if (w->mr >= 0)
 			c->mr[w->mr].inflight--;
+		if (w->atom_check)
+			walk_atomic_check_done(c, IBV_WC_WR_FLUSH_ERR); /* never known now */
+		if (w->probe)
+			c->probe_busy = false;
 		if (w->mw >= 0 && c->mw[w->mw].state == MW_BINDING) {
 			c->mw[w->mw].state = MW_FREE;
 			c->mr[c->mw[w->mw].mr].bound_mws--;
@@ -305,7 +319,7 @@ int walk_do_destroy_qp(struct walk_client *c)
 	int q, rc;
 	uint32_t qpn;
 
-	if (walk_outbox_busy(c) || (q = walk_pick_index(c, MAX_QP, qp_for_destroy, NULL)) < 0)
+	if (walk_outbox_busy(c) || (q = walk_pick_hinted(c, MAX_QP, qp_for_destroy, NULL, c->hint.qp)) < 0)
 		return 0;
 	qpn = c->qp[q].qp->qp_num;
 	c->stats.issued[ACT_DESTROY_QP]++;
@@ -335,6 +349,8 @@ int walk_do_create_ah(struct walk_client *c)
 	if (i == MAX_AH)
 		return 0;
 	target = (int)rng_range(&c->rng, 0, (uint64_t)c->clients - 1);
+	if (c->hint.on && c->hint.peer >= 0 && c->hint.peer < c->clients)
+		target = c->hint.peer;
 	fill_ah_attr(c, target, &attr);
 	c->stats.issued[ACT_CREATE_AH]++;
 	ah = hw_create_ah(c->pd[p].pd, &attr);
@@ -366,7 +382,7 @@ int walk_do_destroy_ah(struct walk_client *c)
 {
 	int i, rc;
 
-	if ((i = walk_pick_index(c, MAX_AH, ah_idle, NULL)) < 0)
+	if ((i = walk_pick_hinted(c, MAX_AH, ah_idle, NULL, c->hint.ah)) < 0)
 		return 0;
 	c->stats.issued[ACT_DESTROY_AH]++;
 	rc = hw_destroy_ah(c->ah[i].ah);

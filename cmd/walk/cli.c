@@ -222,6 +222,7 @@ int cmd_walk(int argc, const char **argv)
 	walk_install_signals();
 	rc = cfg.multinode ? walk_run_multinode(&cfg, &res, CMD) : walk_run_inproc(&cfg, &res, CMD);
 	if (!rc) {
+		walk_check_classes(&cfg, &res.total);
 		walk_print_report(&cfg, &res);
 		rc = res.total.nfailures ? EXIT_FAILURES : EXIT_OK;
 		if (atomic_load(&walk_stop_signal))

@@ -4,6 +4,7 @@
  * step (updates in, one random action, completions out), then drain and
  * destroy everything in dependency order.
  */
+#include "cmd/walk/actions.h"
 #include "cmd/walk/bus.h"
 #include "cmd/walk/client.h"
 #include "core/util/clock.h"
@@ -16,7 +17,6 @@
 #include <string.h>
 #include <time.h>
 
-#define LOG(c, ...)	  walk_history_add(&(c)->hist, __VA_ARGS__)
 #define MAX_REDRAWS	  1000
 #define FLUSH_DEADLINE_NS (3ULL * 1000000000ULL)
 #define DRAIN_TIMEOUT_NS  (5ULL * 1000000000ULL)
@@ -30,6 +30,7 @@ uint64_t walk_now_ns(void)
 int walk_client_open(struct walk_client *c)
 {
 	memcpy(c->weight, c->cfg->weight, sizeof(c->weight));
+	c->faults = getenv("RDMATOOL_SOFT_FAULTS") && *getenv("RDMATOOL_SOFT_FAULTS");
 	rng_seed(&c->rng, c->cfg->seed, (uint64_t)c->id);
 	if (walk_history_init(&c->hist, c->cfg->history))
 		return -ENOMEM;
@@ -75,13 +76,16 @@ static void publish_mw(struct walk_client *c, int i, int type)
 {
 	struct mw_rec *m = &c->mw[i];
 	struct walk_msg msg = {.type = (uint16_t)type,
+			       .access = (uint32_t)m->access,
 			       .kind = (uint16_t)m->type,
 			       .rkey = m->rkey,
 			       .pd_id = c->pd[m->pd].id,
 			       .qpn = m->qp >= 0 ? c->qp[m->qp].qp->qp_num : 0,
 			       .bytes = (uint32_t)(m->addr - (uintptr_t)c->buf),
 			       .addr = m->addr,
-			       .length = m->len};
+			       .length = m->len,
+			       /* a removal follows its key event; an add names the bind's */
+			       .event = type == MSG_ADD_RKEY ? m->key_event : c->nkey_events - 1};
 
 	walk_broadcast(c, &msg);
 }
@@ -107,6 +111,7 @@ static void bind_done(struct walk_client *c, int i, bool ok)
 	}
 	m->state = MW_BOUND;
 	m->rkey = m->new_rkey;
+	m->access = m->new_access;
 	m->mw->rkey = m->new_rkey; /* type 2: the consumer owns the key */
 	publish_mw(c, i, MSG_ADD_RKEY);
 }
@@ -135,6 +140,114 @@ static void check_done(struct walk_client *c, const struct wr_rec *w, enum ibv_w
 		    "(%02x, expected %02x)",
 		    c->id, c->check_len, (unsigned long long)c->check_seed, at, got[at], expect[at]);
 	}
+}
+
+/*
+ * --verify: the walker posts only well-formed work (local SGEs in MRs it
+ * keeps registered while the WR is out, receives as large as the credit it
+ * gave, binds inside the MR): a local, bind or response error is the
+ * device's.  The statuses a correct device gives the walk are success,
+ * flush, REM_ACCESS_ERR, REM_INV_REQ_ERR and the retry/RNR/timeout family
+ * (peers destroy their QPs); the rest are judged unless faults were asked.
+ */
+static void check_local_status(struct walk_client *c, const struct wr_rec *w, const struct qp_rec *r,
+			       enum ibv_wc_status st)
+{
+	switch (st) {
+	case IBV_WC_LOC_LEN_ERR:
+	case IBV_WC_LOC_QP_OP_ERR:
+	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_MW_BIND_ERR:
+	case IBV_WC_BAD_RESP_ERR:
+	case IBV_WC_LOC_ACCESS_ERR:
+	case IBV_WC_FATAL_ERR:
+	case IBV_WC_GENERAL_ERR:
+		if (!c->faults)
+			walk_stats_fail(
+			    &c->stats,
+			    "client %d #%llu: a %s on QP %u completed with %s; the walker posts only "
+			    "well-formed work (local MRs kept registered, receives as large as their "
+			    "credit), so this status is the device's",
+			    c->id, (unsigned long long)c->seq,
+			    w->is_recv ? "receive" : walk_action_names[w->action], r->qp->qp_num,
+			    ibv_wc_status_str(st));
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * --verify: a WR posted to a QP already in ERR must flush; on a send queue,
+ * every completion after an error completion must be WR_FLUSH_ERR (send
+ * queue completions are in order, and the error moved the QP to ERR).
+ */
+static void check_flush_status(struct walk_client *c, const struct wr_rec *w, struct qp_rec *r,
+			       enum ibv_wc_status st)
+{
+	if (w->expect_flush && st != IBV_WC_WR_FLUSH_ERR)
+		walk_stats_fail(&c->stats,
+				"client %d #%llu: a %s posted to QP %u in ERR completed with %s; expected "
+				"WR_FLUSH_ERR (it must never execute)",
+				c->id, (unsigned long long)c->seq, w->is_recv ? "receive" : "send",
+				r->qp->qp_num, ibv_wc_status_str(st));
+	if (w->is_recv || w->expect_flush)
+		return;
+	if (r->sq_failed && st != IBV_WC_WR_FLUSH_ERR)
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d #%llu: QP %u: a %s completed with %s after an error completion on the "
+		    "same send queue; expected WR_FLUSH_ERR",
+		    c->id, (unsigned long long)c->seq, r->qp->qp_num, walk_action_names[w->action],
+		    ibv_wc_status_str(st));
+	if (st != IBV_WC_SUCCESS && st != IBV_WC_WR_FLUSH_ERR)
+		r->sq_failed = true;
+}
+
+/*
+ * --verify: what a receive completion says about the message, checked
+ * without looking at memory (others may write the buffer): byte_len fits
+ * the receive (a UD message is exactly 40 + 1000 bytes), and immediate
+ * data, which --verify senders fill with the length and their id, matches
+ * byte_len and the RC peer.
+ */
+static void check_recv(struct walk_client *c, const struct wr_rec *w, struct qp_rec *r,
+		       const struct ibv_wc *wc)
+{
+	uint32_t want = r->type == IBV_QPT_UD ? UD_RECV_BYTES : w->len, imm, len, from;
+
+	if (wc->status != IBV_WC_SUCCESS || w->expect_flush)
+		return;
+	if (r->type == IBV_QPT_UD ? wc->byte_len != UD_RECV_BYTES : wc->byte_len > want) {
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d #%llu: a receive of %u bytes on %s QP %u completed with byte_len %u; "
+		    "expected %s%u",
+		    c->id, (unsigned long long)c->seq, w->len, r->type == IBV_QPT_UD ? "UD" : "RC",
+		    r->qp->qp_num, wc->byte_len, r->type == IBV_QPT_UD ? "" : "at most ", want);
+		return;
+	}
+	if (!(wc->wc_flags & IBV_WC_WITH_IMM))
+		return;
+	imm = be32toh(wc->imm_data);
+	len = imm >> 8;
+	from = imm & 0xff; /* UD: the sender's id; RC: the sequence on this QP */
+	if (len != wc->byte_len - (r->type == IBV_QPT_UD ? UD_RECV_BYTES - UD_SEND_BYTES : 0) ||
+	    (r->type == IBV_QPT_UD && from >= (uint32_t)c->clients))
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d #%llu: a receive on QP %u (peer c%d) has byte_len %u and immediate data "
+		    "%08x (host order); the sender put the length there (and %s): expected length %u",
+		    c->id, (unsigned long long)c->seq, r->qp->qp_num, r->peer, wc->byte_len, imm,
+		    r->type == IBV_QPT_UD ? "its id" : "its sequence", wc->byte_len);
+	else if (r->type == IBV_QPT_RC && from != r->rx_imm_seq)
+		walk_stats_fail(&c->stats,
+				"client %d #%llu: RC QP %u received message %u with immediate data from c%d; "
+				"expected message %u (RC delivers in order, once)",
+				c->id, (unsigned long long)c->seq, r->qp->qp_num, from, r->peer,
+				r->rx_imm_seq);
+	if (r->type == IBV_QPT_RC)
+		r->rx_imm_seq = (uint8_t)(from + 1);
 }
 
 static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
@@ -176,6 +289,12 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		c->stats.ok[w->action]++;
 	else
 		c->stats.errors[w->action]++;
+	if (c->cfg->verify) {
+		check_local_status(c, w, r, wc->status);
+		check_flush_status(c, w, r, wc->status);
+		if (w->is_recv)
+			check_recv(c, w, r, wc);
+	}
 	if (!ok && r->state != QP_ERR) {
 		/* Any error completion leaves the QP in an error state. */
 		r->state = QP_ERR;
@@ -194,18 +313,12 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 			unbind_mw(c, i);
 		}
 	}
-	if (w->probe) {
-		c->probe_busy = false;
-		if (ok) {
-			/* Only the owner knows whether it issued the key value again. */
-			struct walk_msg hit = {
-			    .type = MSG_PROBE_HIT, .dst = (uint16_t)w->probe_owner, .rkey = w->probe_rkey};
-
-			walk_publish(c, &hit);
-		}
-	}
+	if (w->probe)
+		walk_probe_done(c, w, wc->status);
 	if (w->check)
 		check_done(c, w, wc->status);
+	if (w->atom_check)
+		walk_atomic_check_done(c, wc->status);
 	walk_release_wr(c, slot);
 }
 
@@ -278,7 +391,7 @@ static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 		if (!c->qp[i].used)
 			q = i;
 	if (q >= 0)
-		q = walk_create_rc_responder(c);
+		q = walk_create_rc_responder(c, m->bytes);
 	if (q >= 0 && walk_connect_rc(c, q, m->src, m->qpn) != 0) {
 		walk_destroy_qp_rec(c, q);
 		q = -1;
@@ -343,7 +456,9 @@ static void add_rkey(struct walk_client *c, const struct walk_msg *m)
 							.qpn = m->qpn,
 							.off = m->bytes,
 							.addr = m->addr,
-							.len = m->length};
+							.len = m->length,
+							.event = m->event,
+							.access = m->access};
 			return;
 		}
 }
@@ -401,12 +516,7 @@ static void handle_msg(struct walk_client *c, const struct walk_msg *m)
 				c->ruds[i].used = false;
 		break;
 	case MSG_PROBE_HIT:
-		if (walk_key_removed_last(c, m->rkey) == 1)
-			walk_stats_fail(
-			    &c->stats,
-			    "client %d: client %d READ through rkey %x after it was removed (dereg, dealloc "
-			    "or invalidate) and before it was issued again; expected REM_ACCESS_ERR",
-			    c->id, m->src, m->rkey);
+		walk_probe_hit(c, m);
 		break;
 	case MSG_CREDIT:
 		q = qp_by_num(c, m->peer_qpn);
@@ -485,11 +595,12 @@ static void one_step(struct walk_client *c, bool lockstep)
 	process_inbox(c);
 	c->seq++;
 	for (int tries = 0; a >= 0 && tries < MAX_REDRAWS; tries++) {
-		if (walk_do_action(c, (enum walk_action)a))
+		if (walk_do_action(c, (enum walk_action)a) || walk_toward(c, (enum walk_action)a))
 			break;
 		c->stats.redraws[a]++;
 		a = rng_weighted(&c->rng, c->weight, ACT_COUNT);
 	}
+	walk_probe_step(c);
 	poll_all(c);
 	walk_flush_outbox(c);
 	check_flush_deadlines(c);

@@ -8,6 +8,15 @@
 #define BUF_SIZE   (16u << 20) /* the per-client memory MRs are carved from */
 #define CHECK_SLOT (16u << 10) /* --verify: one slot per writer at the end */
 #define ZONE_START (BUF_SIZE - WALK_MAX_CLIENTS * CHECK_SLOT)
+/*
+ * A client's check slot: [0, 4K) checked-WRITE source, [4K, 8K) its
+ * read-back, [8K, 12K) the target of its checked WRITE in the peer's
+ * buffer, [12K, 12K + 8 * ATOM_WORDS) its atomic words in the peer's
+ * buffer, [14K, 16K) the local results of its atomics.
+ */
+#define ATOM_WORDS	16
+#define ATOM_REMOTE_OFF (12u << 10)
+#define ATOM_LOCAL_OFF	(14u << 10)
 
 /* Object bounds (the original's): minimums are bootstrapped. */
 #define MIN_CQ		  2
@@ -49,6 +58,7 @@ struct mr_rec {
 	int pd;
 	uint32_t off, len;
 	int bound_mws, inflight;
+	int access;
 };
 
 enum mw_state { MW_FREE, MW_BINDING, MW_BOUND };
@@ -60,6 +70,8 @@ struct mw_rec {
 	enum mw_state state;
 	uint32_t rkey, new_rkey;
 	uint64_t addr, len;
+	uint64_t key_event; /* --verify: the key event that issued new_rkey */
+	int access, new_access;
 };
 
 enum qp_state { QP_CONNECTING, QP_READY, QP_PEER_DOWN, QP_ERR };
@@ -78,6 +90,8 @@ struct qp_rec {
 	uint32_t credit[CREDITS]; /* bytes of each receive the peer posted for us */
 	int credit_head, credit_count;
 	uint64_t err_since_ns;
+	bool sq_failed;			/* --verify: an error completion came from the send queue */
+	uint8_t tx_imm_seq, rx_imm_seq; /* --verify: RC SEND_WITH_IMM sequence, sent and received */
 };
 
 struct ah_rec {
@@ -92,6 +106,8 @@ struct rkey_rec {
 	uint32_t rkey, pd_id, qpn;
 	uint32_t off; /* offset of addr in the owner's buffer */
 	uint64_t addr, len;
+	uint64_t event;	 /* the owner's key event that issued it */
+	uint32_t access; /* its remote access flags */
 };
 
 struct rud_rec {
@@ -101,12 +117,24 @@ struct rud_rec {
 };
 
 struct wr_rec {
-	bool busy, is_recv, probe, check;
-	uint8_t action;
+	bool busy, is_recv, probe, check, expect_flush, atom_check;
+	uint8_t action, probe_kind;
 	int8_t qp, mr, mw;
 	uint32_t gen, len;
 	uint32_t probe_rkey;
 	int probe_owner;
+	uint64_t probe_event, probe_addr;
+};
+
+/*
+ * Which objects the next action should take, set by a step toward a drawn
+ * action that cannot run yet (toward.c); the actions honour a hint when the
+ * hinted object is eligible and pick at random otherwise.  -1: no hint.
+ */
+struct walk_hint {
+	bool on;
+	int pd, qp, mr, mw, ah, peer;
+	uint32_t peer_pd_id; /* create_rc_qp_pair: the PD the responder should use (0: any) */
 };
 
 struct walk_shared; /* the orchestrator's view, see run.h */
@@ -133,6 +161,7 @@ struct walk_client {
 	struct stats_entry *counters; /* this client's row in `rdmatool cqstat` */
 	unsigned char *buf;
 	uint32_t next_pd_id;
+	struct walk_hint hint;
 	uint64_t seq;
 
 	struct cq_rec cq[MAX_CQ];
@@ -155,6 +184,7 @@ struct walk_client {
 	/* --verify: one checked WRITE + READ-back at a time, one probe */
 	bool check_busy, check_write_ok, probe_busy, type2;
 	bool lockstep; /* each step waits for its sends: single-client replay */
+	bool faults;   /* RDMATOOL_SOFT_FAULTS is set: statuses a fault explains are not judged */
 	/* Devices reuse key values (8-bit tags), so a probe that worked is a
 	 * failure only if the owner did not issue that key again since. */
 	struct {
@@ -164,6 +194,19 @@ struct walk_client {
 	uint64_t nkey_events;
 	uint32_t check_len;
 	uint64_t check_seed;
+	/* --verify: the value of each word this client owns in each peer's buffer (only it operates on them)
+	 */
+	struct {
+		uint64_t value;
+		bool known;
+	} atom[WALK_MAX_CLIENTS][ATOM_WORDS];
+	struct {
+		bool busy;
+		int owner, word;
+		enum walk_action op;
+		uint32_t rkey;
+		uint64_t compare_add, swap;
+	} atom_pending;
 };
 
 /* client.c */
@@ -175,6 +218,9 @@ uint64_t walk_now_ns(void);
 /* objects.c: bookkeeping */
 int walk_pick_index(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *),
 		    const void *arg);
+/* The hinted index if hints are on and it is eligible, else walk_pick_index. */
+int walk_pick_hinted(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *),
+		     const void *arg, int hint);
 int walk_count_used_cq(struct walk_client *c);
 int walk_count_used_pd(struct walk_client *c);
 int walk_count_used_mr(struct walk_client *c);
@@ -189,15 +235,28 @@ void walk_flush_outbox(struct walk_client *c);
 uint64_t walk_objects_alive(struct walk_client *c);
 void walk_fill_pattern(unsigned char *p, uint32_t len, uint64_t seed);
 void walk_note_key(struct walk_client *c, uint32_t rkey, bool issued);
-/* 1: last event removed it, 0: issued again (or live), -1: unknown (aged out) */
-int walk_key_removed_last(struct walk_client *c, uint32_t rkey);
+/* After removal event `event`: 1 never issued again, 0 issued again, -1 unknown (aged out). */
+int walk_key_removed_since(struct walk_client *c, uint32_t rkey, uint64_t event);
+/* Since issue event `event`: 1 no other event on that key, 0 removed (or issued) since, -1 unknown. */
+int walk_key_live_since(struct walk_client *c, uint32_t rkey, uint64_t event);
 
 /* actions.c */
 /* Returns 1 done (issued), 0 precondition not met (redraw). */
 int walk_do_action(struct walk_client *c, enum walk_action a);
 int walk_connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn);
+void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st);
+
+/* probe.c (--verify) */
 int walk_post_probe(struct walk_client *c, const struct walk_msg *m);
+void walk_probe_step(struct walk_client *c);
+void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_status st);
+void walk_probe_hit(struct walk_client *c, const struct walk_msg *m);
+void walk_post_to_err(struct walk_client *c, int q);
 int walk_destroy_qp_rec(struct walk_client *c, int q);
-int walk_create_rc_responder(struct walk_client *c);
+/* pd_id: the PD serial the initiator asked for (0 or unknown: any PD). */
+int walk_create_rc_responder(struct walk_client *c, uint32_t pd_id);
+
+/* toward.c: one step toward a drawn action that cannot run; 1 if it issued one. */
+int walk_toward(struct walk_client *c, enum walk_action a);
 
 #endif

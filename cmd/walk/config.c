@@ -157,16 +157,43 @@ void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from)
 		into->issued[a] += from->issued[a];
 		into->ok[a] += from->ok[a];
 		into->redraws[a] += from->redraws[a];
+		into->toward[a] += from->toward[a];
 		into->errors[a] += from->errors[a];
 		for (int s = 0; s < WALK_WC_STATUSES; s++)
 			into->wc[a][s] += from->wc[a][s];
 	}
 	into->wc_other += from->wc_other;
+	for (int k = 0; k < PROBE_KINDS; k++)
+		into->probes[k] += from->probes[k];
+	into->flush_posts += from->flush_posts;
+	into->atomics_checked += from->atomics_checked;
 	into->alive_end += from->alive_end;
 	into->outbox_full += from->outbox_full;
 	into->destroy_failures += from->destroy_failures;
 	for (int i = 0; i < from->nfailures && i < WALK_MAX_FAILURES; i++)
 		walk_stats_fail(into, "%s", walk_stats_failure(from, i));
+}
+
+#define CLASS_MIN_ISSUED 50
+
+void walk_check_classes(const struct walk_config *cfg, struct walk_stats *total)
+{
+	static const enum walk_action classes[] = {ACT_SEND,  ACT_RECV,	     ACT_READ,
+						   ACT_WRITE, ACT_FETCH_ADD, ACT_COMP_SWAP};
+	const char *faults = getenv("RDMATOOL_SOFT_FAULTS");
+
+	if (!cfg->verify || (faults && *faults))
+		return;
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++) {
+		enum walk_action a = classes[i];
+
+		if (total->issued[a] >= CLASS_MIN_ISSUED && !total->ok[a])
+			walk_stats_fail(total,
+					"no %s ever succeeded: %llu issued, %llu failed (the device loses or "
+					"refuses a whole class of operation; no faults were asked for)",
+					walk_action_names[a], (unsigned long long)total->issued[a],
+					(unsigned long long)total->errors[a]);
+	}
 }
 
 void walk_stats_fail(struct walk_stats *s, const char *fmt, ...)

@@ -23,6 +23,14 @@ int walk_pick_index(struct walk_client *c, int n, bool (*ok)(struct walk_client 
 	return chosen;
 }
 
+int walk_pick_hinted(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *),
+		     const void *arg, int hint)
+{
+	if (c->hint.on && hint >= 0 && hint < n && ok(c, hint, arg))
+		return hint;
+	return walk_pick_index(c, n, ok, arg);
+}
+
 int walk_count_used_cq(struct walk_client *c)
 {
 	int n = 0;
@@ -200,12 +208,34 @@ void walk_note_key(struct walk_client *c, uint32_t rkey, bool issued)
 	c->key_event[n % KEY_EVENTS].issued = issued;
 }
 
-int walk_key_removed_last(struct walk_client *c, uint32_t rkey)
+/*
+ * A probe that worked may have run while the key was valid again: a key
+ * value removed, issued again and removed again looks removed when the hit
+ * arrives.  So the hit names the removal it probed, and only an issue of
+ * the same value after that removal excuses it.
+ */
+int walk_key_live_since(struct walk_client *c, uint32_t rkey, uint64_t event)
 {
 	uint64_t first = c->nkey_events > KEY_EVENTS ? c->nkey_events - KEY_EVENTS : 0;
 
-	for (uint64_t n = c->nkey_events; n-- > first;)
+	if (event < first || event >= c->nkey_events || c->key_event[event % KEY_EVENTS].rkey != rkey ||
+	    !c->key_event[event % KEY_EVENTS].issued)
+		return -1;
+	for (uint64_t n = event + 1; n < c->nkey_events; n++)
 		if (c->key_event[n % KEY_EVENTS].rkey == rkey)
-			return c->key_event[n % KEY_EVENTS].issued ? 0 : 1;
-	return -1;
+			return 0;
+	return 1;
+}
+
+int walk_key_removed_since(struct walk_client *c, uint32_t rkey, uint64_t event)
+{
+	uint64_t first = c->nkey_events > KEY_EVENTS ? c->nkey_events - KEY_EVENTS : 0;
+
+	if (event < first || event >= c->nkey_events || c->key_event[event % KEY_EVENTS].rkey != rkey ||
+	    c->key_event[event % KEY_EVENTS].issued)
+		return -1;
+	for (uint64_t n = event + 1; n < c->nkey_events; n++)
+		if (c->key_event[n % KEY_EVENTS].rkey == rkey && c->key_event[n % KEY_EVENTS].issued)
+			return 0;
+	return 1;
 }

@@ -81,7 +81,15 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 	print_uint(PRINT_JSON, "steps", NULL, t->steps);
 	print_double(PRINT_JSON, "steps_per_s", NULL, r->wall_s > 0 ? (double)t->steps / r->wall_s : 0);
 
-	print_text("\n%-20s %10s %10s %10s %10s\n", "action", "issued", "ok", "redraws", "errors");
+	/* The effective mix: each action's share of all issued actions next to its share of the weight. */
+	uint64_t issued_sum = 0, weight_sum = 0;
+
+	for (int a = 0; a < ACT_COUNT; a++) {
+		issued_sum += t->issued[a];
+		weight_sum += cfg->weight[a];
+	}
+	print_text("\n%-20s %10s %10s %10s %10s %10s %8s %8s\n", "action", "issued", "ok", "redraws",
+		   "toward", "errors", "issued%", "weight%");
 	print_open_object("actions");
 	for (int a = 0; a < ACT_COUNT; a++) {
 		print_open_object(walk_action_names[a]);
@@ -89,10 +97,21 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 		print_uint(PRINT_ANY, "issued", " %10llu", t->issued[a]);
 		print_uint(PRINT_ANY, "ok", " %10llu", t->ok[a]);
 		print_uint(PRINT_ANY, "redraws", " %10llu", t->redraws[a]);
-		print_uint(PRINT_ANY, "errors", " %10llu\n", t->errors[a]);
+		print_uint(PRINT_ANY, "toward", " %10llu", t->toward[a]);
+		print_uint(PRINT_ANY, "errors", " %10llu", t->errors[a]);
+		print_double(PRINT_ANY, "issued_share", " %7.2f%%",
+			     issued_sum ? 100.0 * (double)t->issued[a] / (double)issued_sum : 0);
+		print_double(PRINT_ANY, "weight_share", " %7.2f%%\n",
+			     weight_sum ? 100.0 * cfg->weight[a] / (double)weight_sum : 0);
 		print_close_object();
 	}
 	print_close_object();
+	uint64_t data_ops = t->issued[ACT_SEND] + t->issued[ACT_SEND_WITH_INV] + t->issued[ACT_RECV] +
+			    t->issued[ACT_READ] + t->issued[ACT_WRITE] + t->issued[ACT_FETCH_ADD] +
+			    t->issued[ACT_COMP_SWAP];
+
+	print_double(PRINT_ANY, "data_ops_per_s", "data-path operations per second: %.0f\n",
+		     r->wall_s > 0 ? (double)data_ops / r->wall_s : 0);
 
 	/* JSON keys are the enum's own names; the table says what ibv_wc_status_str says. */
 	print_text("\ncompletion status                  count\n");
@@ -121,6 +140,22 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 	}
 	print_close_array();
 
+	if (cfg->verify) {
+		print_open_object("verify");
+		print_uint(PRINT_ANY, "probe_removed", "\nverify: probes through removed keys %llu",
+			   t->probes[PROBE_REMOVED]);
+		print_uint(PRINT_ANY, "probe_outside", ", outside regions %llu", t->probes[PROBE_OUTSIDE]);
+		print_uint(PRINT_ANY, "probe_other_pd", ", from other PDs/QPs %llu",
+			   t->probes[PROBE_OTHER_PD]);
+		print_uint(PRINT_ANY, "probe_last_byte", ", last bytes %llu", t->probes[PROBE_LAST_BYTE]);
+		print_uint(PRINT_ANY, "probe_forbidden", ", not granted by the key's flags %llu",
+			   t->probes[PROBE_FORBIDDEN]);
+		print_uint(PRINT_ANY, "probe_unaligned", ", unaligned atomics %llu",
+			   t->probes[PROBE_UNALIGNED]);
+		print_uint(PRINT_ANY, "posted_to_err", ", WRs posted to QPs in ERR %llu", t->flush_posts);
+		print_uint(PRINT_ANY, "atomics_checked", ", atomics checked %llu\n", t->atomics_checked);
+		print_close_object();
+	}
 	print_uint(PRINT_ANY, "objects_alive_at_end", "\nobjects alive when the walk stopped: %llu",
 		   t->alive_end);
 	print_bool(PRINT_JSON, "destroy_failures", NULL, t->destroy_failures);

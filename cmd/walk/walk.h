@@ -78,6 +78,17 @@ int walk_apply_weight(const char *spec, uint32_t *weight, char *why, size_t why_
 /* Zeroes the type-2 MW weights; returns true if any was non-zero. */
 bool walk_drop_type2(uint32_t *weight);
 
+/* --verify probes (probe.c): what a probe expects; a wrong outcome is reported to the key's owner. */
+enum walk_probe_kind {
+	PROBE_REMOVED,	 /* through a removed key: must fail */
+	PROBE_OUTSIDE,	 /* one byte past the end or before the start: must fail */
+	PROBE_OTHER_PD,	 /* from a QP on another PD (type 2: another QP): must fail */
+	PROBE_LAST_BYTE, /* the last byte of the range: must succeed */
+	PROBE_FORBIDDEN, /* an access the key's access flags do not grant: must fail */
+	PROBE_UNALIGNED, /* an atomic on an address that is not 8-byte aligned: must fail */
+	PROBE_KINDS
+};
+
 /* ---- per-client statistics, merged at the end (report.c) ---- */
 
 #define WALK_WC_STATUSES (IBV_WC_TM_RNDV_INCOMPLETE + 1)
@@ -88,9 +99,15 @@ struct walk_stats {
 	uint64_t issued[ACT_COUNT];
 	uint64_t ok[ACT_COUNT];
 	uint64_t redraws[ACT_COUNT];
+	uint64_t toward[ACT_COUNT]; /* draws served by a step toward the action (toward.c) */
 	uint64_t errors[ACT_COUNT];
 	uint64_t wc[ACT_COUNT][WALK_WC_STATUSES];
-	uint64_t wc_other;    /* a status outside the known enum */
+	uint64_t wc_other;	      /* a status outside the known enum */
+	uint64_t probes[PROBE_KINDS]; /* --verify probes posted, by kind */
+	uint64_t flush_posts;
+	uint64_t atomics_checked;
+	/* --verify: atomics on owned words whose result was compared */ /* --verify: WRs posted to a QP
+									    in ERR (they must flush) */
 	uint64_t alive_end;   /* objects alive when the walk stopped */
 	uint64_t outbox_full; /* times backpressure held an update back */
 	int destroy_failures;
@@ -99,6 +116,9 @@ struct walk_stats {
 };
 
 void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from);
+/* --verify: a data-path class issued often that never once succeeded is a failure (unless faults were asked).
+ */
+void walk_check_classes(const struct walk_config *cfg, struct walk_stats *total);
 void walk_stats_fail(struct walk_stats *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *walk_stats_failure(const struct walk_stats *s, int i);
 
@@ -131,6 +151,10 @@ struct walk_msg {
 	uint32_t bytes;
 	uint64_t addr;
 	uint64_t length;
+	uint64_t event;	 /* ADD/REMOVE_RKEY: the owner's key event of the issue/removal; PROBE_HIT: the probed
+			    one */
+	uint32_t access; /* ADD_RKEY: the remote access flags; PROBE_HIT: the opcode */
+	uint32_t probe_kind; /* PROBE_HIT: enum walk_probe_kind */
 };
 
 /* Validates a message from a peer; false means drop it. */

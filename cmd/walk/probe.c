@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --verify probes: accesses whose outcome the protection rules decide, not
+ * timing.  Through a removed key, one byte past a region's end or before
+ * its start, from a QP on another PD (a type-2 window: another QP): the
+ * access must fail.  The last byte of a region: it must succeed.  Only the
+ * key's owner knows whether the key changed meanwhile (removed, issued
+ * again: devices recycle key values), so a wrong outcome goes to the owner
+ * with the key event the prober relied on, and the owner decides.  One
+ * probe at a time per client: an expected failure costs the QP (it moves to
+ * ERR, and then everything after it must flush).
+ *
+ * Also here: a WR posted to a QP already in ERR must flush, never execute.
+ */
+#include "cmd/walk/actions.h"
+
+#include <stdio.h>
+
+#define PROBE_STEP_PROBABILITY 0.02 /* a step that also posts a probe */
+
+static const char *const probe_names[PROBE_KINDS] = {
+    [PROBE_REMOVED] = "through a removed rkey",
+    [PROBE_OUTSIDE] = "outside the region",
+    [PROBE_OTHER_PD] = "from a QP the key does not belong to",
+    [PROBE_LAST_BYTE] = "at the last byte of the region",
+    [PROBE_FORBIDDEN] = "that the key's access flags do not grant,",
+    [PROBE_UNALIGNED] = "on an address not 8-byte aligned through",
+};
+
+static const char *opcode_name(uint32_t op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_READ:
+		return "READ";
+	case IBV_WR_RDMA_WRITE:
+		return "WRITE";
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return "FETCH_ADD";
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return "CMP_SWP";
+	default:
+		return "?";
+	}
+}
+
+static enum walk_action opcode_action(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+		return ACT_WRITE;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return ACT_FETCH_ADD;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return ACT_COMP_SWAP;
+	default:
+		return ACT_READ;
+	}
+}
+
+/*
+ * The opcode of a probe at the owner's buffer offset `off`: a WRITE or an
+ * atomic only where a wrongly accepted one cannot land on checked memory
+ * (the check zone) or outside the owner's buffer; READ elsewhere.
+ */
+static enum ibv_wr_opcode pick_opcode(struct walk_client *c, int64_t off, uint32_t len)
+{
+	static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
+						 IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP};
+	enum ibv_wr_opcode op = ops[rng_range(&c->rng, 0, 3)];
+
+	if (off < 0 || off + 8 > (int64_t)ZONE_START || len > 8)
+		return IBV_WR_RDMA_READ;
+	if ((op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) &&
+	    (c->dattr.atomic_cap == IBV_ATOMIC_NONE || off % 8))
+		return IBV_WR_RDMA_READ;
+	return op;
+}
+
+/* Posts one probe of remote [raddr, raddr + len) on QP q; 1 if posted. */
+static int post_probe(struct walk_client *c, int q, enum walk_probe_kind kind, enum ibv_wr_opcode op,
+		      int owner, uint32_t rkey, uint64_t event, uint64_t raddr, uint32_t len)
+{
+	enum walk_action a = opcode_action(op);
+	struct ibv_send_wr wr = {.opcode = op, .num_sge = 1};
+	struct ibv_sge sge;
+	uint32_t lstart;
+	int mr, slot;
+
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP)
+		len = 8;
+	if (!walk_can_post_send(c, q) || (mr = walk_pick_mr(c, c->qp[q].pd, 8)) < 0 ||
+	    walk_choose_range(c, c->mr[mr].off, c->mr[mr].len, 8, true, 8, &lstart) != 8 ||
+	    (slot = walk_alloc_wr(c, a, q, mr, &wr.wr_id)) < 0)
+		return 0;
+	c->wr[slot].probe = true;
+	c->wr[slot].probe_kind = (uint8_t)kind;
+	c->wr[slot].probe_rkey = rkey;
+	c->wr[slot].probe_owner = owner;
+	c->wr[slot].probe_event = event;
+	c->wr[slot].probe_addr = raddr;
+	/* A WRITE sends what our buffer holds: its result is never checked. */
+	sge = (struct ibv_sge){(uintptr_t)(c->buf + lstart), len, c->mr[mr].mr->lkey};
+	wr.sg_list = &sge;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = 0; /* adds nothing; a swap on a match stores the same value */
+		wr.wr.atomic.swap = 0;
+	} else {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	if (walk_post_send_wr(c, a, q, mr, &wr, slot) != 0)
+		return 1;
+	c->probe_busy = true;
+	c->stats.probes[kind]++;
+	LOG(c, "c%d #%llu probe %s: %s rkey %x of c%d addr %llx len %u qp=%u", c->id,
+	    (unsigned long long)c->seq, probe_names[kind], opcode_name(op), rkey, owner,
+	    (unsigned long long)raddr, len, c->qp[q].qp->qp_num);
+	return 1;
+}
+
+/* After an owner removed an rkey, an access through it must fail with REM_ACCESS_ERR. */
+int walk_post_probe(struct walk_client *c, const struct walk_msg *m)
+{
+	struct rkey_rec k = {
+	    .owner = m->src, .kind = m->kind, .rkey = m->rkey, .pd_id = m->pd_id, .qpn = m->qpn};
+	struct reach w = {&k, false};
+	int q;
+
+	if (c->probe_busy || m->length < 8 || (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
+		return 0;
+	return post_probe(c, q, PROBE_REMOVED, pick_opcode(c, (int64_t)m->bytes, 8), m->src, m->rkey,
+			  m->event, m->addr, 8);
+}
+
+static bool key_usable(struct walk_client *c, int i, const void *arg)
+{
+	const struct rkey_rec *k = &c->rkeys[i];
+
+	(void)arg;
+	return k->used && k->len >= 8;
+}
+
+static bool key_restricted(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	return key_usable(c, i, NULL) && (c->rkeys[i].access & REMOTE_ACCESS) != REMOTE_ACCESS;
+}
+
+/* A QP to the key's owner that the key does not admit: another PD, or (type 2) another QP. */
+static bool qp_not_admitted(struct walk_client *c, int i, const void *arg)
+{
+	const struct rkey_rec *k = arg;
+	const struct qp_rec *r = &c->qp[i];
+
+	if (!r->used || r->type != IBV_QPT_RC || r->state != QP_READY || r->peer != k->owner ||
+	    !walk_can_post_send(c, i))
+		return false;
+	return k->kind == 2 ? r->peer_qpn != k->qpn : r->peer_pd != k->pd_id;
+}
+
+/* The buffer offset of an 8-byte aligned word in the middle of k (buffers are page aligned). */
+static int64_t mid_word(const struct rkey_rec *k)
+{
+	int64_t off = ((int64_t)k->off + (int64_t)(k->len / 2)) / 8 * 8;
+
+	return off >= (int64_t)k->off && off + 8 <= (int64_t)k->off + (int64_t)k->len ? off : (int64_t)k->off;
+}
+
+/* --verify: now and then, a step also posts one probe of a live key. */
+void walk_probe_step(struct walk_client *c)
+{
+	const struct rkey_rec *k;
+	struct reach w;
+	int ki, q;
+	int64_t off;
+
+	if (!c->cfg->verify || c->probe_busy || !rng_bernoulli(&c->rng, PROBE_STEP_PROBABILITY) ||
+	    (ki = walk_pick_index(c, MAX_REMOTE_KEYS, key_usable, NULL)) < 0)
+		return;
+	k = &c->rkeys[ki];
+	w = (struct reach){k, false};
+	switch (rng_range(&c->rng, 0, 4)) {
+	case 3: /* an atomic 4 bytes off alignment (adding 0: harmless if wrongly executed) */
+		off = mid_word(k) + 4;
+		if (c->dattr.atomic_cap == IBV_ATOMIC_NONE || k->len < 16 ||
+		    !(k->access & IBV_ACCESS_REMOTE_ATOMIC) || off + 8 > (int64_t)k->off + (int64_t)k->len ||
+		    off + 16 > (int64_t)ZONE_START ||
+		    (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
+			return;
+		post_probe(c, q, PROBE_UNALIGNED, IBV_WR_ATOMIC_FETCH_AND_ADD, k->owner, k->rkey, k->event,
+			   walk_remote_addr(k, (uint32_t)off), 8);
+		return;
+	case 0: /* one byte past the end, or the byte before the start */
+		if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
+			return;
+		if (rng_bernoulli(&c->rng, 0.5) || k->off == 0) {
+			off = (int64_t)k->off + (int64_t)k->len;
+			/* an atomic needs 8 aligned bytes: the first aligned word past the end */
+			off = (off + 7) / 8 * 8;
+			post_probe(c, q, PROBE_OUTSIDE, pick_opcode(c, off, 1), k->owner, k->rkey, k->event,
+				   walk_remote_addr(k, (uint32_t)off), 1);
+		} else {
+			/* the aligned word just before the start, else the byte */
+			uint32_t len = k->off >= 8 && k->off % 8 == 0 ? 8 : 1;
+
+			off = (int64_t)k->off - len;
+			post_probe(c, q, PROBE_OUTSIDE, pick_opcode(c, off, len), k->owner, k->rkey, k->event,
+				   k->addr - len, len);
+		}
+		return;
+	case 1: /* from a QP the key does not admit */
+		if ((q = walk_pick_index(c, MAX_QP, qp_not_admitted, k)) < 0)
+			return;
+		off = mid_word(k);
+		post_probe(c, q, PROBE_OTHER_PD, pick_opcode(c, off, 8), k->owner, k->rkey, k->event,
+			   walk_remote_addr(k, (uint32_t)off), 8);
+		return;
+	case 2: { /* an opcode the key does not grant */
+		static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
+							 IBV_WR_ATOMIC_FETCH_AND_ADD,
+							 IBV_WR_ATOMIC_CMP_AND_SWP};
+		enum ibv_wr_opcode op = ops[rng_range(&c->rng, 0, 3)];
+
+		if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, key_restricted, NULL)) < 0)
+			return;
+		k = &c->rkeys[ki];
+		w = (struct reach){k, false};
+		if ((k->access & walk_access_for(op)) ||
+		    (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
+			return;
+		off = mid_word(k);
+		/* a wrongly granted WRITE or atomic must not land in the check zone */
+		if (op != IBV_WR_RDMA_READ && off + 8 > (int64_t)ZONE_START)
+			return;
+		if (op != IBV_WR_RDMA_READ && op != IBV_WR_RDMA_WRITE &&
+		    c->dattr.atomic_cap == IBV_ATOMIC_NONE)
+			return;
+		post_probe(c, q, PROBE_FORBIDDEN, op, k->owner, k->rkey, k->event,
+			   walk_remote_addr(k, (uint32_t)off), 8);
+		return;
+	}
+	default: { /* the last byte: must work (type 2 keys may be invalidated under us: not those) */
+		enum ibv_wr_opcode op;
+
+		if (k->kind == 2 || (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
+			return;
+		off = (int64_t)k->off + (int64_t)k->len - 1;
+		/* a WRITE only outside the check zone, and either only if the key grants it */
+		if ((k->access & IBV_ACCESS_REMOTE_WRITE) && off + 8 <= (int64_t)ZONE_START &&
+		    (!(k->access & IBV_ACCESS_REMOTE_READ) || rng_bernoulli(&c->rng, 0.5)))
+			op = IBV_WR_RDMA_WRITE;
+		else if (k->access & IBV_ACCESS_REMOTE_READ)
+			op = IBV_WR_RDMA_READ;
+		else
+			return;
+		post_probe(c, q, PROBE_LAST_BYTE, op, k->owner, k->rkey, k->event,
+			   walk_remote_addr(k, (uint32_t)off), 1);
+		return;
+	}
+	}
+}
+
+/* A probe completed: a wrong outcome goes to the owner, who knows whether the key changed. */
+void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_status st)
+{
+	bool must_fail = w->probe_kind != PROBE_LAST_BYTE;
+	struct walk_msg hit = {.type = MSG_PROBE_HIT,
+			       .dst = (uint16_t)w->probe_owner,
+			       .rkey = w->probe_rkey,
+			       .event = w->probe_event,
+			       .addr = w->probe_addr,
+			       .probe_kind = w->probe_kind};
+
+	c->probe_busy = false;
+	switch (w->action) {
+	case ACT_WRITE:
+		hit.access = IBV_WR_RDMA_WRITE;
+		break;
+	case ACT_FETCH_ADD:
+		hit.access = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		break;
+	case ACT_COMP_SWAP:
+		hit.access = IBV_WR_ATOMIC_CMP_AND_SWP;
+		break;
+	default:
+		hit.access = IBV_WR_RDMA_READ;
+	}
+	if (w->probe_kind == PROBE_UNALIGNED) {
+		/* the rule does not depend on the key: judged here */
+		if (st == IBV_WC_SUCCESS)
+			walk_stats_fail(
+			    &c->stats,
+			    "client %d #%llu: FETCH_ADD at %llx (not 8-byte aligned) through rkey %x of "
+			    "client %d worked; an atomic needs an aligned address",
+			    c->id, (unsigned long long)c->seq, (unsigned long long)w->probe_addr,
+			    w->probe_rkey, w->probe_owner);
+		return;
+	}
+	if ((must_fail && st == IBV_WC_SUCCESS) || (!must_fail && st == IBV_WC_REM_ACCESS_ERR))
+		walk_publish(c, &hit);
+}
+
+/* The owner's verdict on a probe that went the wrong way. */
+void walk_probe_hit(struct walk_client *c, const struct walk_msg *m)
+{
+	const char *op = opcode_name(m->access);
+	int verdict;
+
+	if (m->probe_kind >= PROBE_KINDS)
+		return;
+	if (m->probe_kind == PROBE_REMOVED) {
+		if (walk_key_removed_since(c, m->rkey, m->event) == 1)
+			walk_stats_fail(
+			    &c->stats,
+			    "client %d: client %d %s through rkey %x addr %llx worked after the key was "
+			    "removed (dereg, dealloc or invalidate) and before it was issued again; "
+			    "expected REM_ACCESS_ERR",
+			    c->id, m->src, op, m->rkey, (unsigned long long)m->addr);
+		return;
+	}
+	/* Excused if the key was removed (and maybe issued again) since the issue the prober saw. */
+	verdict = walk_key_live_since(c, m->rkey, m->event);
+	if (verdict != 1)
+		return;
+	if (m->probe_kind == PROBE_LAST_BYTE) {
+		char what[96] = "not found";
+
+		for (int i = 0; i < MAX_MR; i++)
+			if (c->mr[i].used && c->mr[i].mr->rkey == m->rkey)
+				snprintf(what, sizeof(what), "MR [%llx, +%u) access %x",
+					 (unsigned long long)(uintptr_t)(c->buf + c->mr[i].off), c->mr[i].len,
+					 c->mr[i].access);
+		for (int i = 0; i < 2 * MAX_MW; i++)
+			if (c->mw[i].used && c->mw[i].state == MW_BOUND && c->mw[i].rkey == m->rkey)
+				snprintf(what, sizeof(what), "type-%d MW [%llx, +%llu) access %x",
+					 c->mw[i].type, (unsigned long long)c->mw[i].addr,
+					 (unsigned long long)c->mw[i].len, c->mw[i].access);
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d: client %d %s of the last byte of rkey %x (addr %llx) failed with "
+		    "REM_ACCESS_ERR while the key was live (%s, issue event %llu); expected success",
+		    c->id, m->src, op, m->rkey, (unsigned long long)m->addr, what,
+		    (unsigned long long)m->event);
+	} else
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d: client %d %s %s rkey %x (addr %llx) worked; expected REM_ACCESS_ERR", c->id,
+		    m->src, op, probe_names[m->probe_kind], m->rkey, (unsigned long long)m->addr);
+}
+
+/* --verify: right after QP q entered ERR, a send and a receive posted to it must flush. */
+void walk_post_to_err(struct walk_client *c, int q)
+{
+	struct ibv_send_wr swr = {.opcode = IBV_WR_SEND}, *sbad;
+	struct ibv_recv_wr rwr = {0}, *rbad;
+	struct qp_rec *r = &c->qp[q];
+	int slot;
+
+	if (!c->cfg->verify || !r->used || r->state != QP_ERR)
+		return;
+	/* RC only: a UD send needs an AH even to be posted */
+	if (r->type == IBV_QPT_RC && walk_can_post_send(c, q) &&
+	    (slot = walk_alloc_wr(c, ACT_SEND, q, -1, &swr.wr_id)) >= 0) {
+		c->wr[slot].expect_flush = true;
+		swr.send_flags = IBV_SEND_SIGNALED;
+		if (hw_post_send(r->qp, &swr, &sbad) == 0) {
+			c->stats.issued[ACT_SEND]++;
+			c->stats.flush_posts++;
+			r->send_inflight++;
+			c->cq[r->scq].outstanding++;
+		} else {
+			walk_release_wr(c, (uint32_t)slot);
+		}
+	}
+	if (r->recv_inflight < (int)r->cap.max_recv_wr && c->cq[r->rcq].outstanding < c->cq[r->rcq].cqe &&
+	    (slot = walk_alloc_wr(c, ACT_RECV, q, -1, &rwr.wr_id)) >= 0) {
+		c->wr[slot].expect_flush = true;
+		c->wr[slot].is_recv = true;
+		if (hw_post_recv(r->qp, &rwr, &rbad) == 0) {
+			c->stats.issued[ACT_RECV]++;
+			c->stats.flush_posts++;
+			r->recv_inflight++;
+			c->cq[r->rcq].outstanding++;
+		} else {
+			walk_release_wr(c, (uint32_t)slot);
+		}
+	}
+	LOG(c, "c%d #%llu posted a send and a receive to qp=%u in ERR: they must flush", c->id,
+	    (unsigned long long)c->seq, r->qp->qp_num);
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# tests/mutation/run.sh [-d SECONDS] [-c CLIENTS] [-s "SEED..."] [-U] [-k] [NAME...]
+#
+# The walker's mutation harness: each tests/mutation/NAME.mut is one bug
+# seeded into the soft device (a small, exact text replacement).  For each,
+# the tree is copied (with its build directory, so only the mutated file
+# recompiles), the bug applied, rdmatool and the soft unit tests built, then
+# `walk --verify` runs on every seed and the soft unit tests run; a table
+# says which caught what.  `make mutation` runs it on every mutation; it is
+# not part of `make check` (tests/integration/walk_mutation.sh runs one).
+#
+#   -d SECONDS   walk duration (default 20)      -c CLIENTS  (default 5)
+#   -s "SEEDS"   walk seeds (default "1 2 3")    -U          skip the unit tests
+#   -k           keep the copies (their paths are printed)
+#
+# A .mut file: '#' description lines, 'file PATH', then one or more blocks
+#   <<<            the exact text to find (must occur exactly once)
+#   ===            what replaces it
+#   >>>
+# A mutation whose text no longer occurs is reported as STALE, not skipped
+# silently.  Exit status: 0 when every mutation applied and compiled, else 1.
+set -u
+cd "$(dirname "$0")/../.."
+top=$PWD
+BUILD=${BUILD:-build}
+duration=20 clients=5 seeds="1 2 3" unit=1 keep=0
+while getopts "d:c:s:Uk" o; do
+	case $o in
+	d) duration=$OPTARG ;;
+	c) clients=$OPTARG ;;
+	s) seeds=$OPTARG ;;
+	U) unit=0 ;;
+	k) keep=1 ;;
+	*) sed -n '2,20p' "$0" >&2; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+if [ $# -gt 0 ]; then
+	muts=()
+	for n in "$@"; do muts+=("tests/mutation/${n%.mut}.mut"); done
+else
+	muts=(tests/mutation/*.mut)
+fi
+[ -x "$BUILD/rdmatool" ] || { echo "mutation: build $BUILD/rdmatool first (make)" >&2; exit 2; }
+unit_tests=$(cd tests/unit && ls test_soft_*.c | sed 's/\.c$//')
+
+# apply FILE.mut TREE: 0 applied, 1 stale (text not found exactly once)
+apply() {
+	python3 - "$1" "$2" <<'PY'
+import sys
+mut, tree = sys.argv[1], sys.argv[2]
+path, blocks, cur, mode = None, [], None, None
+for line in open(mut).read().split('\n'):
+    if mode is None and line.startswith('#'):
+        continue
+    if mode is None and line.startswith('file '):
+        path = line[5:].strip(); continue
+    if line == '<<<': cur, mode = [[], []], 0; continue
+    if line == '===' and mode == 0: mode = 1; continue
+    if line == '>>>' and mode == 1: blocks.append(cur); mode = None; continue
+    if mode is not None: cur[mode].append(line)
+if not path or not blocks:
+    sys.exit("malformed " + mut)
+f = tree + '/' + path
+s = open(f).read()
+for old, new in blocks:
+    o, n = '\n'.join(old) + '\n', '\n'.join(new) + ('\n' if new else '')
+    if s.count(o) != 1:
+        print("text not found exactly once in %s:\n%s" % (path, o), file=sys.stderr)
+        sys.exit(1)
+    s = s.replace(o, n)
+open(f, 'w').write(s)
+PY
+}
+
+printf '%-24s %-12s %-24s %s\n' mutation walk unit "first walk failure"
+rc=0
+caught_walk=0 caught_unit=0 caught_any=0 total=0
+for m in "${muts[@]}"; do
+	name=$(basename "$m" .mut)
+	[ -f "$m" ] || { echo "mutation: no $m" >&2; rc=1; continue; }
+	tmp=$(mktemp -d /tmp/rdmatool-mutation.XXXXXX)
+	git ls-files -co --exclude-standard | grep -v '^build' | cpio -pdm --quiet "$tmp"
+	cp -a "$BUILD" "$tmp/build"
+	if ! apply "$m" "$tmp" 2>"$tmp/apply.log"; then
+		printf '%-24s %s\n' "$name" "STALE: $(head -1 "$tmp/apply.log")"
+		rc=1
+		[ $keep = 1 ] || rm -rf "$tmp"
+		continue
+	fi
+	targets="build/rdmatool"
+	[ $unit = 1 ] && for t in $unit_tests; do targets="$targets build/tests/$t"; done
+	if ! make -C "$tmp" BUILD=build $targets >"$tmp/make.log" 2>&1; then
+		printf '%-24s %s\n' "$name" "DOES NOT COMPILE (kept: $tmp/make.log)"
+		rc=1
+		continue
+	fi
+	total=$((total + 1))
+	n=0 hit=0 first=""
+	for s in $seeds; do
+		n=$((n + 1))
+		out=$(RDMATOOL_STATS=0 timeout -k 5 $((duration + 60)) "$tmp/build/rdmatool" -j walk --verify \
+			--clients="$clients" --duration="$duration" --seed="$s" 2>"$tmp/walk.$s.err")
+		st=$?
+		if [ $st -ne 0 ]; then
+			hit=$((hit + 1))
+			if [ -z "$first" ]; then
+				if [ $st -eq 1 ]; then
+					first=$(echo "$out" | jq -r '.failures[0] // "exit 1"' 2>/dev/null | cut -c1-110)
+				else
+					first="exit $st (crash or timeout)"
+				fi
+			fi
+		fi
+	done
+	ucaught="-"
+	if [ $unit = 1 ]; then
+		ucaught="none"
+		failed=""
+		for t in $unit_tests; do
+			(cd "$tmp" && RDMATOOL_STATS=0 timeout -k 5 120 "build/tests/$t" >"$tmp/$t.log" 2>&1) ||
+				failed="$failed${failed:+,}${t#test_soft_}"
+		done
+		[ -n "$failed" ] && ucaught=$failed && caught_unit=$((caught_unit + 1))
+	fi
+	[ $hit -gt 0 ] && caught_walk=$((caught_walk + 1))
+	{ [ $hit -gt 0 ] || [ "$ucaught" != none -a "$ucaught" != - ]; } && caught_any=$((caught_any + 1))
+	printf '%-24s %-12s %-24s %s\n' "$name" "$hit/$n" "$ucaught" "$first"
+	if [ $keep = 1 ]; then echo "  kept: $tmp"; else rm -rf "$tmp"; fi
+done
+echo "walk --verify caught $caught_walk of $total mutations (on at least one seed); soft unit tests caught $caught_unit; either: $caught_any"
+exit $rc
