@@ -223,7 +223,7 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 			return;
 		}
 		if (atomic_write) {
-			uint64_t value;
+			uint64_t value = 0;
 			struct soft_seg v = {.ptr = (const uint8_t *)&value, .len = sizeof(value)};
 
 			/* The 8 bytes land in one store: a reader sees all old or all new. */
