@@ -20,9 +20,12 @@ verbs_sanitizer_env() {
 }
 verbs_sanitizer_env
 
-# A TCP port nothing listens on (the program's own out-of-band exchange uses it).
+# A TCP port nothing listens on (the program's own out-of-band exchange uses it).  The
+# distribution's python3: a user's (pyenv) may not start with a sanitizer runtime preloaded.
 free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	local py=/usr/bin/python3
+	[ -x "$py" ] || py=python3
+	"$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 listening() {
