@@ -279,6 +279,21 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 	resp->kind = SOFT_RESP_ACK;
 }
 
+/*
+ * Only the connected remote (its GID and QPN, as the path names them) is
+ * served on RC and UC: anything else is dropped and counted, as a NIC drops
+ * a packet that does not match the QP's context.
+ */
+static bool soft_from_connected_remote(struct soft_nic *nic, const struct soft_qp *qp,
+				       const struct soft_req *req)
+{
+	if (req->src_qpn == qp->attr.dest_qp_num &&
+	    !memcmp(req->sgid.raw, qp->attr.ah_attr.grh.dgid.raw, sizeof(req->sgid.raw)))
+		return true;
+	atomic_fetch_add_explicit(&nic->foreign_drops, 1, memory_order_relaxed);
+	return false;
+}
+
 /* A responder QP that posted this recently is in a conversation (a ping-pong of WRITEs). */
 #define SOFT_TALKS_BACK_NS 1000000
 
@@ -287,13 +302,8 @@ static void soft_respond_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 {
 	int32_t diff;
 
-	/* Only the connected remote (its GID and QPN, as the path names them) is served: anything else is
-	 * dropped, as a NIC drops a packet that does not match the QP's context. */
-	if (req->src_qpn != qp->attr.dest_qp_num ||
-	    memcmp(req->sgid.raw, qp->attr.ah_attr.grh.dgid.raw, sizeof(req->sgid.raw))) {
-		atomic_fetch_add_explicit(&nic->foreign_drops, 1, memory_order_relaxed);
+	if (!soft_from_connected_remote(nic, qp, req))
 		return;
-	}
 	diff = soft_psn_diff(req->psn, qp->resp_psn);
 	if (diff > 0)
 		return; /* an earlier packet was lost: wait for the retransmission */
@@ -336,11 +346,8 @@ static void soft_respond_uc(struct soft_nic *nic, struct soft_qp *qp, const stru
 {
 	struct soft_resp ignored = {.kind = SOFT_RESP_NONE};
 
-	if (req->src_qpn != qp->attr.dest_qp_num ||
-	    memcmp(req->sgid.raw, qp->attr.ah_attr.grh.dgid.raw, sizeof(req->sgid.raw))) {
-		atomic_fetch_add_explicit(&nic->foreign_drops, 1, memory_order_relaxed);
+	if (!soft_from_connected_remote(nic, qp, req))
 		return;
-	}
 	qp->resp_psn = (req->psn + 1) & 0xffffff;
 	soft_execute_rc(nic, qp, req, &ignored);
 }
