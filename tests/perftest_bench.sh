@@ -8,6 +8,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 RDMATOOL=${RDMATOOL:-$top/${BUILD:-build}/rdmatool}
+RDMATOOL_TOP=${RDMATOOL_TOP:-$top}
 ROUNDS=${PERFTEST_ROUNDS:-5}
 ITERS=${PERFTEST_ITERS:-5000}
 for p in ib_send_lat ib_write_lat ib_read_lat ss python3 awk; do

@@ -16,7 +16,8 @@ export BUILD
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 
 # For the verbs: runs (lib/via-verbs), once: ldd is slow and they start rdmatool many times.
-RDMATOOL_SANITIZER_RUNTIME=$(ldd "$RDMATOOL" 2>/dev/null | awk '/lib(asan|tsan)\.so/ {print $3; exit}')
+. "$RDMATOOL_TOP/tests/integration/lib/sanitizer.sh"
+RDMATOOL_SANITIZER_RUNTIME=$(sanitizer_runtime "$RDMATOOL")
 export RDMATOOL_SANITIZER_RUNTIME
 
 passed=0 failed=0 skipped=0

@@ -49,9 +49,7 @@ ibsim_enter_netns() {
 # Runs a libibumad program against the fabric.  umad2sim writes its fake
 # sysfs under ./sys-<pid>, so everything runs in the fabric's directory.
 # A sanitizer build must have its runtime first in the preload list.
-sanitizer_runtime() {
-	ldd "$(command -v "$1")" 2>/dev/null | awk '/lib(asan|tsan)\.so/ {print $3; exit}'
-}
+. "$RDMATOOL_TOP/tests/integration/lib/sanitizer.sh"
 
 sim() {
 	local preload=$UMAD2SIM runtime

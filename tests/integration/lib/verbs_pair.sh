@@ -9,10 +9,10 @@
 # In a sanitizer build (make asan/tsan) the preload library needs its sanitizer's runtime,
 # which must come first in LD_PRELOAD (rdmatool exec keeps it there); the programs are not
 # ours, so their own leaks are not reported.
+. "$RDMATOOL_TOP/tests/integration/lib/sanitizer.sh"
 verbs_sanitizer_env() {
-	local lib runtime
-	lib=$(dirname "$RDMATOOL")/librdmatool-verbs.so
-	runtime=$(ldd "$lib" 2>/dev/null | awk '/lib(asan|tsan)\.so/ {print $3; exit}')
+	local runtime
+	runtime=$(sanitizer_runtime "$(dirname "$RDMATOOL")/librdmatool-verbs.so")
 	if [ -n "$runtime" ]; then
 		export LD_PRELOAD="$runtime${LD_PRELOAD:+:$LD_PRELOAD}"
 		export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
