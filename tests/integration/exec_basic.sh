@@ -55,4 +55,7 @@ RDMATOOL_SOFT_ADDR=127.0.0.4 "$RDMATOOL" exec ibv_devinfo -v | grep -q "fe80::7f
 RDMATOOL_SOFT_ADDR=127.0.0.1:x "$RDMATOOL" exec ibv_devinfo >"$dir/out" 2>&1 && fail "a bad RDMATOOL_SOFT_ADDR opened"
 grep -q "librdmatool-verbs: soft0: RDMATOOL_SOFT_ADDR=127.0.0.1:x is not ip or ip:port" "$dir/out" ||
 	fail "a bad RDMATOOL_SOFT_ADDR is not named: $(cat "$dir/out")"
+# Old binaries call the exported ibv_query_port with the 48-byte struct: nothing past it is written.
+out=$("$RDMATOOL" exec "$(dirname "$RDMATOOL")/tests/tools/verbs_port_compat") || fail "old ibv_query_port: $out"
+[ "$out" = "soft0: rc 0, state 4, nothing past 48 bytes" ] || fail "old ibv_query_port: $out"
 echo "exec basic ok"
