@@ -1,39 +1,103 @@
 #!/usr/bin/env bash
-# make bench, part 2: perftest on soft0 through rdmatool exec (issue 19's bar, and the
-# perftest side of issue 16).  Latency tests run in interleaved rounds (the machine's
-# speed drifts; every test sees the same spells), the median of each test's typical
-# latency is reported, and ib_write_lat is compared with ib_send_lat of the same run.
-# ib_write_lat's target makes no verbs call while it waits (it spins on memory): it
-# measures whether the soft NIC serves a WRITE without the target's help.
+# make bench, part 2: core against perftest on the same device (issue 16), and perftest's own
+# ib_write_lat / ib_send_lat (issue 19).  perftest runs unmodified on soft0 through `rdmatool
+# exec`; each of its tests is paired with the rdmatool bench test that measures the same thing,
+# both as two processes over the soft wire.  The pairs run in interleaved rounds (this machine's
+# speed drifts; both sides of a ratio see the same spells) and each figure is the median of its
+# rounds: typical half round trip for latency (8 B; reads and atomics a whole one), average
+# bandwidth for 64 KiB messages.
+#   PERFTEST_ROUNDS (5)  PERFTEST_ITERS (latency iterations, 5000)  PERFTEST_BW_ITERS (5000)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 RDMATOOL=${RDMATOOL:-$top/${BUILD:-build}/rdmatool}
 RDMATOOL_TOP=${RDMATOOL_TOP:-$top}
 ROUNDS=${PERFTEST_ROUNDS:-5}
 ITERS=${PERFTEST_ITERS:-5000}
-for p in ib_send_lat ib_write_lat ib_read_lat ss python3 awk; do
+BW_ITERS=${PERFTEST_BW_ITERS:-5000}
+BW_SIZE=65536
+for p in ib_send_lat ib_write_lat ib_read_lat ib_write_bw ib_send_bw ss jq python3 awk; do
 	command -v "$p" >/dev/null || { echo "$p is not installed; run 'make deps'" >&2; exit 1; }
 done
 dir=$(mktemp -d /tmp/rdmatool-perftest.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
+server=
+cleanup() {
+	[ -n "$server" ] && kill -9 "$server" 2>/dev/null
+	wait 2>/dev/null || true
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+export RDMATOOL_STATS_DIR=$dir
 . "$top/tests/integration/lib/verbs_pair.sh"
+. "$top/tests/integration/lib/bench_server.sh"
 bar() { printf '%-58s %8.3fx  (bar %s)  %s\n' "$1" "$2" "$3" "${4:-}"; }
 
-tests="ib_send_lat ib_write_lat ib_read_lat"
+# perftest TEST: one client/server run; appends the client's figure to $dir/TEST.perftest.
+perftest() {
+	local t=$1
+	case $t in
+	*_lat)
+		verbs_pair_ok "$t" 120 "ib_$t" -d soft0 -x 0 -F -s 8 -n "$ITERS"
+		# Latency row: bytes, iterations, t_min, t_max, t_typical, ...
+		awk -v n="$ITERS" '$2 == n && $1 ~ /^[0-9]+$/ {print $5}' "$dir/$t.client" >>"$dir/$t.perftest"
+		;;
+	*_bw)
+		verbs_pair_ok "$t" 120 "ib_$t" -d soft0 -x 0 -F -s "$BW_SIZE" -n "$BW_ITERS"
+		# Bandwidth row: bytes, iterations, BW peak, BW average (MiB/s), message rate
+		awk -v s="$BW_SIZE" '$1 == s && $2 ~ /^[0-9]+$/ {print $4}' "$dir/$t.client" >>"$dir/$t.perftest"
+		;;
+	esac
+}
+
+# core TEST: the same measurement by rdmatool bench against a bench server; appends to $dir/TEST.core.
+core() {
+	local t=$1
+	bench_server_start "$dir/server.err" "$RDMATOOL" -q bench --server=127.0.0.1:0
+	case $t in
+	*_lat)
+		"$RDMATOOL" -q -j bench "$t" -s 8 -n "$ITERS" --lock=striped --client="127.0.0.1:$port" >"$dir/$t.json"
+		jq '.results[0].t_typical' "$dir/$t.json" >>"$dir/$t.core"
+		;;
+	*_bw)
+		"$RDMATOOL" -q -j bench "$t" -s "$BW_SIZE" -n "$BW_ITERS" --lock=striped --client="127.0.0.1:$port" \
+			>"$dir/$t.json"
+		jq '.results[0].BW_average' "$dir/$t.json" >>"$dir/$t.core"
+		;;
+	esac
+	wait "$server"
+	server=
+}
+
+median() { sort -g "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+tests="send_lat write_lat read_lat write_bw send_bw"
 for ((r = 1; r <= ROUNDS; r++)); do
 	for t in $tests; do
-		verbs_pair_ok "$t" 120 "$t" -d soft0 -x 0 -F -n "$ITERS"
-		# The result row: bytes, iterations, t_min, t_max, t_typical, ...
-		awk -v n="$ITERS" '$2 == n && $1 ~ /^[0-9]+$/ {print $5}' "$dir/$t.client" >>"$dir/$t.typical"
+		perftest "$t"
+		core "$t"
 	done
 done
-median() { sort -n "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 for t in $tests; do
-	[ "$(wc -l <"$dir/$t.typical")" = "$ROUNDS" ] || { echo "$t: no result row in some round" >&2; exit 1; }
-	eval "m_$t=$(median "$dir/$t.typical")"
-	printf '%-14s typical us, %d rounds: %s (median %s)\n' "$t" "$ROUNDS" "$(tr '\n' ' ' <"$dir/$t.typical")" \
-		"$(median "$dir/$t.typical")"
+	for side in perftest core; do
+		[ "$(grep -c . "$dir/$t.$side")" = "$ROUNDS" ] || { echo "$t ($side): no result in some round" >&2; exit 1; }
+	done
+	printf '%-10s %d rounds  core: %s (median %s)  perftest: %s (median %s)\n' "$t" "$ROUNDS" \
+		"$(tr '\n' ' ' <"$dir/$t.core")" "$(median "$dir/$t.core")" \
+		"$(tr '\n' ' ' <"$dir/$t.perftest")" "$(median "$dir/$t.perftest")"
 done
-# shellcheck disable=SC2154
-bar "perftest ib_write_lat / ib_send_lat on soft0 (medians)" "$(awk -v w="$m_ib_write_lat" -v s="$m_ib_send_lat" 'BEGIN {print w / s}')" \
-	"<= 1.5" "($m_ib_write_lat vs $m_ib_send_lat us)"
+# ratio TEST: core median / perftest median
+ratio() { awk -v c="$(median "$dir/$1.core")" -v p="$(median "$dir/$1.perftest")" 'BEGIN {print c / p}'; }
+detail() {
+	local unit=us
+	case $1 in *_bw) unit=MiB/s ;; esac
+	echo "($(median "$dir/$1.core") vs $(median "$dir/$1.perftest") $unit)"
+}
+bar "bench send_lat 8 B / ib_send_lat (medians)" "$(ratio send_lat)" "<= 1.3" "$(detail send_lat)"
+bar "bench write_lat 8 B / ib_write_lat (medians)" "$(ratio write_lat)" "<= 1.3" "$(detail write_lat)"
+bar "bench read_lat 8 B / ib_read_lat (medians)" "$(ratio read_lat)" "<= 1.3" "$(detail read_lat)"
+bar "bench write_bw 64 KiB / ib_write_bw (medians)" "$(ratio write_bw)" ">= 0.9" "$(detail write_bw)"
+bar "bench send_bw 64 KiB / ib_send_bw (medians)" "$(ratio send_bw)" ">= 0.9" "$(detail send_bw)"
+# ib_write_lat's target makes no verbs call while it waits (it spins on memory): whether the
+# soft NIC serves a WRITE without the target's help shows in this ratio (issue 19).
+bar "perftest ib_write_lat / ib_send_lat on soft0 (medians)" \
+	"$(awk -v w="$(median "$dir/write_lat.perftest")" -v s="$(median "$dir/send_lat.perftest")" 'BEGIN {print w / s}')" \
+	"<= 1.5" "($(median "$dir/write_lat.perftest") vs $(median "$dir/send_lat.perftest") us)"

@@ -174,8 +174,31 @@ void soft_cq_clean(struct ibv_cq *ibcq, uint32_t qpn)
 	soft_unlock(&cq->lock);
 }
 
-/* Empty polls in a row by this thread. */
+/* Empty polls in a row by this thread that read the wire. */
 static __thread unsigned soft_empty_polls;
+
+/*
+ * A thread that polls several CQs in turn (core polls one per stripe and one
+ * for receives) reads the wire once per turn, not once per CQ: each read is a
+ * system call, and the turn's other polls would find the socket empty.  So an
+ * empty poll skips the read when this thread's last read was made for another
+ * CQ less than SOFT_POLL_TURN_NS ago.  A thread polling one CQ reads on every
+ * poll, as before.  The CQ pointer is compared, never followed.
+ */
+#define SOFT_POLL_TURN_NS 2000
+static __thread const struct soft_cq *soft_reader_cq;
+static __thread uint64_t soft_read_ns;
+
+static bool soft_poll_reads_wire(const struct soft_cq *cq)
+{
+	uint64_t now = soft_now_ns();
+
+	if (soft_reader_cq != cq && soft_reader_cq && now - soft_read_ns < SOFT_POLL_TURN_NS)
+		return false;
+	soft_reader_cq = cq;
+	soft_read_ns = now;
+	return true;
+}
 
 int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
@@ -196,6 +219,8 @@ int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 					   ? SOFT_POLL_YIELD_WIRE
 					   : SOFT_POLL_YIELD;
 
+		if (!soft_poll_reads_wire(cq))
+			return 0;
 		/* Over the wire, the poller receives what arrived itself (soft_app_round). */
 		if (!soft_app_round(nic, true) || !__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
 			if (++soft_empty_polls % yield_every == 0)
