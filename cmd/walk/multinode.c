@@ -67,12 +67,9 @@ static int child_main(const struct walk_config *cfg, int id, int port, uint64_t 
 	struct walk_hello hello = {.magic = WALK_HELLO_MAGIC, .id = (uint32_t)id, .token = token};
 	struct oob_conn *conn = NULL;
 	char addr[32];
-	int rc = 1;
+	int rc = 1, err;
 
 	if (!peers || !c)
-		goto out;
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	if (oob_connect(addr, CONNECT_TIMEOUT_MS, &conn))
 		goto out;
 	*c = (struct walk_client){.id = id,
 				  .clients = cfg->clients,
@@ -86,8 +83,19 @@ static int child_main(const struct walk_config *cfg, int id, int port, uint64_t 
 	}
 	walk_register_crash_histories(c, 1);
 	hello.addr = (struct walk_peer_addr){.gid = c->gid, .lid = c->pattr.lid, .valid = true};
-	if (oob_send(conn, FRAME_HELLO, &hello, sizeof(hello)) || wait_table(conn, peers, cfg->clients))
+	/*
+	 * Connect only once the device is open: the hub gives a connection
+	 * HELLO_TIMEOUT_MS to say hello, and opening a device can take longer
+	 * (a sanitizer build on a loaded machine took over 2 s).
+	 */
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	if ((err = oob_connect(addr, CONNECT_TIMEOUT_MS, &conn)) ||
+	    (err = oob_send(conn, FRAME_HELLO, &hello, sizeof(hello))) ||
+	    (err = wait_table(conn, peers, cfg->clients))) {
+		fprintf(stderr, "rdmatool walk: client %d could not join the hub on %s: %s\n", id, addr,
+			strerror(-err));
 		goto out;
+	}
 	c->bus = walk_bus_tcp(conn, id, &walk_stop, cfg->heartbeat_s);
 	if (!c->bus)
 		goto out;
