@@ -136,13 +136,38 @@ struct hub {
 	uint64_t *last_seen_ns;
 	bool *quiesced, *reported, *gone;
 	int nquiesced, nreported, strangers, died_early;
+	struct walk_result *res; /* where a dropped client's failure is recorded */
 };
+
+static void hub_drop(struct hub *h, struct walk_result *res, int i, const char *why);
+
+/*
+ * Sends a frame to client i.  A client that takes nothing for heartbeat_s
+ * (stopped, hung, or not reading) must not hold the hub, which would stop
+ * watching the others: it is killed and dropped, as a silent one is.
+ */
+static void hub_send(struct hub *h, int i, uint16_t type, const void *buf, uint32_t len)
+{
+	char why[128];
+	int rc;
+
+	if (h->gone[i])
+		return;
+	rc = oob_send_timeout(h->conn[i], type, buf, len, h->heartbeat_s * 1000);
+	if (rc != -ETIMEDOUT)
+		return; /* a closed connection shows on the next read */
+	fprintf(stderr, "rdmatool walk: client %d (pid %d) took no message for %d s; killing it\n", i,
+		(int)h->pid[i], h->heartbeat_s);
+	kill(h->pid[i], SIGKILL);
+	snprintf(why, sizeof(why), "took no message for %d s (stopped or hung); its process was killed",
+		 h->heartbeat_s);
+	hub_drop(h, h->res, i, why);
+}
 
 static void hub_send_all(struct hub *h, uint16_t type, const void *buf, uint32_t len)
 {
 	for (int i = 0; i < h->n; i++)
-		if (!h->gone[i])
-			oob_send(h->conn[i], type, buf, len);
+		hub_send(h, i, type, buf, len);
 }
 
 /*
@@ -268,7 +293,7 @@ static void hub_loop(struct hub *h, struct walk_result *res, void *buf, uint32_t
 				struct walk_msg *m = buf;
 
 				if (walk_msg_valid(m, h->n) && m->src == i && !h->gone[m->dst])
-					oob_send(h->conn[m->dst], FRAME_MSG, m, len);
+					hub_send(h, m->dst, FRAME_MSG, m, len);
 			} else if (type == FRAME_QUIESCED) {
 				hub_client_done(h, i);
 			} else if (type == FRAME_STATS && len == sizeof(struct walk_stats) &&
@@ -309,7 +334,7 @@ static int reap_child(pid_t pid, int grace_ms)
 int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, const char *cmd)
 {
 	int n = cfg->clients, rc = 0;
-	struct hub h = {.n = n, .heartbeat_s = cfg->heartbeat_s, .token = rng_entropy_seed()};
+	struct hub h = {.n = n, .heartbeat_s = cfg->heartbeat_s, .token = rng_entropy_seed(), .res = res};
 	struct oob_listener *l = NULL;
 	struct walk_peer_addr *table = calloc((size_t)n, sizeof(*table));
 	pid_t *pid = calloc((size_t)n, sizeof(*pid));

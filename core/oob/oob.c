@@ -36,7 +36,7 @@ int oob_parse_address(const char *text, struct sockaddr_storage *addr, socklen_t
 {
 	char host[256] = "127.0.0.1";
 	const char *port = text;
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
 	struct addrinfo *res;
 	const char *colon;
 	char *end;
@@ -132,7 +132,7 @@ void oob_listener_close(struct oob_listener *l)
 
 static int wait_fd(int fd, short events, int timeout_ms)
 {
-	struct pollfd p = { .fd = fd, .events = events };
+	struct pollfd p = {.fd = fd, .events = events};
 	int rc;
 
 	do
@@ -203,16 +203,27 @@ int oob_connect(const char *text, int timeout_ms, struct oob_conn **out)
 	}
 }
 
-static int write_all(int fd, const void *buf, size_t len)
+/* Writes exactly len bytes; the deadline (-1: none) applies to the whole write. */
+static int write_all(int fd, const void *buf, size_t len, long long deadline)
 {
 	const char *p = buf;
 
 	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				/* The peer is not reading: wait for room, not past the deadline. */
+				int rc = wait_fd(
+				    fd, POLLOUT,
+				    deadline < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0));
+
+				if (rc)
+					return rc;
+				continue;
+			}
 			return errno == EPIPE ? -ECONNRESET : -errno;
 		}
 		p += n;
@@ -227,7 +238,8 @@ static int read_all(int fd, void *buf, size_t len, long long deadline)
 	char *p = buf;
 
 	while (len) {
-		int rc = wait_fd(fd, POLLIN, deadline < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0));
+		int rc = wait_fd(fd, POLLIN,
+				 deadline < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0));
 		ssize_t n;
 
 		if (rc)
@@ -248,17 +260,23 @@ static int read_all(int fd, void *buf, size_t len, long long deadline)
 
 int oob_send(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len)
 {
+	return oob_send_timeout(c, type, buf, len, OOB_SEND_TIMEOUT_MS);
+}
+
+int oob_send_timeout(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len, int timeout_ms)
+{
+	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
 	struct frame_header h = {
-		.magic = htonl(OOB_MAGIC),
-		.type = htons(type),
-		.length = htonl(len),
+	    .magic = htonl(OOB_MAGIC),
+	    .type = htons(type),
+	    .length = htonl(len),
 	};
 	int rc;
 
 	if (len > OOB_MAX_MESSAGE)
 		return -EMSGSIZE;
-	rc = write_all(c->fd, &h, sizeof(h));
-	return rc ? rc : write_all(c->fd, buf, len);
+	rc = write_all(c->fd, &h, sizeof(h), deadline);
+	return rc ? rc : write_all(c->fd, buf, len, deadline);
 }
 
 int oob_recv(struct oob_conn *c, uint16_t *type, void *buf, uint32_t cap, uint32_t *len, int timeout_ms)

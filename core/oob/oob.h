@@ -35,7 +35,14 @@ void oob_listener_close(struct oob_listener *l);
 /* Connects, retrying while the peer is not listening yet, for up to timeout_ms. */
 int oob_connect(const char *addr, int timeout_ms, struct oob_conn **out);
 
+/*
+ * Sends one frame.  A peer that stops reading cannot hold the sender: after
+ * timeout_ms (-1: forever; oob_send: OOB_SEND_TIMEOUT_MS) it gives
+ * -ETIMEDOUT, and the frame may be half sent: close the connection then.
+ */
+#define OOB_SEND_TIMEOUT_MS 30000
 int oob_send(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len);
+int oob_send_timeout(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len, int timeout_ms);
 /*
  * Receives one frame into buf (capacity cap); *len gets its length.
  * -EMSGSIZE if it does not fit (the frame is consumed), -ETIMEDOUT after

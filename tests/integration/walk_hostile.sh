@@ -23,6 +23,19 @@ wait_children() { # PID N: until PID has N children (the client processes)
 	done
 	fail "the walk never started its $2 clients"
 }
+wait_joined() { # PID N: until N clients of walk PID received the hub's peer table (they joined the run)
+	local hub got
+	for _ in $(seq 1200); do
+		hub=$(ss -Hltnp 2>/dev/null | awk -v p="pid=$1," 'index($0, p) {sub(/.*:/, "", $4); print $4; exit}')
+		if [ -n "$hub" ]; then
+			got=$(ss -HtnpiO state established "( dport = :$hub )" 2>/dev/null |
+				grep -c 'bytes_received:[1-9]') || true
+			[ "$got" -ge "$2" ] && return 0
+		fi
+		sleep 0.05
+	done
+	fail "the $2 clients never joined the run"
+}
 
 # Usage errors come before any process starts.
 set +e
@@ -72,7 +85,7 @@ start=$(date +%s)
 "$RDMATOOL" walk --multinode=true --clients=3 --duration=5 --heartbeat=2 >"$dir/out" 2>"$dir/err" &
 walkpid=$!
 wait_children "$walkpid" 3
-sleep 1
+wait_joined "$walkpid" 3
 victim=$(pgrep -P "$walkpid" | head -1)
 kill -STOP "$victim"
 timeout 60 tail --pid="$walkpid" -f /dev/null || fail "a stopped client hung the walk"
@@ -91,7 +104,7 @@ kill -0 "$victim" 2>/dev/null && fail "the silent client is still alive"
 "$RDMATOOL" walk --multinode=true --clients=3 --duration=60 --heartbeat=2 >"$dir/out" 2>"$dir/err" &
 walkpid=$!
 wait_children "$walkpid" 3
-sleep 1
+wait_joined "$walkpid" 3
 kids=$(children_of "$walkpid")
 kill -9 "$walkpid"
 wait "$walkpid" 2>/dev/null || true

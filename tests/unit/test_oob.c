@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -117,6 +118,35 @@ static void garbage_and_close_are_errors(void **state)
 	free_pair(&p);
 }
 
+/*
+ * A peer that never reads cannot hold the sender: once the socket buffers
+ * are full, a send gives -ETIMEDOUT after its timeout instead of blocking.
+ */
+static void send_to_a_peer_that_never_reads_times_out(void **state)
+{
+	(void)state;
+	struct pair p;
+	static char chunk[OOB_MAX_MESSAGE];
+	struct timespec t0, t1;
+	int rc = 0, frames = 0;
+
+	make_pair(&p);
+	while (rc == 0 && frames < 100000) {
+		rc = oob_send_timeout(p.client, 1, chunk, sizeof(chunk), 100);
+		frames++;
+	}
+	assert_int_equal(rc, -ETIMEDOUT);
+	assert_true(frames > 1); /* the first frames fit in the buffers */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(oob_send_timeout(p.client, 1, chunk, sizeof(chunk), 200), -ETIMEDOUT);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+
+	assert_true(ms >= 150); /* it waited for room ... */
+	assert_true(ms < 5000); /* ... and gave up */
+	free_pair(&p);
+}
+
 struct late {
 	char addr[64];
 	struct oob_listener *l;
@@ -148,7 +178,7 @@ static void connect_refused_times_out(void **state)
 	assert_int_equal(oob_connect(addr, 100, &c), -ETIMEDOUT);
 
 	/* A peer that starts listening late is reached by the retry loop. */
-	struct late late = { .l = NULL };
+	struct late late = {.l = NULL};
 	struct oob_conn *server;
 	pthread_t t;
 
@@ -166,11 +196,12 @@ static void connect_refused_times_out(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(parse_addresses),
-		cmocka_unit_test(messages_arrive_in_order),
-		cmocka_unit_test(oversize_is_consumed_and_timeout_reported),
-		cmocka_unit_test(garbage_and_close_are_errors),
-		cmocka_unit_test(connect_refused_times_out),
+	    cmocka_unit_test(parse_addresses),
+	    cmocka_unit_test(messages_arrive_in_order),
+	    cmocka_unit_test(oversize_is_consumed_and_timeout_reported),
+	    cmocka_unit_test(garbage_and_close_are_errors),
+	    cmocka_unit_test(send_to_a_peer_that_never_reads_times_out),
+	    cmocka_unit_test(connect_refused_times_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
