@@ -141,6 +141,18 @@ void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp)
 		}
 		soft_complete_send(qp, w, IBV_WC_SUCCESS, soft_payload_len(w));
 		qp->sq_head++;
+		/*
+		 * An ACK restarts the transport timer while requests remain
+		 * outstanding, as InfiniBand's does: the new head may have been
+		 * queued long ago behind large ones (64 x 1 MiB WRITEs take longer
+		 * than the timeout to cross a slow wire) and is not late.
+		 */
+		if (qp->sq_head != qp->sq_next) {
+			struct soft_swqe *next = &qp->sq[qp->sq_head & qp->sq_mask];
+
+			if (next->sent && next->deadline_ns)
+				next->deadline_ns = soft_now_ns() + soft_timeout_ns(qp);
+		}
 		break;
 	case SOFT_RESP_RNR:
 		if (qp->attr.rnr_retry != 7 && w->rnr_retries++ >= qp->attr.rnr_retry) {
