@@ -18,17 +18,19 @@
 #define MR_ACCESS                                                                                            \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                         \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
-#define QP_ACCESS	     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
-#define MW_ACCESS	     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
-#define REMOTE_ACCESS	     MW_ACCESS
-#define SUBSET_PROBABILITY   0.3 /* --verify: an MR or window gets a random subset of the remote flags */
-#define MIN_QP_WR	     20
-#define MSG_UD_PROBABILITY   0.5
-#define SEND_IMM_PROBABILITY 0.5
-#define RC_MSG_MAX	     (64u << 10)
-#define UD_SEND_BYTES	     1000
-#define UD_RECV_BYTES	     1040 /* 40 bytes of GRH in front of the payload */
-#define MAX_SGE_USED	     16
+#define QP_ACCESS	       (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define MW_ACCESS	       (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define REMOTE_ACCESS	       MW_ACCESS
+#define SUBSET_PROBABILITY     0.3 /* --verify: an MR or window gets a random subset of the remote flags */
+#define MIN_QP_WR	       20
+#define MSG_UD_PROBABILITY     0.5
+#define SEND_IMM_PROBABILITY   0.5
+#define RC_MSG_MAX	       (64u << 10)
+#define UD_SEND_BYTES	       1000
+#define UD_RECV_BYTES	       1040	   /* 40 bytes of GRH in front of the payload */
+#define WRONG_QKEY_PROBABILITY 0.05	   /* --verify: a UD send with a wrong Q_Key, which must be dropped */
+#define WRONG_QKEY_IMM	       0xffffff00u /* its immediate data (| the sender's id): no length is that large */
+#define MAX_SGE_USED	       16
 
 /* A line of the client's history ring. */
 #define LOG(c, ...) walk_history_add(&(c)->hist, __VA_ARGS__)
@@ -57,10 +59,12 @@ struct qp_want {
 	bool send, recv, credit;
 };
 
-/* A local RC QP that can reach remote memory `k` (walk_qp_reaches), with credit if asked. */
+/* A local RC QP that can reach remote memory `k` (walk_qp_reaches), with credit and peer QP access if asked.
+ */
 struct reach {
 	const struct rkey_rec *k;
 	bool credit;
+	uint32_t access; /* remote access flags the peer QP must grant */
 };
 
 bool walk_qp_reaches(struct walk_client *c, int i, const void *arg);

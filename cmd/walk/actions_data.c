@@ -115,7 +115,11 @@ int walk_do_send(struct walk_client *c)
 	wr.wr.ud.ah = c->ah[ah].ah;
 	wr.wr.ud.remote_qpn = c->ruds[rud].qpn;
 	wr.wr.ud.remote_qkey = c->ruds[rud].qkey;
-	if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
+	if (c->cfg->verify && rng_bernoulli(&c->rng, WRONG_QKEY_PROBABILITY)) {
+		wr.wr.ud.remote_qkey ^= 1; /* Q_Keys never have the privileged top bit set here */
+		wr.opcode = IBV_WR_SEND_WITH_IMM;
+		wr.imm_data = htobe32(WRONG_QKEY_IMM | (uint32_t)c->id);
+	} else if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
 		wr.imm_data = htobe32(walk_imm(c, UD_SEND_BYTES, -1));
 	}
@@ -132,7 +136,7 @@ bool walk_qp_reaches(struct walk_client *c, int i, const void *arg)
 		return false;
 	if (w->k->kind == 2 ? r->peer_qpn != w->k->qpn : r->peer_pd != w->k->pd_id)
 		return false;
-	if (w->credit && !r->credit_count)
+	if ((w->credit && !r->credit_count) || (r->peer_access & w->access) != w->access)
 		return false;
 	return walk_can_post_send(c, i);
 }
@@ -140,7 +144,7 @@ bool walk_qp_reaches(struct walk_client *c, int i, const void *arg)
 /* A type-2 window's rkey and, on the QP it is bound to, a peer QP of ours with credit. */
 static bool rkey_kind2(struct walk_client *c, int i, const void *arg)
 {
-	struct reach w = {&c->rkeys[i], true};
+	struct reach w = {&c->rkeys[i], true, 0};
 
 	(void)arg;
 	if (!c->rkeys[i].used || c->rkeys[i].kind != 2)
@@ -158,7 +162,7 @@ int walk_do_send_with_inv(struct walk_client *c)
 
 	if ((k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_kind2, NULL)) < 0)
 		return 0;
-	w = (struct reach){&c->rkeys[k], true};
+	w = (struct reach){&c->rkeys[k], true, 0};
 	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return 0;
 	if (!post_rc_send(c, ACT_SEND_WITH_INV, q, c->rkeys[k].rkey, rng_bernoulli(&c->rng, 0.5)))
@@ -281,7 +285,7 @@ struct target_want {
 static bool rkey_reachable(struct walk_client *c, int i, const void *arg)
 {
 	const struct target_want *t = arg;
-	struct reach w = {&c->rkeys[i], false};
+	struct reach w = {&c->rkeys[i], false, t->access};
 
 	if (!c->rkeys[i].used || c->rkeys[i].len < t->min_len ||
 	    (c->rkeys[i].access & t->access) != t->access)
@@ -300,7 +304,7 @@ static bool pick_target(struct walk_client *c, uint32_t min_len, uint32_t access
 
 	if ((t->k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_reachable, &tw)) < 0)
 		return false;
-	w = (struct reach){&c->rkeys[t->k], false};
+	w = (struct reach){&c->rkeys[t->k], false, access};
 	if ((t->q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return false;
 	return (t->m = walk_pick_mr(c, c->qp[t->q].pd, min_len)) >= 0;
@@ -349,7 +353,7 @@ static int checked_write(struct walk_client *c)
 	if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_covers, &cw)) < 0)
 		return 0;
 	k = &c->rkeys[ki];
-	w = (struct reach){k, false};
+	w = (struct reach){k, false, cw.access};
 	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return 0;
 	mw = (struct mr_want){c->qp[q].pd, 1};
@@ -480,7 +484,7 @@ static int checked_atomic(struct walk_client *c, enum walk_action a)
 	if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_covers, &cw)) < 0)
 		return 0;
 	k = &c->rkeys[ki];
-	w = (struct reach){k, false};
+	w = (struct reach){k, false, cw.access};
 	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return 0;
 	ow.pd = c->qp[q].pd;

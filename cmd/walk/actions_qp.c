@@ -42,6 +42,8 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 				   .scq = scq,
 				   .rcq = rcq,
 				   .cap = init.cap,
+				   .access = QP_ACCESS,
+				   .peer_access = QP_ACCESS,
 				   .peer = -1};
 	c->pd[p].users++;
 	c->cq[scq].users++;
@@ -49,7 +51,7 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 	return i;
 }
 
-static int modify_init(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey)
+static int modify_init(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey, uint32_t access)
 {
 	struct ibv_qp_attr attr = {
 	    .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = (uint8_t)c->cfg->port};
@@ -59,7 +61,7 @@ static int modify_init(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey)
 		attr.qkey = qkey;
 		mask |= IBV_QP_QKEY;
 	} else {
-		attr.qp_access_flags = QP_ACCESS;
+		attr.qp_access_flags = access;
 		mask |= IBV_QP_ACCESS_FLAGS;
 	}
 	return hw_modify_qp(qp, &attr, mask);
@@ -98,7 +100,7 @@ int walk_connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn)
 	struct ibv_qp *qp = c->qp[q].qp;
 	int rd_atom = c->dattr.max_qp_rd_atom > 0 ? imin(c->dattr.max_qp_rd_atom, 16) : 1;
 	struct ibv_qp_attr attr;
-	int rc = modify_init(c, qp, 0);
+	int rc = modify_init(c, qp, 0, c->qp[q].access);
 
 	if (rc)
 		return rc;
@@ -157,12 +159,14 @@ int walk_do_create_rc_qp_pair(struct walk_client *c)
 	}
 	c->qp[q].initiator = true;
 	c->qp[q].peer = peer;
+	c->qp[q].access = (uint32_t)walk_remote_access(c);
 	/* ok is counted when the handshake completes (handle RC_REPLY) */
-	LOG_STEP(c, "create_rc_qp_pair qp=%u pd[%d] cq=%d/%d peer=c%d -> requested", c->qp[q].qp->qp_num,
-		 c->qp[q].pd, c->qp[q].scq, c->qp[q].rcq, peer);
+	LOG_STEP(c, "create_rc_qp_pair qp=%u pd[%d] cq=%d/%d access=%x peer=c%d -> requested",
+		 c->qp[q].qp->qp_num, c->qp[q].pd, c->qp[q].scq, c->qp[q].rcq, c->qp[q].access, peer);
 	m.dst = (uint16_t)peer;
 	m.qpn = c->qp[q].qp->qp_num;
 	m.pd_id = c->pd[c->qp[q].pd].id;
+	m.access = c->qp[q].access;
 	walk_publish(c, &m);
 	return 1;
 }
@@ -185,7 +189,7 @@ int walk_do_create_ud_qp(struct walk_client *c)
 	/* Q_Keys with the top bit set are privileged (Linux 6.4+): never sample them. */
 	qkey = (uint32_t)rng_next(&c->rng) & 0x7fffffffu;
 	c->qp[q].qkey = qkey;
-	rc = modify_init(c, c->qp[q].qp, qkey);
+	rc = modify_init(c, c->qp[q].qp, qkey, 0);
 	if (!rc) {
 		memset(&attr, 0, sizeof(attr));
 		attr.qp_state = IBV_QPS_RTR;

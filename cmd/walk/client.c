@@ -232,6 +232,13 @@ static void check_recv(struct walk_client *c, const struct wr_rec *w, struct qp_
 	imm = be32toh(wc->imm_data);
 	len = imm >> 8;
 	from = imm & 0xff; /* UD: the sender's id; RC: the sequence on this QP */
+	if (r->type == IBV_QPT_UD && (imm & WRONG_QKEY_IMM) == WRONG_QKEY_IMM) {
+		walk_stats_fail(&c->stats,
+				"client %d #%llu: UD QP %u (Q_Key %x) received a message client %u sent with "
+				"another Q_Key; expected the device to drop it",
+				c->id, (unsigned long long)c->seq, r->qp->qp_num, r->qkey, from);
+		return;
+	}
 	if (len != wc->byte_len - (r->type == IBV_QPT_UD ? UD_RECV_BYTES - UD_SEND_BYTES : 0) ||
 	    (r->type == IBV_QPT_UD && from >= (uint32_t)c->clients))
 		walk_stats_fail(
@@ -390,8 +397,10 @@ static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 	for (int i = 0; i < MAX_QP && q < 0; i++)
 		if (!c->qp[i].used)
 			q = i;
-	if (q >= 0)
-		q = walk_create_rc_responder(c, m->bytes);
+	if (q >= 0 && (q = walk_create_rc_responder(c, m->bytes)) >= 0) {
+		c->qp[q].access = (uint32_t)walk_remote_access(c);
+		c->qp[q].peer_access = m->access & QP_ACCESS;
+	}
 	if (q >= 0 && walk_connect_rc(c, q, m->src, m->qpn) != 0) {
 		walk_destroy_qp_rec(c, q);
 		q = -1;
@@ -405,6 +414,7 @@ static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 		r->state = QP_CONNECTING; /* usable once the initiator says RC_READY */
 		reply.qpn = r->qp->qp_num;
 		reply.pd_id = c->pd[r->pd].id;
+		reply.access = r->access;
 	}
 	LOG(c, "c%d rc request from c%d qp=%u -> %s qp=%u", c->id, m->src, m->qpn,
 	    q >= 0 ? "accepted" : "refused", reply.qpn);
@@ -428,6 +438,7 @@ static void on_rc_reply(struct walk_client *c, const struct walk_msg *m)
 	}
 	r->peer_qpn = m->qpn;
 	r->peer_pd = m->pd_id;
+	r->peer_access = m->access & QP_ACCESS;
 	rc = walk_connect_rc(c, q, m->src, m->qpn);
 	LOG(c, "c%d rc reply from c%d: qp %u <-> %u -> %d", c->id, m->src, r->qp->qp_num, m->qpn, rc);
 	if (rc) {

@@ -86,6 +86,7 @@ struct qp_rec {
 	bool initiator, down_sent;
 	int peer;
 	uint32_t peer_qpn, peer_pd, qkey;
+	uint32_t access, peer_access; /* RC: this QP's remote access flags, and its peer QP's */
 	int send_inflight, recv_inflight, type2_bound;
 	uint32_t credit[CREDITS]; /* bytes of each receive the peer posted for us */
 	int credit_head, credit_count;

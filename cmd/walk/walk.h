@@ -86,6 +86,7 @@ enum walk_probe_kind {
 	PROBE_LAST_BYTE, /* the last byte of the range: must succeed */
 	PROBE_FORBIDDEN, /* an access the key's access flags do not grant: must fail */
 	PROBE_UNALIGNED, /* an atomic on an address that is not 8-byte aligned: must fail */
+	PROBE_QP_ACCESS, /* an access the responder QP's access flags do not grant: must fail */
 	PROBE_KINDS
 };
 
