@@ -28,30 +28,41 @@ static uint32_t pop_credit(struct qp_rec *r)
 	return bytes;
 }
 
+/*
+ * An RC SEND within the receive credit.  With --verify, one of MSG_HDR
+ * bytes or more carries a header (message.c): small ones (always when the
+ * credit is small) come whole from the WR slot's cell, others take only
+ * the header from there.
+ */
 static int post_rc_send(struct walk_client *c, enum walk_action a, int q, uint32_t inv_rkey, bool empty)
 {
 	struct qp_rec *r = &c->qp[q];
 	struct ibv_sge sge[MAX_SGE_USED];
 	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND};
 	uint32_t capacity = r->credit[r->credit_head], start = 0, len = 0;
+	uint32_t most = capacity < RC_MSG_MAX ? capacity : RC_MSG_MAX, head = 0;
+	bool headed = c->cfg->verify && !empty && most >= MSG_HDR, small = false;
 	int m = -1, slot;
 
-	if (!empty) {
+	if (headed) {
+		if (!c->pd[r->pd].msg_mr)
+			return 0;
+		small = most <= MSG_CELL || r->cap.max_send_sge < 2 || rng_bernoulli(&c->rng, 0.5);
+		head = MSG_HDR;
+	}
+	if (small) {
+		len = (uint32_t)rng_range(&c->rng, MSG_HDR, most < MSG_CELL ? most : MSG_CELL);
+	} else if (!empty) {
 		if ((m = walk_pick_mr(c, r->pd, 1)) < 0)
 			return 0;
-		len = walk_choose_range(
-		    c, c->mr[m].off, c->mr[m].len,
-		    (uint32_t)rng_range(&c->rng, 1, capacity < RC_MSG_MAX ? capacity : RC_MSG_MAX), false, 1,
-		    &start);
+		len = walk_choose_range(c, c->mr[m].off, c->mr[m].len,
+					(uint32_t)rng_range(&c->rng, 1, most - head), false, 1, &start);
 		if (!len)
 			return 0;
+		len += head;
 	}
 	if ((slot = walk_alloc_wr(c, a, q, m, &wr.wr_id)) < 0)
 		return 0;
-	if (m >= 0) {
-		wr.sg_list = sge;
-		wr.num_sge = walk_make_sges(c, m, start, len, walk_sge_count(c, r->cap.max_send_sge), sge);
-	}
 	if (a == ACT_SEND_WITH_INV) {
 		wr.opcode = IBV_WR_SEND_WITH_INV;
 		wr.invalidate_rkey = inv_rkey;
@@ -59,9 +70,18 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, uint32
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
 		wr.imm_data = htobe32(walk_imm(c, len, q));
 	}
+	if (headed) {
+		walk_msg_fill(c, q, (uint32_t)slot, &wr, len, m, start, sge);
+	} else if (m >= 0) {
+		wr.sg_list = sge;
+		wr.num_sge = walk_make_sges(c, c->mr[m].mr->lkey, start, len,
+					    walk_sge_count(c, r->cap.max_send_sge), sge);
+	}
 	pop_credit(r);
-	if (walk_post_send_wr(c, a, q, m, &wr, slot) == 0 && wr.opcode == IBV_WR_SEND_WITH_IMM)
-		r->tx_imm_seq++;
+	if (walk_post_send_wr(c, a, q, m, &wr, slot) == 0) {
+		r->tx_imm_seq += wr.opcode == IBV_WR_SEND_WITH_IMM;
+		r->tx_seq += headed;
+	}
 	return 1;
 }
 
@@ -93,7 +113,7 @@ int walk_do_send(struct walk_client *c)
 	struct ibv_sge sge[MAX_SGE_USED];
 	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND};
 	struct ud_dest d;
-	uint32_t start;
+	uint32_t start, head;
 	int q, m, ah, rud, slot;
 
 	if ((q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0)
@@ -101,17 +121,19 @@ int walk_do_send(struct walk_client *c)
 	if (!ud)
 		return post_rc_send(c, ACT_SEND, q, 0, false);
 	d.pd = c->qp[q].pd;
+	/* --verify: the header comes from the slot's cell, the rest from an MR */
+	head = c->cfg->verify ? MSG_HDR : 0;
+	if (head && (!c->pd[d.pd].msg_mr || c->qp[q].cap.max_send_sge < 2))
+		return 0;
 	if ((ah = walk_pick_index(c, MAX_AH, ah_with_target, &d)) < 0 ||
-	    (m = walk_pick_mr(c, d.pd, UD_SEND_BYTES)) < 0)
+	    (m = walk_pick_mr(c, d.pd, UD_SEND_BYTES - head)) < 0)
 		return 0;
 	rud = walk_pick_index(c, MAX_REMOTE_UD, rud_of, &c->ah[ah].target);
-	if (rud < 0 || !walk_choose_range(c, c->mr[m].off, c->mr[m].len, UD_SEND_BYTES, false, 1, &start))
+	if (rud < 0 ||
+	    !walk_choose_range(c, c->mr[m].off, c->mr[m].len, UD_SEND_BYTES - head, false, 1, &start))
 		return 0;
 	if ((slot = walk_alloc_wr(c, ACT_SEND, q, m, &wr.wr_id)) < 0)
 		return 0;
-	wr.sg_list = sge;
-	wr.num_sge =
-	    walk_make_sges(c, m, start, UD_SEND_BYTES, walk_sge_count(c, c->qp[q].cap.max_send_sge), sge);
 	wr.wr.ud.ah = c->ah[ah].ah;
 	wr.wr.ud.remote_qpn = c->ruds[rud].qpn;
 	wr.wr.ud.remote_qkey = c->ruds[rud].qkey;
@@ -122,6 +144,13 @@ int walk_do_send(struct walk_client *c)
 	} else if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
 		wr.imm_data = htobe32(walk_imm(c, UD_SEND_BYTES, -1));
+	}
+	if (head) {
+		walk_msg_fill(c, q, (uint32_t)slot, &wr, UD_SEND_BYTES, m, start, sge);
+	} else {
+		wr.sg_list = sge;
+		wr.num_sge = walk_make_sges(c, c->mr[m].mr->lkey, start, UD_SEND_BYTES,
+					    walk_sge_count(c, c->qp[q].cap.max_send_sge), sge);
 	}
 	walk_post_send_wr(c, ACT_SEND, q, m, &wr, slot);
 	return 1;
@@ -193,7 +222,7 @@ int walk_do_recv(struct walk_client *c)
 	struct qp_want qw;
 	struct ibv_sge sge[MAX_SGE_USED];
 	struct ibv_recv_wr wr = {0}, *bad;
-	uint32_t start, len, want;
+	uint32_t start, len, want, head = 0;
 	int q, m, slot, rc;
 
 	if (c->hint.on && c->hint.qp >= 0 && c->qp[c->hint.qp].used)
@@ -203,15 +232,39 @@ int walk_do_recv(struct walk_client *c)
 	    (q = walk_pick_hinted(c, MAX_QP, walk_qp_match, &qw, c->hint.qp)) < 0)
 		return 0;
 	want = ud ? UD_RECV_BYTES : (uint32_t)rng_range(&c->rng, 1, RC_MSG_MAX);
-	if ((m = pick_recv_mr(c, c->qp[q].pd, ud ? UD_RECV_BYTES : 1)) < 0)
-		return 0;
-	len = walk_choose_range(c, c->mr[m].off, c->mr[m].len, want, true, 1, &start);
-	if (!len || (ud && len < UD_RECV_BYTES) || (slot = walk_alloc_wr(c, ACT_RECV, q, m, &wr.wr_id)) < 0)
+	if (c->cfg->verify) {
+		/* the header (after the GRH) lands in the slot's cell; an RC receive may be all cell */
+		head = ud ? UD_RECV_BYTES - UD_SEND_BYTES + MSG_HDR : MSG_HDR;
+		if (!c->pd[c->qp[q].pd].msg_mr || (ud && c->qp[q].cap.max_recv_sge < 2))
+			return 0;
+		if (!ud && (want <= head || c->qp[q].cap.max_recv_sge < 2 || rng_bernoulli(&c->rng, 0.5))) {
+			head = 0;
+			want = want < MSG_CELL ? want : (uint32_t)rng_range(&c->rng, 1, MSG_CELL);
+		}
+	}
+	if (c->cfg->verify && !head) {
+		m = -1;
+		len = want;
+		start = 0;
+	} else {
+		if ((m = pick_recv_mr(c, c->qp[q].pd, ud ? UD_RECV_BYTES - head : 1)) < 0)
+			return 0;
+		len = walk_choose_range(c, c->mr[m].off, c->mr[m].len, want - head, true, 1, &start);
+		if (!len || (ud && len < UD_RECV_BYTES - head))
+			return 0;
+		len += head;
+	}
+	if ((slot = walk_alloc_wr(c, ACT_RECV, q, m, &wr.wr_id)) < 0)
 		return 0;
 	c->wr[slot].is_recv = true;
 	c->wr[slot].len = len;
-	wr.sg_list = sge;
-	wr.num_sge = walk_make_sges(c, m, start, len, walk_sge_count(c, c->qp[q].cap.max_recv_sge), sge);
+	if (c->cfg->verify) {
+		walk_msg_recv_fill(c, q, (uint32_t)slot, &wr, len, m, start, head, sge);
+	} else {
+		wr.sg_list = sge;
+		wr.num_sge = walk_make_sges(c, c->mr[m].mr->lkey, start, len,
+					    walk_sge_count(c, c->qp[q].cap.max_recv_sge), sge);
+	}
 	c->stats.issued[ACT_RECV]++;
 	rc = hw_post_recv(c->qp[q].qp, &wr, &bad);
 	if (!rc)
@@ -225,7 +278,8 @@ int walk_do_recv(struct walk_client *c)
 	}
 	c->qp[q].recv_inflight++;
 	c->cq[c->qp[q].rcq].outstanding++;
-	c->mr[m].inflight++;
+	if (m >= 0)
+		c->mr[m].inflight++;
 	if (!ud) {
 		/* Receive credit: the peer may now send up to len bytes once. */
 		struct walk_msg msg = {.type = MSG_CREDIT,
@@ -327,7 +381,7 @@ static bool mr_covers(struct walk_client *c, int i, const void *arg)
 {
 	const struct mr_want *w = arg;
 	const struct mr_rec *m = &c->mr[i];
-	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	uint32_t slot_off = SLOT_OFF(c->id);
 
 	return m->used && m->pd == w->pd && m->off <= slot_off &&
 	       m->off + m->len >= slot_off + CHECK_SLOT / 2;
@@ -339,7 +393,7 @@ static bool mr_covers(struct walk_client *c, int i, const void *arg)
  */
 static int checked_write(struct walk_client *c)
 {
-	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	uint32_t slot_off = SLOT_OFF(c->id);
 	struct check_want cw = {slot_off + CHECK_SLOT / 2, slot_off,
 				(uint32_t)rng_range(&c->rng, 8, CHECK_SLOT / 4),
 				IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
@@ -411,7 +465,8 @@ int walk_do_read_write(struct walk_client *c, enum walk_action a)
 	if (!len || (slot = walk_alloc_wr(c, a, t.q, t.m, &wr.wr_id)) < 0)
 		return 0;
 	wr.sg_list = sge;
-	wr.num_sge = walk_make_sges(c, t.m, lstart, len, walk_sge_count(c, c->qp[t.q].cap.max_send_sge), sge);
+	wr.num_sge = walk_make_sges(c, c->mr[t.m].mr->lkey, lstart, len,
+				    walk_sge_count(c, c->qp[t.q].cap.max_send_sge), sge);
 	wr.wr.rdma.remote_addr = walk_remote_addr(k, rstart);
 	wr.wr.rdma.rkey = k->rkey;
 	walk_post_send_wr(c, a, t.q, t.m, &wr, slot);
@@ -466,7 +521,7 @@ static uint64_t near_miss(struct walk_client *c, uint64_t value, bool known)
  */
 static int checked_atomic(struct walk_client *c, enum walk_action a)
 {
-	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	uint32_t slot_off = SLOT_OFF(c->id);
 	int word = (int)rng_range(&c->rng, 0, ATOM_WORDS - 1);
 	struct check_want cw = {slot_off + ATOM_REMOTE_OFF + 8u * (uint32_t)word, 0, 8,
 				IBV_ACCESS_REMOTE_ATOMIC};
@@ -527,7 +582,7 @@ static int checked_atomic(struct walk_client *c, enum walk_action a)
 
 void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st)
 {
-	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	uint32_t slot_off = SLOT_OFF(c->id);
 	int owner = c->atom_pending.owner, word = c->atom_pending.word;
 	uint64_t got, *value = &c->atom[owner][word].value;
 	bool *known = &c->atom[owner][word].known;

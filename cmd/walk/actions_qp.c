@@ -17,7 +17,7 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 {
 	int p = pd >= 0 ? pd : walk_pick_pd_for_new(c), i = qp_slot(c);
 	int scq = walk_pick_cq_for_new(c), rcq = walk_pick_cq_for_new(c);
-	int wr_max = c->dattr.max_qp_wr / 8, sge_max = c->dattr.max_sge / 2;
+	int wr_max = c->dattr.max_qp_wr / 8, sge_max = c->dattr.max_sge / 2, sge_min;
 	struct ibv_qp_init_attr init = {.qp_type = type};
 	struct ibv_qp *qp;
 
@@ -25,12 +25,14 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 		return -1;
 	wr_max = wr_max < MIN_QP_WR ? MIN_QP_WR : wr_max;
 	sge_max = sge_max < 1 ? 1 : sge_max;
+	/* --verify: a message header takes an SGE of its own */
+	sge_min = c->cfg->verify && sge_max >= 2 ? 2 : 1;
 	init.send_cq = c->cq[scq].cq;
 	init.recv_cq = c->cq[rcq].cq;
 	init.cap.max_send_wr = (uint32_t)rng_range(&c->rng, MIN_QP_WR, (uint64_t)wr_max);
 	init.cap.max_recv_wr = (uint32_t)rng_range(&c->rng, MIN_QP_WR, (uint64_t)wr_max);
-	init.cap.max_send_sge = (uint32_t)rng_range(&c->rng, 1, (uint64_t)sge_max);
-	init.cap.max_recv_sge = (uint32_t)rng_range(&c->rng, 1, (uint64_t)sge_max);
+	init.cap.max_send_sge = (uint32_t)rng_range(&c->rng, (uint64_t)sge_min, (uint64_t)sge_max);
+	init.cap.max_recv_sge = (uint32_t)rng_range(&c->rng, (uint64_t)sge_min, (uint64_t)sge_max);
 	qp = hw_create_qp(c->pd[p].pd, &init);
 	if (!qp)
 		return -2;

@@ -118,7 +118,7 @@ static void bind_done(struct walk_client *c, int i, bool ok)
 
 static void check_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_status st)
 {
-	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	uint32_t slot_off = SLOT_OFF(c->id);
 	unsigned char *expect = c->buf + slot_off, *got = c->buf + slot_off + CHECK_SLOT / 4;
 
 	if (w->action == ACT_WRITE) {
@@ -301,6 +301,8 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		check_flush_status(c, w, r, wc->status);
 		if (w->is_recv)
 			check_recv(c, w, r, wc);
+		if (w->msg && wc->status == IBV_WC_SUCCESS && !w->expect_flush)
+			walk_msg_check(c, slot, r, wc);
 	}
 	if (!ok && r->state != QP_ERR) {
 		/* Any error completion leaves the QP in an error state. */
@@ -672,7 +674,9 @@ static void teardown(struct walk_client *c)
 		if (c->mr[i].used && (rc = hw_dereg_mr(c->mr[i].mr)))
 			destroy_failed(c, "ibv_dereg_mr", rc);
 	for (int i = 0; i < MAX_PD; i++)
-		if (c->pd[i].used && (rc = hw_dealloc_pd(c->pd[i].pd)))
+		if (c->pd[i].used && (rc = walk_msg_mr_dereg(c, i)))
+			destroy_failed(c, "ibv_dereg_mr (message cells)", rc);
+		else if (c->pd[i].used && (rc = hw_dealloc_pd(c->pd[i].pd)))
 			destroy_failed(c, "ibv_dealloc_pd", rc);
 	for (int i = 0; i < MAX_CQ; i++)
 		if (c->cq[i].used && (rc = hw_destroy_cq(c->cq[i].cq)))

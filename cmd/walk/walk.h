@@ -107,6 +107,7 @@ struct walk_stats {
 	uint64_t probes[PROBE_KINDS]; /* --verify probes posted, by kind */
 	uint64_t flush_posts;
 	uint64_t atomics_checked;
+	uint64_t msgs_checked, msgs_content_checked; /* --verify: received headers, and payloads compared */
 	/* --verify: atomics on owned words whose result was compared */ /* --verify: WRs posted to a QP
 									    in ERR (they must flush) */
 	uint64_t alive_end;   /* objects alive when the walk stopped */
