@@ -398,7 +398,7 @@ static int checked_write(struct walk_client *c)
 				(uint32_t)rng_range(&c->rng, 8, CHECK_SLOT / 4),
 				IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
 	struct ibv_send_wr wr = {.opcode = IBV_WR_RDMA_WRITE, .num_sge = 1};
-	struct ibv_sge src, dst;
+	struct ibv_sge src, dsts[MAX_SGE_USED];
 	const struct rkey_rec *k;
 	struct mr_want mw;
 	struct reach w;
@@ -416,7 +416,6 @@ static int checked_write(struct walk_client *c)
 	    c->cq[c->qp[q].scq].outstanding + 2 > c->cq[c->qp[q].scq].cqe || c->nfree_wr < 2)
 		return 0;
 	src = (struct ibv_sge){(uintptr_t)(c->buf + slot_off), cw.len, c->mr[m].mr->lkey};
-	dst = (struct ibv_sge){(uintptr_t)(c->buf + slot_off + CHECK_SLOT / 4), cw.len, c->mr[m].mr->lkey};
 	c->check_seed = rng_next(&c->rng);
 	c->check_len = cw.len;
 	walk_fill_pattern(c->buf + slot_off, cw.len, c->check_seed);
@@ -428,7 +427,10 @@ static int checked_write(struct walk_client *c)
 	c->wr[ws].check = true;
 	if (walk_post_send_wr(c, ACT_WRITE, q, m, &wr, ws))
 		return 1;
-	wr = (struct ibv_send_wr){.opcode = IBV_WR_RDMA_READ, .sg_list = &dst, .num_sge = 1};
+	/* the read-back scatters over several SGEs when the QP allows */
+	wr = (struct ibv_send_wr){.opcode = IBV_WR_RDMA_READ, .sg_list = dsts};
+	wr.num_sge = walk_make_sges(c, c->mr[m].mr->lkey, slot_off + CHECK_SLOT / 4, cw.len,
+				    walk_sge_count(c, c->qp[q].cap.max_send_sge), dsts);
 	wr.wr.rdma.remote_addr = walk_remote_addr(k, cw.remote_off);
 	wr.wr.rdma.rkey = k->rkey;
 	rs = walk_alloc_wr(c, ACT_READ, q, m, &wr.wr_id);

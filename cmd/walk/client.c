@@ -218,6 +218,12 @@ static void check_recv(struct walk_client *c, const struct wr_rec *w, struct qp_
 
 	if (wc->status != IBV_WC_SUCCESS || w->expect_flush)
 		return;
+	if (r->type == IBV_QPT_UD && !(wc->wc_flags & IBV_WC_GRH))
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d #%llu: a UD receive on QP %u completed without IBV_WC_GRH; the first 40 "
+		    "bytes of every UD receive hold a GRH",
+		    c->id, (unsigned long long)c->seq, r->qp->qp_num);
 	if (r->type == IBV_QPT_UD ? wc->byte_len != UD_RECV_BYTES : wc->byte_len > want) {
 		walk_stats_fail(
 		    &c->stats,

@@ -223,7 +223,12 @@ void walk_probe_step(struct walk_client *c)
 	case 0: /* one byte past the end, or the byte before the start */
 		if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
-		if (rng_bernoulli(&c->rng, 0.5) || k->off == 0) {
+		if (k->len >= 8 && rng_bernoulli(&c->rng, 0.3)) {
+			/* a READ of 8 bytes, 4 inside the end and 4 past it: the whole range is checked */
+			off = (int64_t)k->off + (int64_t)k->len - 4;
+			post_probe(c, q, PROBE_OUTSIDE, IBV_WR_RDMA_READ, k->owner, k->rkey, k->event,
+				   walk_remote_addr(k, (uint32_t)off), 8);
+		} else if (rng_bernoulli(&c->rng, 0.5) || k->off == 0) {
 			off = (int64_t)k->off + (int64_t)k->len;
 			/* an atomic needs 8 aligned bytes: the first aligned word past the end */
 			off = (off + 7) / 8 * 8;
