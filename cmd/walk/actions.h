@@ -18,17 +18,20 @@
 #define MR_ACCESS                                                                                            \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                         \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
-#define QP_ACCESS	     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
-#define MW_ACCESS	     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
-#define REMOTE_ACCESS	     MW_ACCESS
-#define SUBSET_PROBABILITY   0.3 /* --verify: an MR or window gets a random subset of the remote flags */
-#define MIN_QP_WR	     20
-#define MSG_UD_PROBABILITY   0.5
-#define SEND_IMM_PROBABILITY 0.5
-#define RC_MSG_MAX	     (64u << 10)
-#define UD_SEND_BYTES	     1000
-#define UD_RECV_BYTES	     1040 /* 40 bytes of GRH in front of the payload */
-#define MAX_SGE_USED	     16
+#define QP_ACCESS	       (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define MW_ACCESS	       (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define REMOTE_ACCESS	       MW_ACCESS
+#define SUBSET_PROBABILITY     0.3 /* --verify: an MR or window gets a random subset of the remote flags */
+#define MIN_QP_WR	       20
+#define MSG_UD_PROBABILITY     0.5
+#define SEND_IMM_PROBABILITY   0.5
+#define RC_MSG_MAX	       (64u << 10)
+#define UD_SEND_BYTES	       1000
+#define UD_RECV_BYTES	       1040	   /* 40 bytes of GRH in front of the payload */
+#define WRONG_QKEY_PROBABILITY 0.05	   /* --verify: a UD send with a wrong Q_Key, which must be dropped */
+#define WRONG_QKEY_IMM	       0xffffff00u /* its immediate data (| the sender's id): no length is that large */
+#define MAX_SGE_USED	       16
+#define MSG_HDR		       32u /* --verify: the header in front of every SEND of at least this size */
 
 /* A line of the client's history ring. */
 #define LOG(c, ...) walk_history_add(&(c)->hist, __VA_ARGS__)
@@ -57,10 +60,12 @@ struct qp_want {
 	bool send, recv, credit;
 };
 
-/* A local RC QP that can reach remote memory `k` (walk_qp_reaches), with credit if asked. */
+/* A local RC QP that can reach remote memory `k` (walk_qp_reaches), with credit and peer QP access if asked.
+ */
 struct reach {
 	const struct rkey_rec *k;
 	bool credit;
+	uint32_t access; /* remote access flags the peer QP must grant */
 };
 
 bool walk_qp_reaches(struct walk_client *c, int i, const void *arg);
@@ -85,12 +90,25 @@ bool walk_mw_match(struct walk_client *c, int i, const void *arg);
 bool walk_can_post_send(struct walk_client *c, int q);
 bool walk_qp_match(struct walk_client *c, int i, const void *arg);
 int walk_pick_mr(struct walk_client *c, int pd, uint32_t min_len);
-int walk_make_sges(struct walk_client *c, int m, uint32_t start, uint32_t len, int n, struct ibv_sge *sge);
+int walk_make_sges(struct walk_client *c, uint32_t lkey, uint32_t start, uint32_t len, int n,
+		   struct ibv_sge *sge);
 int walk_sge_count(struct walk_client *c, uint32_t max);
 int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, struct ibv_send_wr *wr,
 		      int slot);
 uint32_t walk_choose_range(struct walk_client *c, uint32_t off, uint32_t avail, uint32_t want, bool dest,
 			   uint32_t align, uint32_t *start);
+
+/* message.c (--verify): message headers in the WR slots' cells, checked on receipt */
+int walk_msg_mr_reg(struct walk_client *c, int p);
+int walk_msg_mr_dereg(struct walk_client *c, int p);
+/* A SEND of len bytes: all in the cell (m < 0, with content) or the header there, the rest from MR m at
+ * start. */
+void walk_msg_fill(struct walk_client *c, int q, uint32_t slot, struct ibv_send_wr *wr, uint32_t len, int m,
+		   uint32_t start, struct ibv_sge *sge);
+/* A receive of len bytes: all in the cell (m < 0) or its first `head` bytes there, the rest from MR m. */
+void walk_msg_recv_fill(struct walk_client *c, int q, uint32_t slot, struct ibv_recv_wr *wr, uint32_t len,
+			int m, uint32_t start, uint32_t head, struct ibv_sge *sge);
+void walk_msg_check(struct walk_client *c, uint32_t slot, struct qp_rec *r, const struct ibv_wc *wc);
 
 /* The actions: 1 done (issued), 0 precondition not met (redraw). */
 int walk_do_create_cq(struct walk_client *c);

@@ -161,8 +161,9 @@ uint32_t walk_choose_range(struct walk_client *c, uint32_t off, uint32_t avail, 
 	return len;
 }
 
-/* Splits [start, start + len) of a local MR into n contiguous SGEs. */
-int walk_make_sges(struct walk_client *c, int m, uint32_t start, uint32_t len, int n, struct ibv_sge *sge)
+/* Splits buffer offsets [start, start + len) of a local MR (lkey) into n contiguous SGEs. */
+int walk_make_sges(struct walk_client *c, uint32_t lkey, uint32_t start, uint32_t len, int n,
+		   struct ibv_sge *sge)
 {
 	uint32_t cut[MAX_SGE_USED + 1];
 
@@ -186,7 +187,7 @@ int walk_make_sges(struct walk_client *c, int m, uint32_t start, uint32_t len, i
 	for (int i = 0; i < n; i++) {
 		sge[i].addr = (uintptr_t)(c->buf + start + cut[i]);
 		sge[i].length = cut[i + 1] - cut[i];
-		sge[i].lkey = c->mr[m].mr->lkey;
+		sge[i].lkey = lkey;
 	}
 	return n;
 }

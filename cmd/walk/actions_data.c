@@ -28,30 +28,41 @@ static uint32_t pop_credit(struct qp_rec *r)
 	return bytes;
 }
 
+/*
+ * An RC SEND within the receive credit.  With --verify, one of MSG_HDR
+ * bytes or more carries a header (message.c): small ones (always when the
+ * credit is small) come whole from the WR slot's cell, others take only
+ * the header from there.
+ */
 static int post_rc_send(struct walk_client *c, enum walk_action a, int q, uint32_t inv_rkey, bool empty)
 {
 	struct qp_rec *r = &c->qp[q];
 	struct ibv_sge sge[MAX_SGE_USED];
 	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND};
 	uint32_t capacity = r->credit[r->credit_head], start = 0, len = 0;
+	uint32_t most = capacity < RC_MSG_MAX ? capacity : RC_MSG_MAX, head = 0;
+	bool headed = c->cfg->verify && !empty && most >= MSG_HDR, small = false;
 	int m = -1, slot;
 
-	if (!empty) {
+	if (headed) {
+		if (!c->pd[r->pd].msg_mr)
+			return 0;
+		small = most <= MSG_CELL || r->cap.max_send_sge < 2 || rng_bernoulli(&c->rng, 0.5);
+		head = MSG_HDR;
+	}
+	if (small) {
+		len = (uint32_t)rng_range(&c->rng, MSG_HDR, most < MSG_CELL ? most : MSG_CELL);
+	} else if (!empty) {
 		if ((m = walk_pick_mr(c, r->pd, 1)) < 0)
 			return 0;
-		len = walk_choose_range(
-		    c, c->mr[m].off, c->mr[m].len,
-		    (uint32_t)rng_range(&c->rng, 1, capacity < RC_MSG_MAX ? capacity : RC_MSG_MAX), false, 1,
-		    &start);
+		len = walk_choose_range(c, c->mr[m].off, c->mr[m].len,
+					(uint32_t)rng_range(&c->rng, 1, most - head), false, 1, &start);
 		if (!len)
 			return 0;
+		len += head;
 	}
 	if ((slot = walk_alloc_wr(c, a, q, m, &wr.wr_id)) < 0)
 		return 0;
-	if (m >= 0) {
-		wr.sg_list = sge;
-		wr.num_sge = walk_make_sges(c, m, start, len, walk_sge_count(c, r->cap.max_send_sge), sge);
-	}
 	if (a == ACT_SEND_WITH_INV) {
 		wr.opcode = IBV_WR_SEND_WITH_INV;
 		wr.invalidate_rkey = inv_rkey;
@@ -59,9 +70,18 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, uint32
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
 		wr.imm_data = htobe32(walk_imm(c, len, q));
 	}
+	if (headed) {
+		walk_msg_fill(c, q, (uint32_t)slot, &wr, len, m, start, sge);
+	} else if (m >= 0) {
+		wr.sg_list = sge;
+		wr.num_sge = walk_make_sges(c, c->mr[m].mr->lkey, start, len,
+					    walk_sge_count(c, r->cap.max_send_sge), sge);
+	}
 	pop_credit(r);
-	if (walk_post_send_wr(c, a, q, m, &wr, slot) == 0 && wr.opcode == IBV_WR_SEND_WITH_IMM)
-		r->tx_imm_seq++;
+	if (walk_post_send_wr(c, a, q, m, &wr, slot) == 0) {
+		r->tx_imm_seq += wr.opcode == IBV_WR_SEND_WITH_IMM;
+		r->tx_seq += headed;
+	}
 	return 1;
 }
 
@@ -93,7 +113,7 @@ int walk_do_send(struct walk_client *c)
 	struct ibv_sge sge[MAX_SGE_USED];
 	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND};
 	struct ud_dest d;
-	uint32_t start;
+	uint32_t start, head;
 	int q, m, ah, rud, slot;
 
 	if ((q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0)
@@ -101,23 +121,36 @@ int walk_do_send(struct walk_client *c)
 	if (!ud)
 		return post_rc_send(c, ACT_SEND, q, 0, false);
 	d.pd = c->qp[q].pd;
+	/* --verify: the header comes from the slot's cell, the rest from an MR */
+	head = c->cfg->verify ? MSG_HDR : 0;
+	if (head && (!c->pd[d.pd].msg_mr || c->qp[q].cap.max_send_sge < 2))
+		return 0;
 	if ((ah = walk_pick_index(c, MAX_AH, ah_with_target, &d)) < 0 ||
-	    (m = walk_pick_mr(c, d.pd, UD_SEND_BYTES)) < 0)
+	    (m = walk_pick_mr(c, d.pd, UD_SEND_BYTES - head)) < 0)
 		return 0;
 	rud = walk_pick_index(c, MAX_REMOTE_UD, rud_of, &c->ah[ah].target);
-	if (rud < 0 || !walk_choose_range(c, c->mr[m].off, c->mr[m].len, UD_SEND_BYTES, false, 1, &start))
+	if (rud < 0 ||
+	    !walk_choose_range(c, c->mr[m].off, c->mr[m].len, UD_SEND_BYTES - head, false, 1, &start))
 		return 0;
 	if ((slot = walk_alloc_wr(c, ACT_SEND, q, m, &wr.wr_id)) < 0)
 		return 0;
-	wr.sg_list = sge;
-	wr.num_sge =
-	    walk_make_sges(c, m, start, UD_SEND_BYTES, walk_sge_count(c, c->qp[q].cap.max_send_sge), sge);
 	wr.wr.ud.ah = c->ah[ah].ah;
 	wr.wr.ud.remote_qpn = c->ruds[rud].qpn;
 	wr.wr.ud.remote_qkey = c->ruds[rud].qkey;
-	if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
+	if (c->cfg->verify && rng_bernoulli(&c->rng, WRONG_QKEY_PROBABILITY)) {
+		wr.wr.ud.remote_qkey ^= 1; /* Q_Keys never have the privileged top bit set here */
+		wr.opcode = IBV_WR_SEND_WITH_IMM;
+		wr.imm_data = htobe32(WRONG_QKEY_IMM | (uint32_t)c->id);
+	} else if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
 		wr.imm_data = htobe32(walk_imm(c, UD_SEND_BYTES, -1));
+	}
+	if (head) {
+		walk_msg_fill(c, q, (uint32_t)slot, &wr, UD_SEND_BYTES, m, start, sge);
+	} else {
+		wr.sg_list = sge;
+		wr.num_sge = walk_make_sges(c, c->mr[m].mr->lkey, start, UD_SEND_BYTES,
+					    walk_sge_count(c, c->qp[q].cap.max_send_sge), sge);
 	}
 	walk_post_send_wr(c, ACT_SEND, q, m, &wr, slot);
 	return 1;
@@ -132,7 +165,7 @@ bool walk_qp_reaches(struct walk_client *c, int i, const void *arg)
 		return false;
 	if (w->k->kind == 2 ? r->peer_qpn != w->k->qpn : r->peer_pd != w->k->pd_id)
 		return false;
-	if (w->credit && !r->credit_count)
+	if ((w->credit && !r->credit_count) || (r->peer_access & w->access) != w->access)
 		return false;
 	return walk_can_post_send(c, i);
 }
@@ -140,7 +173,7 @@ bool walk_qp_reaches(struct walk_client *c, int i, const void *arg)
 /* A type-2 window's rkey and, on the QP it is bound to, a peer QP of ours with credit. */
 static bool rkey_kind2(struct walk_client *c, int i, const void *arg)
 {
-	struct reach w = {&c->rkeys[i], true};
+	struct reach w = {&c->rkeys[i], true, 0};
 
 	(void)arg;
 	if (!c->rkeys[i].used || c->rkeys[i].kind != 2)
@@ -158,7 +191,7 @@ int walk_do_send_with_inv(struct walk_client *c)
 
 	if ((k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_kind2, NULL)) < 0)
 		return 0;
-	w = (struct reach){&c->rkeys[k], true};
+	w = (struct reach){&c->rkeys[k], true, 0};
 	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return 0;
 	if (!post_rc_send(c, ACT_SEND_WITH_INV, q, c->rkeys[k].rkey, rng_bernoulli(&c->rng, 0.5)))
@@ -189,7 +222,7 @@ int walk_do_recv(struct walk_client *c)
 	struct qp_want qw;
 	struct ibv_sge sge[MAX_SGE_USED];
 	struct ibv_recv_wr wr = {0}, *bad;
-	uint32_t start, len, want;
+	uint32_t start, len, want, head = 0;
 	int q, m, slot, rc;
 
 	if (c->hint.on && c->hint.qp >= 0 && c->qp[c->hint.qp].used)
@@ -199,15 +232,39 @@ int walk_do_recv(struct walk_client *c)
 	    (q = walk_pick_hinted(c, MAX_QP, walk_qp_match, &qw, c->hint.qp)) < 0)
 		return 0;
 	want = ud ? UD_RECV_BYTES : (uint32_t)rng_range(&c->rng, 1, RC_MSG_MAX);
-	if ((m = pick_recv_mr(c, c->qp[q].pd, ud ? UD_RECV_BYTES : 1)) < 0)
-		return 0;
-	len = walk_choose_range(c, c->mr[m].off, c->mr[m].len, want, true, 1, &start);
-	if (!len || (ud && len < UD_RECV_BYTES) || (slot = walk_alloc_wr(c, ACT_RECV, q, m, &wr.wr_id)) < 0)
+	if (c->cfg->verify) {
+		/* the header (after the GRH) lands in the slot's cell; an RC receive may be all cell */
+		head = ud ? UD_RECV_BYTES - UD_SEND_BYTES + MSG_HDR : MSG_HDR;
+		if (!c->pd[c->qp[q].pd].msg_mr || (ud && c->qp[q].cap.max_recv_sge < 2))
+			return 0;
+		if (!ud && (want <= head || c->qp[q].cap.max_recv_sge < 2 || rng_bernoulli(&c->rng, 0.5))) {
+			head = 0;
+			want = want < MSG_CELL ? want : (uint32_t)rng_range(&c->rng, 1, MSG_CELL);
+		}
+	}
+	if (c->cfg->verify && !head) {
+		m = -1;
+		len = want;
+		start = 0;
+	} else {
+		if ((m = pick_recv_mr(c, c->qp[q].pd, ud ? UD_RECV_BYTES - head : 1)) < 0)
+			return 0;
+		len = walk_choose_range(c, c->mr[m].off, c->mr[m].len, want - head, true, 1, &start);
+		if (!len || (ud && len < UD_RECV_BYTES - head))
+			return 0;
+		len += head;
+	}
+	if ((slot = walk_alloc_wr(c, ACT_RECV, q, m, &wr.wr_id)) < 0)
 		return 0;
 	c->wr[slot].is_recv = true;
 	c->wr[slot].len = len;
-	wr.sg_list = sge;
-	wr.num_sge = walk_make_sges(c, m, start, len, walk_sge_count(c, c->qp[q].cap.max_recv_sge), sge);
+	if (c->cfg->verify) {
+		walk_msg_recv_fill(c, q, (uint32_t)slot, &wr, len, m, start, head, sge);
+	} else {
+		wr.sg_list = sge;
+		wr.num_sge = walk_make_sges(c, c->mr[m].mr->lkey, start, len,
+					    walk_sge_count(c, c->qp[q].cap.max_recv_sge), sge);
+	}
 	c->stats.issued[ACT_RECV]++;
 	rc = hw_post_recv(c->qp[q].qp, &wr, &bad);
 	if (!rc)
@@ -221,7 +278,8 @@ int walk_do_recv(struct walk_client *c)
 	}
 	c->qp[q].recv_inflight++;
 	c->cq[c->qp[q].rcq].outstanding++;
-	c->mr[m].inflight++;
+	if (m >= 0)
+		c->mr[m].inflight++;
 	if (!ud) {
 		/* Receive credit: the peer may now send up to len bytes once. */
 		struct walk_msg msg = {.type = MSG_CREDIT,
@@ -281,7 +339,7 @@ struct target_want {
 static bool rkey_reachable(struct walk_client *c, int i, const void *arg)
 {
 	const struct target_want *t = arg;
-	struct reach w = {&c->rkeys[i], false};
+	struct reach w = {&c->rkeys[i], false, t->access};
 
 	if (!c->rkeys[i].used || c->rkeys[i].len < t->min_len ||
 	    (c->rkeys[i].access & t->access) != t->access)
@@ -300,7 +358,7 @@ static bool pick_target(struct walk_client *c, uint32_t min_len, uint32_t access
 
 	if ((t->k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_reachable, &tw)) < 0)
 		return false;
-	w = (struct reach){&c->rkeys[t->k], false};
+	w = (struct reach){&c->rkeys[t->k], false, access};
 	if ((t->q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return false;
 	return (t->m = walk_pick_mr(c, c->qp[t->q].pd, min_len)) >= 0;
@@ -323,7 +381,7 @@ static bool mr_covers(struct walk_client *c, int i, const void *arg)
 {
 	const struct mr_want *w = arg;
 	const struct mr_rec *m = &c->mr[i];
-	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	uint32_t slot_off = SLOT_OFF(c->id);
 
 	return m->used && m->pd == w->pd && m->off <= slot_off &&
 	       m->off + m->len >= slot_off + CHECK_SLOT / 2;
@@ -335,12 +393,12 @@ static bool mr_covers(struct walk_client *c, int i, const void *arg)
  */
 static int checked_write(struct walk_client *c)
 {
-	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	uint32_t slot_off = SLOT_OFF(c->id);
 	struct check_want cw = {slot_off + CHECK_SLOT / 2, slot_off,
 				(uint32_t)rng_range(&c->rng, 8, CHECK_SLOT / 4),
 				IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
 	struct ibv_send_wr wr = {.opcode = IBV_WR_RDMA_WRITE, .num_sge = 1};
-	struct ibv_sge src, dst;
+	struct ibv_sge src, dsts[MAX_SGE_USED];
 	const struct rkey_rec *k;
 	struct mr_want mw;
 	struct reach w;
@@ -349,7 +407,7 @@ static int checked_write(struct walk_client *c)
 	if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_covers, &cw)) < 0)
 		return 0;
 	k = &c->rkeys[ki];
-	w = (struct reach){k, false};
+	w = (struct reach){k, false, cw.access};
 	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return 0;
 	mw = (struct mr_want){c->qp[q].pd, 1};
@@ -358,7 +416,6 @@ static int checked_write(struct walk_client *c)
 	    c->cq[c->qp[q].scq].outstanding + 2 > c->cq[c->qp[q].scq].cqe || c->nfree_wr < 2)
 		return 0;
 	src = (struct ibv_sge){(uintptr_t)(c->buf + slot_off), cw.len, c->mr[m].mr->lkey};
-	dst = (struct ibv_sge){(uintptr_t)(c->buf + slot_off + CHECK_SLOT / 4), cw.len, c->mr[m].mr->lkey};
 	c->check_seed = rng_next(&c->rng);
 	c->check_len = cw.len;
 	walk_fill_pattern(c->buf + slot_off, cw.len, c->check_seed);
@@ -370,7 +427,10 @@ static int checked_write(struct walk_client *c)
 	c->wr[ws].check = true;
 	if (walk_post_send_wr(c, ACT_WRITE, q, m, &wr, ws))
 		return 1;
-	wr = (struct ibv_send_wr){.opcode = IBV_WR_RDMA_READ, .sg_list = &dst, .num_sge = 1};
+	/* the read-back scatters over several SGEs when the QP allows */
+	wr = (struct ibv_send_wr){.opcode = IBV_WR_RDMA_READ, .sg_list = dsts};
+	wr.num_sge = walk_make_sges(c, c->mr[m].mr->lkey, slot_off + CHECK_SLOT / 4, cw.len,
+				    walk_sge_count(c, c->qp[q].cap.max_send_sge), dsts);
 	wr.wr.rdma.remote_addr = walk_remote_addr(k, cw.remote_off);
 	wr.wr.rdma.rkey = k->rkey;
 	rs = walk_alloc_wr(c, ACT_READ, q, m, &wr.wr_id);
@@ -407,7 +467,8 @@ int walk_do_read_write(struct walk_client *c, enum walk_action a)
 	if (!len || (slot = walk_alloc_wr(c, a, t.q, t.m, &wr.wr_id)) < 0)
 		return 0;
 	wr.sg_list = sge;
-	wr.num_sge = walk_make_sges(c, t.m, lstart, len, walk_sge_count(c, c->qp[t.q].cap.max_send_sge), sge);
+	wr.num_sge = walk_make_sges(c, c->mr[t.m].mr->lkey, lstart, len,
+				    walk_sge_count(c, c->qp[t.q].cap.max_send_sge), sge);
 	wr.wr.rdma.remote_addr = walk_remote_addr(k, rstart);
 	wr.wr.rdma.rkey = k->rkey;
 	walk_post_send_wr(c, a, t.q, t.m, &wr, slot);
@@ -462,7 +523,7 @@ static uint64_t near_miss(struct walk_client *c, uint64_t value, bool known)
  */
 static int checked_atomic(struct walk_client *c, enum walk_action a)
 {
-	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	uint32_t slot_off = SLOT_OFF(c->id);
 	int word = (int)rng_range(&c->rng, 0, ATOM_WORDS - 1);
 	struct check_want cw = {slot_off + ATOM_REMOTE_OFF + 8u * (uint32_t)word, 0, 8,
 				IBV_ACCESS_REMOTE_ATOMIC};
@@ -480,7 +541,7 @@ static int checked_atomic(struct walk_client *c, enum walk_action a)
 	if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_covers, &cw)) < 0)
 		return 0;
 	k = &c->rkeys[ki];
-	w = (struct reach){k, false};
+	w = (struct reach){k, false, cw.access};
 	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return 0;
 	ow.pd = c->qp[q].pd;
@@ -523,7 +584,7 @@ static int checked_atomic(struct walk_client *c, enum walk_action a)
 
 void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st)
 {
-	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	uint32_t slot_off = SLOT_OFF(c->id);
 	int owner = c->atom_pending.owner, word = c->atom_pending.word;
 	uint64_t got, *value = &c->atom[owner][word].value;
 	bool *known = &c->atom[owner][word].known;

@@ -65,6 +65,9 @@ int walk_do_alloc_pd(struct walk_client *c)
 		return 1;
 	}
 	c->pd[i] = (struct pd_rec){.used = true, .pd = pd, .id = ++c->next_pd_id};
+	if (walk_msg_mr_reg(c, i))
+		walk_stats_fail(&c->stats, "client %d: registering the message cells on a new PD failed: %s",
+				c->id, strerror(errno));
 	walk_count_ok(c, ACT_ALLOC_PD);
 	LOG_STEP(c, "alloc_pd -> pd[%d] id=%u", i, c->pd[i].id);
 	return 1;
@@ -77,7 +80,8 @@ int walk_do_dealloc_pd(struct walk_client *c)
 	if (walk_count_used_pd(c) <= MIN_PD || (i = walk_pick_index(c, MAX_PD, walk_idle_pd, NULL)) < 0)
 		return 0;
 	c->stats.issued[ACT_DEALLOC_PD]++;
-	rc = hw_dealloc_pd(c->pd[i].pd);
+	if ((rc = walk_msg_mr_dereg(c, i)) == 0)
+		rc = hw_dealloc_pd(c->pd[i].pd);
 	LOG_STEP(c, "dealloc_pd pd[%d] -> %d", i, rc);
 	if (rc) {
 		walk_count_error(c, ACT_DEALLOC_PD, rc);

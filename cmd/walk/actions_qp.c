@@ -17,7 +17,7 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 {
 	int p = pd >= 0 ? pd : walk_pick_pd_for_new(c), i = qp_slot(c);
 	int scq = walk_pick_cq_for_new(c), rcq = walk_pick_cq_for_new(c);
-	int wr_max = c->dattr.max_qp_wr / 8, sge_max = c->dattr.max_sge / 2;
+	int wr_max = c->dattr.max_qp_wr / 8, sge_max = c->dattr.max_sge / 2, sge_min;
 	struct ibv_qp_init_attr init = {.qp_type = type};
 	struct ibv_qp *qp;
 
@@ -25,12 +25,14 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 		return -1;
 	wr_max = wr_max < MIN_QP_WR ? MIN_QP_WR : wr_max;
 	sge_max = sge_max < 1 ? 1 : sge_max;
+	/* --verify: a message header takes an SGE of its own */
+	sge_min = c->cfg->verify && sge_max >= 2 ? 2 : 1;
 	init.send_cq = c->cq[scq].cq;
 	init.recv_cq = c->cq[rcq].cq;
 	init.cap.max_send_wr = (uint32_t)rng_range(&c->rng, MIN_QP_WR, (uint64_t)wr_max);
 	init.cap.max_recv_wr = (uint32_t)rng_range(&c->rng, MIN_QP_WR, (uint64_t)wr_max);
-	init.cap.max_send_sge = (uint32_t)rng_range(&c->rng, 1, (uint64_t)sge_max);
-	init.cap.max_recv_sge = (uint32_t)rng_range(&c->rng, 1, (uint64_t)sge_max);
+	init.cap.max_send_sge = (uint32_t)rng_range(&c->rng, (uint64_t)sge_min, (uint64_t)sge_max);
+	init.cap.max_recv_sge = (uint32_t)rng_range(&c->rng, (uint64_t)sge_min, (uint64_t)sge_max);
 	qp = hw_create_qp(c->pd[p].pd, &init);
 	if (!qp)
 		return -2;
@@ -42,6 +44,8 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 				   .scq = scq,
 				   .rcq = rcq,
 				   .cap = init.cap,
+				   .access = QP_ACCESS,
+				   .peer_access = QP_ACCESS,
 				   .peer = -1};
 	c->pd[p].users++;
 	c->cq[scq].users++;
@@ -49,7 +53,7 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 	return i;
 }
 
-static int modify_init(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey)
+static int modify_init(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey, uint32_t access)
 {
 	struct ibv_qp_attr attr = {
 	    .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = (uint8_t)c->cfg->port};
@@ -59,7 +63,7 @@ static int modify_init(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey)
 		attr.qkey = qkey;
 		mask |= IBV_QP_QKEY;
 	} else {
-		attr.qp_access_flags = QP_ACCESS;
+		attr.qp_access_flags = access;
 		mask |= IBV_QP_ACCESS_FLAGS;
 	}
 	return hw_modify_qp(qp, &attr, mask);
@@ -98,7 +102,7 @@ int walk_connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn)
 	struct ibv_qp *qp = c->qp[q].qp;
 	int rd_atom = c->dattr.max_qp_rd_atom > 0 ? imin(c->dattr.max_qp_rd_atom, 16) : 1;
 	struct ibv_qp_attr attr;
-	int rc = modify_init(c, qp, 0);
+	int rc = modify_init(c, qp, 0, c->qp[q].access);
 
 	if (rc)
 		return rc;
@@ -157,12 +161,14 @@ int walk_do_create_rc_qp_pair(struct walk_client *c)
 	}
 	c->qp[q].initiator = true;
 	c->qp[q].peer = peer;
+	c->qp[q].access = (uint32_t)walk_remote_access(c);
 	/* ok is counted when the handshake completes (handle RC_REPLY) */
-	LOG_STEP(c, "create_rc_qp_pair qp=%u pd[%d] cq=%d/%d peer=c%d -> requested", c->qp[q].qp->qp_num,
-		 c->qp[q].pd, c->qp[q].scq, c->qp[q].rcq, peer);
+	LOG_STEP(c, "create_rc_qp_pair qp=%u pd[%d] cq=%d/%d access=%x peer=c%d -> requested",
+		 c->qp[q].qp->qp_num, c->qp[q].pd, c->qp[q].scq, c->qp[q].rcq, c->qp[q].access, peer);
 	m.dst = (uint16_t)peer;
 	m.qpn = c->qp[q].qp->qp_num;
 	m.pd_id = c->pd[c->qp[q].pd].id;
+	m.access = c->qp[q].access;
 	walk_publish(c, &m);
 	return 1;
 }
@@ -185,7 +191,7 @@ int walk_do_create_ud_qp(struct walk_client *c)
 	/* Q_Keys with the top bit set are privileged (Linux 6.4+): never sample them. */
 	qkey = (uint32_t)rng_next(&c->rng) & 0x7fffffffu;
 	c->qp[q].qkey = qkey;
-	rc = modify_init(c, c->qp[q].qp, qkey);
+	rc = modify_init(c, c->qp[q].qp, qkey, 0);
 	if (!rc) {
 		memset(&attr, 0, sizeof(attr));
 		attr.qp_state = IBV_QPS_RTR;

@@ -118,7 +118,7 @@ static void bind_done(struct walk_client *c, int i, bool ok)
 
 static void check_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_status st)
 {
-	uint32_t slot_off = ZONE_START + (uint32_t)c->id * CHECK_SLOT;
+	uint32_t slot_off = SLOT_OFF(c->id);
 	unsigned char *expect = c->buf + slot_off, *got = c->buf + slot_off + CHECK_SLOT / 4;
 
 	if (w->action == ACT_WRITE) {
@@ -218,6 +218,12 @@ static void check_recv(struct walk_client *c, const struct wr_rec *w, struct qp_
 
 	if (wc->status != IBV_WC_SUCCESS || w->expect_flush)
 		return;
+	if (r->type == IBV_QPT_UD && !(wc->wc_flags & IBV_WC_GRH))
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d #%llu: a UD receive on QP %u completed without IBV_WC_GRH; the first 40 "
+		    "bytes of every UD receive hold a GRH",
+		    c->id, (unsigned long long)c->seq, r->qp->qp_num);
 	if (r->type == IBV_QPT_UD ? wc->byte_len != UD_RECV_BYTES : wc->byte_len > want) {
 		walk_stats_fail(
 		    &c->stats,
@@ -232,6 +238,13 @@ static void check_recv(struct walk_client *c, const struct wr_rec *w, struct qp_
 	imm = be32toh(wc->imm_data);
 	len = imm >> 8;
 	from = imm & 0xff; /* UD: the sender's id; RC: the sequence on this QP */
+	if (r->type == IBV_QPT_UD && (imm & WRONG_QKEY_IMM) == WRONG_QKEY_IMM) {
+		walk_stats_fail(&c->stats,
+				"client %d #%llu: UD QP %u (Q_Key %x) received a message client %u sent with "
+				"another Q_Key; expected the device to drop it",
+				c->id, (unsigned long long)c->seq, r->qp->qp_num, r->qkey, from);
+		return;
+	}
 	if (len != wc->byte_len - (r->type == IBV_QPT_UD ? UD_RECV_BYTES - UD_SEND_BYTES : 0) ||
 	    (r->type == IBV_QPT_UD && from >= (uint32_t)c->clients))
 		walk_stats_fail(
@@ -294,6 +307,8 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		check_flush_status(c, w, r, wc->status);
 		if (w->is_recv)
 			check_recv(c, w, r, wc);
+		if (w->msg && wc->status == IBV_WC_SUCCESS && !w->expect_flush)
+			walk_msg_check(c, slot, r, wc);
 	}
 	if (!ok && r->state != QP_ERR) {
 		/* Any error completion leaves the QP in an error state. */
@@ -390,8 +405,10 @@ static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 	for (int i = 0; i < MAX_QP && q < 0; i++)
 		if (!c->qp[i].used)
 			q = i;
-	if (q >= 0)
-		q = walk_create_rc_responder(c, m->bytes);
+	if (q >= 0 && (q = walk_create_rc_responder(c, m->bytes)) >= 0) {
+		c->qp[q].access = (uint32_t)walk_remote_access(c);
+		c->qp[q].peer_access = m->access & QP_ACCESS;
+	}
 	if (q >= 0 && walk_connect_rc(c, q, m->src, m->qpn) != 0) {
 		walk_destroy_qp_rec(c, q);
 		q = -1;
@@ -405,6 +422,7 @@ static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 		r->state = QP_CONNECTING; /* usable once the initiator says RC_READY */
 		reply.qpn = r->qp->qp_num;
 		reply.pd_id = c->pd[r->pd].id;
+		reply.access = r->access;
 	}
 	LOG(c, "c%d rc request from c%d qp=%u -> %s qp=%u", c->id, m->src, m->qpn,
 	    q >= 0 ? "accepted" : "refused", reply.qpn);
@@ -428,6 +446,7 @@ static void on_rc_reply(struct walk_client *c, const struct walk_msg *m)
 	}
 	r->peer_qpn = m->qpn;
 	r->peer_pd = m->pd_id;
+	r->peer_access = m->access & QP_ACCESS;
 	rc = walk_connect_rc(c, q, m->src, m->qpn);
 	LOG(c, "c%d rc reply from c%d: qp %u <-> %u -> %d", c->id, m->src, r->qp->qp_num, m->qpn, rc);
 	if (rc) {
@@ -661,7 +680,9 @@ static void teardown(struct walk_client *c)
 		if (c->mr[i].used && (rc = hw_dereg_mr(c->mr[i].mr)))
 			destroy_failed(c, "ibv_dereg_mr", rc);
 	for (int i = 0; i < MAX_PD; i++)
-		if (c->pd[i].used && (rc = hw_dealloc_pd(c->pd[i].pd)))
+		if (c->pd[i].used && (rc = walk_msg_mr_dereg(c, i)))
+			destroy_failed(c, "ibv_dereg_mr (message cells)", rc);
+		else if (c->pd[i].used && (rc = hw_dealloc_pd(c->pd[i].pd)))
 			destroy_failed(c, "ibv_dealloc_pd", rc);
 	for (int i = 0; i < MAX_CQ; i++)
 		if (c->cq[i].used && (rc = hw_destroy_cq(c->cq[i].cq)))

@@ -7,7 +7,17 @@
 
 #define BUF_SIZE   (16u << 20) /* the per-client memory MRs are carved from */
 #define CHECK_SLOT (16u << 10) /* --verify: one slot per writer at the end */
-#define ZONE_START (BUF_SIZE - WALK_MAX_CLIENTS * CHECK_SLOT)
+/*
+ * --verify: the check zone at the end of every buffer, where no remote
+ * WRITE, READ result or receive of the random walk lands: first one
+ * message cell per WR slot (the header of a SEND, or all of a small one,
+ * message.c), then the check slots.
+ */
+#define MSG_CELL	   256u
+#define MSG_AREA	   (MAX_WR * MSG_CELL)
+#define ZONE_START	   (BUF_SIZE - WALK_MAX_CLIENTS * CHECK_SLOT - MSG_AREA)
+#define MSG_CELL_OFF(slot) (ZONE_START + (uint32_t)(slot)*MSG_CELL)
+#define SLOT_OFF(id)	   (ZONE_START + MSG_AREA + (uint32_t)(id)*CHECK_SLOT)
 /*
  * A client's check slot: [0, 4K) checked-WRITE source, [4K, 8K) its
  * read-back, [8K, 12K) the target of its checked WRITE in the peer's
@@ -48,6 +58,7 @@ struct cq_rec {
 struct pd_rec {
 	bool used;
 	struct ibv_pd *pd;
+	struct ibv_mr *msg_mr; /* --verify: local access to the message cells (message.c) */
 	uint32_t id;
 	int users;
 };
@@ -86,12 +97,14 @@ struct qp_rec {
 	bool initiator, down_sent;
 	int peer;
 	uint32_t peer_qpn, peer_pd, qkey;
+	uint32_t access, peer_access; /* RC: this QP's remote access flags, and its peer QP's */
 	int send_inflight, recv_inflight, type2_bound;
 	uint32_t credit[CREDITS]; /* bytes of each receive the peer posted for us */
 	int credit_head, credit_count;
 	uint64_t err_since_ns;
 	bool sq_failed;			/* --verify: an error completion came from the send queue */
 	uint8_t tx_imm_seq, rx_imm_seq; /* --verify: RC SEND_WITH_IMM sequence, sent and received */
+	uint32_t tx_seq, rx_seq;	/* --verify: RC messages with a header, sent and received */
 };
 
 struct ah_rec {
@@ -118,6 +131,7 @@ struct rud_rec {
 
 struct wr_rec {
 	bool busy, is_recv, probe, check, expect_flush, atom_check;
+	bool msg, msg_private; /* --verify receive: its message cell holds the header (and all of it) */
 	uint8_t action, probe_kind;
 	int8_t qp, mr, mw;
 	uint32_t gen, len;

@@ -167,6 +167,8 @@ void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from)
 		into->probes[k] += from->probes[k];
 	into->flush_posts += from->flush_posts;
 	into->atomics_checked += from->atomics_checked;
+	into->msgs_checked += from->msgs_checked;
+	into->msgs_content_checked += from->msgs_content_checked;
 	into->alive_end += from->alive_end;
 	into->outbox_full += from->outbox_full;
 	into->destroy_failures += from->destroy_failures;

@@ -25,6 +25,7 @@ static const char *const probe_names[PROBE_KINDS] = {
     [PROBE_LAST_BYTE] = "at the last byte of the region",
     [PROBE_FORBIDDEN] = "that the key's access flags do not grant,",
     [PROBE_UNALIGNED] = "on an address not 8-byte aligned through",
+    [PROBE_QP_ACCESS] = "that the responder QP's access flags do not grant, through",
 };
 
 static const char *opcode_name(uint32_t op)
@@ -125,7 +126,7 @@ int walk_post_probe(struct walk_client *c, const struct walk_msg *m)
 {
 	struct rkey_rec k = {
 	    .owner = m->src, .kind = m->kind, .rkey = m->rkey, .pd_id = m->pd_id, .qpn = m->qpn};
-	struct reach w = {&k, false};
+	struct reach w = {&k, false, 0};
 	int q;
 
 	if (c->probe_busy || m->length < 8 || (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
@@ -168,6 +169,33 @@ static int64_t mid_word(const struct rkey_rec *k)
 	return off >= (int64_t)k->off && off + 8 <= (int64_t)k->off + (int64_t)k->len ? off : (int64_t)k->off;
 }
 
+/* A QP reaching the key whose peer QP does not grant `access`. */
+static bool qp_denies(struct walk_client *c, int i, const void *arg)
+{
+	const struct reach *w = arg;
+	struct reach any = {w->k, false, 0};
+
+	return walk_qp_reaches(c, i, &any) && !(c->qp[i].peer_access & w->access);
+}
+
+/* An access the key grants on a QP whose peer QP does not: must fail whatever the key's state. */
+static void qp_access_probe(struct walk_client *c, const struct rkey_rec *k)
+{
+	static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
+						 IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP};
+	enum ibv_wr_opcode op = ops[rng_range(&c->rng, 0, 3)];
+	struct reach w = {k, false, walk_access_for(op)};
+	int64_t off = mid_word(k);
+	int q;
+
+	if (!(k->access & w.access) || (op != IBV_WR_RDMA_READ && off + 8 > (int64_t)ZONE_START) ||
+	    (op != IBV_WR_RDMA_READ && op != IBV_WR_RDMA_WRITE && c->dattr.atomic_cap == IBV_ATOMIC_NONE) ||
+	    (q = walk_pick_index(c, MAX_QP, qp_denies, &w)) < 0)
+		return;
+	post_probe(c, q, PROBE_QP_ACCESS, op, k->owner, k->rkey, k->event, walk_remote_addr(k, (uint32_t)off),
+		   8);
+}
+
 /* --verify: now and then, a step also posts one probe of a live key. */
 void walk_probe_step(struct walk_client *c)
 {
@@ -180,8 +208,8 @@ void walk_probe_step(struct walk_client *c)
 	    (ki = walk_pick_index(c, MAX_REMOTE_KEYS, key_usable, NULL)) < 0)
 		return;
 	k = &c->rkeys[ki];
-	w = (struct reach){k, false};
-	switch (rng_range(&c->rng, 0, 4)) {
+	w = (struct reach){k, false, 0};
+	switch (rng_range(&c->rng, 0, 5)) {
 	case 3: /* an atomic 4 bytes off alignment (adding 0: harmless if wrongly executed) */
 		off = mid_word(k) + 4;
 		if (c->dattr.atomic_cap == IBV_ATOMIC_NONE || k->len < 16 ||
@@ -195,7 +223,12 @@ void walk_probe_step(struct walk_client *c)
 	case 0: /* one byte past the end, or the byte before the start */
 		if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
-		if (rng_bernoulli(&c->rng, 0.5) || k->off == 0) {
+		if (k->len >= 8 && rng_bernoulli(&c->rng, 0.3)) {
+			/* a READ of 8 bytes, 4 inside the end and 4 past it: the whole range is checked */
+			off = (int64_t)k->off + (int64_t)k->len - 4;
+			post_probe(c, q, PROBE_OUTSIDE, IBV_WR_RDMA_READ, k->owner, k->rkey, k->event,
+				   walk_remote_addr(k, (uint32_t)off), 8);
+		} else if (rng_bernoulli(&c->rng, 0.5) || k->off == 0) {
 			off = (int64_t)k->off + (int64_t)k->len;
 			/* an atomic needs 8 aligned bytes: the first aligned word past the end */
 			off = (off + 7) / 8 * 8;
@@ -226,7 +259,7 @@ void walk_probe_step(struct walk_client *c)
 		if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, key_restricted, NULL)) < 0)
 			return;
 		k = &c->rkeys[ki];
-		w = (struct reach){k, false};
+		w = (struct reach){k, false, 0};
 		if ((k->access & walk_access_for(op)) ||
 		    (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
@@ -241,11 +274,12 @@ void walk_probe_step(struct walk_client *c)
 			   walk_remote_addr(k, (uint32_t)off), 8);
 		return;
 	}
-	default: { /* the last byte: must work (type 2 keys may be invalidated under us: not those) */
+	case 4:
+		qp_access_probe(c, k);
+		return;
+	default: { /* the last byte: must work, on a QP whose peer grants the access */
 		enum ibv_wr_opcode op;
 
-		if (k->kind == 2 || (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
-			return;
 		off = (int64_t)k->off + (int64_t)k->len - 1;
 		/* a WRITE only outside the check zone, and either only if the key grants it */
 		if ((k->access & IBV_ACCESS_REMOTE_WRITE) && off + 8 <= (int64_t)ZONE_START &&
@@ -254,6 +288,9 @@ void walk_probe_step(struct walk_client *c)
 		else if (k->access & IBV_ACCESS_REMOTE_READ)
 			op = IBV_WR_RDMA_READ;
 		else
+			return;
+		w.access = walk_access_for(op);
+		if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
 		post_probe(c, q, PROBE_LAST_BYTE, op, k->owner, k->rkey, k->event,
 			   walk_remote_addr(k, (uint32_t)off), 1);
@@ -286,6 +323,18 @@ void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_
 		break;
 	default:
 		hit.access = IBV_WR_RDMA_READ;
+	}
+	if (w->probe_kind == PROBE_QP_ACCESS) {
+		/* the responder QP's flags never change: judged here */
+		if (st == IBV_WC_SUCCESS)
+			walk_stats_fail(
+			    &c->stats,
+			    "client %d #%llu: %s at %llx through rkey %x of client %d worked on QP %u "
+			    "whose peer QP %u grants only access %x; expected an error completion",
+			    c->id, (unsigned long long)c->seq, opcode_name(hit.access),
+			    (unsigned long long)w->probe_addr, w->probe_rkey, w->probe_owner,
+			    c->qp[w->qp].qp->qp_num, c->qp[w->qp].peer_qpn, c->qp[w->qp].peer_access);
+		return;
 	}
 	if (w->probe_kind == PROBE_UNALIGNED) {
 		/* the rule does not depend on the key: judged here */

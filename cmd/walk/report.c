@@ -152,8 +152,12 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 			   t->probes[PROBE_FORBIDDEN]);
 		print_uint(PRINT_ANY, "probe_unaligned", ", unaligned atomics %llu",
 			   t->probes[PROBE_UNALIGNED]);
+		print_uint(PRINT_ANY, "probe_qp_access", ", denied by the QP %llu",
+			   t->probes[PROBE_QP_ACCESS]);
 		print_uint(PRINT_ANY, "posted_to_err", ", WRs posted to QPs in ERR %llu", t->flush_posts);
-		print_uint(PRINT_ANY, "atomics_checked", ", atomics checked %llu\n", t->atomics_checked);
+		print_uint(PRINT_ANY, "atomics_checked", ", atomics checked %llu", t->atomics_checked);
+		print_uint(PRINT_ANY, "messages_checked", ", message headers checked %llu", t->msgs_checked);
+		print_uint(PRINT_ANY, "payloads_checked", " (payloads %llu)\n", t->msgs_content_checked);
 		print_close_object();
 	}
 	print_uint(PRINT_ANY, "objects_alive_at_end", "\nobjects alive when the walk stopped: %llu",

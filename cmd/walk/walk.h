@@ -86,6 +86,7 @@ enum walk_probe_kind {
 	PROBE_LAST_BYTE, /* the last byte of the range: must succeed */
 	PROBE_FORBIDDEN, /* an access the key's access flags do not grant: must fail */
 	PROBE_UNALIGNED, /* an atomic on an address that is not 8-byte aligned: must fail */
+	PROBE_QP_ACCESS, /* an access the responder QP's access flags do not grant: must fail */
 	PROBE_KINDS
 };
 
@@ -106,6 +107,7 @@ struct walk_stats {
 	uint64_t probes[PROBE_KINDS]; /* --verify probes posted, by kind */
 	uint64_t flush_posts;
 	uint64_t atomics_checked;
+	uint64_t msgs_checked, msgs_content_checked; /* --verify: received headers, and payloads compared */
 	/* --verify: atomics on owned words whose result was compared */ /* --verify: WRs posted to a QP
 									    in ERR (they must flush) */
 	uint64_t alive_end;   /* objects alive when the walk stopped */

@@ -6,6 +6,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 out=$("$RDMATOOL" -j walk --clients=3 --duration=3 --verify --seed=5 2>/dev/null) || fail "clean device: $out"
 echo "$out" | jq -e '.result == "pass" and (.failures | length) == 0' >/dev/null || fail "clean: $out"
+# the message headers and small payloads were checked on receipt
+echo "$out" | jq -e '.verify.messages_checked > 0 and .verify.payloads_checked > 0' >/dev/null ||
+	fail "no message header or payload checked: $out"
 
 set +e
 out=$(RDMATOOL_SOFT_FAULTS="corrupt=0.5,seed=3" "$RDMATOOL" -j walk --clients=2 --duration=4 --verify --seed=7 \
