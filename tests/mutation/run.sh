@@ -12,6 +12,7 @@
 #   -d SECONDS   walk duration (default 20)      -c CLIENTS  (default 5)
 #   -s "SEEDS"   walk seeds (default "1 2 3")    -U          skip the unit tests
 #   -k           keep the copies (their paths are printed)
+#   -n           only check that every mutation still applies (no build, no walk)
 #
 # A .mut file: '#' description lines, 'file PATH', then one or more blocks
 #   <<<            the exact text to find (must occur exactly once)
@@ -23,14 +24,15 @@ set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
 BUILD=${BUILD:-build}
-duration=20 clients=5 seeds="1 2 3" unit=1 keep=0
-while getopts "d:c:s:Uk" o; do
+duration=20 clients=5 seeds="1 2 3" unit=1 keep=0 check_only=0
+while getopts "d:c:s:Ukn" o; do
 	case $o in
 	d) duration=$OPTARG ;;
 	c) clients=$OPTARG ;;
 	s) seeds=$OPTARG ;;
 	U) unit=0 ;;
 	k) keep=1 ;;
+	n) check_only=1 ;;
 	*) sed -n '2,20p' "$0" >&2; exit 2 ;;
 	esac
 done
@@ -72,6 +74,27 @@ for old, new in blocks:
 open(f, 'w').write(s)
 PY
 }
+
+if [ $check_only = 1 ]; then
+	# Each mutation against a scratch copy of the one file it patches.
+	for m in "${muts[@]}"; do
+		tmp=$(mktemp -d /tmp/rdmatool-mutation.XXXXXX)
+		f=$(sed -n 's/^file //p' "$m" | head -1)
+		if [ -z "$f" ] || [ ! -f "$f" ]; then
+			echo "$(basename "$m" .mut): STALE: no file '$f'"
+			rc=1
+		else
+			mkdir -p "$tmp/$(dirname "$f")" && cp "$f" "$tmp/$f"
+			apply "$m" "$tmp" 2>"$tmp/apply.log" || {
+				echo "$(basename "$m" .mut): STALE: $(head -1 "$tmp/apply.log")"
+				rc=1
+			}
+		fi
+		rm -rf "$tmp"
+	done
+	[ "${rc:-0}" = 0 ] && echo "all ${#muts[@]} mutations apply"
+	exit "${rc:-0}"
+fi
 
 printf '%-24s %-12s %-24s %s\n' mutation walk unit "first walk failure"
 rc=0
