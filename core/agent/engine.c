@@ -27,6 +27,7 @@ struct agent_engine {
 	struct agent_links *links; /* NULL on a single node */
 	struct stats_entry *stats;
 	uint64_t served, failed;
+	struct flow_caps caps;
 };
 
 static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len);
@@ -51,6 +52,11 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 			 cfg->rank, cfg->nodes, GW_MAX_NODES);
 		free(e);
 		return -EINVAL;
+	}
+	rc = flow_caps_from_env(&e->caps, why, whylen);
+	if (rc) {
+		free(e);
+		return rc;
 	}
 	rc = pidfile_acquire(e->dir, cfg->rank, &e->pid_fd, &holder);
 	if (rc) {
@@ -86,6 +92,7 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 					 .dir = e->dir,
 					 .done = engine_done,
 					 .log = cfg->log,
+					 .caps = e->caps,
 					 .arg = e};
 
 		rc = links_open(&lc, &e->links, why, whylen);
@@ -178,6 +185,19 @@ static void engine_sleep(struct agent_engine *e)
 		links_sleep_end(e->links, fds + (bell >= 0), n - (bell >= 0));
 }
 
+static void publish_flow(struct agent_engine *e)
+{
+	struct flow_gauge flow[FLOW_NKINDS];
+
+	if (e->links) {
+		links_flow_stats(e->links, flow);
+	} else {
+		for (int k = 0; k < FLOW_NKINDS; k++)
+			flow_init(&flow[k], e->caps.cap[k]);
+	}
+	gw_set_flow(e->gw, flow);
+}
+
 int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 {
 	uint64_t last_work = 0, last_stats = 0;
@@ -186,7 +206,10 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 		int work = e->links ? links_progress(e->links) : 0;
 		uint64_t now;
 
-		work += gw_serve(e->gw, engine_handle, e);
+		/* Over the injection cap requests stay in the gateway: when it is full, clients get -EAGAIN.
+		 */
+		if (!e->links || links_can_inject(e->links))
+			work += gw_serve(e->gw, engine_handle, e);
 		now = clock_ns();
 		if (work)
 			last_work = now;
@@ -211,6 +234,7 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 			links_peer_stats(e->links, i, &ps);
 			gw_set_peer_stats(e->gw, i, &ps);
 		}
+		publish_flow(e);
 		gw_info(e->gw, &info);
 		stats_set(e->stats, STATS_POSTED, info.requests);
 		stats_set(e->stats, STATS_COMPLETED, info.completed + info.failed);

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #define GW_MAGIC   0x5957544754414452ULL /* "RDATGTWY" little-endian */
-#define GW_VERSION 4			 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends */
+#define GW_VERSION 5 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends, 5: flow caps */
 
 enum slot_state { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_BUSY, SLOT_DONE, SLOT_ABANDONED };
 
@@ -59,6 +59,7 @@ struct gw_shared {
 	char hosts[GW_MAX_NODES][GW_HOST_LEN];
 	_Atomic uint8_t peer_up[GW_MAX_NODES];
 	struct gw_shared_peer peers[GW_MAX_NODES];
+	_Atomic uint64_t flow[FLOW_NKINDS][3]; /* now, hwm, cap */
 	_Atomic uint32_t running;
 	_Atomic uint32_t doorbell; /* the agent sleeps on it */
 	_Atomic uint32_t agent_sleeping;
@@ -331,6 +332,15 @@ void gw_set_peer_stats(struct gateway *g, uint32_t node, const struct gw_peer_st
 	atomic_store_explicit(&p->waiting_hwm, st->waiting_hwm, memory_order_relaxed);
 }
 
+void gw_set_flow(struct gateway *g, const struct flow_gauge flow[FLOW_NKINDS])
+{
+	for (int k = 0; k < FLOW_NKINDS; k++) {
+		atomic_store_explicit(&g->s->flow[k][0], flow[k].now, memory_order_relaxed);
+		atomic_store_explicit(&g->s->flow[k][1], flow[k].hwm, memory_order_relaxed);
+		atomic_store_explicit(&g->s->flow[k][2], flow[k].cap, memory_order_relaxed);
+	}
+}
+
 int gw_bell_fd(const struct gateway *g)
 {
 	return g->bell_fd;
@@ -465,6 +475,11 @@ void gw_info(struct gateway *g, struct gw_info *info)
 		st->waiting_hwm = atomic_load_explicit(&p->waiting_hwm, memory_order_relaxed);
 		/* The segment is shared: keep only what an errno can be. */
 		st->last_error = err > 0 || err < -4095 ? -EPROTO : err;
+	}
+	for (int k = 0; k < FLOW_NKINDS; k++) {
+		info->flow[k].now = atomic_load_explicit(&s->flow[k][0], memory_order_relaxed);
+		info->flow[k].hwm = atomic_load_explicit(&s->flow[k][1], memory_order_relaxed);
+		info->flow[k].cap = atomic_load_explicit(&s->flow[k][2], memory_order_relaxed);
 	}
 	for (int i = 0; i < GW_SLOTS; i++)
 		info->depth += atomic_load(&s->slots[i].state) != SLOT_FREE;

@@ -23,6 +23,7 @@
 #define RDMATOOL_CORE_AGENT_GATEWAY_H
 
 #include "core/agent/channel.h"
+#include "core/agent/flow.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -76,6 +77,7 @@ struct gw_info {
 	uint32_t depth; /* slots in use now */
 	bool peer_up[GW_MAX_NODES];
 	struct gw_peer_stats peer_stats[GW_MAX_NODES];
+	struct flow_gauge flow[FLOW_NKINDS]; /* bytes held, high-water marks and caps */
 	bool running;
 };
 
@@ -102,6 +104,8 @@ void gw_complete(struct gateway *g, uint32_t slot, int status, const void *out, 
 void gw_set_peer_up(struct gateway *g, uint32_t node, bool up);
 /* Agent side: publishes the traffic counters of the link to node. */
 void gw_set_peer_stats(struct gateway *g, uint32_t node, const struct gw_peer_stats *st);
+/* Agent side: publishes the flow-control gauges. */
+void gw_set_flow(struct gateway *g, const struct flow_gauge flow[FLOW_NKINDS]);
 /* Agent side: sleeps until a request arrives or timeout_us microseconds pass. */
 void gw_wait_for_work(struct gateway *g, int timeout_us);
 /*

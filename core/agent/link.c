@@ -6,6 +6,7 @@
 #include "core/agent/agent_key.h"
 #include "core/agent/aggregate.h"
 #include "core/agent/channel.h"
+#include "core/agent/flow.h"
 #include "core/oob/oob.h"
 #include "core/transport/endpoint.h"
 #include "core/util/clock.h"
@@ -20,9 +21,10 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#define LINK_RX_MAX	  128
-#define LINK_TX_BUFS	  4 /* eager buffers per target node */
-#define LINK_RX_LARGE	  4 /* posted receives for large frames (more wait in core's unexpected list) */
+#define LINK_RX_MAX  128
+#define LINK_TX_BUFS 4 /* eager buffers per target node */
+#define LINK_RX_LARGE_MAX                                                                                    \
+	32 /* posted receives for large frames, at most (the ejection cap may allow fewer) */
 #define LINK_LARGE_MAX	  (PROTO_HEADER_SIZE + PROTO_CHUNK_SIZE + GW_INLINE) /* a chunk, or a DATA answer */
 #define LINK_TAG_EAGER	  1 /* core tags: eager buffers and large frames land in their own receives */
 #define LINK_TAG_LARGE	  2
@@ -46,8 +48,9 @@ enum unit_kind { UNIT_EAGER, UNIT_LARGE };
 
 struct unit {
 	uint8_t kind;
-	bool orphan; /* its peer went down meanwhile: freed on completion, nothing else */
-	bool rndv;   /* core moves it by rendezvous (longer than its eager limit) */
+	uint64_t charge[FLOW_NKINDS]; /* bytes it holds of the flow-control gauges, given back when sent */
+	bool orphan;		      /* its peer went down meanwhile: freed on completion, nothing else */
+	bool rndv;		      /* core moves it by rendezvous (longer than its eager limit) */
 	uint32_t rank;
 	struct unit *next; /* in the peer's post queue */
 };
@@ -73,6 +76,8 @@ struct waiting {
 	uint64_t token; /* a request to finish (status 0) once the item is on the link, or LINK_NO_TOKEN */
 	size_t len;	/* eager data, or a large frame's body */
 	bool large;
+	enum flow_kind kind; /* the gauge charge counts in */
+	uint64_t charge;
 	uint8_t data[];
 };
 
@@ -138,7 +143,8 @@ struct agent_links {
 	struct reasm *reasm; /* large messages arriving in chunks */
 	uint64_t reasm_bytes;
 	uint8_t *rx_pool; /* eager receive buffers, then large ones: one allocation */
-	int nrx;
+	int nrx, nlarge;
+	struct flow_gauge flow[FLOW_NKINDS];
 	uint8_t *scratch; /* a DATA body: status, then a GETMSG's message */
 	struct proto_errors errors;
 	uint64_t next_oob_check_ns;
@@ -181,10 +187,27 @@ static uint8_t *rx_buf(struct agent_links *lk, int i)
 				 (size_t)(i - lk->nrx) * LINK_LARGE_MAX;
 }
 
+/* A large receive's bytes count toward the ejection cap while it is posted. */
 static int rx_post(struct agent_links *lk, uint8_t *buf, bool large)
 {
-	return large ? core_trecv(lk->ep, buf, LINK_LARGE_MAX, LINK_TAG_LARGE, 0, buf)
-		     : core_trecv(lk->ep, buf, PROTO_EAGER_BUFFER, LINK_TAG_EAGER, 0, buf);
+	int rc;
+
+	if (!large)
+		return core_trecv(lk->ep, buf, PROTO_EAGER_BUFFER, LINK_TAG_EAGER, 0, buf);
+	if (!flow_fits(&lk->flow[FLOW_EJECTION], LINK_LARGE_MAX))
+		return -ENOBUFS;
+	rc = core_trecv(lk->ep, buf, LINK_LARGE_MAX, LINK_TAG_LARGE, 0, buf);
+	if (!rc)
+		flow_take(&lk->flow[FLOW_EJECTION], LINK_LARGE_MAX);
+	return rc;
+}
+
+static void unit_release(struct agent_links *lk, struct unit *u)
+{
+	for (int k = 0; k < FLOW_NKINDS; k++) {
+		flow_give(&lk->flow[k], u->charge[k]);
+		u->charge[k] = 0;
+	}
 }
 
 /* A fresh set of eager buffers for a peer (the old ones may still be in flight on a dead link). */
@@ -201,6 +224,7 @@ static int peer_tx_init(struct agent_links *lk, uint32_t rank)
 		}
 		if (!b && !(b = calloc(1, sizeof(*b))))
 			return -ENOMEM;
+		unit_release(lk, &b->u);
 		b->u = (struct unit){.kind = UNIT_EAGER, .rank = rank};
 		b->busy = false;
 		agg_init(&b->agg, lk->max_items);
@@ -223,6 +247,8 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	if (!lk)
 		return -ENOMEM;
 	lk->cfg = *cfg;
+	for (int k = 0; k < FLOW_NKINDS; k++)
+		flow_init(&lk->flow[k], cfg->caps.cap[k]);
 	snprintf(lk->dir, sizeof(lk->dir), "%s", cfg->dir);
 	lk->peers = calloc(cfg->nodes, sizeof(*lk->peers));
 	lk->scratch = malloc(4 + GW_INLINE);
@@ -275,8 +301,10 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 		return rc;
 	}
 	lk->nrx = (int)(cfg->nodes * 4 < LINK_RX_MAX ? cfg->nodes * 4 : LINK_RX_MAX);
-	lk->rx_pool = malloc((size_t)lk->nrx * PROTO_EAGER_BUFFER + (size_t)LINK_RX_LARGE * LINK_LARGE_MAX);
-	for (int i = 0; lk->rx_pool && i < lk->nrx + LINK_RX_LARGE; i++)
+	lk->nlarge = (int)(cfg->caps.cap[FLOW_EJECTION] / LINK_LARGE_MAX);
+	lk->nlarge = lk->nlarge > LINK_RX_LARGE_MAX ? LINK_RX_LARGE_MAX : lk->nlarge < 1 ? 1 : lk->nlarge;
+	lk->rx_pool = malloc((size_t)lk->nrx * PROTO_EAGER_BUFFER + (size_t)lk->nlarge * LINK_LARGE_MAX);
+	for (int i = 0; lk->rx_pool && i < lk->nrx + lk->nlarge; i++)
 		if (rx_post(lk, rx_buf(lk, i), i >= lk->nrx)) {
 			free(lk->rx_pool);
 			lk->rx_pool = NULL;
@@ -312,6 +340,7 @@ static void drop_waiting(struct agent_links *lk, uint32_t rank, int status)
 		p->wait_head = w->next;
 		if (w->token != LINK_NO_TOKEN && lk->cfg.done)
 			lk->cfg.done(lk->cfg.arg, w->token, status, NULL, 0);
+		flow_give(&lk->flow[w->kind], w->charge);
 		free(w);
 	}
 	p->wait_tail = &p->wait_head;
@@ -319,6 +348,7 @@ static void drop_waiting(struct agent_links *lk, uint32_t rank, int status)
 	/* Units queued to post never went out: free large frames, mark the buffers free again. */
 	for (struct unit *u = p->post_head, *next; u; u = next) {
 		next = u->next;
+		unit_release(lk, u);
 		if (u->kind == UNIT_LARGE)
 			free(u);
 		else
@@ -642,7 +672,7 @@ static struct txbuf *open_buffer(struct link_peer *p)
 
 /* A large frame into the post queue, behind the buffer being filled. */
 static int queue_large(struct agent_links *lk, uint32_t rank, const struct proto_header *h, const void *body,
-		       size_t len)
+		       size_t len, enum flow_kind kind, uint64_t charge)
 {
 	struct link_peer *p = &lk->peers[rank];
 	struct large *f = malloc(sizeof(*f) + PROTO_HEADER_SIZE + len);
@@ -650,6 +680,7 @@ static int queue_large(struct agent_links *lk, uint32_t rank, const struct proto
 	if (!f)
 		return -ENOMEM;
 	f->u = (struct unit){.kind = UNIT_LARGE, .rank = rank};
+	f->u.charge[kind] = charge;
 	f->len = PROTO_HEADER_SIZE + len;
 	proto_header_encode(h, f->frame);
 	memcpy(f->frame + PROTO_HEADER_SIZE, body, len);
@@ -661,7 +692,8 @@ static int queue_large(struct agent_links *lk, uint32_t rank, const struct proto
 }
 
 /* Packs one eager item: 0, or -ENOSPC when no eager buffer has room now. */
-static int pack_eager(struct agent_links *lk, uint32_t rank, const struct proto_header *h, const void *data)
+static int pack_eager(struct agent_links *lk, uint32_t rank, const struct proto_header *h, const void *data,
+		      enum flow_kind kind, uint64_t charge)
 {
 	struct link_peer *p = &lk->peers[rank];
 
@@ -673,6 +705,7 @@ static int pack_eager(struct agent_links *lk, uint32_t rank, const struct proto_
 			return -ENOSPC;
 		rc = agg_add(&b->agg, h, data);
 		if (rc == 0) {
+			b->u.charge[kind] += charge;
 			p->stats.msgs_sent++;
 			p->stats.bytes_sent += PROTO_HEADER_SIZE + h->eager_size;
 			if (b->agg.items >= b->agg.max_items)
@@ -695,7 +728,7 @@ static int pack_eager(struct agent_links *lk, uint32_t rank, const struct proto_
  * any, is finished with status 0 once it is on the link), or a negative errno.
  */
 static int tx_item(struct agent_links *lk, uint32_t rank, struct proto_header h, const void *body, size_t len,
-		   uint64_t token)
+		   uint64_t token, enum flow_kind kind, uint64_t charge)
 {
 	struct link_peer *p = &lk->peers[rank];
 	bool large = h.protocol == PROTO_P2P || PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER;
@@ -703,6 +736,7 @@ static int tx_item(struct agent_links *lk, uint32_t rank, struct proto_header h,
 
 	if (!p->up)
 		return -EHOSTDOWN;
+	flow_take(&lk->flow[kind], charge); /* given back once sent (unit_release), or when dropped */
 	if (large) {
 		h.eager_size = 0;
 		h.protocol = PROTO_P2P;
@@ -710,15 +744,21 @@ static int tx_item(struct agent_links *lk, uint32_t rank, struct proto_header h,
 		h.eager_size = (uint16_t)len;
 	}
 	if (!p->wait_head) {
-		int rc = large ? queue_large(lk, rank, &h, body, len) : pack_eager(lk, rank, &h, body);
+		int rc = large ? queue_large(lk, rank, &h, body, len, kind, charge)
+			       : pack_eager(lk, rank, &h, body, kind, charge);
 
+		if (rc && rc != -ENOSPC)
+			flow_give(&lk->flow[kind], charge); /* neither on the link nor waiting */
 		if (rc != -ENOSPC)
 			return rc;
 	}
 	w = malloc(sizeof(*w) + len);
-	if (!w)
+	if (!w) {
+		flow_give(&lk->flow[kind], charge);
 		return -ENOMEM;
-	*w = (struct waiting){.h = h, .token = token, .len = len, .large = large};
+	}
+	*w = (struct waiting){
+	    .h = h, .token = token, .len = len, .large = large, .kind = kind, .charge = charge};
 	memcpy(w->data, body, len);
 	*p->wait_tail = w;
 	p->wait_tail = &w->next;
@@ -736,11 +776,13 @@ static int drain_waiting(struct agent_links *lk, uint32_t rank)
 
 	while (p->wait_head) {
 		struct waiting *w = p->wait_head;
-		int rc = w->large ? queue_large(lk, rank, &w->h, w->data, w->len)
-				  : pack_eager(lk, rank, &w->h, w->data);
+		int rc = w->large ? queue_large(lk, rank, &w->h, w->data, w->len, w->kind, w->charge)
+				  : pack_eager(lk, rank, &w->h, w->data, w->kind, w->charge);
 
 		if (rc == -ENOSPC)
 			break;
+		if (rc)
+			flow_give(&lk->flow[w->kind], w->charge);
 		p->wait_head = w->next;
 		if (!p->wait_head)
 			p->wait_tail = &p->wait_head;
@@ -823,7 +865,7 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 		n = proto_connect_encode(&bind, eager, sizeof(eager));
 		if (n < 0)
 			return n;
-		rc = tx_item(lk, req->node, ch, eager, (size_t)n, LINK_NO_TOKEN);
+		rc = tx_item(lk, req->node, ch, eager, (size_t)n, LINK_NO_TOKEN, FLOW_INJECTION, 0);
 		if (rc && rc != -EINPROGRESS)
 			return rc;
 		snprintf(p->bind_out[slot], sizeof(p->bind_out[slot]), "%s", req->name);
@@ -854,7 +896,8 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 		len += PROTO_CHUNK_SIZE;
 		h.protocol = PROTO_P2P;
 	}
-	rc = tx_item(lk, req->node, h, data, len, answered ? LINK_NO_TOKEN : token);
+	rc = tx_item(lk, req->node, h, data, len, answered ? LINK_NO_TOKEN : token, FLOW_INJECTION,
+		     PROTO_HEADER_SIZE + len);
 	free(body);
 	if (rc && rc != -EINPROGRESS)
 		return rc;
@@ -904,7 +947,8 @@ static void answer(struct agent_links *lk, const struct target_item *t, int stat
 		memcpy(body, &s, 4);
 		len = 4 + (status ? 0 : msg_len);
 	}
-	rc = tx_item(lk, t->from, h, body, len, LINK_NO_TOKEN);
+	rc = tx_item(lk, t->from, h, body, len, LINK_NO_TOKEN, FLOW_GETMSG,
+		     h.type == PROTO_DATA ? PROTO_HEADER_SIZE + len : 0);
 	if (rc && rc != -EINPROGRESS)
 		agent_logf(&lk->cfg.log, "could not answer rank %u (port %llx): %s", t->from,
 			   (unsigned long long)t->h.port, strerror(-rc));
@@ -978,7 +1022,10 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 			rc = chan_wait_taken(c, t->seq, 0);
 		break;
 	case PROTO_GETMSG:
-		rc = chan_recv(c, lk->scratch + 4, GW_INLINE, &len, 0);
+		/* Over the GETMSG cap the message stays in its channel until answers went out. */
+		rc = flow_fits(&lk->flow[FLOW_GETMSG], PROTO_HEADER_SIZE + 4 + GW_INLINE)
+			 ? chan_recv(c, lk->scratch + 4, GW_INLINE, &len, 0)
+			 : -EAGAIN;
 		break;
 	default:
 		rc = chan_poll(c, &st, 0);
@@ -1282,6 +1329,7 @@ static void send_done(struct agent_links *lk, struct unit *u, const struct core_
 {
 	struct link_peer *p = &lk->peers[u->rank];
 
+	unit_release(lk, u);
 	if (u->orphan) {
 		free(u);
 		return;
@@ -1320,6 +1368,8 @@ int links_progress(struct agent_links *lk)
 				if (e[i].status == IBV_WC_SUCCESS && !e[i].err &&
 				    e[i].len <= (large ? LINK_LARGE_MAX : PROTO_EAGER_BUFFER))
 					take_message(lk, e[i].peer, e[i].context, e[i].len, large);
+				if (large)
+					flow_give(&lk->flow[FLOW_EJECTION], LINK_LARGE_MAX);
 				if (rx_post(lk, e[i].context, large))
 					agent_logf(&lk->cfg.log, "could not repost a receive buffer");
 			} else if ((e[i].flags & CORE_CQE_SEND) && e[i].context) {
@@ -1341,6 +1391,16 @@ int links_tx_pass(struct agent_links *lk)
 	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
 		work += tx_progress(lk, r);
 	return work;
+}
+
+bool links_can_inject(struct agent_links *lk)
+{
+	return flow_fits(&lk->flow[FLOW_INJECTION], LINK_LARGE_MAX);
+}
+
+void links_flow_stats(struct agent_links *lk, struct flow_gauge out[FLOW_NKINDS])
+{
+	memcpy(out, lk->flow, sizeof(lk->flow));
 }
 
 bool links_idle(struct agent_links *lk)
