@@ -53,6 +53,7 @@ struct gw_request {
 	 * mode; the others are buffered.
 	 */
 	uint64_t msg_id, msg_total, msg_offset;
+	uint64_t cap; /* receives: the caller's buffer; a larger message stays in the channel (-EMSGSIZE) */
 };
 
 /* The agent's view of itself, for clients and `agent status`. */
@@ -135,6 +136,10 @@ void gw_info(struct gateway *g, struct gw_info *info);
  * answers (its status is returned, the reply copied to out[0..cap), *outlen
  * set), the agent dies (-ENOTCONN), or timeout_ms (plus a second of grace for
  * the agent, which enforces the request's own timeout) passes (-ETIMEDOUT).
+ * A receive the agent has taken on is never given up while the agent lives:
+ * its answer may hold a message already taken from the channel.  An answer
+ * larger than a slot comes through a spill file the agent writes in the
+ * agent directory (owner-only, O_EXCL) and the client reads and removes.
  */
 int gw_call(struct gateway *g, const struct gw_request *req, const void *in, size_t inlen, void *out,
 	    size_t cap, size_t *outlen, bool wait);

@@ -42,6 +42,7 @@
 #define PORT_BINDINGS	  (1u << PORT_BIND_BITS)
 #define PORT_TAG_MASK	  0xffffffffull
 #define LINK_REASM_MAX	  (1ull << 30) /* bytes of large messages being put together at once */
+#define LINK_DATA_PIECE	  (GW_INLINE - 4 - PROTO_CHUNK_SIZE) /* message bytes per chunk of a GETMSG answer */
 
 /* What went out to a peer, waiting for its send completion (the core context of the send). */
 enum unit_kind { UNIT_EAGER, UNIT_LARGE };
@@ -105,6 +106,8 @@ struct origin {
 	uint16_t gen;
 	uint8_t op;
 	uint64_t token;
+	uint8_t *answer; /* a GETMSG answer arriving in chunks */
+	uint64_t answer_total, answer_got;
 };
 
 /* A large message from a peer being put together from its chunks. */
@@ -327,6 +330,8 @@ static void finish_origin(struct agent_links *lk, uint32_t idx, int status, cons
 		lk->peers[o->node].stats.last_error = status;
 	if (o->token != LINK_NO_TOKEN && lk->cfg.done)
 		lk->cfg.done(lk->cfg.arg, o->token, status, data, len);
+	free(o->answer);
+	o->answer = NULL;
 }
 
 /* Drops what waits to go to rank: the requests among it fail with status. */
@@ -829,7 +834,7 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 	bool chunked = req->op == GW_OP_SEND && req->msg_total;
 	bool last = !chunked || req->msg_offset + len == req->msg_total;
 	bool answered = req->op != GW_OP_SEND || (req->mode > AGENT_SEND_BUFFERED && last);
-	uint8_t *body = NULL;
+	uint8_t *body = NULL, cap_le[8];
 	uint32_t slot, idx = 0;
 	int rc;
 
@@ -879,9 +884,15 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 
 	if (answered)
 		h.port |= (uint64_t)(uint16_t)(o->gen + 1) << 16 | idx;
-	if (req->op != GW_OP_SEND)
+	if (req->op == GW_OP_RECV) {
+		uint64_t cap = req->cap ? req->cap : GW_INLINE;
+
+		memcpy(cap_le, &cap, sizeof(cap));
+		data = cap_le;
+		len = sizeof(cap_le);
+	} else if (req->op != GW_OP_SEND) {
 		len = 0;
-	else if (chunked || PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER) {
+	} else if (chunked || PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER) {
 		/* A large frame of its own, its body opened by the chunk descriptor (proto.h). */
 		struct proto_chunk c = {.total = chunked ? req->msg_total : len,
 					.offset = chunked ? req->msg_offset : 0,
@@ -997,6 +1008,85 @@ static int serve_chan(struct agent_links *lk, const char *name, struct chan **ou
 	return 0;
 }
 
+/* Bytes the GETMSG cap counts for an answer of len message bytes: its frames, as they go out. */
+static uint64_t getmsg_charge(size_t len)
+{
+	uint64_t pieces = len > GW_INLINE ? (len + LINK_DATA_PIECE - 1) / LINK_DATA_PIECE : 1;
+
+	return len + pieces * (PROTO_HEADER_SIZE + 4 + PROTO_CHUNK_SIZE);
+}
+
+/*
+ * A GETMSG's message, taken from the channel only when the GETMSG cap has
+ * room for its answer and it fits the caller's buffer (else it stays:
+ * -EAGAIN to try again, -EMSGSIZE to answer).  Up to a slot it lands in
+ * scratch; a larger one in *big (the caller frees it).
+ */
+static int getmsg_take(struct agent_links *lk, const struct target_item *t, struct chan *c, uint8_t **big,
+		       size_t *len)
+{
+	struct flow_gauge *g = &lk->flow[FLOW_GETMSG];
+	uint64_t want = GW_INLINE;
+	size_t got;
+	int rc;
+
+	if (t->len == 8)
+		memcpy(&want, t->data, 8);
+	if (want > AGENT_REMOTE_MAX)
+		want = AGENT_REMOTE_MAX;
+	if (!flow_fits(g, getmsg_charge(GW_INLINE)))
+		return -EAGAIN;
+	rc = chan_recv(c, lk->scratch + 4, want < GW_INLINE ? want : GW_INLINE, len, 0);
+	if (rc != -EMSGSIZE || *len <= GW_INLINE)
+		return rc;
+	if (*len > want || getmsg_charge(*len) > g->cap)
+		return -EMSGSIZE; /* never fits: it stays in the channel */
+	if (!flow_fits(g, getmsg_charge(*len)))
+		return -EAGAIN;
+	*big = malloc(*len);
+	if (!*big)
+		return -EAGAIN;
+	rc = chan_recv(c, *big, *len, &got, 0);
+	if (rc) { /* another receiver took it first */
+		free(*big);
+		*big = NULL;
+		return rc == -EMSGSIZE ? -EAGAIN : rc;
+	}
+	*len = got;
+	return 0;
+}
+
+/*
+ * A GETMSG answer larger than a slot: large DATA frames with mode
+ * PROTO_MODE_CHUNKED, each the status (0), the chunk descriptor and a piece
+ * (proto.h); they go out in order on the link and the origin puts them
+ * together.
+ */
+static void answer_chunks(struct agent_links *lk, const struct target_item *t, const uint8_t *msg, size_t len)
+{
+	struct proto_header h = {
+	    .type = PROTO_DATA, .protocol = PROTO_P2P, .mode = PROTO_MODE_CHUNKED, .port = t->h.port};
+	struct proto_chunk c = {.total = len, .id = t->h.port};
+	uint8_t *body = lk->scratch;
+
+	memset(body, 0, 4);
+	for (size_t off = 0; off < len; off += LINK_DATA_PIECE) {
+		size_t n = len - off < LINK_DATA_PIECE ? len - off : LINK_DATA_PIECE;
+		int rc;
+
+		c.offset = off;
+		proto_chunk_encode(&c, body + 4);
+		memcpy(body + 4 + PROTO_CHUNK_SIZE, msg + off, n);
+		rc = tx_item(lk, t->from, h, body, 4 + PROTO_CHUNK_SIZE + n, LINK_NO_TOKEN, FLOW_GETMSG,
+			     PROTO_HEADER_SIZE + 4 + PROTO_CHUNK_SIZE + n);
+		if (rc && rc != -EINPROGRESS) {
+			agent_logf(&lk->cfg.log, "could not answer rank %u (port %llx): %s", t->from,
+				   (unsigned long long)t->h.port, strerror(-rc));
+			return;
+		}
+	}
+}
+
 /* One try at a waiting request: true when it is finished (answered). */
 static bool serve_item(struct agent_links *lk, struct target_item *t, bool *blocks)
 {
@@ -1004,6 +1094,7 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 	int64_t timeout = proto_timeout_decode(t->h.timeout);
 	struct chan_state st;
 	struct chan *c = NULL;
+	uint8_t *big = NULL;
 	size_t len = 0;
 	int rc = serve_chan(lk, t->name, &c);
 
@@ -1022,10 +1113,12 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 			rc = chan_wait_taken(c, t->seq, 0);
 		break;
 	case PROTO_GETMSG:
-		/* Over the GETMSG cap the message stays in its channel until answers went out. */
-		rc = flow_fits(&lk->flow[FLOW_GETMSG], PROTO_HEADER_SIZE + 4 + GW_INLINE)
-			 ? chan_recv(c, lk->scratch + 4, GW_INLINE, &len, 0)
-			 : -EAGAIN;
+		rc = getmsg_take(lk, t, c, &big, &len);
+		if (big) {
+			answer_chunks(lk, t, big, len);
+			free(big);
+			return true;
+		}
 		break;
 	default:
 		rc = chan_poll(c, &st, 0);
@@ -1158,7 +1251,9 @@ static void take_request(struct agent_links *lk, uint32_t from, const struct pro
 	struct proto_chunk c;
 	struct target_item *t;
 
-	if ((h->type != PROTO_SENDMSG && payload_len) || (h->port >> 32) >= PORT_BINDINGS) {
+	if ((h->type == PROTO_POLL && payload_len) ||
+	    (h->type == PROTO_GETMSG && payload_len != 0 && payload_len != 8) ||
+	    (h->port >> 32) >= PORT_BINDINGS) {
 		lk->errors.count[PROTO_ERR_CONNECT]++;
 		return;
 	}
@@ -1195,6 +1290,36 @@ static void take_connect(struct agent_links *lk, uint32_t from, const struct pro
 	snprintf(lk->peers[from].bind_in[h->port >> 32], PROTO_NAME_MAX + 1, "%s", bind.name);
 }
 
+/* A chunk of a GETMSG answer larger than a slot: chunks come in order; the last one finishes the request. */
+static void take_answer_chunk(struct agent_links *lk, uint32_t idx, const uint8_t *body, size_t len)
+{
+	struct origin *o = &lk->origins[idx];
+	struct proto_chunk c;
+
+	if (proto_chunk_decode(body, len, &c, &lk->errors)) {
+		finish_origin(lk, idx, -EPROTO, NULL, 0);
+		return;
+	}
+	len -= PROTO_CHUNK_SIZE;
+	if (c.offset == 0 && !o->answer) {
+		if (c.total > AGENT_REMOTE_MAX || !(o->answer = malloc(c.total))) {
+			finish_origin(lk, idx, c.total > AGENT_REMOTE_MAX ? -EPROTO : -ENOMEM, NULL, 0);
+			return;
+		}
+		o->answer_total = c.total;
+		o->answer_got = 0;
+	}
+	if (!o->answer || c.offset != o->answer_got || c.total != o->answer_total) {
+		lk->errors.count[PROTO_ERR_RESPONSE]++;
+		finish_origin(lk, idx, -EPROTO, NULL, 0);
+		return;
+	}
+	memcpy(o->answer + c.offset, body + PROTO_CHUNK_SIZE, len);
+	o->answer_got += len;
+	if (o->answer_got == o->answer_total)
+		finish_origin(lk, idx, 0, o->answer, (size_t)o->answer_total);
+}
+
 static void take_answer(struct agent_links *lk, uint32_t from, const struct proto_header *h,
 			const uint8_t *body, size_t len)
 {
@@ -1214,6 +1339,10 @@ static void take_answer(struct agent_links *lk, uint32_t from, const struct prot
 	memcpy(&status, body, 4);
 	if (status > 0 || status < -4095)
 		status = -EPROTO;
+	if (h->type == PROTO_DATA && h->protocol == PROTO_P2P && h->mode == PROTO_MODE_CHUNKED) {
+		take_answer_chunk(lk, idx, body + 4, len - 4);
+		return;
+	}
 	if (h->type == PROTO_STATE) {
 		struct chan_state st = {0};
 		uint32_t count;

@@ -28,6 +28,10 @@
  * follow.  A message bigger than a chunk (RDMATOOL_AGENT_CHUNK_KB) is sent
  * as chunks in order, put together at the target; only its last chunk's
  * header (mode, port) counts.  A large DATA body is the status and message.
+ * A GETMSG carries 8 bytes of eager data: the receiver's buffer size (u64),
+ * so a larger message stays in the channel (-EMSGSIZE).  A GETMSG answer
+ * larger than 64 KiB comes as large DATA frames in order, mode
+ * PROTO_MODE_CHUNKED, each body: status (0), the chunk descriptor, a piece.
  *
  * Everything a peer sends is checked here before use: proto_next() rejects
  * a malformed item, counts why, and never reads outside the buffer.
@@ -58,6 +62,9 @@ enum proto_type {
 };
 
 enum proto_protocol { PROTO_EAGER = 0, PROTO_P2P = 1, PROTO_RMA = 2 };
+
+/* The mode of a DATA frame that is one chunk of a GETMSG answer larger than 64 KiB. */
+#define PROTO_MODE_CHUNKED 3
 
 struct proto_header {
 	uint8_t type, protocol, mode;

@@ -9,11 +9,13 @@
  *     size (mostly small, some up to MAXSIZE) and a random mode
  *     (immediately, buffered, deposited); -EAGAIN (a full gateway) is tried
  *     again after a short pause.  Prints "sent COUNT eagain N".
- *   agent_traffic recv RANK ADDR IDLE_MS [MAX]
- *     takes messages (a GETMSG when ADDR is on another node) until none
- *     came for IDLE_MS, or MAX arrived; checks each one's checksum and that
- *     the sequence numbers of each ID rise; prints "ID SEQ" per message,
- *     then "received N".  Exit 1 on a bad or out-of-order message.
+ *   agent_traffic recv RANK ADDR IDLE_MS [MAX [TIMEOUT_MS [CAP]]]
+ *     takes messages (a GETMSG when ADDR is on another node), each receive
+ *     with TIMEOUT_MS (default IDLE_MS), until none came for IDLE_MS, or MAX
+ *     (0: no limit) arrived; checks each one's checksum and that the
+ *     sequence numbers of each ID rise; prints "ID SEQ LEN" per message, then
+ *     "received N timeouts T".  CAP is the receive buffer (default 8 MiB).
+ *     Exit 1 on a bad or out-of-order message, or a failed receive.
  */
 #include "core/agent/agent.h"
 
@@ -128,10 +130,12 @@ static int do_recv(int argc, char **argv)
 {
 	struct agent_client *cl;
 	struct agent_chan *h;
-	int idle_ms = atoi(argv[3]);
-	uint64_t max = argc > 4 ? strtoull(argv[4], NULL, 10) : UINT64_MAX, n = 0;
+	int idle_ms = atoi(argv[3]), timeout_ms = argc > 5 ? atoi(argv[5]) : idle_ms;
+	uint64_t max = argc > 4 ? strtoull(argv[4], NULL, 10) : 0, n = 0, timeouts = 0;
+	struct timespec last, now;
 	int64_t next[MAX_IDS];
-	uint8_t *buf = malloc(RECV_CAP);
+	size_t cap = argc > 6 ? strtoul(argv[6], NULL, 10) : RECV_CAP;
+	uint8_t *buf = malloc(cap ? cap : 1);
 	size_t len;
 	int rc;
 
@@ -139,9 +143,24 @@ static int do_recv(int argc, char **argv)
 		return 2;
 	for (int i = 0; i < MAX_IDS; i++)
 		next[i] = 0;
-	while (n < max && (rc = agent_recv(h, buf, RECV_CAP, &len, idle_ms)) == 0) {
+	if (!max)
+		max = UINT64_MAX;
+	clock_gettime(CLOCK_MONOTONIC, &last);
+	while (n < max) {
 		struct msg_head mh;
 
+		rc = agent_recv(h, buf, cap, &len, timeout_ms);
+		if (rc == -ETIMEDOUT || rc == -EAGAIN) {
+			timeouts++;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if ((now.tv_sec - last.tv_sec) * 1000 + (now.tv_nsec - last.tv_nsec) / 1000000 >=
+			    idle_ms)
+				break;
+			continue;
+		}
+		if (rc)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &last);
 		if (len < sizeof(mh)) {
 			fprintf(stderr, "a message of %zu bytes has no header\n", len);
 			return 1;
@@ -159,14 +178,14 @@ static int do_recv(int argc, char **argv)
 			return 1;
 		}
 		next[mh.id] = (int64_t)mh.seq + 1;
-		printf("%u %u\n", mh.id, mh.seq);
+		printf("%u %u %zu\n", mh.id, mh.seq, len);
 		n++;
 	}
 	if (n < max && rc != -ETIMEDOUT && rc != -EAGAIN) {
 		fprintf(stderr, "recv: %s\n", strerror(-rc));
 		return 1;
 	}
-	printf("received %llu\n", (unsigned long long)n);
+	printf("received %llu timeouts %llu\n", (unsigned long long)n, (unsigned long long)timeouts);
 	free(buf);
 	agent_chan_close(h);
 	agent_detach(cl);
@@ -178,9 +197,9 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 8 && !strcmp(argv[1], "send"))
 		return do_send(argv + 1);
-	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "recv"))
+	if (argc >= 5 && argc <= 8 && !strcmp(argv[1], "recv"))
 		return do_recv(argc - 1, argv + 1);
-	fprintf(stderr,
-		"usage: agent_traffic send RANK ADDR ID COUNT SEED MAXSIZE | recv RANK ADDR IDLE_MS [MAX]\n");
+	fprintf(stderr, "usage: agent_traffic send RANK ADDR ID COUNT SEED MAXSIZE | recv RANK ADDR IDLE_MS "
+			"[MAX [TIMEOUT_MS [CAP]]]\n");
 	return 2;
 }
