@@ -124,6 +124,9 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
 		rc = -EINVAL; /* this node's channels are reached directly, never through the gateway */
 	else if (!e->links)
 		rc = -EHOSTDOWN;
+	else if (!links_can_inject(e->links))
+		return GW_DEFER; /* over the injection cap: it waits in the gateway, which may fill (-EAGAIN)
+				  */
 	else
 		/* 0 for immediately and buffered once the data is on the link: the caller may go on. */
 		rc = links_request(e->links, req, in, inlen, slot);
@@ -206,10 +209,7 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 		int work = e->links ? links_progress(e->links) : 0;
 		uint64_t now;
 
-		/* Over the injection cap requests stay in the gateway: when it is full, clients get -EAGAIN.
-		 */
-		if (!e->links || links_can_inject(e->links))
-			work += gw_serve(e->gw, engine_handle, e);
+		work += gw_serve(e->gw, engine_handle, e);
 		now = clock_ns();
 		if (work)
 			last_work = now;

@@ -382,6 +382,14 @@ int gw_serve(struct gateway *g, gw_handler fn, void *arg)
 		uint32_t inlen = sl->inlen > GW_INLINE ? GW_INLINE : sl->inlen;
 		int rc = fn(arg, (uint32_t)(sl - s->slots), &req, sl->data, inlen, sl->data, &outlen);
 
+		if (rc == GW_DEFER) {
+			uint32_t busy = SLOT_BUSY;
+
+			/* Back in the queue, and the later ones behind it, so tickets keep their order. */
+			if (!atomic_compare_exchange_strong(&sl->state, &busy, SLOT_READY))
+				slot_complete(s, sl, -ETIMEDOUT); /* abandoned meanwhile: freed */
+			return i;
+		}
 		if (rc == -EINPROGRESS)
 			continue; /* gw_complete() finishes it */
 		sl->outlen = (uint32_t)(outlen > GW_INLINE ? GW_INLINE : outlen);

@@ -25,6 +25,7 @@
 #include "core/agent/channel.h"
 #include "core/agent/flow.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -94,8 +95,10 @@ void gw_destroy(struct gateway *g, const char *dir);
  * reclaims slots of dead clients.  Returns how many it served.  fn returns
  * 0 or a negative errno and may fill out[0..*outlen) up to GW_INLINE; or it
  * returns -EINPROGRESS, keeps the slot number and finishes the request
- * later with gw_complete() (in and out stay valid until then).
+ * later with gw_complete() (in and out stay valid until then); or GW_DEFER:
+ * the request stays queued for a later gw_serve and this one stops there.
  */
+#define GW_DEFER (-EBUSY) /* a handler's "not now": the request stays queued, serving stops */
 typedef int (*gw_handler)(void *arg, uint32_t slot, const struct gw_request *req, const void *in,
 			  size_t inlen, void *out, size_t *outlen);
 int gw_serve(struct gateway *g, gw_handler fn, void *arg);
