@@ -1376,43 +1376,35 @@ static void take_item(struct agent_links *lk, uint32_t from, const struct proto_
 		take_answer(lk, from, h, body, len);
 }
 
-/* A message from a peer: an eager buffer of items, or one large frame. */
+struct take_ctx {
+	struct agent_links *lk;
+	uint32_t from;
+};
+
+static void take_parsed(void *arg, const struct proto_header *h, const uint8_t *data, size_t len)
+{
+	struct take_ctx *ctx = arg;
+	struct link_peer *p = &ctx->lk->peers[ctx->from];
+
+	p->stats.msgs_recv++;
+	p->stats.bytes_recv += PROTO_HEADER_SIZE + len;
+	take_item(ctx->lk, ctx->from, h, data, len);
+}
+
+/* A message from a peer: an eager buffer of items, or one large frame (checked by proto_parse). */
 static void take_message(struct agent_links *lk, uint32_t core_peer, const uint8_t *buf, size_t len,
 			 bool large)
 {
-	struct link_peer *p = NULL;
-	struct proto_header h;
-	const uint8_t *data;
-	size_t off = 0, dlen;
-	uint32_t from;
-	int rc;
+	struct take_ctx ctx = {.lk = lk};
 
-	for (from = 0; from < lk->cfg.nodes; from++)
-		if (lk->peers[from].up && lk->peers[from].core_peer == core_peer) {
-			p = &lk->peers[from];
+	for (ctx.from = 0; ctx.from < lk->cfg.nodes; ctx.from++)
+		if (lk->peers[ctx.from].up && lk->peers[ctx.from].core_peer == core_peer)
 			break;
-		}
-	if (!p)
+	if (ctx.from == lk->cfg.nodes)
 		return; /* not from a peer we know: dropped */
-	if (large) {
-		if (len < PROTO_HEADER_SIZE || proto_header_decode(buf, &h, &lk->errors))
-			return;
-		if (h.eager_size || h.protocol != PROTO_P2P || h.type == PROTO_CONNECT ||
-		    (h.type >= PROTO_ACK && len < PROTO_HEADER_SIZE + 4)) {
-			lk->errors.count[PROTO_ERR_SIZE]++;
-			return;
-		}
-		p->stats.msgs_recv++;
-		p->stats.bytes_recv += len;
-		take_item(lk, from, &h, buf + PROTO_HEADER_SIZE, len - PROTO_HEADER_SIZE);
-		return;
-	}
-	p->stats.buffers_recv++;
-	while ((rc = proto_next(buf, len, &off, &h, &data, &dlen, &lk->errors)) == 1) {
-		p->stats.msgs_recv++;
-		p->stats.bytes_recv += PROTO_HEADER_SIZE + dlen;
-		take_item(lk, from, &h, data, dlen);
-	}
+	if (!large)
+		lk->peers[ctx.from].stats.buffers_recv++;
+	proto_parse(buf, len, large, take_parsed, &ctx, &lk->errors);
 }
 
 /* Peers: accept and dial, and notice a peer's OOB connection closing (how its death shows). */

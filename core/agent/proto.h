@@ -127,4 +127,19 @@ int proto_connect_decode(const uint8_t *in, size_t len, struct proto_connect *c,
 int proto_next(const uint8_t *buf, size_t len, size_t *off, struct proto_header *h, const uint8_t **data,
 	       size_t *data_len, struct proto_errors *e);
 
+/* An item proto_parse() accepted: its header, and its eager data or large body inside the message. */
+typedef void (*proto_item_fn)(void *arg, const struct proto_header *h, const uint8_t *data, size_t len);
+
+/*
+ * Reads one message from a peer the way the agent does: an eager buffer of
+ * items (large false) or one large frame.  Each item must be well formed
+ * for its type (a CONNECT's binding, a GETMSG's 0 or 8 bytes, a chunk
+ * descriptor inside its message, a response's status...) before fn sees
+ * it, in order.  Returns the items passed to fn, or -EBADMSG at the first
+ * malformed one (counted once in e; the items before it were passed on, the
+ * rest of the message is dropped).
+ */
+int proto_parse(const uint8_t *buf, size_t len, bool large, proto_item_fn fn, void *arg,
+		struct proto_errors *e);
+
 #endif
