@@ -25,24 +25,26 @@
 #define LINK_TX_BUFS 4 /* eager buffers per target node */
 #define LINK_RX_LARGE_MAX                                                                                    \
 	32 /* posted receives for large frames, at most (the ejection cap may allow fewer) */
-#define LINK_LARGE_MAX	  (PROTO_HEADER_SIZE + PROTO_CHUNK_SIZE + GW_INLINE) /* a chunk, or a DATA answer */
-#define LINK_TAG_EAGER	  1 /* core tags: eager buffers and large frames land in their own receives */
-#define LINK_TAG_LARGE	  2
-#define LINK_ORIGIN_MAX	  1024 /* requests in flight from this agent */
-#define LINK_RETRY_NS	  200000000ull
-#define LINK_OOB_CHECK_NS 5000000ull /* accepting, and noticing a peer that died */
-#define LINK_HELLO	  0x4148     /* OOB frame types of the handshake */
-#define LINK_CHALLENGE	  0x4143
-#define LINK_PROOF	  0x4150
-#define NONCE_LEN	  16
-#define LINK_CHAN_CACHE	  32
-#define LINK_NO_TOKEN	  UINT64_MAX
-#define STATE_LEN	  (4 + 4 + 8 + 1)
-#define PORT_BIND_BITS	  10 /* a port's binding: a slot of a direct-mapped table per peer */
-#define PORT_BINDINGS	  (1u << PORT_BIND_BITS)
-#define PORT_TAG_MASK	  0xffffffffull
-#define LINK_REASM_MAX	  (1ull << 30) /* bytes of large messages being put together at once */
-#define LINK_DATA_PIECE	  (GW_INLINE - 4 - PROTO_CHUNK_SIZE) /* message bytes per chunk of a GETMSG answer */
+#define LINK_LARGE_MAX	   (PROTO_HEADER_SIZE + PROTO_CHUNK_SIZE + GW_INLINE) /* a chunk, or a DATA answer */
+#define LINK_TAG_EAGER	   1 /* core tags: eager buffers and large frames land in their own receives */
+#define LINK_TAG_LARGE	   2
+#define LINK_TAG_KIND	   0xffull /* the rest of a core tag: the message's sequence number on its link */
+#define LINK_TAG_SEQ_SHIFT 8
+#define LINK_ORIGIN_MAX	   1024 /* requests in flight from this agent */
+#define LINK_RETRY_NS	   200000000ull
+#define LINK_OOB_CHECK_NS  5000000ull /* accepting, and noticing a peer that died */
+#define LINK_HELLO	   0x4148     /* OOB frame types of the handshake */
+#define LINK_CHALLENGE	   0x4143
+#define LINK_PROOF	   0x4150
+#define NONCE_LEN	   16
+#define LINK_CHAN_CACHE	   32
+#define LINK_NO_TOKEN	   UINT64_MAX
+#define STATE_LEN	   (4 + 4 + 8 + 1)
+#define PORT_BIND_BITS	   10 /* a port's binding: a slot of a direct-mapped table per peer */
+#define PORT_BINDINGS	   (1u << PORT_BIND_BITS)
+#define PORT_TAG_MASK	   0xffffffffull
+#define LINK_REASM_MAX	   (1ull << 30) /* bytes of large messages being put together at once */
+#define LINK_DATA_PIECE	   (GW_INLINE - 4 - PROTO_CHUNK_SIZE) /* message bytes per chunk of a GETMSG answer */
 
 /* What went out to a peer, waiting for its send completion (the core context of the send). */
 enum unit_kind { UNIT_EAGER, UNIT_LARGE };
@@ -70,6 +72,20 @@ struct large {
 	uint8_t frame[];
 };
 
+/*
+ * A message that arrived before one sent ahead of it: eager buffers and
+ * large frames land in different receives, and one that found no receive
+ * posted waits in core's unexpected list while later ones complete.  It is
+ * read once the ones before it are (its receive stays taken meanwhile).
+ */
+struct held {
+	struct held *next;
+	uint64_t seq;
+	uint8_t *buf;
+	size_t len;
+	bool large, ok;
+};
+
 /* An item that found no room on the link yet; kept in order behind the others of its peer. */
 struct waiting {
 	struct waiting *next;
@@ -93,6 +109,8 @@ struct link_peer {
 	struct txbuf *open;
 	struct unit *post_head, **post_tail;
 	uint32_t eager_out, rndv_out; /* in flight, by how core moves them (see post_units) */
+	uint64_t tx_seq, rx_next;     /* sequence numbers (in the core tag) of the next message each way */
+	struct held *held;
 	struct waiting *wait_head, **wait_tail;
 	uint32_t nwaiting;
 	/* Ports: our bindings toward it (name per slot, "" = none) and its bindings toward us. */
@@ -196,10 +214,10 @@ static int rx_post(struct agent_links *lk, uint8_t *buf, bool large)
 	int rc;
 
 	if (!large)
-		return core_trecv(lk->ep, buf, PROTO_EAGER_BUFFER, LINK_TAG_EAGER, 0, buf);
+		return core_trecv(lk->ep, buf, PROTO_EAGER_BUFFER, LINK_TAG_EAGER, ~LINK_TAG_KIND, buf);
 	if (!flow_fits(&lk->flow[FLOW_EJECTION], LINK_LARGE_MAX))
 		return -ENOBUFS;
-	rc = core_trecv(lk->ep, buf, LINK_LARGE_MAX, LINK_TAG_LARGE, 0, buf);
+	rc = core_trecv(lk->ep, buf, LINK_LARGE_MAX, LINK_TAG_LARGE, ~LINK_TAG_KIND, buf);
 	if (!rc)
 		flow_take(&lk->flow[FLOW_EJECTION], LINK_LARGE_MAX);
 	return rc;
@@ -237,6 +255,7 @@ static int peer_tx_init(struct agent_links *lk, uint32_t rank)
 	p->post_head = NULL;
 	p->post_tail = &p->post_head;
 	p->eager_out = p->rndv_out = 0;
+	p->tx_seq = 0;
 	return 0;
 }
 
@@ -379,6 +398,8 @@ static void drop_reasm(struct agent_links *lk, uint32_t from, bool all)
 	}
 }
 
+static void drop_held(struct agent_links *lk, uint32_t rank);
+
 static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 {
 	struct link_peer *p = &lk->peers[rank];
@@ -391,6 +412,7 @@ static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 	p->up = false;
 	p->next_try_ns = clock_ns() + LINK_RETRY_NS;
 	drop_waiting(lk, rank, -EHOSTDOWN);
+	drop_held(lk, rank);
 	if (peer_tx_init(lk, rank))
 		agent_logf(&lk->cfg.log, "out of memory for the eager buffers of rank %u", rank);
 	/* Ports are bound again after a rejoin. */
@@ -430,6 +452,12 @@ void links_close(struct agent_links *lk)
 			drop_waiting(lk, r, -ESHUTDOWN);
 		if (p->oob)
 			oob_close(p->oob);
+		while (p->held) {
+			struct held *h = p->held;
+
+			p->held = h->next;
+			free(h);
+		}
 	}
 	while (lk->pending) {
 		struct target_item *t = lk->pending;
@@ -612,11 +640,13 @@ static int post_units(struct agent_links *lk, uint32_t rank)
 		if (large) {
 			struct large *f = (struct large *)u;
 
-			rc = core_tsend(lk->ep, p->core_peer, f->frame, f->len, LINK_TAG_LARGE, u);
+			rc = core_tsend(lk->ep, p->core_peer, f->frame, f->len,
+					LINK_TAG_LARGE | p->tx_seq << LINK_TAG_SEQ_SHIFT, u);
 		} else {
 			struct txbuf *b = (struct txbuf *)u;
 
-			rc = core_tsend(lk->ep, p->core_peer, b->agg.data, b->agg.used, LINK_TAG_EAGER, u);
+			rc = core_tsend(lk->ep, p->core_peer, b->agg.data, b->agg.used,
+					LINK_TAG_EAGER | p->tx_seq << LINK_TAG_SEQ_SHIFT, u);
 		}
 		if (rc) {
 			if (rc != -EAGAIN) {
@@ -625,6 +655,7 @@ static int post_units(struct agent_links *lk, uint32_t rank)
 			}
 			break; /* -EAGAIN: no credit or request now; completions will free some */
 		}
+		p->tx_seq++;
 		p->post_head = u->next;
 		if (!p->post_head)
 			p->post_tail = &p->post_head;
@@ -1467,6 +1498,81 @@ static void send_done(struct agent_links *lk, struct unit *u, const struct core_
 		p->stats.last_error = e->err ? e->err : -EIO;
 }
 
+/* Reads one received message (if it came whole) and posts its receive again. */
+static void rx_done(struct agent_links *lk, uint32_t core_peer, uint8_t *buf, size_t len, bool large, bool ok)
+{
+	if (ok)
+		take_message(lk, core_peer, buf, len, large);
+	if (large)
+		flow_give(&lk->flow[FLOW_EJECTION], LINK_LARGE_MAX);
+	if (rx_post(lk, buf, large))
+		agent_logf(&lk->cfg.log, "could not repost a receive buffer");
+}
+
+/* Receives held for a peer go back to the device unread (the peer went down or joined again). */
+static void drop_held(struct agent_links *lk, uint32_t rank)
+{
+	struct link_peer *p = &lk->peers[rank];
+
+	while (p->held) {
+		struct held *h = p->held;
+
+		p->held = h->next;
+		rx_done(lk, 0, h->buf, 0, h->large, false);
+		free(h);
+	}
+	p->rx_next = 0;
+}
+
+/* A completed receive: read in the order its peer sent it (the sequence number in its tag). */
+static void rx_complete(struct agent_links *lk, const struct core_cqe *e)
+{
+	bool large = (e->tag & LINK_TAG_KIND) == LINK_TAG_LARGE;
+	/* A message longer than the buffer was cut: never read past the buffer. */
+	bool ok =
+	    e->status == IBV_WC_SUCCESS && !e->err && e->len <= (large ? LINK_LARGE_MAX : PROTO_EAGER_BUFFER);
+	uint64_t seq = e->tag >> LINK_TAG_SEQ_SHIFT;
+	struct link_peer *p = NULL;
+
+	for (uint32_t r = 0; r < lk->cfg.nodes && !p && e->status == IBV_WC_SUCCESS; r++)
+		if (lk->peers[r].up && lk->peers[r].core_peer == e->peer)
+			p = &lk->peers[r];
+	if (!p) {
+		rx_done(lk, e->peer, e->context, e->len, large, false);
+		return;
+	}
+	if (seq != p->rx_next) {
+		struct held *h = malloc(sizeof(*h));
+
+		if (h) {
+			*h = (struct held){.next = p->held,
+					   .seq = seq,
+					   .buf = e->context,
+					   .len = e->len,
+					   .large = large,
+					   .ok = ok};
+			p->held = h;
+			return;
+		}
+		lk->errors.count[PROTO_ERR_TRUNCATED]++; /* no memory to wait: read out of order */
+	}
+	rx_done(lk, e->peer, e->context, e->len, large, ok);
+	p->rx_next = seq + 1;
+	for (struct held **pp = &p->held; *pp;) {
+		struct held *h = *pp;
+
+		if (h->seq != p->rx_next) {
+			pp = &h->next;
+			continue;
+		}
+		*pp = h->next;
+		rx_done(lk, e->peer, h->buf, h->len, h->large, h->ok);
+		p->rx_next++;
+		free(h);
+		pp = &p->held; /* the next one may sit anywhere in the list */
+	}
+}
+
 int links_progress(struct agent_links *lk)
 {
 	struct core_cqe e[16];
@@ -1482,18 +1588,9 @@ int links_progress(struct agent_links *lk)
 	while ((n = core_cq_read(lk->ep, e, 16)) > 0) {
 		work += n;
 		for (int i = 0; i < n; i++) {
-			if (e[i].flags & CORE_CQE_RECV) {
-				bool large = e[i].tag == LINK_TAG_LARGE;
-
-				/* A message longer than the buffer was cut: never read past the buffer. */
-				if (e[i].status == IBV_WC_SUCCESS && !e[i].err &&
-				    e[i].len <= (large ? LINK_LARGE_MAX : PROTO_EAGER_BUFFER))
-					take_message(lk, e[i].peer, e[i].context, e[i].len, large);
-				if (large)
-					flow_give(&lk->flow[FLOW_EJECTION], LINK_LARGE_MAX);
-				if (rx_post(lk, e[i].context, large))
-					agent_logf(&lk->cfg.log, "could not repost a receive buffer");
-			} else if ((e[i].flags & CORE_CQE_SEND) && e[i].context) {
+			if (e[i].flags & CORE_CQE_RECV)
+				rx_complete(lk, &e[i]);
+			else if ((e[i].flags & CORE_CQE_SEND) && e[i].context) {
 				send_done(lk, e[i].context, &e[i]);
 			}
 		}
