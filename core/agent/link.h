@@ -18,7 +18,10 @@
  * chunk arrive as chunks in order and are put together at the target.  Eager
  * buffers and large frames go under their own core tags into their own
  * receive buffers; frames core moves by rendezvous are never in flight
- * together with ones it sends eagerly, so items keep their order.  The
+ * together with ones it sends eagerly, and every message carries its
+ * sequence number on the link in the core tag (above the kind bits), so the
+ * target reads a peer's messages in the order sent even when one waited in
+ * core's unexpected list for a receive.  The
  * target tries the channel operation with timeout 0 and retries, in arrival
  * order per channel, until the request's own timeout; it then answers with
  * an ACK (SENDMSG deposited/received), DATA (GETMSG) or STATE (POLL)
