@@ -58,7 +58,7 @@ VERBS_LIB := $(BUILD)/librdmatool-verbs.so
 CORE_LIB := $(BUILD)/librdmacore.a
 CMD_LIB  := $(BUILD)/librdmacmd.a
 
-.PHONY: all check check-verbs check-deps unit integration deps demo asan tsan bench lint install dist clean mutation
+.PHONY: all check check-verbs check-deps unit integration deps demo asan tsan bench lint install dist clean mutation fuzz
 
 all: $(RDMATOOL) $(CORE_LIB) $(VERBS_LIB)
 
@@ -152,6 +152,18 @@ bench: check-deps all
 # Not part of check: every seeded bug, walk --verify on 3 seeds of 20 s each, and the soft unit tests.
 mutation: check-deps all
 	@BUILD=$(BUILD) tests/mutation/run.sh $(MUTATION_ARGS)
+
+# Not part of check: the libFuzzer target of the agents' wire parser (tests/fuzz/proto_fuzz.c),
+# built with clang and run for FUZZ_SECONDS on a corpus kept in $(BUILD)/fuzz/corpus.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+fuzz:
+	@command -v $(FUZZ_CC) >/dev/null 2>&1 || { echo "make fuzz: $(FUZZ_CC) not found;" \
+	  "it needs clang with libFuzzer: apt-get install clang (or give FUZZ_CC=clang-NN)" >&2; exit 1; }
+	@mkdir -p $(BUILD)/fuzz/corpus
+	$(FUZZ_CC) -D_GNU_SOURCE -I. -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -o $(BUILD)/fuzz/proto_fuzz tests/fuzz/proto_fuzz.c core/agent/proto.c
+	$(BUILD)/fuzz/proto_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4200 $(BUILD)/fuzz/corpus
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,performance,portability \

@@ -231,6 +231,8 @@ int agent_recv_cmd(const struct agent_opts *o)
 		return rc;
 	if (agent_chan_is_local(h) && agent_poll(h, &st, 0) == 0)
 		cap = st.max_msg ? st.max_msg : 1;
+	else if (!agent_chan_is_local(h))
+		cap = CHAN_DEFAULT_MAX_MSG; /* a remote channel's own limit is not known here */
 	buf = malloc(cap);
 	if (!buf) {
 		agent_chan_close(h);

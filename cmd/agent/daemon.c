@@ -356,6 +356,18 @@ int agent_status(const struct agent_opts *o)
 	print_uint(PRINT_ANY, "eagain", ", %llu refused (full)", info.eagain);
 	print_uint(PRINT_ANY, "reaped", ", %llu reclaimed from dead clients\n", info.reaped);
 	print_close_object();
+	print_open_object("flow");
+	print_string(PRINT_TEXT, NULL, "%s", "flow control, bytes held now / high-water mark / cap:");
+	for (int k = 0; k < FLOW_NKINDS; k++) {
+		print_open_object(flow_kind_name((enum flow_kind)k));
+		print_string(PRINT_TEXT, NULL, k ? ", %s" : " %s", flow_kind_name((enum flow_kind)k));
+		print_uint(PRINT_ANY, "pending_bytes", " %llu", info.flow[k].now);
+		print_uint(PRINT_ANY, "hwm_bytes", " / %llu", info.flow[k].hwm);
+		print_uint(PRINT_ANY, "cap_bytes", " / %llu", info.flow[k].cap);
+		print_close_object();
+	}
+	print_string(PRINT_TEXT, NULL, "%s", "\n");
+	print_close_object();
 	print_open_array("channels");
 	chan_list(dir, status_channel, &ctx);
 	print_close_array();

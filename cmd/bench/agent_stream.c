@@ -5,11 +5,14 @@
  * 1; messages/s and MiB/s.  agent_rate: 4 processes send in mode
  * "immediately" (requests stay queued in the gateway, as a rate test keeps
  * sends posted); agent_bw: one process, mode "buffered".  Baselines in the same run: the
- * same stream with aggregation off (RDMATOOL_AGENT_AGGREGATE=0, agent_rate)
- * and the core transport's send_bw on the same device.
+ * same stream with aggregation off (RDMATOOL_AGENT_AGGREGATE=0, agent_rate),
+ * the same processes sending the same messages directly with core sends, no
+ * agent (agent_rate, cmd/bench/direct_rate.c), and the core transport's
+ * send_bw on the same device.
  */
 #include "cmd/bench/agent_pair.h"
 #include "cmd/bench/bench.h"
+#include "cmd/bench/direct_rate.h"
 #include "cmd/cmd.h"
 #include "cmd/print.h"
 #include "core/agent/agent.h"
@@ -180,7 +183,7 @@ static int core_send_bw(size_t size, long iters, struct bench_result *core, char
 
 static void report(const char *test, size_t size, long iters, int procs, enum agent_send_mode mode,
 		   const struct stream_result *on, const struct stream_result *off,
-		   const struct bench_result *core)
+		   const struct bench_result *core, double direct_msgs)
 {
 	print_begin();
 	print_string(PRINT_JSON, "test", NULL, test);
@@ -199,6 +202,12 @@ static void report(const char *test, size_t size, long iters, int procs, enum ag
 		print_double(PRINT_JSON, "no_aggregation_items_per_buffer", NULL, off->items_per_buffer);
 		print_double(PRINT_ANY, "ratio_to_no_aggregation", "  (ratio %.2fx)\n",
 			     on->msgs_per_s / off->msgs_per_s);
+	}
+	if (direct_msgs > 0) {
+		print_double(PRINT_ANY, "direct_msgs_per_s", "  direct core sends:   %.0f msg/s",
+			     direct_msgs);
+		print_int(PRINT_TEXT, NULL, " (%lld processes, no agent)", procs);
+		print_double(PRINT_ANY, "ratio_to_direct", "  (ratio %.2fx)\n", on->msgs_per_s / direct_msgs);
 	}
 	if (core) {
 		double core_msgs = core->msg_rate * 1e6;
@@ -219,6 +228,7 @@ static int run(const char *test, size_t size, long iters, int procs, enum agent_
 	char err[512] = "";
 	struct stream_result on = {0}, off = {0};
 	struct bench_result core = {0};
+	double direct = 0;
 	const char *saved = getenv("RDMATOOL_AGENT_AGGREGATE");
 	char *keep = saved ? strdup(saved) : NULL;
 	int rc;
@@ -238,12 +248,15 @@ static int run(const char *test, size_t size, long iters, int procs, enum agent_
 			unsetenv("RDMATOOL_AGENT_AGGREGATE");
 	}
 	free(keep);
+	if (!rc && baseline && with_no_aggregation &&
+	    direct_rate(size, iters, procs, &direct, err, sizeof(err)))
+		return run_error("bench", "the direct core sends baseline failed: %s", err);
 	if (!rc && baseline && core_send_bw(size, iters, &core, err, sizeof(err)))
 		return run_error("bench", "the core send_bw baseline failed: %s", err);
 	if (rc)
 		return run_error("bench", "%s", err[0] ? err : strerror(-rc));
 	report(test, size, iters, procs, mode, &on, baseline && with_no_aggregation ? &off : NULL,
-	       baseline ? &core : NULL);
+	       baseline ? &core : NULL, direct);
 	return EXIT_OK;
 }
 

@@ -43,7 +43,8 @@
  * KiB (1..64, default 64) on its way, and put together again at the target:
  * it reaches the channel whole, once, in order with the port's other
  * messages.  At most AGENT_REMOTE_MAX bytes (the target channel's max_msg
- * applies too); a GETMSG still brings back at most 64 KiB.
+ * applies too).  A GETMSG brings back messages of any such size that fit
+ * the caller's buffer and the target agent's GETMSG cap (flow.h).
  */
 #define AGENT_REMOTE_MAX   (256ull << 20)
 #define AGENT_CHUNK_ENV	   "RDMATOOL_AGENT_CHUNK_KB"

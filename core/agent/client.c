@@ -220,7 +220,8 @@ bool agent_chan_is_local(const struct agent_chan *h)
 static int remote_call(struct agent_chan *h, uint32_t op, enum agent_send_mode mode, int timeout_ms,
 		       const void *in, size_t inlen, void *out, size_t cap, size_t *outlen)
 {
-	struct gw_request req = {.op = op, .mode = mode, .node = h->node, .timeout_ms = timeout_ms};
+	struct gw_request req = {
+	    .op = op, .mode = mode, .node = h->node, .timeout_ms = timeout_ms, .cap = cap};
 	int rc = client_gateway(h->cl);
 
 	if (rc)

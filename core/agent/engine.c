@@ -27,6 +27,7 @@ struct agent_engine {
 	struct agent_links *links; /* NULL on a single node */
 	struct stats_entry *stats;
 	uint64_t served, failed;
+	struct flow_caps caps;
 };
 
 static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len);
@@ -51,6 +52,11 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 			 cfg->rank, cfg->nodes, GW_MAX_NODES);
 		free(e);
 		return -EINVAL;
+	}
+	rc = flow_caps_from_env(&e->caps, why, whylen);
+	if (rc) {
+		free(e);
+		return rc;
 	}
 	rc = pidfile_acquire(e->dir, cfg->rank, &e->pid_fd, &holder);
 	if (rc) {
@@ -86,6 +92,7 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 					 .dir = e->dir,
 					 .done = engine_done,
 					 .log = cfg->log,
+					 .caps = e->caps,
 					 .arg = e};
 
 		rc = links_open(&lc, &e->links, why, whylen);
@@ -117,6 +124,9 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
 		rc = -EINVAL; /* this node's channels are reached directly, never through the gateway */
 	else if (!e->links)
 		rc = -EHOSTDOWN;
+	else if (!links_can_inject(e->links))
+		return GW_DEFER; /* over the injection cap: it waits in the gateway, which may fill (-EAGAIN)
+				  */
 	else
 		/* 0 for immediately and buffered once the data is on the link: the caller may go on. */
 		rc = links_request(e->links, req, in, inlen, slot);
@@ -178,6 +188,19 @@ static void engine_sleep(struct agent_engine *e)
 		links_sleep_end(e->links, fds + (bell >= 0), n - (bell >= 0));
 }
 
+static void publish_flow(struct agent_engine *e)
+{
+	struct flow_gauge flow[FLOW_NKINDS];
+
+	if (e->links) {
+		links_flow_stats(e->links, flow);
+	} else {
+		for (int k = 0; k < FLOW_NKINDS; k++)
+			flow_init(&flow[k], e->caps.cap[k]);
+	}
+	gw_set_flow(e->gw, flow);
+}
+
 int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 {
 	uint64_t last_work = 0, last_stats = 0;
@@ -211,6 +234,7 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 			links_peer_stats(e->links, i, &ps);
 			gw_set_peer_stats(e->gw, i, &ps);
 		}
+		publish_flow(e);
 		gw_info(e->gw, &info);
 		stats_set(e->stats, STATS_POSTED, info.requests);
 		stats_set(e->stats, STATS_COMPLETED, info.completed + info.failed);

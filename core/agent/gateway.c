@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #define GW_MAGIC   0x5957544754414452ULL /* "RDATGTWY" little-endian */
-#define GW_VERSION 4			 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends */
+#define GW_VERSION 5 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends, 5: flow caps */
 
 enum slot_state { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_BUSY, SLOT_DONE, SLOT_ABANDONED };
 
@@ -36,6 +36,8 @@ struct gw_slot {
 	_Atomic uint32_t sleeping; /* the client sleeps on state: the agent must wake it */
 	int32_t status;
 	uint32_t inlen, outlen;
+	uint32_t spilled;   /* the answer is in the spill file (spill_path), outlen unused */
+	uint64_t spill_len; /* its size */
 	struct gw_request req;
 	unsigned char data[GW_INLINE];
 };
@@ -59,6 +61,7 @@ struct gw_shared {
 	char hosts[GW_MAX_NODES][GW_HOST_LEN];
 	_Atomic uint8_t peer_up[GW_MAX_NODES];
 	struct gw_shared_peer peers[GW_MAX_NODES];
+	_Atomic uint64_t flow[FLOW_NKINDS][3]; /* now, hwm, cap */
 	_Atomic uint32_t running;
 	_Atomic uint32_t doorbell; /* the agent sleeps on it */
 	_Atomic uint32_t agent_sleeping;
@@ -88,6 +91,67 @@ struct gateway {
 static void gw_path(char *path, size_t len, const char *dir, uint32_t rank)
 {
 	snprintf(path, len, "%s/%s%u", dir, GW_FILE_PREFIX, rank);
+}
+
+/* An answer larger than a slot: <dir>/gateway.<rank>.spill.<slot>.<ticket>, named from the slot alone. */
+#define SPILL_PATH_MAX (PATH_MAX + 64)
+
+static bool spill_path(char *path, size_t len, const char *dir, uint32_t rank, uint32_t slot, uint64_t ticket)
+{
+	int n = snprintf(path, len, "%s/%s%u.spill.%u.%llu", dir, GW_FILE_PREFIX, rank, slot,
+			 (unsigned long long)ticket);
+
+	return n > 0 && (size_t)n < len;
+}
+
+/* Writes the answer to its spill file (owner-only, never an existing file); 0 or a negative errno. */
+static int spill_write(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (size_t off = 0; off < len && !rc;) {
+		ssize_t n = write(fd, (const uint8_t *)data + off, len - off);
+
+		if (n > 0)
+			off += (size_t)n;
+		else if (n < 0 && errno != EINTR)
+			rc = -errno;
+	}
+	close(fd);
+	if (rc)
+		unlink(path);
+	return rc;
+}
+
+/* Client side: reads (at most cap bytes of) the answer and removes its file; -EBADMSG if it is not ours. */
+static int spill_read(const char *path, void *out, size_t cap, uint64_t len)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	size_t want = len < cap ? (size_t)len : cap;
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) ||
+	    (uint64_t)st.st_size != len)
+		rc = -EBADMSG;
+	for (size_t off = 0; off < want && !rc;) {
+		ssize_t n = read(fd, (uint8_t *)out + off, want - off);
+
+		if (n > 0)
+			off += (size_t)n;
+		else if (n == 0)
+			rc = -EBADMSG;
+		else if (errno != EINTR)
+			rc = -errno;
+	}
+	close(fd);
+	return rc;
 }
 
 /*
@@ -246,6 +310,22 @@ void gw_complete(struct gateway *g, uint32_t slot, int status, const void *out, 
 	if (slot >= GW_SLOTS)
 		return;
 	sl = &g->s->slots[slot];
+	sl->spilled = 0;
+	if (outlen > GW_INLINE && !status && atomic_load(&sl->state) == SLOT_BUSY) {
+		char path[SPILL_PATH_MAX];
+
+		status = spill_path(path, sizeof(path), g->dir, g->rank, slot, sl->ticket)
+			     ? spill_write(path, out, outlen)
+			     : -ENAMETOOLONG;
+		sl->spilled = status == 0;
+		sl->spill_len = outlen;
+		sl->outlen = 0;
+		slot_complete(g->s, sl, status);
+		/* Nobody will read it after all: the client died, or gave up meanwhile. */
+		if (sl->spilled && atomic_load(&sl->state) == SLOT_FREE)
+			unlink(path);
+		return;
+	}
 	if (outlen > GW_INLINE)
 		outlen = GW_INLINE;
 	if (outlen && out != sl->data)
@@ -271,8 +351,15 @@ int gw_serve(struct gateway *g, gw_handler fn, void *arg)
 		if (st == SLOT_READY)
 			ready[n++] = sl;
 		else if (reap && (st == SLOT_CLAIMED || st == SLOT_DONE) && pid_gone(sl->pid) &&
-			 atomic_compare_exchange_strong(&sl->state, &st, SLOT_FREE))
+			 atomic_compare_exchange_strong(&sl->state, &st, SLOT_FREE)) {
 			atomic_fetch_add(&s->reaped, 1); /* its client died mid-request */
+			if (st == SLOT_DONE && sl->spilled) {
+				char path[SPILL_PATH_MAX];
+
+				if (spill_path(path, sizeof(path), g->dir, g->rank, (uint32_t)i, sl->ticket))
+					unlink(path);
+			}
+		}
 	}
 	/* Ticket order keeps each client's requests in the order it made them. */
 	for (int i = 1; i < n; i++)
@@ -295,6 +382,14 @@ int gw_serve(struct gateway *g, gw_handler fn, void *arg)
 		uint32_t inlen = sl->inlen > GW_INLINE ? GW_INLINE : sl->inlen;
 		int rc = fn(arg, (uint32_t)(sl - s->slots), &req, sl->data, inlen, sl->data, &outlen);
 
+		if (rc == GW_DEFER) {
+			uint32_t busy = SLOT_BUSY;
+
+			/* Back in the queue, and the later ones behind it, so tickets keep their order. */
+			if (!atomic_compare_exchange_strong(&sl->state, &busy, SLOT_READY))
+				slot_complete(s, sl, -ETIMEDOUT); /* abandoned meanwhile: freed */
+			return i;
+		}
 		if (rc == -EINPROGRESS)
 			continue; /* gw_complete() finishes it */
 		sl->outlen = (uint32_t)(outlen > GW_INLINE ? GW_INLINE : outlen);
@@ -329,6 +424,15 @@ void gw_set_peer_stats(struct gateway *g, uint32_t node, const struct gw_peer_st
 	atomic_store_explicit(&p->eager_in_use, st->eager_in_use, memory_order_relaxed);
 	atomic_store_explicit(&p->waiting, st->waiting, memory_order_relaxed);
 	atomic_store_explicit(&p->waiting_hwm, st->waiting_hwm, memory_order_relaxed);
+}
+
+void gw_set_flow(struct gateway *g, const struct flow_gauge flow[FLOW_NKINDS])
+{
+	for (int k = 0; k < FLOW_NKINDS; k++) {
+		atomic_store_explicit(&g->s->flow[k][0], flow[k].now, memory_order_relaxed);
+		atomic_store_explicit(&g->s->flow[k][1], flow[k].hwm, memory_order_relaxed);
+		atomic_store_explicit(&g->s->flow[k][2], flow[k].cap, memory_order_relaxed);
+	}
 }
 
 int gw_bell_fd(const struct gateway *g)
@@ -466,6 +570,11 @@ void gw_info(struct gateway *g, struct gw_info *info)
 		/* The segment is shared: keep only what an errno can be. */
 		st->last_error = err > 0 || err < -4095 ? -EPROTO : err;
 	}
+	for (int k = 0; k < FLOW_NKINDS; k++) {
+		info->flow[k].now = atomic_load_explicit(&s->flow[k][0], memory_order_relaxed);
+		info->flow[k].hwm = atomic_load_explicit(&s->flow[k][1], memory_order_relaxed);
+		info->flow[k].cap = atomic_load_explicit(&s->flow[k][2], memory_order_relaxed);
+	}
 	for (int i = 0; i < GW_SLOTS; i++)
 		info->depth += atomic_load(&s->slots[i].state) != SLOT_FREE;
 	info->running = atomic_load(&s->running) && pidfile_holder(g->dir, g->rank);
@@ -548,6 +657,7 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 	sl->status = 0;
 	sl->inlen = (uint32_t)inlen;
 	sl->outlen = 0;
+	sl->spilled = 0;
 	if (inlen)
 		memcpy(sl->data, in, inlen);
 	sl->ticket = atomic_fetch_add(&s->next_ticket, 1);
@@ -570,10 +680,23 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 			int rc = sl->status;
 			size_t n = sl->outlen > cap ? cap : sl->outlen;
 
+			if (sl->spilled) {
+				char path[SPILL_PATH_MAX];
+				uint64_t len = sl->spill_len;
+
+				spill_path(path, sizeof(path), g->dir, g->rank, (uint32_t)(sl - s->slots),
+					   sl->ticket);
+				rc = spill_read(path, out, cap, len);
+				if (!rc && len > cap)
+					rc = -EMSGSIZE;
+				n = 0;
+				if (outlen)
+					*outlen = (size_t)len;
+			} else if (outlen) {
+				*outlen = sl->outlen;
+			}
 			if (n)
 				memcpy(out, sl->data, n);
-			if (outlen)
-				*outlen = sl->outlen;
 			atomic_store_explicit(&sl->state, SLOT_FREE, memory_order_release);
 			return rc;
 		}
@@ -585,8 +708,18 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 		if (dead || late) {
 			uint32_t ready = SLOT_READY, busy = SLOT_BUSY;
 
-			if (atomic_compare_exchange_strong(&sl->state, &ready, SLOT_FREE) ||
-			    atomic_compare_exchange_strong(&sl->state, &busy, SLOT_ABANDONED))
+			if (atomic_compare_exchange_strong(&sl->state, &ready, SLOT_FREE))
+				return dead ? -ENOTCONN : -ETIMEDOUT;
+			/*
+			 * A receive the agent took on stays: its answer may carry a message already taken
+			 * from the channel, which giving up would lose.  The agent answers by the request's
+			 * own timeout, or fails it when the link goes down.
+			 */
+			if (!dead && req->op == GW_OP_RECV) {
+				deadline = 0;
+				continue;
+			}
+			if (atomic_compare_exchange_strong(&sl->state, &busy, SLOT_ABANDONED))
 				return dead ? -ENOTCONN : -ETIMEDOUT;
 			continue; /* it just became DONE */
 		}

@@ -23,7 +23,9 @@
 #define RDMATOOL_CORE_AGENT_GATEWAY_H
 
 #include "core/agent/channel.h"
+#include "core/agent/flow.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -52,6 +54,7 @@ struct gw_request {
 	 * mode; the others are buffered.
 	 */
 	uint64_t msg_id, msg_total, msg_offset;
+	uint64_t cap; /* receives: the caller's buffer; a larger message stays in the channel (-EMSGSIZE) */
 };
 
 /* The agent's view of itself, for clients and `agent status`. */
@@ -76,6 +79,7 @@ struct gw_info {
 	uint32_t depth; /* slots in use now */
 	bool peer_up[GW_MAX_NODES];
 	struct gw_peer_stats peer_stats[GW_MAX_NODES];
+	struct flow_gauge flow[FLOW_NKINDS]; /* bytes held, high-water marks and caps */
 	bool running;
 };
 
@@ -91,8 +95,10 @@ void gw_destroy(struct gateway *g, const char *dir);
  * reclaims slots of dead clients.  Returns how many it served.  fn returns
  * 0 or a negative errno and may fill out[0..*outlen) up to GW_INLINE; or it
  * returns -EINPROGRESS, keeps the slot number and finishes the request
- * later with gw_complete() (in and out stay valid until then).
+ * later with gw_complete() (in and out stay valid until then); or GW_DEFER:
+ * the request stays queued for a later gw_serve and this one stops there.
  */
+#define GW_DEFER (-EBUSY) /* a handler's "not now": the request stays queued, serving stops */
 typedef int (*gw_handler)(void *arg, uint32_t slot, const struct gw_request *req, const void *in,
 			  size_t inlen, void *out, size_t *outlen);
 int gw_serve(struct gateway *g, gw_handler fn, void *arg);
@@ -102,6 +108,8 @@ void gw_complete(struct gateway *g, uint32_t slot, int status, const void *out, 
 void gw_set_peer_up(struct gateway *g, uint32_t node, bool up);
 /* Agent side: publishes the traffic counters of the link to node. */
 void gw_set_peer_stats(struct gateway *g, uint32_t node, const struct gw_peer_stats *st);
+/* Agent side: publishes the flow-control gauges. */
+void gw_set_flow(struct gateway *g, const struct flow_gauge flow[FLOW_NKINDS]);
 /* Agent side: sleeps until a request arrives or timeout_us microseconds pass. */
 void gw_wait_for_work(struct gateway *g, int timeout_us);
 /*
@@ -131,6 +139,10 @@ void gw_info(struct gateway *g, struct gw_info *info);
  * answers (its status is returned, the reply copied to out[0..cap), *outlen
  * set), the agent dies (-ENOTCONN), or timeout_ms (plus a second of grace for
  * the agent, which enforces the request's own timeout) passes (-ETIMEDOUT).
+ * A receive the agent has taken on is never given up while the agent lives:
+ * its answer may hold a message already taken from the channel.  An answer
+ * larger than a slot comes through a spill file the agent writes in the
+ * agent directory (owner-only, O_EXCL) and the client reads and removes.
  */
 int gw_call(struct gateway *g, const struct gw_request *req, const void *in, size_t inlen, void *out,
 	    size_t cap, size_t *outlen, bool wait);

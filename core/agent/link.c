@@ -6,6 +6,7 @@
 #include "core/agent/agent_key.h"
 #include "core/agent/aggregate.h"
 #include "core/agent/channel.h"
+#include "core/agent/flow.h"
 #include "core/oob/oob.h"
 #include "core/transport/endpoint.h"
 #include "core/util/clock.h"
@@ -20,34 +21,39 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#define LINK_RX_MAX	  128
-#define LINK_TX_BUFS	  4 /* eager buffers per target node */
-#define LINK_RX_LARGE	  4 /* posted receives for large frames (more wait in core's unexpected list) */
-#define LINK_LARGE_MAX	  (PROTO_HEADER_SIZE + PROTO_CHUNK_SIZE + GW_INLINE) /* a chunk, or a DATA answer */
-#define LINK_TAG_EAGER	  1 /* core tags: eager buffers and large frames land in their own receives */
-#define LINK_TAG_LARGE	  2
-#define LINK_ORIGIN_MAX	  1024 /* requests in flight from this agent */
-#define LINK_RETRY_NS	  200000000ull
-#define LINK_OOB_CHECK_NS 5000000ull /* accepting, and noticing a peer that died */
-#define LINK_HELLO	  0x4148     /* OOB frame types of the handshake */
-#define LINK_CHALLENGE	  0x4143
-#define LINK_PROOF	  0x4150
-#define NONCE_LEN	  16
-#define LINK_CHAN_CACHE	  32
-#define LINK_NO_TOKEN	  UINT64_MAX
-#define STATE_LEN	  (4 + 4 + 8 + 1)
-#define PORT_BIND_BITS	  10 /* a port's binding: a slot of a direct-mapped table per peer */
-#define PORT_BINDINGS	  (1u << PORT_BIND_BITS)
-#define PORT_TAG_MASK	  0xffffffffull
-#define LINK_REASM_MAX	  (1ull << 30) /* bytes of large messages being put together at once */
+#define LINK_RX_MAX  128
+#define LINK_TX_BUFS 4 /* eager buffers per target node */
+#define LINK_RX_LARGE_MAX                                                                                    \
+	32 /* posted receives for large frames, at most (the ejection cap may allow fewer) */
+#define LINK_LARGE_MAX	   (PROTO_HEADER_SIZE + PROTO_CHUNK_SIZE + GW_INLINE) /* a chunk, or a DATA answer */
+#define LINK_TAG_EAGER	   1 /* core tags: eager buffers and large frames land in their own receives */
+#define LINK_TAG_LARGE	   2
+#define LINK_TAG_KIND	   0xffull /* the rest of a core tag: the message's sequence number on its link */
+#define LINK_TAG_SEQ_SHIFT 8
+#define LINK_ORIGIN_MAX	   1024 /* requests in flight from this agent */
+#define LINK_RETRY_NS	   200000000ull
+#define LINK_OOB_CHECK_NS  5000000ull /* accepting, and noticing a peer that died */
+#define LINK_HELLO	   0x4148     /* OOB frame types of the handshake */
+#define LINK_CHALLENGE	   0x4143
+#define LINK_PROOF	   0x4150
+#define NONCE_LEN	   16
+#define LINK_CHAN_CACHE	   32
+#define LINK_NO_TOKEN	   UINT64_MAX
+#define STATE_LEN	   (4 + 4 + 8 + 1)
+#define PORT_BIND_BITS	   10 /* a port's binding: a slot of a direct-mapped table per peer */
+#define PORT_BINDINGS	   (1u << PORT_BIND_BITS)
+#define PORT_TAG_MASK	   0xffffffffull
+#define LINK_REASM_MAX	   (1ull << 30) /* bytes of large messages being put together at once */
+#define LINK_DATA_PIECE	   (GW_INLINE - 4 - PROTO_CHUNK_SIZE) /* message bytes per chunk of a GETMSG answer */
 
 /* What went out to a peer, waiting for its send completion (the core context of the send). */
 enum unit_kind { UNIT_EAGER, UNIT_LARGE };
 
 struct unit {
 	uint8_t kind;
-	bool orphan; /* its peer went down meanwhile: freed on completion, nothing else */
-	bool rndv;   /* core moves it by rendezvous (longer than its eager limit) */
+	uint64_t charge[FLOW_NKINDS]; /* bytes it holds of the flow-control gauges, given back when sent */
+	bool orphan;		      /* its peer went down meanwhile: freed on completion, nothing else */
+	bool rndv;		      /* core moves it by rendezvous (longer than its eager limit) */
 	uint32_t rank;
 	struct unit *next; /* in the peer's post queue */
 };
@@ -66,6 +72,20 @@ struct large {
 	uint8_t frame[];
 };
 
+/*
+ * A message that arrived before one sent ahead of it: eager buffers and
+ * large frames land in different receives, and one that found no receive
+ * posted waits in core's unexpected list while later ones complete.  It is
+ * read once the ones before it are (its receive stays taken meanwhile).
+ */
+struct held {
+	struct held *next;
+	uint64_t seq;
+	uint8_t *buf;
+	size_t len;
+	bool large, ok;
+};
+
 /* An item that found no room on the link yet; kept in order behind the others of its peer. */
 struct waiting {
 	struct waiting *next;
@@ -73,6 +93,8 @@ struct waiting {
 	uint64_t token; /* a request to finish (status 0) once the item is on the link, or LINK_NO_TOKEN */
 	size_t len;	/* eager data, or a large frame's body */
 	bool large;
+	enum flow_kind kind; /* the gauge charge counts in */
+	uint64_t charge;
 	uint8_t data[];
 };
 
@@ -87,6 +109,8 @@ struct link_peer {
 	struct txbuf *open;
 	struct unit *post_head, **post_tail;
 	uint32_t eager_out, rndv_out; /* in flight, by how core moves them (see post_units) */
+	uint64_t tx_seq, rx_next;     /* sequence numbers (in the core tag) of the next message each way */
+	struct held *held;
 	struct waiting *wait_head, **wait_tail;
 	uint32_t nwaiting;
 	/* Ports: our bindings toward it (name per slot, "" = none) and its bindings toward us. */
@@ -100,6 +124,8 @@ struct origin {
 	uint16_t gen;
 	uint8_t op;
 	uint64_t token;
+	uint8_t *answer; /* a GETMSG answer arriving in chunks */
+	uint64_t answer_total, answer_got;
 };
 
 /* A large message from a peer being put together from its chunks. */
@@ -138,7 +164,8 @@ struct agent_links {
 	struct reasm *reasm; /* large messages arriving in chunks */
 	uint64_t reasm_bytes;
 	uint8_t *rx_pool; /* eager receive buffers, then large ones: one allocation */
-	int nrx;
+	int nrx, nlarge;
+	struct flow_gauge flow[FLOW_NKINDS];
 	uint8_t *scratch; /* a DATA body: status, then a GETMSG's message */
 	struct proto_errors errors;
 	uint64_t next_oob_check_ns;
@@ -181,10 +208,27 @@ static uint8_t *rx_buf(struct agent_links *lk, int i)
 				 (size_t)(i - lk->nrx) * LINK_LARGE_MAX;
 }
 
+/* A large receive's bytes count toward the ejection cap while it is posted. */
 static int rx_post(struct agent_links *lk, uint8_t *buf, bool large)
 {
-	return large ? core_trecv(lk->ep, buf, LINK_LARGE_MAX, LINK_TAG_LARGE, 0, buf)
-		     : core_trecv(lk->ep, buf, PROTO_EAGER_BUFFER, LINK_TAG_EAGER, 0, buf);
+	int rc;
+
+	if (!large)
+		return core_trecv(lk->ep, buf, PROTO_EAGER_BUFFER, LINK_TAG_EAGER, ~LINK_TAG_KIND, buf);
+	if (!flow_fits(&lk->flow[FLOW_EJECTION], LINK_LARGE_MAX))
+		return -ENOBUFS;
+	rc = core_trecv(lk->ep, buf, LINK_LARGE_MAX, LINK_TAG_LARGE, ~LINK_TAG_KIND, buf);
+	if (!rc)
+		flow_take(&lk->flow[FLOW_EJECTION], LINK_LARGE_MAX);
+	return rc;
+}
+
+static void unit_release(struct agent_links *lk, struct unit *u)
+{
+	for (int k = 0; k < FLOW_NKINDS; k++) {
+		flow_give(&lk->flow[k], u->charge[k]);
+		u->charge[k] = 0;
+	}
 }
 
 /* A fresh set of eager buffers for a peer (the old ones may still be in flight on a dead link). */
@@ -201,6 +245,7 @@ static int peer_tx_init(struct agent_links *lk, uint32_t rank)
 		}
 		if (!b && !(b = calloc(1, sizeof(*b))))
 			return -ENOMEM;
+		unit_release(lk, &b->u);
 		b->u = (struct unit){.kind = UNIT_EAGER, .rank = rank};
 		b->busy = false;
 		agg_init(&b->agg, lk->max_items);
@@ -210,6 +255,7 @@ static int peer_tx_init(struct agent_links *lk, uint32_t rank)
 	p->post_head = NULL;
 	p->post_tail = &p->post_head;
 	p->eager_out = p->rndv_out = 0;
+	p->tx_seq = 0;
 	return 0;
 }
 
@@ -223,6 +269,8 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	if (!lk)
 		return -ENOMEM;
 	lk->cfg = *cfg;
+	for (int k = 0; k < FLOW_NKINDS; k++)
+		flow_init(&lk->flow[k], cfg->caps.cap[k]);
 	snprintf(lk->dir, sizeof(lk->dir), "%s", cfg->dir);
 	lk->peers = calloc(cfg->nodes, sizeof(*lk->peers));
 	lk->scratch = malloc(4 + GW_INLINE);
@@ -275,8 +323,10 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 		return rc;
 	}
 	lk->nrx = (int)(cfg->nodes * 4 < LINK_RX_MAX ? cfg->nodes * 4 : LINK_RX_MAX);
-	lk->rx_pool = malloc((size_t)lk->nrx * PROTO_EAGER_BUFFER + (size_t)LINK_RX_LARGE * LINK_LARGE_MAX);
-	for (int i = 0; lk->rx_pool && i < lk->nrx + LINK_RX_LARGE; i++)
+	lk->nlarge = (int)(cfg->caps.cap[FLOW_EJECTION] / LINK_LARGE_MAX);
+	lk->nlarge = lk->nlarge > LINK_RX_LARGE_MAX ? LINK_RX_LARGE_MAX : lk->nlarge < 1 ? 1 : lk->nlarge;
+	lk->rx_pool = malloc((size_t)lk->nrx * PROTO_EAGER_BUFFER + (size_t)lk->nlarge * LINK_LARGE_MAX);
+	for (int i = 0; lk->rx_pool && i < lk->nrx + lk->nlarge; i++)
 		if (rx_post(lk, rx_buf(lk, i), i >= lk->nrx)) {
 			free(lk->rx_pool);
 			lk->rx_pool = NULL;
@@ -299,6 +349,8 @@ static void finish_origin(struct agent_links *lk, uint32_t idx, int status, cons
 		lk->peers[o->node].stats.last_error = status;
 	if (o->token != LINK_NO_TOKEN && lk->cfg.done)
 		lk->cfg.done(lk->cfg.arg, o->token, status, data, len);
+	free(o->answer);
+	o->answer = NULL;
 }
 
 /* Drops what waits to go to rank: the requests among it fail with status. */
@@ -312,6 +364,7 @@ static void drop_waiting(struct agent_links *lk, uint32_t rank, int status)
 		p->wait_head = w->next;
 		if (w->token != LINK_NO_TOKEN && lk->cfg.done)
 			lk->cfg.done(lk->cfg.arg, w->token, status, NULL, 0);
+		flow_give(&lk->flow[w->kind], w->charge);
 		free(w);
 	}
 	p->wait_tail = &p->wait_head;
@@ -319,6 +372,7 @@ static void drop_waiting(struct agent_links *lk, uint32_t rank, int status)
 	/* Units queued to post never went out: free large frames, mark the buffers free again. */
 	for (struct unit *u = p->post_head, *next; u; u = next) {
 		next = u->next;
+		unit_release(lk, u);
 		if (u->kind == UNIT_LARGE)
 			free(u);
 		else
@@ -344,6 +398,8 @@ static void drop_reasm(struct agent_links *lk, uint32_t from, bool all)
 	}
 }
 
+static void drop_held(struct agent_links *lk, uint32_t rank);
+
 static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 {
 	struct link_peer *p = &lk->peers[rank];
@@ -356,6 +412,7 @@ static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 	p->up = false;
 	p->next_try_ns = clock_ns() + LINK_RETRY_NS;
 	drop_waiting(lk, rank, -EHOSTDOWN);
+	drop_held(lk, rank);
 	if (peer_tx_init(lk, rank))
 		agent_logf(&lk->cfg.log, "out of memory for the eager buffers of rank %u", rank);
 	/* Ports are bound again after a rejoin. */
@@ -395,6 +452,12 @@ void links_close(struct agent_links *lk)
 			drop_waiting(lk, r, -ESHUTDOWN);
 		if (p->oob)
 			oob_close(p->oob);
+		while (p->held) {
+			struct held *h = p->held;
+
+			p->held = h->next;
+			free(h);
+		}
 	}
 	while (lk->pending) {
 		struct target_item *t = lk->pending;
@@ -577,11 +640,13 @@ static int post_units(struct agent_links *lk, uint32_t rank)
 		if (large) {
 			struct large *f = (struct large *)u;
 
-			rc = core_tsend(lk->ep, p->core_peer, f->frame, f->len, LINK_TAG_LARGE, u);
+			rc = core_tsend(lk->ep, p->core_peer, f->frame, f->len,
+					LINK_TAG_LARGE | p->tx_seq << LINK_TAG_SEQ_SHIFT, u);
 		} else {
 			struct txbuf *b = (struct txbuf *)u;
 
-			rc = core_tsend(lk->ep, p->core_peer, b->agg.data, b->agg.used, LINK_TAG_EAGER, u);
+			rc = core_tsend(lk->ep, p->core_peer, b->agg.data, b->agg.used,
+					LINK_TAG_EAGER | p->tx_seq << LINK_TAG_SEQ_SHIFT, u);
 		}
 		if (rc) {
 			if (rc != -EAGAIN) {
@@ -590,6 +655,7 @@ static int post_units(struct agent_links *lk, uint32_t rank)
 			}
 			break; /* -EAGAIN: no credit or request now; completions will free some */
 		}
+		p->tx_seq++;
 		p->post_head = u->next;
 		if (!p->post_head)
 			p->post_tail = &p->post_head;
@@ -642,7 +708,7 @@ static struct txbuf *open_buffer(struct link_peer *p)
 
 /* A large frame into the post queue, behind the buffer being filled. */
 static int queue_large(struct agent_links *lk, uint32_t rank, const struct proto_header *h, const void *body,
-		       size_t len)
+		       size_t len, enum flow_kind kind, uint64_t charge)
 {
 	struct link_peer *p = &lk->peers[rank];
 	struct large *f = malloc(sizeof(*f) + PROTO_HEADER_SIZE + len);
@@ -650,6 +716,7 @@ static int queue_large(struct agent_links *lk, uint32_t rank, const struct proto
 	if (!f)
 		return -ENOMEM;
 	f->u = (struct unit){.kind = UNIT_LARGE, .rank = rank};
+	f->u.charge[kind] = charge;
 	f->len = PROTO_HEADER_SIZE + len;
 	proto_header_encode(h, f->frame);
 	memcpy(f->frame + PROTO_HEADER_SIZE, body, len);
@@ -661,7 +728,8 @@ static int queue_large(struct agent_links *lk, uint32_t rank, const struct proto
 }
 
 /* Packs one eager item: 0, or -ENOSPC when no eager buffer has room now. */
-static int pack_eager(struct agent_links *lk, uint32_t rank, const struct proto_header *h, const void *data)
+static int pack_eager(struct agent_links *lk, uint32_t rank, const struct proto_header *h, const void *data,
+		      enum flow_kind kind, uint64_t charge)
 {
 	struct link_peer *p = &lk->peers[rank];
 
@@ -673,6 +741,7 @@ static int pack_eager(struct agent_links *lk, uint32_t rank, const struct proto_
 			return -ENOSPC;
 		rc = agg_add(&b->agg, h, data);
 		if (rc == 0) {
+			b->u.charge[kind] += charge;
 			p->stats.msgs_sent++;
 			p->stats.bytes_sent += PROTO_HEADER_SIZE + h->eager_size;
 			if (b->agg.items >= b->agg.max_items)
@@ -695,7 +764,7 @@ static int pack_eager(struct agent_links *lk, uint32_t rank, const struct proto_
  * any, is finished with status 0 once it is on the link), or a negative errno.
  */
 static int tx_item(struct agent_links *lk, uint32_t rank, struct proto_header h, const void *body, size_t len,
-		   uint64_t token)
+		   uint64_t token, enum flow_kind kind, uint64_t charge)
 {
 	struct link_peer *p = &lk->peers[rank];
 	bool large = h.protocol == PROTO_P2P || PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER;
@@ -703,6 +772,7 @@ static int tx_item(struct agent_links *lk, uint32_t rank, struct proto_header h,
 
 	if (!p->up)
 		return -EHOSTDOWN;
+	flow_take(&lk->flow[kind], charge); /* given back once sent (unit_release), or when dropped */
 	if (large) {
 		h.eager_size = 0;
 		h.protocol = PROTO_P2P;
@@ -710,15 +780,21 @@ static int tx_item(struct agent_links *lk, uint32_t rank, struct proto_header h,
 		h.eager_size = (uint16_t)len;
 	}
 	if (!p->wait_head) {
-		int rc = large ? queue_large(lk, rank, &h, body, len) : pack_eager(lk, rank, &h, body);
+		int rc = large ? queue_large(lk, rank, &h, body, len, kind, charge)
+			       : pack_eager(lk, rank, &h, body, kind, charge);
 
+		if (rc && rc != -ENOSPC)
+			flow_give(&lk->flow[kind], charge); /* neither on the link nor waiting */
 		if (rc != -ENOSPC)
 			return rc;
 	}
 	w = malloc(sizeof(*w) + len);
-	if (!w)
+	if (!w) {
+		flow_give(&lk->flow[kind], charge);
 		return -ENOMEM;
-	*w = (struct waiting){.h = h, .token = token, .len = len, .large = large};
+	}
+	*w = (struct waiting){
+	    .h = h, .token = token, .len = len, .large = large, .kind = kind, .charge = charge};
 	memcpy(w->data, body, len);
 	*p->wait_tail = w;
 	p->wait_tail = &w->next;
@@ -736,11 +812,13 @@ static int drain_waiting(struct agent_links *lk, uint32_t rank)
 
 	while (p->wait_head) {
 		struct waiting *w = p->wait_head;
-		int rc = w->large ? queue_large(lk, rank, &w->h, w->data, w->len)
-				  : pack_eager(lk, rank, &w->h, w->data);
+		int rc = w->large ? queue_large(lk, rank, &w->h, w->data, w->len, w->kind, w->charge)
+				  : pack_eager(lk, rank, &w->h, w->data, w->kind, w->charge);
 
 		if (rc == -ENOSPC)
 			break;
+		if (rc)
+			flow_give(&lk->flow[w->kind], w->charge);
 		p->wait_head = w->next;
 		if (!p->wait_head)
 			p->wait_tail = &p->wait_head;
@@ -787,7 +865,7 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 	bool chunked = req->op == GW_OP_SEND && req->msg_total;
 	bool last = !chunked || req->msg_offset + len == req->msg_total;
 	bool answered = req->op != GW_OP_SEND || (req->mode > AGENT_SEND_BUFFERED && last);
-	uint8_t *body = NULL;
+	uint8_t *body = NULL, cap_le[8];
 	uint32_t slot, idx = 0;
 	int rc;
 
@@ -823,7 +901,7 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 		n = proto_connect_encode(&bind, eager, sizeof(eager));
 		if (n < 0)
 			return n;
-		rc = tx_item(lk, req->node, ch, eager, (size_t)n, LINK_NO_TOKEN);
+		rc = tx_item(lk, req->node, ch, eager, (size_t)n, LINK_NO_TOKEN, FLOW_INJECTION, 0);
 		if (rc && rc != -EINPROGRESS)
 			return rc;
 		snprintf(p->bind_out[slot], sizeof(p->bind_out[slot]), "%s", req->name);
@@ -837,9 +915,15 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 
 	if (answered)
 		h.port |= (uint64_t)(uint16_t)(o->gen + 1) << 16 | idx;
-	if (req->op != GW_OP_SEND)
+	if (req->op == GW_OP_RECV) {
+		uint64_t cap = req->cap ? req->cap : GW_INLINE;
+
+		memcpy(cap_le, &cap, sizeof(cap));
+		data = cap_le;
+		len = sizeof(cap_le);
+	} else if (req->op != GW_OP_SEND) {
 		len = 0;
-	else if (chunked || PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER) {
+	} else if (chunked || PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER) {
 		/* A large frame of its own, its body opened by the chunk descriptor (proto.h). */
 		struct proto_chunk c = {.total = chunked ? req->msg_total : len,
 					.offset = chunked ? req->msg_offset : 0,
@@ -854,7 +938,8 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 		len += PROTO_CHUNK_SIZE;
 		h.protocol = PROTO_P2P;
 	}
-	rc = tx_item(lk, req->node, h, data, len, answered ? LINK_NO_TOKEN : token);
+	rc = tx_item(lk, req->node, h, data, len, answered ? LINK_NO_TOKEN : token, FLOW_INJECTION,
+		     PROTO_HEADER_SIZE + len);
 	free(body);
 	if (rc && rc != -EINPROGRESS)
 		return rc;
@@ -904,7 +989,8 @@ static void answer(struct agent_links *lk, const struct target_item *t, int stat
 		memcpy(body, &s, 4);
 		len = 4 + (status ? 0 : msg_len);
 	}
-	rc = tx_item(lk, t->from, h, body, len, LINK_NO_TOKEN);
+	rc = tx_item(lk, t->from, h, body, len, LINK_NO_TOKEN, FLOW_GETMSG,
+		     h.type == PROTO_DATA ? PROTO_HEADER_SIZE + len : 0);
 	if (rc && rc != -EINPROGRESS)
 		agent_logf(&lk->cfg.log, "could not answer rank %u (port %llx): %s", t->from,
 			   (unsigned long long)t->h.port, strerror(-rc));
@@ -953,6 +1039,85 @@ static int serve_chan(struct agent_links *lk, const char *name, struct chan **ou
 	return 0;
 }
 
+/* Bytes the GETMSG cap counts for an answer of len message bytes: its frames, as they go out. */
+static uint64_t getmsg_charge(size_t len)
+{
+	uint64_t pieces = len > GW_INLINE ? (len + LINK_DATA_PIECE - 1) / LINK_DATA_PIECE : 1;
+
+	return len + pieces * (PROTO_HEADER_SIZE + 4 + PROTO_CHUNK_SIZE);
+}
+
+/*
+ * A GETMSG's message, taken from the channel only when the GETMSG cap has
+ * room for its answer and it fits the caller's buffer (else it stays:
+ * -EAGAIN to try again, -EMSGSIZE to answer).  Up to a slot it lands in
+ * scratch; a larger one in *big (the caller frees it).
+ */
+static int getmsg_take(struct agent_links *lk, const struct target_item *t, struct chan *c, uint8_t **big,
+		       size_t *len)
+{
+	struct flow_gauge *g = &lk->flow[FLOW_GETMSG];
+	uint64_t want = GW_INLINE;
+	size_t got;
+	int rc;
+
+	if (t->len == 8)
+		memcpy(&want, t->data, 8);
+	if (want > AGENT_REMOTE_MAX)
+		want = AGENT_REMOTE_MAX;
+	if (!flow_fits(g, getmsg_charge(GW_INLINE)))
+		return -EAGAIN;
+	rc = chan_recv(c, lk->scratch + 4, want < GW_INLINE ? want : GW_INLINE, len, 0);
+	if (rc != -EMSGSIZE || *len <= GW_INLINE)
+		return rc;
+	if (*len > want || getmsg_charge(*len) > g->cap)
+		return -EMSGSIZE; /* never fits: it stays in the channel */
+	if (!flow_fits(g, getmsg_charge(*len)))
+		return -EAGAIN;
+	*big = malloc(*len);
+	if (!*big)
+		return -EAGAIN;
+	rc = chan_recv(c, *big, *len, &got, 0);
+	if (rc) { /* another receiver took it first */
+		free(*big);
+		*big = NULL;
+		return rc == -EMSGSIZE ? -EAGAIN : rc;
+	}
+	*len = got;
+	return 0;
+}
+
+/*
+ * A GETMSG answer larger than a slot: large DATA frames with mode
+ * PROTO_MODE_CHUNKED, each the status (0), the chunk descriptor and a piece
+ * (proto.h); they go out in order on the link and the origin puts them
+ * together.
+ */
+static void answer_chunks(struct agent_links *lk, const struct target_item *t, const uint8_t *msg, size_t len)
+{
+	struct proto_header h = {
+	    .type = PROTO_DATA, .protocol = PROTO_P2P, .mode = PROTO_MODE_CHUNKED, .port = t->h.port};
+	struct proto_chunk c = {.total = len, .id = t->h.port};
+	uint8_t *body = lk->scratch;
+
+	memset(body, 0, 4);
+	for (size_t off = 0; off < len; off += LINK_DATA_PIECE) {
+		size_t n = len - off < LINK_DATA_PIECE ? len - off : LINK_DATA_PIECE;
+		int rc;
+
+		c.offset = off;
+		proto_chunk_encode(&c, body + 4);
+		memcpy(body + 4 + PROTO_CHUNK_SIZE, msg + off, n);
+		rc = tx_item(lk, t->from, h, body, 4 + PROTO_CHUNK_SIZE + n, LINK_NO_TOKEN, FLOW_GETMSG,
+			     PROTO_HEADER_SIZE + 4 + PROTO_CHUNK_SIZE + n);
+		if (rc && rc != -EINPROGRESS) {
+			agent_logf(&lk->cfg.log, "could not answer rank %u (port %llx): %s", t->from,
+				   (unsigned long long)t->h.port, strerror(-rc));
+			return;
+		}
+	}
+}
+
 /* One try at a waiting request: true when it is finished (answered). */
 static bool serve_item(struct agent_links *lk, struct target_item *t, bool *blocks)
 {
@@ -960,6 +1125,7 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 	int64_t timeout = proto_timeout_decode(t->h.timeout);
 	struct chan_state st;
 	struct chan *c = NULL;
+	uint8_t *big = NULL;
 	size_t len = 0;
 	int rc = serve_chan(lk, t->name, &c);
 
@@ -978,7 +1144,12 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 			rc = chan_wait_taken(c, t->seq, 0);
 		break;
 	case PROTO_GETMSG:
-		rc = chan_recv(c, lk->scratch + 4, GW_INLINE, &len, 0);
+		rc = getmsg_take(lk, t, c, &big, &len);
+		if (big) {
+			answer_chunks(lk, t, big, len);
+			free(big);
+			return true;
+		}
 		break;
 	default:
 		rc = chan_poll(c, &st, 0);
@@ -1111,7 +1282,9 @@ static void take_request(struct agent_links *lk, uint32_t from, const struct pro
 	struct proto_chunk c;
 	struct target_item *t;
 
-	if ((h->type != PROTO_SENDMSG && payload_len) || (h->port >> 32) >= PORT_BINDINGS) {
+	if ((h->type == PROTO_POLL && payload_len) ||
+	    (h->type == PROTO_GETMSG && payload_len != 0 && payload_len != 8) ||
+	    (h->port >> 32) >= PORT_BINDINGS) {
 		lk->errors.count[PROTO_ERR_CONNECT]++;
 		return;
 	}
@@ -1148,6 +1321,36 @@ static void take_connect(struct agent_links *lk, uint32_t from, const struct pro
 	snprintf(lk->peers[from].bind_in[h->port >> 32], PROTO_NAME_MAX + 1, "%s", bind.name);
 }
 
+/* A chunk of a GETMSG answer larger than a slot: chunks come in order; the last one finishes the request. */
+static void take_answer_chunk(struct agent_links *lk, uint32_t idx, const uint8_t *body, size_t len)
+{
+	struct origin *o = &lk->origins[idx];
+	struct proto_chunk c;
+
+	if (proto_chunk_decode(body, len, &c, &lk->errors)) {
+		finish_origin(lk, idx, -EPROTO, NULL, 0);
+		return;
+	}
+	len -= PROTO_CHUNK_SIZE;
+	if (c.offset == 0 && !o->answer) {
+		if (c.total > AGENT_REMOTE_MAX || !(o->answer = malloc(c.total))) {
+			finish_origin(lk, idx, c.total > AGENT_REMOTE_MAX ? -EPROTO : -ENOMEM, NULL, 0);
+			return;
+		}
+		o->answer_total = c.total;
+		o->answer_got = 0;
+	}
+	if (!o->answer || c.offset != o->answer_got || c.total != o->answer_total) {
+		lk->errors.count[PROTO_ERR_RESPONSE]++;
+		finish_origin(lk, idx, -EPROTO, NULL, 0);
+		return;
+	}
+	memcpy(o->answer + c.offset, body + PROTO_CHUNK_SIZE, len);
+	o->answer_got += len;
+	if (o->answer_got == o->answer_total)
+		finish_origin(lk, idx, 0, o->answer, (size_t)o->answer_total);
+}
+
 static void take_answer(struct agent_links *lk, uint32_t from, const struct proto_header *h,
 			const uint8_t *body, size_t len)
 {
@@ -1167,6 +1370,10 @@ static void take_answer(struct agent_links *lk, uint32_t from, const struct prot
 	memcpy(&status, body, 4);
 	if (status > 0 || status < -4095)
 		status = -EPROTO;
+	if (h->type == PROTO_DATA && h->protocol == PROTO_P2P && h->mode == PROTO_MODE_CHUNKED) {
+		take_answer_chunk(lk, idx, body + 4, len - 4);
+		return;
+	}
 	if (h->type == PROTO_STATE) {
 		struct chan_state st = {0};
 		uint32_t count;
@@ -1200,43 +1407,35 @@ static void take_item(struct agent_links *lk, uint32_t from, const struct proto_
 		take_answer(lk, from, h, body, len);
 }
 
-/* A message from a peer: an eager buffer of items, or one large frame. */
+struct take_ctx {
+	struct agent_links *lk;
+	uint32_t from;
+};
+
+static void take_parsed(void *arg, const struct proto_header *h, const uint8_t *data, size_t len)
+{
+	struct take_ctx *ctx = arg;
+	struct link_peer *p = &ctx->lk->peers[ctx->from];
+
+	p->stats.msgs_recv++;
+	p->stats.bytes_recv += PROTO_HEADER_SIZE + len;
+	take_item(ctx->lk, ctx->from, h, data, len);
+}
+
+/* A message from a peer: an eager buffer of items, or one large frame (checked by proto_parse). */
 static void take_message(struct agent_links *lk, uint32_t core_peer, const uint8_t *buf, size_t len,
 			 bool large)
 {
-	struct link_peer *p = NULL;
-	struct proto_header h;
-	const uint8_t *data;
-	size_t off = 0, dlen;
-	uint32_t from;
-	int rc;
+	struct take_ctx ctx = {.lk = lk};
 
-	for (from = 0; from < lk->cfg.nodes; from++)
-		if (lk->peers[from].up && lk->peers[from].core_peer == core_peer) {
-			p = &lk->peers[from];
+	for (ctx.from = 0; ctx.from < lk->cfg.nodes; ctx.from++)
+		if (lk->peers[ctx.from].up && lk->peers[ctx.from].core_peer == core_peer)
 			break;
-		}
-	if (!p)
+	if (ctx.from == lk->cfg.nodes)
 		return; /* not from a peer we know: dropped */
-	if (large) {
-		if (len < PROTO_HEADER_SIZE || proto_header_decode(buf, &h, &lk->errors))
-			return;
-		if (h.eager_size || h.protocol != PROTO_P2P || h.type == PROTO_CONNECT ||
-		    (h.type >= PROTO_ACK && len < PROTO_HEADER_SIZE + 4)) {
-			lk->errors.count[PROTO_ERR_SIZE]++;
-			return;
-		}
-		p->stats.msgs_recv++;
-		p->stats.bytes_recv += len;
-		take_item(lk, from, &h, buf + PROTO_HEADER_SIZE, len - PROTO_HEADER_SIZE);
-		return;
-	}
-	p->stats.buffers_recv++;
-	while ((rc = proto_next(buf, len, &off, &h, &data, &dlen, &lk->errors)) == 1) {
-		p->stats.msgs_recv++;
-		p->stats.bytes_recv += PROTO_HEADER_SIZE + dlen;
-		take_item(lk, from, &h, data, dlen);
-	}
+	if (!large)
+		lk->peers[ctx.from].stats.buffers_recv++;
+	proto_parse(buf, len, large, take_parsed, &ctx, &lk->errors);
 }
 
 /* Peers: accept and dial, and notice a peer's OOB connection closing (how its death shows). */
@@ -1282,6 +1481,7 @@ static void send_done(struct agent_links *lk, struct unit *u, const struct core_
 {
 	struct link_peer *p = &lk->peers[u->rank];
 
+	unit_release(lk, u);
 	if (u->orphan) {
 		free(u);
 		return;
@@ -1296,6 +1496,81 @@ static void send_done(struct agent_links *lk, struct unit *u, const struct core_
 		((struct txbuf *)u)->busy = false;
 	if (e->status != IBV_WC_SUCCESS || e->err)
 		p->stats.last_error = e->err ? e->err : -EIO;
+}
+
+/* Reads one received message (if it came whole) and posts its receive again. */
+static void rx_done(struct agent_links *lk, uint32_t core_peer, uint8_t *buf, size_t len, bool large, bool ok)
+{
+	if (ok)
+		take_message(lk, core_peer, buf, len, large);
+	if (large)
+		flow_give(&lk->flow[FLOW_EJECTION], LINK_LARGE_MAX);
+	if (rx_post(lk, buf, large))
+		agent_logf(&lk->cfg.log, "could not repost a receive buffer");
+}
+
+/* Receives held for a peer go back to the device unread (the peer went down or joined again). */
+static void drop_held(struct agent_links *lk, uint32_t rank)
+{
+	struct link_peer *p = &lk->peers[rank];
+
+	while (p->held) {
+		struct held *h = p->held;
+
+		p->held = h->next;
+		rx_done(lk, 0, h->buf, 0, h->large, false);
+		free(h);
+	}
+	p->rx_next = 0;
+}
+
+/* A completed receive: read in the order its peer sent it (the sequence number in its tag). */
+static void rx_complete(struct agent_links *lk, const struct core_cqe *e)
+{
+	bool large = (e->tag & LINK_TAG_KIND) == LINK_TAG_LARGE;
+	/* A message longer than the buffer was cut: never read past the buffer. */
+	bool ok =
+	    e->status == IBV_WC_SUCCESS && !e->err && e->len <= (large ? LINK_LARGE_MAX : PROTO_EAGER_BUFFER);
+	uint64_t seq = e->tag >> LINK_TAG_SEQ_SHIFT;
+	struct link_peer *p = NULL;
+
+	for (uint32_t r = 0; r < lk->cfg.nodes && !p && e->status == IBV_WC_SUCCESS; r++)
+		if (lk->peers[r].up && lk->peers[r].core_peer == e->peer)
+			p = &lk->peers[r];
+	if (!p) {
+		rx_done(lk, e->peer, e->context, e->len, large, false);
+		return;
+	}
+	if (seq != p->rx_next) {
+		struct held *h = malloc(sizeof(*h));
+
+		if (h) {
+			*h = (struct held){.next = p->held,
+					   .seq = seq,
+					   .buf = e->context,
+					   .len = e->len,
+					   .large = large,
+					   .ok = ok};
+			p->held = h;
+			return;
+		}
+		lk->errors.count[PROTO_ERR_TRUNCATED]++; /* no memory to wait: read out of order */
+	}
+	rx_done(lk, e->peer, e->context, e->len, large, ok);
+	p->rx_next = seq + 1;
+	for (struct held **pp = &p->held; *pp;) {
+		struct held *h = *pp;
+
+		if (h->seq != p->rx_next) {
+			pp = &h->next;
+			continue;
+		}
+		*pp = h->next;
+		rx_done(lk, e->peer, h->buf, h->len, h->large, h->ok);
+		p->rx_next++;
+		free(h);
+		pp = &p->held; /* the next one may sit anywhere in the list */
+	}
 }
 
 int links_progress(struct agent_links *lk)
@@ -1313,16 +1588,9 @@ int links_progress(struct agent_links *lk)
 	while ((n = core_cq_read(lk->ep, e, 16)) > 0) {
 		work += n;
 		for (int i = 0; i < n; i++) {
-			if (e[i].flags & CORE_CQE_RECV) {
-				bool large = e[i].tag == LINK_TAG_LARGE;
-
-				/* A message longer than the buffer was cut: never read past the buffer. */
-				if (e[i].status == IBV_WC_SUCCESS && !e[i].err &&
-				    e[i].len <= (large ? LINK_LARGE_MAX : PROTO_EAGER_BUFFER))
-					take_message(lk, e[i].peer, e[i].context, e[i].len, large);
-				if (rx_post(lk, e[i].context, large))
-					agent_logf(&lk->cfg.log, "could not repost a receive buffer");
-			} else if ((e[i].flags & CORE_CQE_SEND) && e[i].context) {
+			if (e[i].flags & CORE_CQE_RECV)
+				rx_complete(lk, &e[i]);
+			else if ((e[i].flags & CORE_CQE_SEND) && e[i].context) {
 				send_done(lk, e[i].context, &e[i]);
 			}
 		}
@@ -1341,6 +1609,16 @@ int links_tx_pass(struct agent_links *lk)
 	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
 		work += tx_progress(lk, r);
 	return work;
+}
+
+bool links_can_inject(struct agent_links *lk)
+{
+	return flow_fits(&lk->flow[FLOW_INJECTION], LINK_LARGE_MAX);
+}
+
+void links_flow_stats(struct agent_links *lk, struct flow_gauge out[FLOW_NKINDS])
+{
+	memcpy(out, lk->flow, sizeof(lk->flow));
 }
 
 bool links_idle(struct agent_links *lk)

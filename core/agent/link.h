@@ -18,12 +18,21 @@
  * chunk arrive as chunks in order and are put together at the target.  Eager
  * buffers and large frames go under their own core tags into their own
  * receive buffers; frames core moves by rendezvous are never in flight
- * together with ones it sends eagerly, so items keep their order.  The
+ * together with ones it sends eagerly, and every message carries its
+ * sequence number on the link in the core tag (above the kind bits), so the
+ * target reads a peer's messages in the order sent even when one waited in
+ * core's unexpected list for a receive.  The
  * target tries the channel operation with timeout 0 and retries, in arrival
  * order per channel, until the request's own timeout; it then answers with
  * an ACK (SENDMSG deposited/received), DATA (GETMSG) or STATE (POLL)
  * carrying the status; immediately and buffered SENDMSGs get no answer.  A
  * GETMSG that times out takes nothing, so no message is lost.
+ *
+ * Flow control (core/agent/flow.h): request data counts toward the injection
+ * cap until its send completes; posted large receives toward the ejection
+ * cap (as many are posted as it allows, at most LINK_RX_LARGE_MAX); GETMSG
+ * data toward the GETMSG cap until its answer's send completes, and a GETMSG
+ * that would go over it waits in its channel's queue.
  *
  * Single-threaded: every call, and every callback, runs in the agent's
  * engine loop.
@@ -32,6 +41,7 @@
 #define RDMATOOL_CORE_AGENT_LINK_H
 
 #include "core/agent/agent_log.h"
+#include "core/agent/flow.h"
 #include "core/agent/gateway.h"
 #include "core/agent/proto.h"
 
@@ -49,6 +59,7 @@ struct link_config {
 	/* An origin request finished: the answer of the target, or -EHOSTDOWN. */
 	void (*done)(void *arg, uint64_t token, int status, const void *data, size_t len);
 	void *arg; /* done's */
+	struct flow_caps caps;
 	struct agent_log log;
 };
 
@@ -76,6 +87,13 @@ int links_progress(struct agent_links *lk);
  * of polling the network.  Returns the work done.
  */
 int links_tx_pass(struct agent_links *lk);
+/*
+ * Whether the injection cap leaves room for one more gateway request; when
+ * not, the engine leaves requests in the gateway (core/agent/flow.h).
+ */
+bool links_can_inject(struct agent_links *lk);
+/* The flow-control gauges: bytes held now, high-water marks, caps. */
+void links_flow_stats(struct agent_links *lk, struct flow_gauge out[FLOW_NKINDS]);
 /* Nothing waits to go out (an eager buffer being filled goes out after two idle passes). */
 bool links_idle(struct agent_links *lk);
 /*

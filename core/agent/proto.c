@@ -170,3 +170,60 @@ int proto_chunk_decode(const uint8_t *in, size_t len, struct proto_chunk *c, str
 		return reject(e, PROTO_ERR_SIZE);
 	return 0;
 }
+
+/* What an item of its type must carry beyond a well-formed header (proto.h). */
+static int item_check(const struct proto_header *h, const uint8_t *data, size_t len, struct proto_errors *e)
+{
+	struct proto_connect conn;
+	struct proto_chunk c;
+
+	switch (h->type) {
+	case PROTO_CONNECT:
+		return proto_connect_decode(data, len, &conn, e);
+	case PROTO_GETMSG:
+		return len == 0 || len == 8 ? 0 : reject(e, PROTO_ERR_SIZE);
+	case PROTO_POLL:
+		return len == 0 ? 0 : reject(e, PROTO_ERR_SIZE);
+	case PROTO_SENDMSG:
+		return h->protocol == PROTO_P2P ? proto_chunk_decode(data, len, &c, e) : 0;
+	case PROTO_STATE:
+		return len == 4 + 4 + 8 + 1 ? 0 : reject(e, PROTO_ERR_RESPONSE);
+	default: /* ACK, DATA: a status first; a chunk of a GETMSG answer then its descriptor */
+		if (len < 4)
+			return reject(e, PROTO_ERR_RESPONSE);
+		if (h->type == PROTO_DATA && h->protocol == PROTO_P2P && h->mode == PROTO_MODE_CHUNKED)
+			return proto_chunk_decode(data + 4, len - 4, &c, e);
+		return 0;
+	}
+}
+
+int proto_parse(const uint8_t *buf, size_t len, bool large, proto_item_fn fn, void *arg,
+		struct proto_errors *e)
+{
+	struct proto_header h;
+	const uint8_t *data;
+	size_t off = 0, dlen;
+	int n = 0, rc;
+
+	if (large) {
+		if (len < PROTO_HEADER_SIZE)
+			return reject(e, PROTO_ERR_TRUNCATED);
+		if (proto_header_decode(buf, &h, e))
+			return -EBADMSG;
+		if (h.eager_size || h.protocol != PROTO_P2P || h.type == PROTO_CONNECT)
+			return reject(e, PROTO_ERR_SIZE);
+		if (item_check(&h, buf + PROTO_HEADER_SIZE, len - PROTO_HEADER_SIZE, e))
+			return -EBADMSG;
+		fn(arg, &h, buf + PROTO_HEADER_SIZE, len - PROTO_HEADER_SIZE);
+		return 1;
+	}
+	while ((rc = proto_next(buf, len, &off, &h, &data, &dlen, e)) == 1) {
+		if (h.protocol != PROTO_EAGER)
+			return reject(e, PROTO_ERR_PROTOCOL); /* p2p items travel as large frames only */
+		if (item_check(&h, data, dlen, e))
+			return -EBADMSG;
+		fn(arg, &h, data, dlen);
+		n++;
+	}
+	return rc < 0 ? rc : n;
+}

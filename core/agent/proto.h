@@ -28,6 +28,10 @@
  * follow.  A message bigger than a chunk (RDMATOOL_AGENT_CHUNK_KB) is sent
  * as chunks in order, put together at the target; only its last chunk's
  * header (mode, port) counts.  A large DATA body is the status and message.
+ * A GETMSG carries 8 bytes of eager data: the receiver's buffer size (u64),
+ * so a larger message stays in the channel (-EMSGSIZE).  A GETMSG answer
+ * larger than 64 KiB comes as large DATA frames in order, mode
+ * PROTO_MODE_CHUNKED, each body: status (0), the chunk descriptor, a piece.
  *
  * Everything a peer sends is checked here before use: proto_next() rejects
  * a malformed item, counts why, and never reads outside the buffer.
@@ -58,6 +62,9 @@ enum proto_type {
 };
 
 enum proto_protocol { PROTO_EAGER = 0, PROTO_P2P = 1, PROTO_RMA = 2 };
+
+/* The mode of a DATA frame that is one chunk of a GETMSG answer larger than 64 KiB. */
+#define PROTO_MODE_CHUNKED 3
 
 struct proto_header {
 	uint8_t type, protocol, mode;
@@ -119,5 +126,20 @@ int proto_connect_decode(const uint8_t *in, size_t len, struct proto_connect *c,
  */
 int proto_next(const uint8_t *buf, size_t len, size_t *off, struct proto_header *h, const uint8_t **data,
 	       size_t *data_len, struct proto_errors *e);
+
+/* An item proto_parse() accepted: its header, and its eager data or large body inside the message. */
+typedef void (*proto_item_fn)(void *arg, const struct proto_header *h, const uint8_t *data, size_t len);
+
+/*
+ * Reads one message from a peer the way the agent does: an eager buffer of
+ * items (large false) or one large frame.  Each item must be well formed
+ * for its type (a CONNECT's binding, a GETMSG's 0 or 8 bytes, a chunk
+ * descriptor inside its message, a response's status...) before fn sees
+ * it, in order.  Returns the items passed to fn, or -EBADMSG at the first
+ * malformed one (counted once in e; the items before it were passed on, the
+ * rest of the message is dropped).
+ */
+int proto_parse(const uint8_t *buf, size_t len, bool large, proto_item_fn fn, void *arg,
+		struct proto_errors *e);
 
 #endif

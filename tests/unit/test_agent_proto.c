@@ -206,6 +206,196 @@ static void test_fuzz(void **state)
 	free(buf);
 }
 
+/* One item of the agent's own making, valid for proto_parse: returns its eager data length. */
+static size_t valid_item(struct rng *r, struct proto_header *h, uint8_t *data, size_t room)
+{
+	static const char names[] = "abcdefghijklmnopqrstuvwxyz0123456789._-";
+	size_t len = 0;
+
+	*h = (struct proto_header){.type = (uint8_t)rng_range(r, 0, PROTO_NTYPES - 1),
+				   .mode = (uint8_t)rng_range(r, 0, 3),
+				   .timeout = (uint8_t)rng_range(r, 0, 255),
+				   .port = rng_next(r)};
+	switch (h->type) {
+	case PROTO_CONNECT: {
+		struct proto_connect c = {.node = (uint16_t)rng_next(r)};
+		size_t n = (size_t)rng_range(r, 1, PROTO_NAME_MAX);
+
+		for (size_t i = 0; i < n; i++)
+			c.name[i] = names[rng_range(r, 0, 25)];
+		len = (size_t)proto_connect_encode(&c, data, room);
+		break;
+	}
+	case PROTO_GETMSG:
+		len = rng_range(r, 0, 1) ? 8 : 0;
+		break;
+	case PROTO_POLL:
+		break;
+	case PROTO_STATE:
+		len = 4 + 4 + 8 + 1;
+		break;
+	default:
+		len = (size_t)rng_range(r, h->type == PROTO_SENDMSG ? 0 : 4, 200);
+	}
+	if (len > room)
+		return SIZE_MAX;
+	if (h->type != PROTO_CONNECT)
+		for (size_t i = 0; i < len; i++)
+			data[i] = (uint8_t)rng_next(r);
+	if (h->type >= PROTO_ACK)
+		memset(data, 0, 4); /* status 0 */
+	h->eager_size = (uint16_t)len;
+	return len;
+}
+
+/* A valid eager buffer for proto_parse, or (large) a valid large frame; returns its length. */
+static size_t valid_message(struct rng *r, uint8_t *buf, size_t cap, bool large, int *items)
+{
+	struct proto_header h;
+	size_t off = 0, len;
+
+	*items = 0;
+	if (large) {
+		struct proto_chunk c;
+		size_t body = (size_t)rng_range(r, 0, 3000);
+
+		h = (struct proto_header){.type = rng_range(r, 0, 1) ? PROTO_SENDMSG : PROTO_DATA,
+					  .protocol = PROTO_P2P,
+					  .mode = (uint8_t)rng_range(r, 0, 3),
+					  .port = rng_next(r)};
+		c = (struct proto_chunk){.offset = rng_range(r, 0, 1000), .id = rng_next(r)};
+		c.total = c.offset + body + rng_range(r, 0, 1000);
+		proto_header_encode(&h, buf);
+		len = PROTO_HEADER_SIZE;
+		if (h.type == PROTO_DATA) {
+			memset(buf + len, 0, 4);
+			len += 4;
+			if (h.mode != PROTO_MODE_CHUNKED) {
+				len += body;
+				*items = 1;
+				return len;
+			}
+		}
+		proto_chunk_encode(&c, buf + len);
+		len += PROTO_CHUNK_SIZE + body;
+		assert_true(len <= cap);
+		*items = 1;
+		return len;
+	}
+	for (;;) {
+		uint8_t data[PROTO_EAGER_BUFFER];
+		size_t room = PROTO_EAGER_BUFFER - off < PROTO_HEADER_SIZE
+				  ? 0
+				  : PROTO_EAGER_BUFFER - off - PROTO_HEADER_SIZE;
+
+		len = valid_item(r, &h, data, room);
+		if (len == SIZE_MAX || *items == 128 || room == 0)
+			return off;
+		proto_header_encode(&h, buf + off);
+		memcpy(buf + off + PROTO_HEADER_SIZE, data, len);
+		off += PROTO_HEADER_SIZE + len;
+		(*items)++;
+	}
+}
+
+struct parsed {
+	const uint8_t *buf;
+	size_t len;
+	int items;
+};
+
+/* Every item proto_parse passes on lies inside the message and keeps its type's rules. */
+static void check_item(void *arg, const struct proto_header *h, const uint8_t *data, size_t len)
+{
+	struct parsed *p = arg;
+
+	assert_true(data >= p->buf + PROTO_HEADER_SIZE && data + len <= p->buf + p->len);
+	assert_true(h->type < PROTO_NTYPES && h->protocol <= PROTO_RMA && h->mode <= 3);
+	if (h->type >= PROTO_ACK)
+		assert_true(len >= 4);
+	if (h->type == PROTO_STATE)
+		assert_int_equal(len, 17);
+	if (h->type == PROTO_POLL)
+		assert_int_equal(len, 0);
+	p->items++;
+}
+
+static uint64_t error_total(const struct proto_errors *e)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < PROTO_NERRORS; i++)
+		n += e->count[i];
+	return n;
+}
+
+/*
+ * The agent's whole receive-side parser (proto_parse, what link.c runs on
+ * every message) over valid, mutated and random messages, each in a buffer
+ * of exactly its length so ASan sees a read one byte too far: valid ones are
+ * read whole without an error, and every rejected one is counted exactly
+ * once.
+ */
+static void test_fuzz_parse(void **state)
+{
+	enum { CAP = PROTO_HEADER_SIZE + 4 + PROTO_CHUNK_SIZE + 3000 + PROTO_EAGER_BUFFER };
+	struct rng r;
+	uint8_t *buf = malloc(CAP);
+	struct proto_errors e = {0};
+	uint64_t rejected = 0, accepted = 0;
+
+	(void)state;
+	rng_seed(&r, 4242, 1);
+	for (int iter = 0; iter < 60000; iter++) {
+		bool large = iter % 4 == 3;
+		int items;
+		size_t len = valid_message(&r, buf, CAP, large, &items);
+		struct parsed p = {.buf = buf, .len = len};
+		uint64_t before = error_total(&e);
+		int rc = proto_parse(buf, len, large, check_item, &p, &e);
+
+		assert_int_equal(rc, items);
+		assert_int_equal(p.items, items);
+		assert_true(error_total(&e) == before);
+		switch (iter % 5) {
+		case 0:
+		case 1:
+			for (int k = 0, n = (int)rng_range(&r, 1, 6); k < n && len; k++)
+				buf[rng_range(&r, 0, len - 1)] ^= (uint8_t)(1 + rng_range(&r, 0, 254));
+			break;
+		case 2:
+			len = (size_t)rng_range(&r, 0, len);
+			break;
+		case 3: /* a header byte or a length field set to an extreme */
+			if (len > 3)
+				buf[rng_range(&r, 0, 3)] = rng_range(&r, 0, 1) ? 0xff : 0;
+			break;
+		default:
+			len = (size_t)rng_range(&r, 0, large ? CAP : PROTO_EAGER_BUFFER);
+			for (size_t i = 0; i < len; i++)
+				buf[i] = (uint8_t)rng_next(&r);
+		}
+		uint8_t *copy = malloc(len ? len : 1);
+
+		memcpy(copy, buf, len);
+		p = (struct parsed){.buf = copy, .len = len};
+		before = error_total(&e);
+		rc = proto_parse(copy, len, large, check_item, &p, &e);
+		if (rc < 0) {
+			assert_int_equal(rc, -EBADMSG);
+			assert_true(error_total(&e) == before + 1);
+			rejected++;
+		} else {
+			assert_int_equal(rc, p.items);
+			assert_true(error_total(&e) == before);
+			accepted++;
+		}
+		free(copy);
+	}
+	assert_true(rejected > 15000 && accepted > 5000);
+	free(buf);
+}
+
 /* The chunk descriptor of large SENDMSGs: round trip, and a chunk outside its message is refused. */
 static void test_chunk(void **state)
 {
@@ -236,6 +426,7 @@ int main(void)
 	    cmocka_unit_test(test_timeouts),
 	    cmocka_unit_test(test_connect),
 	    cmocka_unit_test(test_fuzz),
+	    cmocka_unit_test(test_fuzz_parse),
 	    cmocka_unit_test(test_chunk),
 	};
 

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent_rate's "direct" baseline: the same P sender processes send the same
+ * messages straight to a receiver process with core sends (each its own
+ * core endpoint and connection, no agent).  The receiver times the stream
+ * from its first message to its last, so process and endpoint start-up do
+ * not count against the baseline.
+ */
+#include "cmd/bench/direct_rate.h"
+
+#include "core/oob/oob.h"
+#include "core/transport/endpoint.h"
+#include "core/util/clock.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define DIRECT_WINDOW	  64 /* sends in flight per process */
+#define DIRECT_RECVS	  256
+#define DIRECT_TIMEOUT_NS 30000000000ull
+
+static int open_ep(struct core_ep **ep)
+{
+	struct core_ep_attr attr;
+	char why[256];
+
+	core_ep_attr_defaults(&attr);
+	attr.name = "direct";
+	attr.threading = CORE_THREAD_SINGLE;
+	attr.env.tx_stripes = 1;
+	return core_ep_open(&attr, ep, why, sizeof(why));
+}
+
+/* The receiver: accepts procs connections, takes iters messages; *elapsed_ns first to last. */
+static int receive(struct oob_listener *l, int procs, size_t size, long iters, uint64_t *elapsed_ns)
+{
+	struct core_ep *ep = NULL;
+	size_t len = size ? size : 1;
+	char *bufs = malloc(len * DIRECT_RECVS);
+	uint64_t first = 0, last = 0, deadline = clock_ns() + DIRECT_TIMEOUT_NS;
+	long got = 0;
+	int rc = bufs ? open_ep(&ep) : -ENOMEM;
+
+	for (int i = 0; i < procs && !rc; i++) {
+		struct oob_conn *c;
+		uint32_t peer;
+
+		rc = oob_accept(l, 10000, &c);
+		if (!rc) {
+			rc = core_ep_connect_oob(ep, c, &peer);
+			oob_close(c);
+		}
+	}
+	for (int i = 0; i < DIRECT_RECVS && !rc; i++)
+		rc = core_recv(ep, bufs + (size_t)i * len, len, bufs + (size_t)i * len);
+	while (!rc && got < iters && clock_ns() < deadline) {
+		struct core_cqe e[32];
+		int n = core_cq_read(ep, e, 32);
+
+		for (int i = 0; i < n && !rc; i++) {
+			if (!(e[i].flags & CORE_CQE_RECV))
+				continue;
+			if (e[i].status || e[i].len != size)
+				rc = -EBADMSG;
+			last = clock_ns();
+			if (!got++)
+				first = last;
+			if (!rc)
+				rc = core_recv(ep, e[i].context, len, e[i].context);
+		}
+		if (n < 0)
+			rc = n;
+	}
+	if (!rc && got < iters)
+		rc = -ETIMEDOUT;
+	*elapsed_ns = last - first;
+	core_ep_close(ep);
+	free(bufs);
+	return rc;
+}
+
+/* A sender: n messages to the receiver at port, at most DIRECT_WINDOW in flight. */
+static int send_stream(int port, size_t size, long n)
+{
+	struct core_ep *ep = NULL;
+	struct oob_conn *c = NULL;
+	char addr[32], *buf = calloc(1, size ? size : 1);
+	uint64_t deadline = clock_ns() + DIRECT_TIMEOUT_NS;
+	uint32_t peer;
+	long sent = 0, done = 0;
+	int rc = buf ? open_ep(&ep) : -ENOMEM;
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	if (!rc)
+		rc = oob_connect(addr, 10000, &c);
+	if (!rc)
+		rc = core_ep_connect_oob(ep, c, &peer);
+	while (!rc && done < n && clock_ns() < deadline) {
+		struct core_cqe e[32];
+		int k;
+
+		while (!rc && sent < n && sent - done < DIRECT_WINDOW) {
+			rc = core_send(ep, peer, buf, size, NULL);
+			if (rc == -EAGAIN) {
+				rc = 0;
+				break;
+			}
+			sent += !rc;
+		}
+		k = core_cq_read(ep, e, 32);
+		for (int i = 0; i < k; i++)
+			if (e[i].flags & CORE_CQE_SEND) {
+				done++;
+				if (e[i].status)
+					rc = -EIO;
+			}
+		if (k < 0)
+			rc = k;
+	}
+	if (!rc && done < n)
+		rc = -ETIMEDOUT;
+	oob_close(c);
+	core_ep_close(ep);
+	free(buf);
+	return rc;
+}
+
+int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *err, size_t errlen)
+{
+	struct oob_listener *l = NULL;
+	uint64_t *elapsed =
+	    mmap(NULL, sizeof(*elapsed), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t recv_pid, senders[DIRECT_MAX_PROCS];
+	int status, rc = elapsed == MAP_FAILED ? -ENOMEM : oob_listen("127.0.0.1:0", &l), started = 0;
+
+	if (!rc && procs > DIRECT_MAX_PROCS)
+		rc = -EINVAL;
+	if (rc) {
+		snprintf(err, errlen, "direct sends: %s", strerror(-rc));
+		goto out;
+	}
+	fflush(NULL);
+	recv_pid = fork();
+	if (recv_pid == 0)
+		_exit(receive(l, procs, size, iters, elapsed) ? 1 : 0);
+	for (int i = 0; i < procs && recv_pid > 0; i++) {
+		long n = iters / procs + (i < iters % procs);
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(send_stream(oob_listener_port(l), size, n) ? 1 : 0);
+		if (pid > 0)
+			senders[started++] = pid;
+	}
+	for (int i = 0; i < started; i++) {
+		waitpid(senders[i], &status, 0);
+		if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+			rc = -EIO;
+	}
+	if (recv_pid > 0) {
+		waitpid(recv_pid, &status, 0);
+		if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+			rc = rc ? rc : -EPROTO;
+	}
+	if (recv_pid < 0 || started < procs)
+		rc = -errno;
+	if (rc)
+		snprintf(err, errlen, "direct core sends failed (%s)", strerror(-rc));
+	else
+		*msgs_per_s = *elapsed ? (double)iters / ((double)*elapsed / 1e9) : 0;
+out:
+	if (l)
+		oob_listener_close(l);
+	if (elapsed != MAP_FAILED)
+		munmap(elapsed, sizeof(*elapsed));
+	return rc;
+}
