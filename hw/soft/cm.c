@@ -252,40 +252,24 @@ static void soft_cm_fill_mine(struct soft_cm_id *id, uint8_t type, const struct 
 int soft_cm_connect(struct rdma_cm_id *cm, struct rdma_conn_param *param)
 {
 	struct soft_cm_id *id = to_soft_cm_id(cm);
-	int err = 0, fd;
+	int err = 0;
 
 	if (param && param->private_data && param->private_data_len > SOFT_CM_REQ_PRIVATE)
 		return soft_cm_fail(EINVAL);
 	pthread_mutex_lock(&soft_cm_lock);
 	if (id->state != SOFT_CM_ROUTE_RESOLVED || !cm->verbs) {
 		err = EINVAL;
-		goto out;
+	} else {
+		uint64_t now = soft_now_ns();
+
+		soft_cm_fill_mine(id, SOFT_CM_REQ, param);
+		id->state = SOFT_CM_CONNECTING;
+		id->deadline_ns = now + SOFT_CM_CONNECT_WAIT_NS;
+		id->refused_until_ns = now + SOFT_CM_REFUSED_RETRY_NS;
+		err = soft_cm_dial(id);
+		if (err)
+			id->state = SOFT_CM_ROUTE_RESOLVED;
 	}
-	soft_cm_fill_mine(id, SOFT_CM_REQ, param);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		err = errno;
-		goto out;
-	}
-	id->fd = fd;
-	if (connect(fd, &cm->route.addr.dst_addr, sizeof(struct sockaddr_in)) && errno != EINPROGRESS) {
-		/* Refused at once (loopback): no listener, as a peer's CM would say. */
-		err = errno;
-		soft_cm_close(id);
-		if (err != ECONNREFUSED)
-			goto out;
-		err = 0;
-		soft_cm_post(cm->channel, cm, NULL, RDMA_CM_EVENT_REJECTED, SOFT_CM_REJ_NO_LISTENER, NULL);
-		goto out;
-	}
-	id->state = SOFT_CM_CONNECTING;
-	id->deadline_ns = soft_now_ns() + SOFT_CM_CONNECT_WAIT_NS;
-	err = soft_cm_watch(id, EPOLLOUT | EPOLLIN);
-	if (err) {
-		soft_cm_close(id);
-		id->state = SOFT_CM_ROUTE_RESOLVED;
-	}
-out:
 	pthread_mutex_unlock(&soft_cm_lock);
 	if (err)
 		return soft_cm_fail(err);
@@ -516,6 +500,9 @@ int soft_cm_create_qp_ex(struct rdma_cm_id *cm, struct ibv_qp_init_attr_ex *attr
 	}
 	if (!cm->verbs)
 		cm->verbs = attr->pd->context;
+	/* rdma_create_ep's callers (rdma_client) leave the type to the id's, from rdma_getaddrinfo. */
+	if (!attr->qp_type)
+		attr->qp_type = cm->qp_type;
 	if (!attr->send_cq || !attr->recv_cq) {
 		id->own_cqs = true;
 		if (!attr->send_cq)

@@ -44,11 +44,14 @@ static void soft_cm_start(void)
 
 int soft_cm_watch(struct soft_cm_id *id, uint32_t events)
 {
-	struct epoll_event ev = {.events = events, .data.u64 = id->serial};
+	struct epoll_event ev = {.events = events};
 
 	pthread_once(&soft_cm_once, soft_cm_start);
 	if (soft_cm_epoll < 0)
 		return EAGAIN;
+	if (!id)
+		return 0;
+	ev.data.u64 = id->serial;
 	if (epoll_ctl(soft_cm_epoll, EPOLL_CTL_MOD, id->fd, &ev) == 0)
 		return 0;
 	return epoll_ctl(soft_cm_epoll, EPOLL_CTL_ADD, id->fd, &ev) ? errno : 0;
@@ -303,6 +306,51 @@ static void soft_cm_read(struct soft_cm_id *id)
 	}
 }
 
+/* Refused: tried again shortly while the retry window lasts, then REJECTED as "no listener". */
+static void soft_cm_refused(struct soft_cm_id *id)
+{
+	uint64_t now = soft_now_ns();
+
+	soft_cm_close(id);
+	if (now < id->refused_until_ns) {
+		id->redial_ns = now + SOFT_CM_REFUSED_SPACING_NS;
+		return;
+	}
+	id->state = SOFT_CM_ROUTE_RESOLVED;
+	soft_cm_post(id->id.channel, &id->id, NULL, RDMA_CM_EVENT_REJECTED, SOFT_CM_REJ_NO_LISTENER, NULL);
+}
+
+int soft_cm_dial(struct soft_cm_id *id)
+{
+	struct rdma_cm_id *cm = &id->id;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int err;
+
+	id->redial_ns = 0;
+	if (fd < 0)
+		return errno;
+	id->fd = fd;
+	if (connect(fd, &cm->route.addr.dst_addr, sizeof(struct sockaddr_in)) && errno != EINPROGRESS) {
+		err = errno;
+		if (err != ECONNREFUSED) {
+			soft_cm_close(id);
+			return err;
+		}
+		soft_cm_refused(id); /* at once, on loopback */
+		err = 0;
+	} else {
+		err = soft_cm_watch(id, EPOLLOUT | EPOLLIN);
+		if (err)
+			soft_cm_close(id);
+		else if (!id->deadline_ns)
+			id->deadline_ns = soft_now_ns() + SOFT_CM_CONNECT_WAIT_NS;
+	}
+	/* A retry needs the CM thread even when no socket is being watched. */
+	if (!err && id->redial_ns)
+		err = soft_cm_watch(NULL, 0);
+	return err;
+}
+
 /* The active side's TCP connect finished: send the REQ, or report why not. */
 static void soft_cm_connected(struct soft_cm_id *id)
 {
@@ -319,12 +367,13 @@ static void soft_cm_connected(struct soft_cm_id *id)
 		}
 		err = EPIPE;
 	}
+	if (err == ECONNREFUSED) {
+		soft_cm_refused(id);
+		return;
+	}
 	soft_cm_close(id);
 	id->state = SOFT_CM_ROUTE_RESOLVED;
-	if (err == ECONNREFUSED)
-		soft_cm_post(cm->channel, cm, NULL, RDMA_CM_EVENT_REJECTED, SOFT_CM_REJ_NO_LISTENER, NULL);
-	else
-		soft_cm_post(cm->channel, cm, NULL, RDMA_CM_EVENT_UNREACHABLE, -err, NULL);
+	soft_cm_post(cm->channel, cm, NULL, RDMA_CM_EVENT_UNREACHABLE, -err, NULL);
 }
 
 static void soft_cm_accept_conns(struct soft_cm_id *l)
@@ -358,6 +407,17 @@ static void soft_cm_deadlines(void)
 
 	for (struct soft_cm_id *id = soft_cm_ids, *next; id; id = next) {
 		next = id->next;
+		if (id->state == SOFT_CM_CONNECTING && id->redial_ns && now >= id->redial_ns) {
+			int err = soft_cm_dial(id);
+
+			if (err) {
+				id->state = SOFT_CM_ROUTE_RESOLVED;
+				id->deadline_ns = 0;
+				soft_cm_post(id->id.channel, &id->id, NULL, RDMA_CM_EVENT_UNREACHABLE, -err,
+					     NULL);
+			}
+			continue;
+		}
 		if (!id->deadline_ns || now < id->deadline_ns)
 			continue;
 		id->deadline_ns = 0;

@@ -106,6 +106,8 @@ int soft_cm_create_ep(struct rdma_cm_id **out, struct rdma_addrinfo *res, struct
 	}
 	if (soft_cm_create_id(NULL, &cm, NULL, (enum rdma_port_space)res->ai_port_space))
 		return -1;
+	if (res->ai_qp_type)
+		cm->qp_type = (enum ibv_qp_type)res->ai_qp_type;
 	if (res->ai_flags & RAI_PASSIVE) {
 		if (soft_cm_bind_addr(cm, res->ai_src_addr))
 			goto fail;

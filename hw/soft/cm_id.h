@@ -7,7 +7,15 @@
 
 #define SOFT_CM_CONNECT_WAIT_NS 10000000000ull /* REP or REJ within this, else UNREACHABLE */
 #define SOFT_CM_RTU_WAIT_NS	5000000000ull  /* RTU within this, else CONNECT_ERROR */
-#define SOFT_CM_DREP_WAIT_NS	1000000000ull  /* DREP within this, else DISCONNECTED anyway */
+/*
+ * A refused connection is tried again for this long before it is REJECTED:
+ * a program that re-creates its listener (perftest -R does, between its two
+ * connections) is not reported as absent because the CM answered faster
+ * than a NIC's address and route resolution would have let the peer ask.
+ */
+#define SOFT_CM_REFUSED_RETRY_NS   300000000ull
+#define SOFT_CM_REFUSED_SPACING_NS 5000000ull
+#define SOFT_CM_DREP_WAIT_NS	   1000000000ull /* DREP within this, else DISCONNECTED anyway */
 
 enum soft_cm_state {
 	SOFT_CM_IDLE,
@@ -33,11 +41,12 @@ struct soft_cm_id {
 	int fd;	   /* listening socket, or the connection to the peer */
 	uint8_t in[SOFT_CM_HDR_LEN + SOFT_CM_MAX_PRIVATE];
 	size_t in_len;
-	uint64_t deadline_ns;	       /* of the state's wait, 0: none */
-	struct soft_cm_msg mine, peer; /* REQ or REP sent, and the peer's */
-	struct soft_cm_id *listener;   /* passive child: the listening id (NULL once that is gone) */
-	bool own_cqs;		       /* rdma_create_qp made the CQs and channels */
-	bool has_ep_attr;	       /* rdma_create_ep on a passive id: rdma_get_request makes QPs */
+	uint64_t deadline_ns;		      /* of the state's wait, 0: none */
+	uint64_t refused_until_ns, redial_ns; /* CONNECTING: a refused attempt is retried until then */
+	struct soft_cm_msg mine, peer;	      /* REQ or REP sent, and the peer's */
+	struct soft_cm_id *listener;	      /* passive child: the listening id (NULL once that is gone) */
+	bool own_cqs;			      /* rdma_create_qp made the CQs and channels */
+	bool has_ep_attr;		      /* rdma_create_ep on a passive id: rdma_get_request makes QPs */
 	struct ibv_qp_init_attr ep_attr;
 	struct soft_cm_id *next;
 };
@@ -51,6 +60,8 @@ static inline struct soft_cm_id *to_soft_cm_id(struct rdma_cm_id *id)
 int soft_cm_watch(struct soft_cm_id *id, uint32_t events);
 void soft_cm_close(struct soft_cm_id *id);
 int soft_cm_send(struct soft_cm_id *id, const struct soft_cm_msg *m);
+/* CONNECTING: starts a TCP connect to the id's destination (0), or says why it cannot (an errno). */
+int soft_cm_dial(struct soft_cm_id *id);
 /* Moves id's QP to RTR and RTS from the peer's REQ or REP; 0 or an errno. */
 int soft_cm_qp_connect(struct soft_cm_id *id);
 /* cm.c */
