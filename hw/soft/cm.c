@@ -32,7 +32,7 @@ static int soft_cm_fail(int err)
 /* The soft device's context, opened on first use and kept for the process; lock held. */
 static struct ibv_context *soft_cm_context(void)
 {
-	struct hw_device dev;
+	static struct hw_device dev; /* outlives the call, whatever open_device keeps of it */
 
 	if (!soft_cm_ctx && hw_soft_provider.list_devices(&dev, 1) == 1)
 		soft_cm_ctx = hw_soft_provider.open_device(&dev);
