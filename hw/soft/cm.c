@@ -39,6 +39,13 @@ static struct ibv_context *soft_cm_context(void)
 	return soft_cm_ctx;
 }
 
+void soft_cm_forget_ids(void)
+{
+	soft_cm_ids = NULL;
+	soft_cm_ctx = NULL;
+	soft_cm_pd = NULL;
+}
+
 struct soft_cm_id *soft_cm_find(uint64_t serial)
 {
 	for (struct soft_cm_id *id = soft_cm_ids; id; id = id->next)
@@ -81,6 +88,7 @@ int soft_cm_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **ou
 
 	if (!out)
 		return soft_cm_fail(EINVAL);
+	soft_cm_init();
 	if (ps != RDMA_PS_TCP && ps != RDMA_PS_IB)
 		return soft_cm_fail(EPROTONOSUPPORT); /* UD port spaces need SIDR, which the soft CM lacks */
 	if (!channel) {

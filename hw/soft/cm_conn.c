@@ -23,6 +23,33 @@
 static pthread_once_t soft_cm_once = PTHREAD_ONCE_INIT;
 static int soft_cm_epoll = -1;
 
+/*
+ * A forked child has no CM thread and shares the parent's epoll set and
+ * sockets: it starts afresh, with none of the parent's ids (their sockets
+ * stay the parent's to use).
+ */
+static void soft_cm_forget_in_child(void)
+{
+	pthread_mutex_init(&soft_cm_lock, NULL);
+	soft_cm_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+	if (soft_cm_epoll >= 0)
+		close(soft_cm_epoll);
+	soft_cm_epoll = -1;
+	soft_cm_forget_ids();
+}
+
+static void soft_cm_register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, soft_cm_forget_in_child);
+}
+
+void soft_cm_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, soft_cm_register_atfork);
+}
+
 static void *soft_cm_thread(void *arg);
 
 static void soft_cm_start(void)

@@ -64,7 +64,11 @@ int soft_cm_send(struct soft_cm_id *id, const struct soft_cm_msg *m);
 int soft_cm_dial(struct soft_cm_id *id);
 /* Moves id's QP to RTR and RTS from the peer's REQ or REP; 0 or an errno. */
 int soft_cm_qp_connect(struct soft_cm_id *id);
+/* Registers the fork handler (once): every entry point that creates state calls it first. */
+void soft_cm_init(void);
 /* cm.c */
+/* A forked child's view: the parent's ids, context and PD are not its own. */
+void soft_cm_forget_ids(void);
 struct soft_cm_id *soft_cm_find(uint64_t serial);
 struct soft_cm_id *soft_cm_new_id(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps);
 void soft_cm_unlink(struct soft_cm_id *id);
