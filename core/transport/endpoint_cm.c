@@ -64,39 +64,6 @@ static int cm_channel(struct core_ep *ep)
 	return ep->cm_channel ? 0 : (errno ? -errno : -ENOMEM);
 }
 
-/* The next event on ep's channel, within the deadline; the caller acks it. */
-static int cm_next(struct core_ep *ep, uint64_t deadline_ms, struct rdma_cm_event **ev)
-{
-	struct pollfd pfd = {.fd = ep->cm_channel->fd, .events = POLLIN};
-
-	for (;;) {
-		uint64_t now = clock_ns() / 1000000;
-		int n;
-
-		if (now >= deadline_ms)
-			return -ETIMEDOUT;
-		n = poll(&pfd, 1, (int)(deadline_ms - now));
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		if (n > 0)
-			return ep_cm(ep)->get_cm_event(ep->cm_channel, ev) ? -errno : 0;
-	}
-}
-
-/* Waits for an event of `type` on id; anything else there is a failure. */
-static int cm_expect(struct core_ep *ep, struct rdma_cm_id *id, enum rdma_cm_event_type type)
-{
-	struct rdma_cm_event *ev;
-	int rc = cm_next(ep, clock_ns() / 1000000 + CM_WAIT_MS, &ev);
-
-	if (rc)
-		return rc;
-	if (ev->id != id || ev->event != type || ev->status)
-		rc = ev->event == RDMA_CM_EVENT_REJECTED ? -ECONNREFUSED : -EPROTO;
-	ep_cm(ep)->ack_cm_event(ev);
-	return rc;
-}
-
 static void pdata_fill(const struct core_ep *ep, uint32_t index, struct cm_pdata *d)
 {
 	d->magic = htobe32(CM_MAGIC);
@@ -131,116 +98,167 @@ static void cm_param(struct rdma_conn_param *cp, const struct cm_pdata *d)
 	cp->rnr_retry_count = 7;
 }
 
-/* Active side, first half: every connection of p resolved, its QP made and its REQ sent. */
-static int cm_active_start(struct core_ep *ep, struct peer *p, const struct sockaddr_in *dst)
+/*
+ * One side connecting one peer: the events of its connections arrive in
+ * any order (connection 0 may be ESTABLISHED while connection 1 still
+ * resolves), so each is handled as it comes.
+ */
+struct cm_run {
+	struct core_ep *ep;
+	struct peer *p;
+	bool active;
+	struct rdma_cm_id *listen;		  /* passive */
+	struct rdma_cm_id *ids[CORE_MAX_STRIPES]; /* active: connection k's id, before its QP exists */
+	uint32_t established;
+	uint32_t eager_max; /* the peer's */
+};
+
+static uint32_t cm_index_of(const struct cm_run *run, const struct rdma_cm_id *id)
 {
-	const struct hw_cm_ops *cm = ep_cm(ep);
+	for (uint32_t k = 0; k < run->p->nconn; k++)
+		if (run->ids[k] == id || run->p->conns[k].cm_id == id)
+			return k;
+	return UINT32_MAX;
+}
+
+/* Passive: a request gets its QP and is accepted. */
+static int cm_on_request(struct cm_run *run, struct rdma_cm_event *ev)
+{
+	const struct hw_cm_ops *cm = ep_cm(run->ep);
+	struct rdma_conn_param cp;
+	struct cm_pdata d, mine;
+	struct conn *c;
 	int rc;
 
-	for (uint32_t k = 0; k < p->nconn; k++) {
-		struct rdma_cm_id *id;
-		struct rdma_conn_param cp;
-		struct cm_pdata d;
-
-		if (cm->create_id(ep->cm_channel, &id, NULL, RDMA_PS_TCP))
-			return -errno;
-		if (cm->resolve_addr(id, NULL, (struct sockaddr *)dst, CM_RESOLVE_MS) ||
-		    (rc = cm_expect(ep, id, RDMA_CM_EVENT_ADDR_RESOLVED)) ||
-		    cm->resolve_route(id, CM_RESOLVE_MS) ||
-		    (rc = cm_expect(ep, id, RDMA_CM_EVENT_ROUTE_RESOLVED))) {
-			rc = rc ? rc : -errno;
-			cm->destroy_id(id);
-			return rc;
-		}
-		if ((rc = conn_create(ep, &p->conns[k], p->id, k, id))) {
-			if (!p->conns[k].cm_id)
-				cm->destroy_id(id);
-			return rc;
-		}
-		pdata_fill(ep, k, &d);
-		cm_param(&cp, &d);
-		if (cm->connect(id, &cp))
-			return -errno;
-	}
-	return 0;
+	if (run->active || ev->listen_id != run->listen)
+		return -EPROTO;
+	if ((rc = pdata_take(&ev->param.conn, run->p->nconn, &d)))
+		return rc;
+	c = &run->p->conns[d.index];
+	if (c->qp)
+		return -EPROTO; /* the same index twice */
+	if ((rc = conn_create(run->ep, c, run->p->id, d.index, ev->id)))
+		return rc;
+	c->remote_rx_depth = d.rx_depth;
+	run->eager_max = d.eager_max;
+	pdata_fill(run->ep, d.index, &mine);
+	cm_param(&cp, &mine);
+	return cm->accept(ev->id, &cp) ? -errno : 0;
 }
 
-/* Either side, second half: every connection ESTABLISHED (the active side learns the peer's data here). */
-static int cm_finish(struct core_ep *ep, struct peer *p, bool active, uint32_t *eager_max)
+/* Active: connection k resolved its route: its QP, then the REQ. */
+static int cm_on_route(struct cm_run *run, uint32_t k)
 {
-	uint64_t deadline = clock_ns() / 1000000 + CM_WAIT_MS;
-	uint32_t left = p->nconn;
+	struct rdma_conn_param cp;
+	struct cm_pdata d;
+	int rc;
 
-	while (left) {
-		struct rdma_cm_event *ev;
-		struct cm_pdata d;
-		uint32_t k;
-		int rc = cm_next(ep, deadline, &ev);
-
-		if (rc)
-			return rc;
-		for (k = 0; k < p->nconn && p->conns[k].cm_id != ev->id; k++)
-			;
-		if (k == p->nconn || ev->event != RDMA_CM_EVENT_ESTABLISHED)
-			rc = ev->event == RDMA_CM_EVENT_REJECTED ? -ECONNREFUSED : -EPROTO;
-		else if (active && !(rc = pdata_take(&ev->param.conn, p->nconn, &d))) {
-			p->conns[k].remote_rx_depth = d.rx_depth;
-			*eager_max = d.eager_max;
-		}
-		ep_cm(ep)->ack_cm_event(ev);
-		if (rc)
-			return rc;
-		left--;
-	}
-	return 0;
+	if ((rc = conn_create(run->ep, &run->p->conns[k], run->p->id, k, run->ids[k])))
+		return rc;
+	run->ids[k] = NULL; /* the connection owns it now */
+	pdata_fill(run->ep, k, &d);
+	cm_param(&cp, &d);
+	return ep_cm(run->ep)->connect(run->p->conns[k].cm_id, &cp) ? -errno : 0;
 }
 
-/* Passive side: the peer's nconn requests on listen, each given a QP and accepted. */
-static int cm_passive_accept(struct core_ep *ep, struct peer *p, struct rdma_cm_id *listen,
-			     uint32_t *eager_max)
+static int cm_on_event(struct cm_run *run, struct rdma_cm_event *ev)
 {
-	const struct hw_cm_ops *cm = ep_cm(ep);
-	uint64_t deadline = clock_ns() / 1000000 + CM_WAIT_MS;
+	uint32_t k = cm_index_of(run, ev->id);
+	struct cm_pdata d;
+	int rc;
 
-	for (uint32_t n = 0; n < p->nconn; n++) {
-		struct rdma_cm_event *ev;
-		struct rdma_conn_param cp;
-		struct cm_pdata d, mine;
-		struct rdma_cm_id *id;
-		bool owned = false;
-		int rc = cm_next(ep, deadline, &ev);
-
-		if (rc)
-			return rc;
-		id = ev->id;
-		if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST || ev->listen_id != listen) {
-			cm->ack_cm_event(ev);
+	if (ev->status)
+		return ev->event == RDMA_CM_EVENT_REJECTED ? -ECONNREFUSED : -EPROTO;
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return cm_on_request(run, ev);
+	if (k == UINT32_MAX)
+		return -EPROTO;
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (!run->ids[k])
 			return -EPROTO;
+		return ep_cm(run->ep)->resolve_route(ev->id, CM_RESOLVE_MS) ? -errno : 0;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		return run->ids[k] ? cm_on_route(run, k) : -EPROTO;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (run->active) {
+			if ((rc = pdata_take(&ev->param.conn, run->p->nconn, &d)))
+				return rc;
+			run->p->conns[k].remote_rx_depth = d.rx_depth;
+			run->eager_max = d.eager_max;
 		}
-		if (!(rc = pdata_take(&ev->param.conn, p->nconn, &d)) && p->conns[d.index].qp)
-			rc = -EPROTO; /* the same index twice */
-		cm->ack_cm_event(ev);
-		if (!rc) {
-			rc = conn_create(ep, &p->conns[d.index], p->id, d.index, id);
-			owned = p->conns[d.index].cm_id == id; /* freed with the connection from now on */
+		run->established++;
+		return 0;
+	default:
+		return -EPROTO;
+	}
+}
+
+/* Active: an id per connection, each asked to resolve the peer's address. */
+static int cm_active_start(struct cm_run *run, const struct sockaddr_in *dst)
+{
+	const struct hw_cm_ops *cm = ep_cm(run->ep);
+
+	for (uint32_t k = 0; k < run->p->nconn; k++)
+		if (cm->create_id(run->ep->cm_channel, &run->ids[k], NULL, RDMA_PS_TCP) ||
+		    cm->resolve_addr(run->ids[k], NULL, (struct sockaddr *)dst, CM_RESOLVE_MS))
+			return -errno;
+	return 0;
+}
+
+/* Handles the events of every run until each has all its connections ESTABLISHED. */
+static int cm_pump(struct cm_run **runs, int n)
+{
+	uint64_t deadline = clock_ns() / 1000000 + CM_WAIT_MS;
+
+	for (;;) {
+		struct pollfd pfd[2];
+		bool done = true;
+		int rc;
+
+		for (int i = 0; i < n; i++) {
+			pfd[i] = (struct pollfd){.fd = runs[i]->ep->cm_channel->fd, .events = POLLIN};
+			done &= runs[i]->established == runs[i]->p->nconn;
 		}
-		if (!rc) {
-			p->conns[d.index].remote_rx_depth = d.rx_depth;
-			*eager_max = d.eager_max;
-			pdata_fill(ep, d.index, &mine);
-			cm_param(&cp, &mine);
-			if (cm->accept(id, &cp))
-				rc = -errno;
-		}
-		if (rc) {
-			if (!owned) {
-				cm->reject(id, NULL, 0);
-				cm->destroy_id(id);
+		if (done)
+			return 0;
+		uint64_t now = clock_ns() / 1000000;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		rc = poll(pfd, (nfds_t)n, (int)(deadline - now));
+		if (rc < 0 && errno != EINTR)
+			return -errno;
+		for (int i = 0; rc > 0 && i < n; i++) {
+			struct rdma_cm_event *ev;
+
+			if (!(pfd[i].revents & POLLIN))
+				continue;
+			if (ep_cm(runs[i]->ep)->get_cm_event(runs[i]->ep->cm_channel, &ev))
+				return -errno;
+			struct rdma_cm_id *id = ev->id;
+			bool request = ev->event == RDMA_CM_EVENT_CONNECT_REQUEST;
+
+			rc = cm_on_event(runs[i], ev);
+			ep_cm(runs[i]->ep)->ack_cm_event(ev);
+			/* A request that could not be taken is refused, so the peer does not wait. */
+			if (rc && request && cm_index_of(runs[i], id) == UINT32_MAX) {
+				ep_cm(runs[i]->ep)->reject(id, NULL, 0);
+				ep_cm(runs[i]->ep)->destroy_id(id);
 			}
-			return rc;
+			if (rc)
+				return rc;
+			rc = 1;
 		}
 	}
-	return 0;
+}
+
+/* Ids a failed run still holds that no connection owns. */
+static void cm_run_drop(struct cm_run *run)
+{
+	for (uint32_t k = 0; run->p && k < run->p->nconn; k++)
+		if (run->ids[k])
+			ep_cm(run->ep)->destroy_id(run->ids[k]);
 }
 
 /* A listener on addr (port 0: any); its port in *port. */
@@ -271,21 +289,22 @@ static uint32_t min_u32(uint32_t a, uint32_t b)
 
 int ep_cm_connect_pair(struct core_ep *a, struct core_ep *b, uint32_t *pa, uint32_t *pb)
 {
-	struct sockaddr_in any = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	uint32_t n = min_u32((uint32_t)a->nstripes, (uint32_t)b->nstripes), a_eager = 0, b_eager = 0;
-	struct rdma_cm_id *listen = NULL;
-	struct peer *p, *q;
+	struct sockaddr_in dst = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	uint32_t n = min_u32((uint32_t)a->nstripes, (uint32_t)b->nstripes);
+	struct cm_run ra = {.ep = a, .active = true}, rb = {.ep = b};
+	struct cm_run *runs[2] = {&ra, &rb};
 	uint16_t port;
 	int rc;
 
-	if ((rc = cm_channel(a)) || (rc = cm_listen(b, &any, &listen, &port)))
+	if ((rc = cm_channel(a)) || (rc = cm_listen(b, &dst, &rb.listen, &port)))
 		return rc;
-	any.sin_port = htons(port);
-	if (!(rc = peer_add(a, n, &p)) && !(rc = peer_add(b, n, &q)) && !(rc = cm_active_start(a, p, &any)) &&
-	    !(rc = cm_passive_accept(b, q, listen, &b_eager)) && !(rc = cm_finish(a, p, true, &a_eager)) &&
-	    !(rc = cm_finish(b, q, false, &b_eager)) && !(rc = peer_publish(a, p, a_eager, pa)))
-		rc = peer_publish(b, q, b_eager, pb);
-	ep_cm(b)->destroy_id(listen);
+	dst.sin_port = htons(port);
+	if (!(rc = peer_add(a, n, &ra.p)) && !(rc = peer_add(b, n, &rb.p)) &&
+	    !(rc = cm_active_start(&ra, &dst)) && !(rc = cm_pump(runs, 2)) &&
+	    !(rc = peer_publish(a, ra.p, ra.eager_max, pa)))
+		rc = peer_publish(b, rb.p, rb.eager_max, pb);
+	cm_run_drop(&ra);
+	ep_cm(b)->destroy_id(rb.listen);
 	return rc;
 }
 
@@ -304,10 +323,9 @@ int ep_cm_connect_oob(struct core_ep *ep, struct oob_conn *conn, uint32_t *peer)
 	socklen_t len = sizeof(local);
 	struct cm_hello mine = {.nonce = random_nonce(), .nconn = (uint32_t)ep->nstripes}, theirs;
 	struct rdma_cm_id *listen = NULL;
-	uint32_t rlen, eager = 0;
+	struct cm_run run = {0}, *runs[1] = {&run};
+	uint32_t rlen;
 	uint16_t type, port = 0;
-	struct peer *p;
-	bool active;
 	int rc;
 
 	/* The CM listens where the out-of-band connection arrived: an address the peer reaches. */
@@ -332,18 +350,15 @@ int ep_cm_connect_oob(struct core_ep *ep, struct oob_conn *conn, uint32_t *peer)
 		rc = ep->attr.env.connect == CORE_CONNECT_CM ? -EPROTONOSUPPORT : -EAGAIN;
 		goto out;
 	}
-	if ((rc = peer_add(ep, min_u32(mine.nconn, theirs.nconn), &p)))
+	run.ep = ep;
+	run.listen = listen;
+	run.active = mine.nonce < theirs.nonce;
+	if ((rc = peer_add(ep, min_u32(mine.nconn, theirs.nconn), &run.p)))
 		goto out;
-	active = mine.nonce < theirs.nonce;
 	remote.sin_port = htons((uint16_t)theirs.port);
-	if (active)
-		rc = cm_active_start(ep, p, &remote);
-	else
-		rc = cm_passive_accept(ep, p, listen, &eager);
-	if (!rc)
-		rc = cm_finish(ep, p, active, &eager);
-	if (!rc)
-		rc = peer_publish(ep, p, eager, peer);
+	if (!(rc = run.active ? cm_active_start(&run, &remote) : 0) && !(rc = cm_pump(runs, 1)))
+		rc = peer_publish(ep, run.p, run.eager_max, peer);
+	cm_run_drop(&run);
 out:
 	if (listen)
 		ep_cm(ep)->destroy_id(listen);
