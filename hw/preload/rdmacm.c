@@ -168,16 +168,9 @@ PRELOAD_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
 	return id->route.addr.dst_sin.sin_port;
 }
 
-/* Options (TOS, REUSEADDR, AFONLY, ACK timeout ...) tune a path the soft wire does not have. */
 PRELOAD_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)
 {
-	(void)level;
-	(void)optname;
-	if (!id || !optval || !optlen) {
-		errno = EINVAL;
-		return -1;
-	}
-	return 0;
+	return soft_cm_set_option(id, level, optname, optval, optlen);
 }
 
 PRELOAD_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)

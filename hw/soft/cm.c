@@ -54,6 +54,15 @@ struct soft_cm_id *soft_cm_find(uint64_t serial)
 	return NULL;
 }
 
+static uint32_t soft_cm_random_psn(void)
+{
+	uint32_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v = (uint32_t)soft_now_ns();
+	return v & 0xffffff;
+}
+
 struct soft_cm_id *soft_cm_new_id(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps)
 {
 	struct soft_cm_id *id = calloc(1, sizeof(*id));
@@ -66,6 +75,8 @@ struct soft_cm_id *soft_cm_new_id(struct rdma_event_channel *channel, void *cont
 	id->id.context = context;
 	id->id.ps = ps;
 	id->id.qp_type = ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
+	/* Chosen once: an external QP takes it (rdma_init_qp_attr) before the REP or REQ carries it. */
+	id->mine.psn = soft_cm_random_psn();
 	id->next = soft_cm_ids;
 	soft_cm_ids = id;
 	return id;
@@ -148,6 +159,16 @@ static int soft_cm_set_addr(struct sockaddr *to, const struct sockaddr *from)
 	return 0;
 }
 
+/* The PD for a QP made without one: the process's default on the CM's context. */
+static struct ibv_pd *soft_cm_default_pd(struct rdma_cm_id *cm)
+{
+	if (!cm->verbs)
+		return NULL;
+	if (!soft_cm_pd)
+		soft_cm_pd = soft_alloc_pd(cm->verbs);
+	return soft_cm_pd;
+}
+
 /* Binds the id to the soft device (there is one); lock held. */
 static int soft_cm_attach(struct soft_cm_id *id)
 {
@@ -155,6 +176,8 @@ static int soft_cm_attach(struct soft_cm_id *id)
 	if (!id->id.verbs)
 		return errno ? errno : ENODEV;
 	id->id.port_num = 1;
+	/* As librdmacm: the device's default PD, for QPs made without one (pyverbs' cmid.pd). */
+	id->id.pd = soft_cm_default_pd(&id->id);
 	return 0;
 }
 
@@ -224,25 +247,17 @@ int soft_cm_resolve_route(struct rdma_cm_id *cm, int timeout_ms)
 	return id->sync ? soft_cm_wait(cm, RDMA_CM_EVENT_ROUTE_RESOLVED) : 0;
 }
 
-static uint32_t soft_cm_random_psn(void)
-{
-	uint32_t v = 0;
-
-	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
-		v = (uint32_t)soft_now_ns();
-	return v & 0xffffff;
-}
-
 /* Fills the REQ or REP this side sends from the caller's parameters (NULL: librdmacm's defaults). */
 static void soft_cm_fill_mine(struct soft_cm_id *id, uint8_t type, const struct rdma_conn_param *p)
 {
 	struct soft_cm_msg *m = &id->mine;
+	uint32_t psn = m->psn;
 
 	memset(m, 0, sizeof(*m));
 	m->type = type;
 	m->qp_type = id->id.qp ? (uint8_t)id->id.qp->qp_type : IBV_QPT_RC;
 	m->qpn = id->id.qp ? id->id.qp->qp_num : (p ? p->qp_num & 0xffffff : 0);
-	m->psn = soft_cm_random_psn();
+	m->psn = psn;
 	memcpy(m->gid, soft_nic_of(id->id.verbs)->gid.raw, 16);
 	m->retry_count = 7;
 	m->rnr_retry_count = 7;
@@ -391,6 +406,7 @@ int soft_cm_disconnect(struct rdma_cm_id *cm)
 
 	pthread_mutex_lock(&soft_cm_lock);
 	switch (id->state) {
+	case SOFT_CM_REP_RECEIVED:
 	case SOFT_CM_ESTABLISHED:
 		if (soft_cm_send(id, &(struct soft_cm_msg){.type = SOFT_CM_DREQ})) {
 			soft_cm_close(id);
@@ -444,7 +460,36 @@ int soft_cm_migrate_id(struct rdma_cm_id *cm, struct rdma_event_channel *channel
 
 int soft_cm_establish(struct rdma_cm_id *cm)
 {
-	(void)cm;
+	struct soft_cm_id *id = to_soft_cm_id(cm);
+	int err = 0;
+
+	pthread_mutex_lock(&soft_cm_lock);
+	if (id->state != SOFT_CM_REP_RECEIVED)
+		err = EINVAL;
+	else if (soft_cm_send(id, &(struct soft_cm_msg){.type = SOFT_CM_RTU}))
+		err = ECONNRESET;
+	else
+		id->state = SOFT_CM_ESTABLISHED;
+	pthread_mutex_unlock(&soft_cm_lock);
+	return err ? soft_cm_fail(err) : 0;
+}
+
+int soft_cm_set_option(struct rdma_cm_id *cm, int level, int optname, void *optval, size_t optlen)
+{
+	struct soft_cm_id *id = to_soft_cm_id(cm);
+
+	if (!optval || !optlen)
+		return soft_cm_fail(EINVAL);
+	/* The ACK timeout goes into the QP at RTS; the rest tune paths the soft wire does not have. */
+	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT) {
+		uint8_t v = *(const uint8_t *)optval;
+
+		if (v > 31)
+			return soft_cm_fail(EINVAL);
+		pthread_mutex_lock(&soft_cm_lock);
+		id->ack_timeout = v;
+		pthread_mutex_unlock(&soft_cm_lock);
+	}
 	return 0;
 }
 
@@ -476,16 +521,6 @@ static void soft_cm_free_cqs(struct rdma_cm_id *cm)
 		soft_destroy_comp_channel(cm->send_cq_channel);
 	cm->send_cq = cm->recv_cq = NULL;
 	cm->send_cq_channel = cm->recv_cq_channel = NULL;
-}
-
-/* The PD for a QP made without one: the process's default on the CM's context. */
-static struct ibv_pd *soft_cm_default_pd(struct rdma_cm_id *cm)
-{
-	if (!cm->verbs)
-		return NULL;
-	if (!soft_cm_pd)
-		soft_cm_pd = soft_alloc_pd(cm->verbs);
-	return soft_cm_pd;
 }
 
 int soft_cm_create_qp_ex(struct rdma_cm_id *cm, struct ibv_qp_init_attr_ex *attr)

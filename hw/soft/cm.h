@@ -93,6 +93,7 @@ int soft_cm_disconnect(struct rdma_cm_id *id);
 int soft_cm_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel);
 int soft_cm_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask);
 int soft_cm_establish(struct rdma_cm_id *id);
+int soft_cm_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen);
 int soft_cm_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id);
 int soft_cm_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
 			struct rdma_addrinfo **res);

@@ -162,7 +162,7 @@ int soft_cm_init_qp_attr(struct rdma_cm_id *cm_id, struct ibv_qp_attr *a, int *m
 		if (!id->peer.type)
 			break;
 		a->sq_psn = id->mine.psn;
-		a->timeout = 14;
+		a->timeout = id->ack_timeout ? id->ack_timeout : 14;
 		a->retry_cnt = id->mine.retry_count ? id->mine.retry_count : 7;
 		a->rnr_retry = id->mine.rnr_retry_count ? id->mine.rnr_retry_count : 7;
 		if (a->retry_cnt > 7)
@@ -202,6 +202,7 @@ static void soft_cm_lost(struct soft_cm_id *id)
 	case SOFT_CM_ACCEPTED:
 		soft_cm_post(cm->channel, cm, NULL, RDMA_CM_EVENT_CONNECT_ERROR, -ECONNRESET, NULL);
 		break;
+	case SOFT_CM_REP_RECEIVED:
 	case SOFT_CM_ESTABLISHED:
 	case SOFT_CM_DISCONNECTING:
 		soft_cm_post(cm->channel, cm, NULL, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
@@ -248,6 +249,14 @@ static void soft_cm_got_rep(struct soft_cm_id *id, const struct soft_cm_msg *m)
 		soft_cm_post(id->id.channel, &id->id, NULL, RDMA_CM_EVENT_CONNECT_ERROR, -err, NULL);
 		return;
 	}
+	if (!id->id.qp) {
+		/* An external QP: its owner moves it (rdma_init_qp_attr), then rdma_establish sends the RTU.
+		 */
+		id->state = SOFT_CM_REP_RECEIVED;
+		id->deadline_ns = 0;
+		soft_cm_post(id->id.channel, &id->id, NULL, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, m);
+		return;
+	}
 	if (soft_cm_send(id, &rtu)) {
 		soft_cm_lost(id);
 		return;
@@ -288,7 +297,8 @@ static bool soft_cm_handle(struct soft_cm_id *id, const struct soft_cm_msg *m)
 		soft_cm_post(cm->channel, cm, NULL, RDMA_CM_EVENT_ESTABLISHED, 0, NULL);
 		return true;
 	case SOFT_CM_DREQ:
-		if (id->state != SOFT_CM_ESTABLISHED && id->state != SOFT_CM_DISCONNECTING)
+		if (id->state != SOFT_CM_ESTABLISHED && id->state != SOFT_CM_DISCONNECTING &&
+		    id->state != SOFT_CM_REP_RECEIVED)
 			return false;
 		soft_cm_send(id, &(struct soft_cm_msg){.type = SOFT_CM_DREP});
 		soft_cm_close(id);
@@ -418,6 +428,7 @@ static void soft_cm_accept_conns(struct soft_cm_id *l)
 		c->listener = l;
 		c->state = SOFT_CM_REQ_WAIT;
 		c->id.verbs = l->id.verbs;
+		c->id.pd = l->id.pd;
 		c->id.port_num = 1;
 		c->id.qp_type = l->id.qp_type;
 		c->deadline_ns = soft_now_ns() + SOFT_CM_REQ_WAIT_NS;

@@ -28,6 +28,8 @@ enum soft_cm_state {
 	SOFT_CM_REQ_WAIT,     /* passive child: connection accepted, REQ not yet in (not reported) */
 	SOFT_CM_REQ_RECEIVED, /* passive child: CONNECT_REQUEST reported, waiting for accept/reject */
 	SOFT_CM_ACCEPTED,     /* passive: REP sent, waiting for RTU */
+	SOFT_CM_REP_RECEIVED, /* active with an external QP: CONNECT_RESPONSE reported, waiting for
+				 rdma_establish */
 	SOFT_CM_ESTABLISHED,
 	SOFT_CM_DISCONNECTING, /* DREQ sent, waiting for DREP */
 	SOFT_CM_DISCONNECTED,
@@ -44,6 +46,7 @@ struct soft_cm_id {
 	uint64_t deadline_ns;		      /* of the state's wait, 0: none */
 	uint64_t refused_until_ns, redial_ns; /* CONNECTING: a refused attempt is retried until then */
 	struct soft_cm_msg mine, peer;	      /* REQ or REP sent, and the peer's */
+	uint8_t ack_timeout;		      /* RDMA_OPTION_ID_ACK_TIMEOUT, 0: the default */
 	struct soft_cm_id *listener;	      /* passive child: the listening id (NULL once that is gone) */
 	bool own_cqs;			      /* rdma_create_qp made the CQs and channels */
 	bool has_ep_attr;		      /* rdma_create_ep on a passive id: rdma_get_request makes QPs */
