@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench conn_rate: connection setup, cm against oob in one run.  Two
- * endpoints in this process connect `iters` peers (one QP pair each: one
- * stripe) through the device's connection manager, then as many through
- * the address blob; each rate is connections per second, with the setup
- * time per QP pair.
+ * bench conn_rate: connection setup, cm against oob in one run.  Two pairs
+ * of endpoints in this process connect `iters` peers each (one QP pair per
+ * peer: one stripe), one pair through the device's connection manager, the
+ * other through the address blob, taking turns; each rate is connections
+ * per second, with the setup time per QP pair.
  */
 #include "cmd/cmd.h"
 #include "cmd/print.h"
@@ -22,12 +22,10 @@ struct conn_rate {
 	double per_s, usec;
 };
 
-static int measure(const struct bench_opts *o, enum core_connect mode, long n, struct conn_rate *out,
-		   char *err, size_t errlen)
+static int open_pair(const struct bench_opts *o, enum core_connect mode, struct core_ep **a,
+		     struct core_ep **b, char *err, size_t errlen)
 {
 	struct core_ep_attr attr;
-	struct core_ep *a = NULL, *b = NULL;
-	uint64_t t0;
 	int rc;
 
 	core_ep_attr_defaults(&attr);
@@ -37,38 +35,58 @@ static int measure(const struct bench_opts *o, enum core_connect mode, long n, s
 	attr.threading = CORE_THREAD_SINGLE;
 	attr.device = o->device;
 	attr.rx_depth = 4;
-	if ((rc = core_ep_open(&attr, &a, err, errlen)) || (rc = core_ep_open(&attr, &b, err, errlen)))
-		goto out;
-	t0 = clock_ns();
-	for (out->conns = 0; out->conns < n && !bench_interrupted; out->conns++) {
-		uint32_t pa, pb;
+	if ((rc = core_ep_open(&attr, a, err, errlen)))
+		return rc;
+	return core_ep_open(&attr, b, err, errlen);
+}
 
-		if ((rc = core_ep_connect_pair(a, b, &pa, &pb))) {
-			snprintf(err, errlen, "connection %ld (%s) failed: %s", out->conns + 1,
-				 mode == CORE_CONNECT_CM ? "cm" : "oob", strerror(-rc));
-			goto out;
+/*
+ * The two setups take turns, one connection each, on endpoints that are
+ * all open: whatever state the device accumulates, both see the same.
+ */
+static int measure(const struct bench_opts *o, const enum core_connect *modes, long n, struct conn_rate *out,
+		   char *err, size_t errlen)
+{
+	struct core_ep *ep[2][2] = {{NULL, NULL}, {NULL, NULL}};
+	uint64_t ns[2] = {0, 0};
+	int rc = 0;
+
+	for (int m = 0; m < 2 && !rc; m++)
+		rc = open_pair(o, modes[m], &ep[m][0], &ep[m][1], err, errlen);
+	for (long i = 0; !rc && i < n && !bench_interrupted; i++) {
+		for (int m = 0; m < 2 && !rc; m++) {
+			uint64_t t0 = clock_ns();
+			uint32_t pa, pb;
+
+			if ((rc = core_ep_connect_pair(ep[m][0], ep[m][1], &pa, &pb))) {
+				snprintf(err, errlen, "connection %ld (%s) failed: %s", i + 1,
+					 modes[m] == CORE_CONNECT_CM ? "cm" : "oob", strerror(-rc));
+				break;
+			}
+			ns[m] += clock_ns() - t0;
+			out[m].conns = i + 1;
 		}
 	}
-	double secs = (double)(clock_ns() - t0) / 1e9;
+	for (int m = 0; m < 2; m++) {
+		double secs = (double)ns[m] / 1e9;
 
-	out->per_s = secs > 0 ? (double)out->conns / secs : 0;
-	out->usec = out->conns ? secs * 1e6 / (double)out->conns : 0;
-out:
-	core_ep_close(a);
-	core_ep_close(b);
+		out[m].per_s = secs > 0 ? (double)out[m].conns / secs : 0;
+		out[m].usec = out[m].conns ? secs * 1e6 / (double)out[m].conns : 0;
+		core_ep_close(ep[m][0]);
+		core_ep_close(ep[m][1]);
+	}
 	return rc;
 }
 
 int bench_conn_rate(const struct bench_opts *o, long iters, char *err, size_t errlen)
 {
 	static const enum core_connect modes[] = {CORE_CONNECT_CM, CORE_CONNECT_OOB};
-	struct conn_rate r[2];
+	struct conn_rate r[2] = {{0}};
 	long n = iters > CONN_RATE_MAX ? CONN_RATE_MAX : iters;
-	int rc;
+	int rc = measure(o, modes, n, r, err, errlen);
 
-	for (int i = 0; i < 2; i++)
-		if ((rc = measure(o, modes[i], n, &r[i], err, errlen)))
-			return rc;
+	if (rc)
+		return rc;
 	print_begin();
 	print_string(PRINT_JSON, "test", NULL, "conn_rate");
 	print_string(PRINT_JSON, "mode", NULL, "one process");
