@@ -219,7 +219,9 @@ static void soft_cm_got_req(struct soft_cm_id *id, const struct soft_cm_msg *m)
 	socklen_t len = sizeof(id->id.route.addr.src_storage);
 
 	if (!l) {
-		soft_cm_lost(id);
+		/* Not reached: a listener takes its unreported connections with it (soft_cm_destroy_id). */
+		soft_cm_close(id);
+		id->state = SOFT_CM_DISCONNECTED;
 		return;
 	}
 	id->peer = *m;
