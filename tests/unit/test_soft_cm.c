@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <stdio.h>
 
 #define WAIT_MS 3000
@@ -243,6 +244,16 @@ static void no_listener_is_rejected(void **state)
 	cm->destroy_id(listen);
 	client = resolved_client(ch, port);
 	assert_int_equal(cm->connect(client, NULL), 0);
+	/* The channel fd in an epoll set: readable once the answer is in. */
+	{
+		int ep = epoll_create1(EPOLL_CLOEXEC);
+		struct epoll_event e = {.events = EPOLLIN}, got;
+
+		assert_true(ep >= 0);
+		assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, ch->fd, &e), 0);
+		assert_int_equal(epoll_wait(ep, &got, 1, WAIT_MS), 1);
+		close(ep);
+	}
 	ev = expect_event(ch, RDMA_CM_EVENT_REJECTED, WAIT_MS);
 	assert_int_equal(ev->status, SOFT_CM_REJ_NO_LISTENER);
 	cm->ack_cm_event(ev);
