@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -94,6 +96,22 @@ void soft_cm_close(struct soft_cm_id *id)
 	id->fd = -1;
 	id->in_len = 0;
 	id->deadline_ns = 0;
+}
+
+/*
+ * A peer whose host dies sends no FIN: keepalive probes find it within
+ * about 8 s, and the ESTABLISHED id then gets DISCONNECTED like any other
+ * lost connection.
+ */
+static void soft_cm_keepalive(int fd)
+{
+	int on = 1, idle = 5, intvl = 1, cnt = 3;
+
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
 }
 
 int soft_cm_send(struct soft_cm_id *id, const struct soft_cm_msg *m)
@@ -368,6 +386,7 @@ int soft_cm_dial(struct soft_cm_id *id)
 	id->redial_ns = 0;
 	if (fd < 0)
 		return errno;
+	soft_cm_keepalive(fd);
 	id->fd = fd;
 	if (connect(fd, &cm->route.addr.dst_addr, sizeof(struct sockaddr_in)) && errno != EINPROGRESS) {
 		err = errno;
@@ -426,6 +445,7 @@ static void soft_cm_accept_conns(struct soft_cm_id *l)
 			close(fd);
 			continue;
 		}
+		soft_cm_keepalive(fd);
 		c->fd = fd;
 		c->listener = l;
 		c->state = SOFT_CM_REQ_WAIT;
