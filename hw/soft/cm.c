@@ -100,8 +100,8 @@ int soft_cm_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **ou
 	if (!out)
 		return soft_cm_fail(EINVAL);
 	soft_cm_init();
-	if (ps != RDMA_PS_TCP && ps != RDMA_PS_IB)
-		return soft_cm_fail(EPROTONOSUPPORT); /* UD port spaces need SIDR, which the soft CM lacks */
+	if (ps != RDMA_PS_TCP && ps != RDMA_PS_IB && ps != RDMA_PS_UDP)
+		return soft_cm_fail(EPROTONOSUPPORT); /* no IPoIB port space */
 	if (!channel) {
 		own = soft_cm_create_event_channel();
 		if (!own)
@@ -255,7 +255,7 @@ static void soft_cm_fill_mine(struct soft_cm_id *id, uint8_t type, const struct 
 
 	memset(m, 0, sizeof(*m));
 	m->type = type;
-	m->qp_type = id->id.qp ? (uint8_t)id->id.qp->qp_type : IBV_QPT_RC;
+	m->qp_type = id->id.qp ? (uint8_t)id->id.qp->qp_type : (uint8_t)id->id.qp_type;
 	m->qpn = id->id.qp ? id->id.qp->qp_num : (p ? p->qp_num & 0xffffff : 0);
 	m->psn = psn;
 	memcpy(m->gid, soft_nic_of(id->id.verbs)->gid.raw, 16);
@@ -364,6 +364,13 @@ int soft_cm_accept(struct rdma_cm_id *cm, struct rdma_conn_param *param)
 	err = soft_cm_qp_connect(id);
 	if (!err)
 		err = soft_cm_send(id, &id->mine);
+	if (!err && cm->qp_type == IBV_QPT_UD) {
+		/* SIDR: the REP ends it; the passive side gets no ESTABLISHED. */
+		soft_cm_close(id);
+		id->state = SOFT_CM_DISCONNECTED;
+		pthread_mutex_unlock(&soft_cm_lock);
+		return 0;
+	}
 	if (!err) {
 		id->state = SOFT_CM_ACCEPTED;
 		id->deadline_ns = soft_now_ns() + SOFT_CM_RTU_WAIT_NS;
@@ -570,6 +577,15 @@ int soft_cm_create_qp_ex(struct rdma_cm_id *cm, struct ibv_qp_init_attr_ex *attr
 		err = errno ? errno : EINVAL;
 		soft_destroy_qp(qp);
 		goto out_cqs;
+	}
+	/* UD is usable at once, as librdmacm leaves it. */
+	for (enum ibv_qp_state s = IBV_QPS_RTR; qp->qp_type == IBV_QPT_UD && s <= IBV_QPS_RTS; s++) {
+		a = (struct ibv_qp_attr){.qp_state = s};
+		if (soft_cm_init_qp_attr(cm, &a, &mask) || soft_modify_qp(qp, &a, mask)) {
+			err = errno ? errno : EINVAL;
+			soft_destroy_qp(qp);
+			goto out_cqs;
+		}
 	}
 	cm->qp = qp;
 	cm->pd = attr->pd;

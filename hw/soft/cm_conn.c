@@ -135,8 +135,8 @@ int soft_cm_qp_connect(struct soft_cm_id *id)
 	struct ibv_qp_attr a;
 	int mask;
 
-	if (!id->id.qp)
-		return 0;
+	if (!id->id.qp || id->id.qp_type == IBV_QPT_UD)
+		return 0; /* UD: in RTS since rdma_create_qp */
 	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR};
 	if (soft_cm_init_qp_attr(&id->id, &a, &mask) || soft_modify_qp(id->id.qp, &a, mask))
 		return errno ? errno : EINVAL;
@@ -153,6 +153,22 @@ int soft_cm_init_qp_attr(struct rdma_cm_id *cm_id, struct ibv_qp_attr *a, int *m
 
 	memset(a, 0, sizeof(*a));
 	a->qp_state = want;
+	if (id->id.qp_type == IBV_QPT_UD) {
+		/* UD (RDMA_PS_UDP): no peer to face; librdmacm's well-known qkey. */
+		*mask = IBV_QP_STATE;
+		if (want == IBV_QPS_INIT) {
+			a->port_num = 1;
+			a->qkey = RDMA_UDP_QKEY;
+			*mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+		} else if (want == IBV_QPS_RTS) {
+			a->sq_psn = id->mine.psn;
+			*mask |= IBV_QP_SQ_PSN;
+		} else if (want != IBV_QPS_RTR) {
+			errno = EINVAL;
+			return -1;
+		}
+		return 0;
+	}
 	switch (want) {
 	case IBV_QPS_INIT:
 		a->port_num = 1;
@@ -259,6 +275,13 @@ static void soft_cm_got_rep(struct soft_cm_id *id, const struct soft_cm_msg *m)
 	int err;
 
 	id->peer = *m;
+	if (id->id.qp_type == IBV_QPT_UD) {
+		/* SIDR: the answer is the whole exchange; no RTU, nothing to disconnect. */
+		soft_cm_close(id);
+		id->state = SOFT_CM_DISCONNECTED;
+		soft_cm_post(id->id.channel, &id->id, NULL, RDMA_CM_EVENT_ESTABLISHED, 0, m);
+		return;
+	}
 	err = soft_cm_qp_connect(id);
 	if (err) {
 		struct soft_cm_msg rej = {.type = SOFT_CM_REJ, .status = SOFT_CM_REJ_CONSUMER};

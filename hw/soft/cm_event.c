@@ -24,6 +24,7 @@ struct soft_cm_channel {
 	struct rdma_event_channel ch;
 	int wr_fd;
 	struct soft_cm_event *head, *tail; /* under soft_cm_lock */
+	int readers;			   /* threads in rdma_get_cm_event on it, under soft_cm_lock */
 };
 
 static struct soft_cm_channel *to_channel(struct rdma_event_channel *ch)
@@ -51,6 +52,7 @@ struct rdma_event_channel *soft_cm_create_event_channel(void)
 void soft_cm_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct soft_cm_channel *c;
+	bool busy;
 
 	if (!channel)
 		return;
@@ -62,8 +64,17 @@ void soft_cm_destroy_event_channel(struct rdma_event_channel *channel)
 		c->head = e->next;
 		free(e);
 	}
+	c->tail = NULL;
+	busy = c->readers > 0;
 	pthread_mutex_unlock(&soft_cm_lock);
 	close(c->ch.fd);
+	/*
+	 * A thread still blocked in rdma_get_cm_event stays blocked, as on
+	 * librdmacm's fd (rping's CM thread is in it when main tears down):
+	 * its pipe keeps a writer, and the channel is not freed under it.
+	 */
+	if (busy)
+		return;
 	close(c->wr_fd);
 	free(c);
 }
@@ -81,7 +92,19 @@ void soft_cm_post(struct rdma_event_channel *channel, struct rdma_cm_id *id, str
 	e->ev.listen_id = listen;
 	e->ev.event = type;
 	e->ev.status = status;
-	if (m) {
+	if (m && id->qp_type == IBV_QPT_UD) {
+		struct rdma_ud_param *u = &e->ev.param.ud;
+
+		memcpy(e->private_data, m->private_data, m->private_data_len);
+		u->private_data = m->private_data_len ? e->private_data : NULL;
+		u->private_data_len = m->private_data_len;
+		u->ah_attr.is_global = 1;
+		u->ah_attr.port_num = 1;
+		u->ah_attr.grh.hop_limit = 1;
+		memcpy(u->ah_attr.grh.dgid.raw, m->gid, 16);
+		u->qp_num = m->qpn;
+		u->qkey = RDMA_UDP_QKEY;
+	} else if (m) {
 		struct rdma_conn_param *p = &e->ev.param.conn;
 
 		memcpy(e->private_data, m->private_data, m->private_data_len);
@@ -116,15 +139,20 @@ int soft_cm_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 		return -1;
 	}
 	c = to_channel(channel);
+	pthread_mutex_lock(&soft_cm_lock);
+	c->readers++;
+	pthread_mutex_unlock(&soft_cm_lock);
 	do
 		n = read(c->ch.fd, &byte, 1);
 	while (n < 0 && errno == EINTR);
+	pthread_mutex_lock(&soft_cm_lock);
+	c->readers--;
 	if (n != 1) {
+		pthread_mutex_unlock(&soft_cm_lock);
 		if (n == 0)
 			errno = ENODATA;
 		return -1;
 	}
-	pthread_mutex_lock(&soft_cm_lock);
 	e = c->head;
 	if (e) {
 		c->head = e->next;

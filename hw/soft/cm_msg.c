@@ -80,7 +80,7 @@ long soft_cm_msg_decode(const uint8_t *buf, size_t len, struct soft_cm_msg *m)
 	if (hdr[4] < SOFT_CM_REQ || hdr[4] > SOFT_CM_DREP || hdr[36] > SOFT_CM_MAX_PRIVATE || hdr[37] ||
 	    hdr[38] || hdr[39] || get32(hdr + 12) > 0xffffffu || get32(hdr + 16) > 0xffffffu)
 		return -1;
-	if (hdr[4] == SOFT_CM_REQ && hdr[5] != IBV_QPT_RC && hdr[5] != IBV_QPT_UC)
+	if (hdr[4] == SOFT_CM_REQ && hdr[5] != IBV_QPT_RC && hdr[5] != IBV_QPT_UC && hdr[5] != IBV_QPT_UD)
 		return -1;
 	total = SOFT_CM_HDR_LEN + hdr[36];
 	if (len < total)

@@ -114,7 +114,8 @@ static void msg_round_trip_and_malformed(void **state)
 	/* Not all in yet: wait for more. */
 	assert_int_equal(soft_cm_msg_decode(buf, len - 1, &back), 0);
 	assert_int_equal(soft_cm_msg_decode(buf, 3, &back), 0);
-	/* Malformed: magic, type, private data length, a 25-bit QPN, a REQ for a UD QP, reserved bytes. */
+	/* Malformed: magic, type, private data length, a 25-bit QPN, a REQ for an unknown QP type, reserved
+	 * bytes. */
 	memcpy(bad, buf, len);
 	bad[0] ^= 1;
 	assert_int_equal(soft_cm_msg_decode(bad, len, &back), -1);
@@ -128,7 +129,7 @@ static void msg_round_trip_and_malformed(void **state)
 	bad[15] = 1;
 	assert_int_equal(soft_cm_msg_decode(bad, len, &back), -1);
 	memcpy(bad, buf, len);
-	bad[5] = IBV_QPT_UD;
+	bad[5] = 99;
 	assert_int_equal(soft_cm_msg_decode(bad, len, &back), -1);
 	memcpy(bad, buf, len);
 	bad[38] = 1;
