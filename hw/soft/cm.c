@@ -39,6 +39,26 @@ static struct ibv_context *soft_cm_context(void)
 	return soft_cm_ctx;
 }
 
+/*
+ * At exit, the soft NIC gets a moment (about 2 ms) to send what it holds:
+ * the ACK of the peer's last SEND waits up to 20 us to ride with a later
+ * packet, and the NIC drains only when its last context closes, which
+ * programs never do for librdmacm's id->verbs.  perftest -R exits right
+ * after its closing exchange; without this its peer saw RETRY_EXC_ERR.
+ */
+__attribute__((destructor)) static void soft_cm_exit(void)
+{
+	struct ibv_context *ctx;
+
+	pthread_mutex_lock(&soft_cm_lock);
+	ctx = soft_cm_ctx;
+	pthread_mutex_unlock(&soft_cm_lock);
+	for (int i = 0; ctx && i < 40; i++) {
+		soft_app_round(soft_nic_of(ctx), false);
+		usleep(50);
+	}
+}
+
 void soft_cm_forget_ids(void)
 {
 	soft_cm_ids = NULL;

@@ -24,8 +24,23 @@ struct soft_cm_channel {
 	struct rdma_event_channel ch;
 	int wr_fd;
 	struct soft_cm_event *head, *tail; /* under soft_cm_lock */
-	int readers;			   /* threads in rdma_get_cm_event on it, under soft_cm_lock */
+	bool destroyed;			   /* under soft_cm_lock */
+	struct soft_cm_channel *next_dead;
 };
+
+/* Destroyed channels, kept (a few bytes each) so a late reader finds them destroyed. */
+static struct soft_cm_channel *soft_cm_dead_channels;
+
+/*
+ * rdma_get_cm_event on a destroyed channel blocks for good, as a read of
+ * librdmacm's closed fd does in effect: rping's CM thread loops into it
+ * while main tears down, and exits the process with an error if it returns.
+ */
+static void soft_cm_block_forever(void)
+{
+	for (;;)
+		pause();
+}
 
 static struct soft_cm_channel *to_channel(struct rdma_event_channel *ch)
 {
@@ -52,7 +67,6 @@ struct rdma_event_channel *soft_cm_create_event_channel(void)
 void soft_cm_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct soft_cm_channel *c;
-	bool busy;
 
 	if (!channel)
 		return;
@@ -65,18 +79,13 @@ void soft_cm_destroy_event_channel(struct rdma_event_channel *channel)
 		free(e);
 	}
 	c->tail = NULL;
-	busy = c->readers > 0;
+	c->destroyed = true;
+	c->next_dead = soft_cm_dead_channels;
+	soft_cm_dead_channels = c;
 	pthread_mutex_unlock(&soft_cm_lock);
+	/* The few bytes of the struct stay: a late rdma_get_cm_event on it must find it destroyed. */
 	close(c->ch.fd);
-	/*
-	 * A thread still blocked in rdma_get_cm_event stays blocked, as on
-	 * librdmacm's fd (rping's CM thread is in it when main tears down):
-	 * its pipe keeps a writer, and the channel is not freed under it.
-	 */
-	if (busy)
-		return;
 	close(c->wr_fd);
-	free(c);
 }
 
 void soft_cm_post(struct rdma_event_channel *channel, struct rdma_cm_id *id, struct rdma_cm_id *listen,
@@ -131,6 +140,7 @@ int soft_cm_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 {
 	struct soft_cm_channel *c;
 	struct soft_cm_event *e;
+	bool destroyed;
 	char byte;
 	ssize_t n;
 
@@ -140,15 +150,19 @@ int soft_cm_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 	}
 	c = to_channel(channel);
 	pthread_mutex_lock(&soft_cm_lock);
-	c->readers++;
+	destroyed = c->destroyed;
 	pthread_mutex_unlock(&soft_cm_lock);
+	if (destroyed)
+		soft_cm_block_forever();
 	do
 		n = read(c->ch.fd, &byte, 1);
 	while (n < 0 && errno == EINTR);
 	pthread_mutex_lock(&soft_cm_lock);
-	c->readers--;
+	destroyed = c->destroyed;
 	if (n != 1) {
 		pthread_mutex_unlock(&soft_cm_lock);
+		if (destroyed)
+			soft_cm_block_forever(); /* destroyed while this thread waited in read */
 		if (n == 0)
 			errno = ENODATA;
 		return -1;
