@@ -13,11 +13,28 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 . "$RDMATOOL_TOP/tests/integration/lib/verbs_pair.sh"
 
+# A free port below the ephemeral range: the programs' soft devices take ephemeral ports for
+# their wires, which a port picked from that range could collide with.
+cm_port() {
+	/usr/bin/python3 -c '
+import random, socket
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(200):
+    p = random.randrange(10000, lo)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    print(p)
+    break'
+}
+
 # cm_pair NAME TIMEOUT 'SERVER ARGS' 'CLIENT ARGS': PORT in the arguments is a free port; the
 # client starts once the server listens on it.  Both must exit 0.
 cm_pair() {
 	local name=$1 limit=$2 port i server server_rc=0 client_rc=0
-	port=$(free_port)
+	port=$(cm_port)
 	timeout -k 5 "$limit" "$RDMATOOL" exec -- ${3//PORT/$port} >"$dir/$name.server" 2>&1 &
 	server=$!
 	for ((i = 0; i < 400; i++)); do
