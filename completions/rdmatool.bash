@@ -10,7 +10,7 @@ _rdmatool_options()
 	exec) echo "-a --addr -L --library" ;;
 	cqstat) echo "-c --comm -i --interval -n --count -d --details --clean" ;;
 	madstress) echo "-t --time -C --ca -P --port -N --local-depth -n --dest-depth -T --timeout -r --retries -m --method -p --workers -L --lids -D --dr-path -c --count -v --decode" ;;
-	bench) echo "-s --size -a --all -n --iters -D --duration --threads --stripes --lock --progress-thread --device --server --client --rounds --baseline" ;;
+	bench) echo "-s --size -a --all -n --iters -D --duration --threads --stripes --lock --progress-thread --device --server --client --rounds --baseline -R --rdma_cm" ;;
 	agent) echo "--rank --hosts --hostfile --mode --timeout -n --count --out --capacity --bytes --max-msg" ;;
 	walk) echo "-c --clients -d --duration -m --multinode -D --device -P --port -g --gid-index -n --steps -s --seed -w --weight --preset -H --history --history-file --heartbeat -V --verify --allow-outstanding-ops" ;;
 	esac
@@ -44,7 +44,7 @@ _rdmatool_takes_value()
 	case "$1:$2" in
 	*:--*=*) return 1 ;;
 	walk:-[cdmDPgnswH] | madstress:-[tCPNnTrmpLDc] | bench:-[snD] | cqstat:-[cin] | agent:-n | exec:-[aL]) return 0 ;;
-	*:--all | *:--baseline | *:--progress-thread | *:--verify | *:--allow-outstanding-ops | *:--details | \
+	*:--all | *:--baseline | *:-R | *:--rdma_cm | *:--progress-thread | *:--verify | *:--allow-outstanding-ops | *:--details | \
 		*:--clean | *:--decode | *:--help | *:--server) return 1 ;;
 	*:--*) return 0 ;;
 	esac
@@ -55,7 +55,7 @@ _rdmatool_takes_value()
 _rdmatool_positionals()
 {
 	case "$1:$2" in
-	bench:1) echo "send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw msg_rate ring chan_rate agent_lat agent_rate agent_bw" ;;
+	bench:1) echo "send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw msg_rate ring chan_rate agent_lat agent_rate agent_bw conn_rate" ;;
 	madstress:1) echo "NodeInfo PortInfo SwitchInfo LinearForwardingTable NodeDescription GUIDInfo PKeyTable SLtoVLMappingTable VLArbitrationTable NI PI SI LFT ND GI" ;;
 	agent:1) echo "foreground start stop status send recv poll chan" ;;
 	exec:1) echo "@commands" ;;

@@ -64,6 +64,7 @@ struct hw_ops {
 };
 
 struct hw_provider;
+struct hw_cm_ops;
 
 /* One entry of the merged device list: verbs devices first, then soft ones. */
 struct hw_device {
@@ -79,6 +80,8 @@ struct hw_provider {
 	int (*list_devices)(struct hw_device *out, int max);
 	struct ibv_context *(*open_device)(const struct hw_device *dev);
 	bool (*owns_context)(const struct ibv_context *ctx);
+	/* Its connection manager (hw/cm.h), NULL: none. */
+	const struct hw_cm_ops *cm;
 	/* Why its last open failed when errno alone does not say (NULL, or "": nothing to add). */
 	const char *(*open_error)(void);
 };

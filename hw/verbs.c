@@ -5,6 +5,7 @@
  * ibv_post_send ...), hence the small wrappers that give them an address.
  */
 #include "hw/hw.h"
+#include "hw/cm.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -150,4 +151,5 @@ const struct hw_provider hw_verbs_provider = {
 	.list_devices = verbs_list_devices,
 	.open_device = verbs_open_device,
 	.owns_context = verbs_owns_context,
+	.cm = &hw_cm_verbs,
 };

@@ -89,6 +89,9 @@ int bench_chan_rate(size_t size, long iters, bool baseline, int rounds);
 /* A deposited send through two agent processes vs core send_lat (cmd/bench/agent_lat.c). */
 int bench_agent_lat(size_t size, long iters, bool baseline);
 
+/* Connection setup, cm against oob, in this process (cmd/bench/conn_rate.c); prints its own report. */
+int bench_conn_rate(const struct bench_opts *o, long iters, char *err, size_t errlen);
+
 /* Shared by the runners. */
 void bench_stats_latency(double *samples, long n, struct bench_result *r);
 

@@ -16,7 +16,7 @@
 static const char *const CMD = "bench";
 static const char *const TESTS[] = {"send_lat",	 "write_lat", "read_lat",   "atomic_lat", "send_bw",
 				    "chan_rate", "agent_lat", "agent_rate", "agent_bw",	  "write_bw",
-				    "read_bw",	 "msg_rate",  "ring",	    NULL};
+				    "read_bw",	 "msg_rate",  "ring",	    "conn_rate",  NULL};
 
 #define MAX_SIZE   (8l << 20)
 #define MAX_SWEEP  32
@@ -226,7 +226,7 @@ struct bench_cli {
 	bool extra_arg;
 	long size, iters;
 	double duration;
-	int stripes, progress, baseline, all, is_server, rounds, iters_given;
+	int stripes, progress, baseline, all, is_server, rounds, iters_given, rdma_cm;
 	int threads[16], nthreads;
 	bool do_striped, do_global, is_ring, is_lat;
 	size_t sizes[MAX_SWEEP];
@@ -267,6 +267,8 @@ static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 	     "N"},
 	    {"baseline", 0, POPT_ARG_NONE, &c->baseline, 0,
 	     "measure memcpy and raw TCP loopback in the same run", NULL},
+	    {"rdma_cm", 'R', POPT_ARG_NONE, &c->rdma_cm, 0,
+	     "connect the QPs through the connection manager (default: the out-of-band exchange)", NULL},
 	    POPT_AUTOHELP POPT_TABLEEND};
 	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
 	const char *test;
@@ -353,6 +355,11 @@ static int bench_validate(struct bench_cli *c)
 	core_env_defaults(&c->env);
 	if (core_env_read(&c->env, env_error, sizeof(env_error)))
 		return run_error(CMD, "%s", env_error);
+	/* As perftest: the out-of-band exchange unless -R (or RDMATOOL_CONNECT=cm) asks for the CM. */
+	if (c->rdma_cm)
+		c->env.connect = CORE_CONNECT_CM;
+	else if (c->env.connect == CORE_CONNECT_AUTO)
+		c->env.connect = CORE_CONNECT_OOB;
 	/* Options win over the environment. */
 	if (!c->stripes)
 		c->stripes = c->env.tx_stripes;
@@ -375,13 +382,14 @@ static int bench_validate(struct bench_cli *c)
 		return usage_error(
 		    CMD,
 		    "%s%s%s; use one of send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw "
-		    "msg_rate ring chan_rate agent_lat agent_rate agent_bw",
+		    "msg_rate ring chan_rate agent_lat agent_rate agent_bw conn_rate",
 		    !*c->test		      ? "missing test"
 		    : !is_known_test(c->test) ? "unknown test "
 					      : "one test only",
 		    *c->test && !is_known_test(c->test) ? c->test : "", "");
 	/* chan_rate and agent_lat measure agent channels, not the transport: its options do not apply. */
-	if (!strcmp(c->test, "agent_lat") || !strcmp(c->test, "chan_rate") || !strncmp(c->test, "agent_", 6))
+	if (!strcmp(c->test, "agent_lat") || !strcmp(c->test, "chan_rate") ||
+	    !strncmp(c->test, "agent_", 6) || !strcmp(c->test, "conn_rate"))
 		return EXIT_OK;
 	return bench_validate_transport(c);
 }
@@ -526,6 +534,14 @@ static int bench_run(const struct bench_cli *c)
 									       c->baseline);
 	if (!strcmp(c->test, "chan_rate"))
 		return bench_chan_rate((size_t)c->size, c->iters, c->baseline, c->rounds);
+	if (!strcmp(c->test, "conn_rate")) {
+		struct bench_opts o = {.device = c->device, .env = c->env};
+
+		catch_interrupts(on_interrupt);
+		return bench_conn_rate(&o, c->iters_given ? c->iters : 100, err, sizeof(err))
+			   ? run_error(CMD, "%s", err)
+			   : EXIT_OK;
+	}
 	if (c->client && bench_client_open(c->addr, err, sizeof(err)))
 		return run_error(CMD, "%s", err);
 	catch_interrupts(on_interrupt);

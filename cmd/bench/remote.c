@@ -39,7 +39,8 @@ enum { MSG_PARAMS = 0x4201, MSG_RKEY, MSG_DONE, MSG_BYE, MSG_TCP };
 struct wire_params {
 	char test[16];
 	uint64_t size;
-	uint32_t lock, stripes, progress, reserved;
+	uint32_t lock, stripes, progress;
+	uint32_t connect; /* enum core_connect: the server connects the same way (0: oob) */
 };
 
 struct wire_tcp {
@@ -113,7 +114,8 @@ int bench_client(const char *addr, const char *test, const struct bench_opts *o,
 	struct wire_params p = {.size = htobe64(o->size),
 				.lock = htobe32(o->lock),
 				.stripes = htobe32((uint32_t)o->stripes),
-				.progress = htobe32(o->progress_thread)};
+				.progress = htobe32(o->progress_thread),
+				.connect = htobe32(o->env.connect)};
 	struct bench_link l = {.oob = client_conn};
 	struct wire_rkey k;
 	struct core_ep_attr attr;
@@ -279,6 +281,7 @@ static int serve_one(struct oob_conn *c, const struct wire_params *p, const stru
 {
 	uint64_t size = be64toh(p->size);
 	uint32_t lock = be32toh(p->lock), stripes = be32toh(p->stripes), progress = be32toh(p->progress);
+	uint32_t connect = be32toh(p->connect);
 	struct core_ep_attr attr;
 	struct core_ep *ep = NULL;
 	struct core_mr mr;
@@ -287,12 +290,13 @@ static int serve_one(struct oob_conn *c, const struct wire_params *p, const stru
 	int rc;
 
 	if (size < 1 || size > (8u << 20) || lock > CORE_LOCK_GLOBAL || stripes > CORE_MAX_STRIPES ||
-	    progress > 1 || !memchr(p->test, 0, sizeof(p->test))) {
+	    progress > 1 || connect > CORE_CONNECT_OOB || !memchr(p->test, 0, sizeof(p->test))) {
 		snprintf(err, errlen, "the client sent invalid parameters (size %llu, lock %u, stripes %u)",
 			 (unsigned long long)size, lock, stripes);
 		return -EPROTO;
 	}
 	ep_attr(&attr, defaults, (enum core_lock_mode)lock, (int)stripes, (int)progress);
+	attr.env.connect = connect == CORE_CONNECT_CM ? CORE_CONNECT_CM : CORE_CONNECT_OOB;
 	attr.name = "b";
 	if ((rc = core_ep_open(&attr, &ep, err, errlen)))
 		return rc;

@@ -316,6 +316,11 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	attr.name = "agent";
 	attr.threading = CORE_THREAD_SINGLE;
 	attr.env.tx_stripes = 1;
+	/*
+	 * The link handshake times each step for the address blob (2 s); a peer that
+	 * rejoins connects again on the same endpoint.  The CM path is not used here yet.
+	 */
+	attr.env.connect = CORE_CONNECT_OOB;
 	lk->core_eager_max = attr.eager_max;
 	rc = core_ep_open(&attr, &lk->ep, why, whylen);
 	if (rc) {

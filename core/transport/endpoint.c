@@ -3,6 +3,7 @@
 #include "core/transport/endpoint_impl.h"
 #include "core/oob/oob.h"
 #include "core/util/clock.h"
+#include "hw/cm.h"
 #include "hw/hw.h"
 
 #include <errno.h>
@@ -179,22 +180,25 @@ fail:
 	return rc ? rc : -ENOMEM;
 }
 
-static void conn_free(struct conn *c)
+static void conn_free(struct core_ep *ep, struct conn *c)
 {
 	if (c->qp)
 		hw_destroy_qp(c->qp);
+	/* After the QP (librdmacm leaves a QP to its owner): the peer's CM sees the connection end. */
+	if (c->cm_id)
+		ep->device.provider->cm->destroy_id(c->cm_id);
 	if (c->rx_mr)
 		hw_dereg_mr(c->rx_mr);
 	free(c->rxbuf);
 	memset(c, 0, sizeof(*c));
 }
 
-static void peer_free(struct peer *p)
+static void peer_free(struct core_ep *ep, struct peer *p)
 {
 	if (!p)
 		return;
 	for (uint32_t k = 0; k < p->nconn; k++)
-		conn_free(&p->conns[k]);
+		conn_free(ep, &p->conns[k]);
 	free(p->conns);
 	free(p);
 }
@@ -207,7 +211,8 @@ void core_ep_close(struct core_ep *ep)
 	if (ep->recv_free)
 		rx_transition(&ep->rx_sm, rx_state_get(&ep->rx_sm), RX_DISABLED);
 	for (uint32_t i = 0; i < ep->nprepared; i++)
-		peer_free(ep->peers[i]);
+		peer_free(ep, ep->peers[i]);
+	ep_cm_close(ep);
 	if (ep->recv_free)
 		rx_fini(ep);
 	cq_fini(ep);
@@ -236,7 +241,7 @@ void core_ep_close(struct core_ep *ep)
 	free(ep);
 }
 
-static int conn_create(struct core_ep *ep, struct conn *c, uint32_t peer, uint32_t stripe)
+int conn_create(struct core_ep *ep, struct conn *c, uint32_t peer, uint32_t stripe, struct rdma_cm_id *cm_id)
 {
 	struct ibv_qp_init_attr init = {
 		.send_cq = ep->stripes[stripe].cq,
@@ -258,12 +263,20 @@ static int conn_create(struct core_ep *ep, struct conn *c, uint32_t peer, uint32
 	c->rx_mr = hw_reg_mr(ep->pd, c->rxbuf, (size_t)c->slot_size * ep->attr.rx_depth, IBV_ACCESS_LOCAL_WRITE);
 	if (!c->rx_mr)
 		return errno ? -errno : -ENOMEM;
-	c->qp = hw_create_qp(ep->pd, &init);
-	if (!c->qp)
-		return errno ? -errno : -ENOMEM;
-	rc = hw_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	if (rc)
-		return -rc;
+	if (cm_id) {
+		/* The CM creates the QP and moves it to INIT (and later to RTR and RTS). */
+		if (ep->device.provider->cm->create_qp(cm_id, ep->pd, &init))
+			return errno ? -errno : -ENOMEM;
+		c->qp = cm_id->qp;
+		c->cm_id = cm_id;
+	} else {
+		c->qp = hw_create_qp(ep->pd, &init);
+		if (!c->qp)
+			return errno ? -errno : -ENOMEM;
+		rc = hw_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+		if (rc)
+			return -rc;
+	}
 	for (uint32_t i = 0; i < ep->attr.rx_depth; i++)
 		if ((rc = rx_post_buffer(c, i)))
 			return rc;
@@ -298,7 +311,7 @@ int core_ep_prepare(struct core_ep *ep, void *blob, uint32_t *len, uint32_t *slo
 	memcpy(b->gid, ep->gid.raw, 16);
 	b->lid = htobe32(ep->lid);
 	for (uint32_t k = 0; k < p->nconn; k++) {
-		rc = conn_create(ep, &p->conns[k], p->id, k);
+		rc = conn_create(ep, &p->conns[k], p->id, k, NULL);
 		if (rc)
 			goto out;
 		b->qpn[k] = htobe32(p->conns[k].qp->qp_num);
@@ -377,7 +390,7 @@ int core_ep_connect(struct core_ep *ep, uint32_t slot, const void *remote, uint3
 	 * through wr_id whichever CQ reports them.
 	 */
 	while (p->nconn > remote_nconn)
-		conn_free(&p->conns[--p->nconn]);
+		conn_free(ep, &p->conns[--p->nconn]);
 	p->eager_max = be32toh(b->eager_max) < ep->attr.eager_max ? be32toh(b->eager_max) : ep->attr.eager_max;
 	for (uint32_t k = 0; k < p->nconn; k++)
 		if ((rc = conn_connect(ep, &p->conns[k], b, k)))
@@ -390,12 +403,55 @@ out:
 	return rc;
 }
 
+int peer_add(struct core_ep *ep, uint32_t nconn, struct peer **out)
+{
+	struct peer *p;
+	int rc = 0;
+
+	pthread_mutex_lock(&ep->ctrl);
+	if (ep->nprepared >= CORE_MAX_PEERS || ep->nprepared != atomic_load(&ep->npeers)) {
+		rc = ep->nprepared >= CORE_MAX_PEERS ? -ENOSPC : -EBUSY; /* one connect at a time */
+		goto out;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p || !(p->conns = calloc(nconn, sizeof(*p->conns)))) {
+		free(p);
+		rc = -ENOMEM;
+		goto out;
+	}
+	p->id = ep->nprepared;
+	p->nconn = nconn;
+	ep->peers[ep->nprepared++] = p;
+	*out = p;
+out:
+	pthread_mutex_unlock(&ep->ctrl);
+	return rc;
+}
+
+int peer_publish(struct core_ep *ep, struct peer *p, uint32_t remote_eager_max, uint32_t *peer)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&ep->ctrl);
+	if (p->id != atomic_load(&ep->npeers)) {
+		rc = -EINVAL;
+	} else {
+		p->eager_max = remote_eager_max < ep->attr.eager_max ? remote_eager_max : ep->attr.eager_max;
+		atomic_store_explicit(&ep->npeers, p->id + 1, memory_order_release);
+		*peer = p->id;
+	}
+	pthread_mutex_unlock(&ep->ctrl);
+	return rc;
+}
+
 int core_ep_connect_pair(struct core_ep *a, struct core_ep *b, uint32_t *pa, uint32_t *pb)
 {
 	struct addr_blob ba, bb;
 	uint32_t la, lb, sa, sb;
 	int rc;
 
+	if (ep_uses_cm(a) && ep_uses_cm(b))
+		return ep_cm_connect_pair(a, b, pa, pb);
 	if ((rc = core_ep_prepare(a, &ba, &la, &sa)) || (rc = core_ep_prepare(b, &bb, &lb, &sb)))
 		return rc;
 	if ((rc = core_ep_connect(a, sa, &bb, lb, pa)))
@@ -410,6 +466,8 @@ int core_ep_connect_oob(struct core_ep *ep, struct oob_conn *conn, uint32_t *pee
 	uint16_t type;
 	int rc;
 
+	if (ep_uses_cm(ep) && (rc = ep_cm_connect_oob(ep, conn, peer)) != -EAGAIN)
+		return rc;
 	if ((rc = core_ep_prepare(ep, &mine, &len, &slot)))
 		return rc;
 	if ((rc = oob_send(conn, OOB_TYPE_EP_ADDR, &mine, len)))

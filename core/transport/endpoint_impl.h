@@ -35,8 +35,10 @@ struct msg_hdr {
  * One RC QP: stripe `stripe` of this endpoint to the same stripe of one peer.
  * A peer with fewer stripes gets fewer of these; stripes beyond share them.
  */
+struct rdma_cm_id;
 struct conn {
 	struct ibv_qp *qp;
+	struct rdma_cm_id *cm_id; /* the connection manager's id that connected qp (NULL: oob) */
 	uint32_t peer, stripe;
 	uint32_t remote_rx_depth;
 	uint32_t sq_psn; /* our initial send PSN, sent to the peer in the address blob */
@@ -130,6 +132,8 @@ struct core_ep {
 	struct ibv_cq *rx_cq;
 	/* Every hardware CQ above reports here: manual-progress cq_sread sleeps on its fd. */
 	struct ibv_comp_channel *cq_channel;
+	/* The connection manager's event channel for this endpoint's ids (endpoint_cm.c), NULL until used. */
+	struct rdma_event_channel *cm_channel;
 
 	/* Completion queue: the MPSC ring, its wait fd and sleepers count. */
 	struct ring *cq_ring;
@@ -250,5 +254,20 @@ static inline void req_release_mr(struct core_ep *ep, struct core_req *r)
 	mr_cache_release(ep, e);
 }
 void mr_cache_fini(struct core_ep *ep);
+
+struct oob_conn;
+/* endpoint.c: the connect path's pieces, shared with the connection manager's (endpoint_cm.c). */
+/* Creates c's QP (through the CM id when there is one, else directly) in INIT, its receives posted. */
+int conn_create(struct core_ep *ep, struct conn *c, uint32_t peer, uint32_t stripe, struct rdma_cm_id *cm_id);
+/* Adds a peer slot with nconn (empty) connections; it must be published before the next one. */
+int peer_add(struct core_ep *ep, uint32_t nconn, struct peer **out);
+/* Publishes p (all its connections up): data calls may use it from now on. */
+int peer_publish(struct core_ep *ep, struct peer *p, uint32_t remote_eager_max, uint32_t *peer);
+
+/* endpoint_cm.c */
+bool ep_uses_cm(const struct core_ep *ep);
+int ep_cm_connect_oob(struct core_ep *ep, struct oob_conn *conn, uint32_t *peer);
+int ep_cm_connect_pair(struct core_ep *a, struct core_ep *b, uint32_t *pa, uint32_t *pb);
+void ep_cm_close(struct core_ep *ep);
 
 #endif

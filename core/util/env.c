@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 void core_env_defaults(struct core_env *env)
@@ -14,6 +15,7 @@ void core_env_defaults(struct core_env *env)
 	env->progress_cpu = -1;
 	env->ring_size = 0;
 	env->mr_cache_max = CORE_MR_CACHE_DEFAULT;
+	env->connect = CORE_CONNECT_AUTO;
 }
 
 int core_auto_stripes(void)
@@ -85,6 +87,16 @@ int core_env_read(struct core_env *env, char *msg, size_t msglen)
 			return -EINVAL;
 		}
 		env->mr_cache_max = (uint32_t)n;
+	}
+	if ((v = getenv("RDMATOOL_CONNECT"))) {
+		if (strcmp(v, "cm") && strcmp(v, "oob")) {
+			snprintf(msg, msglen,
+				 "RDMATOOL_CONNECT='%s' is invalid; use cm (the connection manager) or oob (the "
+				 "out-of-band TCP exchange)",
+				 v);
+			return -EINVAL;
+		}
+		env->connect = strcmp(v, "cm") == 0 ? CORE_CONNECT_CM : CORE_CONNECT_OOB;
 	}
 	return 0;
 }

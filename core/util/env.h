@@ -7,6 +7,8 @@
  *   RDMATOOL_RING_SIZE       completion ring entries, a power of two, 0 = auto
  *   RDMATOOL_MR_CACHE_MAX    cached memory registrations per endpoint (default 64,
  *                            0 = register per operation, deregister when it completes)
+ *   RDMATOOL_CONNECT         cm or oob: how endpoints connect (default: cm where the
+ *                            device has a connection manager, else oob)
  * Unset variables keep the defaults.  core never prints: a bad value gives
  * -EINVAL and a message naming the variable and what it accepts.
  */
@@ -22,12 +24,19 @@
 /* Lookups scan the cache linearly: a bigger cache costs every data call. */
 #define CORE_MR_CACHE_LIMIT 4096
 
+enum core_connect {
+	CORE_CONNECT_AUTO, /* the connection manager where the device has one, else oob */
+	CORE_CONNECT_CM,
+	CORE_CONNECT_OOB, /* the address blob over the out-of-band TCP connection */
+};
+
 struct core_env {
 	int tx_stripes;	      /* 0 = auto */
 	bool progress_thread;
 	int progress_cpu;     /* -1 = any */
 	uint32_t ring_size;   /* 0 = auto */
 	uint32_t mr_cache_max; /* idle registrations kept per endpoint */
+	enum core_connect connect;
 };
 
 void core_env_defaults(struct core_env *env);

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #endif
 #include "hw/soft/soft.h"
+#include "hw/cm.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -473,5 +474,6 @@ const struct hw_provider hw_soft_provider = {
     .list_devices = soft_list_devices,
     .open_device = soft_open_device,
     .owns_context = soft_owns_context,
+    .cm = &hw_cm_soft,
     .open_error = soft_open_error,
 };

@@ -93,6 +93,8 @@ static void open_pair(struct pair *p, enum core_lock_mode lock, int stripes)
 	char err[256];
 
 	core_ep_attr_defaults(&attr);
+	/* RDMATOOL_CONNECT picks the connect path (tests/integration/core_connect.sh runs both). */
+	assert_int_equal(core_env_read(&attr.env, err, sizeof(err)), 0);
 	attr.device = "soft0";
 	attr.lock = lock;
 	attr.env.tx_stripes = stripes;

@@ -40,6 +40,7 @@ static void child_main(int port)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	core_ep_attr_defaults(&attr);
+	core_env_read(&attr.env, err, sizeof(err)); /* RDMATOOL_CONNECT: cm or oob */
 	attr.env.tx_stripes = 1;
 	if (oob_connect(addr, 10000, &c) || core_ep_open(&attr, &ep, err, sizeof(err)) ||
 	    core_ep_connect_oob(ep, c, &peer) || oob_send(c, OOB_READY, NULL, 0))
@@ -75,6 +76,7 @@ static void start(struct pair *p)
 	assert_int_equal(oob_accept(l, 10000, &p->c), 0);
 	oob_listener_close(l);
 	core_ep_attr_defaults(&attr);
+	assert_int_equal(core_env_read(&attr.env, err, sizeof(err)), 0); /* RDMATOOL_CONNECT: cm or oob */
 	attr.env.tx_stripes = 1;
 	assert_int_equal(core_ep_open(&attr, &p->ep, err, sizeof(err)), 0);
 	assert_int_equal(core_ep_connect_oob(p->ep, p->c, &p->peer), 0);
