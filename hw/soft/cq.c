@@ -215,11 +215,11 @@ int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	 */
 	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
 		struct soft_nic *nic = soft_nic_of(ibcq->context);
-		unsigned yield_every = atomic_load_explicit(&nic->n_conns, memory_order_relaxed)
-					   ? SOFT_POLL_YIELD_WIRE
-					   : SOFT_POLL_YIELD;
+		bool wire = atomic_load_explicit(&nic->n_conns, memory_order_relaxed) != 0;
+		unsigned yield_every = wire ? SOFT_POLL_YIELD_WIRE : SOFT_POLL_YIELD;
 
-		if (!soft_poll_reads_wire(cq))
+		/* Without connections nothing is read, and every empty poll counts toward the yield. */
+		if (wire && !soft_poll_reads_wire(cq))
 			return 0;
 		/* Over the wire, the poller receives what arrived itself (soft_app_round). */
 		if (!soft_app_round(nic, true) || !__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
