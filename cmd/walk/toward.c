@@ -231,15 +231,32 @@ static int unpin_mr(struct walk_client *c, int depth)
 
 static int free_some_mr(struct walk_client *c, int depth)
 {
-	int best = -1;
+	bool tried[MAX_MR] = {false};
 
 	if (walk_count_used_mr(c) <= MIN_MR)
 		return step(c, ACT_REG_MR, no_hint(), depth);
-	for (int i = 0; i < MAX_MR; i++)
-		if (c->mr[i].used && !c->mr[i].inflight &&
-		    (best < 0 || c->mr[i].bound_mws < c->mr[best].bound_mws))
-			best = i;
-	return best < 0 ? unpin_mr(c, depth) : free_mr(c, best, depth);
+	/* The MR with the fewest bound windows first; the next one if nothing can be done for it now. */
+	for (int n = 0; n < MAX_MR; n++) {
+		int best = -1;
+
+		for (int i = 0; i < MAX_MR; i++)
+			if (c->mr[i].used && !c->mr[i].inflight && !tried[i] &&
+			    (best < 0 || c->mr[i].bound_mws < c->mr[best].bound_mws))
+				best = i;
+		if (best < 0)
+			break;
+		tried[best] = true;
+		if (walk_idle_mr(c, best, NULL)) {
+			/* Nothing holds it: deregister it now (free_mr only unbinds windows). */
+			struct walk_hint h = no_hint();
+
+			h.mr = best;
+			return step(c, ACT_DEREG_MR, h, depth);
+		}
+		if (free_mr(c, best, depth))
+			return 1;
+	}
+	return unpin_mr(c, depth);
 }
 
 static int bind_toward(struct walk_client *c, int type, int depth)
