@@ -8,36 +8,7 @@
 # exactly once, whole (its sha256), in order per sender; the count is printed.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-command -v jq >/dev/null || fail "jq missing; run 'make deps'"
-command -v python3 >/dev/null || fail "python3 missing"
-
-T=$(mktemp -d /tmp/rdmatool-agent-chunks.XXXXXX)
-export RDMATOOL_STATS=0 RDMATOOL_AGENT_KEY=$T/key
-cleanup() {
-	for r in 0 1 2; do
-		[ -f "$T/a$r/agent.$r.pid" ] && kill -9 "$(cat "$T/a$r/agent.$r.pid")" 2>/dev/null
-	done
-	wait 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
-hosts=$(python3 -c 'import socket
-ss = [socket.socket() for _ in range(3)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(",".join("127.0.0.1:%d" % s.getsockname()[1] for s in ss))')
-A() {
-	local r=$1
-	shift
-	RDMATOOL_AGENT_DIR=$T/a$r timeout 60 "$RDMATOOL" "$@"
-}
-links_up() { [ "$(A "$1" -j agent status | jq '[.peers[] | select(.state == "up")] | length')" = 2 ]; }
-wait_for() {
-	for _ in $(seq 500); do
-		"$@" && return 0
-		sleep 0.02
-	done
-	return 1
-}
+. "$(dirname "$0")/lib/three_agents.sh" chunks
 for r in 0 1 2; do
 	mkdir -m 700 "$T/a$r"
 	A $r -q agent start --hosts="$hosts" --rank=$r || fail "agent $r did not start"

@@ -8,7 +8,7 @@
 # printed.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-. "$(dirname "$0")/lib/three_agents.sh" faults
+. "$(dirname "$0")/lib/three_agents.sh" faults traffic
 for r in 0 1 2; do
 	mkdir -m 700 "$T/a$r"
 	RDMATOOL_SOFT_FAULTS="delay_us=300,drop=0.02,seed=$((r + 7))" A $r -q agent start --hosts="$hosts" --rank=$r ||

@@ -9,7 +9,7 @@
 # exceeds its cap.  An invalid cap keeps the agent from starting.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-. "$(dirname "$0")/lib/three_agents.sh" flow
+. "$(dirname "$0")/lib/three_agents.sh" flow traffic
 for r in 0 1 2; do mkdir -m 700 "$T/a$r"; done
 
 # A cap that is not a whole number of MiB in range: the agent refuses, naming the variable.

@@ -10,7 +10,7 @@
 # the channel (EMSGSIZE) and is received whole by a bigger one.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-. "$(dirname "$0")/lib/three_agents.sh" getmsg
+. "$(dirname "$0")/lib/three_agents.sh" getmsg traffic
 for r in 0 1 2; do
 	mkdir -m 700 "$T/a$r"
 	A $r -q agent start --hosts="$hosts" --rank=$r || fail "agent $r did not start"

@@ -7,44 +7,13 @@
 # fast, and rejoins when it is started again.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-command -v jq >/dev/null || fail "jq missing; run 'make deps'"
-command -v python3 >/dev/null || fail "python3 missing"
-
-T=$(mktemp -d /tmp/rdmatool-agent-net.XXXXXX)
-export RDMATOOL_STATS=0 RDMATOOL_AGENT_KEY=$T/key # made by the first agent; never the user's own
-cleanup() {
-	for r in 0 1 2; do
-		[ -f "$T/a$r/agent.$r.pid" ] && kill -9 "$(cat "$T/a$r/agent.$r.pid")" 2>/dev/null
-	done
-	wait 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
-# Three free ports, chosen by the kernel.
-hosts=$(python3 -c 'import socket
-ss = [socket.socket() for _ in range(3)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(",".join("127.0.0.1:%d" % s.getsockname()[1] for s in ss))')
-A() { # A RANK ARGS...: rdmatool as a client (or the agent) of node RANK, with a deadline
-	local r=$1
-	shift
-	RDMATOOL_AGENT_DIR=$T/a$r timeout 30 "$RDMATOOL" "$@"
-}
+A_TIMEOUT=30 # no client call of this test takes longer
+. "$(dirname "$0")/lib/three_agents.sh" net
 run() {
 	set +e
 	A "$@" >"$T/out" 2>"$T/err"
 	rc=$?
 	set -e
-}
-links_up() { # RANK: every peer of RANK is up
-	[ "$(A "$1" -j agent status | jq '[.peers[] | select(.state == "up")] | length')" = 2 ]
-}
-wait_for() {
-	for _ in $(seq 500); do
-		"$@" && return 0
-		sleep 0.02
-	done
-	return 1
 }
 
 for r in 0 1 2; do
