@@ -139,7 +139,7 @@ struct hub {
 	struct walk_result *res; /* where a dropped client's failure is recorded */
 };
 
-static void hub_drop(struct hub *h, struct walk_result *res, int i, const char *why);
+static void hub_drop(struct hub *h, int i, const char *why);
 
 /*
  * Sends a frame to client i.  A client that takes nothing for heartbeat_s
@@ -161,7 +161,7 @@ static void hub_send(struct hub *h, int i, uint16_t type, const void *buf, uint3
 	kill(h->pid[i], SIGKILL);
 	snprintf(why, sizeof(why), "took no message for %d s (stopped or hung); its process was killed",
 		 h->heartbeat_s);
-	hub_drop(h, h->res, i, why);
+	hub_drop(h, i, why);
 }
 
 static void hub_send_all(struct hub *h, uint16_t type, const void *buf, uint32_t len)
@@ -229,19 +229,19 @@ static void hub_client_done(struct hub *h, int i)
 }
 
 /* A client whose process ended, or went silent, without reporting: it is out of the run. */
-static void hub_drop(struct hub *h, struct walk_result *res, int i, const char *why)
+static void hub_drop(struct hub *h, int i, const char *why)
 {
 	h->gone[i] = true;
 	if (!h->reported[i]) {
 		h->reported[i] = true;
 		h->nreported++;
-		walk_stats_fail(&res->total, "client %d: %s", i, why);
+		walk_stats_fail(&h->res->total, "client %d: %s", i, why);
 	}
 	hub_client_done(h, i);
 }
 
 /* Heartbeats out every second; a client silent for heartbeat_s is reported and killed. */
-static void hub_heartbeat(struct hub *h, struct walk_result *res, uint64_t now, uint64_t *last_sent)
+static void hub_heartbeat(struct hub *h, uint64_t now, uint64_t *last_sent)
 {
 	char why[128];
 
@@ -257,13 +257,14 @@ static void hub_heartbeat(struct hub *h, struct walk_result *res, uint64_t now, 
 		fprintf(stderr, "rdmatool walk: client %d (pid %d) was silent for %d s; killing it\n", i,
 			(int)h->pid[i], h->heartbeat_s);
 		kill(h->pid[i], SIGKILL);
-		hub_drop(h, res, i, why);
+		hub_drop(h, i, why);
 	}
 }
 
 /* Forwards frames until every client reported its statistics (or died, or went silent). */
-static void hub_loop(struct hub *h, struct walk_result *res, void *buf, uint32_t cap)
+static void hub_loop(struct hub *h, void *buf, uint32_t cap)
 {
+	struct walk_result *res = h->res;
 	struct pollfd *pfd = calloc((size_t)h->n, sizeof(*pfd));
 	uint64_t last_sent = walk_now_ns();
 
@@ -285,14 +286,14 @@ static void hub_loop(struct hub *h, struct walk_result *res, void *buf, uint32_t
 			if (rc == -EMSGSIZE || rc == -ETIMEDOUT)
 				continue;
 			if (rc) {
-				hub_drop(h, res, i, "its process ended without reporting");
+				hub_drop(h, i, "its process ended without reporting");
 				continue;
 			}
 			h->last_seen_ns[i] = walk_now_ns();
 			if (type == FRAME_MSG && len == sizeof(struct walk_msg)) {
 				struct walk_msg *m = buf;
 
-				if (walk_msg_valid(m, h->n) && m->src == i && !h->gone[m->dst])
+				if (walk_msg_valid(m, h->n) && m->src == i)
 					hub_send(h, m->dst, FRAME_MSG, m, len);
 			} else if (type == FRAME_QUIESCED) {
 				hub_client_done(h, i);
@@ -307,7 +308,7 @@ static void hub_loop(struct hub *h, struct walk_result *res, void *buf, uint32_t
 				h->nreported++;
 			}
 		}
-		hub_heartbeat(h, res, walk_now_ns(), &last_sent);
+		hub_heartbeat(h, walk_now_ns(), &last_sent);
 	}
 	free(pfd);
 }
@@ -394,7 +395,7 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 		notice(cmd, "dropped %d connection%s to the hub that %s not walk clients", h.strangers,
 		       h.strangers == 1 ? "" : "s", h.strangers == 1 ? "was" : "were");
 	if (!rc) {
-		hub_loop(&h, res, buf, cap);
+		hub_loop(&h, buf, cap);
 		hub_send_all(&h, FRAME_BYE, NULL, 0);
 	}
 	for (int i = 0; i < n; i++) {

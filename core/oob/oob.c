@@ -204,6 +204,14 @@ int oob_connect(const char *text, int timeout_ms, struct oob_conn **out)
 }
 
 /* Writes exactly len bytes; the deadline (-1: none) applies to the whole write. */
+/* What is left until deadline, for poll(): -1 when there is none, 0 once it passed. */
+static int ms_left(long long deadline)
+{
+	long long now = now_ms();
+
+	return deadline < 0 ? -1 : (int)(deadline > now ? deadline - now : 0);
+}
+
 static int write_all(int fd, const void *buf, size_t len, long long deadline)
 {
 	const char *p = buf;
@@ -216,9 +224,7 @@ static int write_all(int fd, const void *buf, size_t len, long long deadline)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				/* The peer is not reading: wait for room, not past the deadline. */
-				int rc = wait_fd(
-				    fd, POLLOUT,
-				    deadline < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0));
+				int rc = wait_fd(fd, POLLOUT, ms_left(deadline));
 
 				if (rc)
 					return rc;
@@ -238,8 +244,7 @@ static int read_all(int fd, void *buf, size_t len, long long deadline)
 	char *p = buf;
 
 	while (len) {
-		int rc = wait_fd(fd, POLLIN,
-				 deadline < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0));
+		int rc = wait_fd(fd, POLLIN, ms_left(deadline));
 		ssize_t n;
 
 		if (rc)
