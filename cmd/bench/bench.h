@@ -61,6 +61,10 @@ int bench_measure(const char *test, const struct bench_opts *o, struct bench_lin
 		  char *err, size_t errlen);
 /* Receives on ep until *stop (or, with oob, until the client says it is done). */
 int bench_serve_receives(struct core_ep *ep, char *buf, size_t len, _Atomic int *stop, struct oob_conn *oob);
+/* Whether test moves data with SEND/RECV (the target posts receives), not with one-sided operations. */
+bool bench_two_sided(const char *test);
+/* Target of one-sided tests: waits, without touching ep, until the client says it is done. */
+int bench_serve_passive(struct oob_conn *oob);
 /* Echo side of send_lat: answers each message until one carries the last-message mark. */
 int bench_serve_pong(struct core_ep *ep, uint32_t peer, char *buf, size_t len);
 

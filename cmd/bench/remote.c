@@ -317,6 +317,8 @@ static int serve_one(struct oob_conn *c, const struct wire_params *p, const stru
 		goto out;
 	if (!strcmp(p->test, "send_lat"))
 		rc = bench_serve_pong(ep, peer, buf, size);
+	else if (!bench_two_sided(p->test))
+		rc = bench_serve_passive(c);
 	else
 		rc = bench_serve_receives(ep, buf, size, NULL, c);
 	if (rc) {

@@ -75,7 +75,7 @@ static void note_failure(struct cq_failure *f, const struct core_cqe *e)
 	atomic_compare_exchange_strong(&f->first, &none, packed);
 }
 
-static bool is_two_sided(const char *test)
+bool bench_two_sided(const char *test)
 {
 	return !strncmp(test, "send", 4) || !strcmp(test, "msg_rate");
 }
@@ -83,7 +83,7 @@ static bool is_two_sided(const char *test)
 /* The opcode a test posts, as post_op() chooses it. */
 static const char *test_opcode(const char *test)
 {
-	return is_two_sided(test)	    ? "SEND"
+	return bench_two_sided(test)	    ? "SEND"
 	       : !strncmp(test, "write", 5) ? "RDMA WRITE"
 	       : !strncmp(test, "read", 4)  ? "RDMA READ"
 					    : "ATOMIC FETCH_ADD";
@@ -152,7 +152,7 @@ static int post_op(struct run *run, void *context)
 	size_t len = run->o->size;
 	static __thread uint64_t result;
 
-	if (is_two_sided(test))
+	if (bench_two_sided(test))
 		return core_send(l->a, l->pa, l->src, len, context);
 	if (!strncmp(test, "write", 5))
 		return core_write(l->a, l->pa, l->src, len, l->raddr, l->rkey, context);
@@ -361,6 +361,27 @@ int bench_serve_receives(struct core_ep *ep, char *buf, size_t len, _Atomic int 
 }
 
 /*
+ * The target's NIC serves READ, WRITE and atomics without the application, as
+ * perftest's server lets it: polling here would only take a core from the two
+ * NICs on a small machine.
+ */
+int bench_serve_passive(struct oob_conn *oob)
+{
+	struct pollfd p = {.fd = oob_conn_fd(oob), .events = POLLIN};
+
+	for (;;) {
+		int rc = poll(&p, 1, 250);
+
+		if (rc > 0)
+			return 0;
+		if (rc < 0 && errno != EINTR)
+			return -errno;
+		if (bench_interrupted)
+			return -EINTR;
+	}
+}
+
+/*
  * Busy-polls for one completion, as perftest does by default: a latency test
  * must not pay a wake-up per message, which core_cq_sread (it sleeps) would add.
  */
@@ -425,7 +446,7 @@ static int run_bandwidth(struct run *run, struct bench_result *r)
 	struct sender_arg sa[64];
 	_Atomic int stop_rx = 0;
 	struct rx_arg ra = {.ep = l->b, .buf = l->dst, .len = o->size, .stop = &stop_rx};
-	bool rx_thread = is_two_sided(run->test) && l->b;
+	bool rx_thread = bench_two_sided(run->test) && l->b;
 	uint64_t t0, last_t, end;
 	long last_n = 0;
 	double peak = 0;
