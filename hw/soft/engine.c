@@ -580,16 +580,21 @@ static void soft_wake_fd_drain(struct soft_nic *nic)
  * (perftest's ib_write_lat spins on memory): nobody would read the wire,
  * and an incoming WRITE would wait out the nap.  A poller takes the
  * packets itself: waking the engine for them too would only have it
- * compete for the CPUs.
+ * compete for the CPUs.  A poller is a thread that read the wire in the
+ * last SOFT_APP_POLLER_NS, or took the last packet that woke the engine
+ * (app_takes_wire): a poller kept off its CPU for a moment must not turn
+ * every later packet into a race with the engine, which then keeps it off
+ * longer.  Returns whether a packet woke the engine.
  */
-static void soft_engine_nap(struct soft_nic *nic)
+static bool soft_engine_nap(struct soft_nic *nic, bool app_takes_wire)
 {
 	struct pollfd pfd[2] = {
 	    {.fd = nic->wake_fd, .events = POLLIN},
 	    {.fd = soft_wire_fd(nic), .events = POLLIN},
 	};
 	uint64_t last_read = atomic_load_explicit(&nic->app_read_ns, memory_order_relaxed);
-	bool poller = last_read && soft_now_ns() - last_read < SOFT_APP_POLLER_NS;
+	bool poller = app_takes_wire || (last_read && soft_now_ns() - last_read < SOFT_APP_POLLER_NS);
+	bool wire_woke;
 	struct timespec ts = {.tv_nsec = SOFT_APP_WINDOW_NS};
 
 	/*
@@ -597,9 +602,11 @@ static void soft_engine_nap(struct soft_nic *nic)
 	 * application round, or for the end of this nap at the latest.
 	 */
 	atomic_store(&nic->sleeping, true);
-	if (ppoll(pfd, poller ? 1 : 2, &ts, NULL) > 0 && (pfd[0].revents & POLLIN))
+	wire_woke = ppoll(pfd, poller ? 1 : 2, &ts, NULL) > 0 && !poller && pfd[1].revents;
+	if (pfd[0].revents & POLLIN)
 		soft_wake_fd_drain(nic);
 	atomic_store(&nic->sleeping, false);
+	return wire_woke;
 }
 
 /*
@@ -662,6 +669,7 @@ static void *soft_engine_main(void *arg)
 {
 	struct soft_nic *nic = arg;
 	uint64_t now, idle_since = soft_now_ns();
+	bool app_takes_wire = false, wire_woke = false;
 
 	while (!atomic_load(&nic->stop)) {
 		bool worked = false;
@@ -670,11 +678,21 @@ static void *soft_engine_main(void *arg)
 			worked = soft_round(nic, SOFT_WIRE_POLL);
 			soft_round_release(nic);
 		}
+		/*
+		 * A packet that woke the engine but left it nothing to do was
+		 * taken by an application thread polling the wire: stop watching
+		 * the wire in naps until a round of ours finds work again.
+		 */
+		if (worked)
+			app_takes_wire = false;
+		else if (wire_woke)
+			app_takes_wire = true;
+		wire_woke = false;
 		now = soft_now_ns();
 		if (worked) {
 			idle_since = now;
 		} else if (soft_apps_driving(nic, now)) {
-			soft_engine_nap(nic);
+			wire_woke = soft_engine_nap(nic, app_takes_wire);
 			idle_since = soft_now_ns();
 		} else if (now - idle_since < nic->spin_ns) {
 			/* Free when the CPU is ours alone; lets a poster sharing it run. */
