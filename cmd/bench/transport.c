@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WINDOW	       64	      /* outstanding operations per sending thread */
+#define WINDOW	       128	      /* operations in flight per sender: perftest's tx depth */
 #define DRAIN_NS       10000000000ull /* a completion later than this is a transport hang */
 #define PEAK_WINDOW_NS 10000000ull    /* BW peak: the best 10 ms */
 #define RECV_CTX       ((void *)1)
