@@ -8,6 +8,7 @@
 #include "core/agent/channel.h"
 #include "core/agent/flow.h"
 #include "core/agent/rma_pool.h"
+#include "core/agent/strip.h"
 #include "core/oob/oob.h"
 #include "core/transport/endpoint.h"
 #include "core/util/clock.h"
@@ -180,6 +181,7 @@ struct agent_links {
 	bool hugepages;	      /* RDMATOOL_AGENT_HUGEPAGES=1 */
 	struct rma_pool pool; /* rma: where targets read the chunks from */
 	struct rma_read *reads_waiting, **reads_tail;
+	struct strip strip;	 /* the random order targets get their next unit in */
 	uint32_t core_eager_max; /* core sends longer messages by rendezvous */
 	struct origin origins[LINK_ORIGIN_MAX];
 	uint32_t next_origin;
@@ -364,6 +366,7 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	lk->scratch = malloc(4 + GW_INLINE);
 	lk->pending_tail = &lk->pending;
 	lk->reads_tail = &lk->reads_waiting;
+	strip_init(&lk->strip, rng_entropy_seed() ^ cfg->rank);
 	if (!lk->peers || !lk->scratch) {
 		links_close(lk);
 		return -ENOMEM;
@@ -762,12 +765,12 @@ static void peer_join(struct agent_links *lk, struct oob_conn *c, int32_t dialin
 }
 
 /* Posts the units queued for rank, in order, as far as the link allows; returns how many. */
-static int post_units(struct agent_links *lk, uint32_t rank)
+static int post_units(struct agent_links *lk, uint32_t rank, int max)
 {
 	struct link_peer *p = &lk->peers[rank];
 	int n = 0;
 
-	while (p->post_head) {
+	while (p->post_head && n < max) {
 		struct unit *u = p->post_head;
 		bool large = u->kind == UNIT_LARGE;
 		int rc;
@@ -974,8 +977,8 @@ static int drain_waiting(struct agent_links *lk, uint32_t rank)
 	return n;
 }
 
-/* One progress pass over rank's sending side; returns the work done. */
-static int tx_progress(struct agent_links *lk, uint32_t rank)
+/* Rank's items that waited for room go into buffers; a buffer idle for two passes closes. */
+static int tx_prepare(struct agent_links *lk, uint32_t rank)
 {
 	struct link_peer *p = &lk->peers[rank];
 	int n;
@@ -985,8 +988,26 @@ static int tx_progress(struct agent_links *lk, uint32_t rank)
 	n = drain_waiting(lk, rank);
 	if (p->open && agg_pass(&p->open->agg))
 		close_open(p);
-	n += post_units(lk, rank);
 	return n;
+}
+
+/* One progress pass over the sending side: strip mining (strip.h), one unit per target per round. */
+static int tx_progress(struct agent_links *lk)
+{
+	uint32_t order[GW_MAX_NODES];
+	int work = 0, n;
+
+	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
+		work += tx_prepare(lk, r);
+	do {
+		n = 0;
+		strip_order(&lk->strip, lk->cfg.nodes, order);
+		for (uint32_t i = 0; i < lk->cfg.nodes; i++)
+			if (lk->peers[order[i]].up)
+				n += post_units(lk, order[i], 1);
+		work += n;
+	} while (n);
+	return work;
 }
 
 /* The binding slot of a channel name (FNV-1a), for the direct-mapped port tables. */
@@ -1939,18 +1960,12 @@ int links_progress(struct agent_links *lk)
 		work += reads_progress(lk);
 	if (lk->pending)
 		serve_pending(lk);
-	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
-		work += tx_progress(lk, r);
-	return work;
+	return work + tx_progress(lk);
 }
 
 int links_tx_pass(struct agent_links *lk)
 {
-	int work = 0;
-
-	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
-		work += tx_progress(lk, r);
-	return work;
+	return tx_progress(lk);
 }
 
 bool links_can_inject(struct agent_links *lk)
