@@ -7,7 +7,7 @@
 #include "core/agent/aggregate.h"
 #include "core/agent/channel.h"
 #include "core/agent/flow.h"
-#include "core/agent/rma_pool.h"
+#include "core/agent/pool.h"
 #include "core/agent/strip.h"
 #include "core/oob/oob.h"
 #include "core/transport/endpoint.h"
@@ -176,10 +176,10 @@ struct agent_links {
 	struct core_ep *ep;
 	struct oob_listener *listener;
 	struct link_peer *peers;
-	uint32_t max_items;   /* per eager buffer: AGG_MAX_ITEMS, or 1 with aggregation off */
-	bool rma;	      /* RDMATOOL_AGENT_TRANSPORT_TYPE=rma: large SENDMSGs are read by the target */
-	bool hugepages;	      /* RDMATOOL_AGENT_HUGEPAGES=1 */
-	struct rma_pool pool; /* rma: where targets read the chunks from */
+	uint32_t max_items;	/* per eager buffer: AGG_MAX_ITEMS, or 1 with aggregation off */
+	bool rma;		/* RDMATOOL_AGENT_TRANSPORT_TYPE=rma: large SENDMSGs are read by the target */
+	bool hugepages;		/* RDMATOOL_AGENT_HUGEPAGES=1 */
+	struct agent_pool pool; /* receive buffers, and rma's slots targets read chunks from */
 	struct rma_read *reads_waiting, **reads_tail;
 	struct strip strip;	 /* the random order targets get their next unit in */
 	uint32_t core_eager_max; /* core sends longer messages by rendezvous */
@@ -188,7 +188,7 @@ struct agent_links {
 	struct target_item *pending, **pending_tail;
 	struct reasm *reasm; /* large messages arriving in chunks */
 	uint64_t reasm_bytes;
-	uint8_t *rx_pool; /* eager receive buffers, then large ones: one allocation */
+	uint8_t *rx_pool; /* eager receive buffers, then large ones: the start of pool */
 	int nrx, nlarge;
 	struct flow_gauge flow[FLOW_NKINDS];
 	uint8_t *scratch; /* a DATA body: status, then a GETMSG's message */
@@ -328,24 +328,34 @@ static int hugepages_from_env(bool *on)
 	return !v || !*v || *on || !strcmp(v, "0") ? 0 : -EINVAL;
 }
 
-/* rma: staging slots for the injection cap's worth of chunks, registered once. */
-static int open_rma_pool(struct agent_links *lk, char *why, size_t whylen)
+/* The receive buffers and, for rma, staging slots for the injection cap's worth of chunks. */
+static int open_pool(struct agent_links *lk, char *why, size_t whylen)
 {
 	uint64_t n = lk->cfg.caps.cap[FLOW_INJECTION] / GW_INLINE;
+	size_t rx = (size_t)lk->nrx * PROTO_EAGER_BUFFER + (size_t)lk->nlarge * LINK_LARGE_MAX;
+	char large[64] = "p2p";
 	int rc;
 
-	n = n < LINK_RMA_SLOTS_MIN ? LINK_RMA_SLOTS_MIN : n > LINK_RMA_SLOTS_MAX ? LINK_RMA_SLOTS_MAX : n;
-	rc = rma_pool_open(&lk->pool, lk->ep, GW_INLINE, (uint32_t)n, lk->hugepages);
-	if (rc)
-		snprintf(why, whylen, "cannot set up the rma transport's %llu registered buffers: %s",
-			 (unsigned long long)n, strerror(-rc));
-	else
-		agent_logf(&lk->cfg.log, "large messages: rma, %u registered slots of %zu KiB on %s",
-			   lk->pool.nslots, lk->pool.slot_size >> 10,
-			   lk->pool.huge   ? "hugepages"
-			   : lk->hugepages ? "ordinary pages (no hugepages reserved)"
-					   : "ordinary pages");
-	return rc;
+	n = !lk->rma		     ? 0
+	    : n < LINK_RMA_SLOTS_MIN ? LINK_RMA_SLOTS_MIN
+	    : n > LINK_RMA_SLOTS_MAX ? LINK_RMA_SLOTS_MAX
+				     : n;
+	rc = pool_open(&lk->pool, lk->ep, rx, GW_INLINE, (uint32_t)n, lk->hugepages);
+	if (rc) {
+		snprintf(why, whylen, "cannot set up the agent's registered link buffers (%zu KiB): %s",
+			 (rx + n * GW_INLINE) >> 10, strerror(-rc));
+		return rc;
+	}
+	if (lk->rma)
+		snprintf(large, sizeof(large), "rma, %u staging slots of %u KiB", lk->pool.nslots,
+			 GW_INLINE >> 10);
+	agent_logf(&lk->cfg.log, "link buffers: %zu KiB registered once, on %s; large messages: %s",
+		   lk->pool.len >> 10,
+		   lk->pool.huge   ? "hugepages"
+		   : lk->hugepages ? "ordinary pages (no hugepages reserved)"
+				   : "ordinary pages",
+		   large);
+	return 0;
 }
 
 int links_open(const struct link_config *cfg, struct agent_links **out, char *why, size_t whylen)
@@ -426,26 +436,23 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	 */
 	attr.env.connect = CORE_CONNECT_OOB;
 	lk->core_eager_max = attr.eager_max;
+	lk->nrx = (int)(cfg->nodes * 4 < LINK_RX_MAX ? cfg->nodes * 4 : LINK_RX_MAX);
+	lk->nlarge = (int)(ejection_for_receives(lk) / LINK_LARGE_MAX);
+	lk->nlarge = lk->nlarge > LINK_RX_LARGE_MAX ? LINK_RX_LARGE_MAX : lk->nlarge < 1 ? 1 : lk->nlarge;
 	rc = core_ep_open(&attr, &lk->ep, why, whylen);
-	if (!rc && lk->rma)
-		rc = open_rma_pool(lk, why, whylen);
+	if (!rc)
+		rc = open_pool(lk, why, whylen);
 	if (rc) {
 		links_close(lk);
 		return rc;
 	}
-	lk->nrx = (int)(cfg->nodes * 4 < LINK_RX_MAX ? cfg->nodes * 4 : LINK_RX_MAX);
-	lk->nlarge = (int)(ejection_for_receives(lk) / LINK_LARGE_MAX);
-	lk->nlarge = lk->nlarge > LINK_RX_LARGE_MAX ? LINK_RX_LARGE_MAX : lk->nlarge < 1 ? 1 : lk->nlarge;
-	lk->rx_pool = malloc((size_t)lk->nrx * PROTO_EAGER_BUFFER + (size_t)lk->nlarge * LINK_LARGE_MAX);
-	for (int i = 0; lk->rx_pool && i < lk->nrx + lk->nlarge; i++)
-		if (rx_post(lk, rx_buf(lk, i), i >= lk->nrx)) {
-			free(lk->rx_pool);
-			lk->rx_pool = NULL;
-		}
-	if (!lk->rx_pool) {
-		snprintf(why, whylen, "cannot post the agent's receive buffers");
+	lk->rx_pool = lk->pool.region;
+	for (int i = 0; !rc && i < lk->nrx + lk->nlarge; i++)
+		rc = rx_post(lk, rx_buf(lk, i), i >= lk->nrx);
+	if (rc) {
+		snprintf(why, whylen, "cannot post the agent's receive buffers: %s", strerror(-rc));
 		links_close(lk);
-		return -ENOMEM;
+		return rc;
 	}
 	*out = lk;
 	return 0;
@@ -564,7 +571,7 @@ static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 			finish_origin(lk, i, -EHOSTDOWN, NULL, 0);
 	/* Requests from it can no longer be answered (a deposited message stays where it is). */
 	p->epoch++;
-	flow_give(&lk->flow[FLOW_INJECTION], rma_pool_give_all(&lk->pool, rank) * lk->pool.slot_size);
+	flow_give(&lk->flow[FLOW_INJECTION], pool_give_slots(&lk->pool, rank) * lk->pool.slot_size);
 	drop_reads(lk, rank, false);
 	drop_reasm(lk, rank, false);
 	for (struct target_item **t = &lk->pending; *t;) {
@@ -630,8 +637,7 @@ void links_close(struct agent_links *lk)
 				}
 	}
 	core_ep_close(lk->ep); /* before the receive buffers it may still write */
-	rma_pool_close(&lk->pool);
-	free(lk->rx_pool);
+	pool_close(&lk->pool); /* the receive buffers too */
 	if (lk->listener)
 		oob_listener_close(lk->listener);
 	for (uint32_t r = 0; lk->peers && r < lk->cfg.nodes; r++) {
@@ -1088,7 +1094,7 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 	} else if (req->op != GW_OP_SEND) {
 		len = 0;
 	} else if ((chunked || PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER) && lk->rma && len &&
-		   (slot_mem = rma_pool_take(&lk->pool, req->node))) {
+		   (slot_mem = pool_take_slot(&lk->pool, req->node))) {
 		/* A copy the target reads, announced by an eager item (proto.h). */
 		struct proto_chunk c = {.total = chunked ? req->msg_total : len,
 					.offset = chunked ? req->msg_offset : 0,
@@ -1120,7 +1126,8 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 	rc = tx_item(lk, req->node, h, data, len, answered ? LINK_NO_TOKEN : token, FLOW_INJECTION,
 		     PROTO_HEADER_SIZE + len);
 	free(body);
-	if (rc && rc != -EINPROGRESS && slot_mem && !rma_pool_give(&lk->pool, (uintptr_t)slot_mem, req->node))
+	if (rc && rc != -EINPROGRESS && slot_mem &&
+	    !pool_give_slot(&lk->pool, (uintptr_t)slot_mem, req->node))
 		flow_give(&lk->flow[FLOW_INJECTION], lk->pool.slot_size);
 	if (rc && rc != -EINPROGRESS)
 		return rc;
@@ -1615,7 +1622,7 @@ static void take_read_done(struct agent_links *lk, uint32_t from, const uint8_t 
 
 	memcpy(&status, body, 4);
 	memcpy(&addr, body + 4, 8);
-	if (rma_pool_give(&lk->pool, addr, from)) {
+	if (pool_give_slot(&lk->pool, addr, from)) {
 		lk->errors.count[PROTO_ERR_RESPONSE]++;
 		return;
 	}

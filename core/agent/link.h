@@ -31,7 +31,7 @@
  * Large SENDMSGs move as p2p large frames (core's rendezvous into a posted
  * large receive, then copied into the message) unless
  * RDMATOOL_AGENT_TRANSPORT_TYPE=rma: then each chunk is copied into a slot
- * of a buffer registered once (core/agent/rma_pool.h) and announced by a
+ * of a buffer registered once (core/agent/pool.h) and announced by a
  * 40-byte item in an eager buffer; the target RDMA READs it straight into
  * its place in the message, several chunks in flight, and answers each read
  * with an ACK that frees the slot.  The message is queued for its channel

@@ -94,7 +94,7 @@ for r in 0 1 2; do large=$((large + $(A $r -j agent status | jq '[.peers[].large
 if [ "${RDMATOOL_AGENT_TRANSPORT_TYPE:-p2p}" = rma ]; then
 	[ "$large" = 0 ] || fail "rma: $large chunks went as large frames instead of being read"
 	for r in 0 1 2; do
-		grep -q "large messages: rma, [0-9]* registered slots" "$T/a$r/agent.$r.log" ||
+		grep -q "large messages: rma, [0-9]* staging slots" "$T/a$r/agent.$r.log" ||
 			fail "rma: agent $r did not set up its registered slots: $(cat "$T/a$r/agent.$r.log")"
 	done
 else
