@@ -310,13 +310,13 @@ static uint64_t ejection_for_receives(const struct agent_links *lk)
 	return cap > reads ? cap - reads : 0;
 }
 
-/* RDMATOOL_AGENT_TRANSPORT_TYPE: 0 with *rma set, or -EINVAL. */
+/* RDMATOOL_AGENT_TRANSPORT_TYPE: 0 with *rma set (the default), or -EINVAL. */
 static int transport_from_env(bool *rma)
 {
 	const char *v = getenv(LINK_TRANSPORT_ENV);
 
-	*rma = v && !strcmp(v, "rma");
-	return !v || !*v || *rma || !strcmp(v, "p2p") ? 0 : -EINVAL;
+	*rma = !v || !*v || !strcmp(v, "rma");
+	return *rma || !strcmp(v, "p2p") ? 0 : -EINVAL;
 }
 
 /* RDMATOOL_AGENT_HUGEPAGES: 0 with *on set, or -EINVAL. */
@@ -388,7 +388,7 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 		return -EINVAL;
 	}
 	if (transport_from_env(&lk->rma)) {
-		snprintf(why, whylen, "%s='%s' is invalid; give p2p (the default) or rma", LINK_TRANSPORT_ENV,
+		snprintf(why, whylen, "%s='%s' is invalid; give rma (the default) or p2p", LINK_TRANSPORT_ENV,
 			 getenv(LINK_TRANSPORT_ENV));
 		links_close(lk);
 		return -EINVAL;

@@ -28,9 +28,9 @@
  * carrying the status; immediately and buffered SENDMSGs get no answer.  A
  * GETMSG that times out takes nothing, so no message is lost.
  *
- * Large SENDMSGs move as p2p large frames (core's rendezvous into a posted
- * large receive, then copied into the message) unless
- * RDMATOOL_AGENT_TRANSPORT_TYPE=rma: then each chunk is copied into a slot
+ * Large SENDMSGs move by rma unless RDMATOOL_AGENT_TRANSPORT_TYPE=p2p (then
+ * as large frames: core's rendezvous into a posted large receive, then
+ * copied into the message).  With rma each chunk is copied into a slot
  * of a buffer registered once (core/agent/pool.h) and announced by a
  * 40-byte item in an eager buffer; the target RDMA READs it straight into
  * its place in the message, several chunks in flight, and answers each read
@@ -62,7 +62,7 @@
 #include <stdint.h>
 
 #define LINK_DEFAULT_PORT  17470			   /* the OOB port of an --hosts entry without one */
-#define LINK_TRANSPORT_ENV "RDMATOOL_AGENT_TRANSPORT_TYPE" /* p2p (default) or rma */
+#define LINK_TRANSPORT_ENV "RDMATOOL_AGENT_TRANSPORT_TYPE" /* rma (default) or p2p */
 #define LINK_HUGEPAGES_ENV "RDMATOOL_AGENT_HUGEPAGES"	   /* 1: the rma pool on hugepages if any */
 
 struct link_config {

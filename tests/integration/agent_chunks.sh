@@ -6,9 +6,10 @@
 # the eager buffer, the chunk and the slot sizes), in modes deposited,
 # buffered and immediately, to one channel on node 1.  Every message arrives
 # exactly once, whole (its sha256), in order per sender; the count is printed.
-# With RDMATOOL_AGENT_TRANSPORT_TYPE=rma in the environment (agent_rma.sh) the
-# chunks must have been read by the targets: no large frame sent, and every
-# agent log names its registered slots.
+# With the rma transport (the default) the chunks must have been read by the
+# targets: no large frame sent, and every agent log names its staging slots;
+# with RDMATOOL_AGENT_TRANSPORT_TYPE=p2p (agent_transport.sh) they went as
+# large frames.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$(dirname "$0")/lib/three_agents.sh" chunks
@@ -91,7 +92,7 @@ print(f"agent chunks: {total} messages of 10 B .. 4 MiB, each once, whole, in or
 PY
 large=0
 for r in 0 1 2; do large=$((large + $(A $r -j agent status | jq '[.peers[].large_sent] | add'))); done
-if [ "${RDMATOOL_AGENT_TRANSPORT_TYPE:-p2p}" = rma ]; then
+if [ "${RDMATOOL_AGENT_TRANSPORT_TYPE:-rma}" = rma ]; then
 	[ "$large" = 0 ] || fail "rma: $large chunks went as large frames instead of being read"
 	for r in 0 1 2; do
 		grep -q "large messages: rma, [0-9]* staging slots" "$T/a$r/agent.$r.log" ||
