@@ -60,8 +60,9 @@ bar "agent_lat 8 B deposited / core send_lat" "$(jq '.ratio_to_core_send_lat' "$
 # Issue 13: a stream of SENDMSGs through two agent processes (agent_rate: 4 processes, mode
 # immediately; agent_bw: one process, buffered).  The bars are the issue's; measured on 2026-11-23
 # (2 shared cores, heavily loaded): agent_rate 64 B 70-140 kmsg/s, 5-10x aggregation off (about 20-26
-# items per eager buffer), 0.1-0.3x core send_bw; agent_bw 1 MiB 290-450 MiB/s against core write_bw
-# between two processes (each agent is one, on its own device) 500-1400 MiB/s.
+# items per eager buffer), 0.1-0.3x core send_bw; agent_bw 1 MiB (rma transport) 220-550 MiB/s
+# against core write_bw between two processes (each agent is one, on its own device), which swung
+# from 60 to 2000 MiB/s with the load: 0.26-0.46x in quieter minutes.
 "$RDMATOOL" -q -j bench agent_rate -s 64 -n 20000 --baseline >"$dir/arate.json"
 bar "agent_rate 64 B aggregation on / off" "$(jq '.ratio_to_no_aggregation' "$dir/arate.json")" ">= 5" \
 	"$(jq -r '"(\(.agent_msgs_per_s | floor) vs \(.no_aggregation_msgs_per_s | floor) msg/s)"' "$dir/arate.json")"
