@@ -41,8 +41,10 @@
  * live until read.
  *
  * Flow control (core/agent/flow.h): request data counts toward the injection
- * cap until its send completes; posted large receives toward the ejection
- * cap (as many are posted as it allows, at most LINK_RX_LARGE_MAX); GETMSG
+ * cap until its send completes (an rma slot: until the target read it);
+ * posted large receives and rma READs in flight toward the ejection cap
+ * (receives get what it allows, at most LINK_RX_LARGE_MAX, minus what is
+ * kept for READs: half the cap with rma); GETMSG
  * data toward the GETMSG cap until its answer's send completes, and a GETMSG
  * that would go over it waits in its channel's queue.
  *
