@@ -4,21 +4,26 @@
  * on node 1 through two agent processes, drained by a third process on node
  * 1; messages/s and MiB/s.  agent_rate: 4 processes send in mode
  * "immediately" (requests stay queued in the gateway, as a rate test keeps
- * sends posted); agent_bw: one process, mode "buffered".  Baselines in the same run: the
- * same stream with aggregation off (RDMATOOL_AGENT_AGGREGATE=0, agent_rate),
- * the same processes sending the same messages directly with core sends, no
- * agent (agent_rate, cmd/bench/direct_rate.c), and the core transport's
- * send_bw on the same device.
+ * sends posted); agent_bw: one process, mode "buffered", messages up to the
+ * channel's 4 MiB (the client cuts them into chunks).
+ * Baselines in the same run: the same stream with aggregation off
+ * (RDMATOOL_AGENT_AGGREGATE=0, agent_rate), the same processes sending the
+ * same messages directly with core sends, no agent (agent_rate,
+ * cmd/bench/direct_rate.c), the core transport's send_bw on one device
+ * (agent_rate), and core write_bw between two processes on their own devices
+ * as the two agents are (agent_bw, cmd/bench/pair_write_bw.c).
  */
 #include "cmd/bench/agent_pair.h"
 #include "cmd/bench/bench.h"
 #include "cmd/bench/direct_rate.h"
+#include "cmd/bench/pair_write_bw.h"
 #include "cmd/cmd.h"
 #include "cmd/print.h"
 #include "core/agent/agent.h"
 #include "core/agent/channel.h"
 #include "core/agent/gateway.h"
 #include "core/util/clock.h"
+#include "core/util/env.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -34,6 +39,7 @@
 #define STREAM_MAX_PROCS  16
 #define STREAM_BACKOFF_US 50
 #define RATE_PROCS	  4 /* agent_rate: client processes on node 0 */
+#define BW_BASELINE_S	  2.0
 
 struct stream_result {
 	double msgs_per_s, mib_per_s;
@@ -209,15 +215,20 @@ static void report(const char *test, size_t size, long iters, int procs, enum ag
 		print_int(PRINT_TEXT, NULL, " (%lld processes, no agent)", procs);
 		print_double(PRINT_ANY, "ratio_to_direct", "  (ratio %.2fx)\n", on->msgs_per_s / direct_msgs);
 	}
-	if (core) {
+	if (core && !strcmp(test, "agent_bw")) {
+		print_double(PRINT_ANY, "core_write_bw_MiB_s", "  core write_bw:       %.2f MiB/s",
+			     core->bw_avg);
+		print_text(" (two processes, their own devices)");
+		print_double(PRINT_ANY, "ratio_to_core_write_bw", "  (ratio %.2fx)\n",
+			     on->mib_per_s / core->bw_avg);
+	} else if (core) {
 		double core_msgs = core->msg_rate * 1e6;
 
 		print_double(PRINT_ANY, "core_send_bw_msgs_per_s", "  core send_bw:        %.0f msg/s",
 			     core_msgs);
 		print_double(PRINT_ANY, "core_send_bw_MiB_s", ", %.2f MiB/s", core->bw_avg);
 		print_double(PRINT_ANY, "ratio_to_core_send_bw", "  (ratio %.2fx)\n",
-			     !strcmp(test, "agent_bw") ? on->mib_per_s / core->bw_avg
-						       : on->msgs_per_s / core_msgs);
+			     on->msgs_per_s / core_msgs);
 	}
 	print_end();
 }
@@ -233,10 +244,13 @@ static int run(const char *test, size_t size, long iters, int procs, enum agent_
 	char *keep = saved ? strdup(saved) : NULL;
 	int rc;
 
-	if (size > GW_INLINE) {
+	size_t max = with_no_aggregation ? GW_INLINE : CHAN_DEFAULT_MAX_MSG;
+
+	if (size > max) {
 		free(keep);
-		return usage_error("bench", "%s takes --size up to %u bytes (what one SENDMSG carries)", test,
-				   GW_INLINE);
+		return usage_error("bench", "%s takes --size up to %zu bytes (%s)", test, max,
+				   with_no_aggregation ? "what one SENDMSG carries"
+						       : "the largest message of a channel");
 	}
 	rc = stream(size, iters, procs, mode, &on, err, sizeof(err));
 	if (!rc && baseline && with_no_aggregation) {
@@ -251,8 +265,11 @@ static int run(const char *test, size_t size, long iters, int procs, enum agent_
 	if (!rc && baseline && with_no_aggregation &&
 	    direct_rate(size, iters, procs, &direct, err, sizeof(err)))
 		return run_error("bench", "the direct core sends baseline failed: %s", err);
-	if (!rc && baseline && core_send_bw(size, iters, &core, err, sizeof(err)))
+	if (!rc && baseline && with_no_aggregation && core_send_bw(size, iters, &core, err, sizeof(err)))
 		return run_error("bench", "the core send_bw baseline failed: %s", err);
+	if (!rc && baseline && !with_no_aggregation &&
+	    pair_write_bw(size ? size : 8, BW_BASELINE_S, &core, err, sizeof(err)))
+		return run_error("bench", "the core write_bw baseline failed: %s", err);
 	if (rc)
 		return run_error("bench", "%s", err[0] ? err : strerror(-rc));
 	report(test, size, iters, procs, mode, &on, baseline && with_no_aggregation ? &off : NULL,

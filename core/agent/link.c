@@ -7,12 +7,15 @@
 #include "core/agent/aggregate.h"
 #include "core/agent/channel.h"
 #include "core/agent/flow.h"
+#include "core/agent/pool.h"
+#include "core/agent/strip.h"
 #include "core/oob/oob.h"
 #include "core/transport/endpoint.h"
 #include "core/util/clock.h"
 #include "core/util/sha256.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,6 +48,10 @@
 #define PORT_TAG_MASK	   0xffffffffull
 #define LINK_REASM_MAX	   (1ull << 30) /* bytes of large messages being put together at once */
 #define LINK_DATA_PIECE	   (GW_INLINE - 4 - PROTO_CHUNK_SIZE) /* message bytes per chunk of a GETMSG answer */
+#define LINK_RMA_SLOTS_MIN 4 /* staging slots of the rma transport: the injection cap's worth */
+#define LINK_RMA_SLOTS_MAX 4096
+#define LINK_HEAP_KEEP	   (256 << 20) /* freed heap the agent keeps for the next large messages */
+#define LINK_MMAP_FROM	   (32 << 20)  /* allocations that still get a mapping of their own */
 
 /* What went out to a peer, waiting for its send completion (the core context of the send). */
 enum unit_kind { UNIT_EAGER, UNIT_LARGE };
@@ -109,6 +116,7 @@ struct link_peer {
 	struct txbuf *open;
 	struct unit *post_head, **post_tail;
 	uint32_t eager_out, rndv_out; /* in flight, by how core moves them (see post_units) */
+	uint32_t epoch;		      /* links down so far: a READ from an older link answers nobody */
 	uint64_t tx_seq, rx_next;     /* sequence numbers (in the core tag) of the next message each way */
 	struct held *held;
 	struct waiting *wait_head, **wait_tail;
@@ -146,8 +154,20 @@ struct target_item {
 	uint64_t deadline_ns; /* 0: forever */
 	bool deposited;
 	uint64_t seq;
+	uint32_t reads_left; /* rma chunks still being read into data: not served before they are */
+	int read_status;     /* 0, or why a chunk could not be read */
+	bool orphan;	     /* dropped while reads_left: the last read frees it */
 	size_t len;
 	uint8_t data[];
+};
+
+/* A READ of one rma chunk into its message (the core context of the READ). */
+struct rma_read {
+	struct rma_read *next; /* waiting for a request or ejection room */
+	struct target_item *t;
+	uint32_t from, epoch;
+	uint64_t offset, port;
+	struct proto_rma rma;
 };
 
 struct agent_links {
@@ -156,14 +176,19 @@ struct agent_links {
 	struct core_ep *ep;
 	struct oob_listener *listener;
 	struct link_peer *peers;
-	uint32_t max_items;	 /* per eager buffer: AGG_MAX_ITEMS, or 1 with aggregation off */
+	uint32_t max_items;	/* per eager buffer: AGG_MAX_ITEMS, or 1 with aggregation off */
+	bool rma;		/* RDMATOOL_AGENT_TRANSPORT_TYPE=rma: large SENDMSGs are read by the target */
+	bool hugepages;		/* RDMATOOL_AGENT_HUGEPAGES=1 */
+	struct agent_pool pool; /* receive buffers, and rma's slots targets read chunks from */
+	struct rma_read *reads_waiting, **reads_tail;
+	struct strip strip;	 /* the random order targets get their next unit in */
 	uint32_t core_eager_max; /* core sends longer messages by rendezvous */
 	struct origin origins[LINK_ORIGIN_MAX];
 	uint32_t next_origin;
 	struct target_item *pending, **pending_tail;
 	struct reasm *reasm; /* large messages arriving in chunks */
 	uint64_t reasm_bytes;
-	uint8_t *rx_pool; /* eager receive buffers, then large ones: one allocation */
+	uint8_t *rx_pool; /* eager receive buffers, then large ones: the start of pool */
 	int nrx, nlarge;
 	struct flow_gauge flow[FLOW_NKINDS];
 	uint8_t *scratch; /* a DATA body: status, then a GETMSG's message */
@@ -259,6 +284,80 @@ static int peer_tx_init(struct agent_links *lk, uint32_t rank)
 	return 0;
 }
 
+/*
+ * Large messages are put together in buffers of up to 4 MiB (and more) that
+ * glibc would map and unmap, or trim off the heap, every time: the agent
+ * spent a fifth of its time in page faults touching fresh pages.  Freed
+ * memory stays for the next message instead (the agent is a process of its
+ * own; the flow caps bound what it holds at once).
+ */
+static void keep_freed_heap(void)
+{
+	mallopt(M_MMAP_THRESHOLD, LINK_MMAP_FROM);
+	mallopt(M_TRIM_THRESHOLD, LINK_HEAP_KEEP);
+}
+
+/*
+ * The ejection cap's bytes for posted large receives.  The rest is for rma
+ * READs from peers (a READ that can never fit would stall its message): at
+ * least one READ's worth, half the cap when this agent sends by rma itself
+ * (its peers are likely to).
+ */
+static uint64_t ejection_for_receives(const struct agent_links *lk)
+{
+	uint64_t cap = lk->cfg.caps.cap[FLOW_EJECTION], reads = lk->rma ? cap / 2 : PROTO_RMA_MAX;
+
+	return cap > reads ? cap - reads : 0;
+}
+
+/* RDMATOOL_AGENT_TRANSPORT_TYPE: 0 with *rma set (the default), or -EINVAL. */
+static int transport_from_env(bool *rma)
+{
+	const char *v = getenv(LINK_TRANSPORT_ENV);
+
+	*rma = !v || !*v || !strcmp(v, "rma");
+	return *rma || !strcmp(v, "p2p") ? 0 : -EINVAL;
+}
+
+/* RDMATOOL_AGENT_HUGEPAGES: 0 with *on set, or -EINVAL. */
+static int hugepages_from_env(bool *on)
+{
+	const char *v = getenv(LINK_HUGEPAGES_ENV);
+
+	*on = v && !strcmp(v, "1");
+	return !v || !*v || *on || !strcmp(v, "0") ? 0 : -EINVAL;
+}
+
+/* The receive buffers and, for rma, staging slots for the injection cap's worth of chunks. */
+static int open_pool(struct agent_links *lk, char *why, size_t whylen)
+{
+	uint64_t n = lk->cfg.caps.cap[FLOW_INJECTION] / GW_INLINE;
+	size_t rx = (size_t)lk->nrx * PROTO_EAGER_BUFFER + (size_t)lk->nlarge * LINK_LARGE_MAX;
+	char large[64] = "p2p";
+	int rc;
+
+	n = !lk->rma		     ? 0
+	    : n < LINK_RMA_SLOTS_MIN ? LINK_RMA_SLOTS_MIN
+	    : n > LINK_RMA_SLOTS_MAX ? LINK_RMA_SLOTS_MAX
+				     : n;
+	rc = pool_open(&lk->pool, lk->ep, rx, GW_INLINE, (uint32_t)n, lk->hugepages);
+	if (rc) {
+		snprintf(why, whylen, "cannot set up the agent's registered link buffers (%zu KiB): %s",
+			 (rx + n * GW_INLINE) >> 10, strerror(-rc));
+		return rc;
+	}
+	if (lk->rma)
+		snprintf(large, sizeof(large), "rma, %u staging slots of %u KiB", lk->pool.nslots,
+			 GW_INLINE >> 10);
+	agent_logf(&lk->cfg.log, "link buffers: %zu KiB registered once, on %s; large messages: %s",
+		   lk->pool.len >> 10,
+		   lk->pool.huge   ? "hugepages"
+		   : lk->hugepages ? "ordinary pages (no hugepages reserved)"
+				   : "ordinary pages",
+		   large);
+	return 0;
+}
+
 int links_open(const struct link_config *cfg, struct agent_links **out, char *why, size_t whylen)
 {
 	struct agent_links *lk = calloc(1, sizeof(*lk));
@@ -268,6 +367,7 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 
 	if (!lk)
 		return -ENOMEM;
+	keep_freed_heap();
 	lk->cfg = *cfg;
 	for (int k = 0; k < FLOW_NKINDS; k++)
 		flow_init(&lk->flow[k], cfg->caps.cap[k]);
@@ -275,6 +375,8 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	lk->peers = calloc(cfg->nodes, sizeof(*lk->peers));
 	lk->scratch = malloc(4 + GW_INLINE);
 	lk->pending_tail = &lk->pending;
+	lk->reads_tail = &lk->reads_waiting;
+	strip_init(&lk->strip, rng_entropy_seed() ^ cfg->rank);
 	if (!lk->peers || !lk->scratch) {
 		links_close(lk);
 		return -ENOMEM;
@@ -282,6 +384,18 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	if (agg_max_items_from_env(&lk->max_items)) {
 		snprintf(why, whylen, "RDMATOOL_AGENT_AGGREGATE='%s' is invalid; give 1 (on) or 0 (off)",
 			 getenv("RDMATOOL_AGENT_AGGREGATE"));
+		links_close(lk);
+		return -EINVAL;
+	}
+	if (transport_from_env(&lk->rma)) {
+		snprintf(why, whylen, "%s='%s' is invalid; give rma (the default) or p2p", LINK_TRANSPORT_ENV,
+			 getenv(LINK_TRANSPORT_ENV));
+		links_close(lk);
+		return -EINVAL;
+	}
+	if (hugepages_from_env(&lk->hugepages)) {
+		snprintf(why, whylen, "%s='%s' is invalid; give 1 (hugepages when the system has them) or 0",
+			 LINK_HUGEPAGES_ENV, getenv(LINK_HUGEPAGES_ENV));
 		links_close(lk);
 		return -EINVAL;
 	}
@@ -322,24 +436,23 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	 */
 	attr.env.connect = CORE_CONNECT_OOB;
 	lk->core_eager_max = attr.eager_max;
+	lk->nrx = (int)(cfg->nodes * 4 < LINK_RX_MAX ? cfg->nodes * 4 : LINK_RX_MAX);
+	lk->nlarge = (int)(ejection_for_receives(lk) / LINK_LARGE_MAX);
+	lk->nlarge = lk->nlarge > LINK_RX_LARGE_MAX ? LINK_RX_LARGE_MAX : lk->nlarge < 1 ? 1 : lk->nlarge;
 	rc = core_ep_open(&attr, &lk->ep, why, whylen);
+	if (!rc)
+		rc = open_pool(lk, why, whylen);
 	if (rc) {
 		links_close(lk);
 		return rc;
 	}
-	lk->nrx = (int)(cfg->nodes * 4 < LINK_RX_MAX ? cfg->nodes * 4 : LINK_RX_MAX);
-	lk->nlarge = (int)(cfg->caps.cap[FLOW_EJECTION] / LINK_LARGE_MAX);
-	lk->nlarge = lk->nlarge > LINK_RX_LARGE_MAX ? LINK_RX_LARGE_MAX : lk->nlarge < 1 ? 1 : lk->nlarge;
-	lk->rx_pool = malloc((size_t)lk->nrx * PROTO_EAGER_BUFFER + (size_t)lk->nlarge * LINK_LARGE_MAX);
-	for (int i = 0; lk->rx_pool && i < lk->nrx + lk->nlarge; i++)
-		if (rx_post(lk, rx_buf(lk, i), i >= lk->nrx)) {
-			free(lk->rx_pool);
-			lk->rx_pool = NULL;
-		}
-	if (!lk->rx_pool) {
-		snprintf(why, whylen, "cannot post the agent's receive buffers");
+	lk->rx_pool = lk->pool.region;
+	for (int i = 0; !rc && i < lk->nrx + lk->nlarge; i++)
+		rc = rx_post(lk, rx_buf(lk, i), i >= lk->nrx);
+	if (rc) {
+		snprintf(why, whylen, "cannot post the agent's receive buffers: %s", strerror(-rc));
 		links_close(lk);
-		return -ENOMEM;
+		return rc;
 	}
 	*out = lk;
 	return 0;
@@ -387,6 +500,15 @@ static void drop_waiting(struct agent_links *lk, uint32_t rank, int status)
 	p->post_tail = &p->post_head;
 }
 
+/* A target item that may still have reads landing in it: freed by the last one then. */
+static void target_free(struct target_item *t)
+{
+	if (t && t->reads_left)
+		t->orphan = true;
+	else
+		free(t);
+}
+
 static void drop_reasm(struct agent_links *lk, uint32_t from, bool all)
 {
 	for (struct reasm **pp = &lk->reasm; *pp;) {
@@ -395,7 +517,7 @@ static void drop_reasm(struct agent_links *lk, uint32_t from, bool all)
 		if (all || r->from == from) {
 			*pp = r->next;
 			lk->reasm_bytes -= r->t ? r->total : 0;
-			free(r->t);
+			target_free(r->t);
 			free(r);
 		} else {
 			pp = &r->next;
@@ -404,6 +526,27 @@ static void drop_reasm(struct agent_links *lk, uint32_t from, bool all)
 }
 
 static void drop_held(struct agent_links *lk, uint32_t rank);
+
+/* READs not posted yet, from rank (or all): never will be; their messages lose a reader. */
+static void drop_reads(struct agent_links *lk, uint32_t from, bool all)
+{
+	for (struct rma_read **pp = &lk->reads_waiting; *pp;) {
+		struct rma_read *rd = *pp;
+
+		if (all || rd->from == from) {
+			*pp = rd->next;
+			rd->t->read_status = -EHOSTDOWN;
+			if (--rd->t->reads_left == 0 && rd->t->orphan)
+				free(rd->t);
+			free(rd);
+		} else {
+			pp = &rd->next;
+		}
+	}
+	lk->reads_tail = &lk->reads_waiting;
+	while (*lk->reads_tail)
+		lk->reads_tail = &(*lk->reads_tail)->next;
+}
 
 static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 {
@@ -427,13 +570,16 @@ static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 		if (lk->origins[i].used && lk->origins[i].node == rank)
 			finish_origin(lk, i, -EHOSTDOWN, NULL, 0);
 	/* Requests from it can no longer be answered (a deposited message stays where it is). */
+	p->epoch++;
+	flow_give(&lk->flow[FLOW_INJECTION], pool_give_slots(&lk->pool, rank) * lk->pool.slot_size);
+	drop_reads(lk, rank, false);
 	drop_reasm(lk, rank, false);
 	for (struct target_item **t = &lk->pending; *t;) {
 		if ((*t)->from == rank) {
 			struct target_item *dead = *t;
 
 			*t = dead->next;
-			free(dead);
+			target_free(dead);
 		} else {
 			t = &(*t)->next;
 		}
@@ -464,11 +610,12 @@ void links_close(struct agent_links *lk)
 			free(h);
 		}
 	}
+	drop_reads(lk, 0, true);
 	while (lk->pending) {
 		struct target_item *t = lk->pending;
 
 		lk->pending = t->next;
-		free(t);
+		target_free(t); /* one a READ may still fill is left to the process's end */
 	}
 	drop_reasm(lk, 0, true);
 	for (uint32_t i = 0; i < LINK_CHAN_CACHE; i++)
@@ -490,7 +637,7 @@ void links_close(struct agent_links *lk)
 				}
 	}
 	core_ep_close(lk->ep); /* before the receive buffers it may still write */
-	free(lk->rx_pool);
+	pool_close(&lk->pool); /* the receive buffers too */
 	if (lk->listener)
 		oob_listener_close(lk->listener);
 	for (uint32_t r = 0; lk->peers && r < lk->cfg.nodes; r++) {
@@ -624,12 +771,12 @@ static void peer_join(struct agent_links *lk, struct oob_conn *c, int32_t dialin
 }
 
 /* Posts the units queued for rank, in order, as far as the link allows; returns how many. */
-static int post_units(struct agent_links *lk, uint32_t rank)
+static int post_units(struct agent_links *lk, uint32_t rank, int max)
 {
 	struct link_peer *p = &lk->peers[rank];
 	int n = 0;
 
-	while (p->post_head) {
+	while (p->post_head && n < max) {
 		struct unit *u = p->post_head;
 		bool large = u->kind == UNIT_LARGE;
 		int rc;
@@ -836,8 +983,8 @@ static int drain_waiting(struct agent_links *lk, uint32_t rank)
 	return n;
 }
 
-/* One progress pass over rank's sending side; returns the work done. */
-static int tx_progress(struct agent_links *lk, uint32_t rank)
+/* Rank's items that waited for room go into buffers; a buffer idle for two passes closes. */
+static int tx_prepare(struct agent_links *lk, uint32_t rank)
 {
 	struct link_peer *p = &lk->peers[rank];
 	int n;
@@ -847,8 +994,26 @@ static int tx_progress(struct agent_links *lk, uint32_t rank)
 	n = drain_waiting(lk, rank);
 	if (p->open && agg_pass(&p->open->agg))
 		close_open(p);
-	n += post_units(lk, rank);
 	return n;
+}
+
+/* One progress pass over the sending side: strip mining (strip.h), one unit per target per round. */
+static int tx_progress(struct agent_links *lk)
+{
+	uint32_t order[GW_MAX_NODES];
+	int work = 0, n;
+
+	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
+		work += tx_prepare(lk, r);
+	do {
+		n = 0;
+		strip_order(&lk->strip, lk->cfg.nodes, order);
+		for (uint32_t i = 0; i < lk->cfg.nodes; i++)
+			if (lk->peers[order[i]].up)
+				n += post_units(lk, order[i], 1);
+		work += n;
+	} while (n);
+	return work;
 }
 
 /* The binding slot of a channel name (FNV-1a), for the direct-mapped port tables. */
@@ -870,7 +1035,7 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 	bool chunked = req->op == GW_OP_SEND && req->msg_total;
 	bool last = !chunked || req->msg_offset + len == req->msg_total;
 	bool answered = req->op != GW_OP_SEND || (req->mode > AGENT_SEND_BUFFERED && last);
-	uint8_t *body = NULL, cap_le[8];
+	uint8_t *body = NULL, *slot_mem = NULL, cap_le[8], rma_item[PROTO_RMA_ITEM_SIZE];
 	uint32_t slot, idx = 0;
 	int rc;
 
@@ -928,6 +1093,21 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 		len = sizeof(cap_le);
 	} else if (req->op != GW_OP_SEND) {
 		len = 0;
+	} else if ((chunked || PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER) && lk->rma && len &&
+		   (slot_mem = pool_take_slot(&lk->pool, req->node))) {
+		/* A copy the target reads, announced by an eager item (proto.h). */
+		struct proto_chunk c = {.total = chunked ? req->msg_total : len,
+					.offset = chunked ? req->msg_offset : 0,
+					.id = chunked ? req->msg_id : 0};
+		struct proto_rma r = {
+		    .addr = (uintptr_t)slot_mem, .rkey = lk->pool.rkey, .len = (uint32_t)len};
+
+		memcpy(slot_mem, data, len);
+		flow_take(&lk->flow[FLOW_INJECTION], lk->pool.slot_size); /* until the target has read it */
+		proto_rma_encode(&c, &r, rma_item);
+		data = rma_item;
+		len = sizeof(rma_item);
+		h.protocol = PROTO_RMA;
 	} else if (chunked || PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER) {
 		/* A large frame of its own, its body opened by the chunk descriptor (proto.h). */
 		struct proto_chunk c = {.total = chunked ? req->msg_total : len,
@@ -946,6 +1126,9 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 	rc = tx_item(lk, req->node, h, data, len, answered ? LINK_NO_TOKEN : token, FLOW_INJECTION,
 		     PROTO_HEADER_SIZE + len);
 	free(body);
+	if (rc && rc != -EINPROGRESS && slot_mem &&
+	    !pool_give_slot(&lk->pool, (uintptr_t)slot_mem, req->node))
+		flow_give(&lk->flow[FLOW_INJECTION], lk->pool.slot_size);
 	if (rc && rc != -EINPROGRESS)
 		return rc;
 	if (!answered)
@@ -1132,9 +1315,18 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 	struct chan *c = NULL;
 	uint8_t *big = NULL;
 	size_t len = 0;
-	int rc = serve_chan(lk, t->name, &c);
+	int rc;
 
 	*blocks = false;
+	if (t->reads_left) { /* rma chunks still arriving: later requests for its channel wait too */
+		*blocks = true;
+		return false;
+	}
+	if (t->read_status) {
+		answer(lk, t, t->read_status, NULL, 0);
+		return true;
+	}
+	rc = serve_chan(lk, t->name, &c);
 	if (rc) {
 		answer(lk, t, rc, NULL, 0);
 		return true;
@@ -1209,7 +1401,7 @@ static void queue_request(struct agent_links *lk, struct target_item *t)
 	if (!name[0]) { /* a port never bound: answered, never served */
 		lk->errors.count[PROTO_ERR_CONNECT]++;
 		answer(lk, t, -EBADMSG, NULL, 0);
-		free(t);
+		target_free(t);
 		return;
 	}
 	t->next = NULL;
@@ -1218,66 +1410,225 @@ static void queue_request(struct agent_links *lk, struct target_item *t)
 }
 
 /*
- * A chunk of a large SENDMSG: chunks of one message come in order (one
- * link, the sender's ticket order), so each one appends; the last one
- * makes the message a request like any other, with its own header (mode,
- * answer).  A message that cannot be put together is answered with the
- * error once its last chunk is in.
+ * The message a chunk belongs to: chunks of one message come in order (one
+ * link, the sender's ticket order).  NULL when the chunk is dropped: a piece
+ * of a message whose start was lost (answered with -EPROTO if last), or no
+ * memory.  *pp is where the message sits in the list.
  */
+static struct reasm *reasm_for(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+			       const struct proto_chunk *c, bool last, struct reasm ***pp)
+{
+	struct reasm *r;
+
+	for (*pp = &lk->reasm; **pp; *pp = &(**pp)->next)
+		if ((**pp)->from == from && (**pp)->id == c->id)
+			return **pp;
+	if (c->offset != 0) {
+		struct target_item t = {.from = from, .h = *h};
+
+		lk->errors.count[PROTO_ERR_SIZE]++;
+		if (last)
+			answer(lk, &t, -EPROTO, NULL, 0);
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	*r = (struct reasm){.from = from, .id = c->id, .total = c->total, .next = lk->reasm};
+	if (c->total > AGENT_REMOTE_MAX || lk->reasm_bytes + c->total > LINK_REASM_MAX)
+		r->status = -EMSGSIZE;
+	else if (!(r->t = malloc(sizeof(*r->t) + c->total)))
+		r->status = -ENOMEM;
+	else {
+		*r->t = (struct target_item){.from = from};
+		lk->reasm_bytes += c->total;
+	}
+	lk->reasm = r;
+	*pp = &lk->reasm;
+	return r;
+}
+
+/*
+ * The last chunk is in: the message becomes a request like any other, with
+ * its own header (mode, answer), queued now so it keeps its place among its
+ * port's items even while rma reads still fill it.  A message that cannot be
+ * put together is answered with the error.
+ */
+static void reasm_last(struct agent_links *lk, struct reasm *r, struct reasm **pp, uint32_t from,
+		       const struct proto_header *h)
+{
+	struct target_item *t = r->t;
+
+	*pp = r->next;
+	lk->reasm_bytes -= t ? r->total : 0;
+	if (r->status && (!t || !t->reads_left)) {
+		struct target_item err = {.from = from, .h = *h};
+
+		lk->peers[from].stats.last_error = r->status;
+		answer(lk, &err, r->status, NULL, 0);
+		free(t);
+	} else {
+		uint32_t reads_left = t->reads_left;
+
+		*t = (struct target_item){.from = from,
+					  .h = *h,
+					  .len = r->total,
+					  .reads_left = reads_left,
+					  .read_status = r->status ? r->status : t->read_status};
+		queue_request(lk, t);
+	}
+	free(r);
+}
+
+/* A chunk of a large p2p SENDMSG: appended to its message. */
 static void take_chunk(struct agent_links *lk, uint32_t from, const struct proto_header *h,
 		       const struct proto_chunk *c, const uint8_t *data, size_t len)
 {
-	struct reasm *r = NULL, **pp;
 	bool last = c->offset + len == c->total;
+	struct reasm **pp, *r = reasm_for(lk, from, h, c, last, &pp);
 
-	for (pp = &lk->reasm; *pp; pp = &(*pp)->next)
-		if ((*pp)->from == from && (*pp)->id == c->id) {
-			r = *pp;
-			break;
-		}
-	if (!r) {
-		if (c->offset != 0) { /* a piece of a message whose start was lost */
-			struct target_item t = {.from = from, .h = *h};
-
-			lk->errors.count[PROTO_ERR_SIZE]++;
-			if (last)
-				answer(lk, &t, -EPROTO, NULL, 0);
-			return;
-		}
-		r = calloc(1, sizeof(*r));
-		if (!r)
-			return;
-		*r = (struct reasm){.from = from, .id = c->id, .total = c->total, .next = lk->reasm};
-		if (c->total > AGENT_REMOTE_MAX || lk->reasm_bytes + c->total > LINK_REASM_MAX)
-			r->status = -EMSGSIZE;
-		else if (!(r->t = malloc(sizeof(*r->t) + c->total)))
-			r->status = -ENOMEM;
-		else
-			lk->reasm_bytes += c->total;
-		lk->reasm = r;
-		pp = &lk->reasm;
-	}
+	if (!r)
+		return;
 	if (!r->status && (c->offset != r->got || c->total != r->total))
 		r->status = -EPROTO;
 	if (!r->status) {
 		memcpy(r->t->data + c->offset, data, len);
 		r->got += len;
 	}
-	if (!last)
-		return;
-	*pp = r->next;
-	lk->reasm_bytes -= r->t ? r->total : 0;
-	if (r->status) {
-		struct target_item t = {.from = from, .h = *h};
+	if (last)
+		reasm_last(lk, r, pp, from, h);
+}
 
-		lk->peers[from].stats.last_error = r->status;
-		answer(lk, &t, r->status, NULL, 0);
-		free(r->t);
-	} else {
-		*r->t = (struct target_item){.from = from, .h = *h, .len = r->total};
-		queue_request(lk, r->t);
+/* Tells the sender its chunk at addr was read (or will never be): it may reuse the slot. */
+static void rma_done(struct agent_links *lk, uint32_t to, uint64_t port, uint64_t addr, int status)
+{
+	struct proto_header h = {.type = PROTO_ACK, .protocol = PROTO_RMA, .port = port};
+	uint8_t done[PROTO_RMA_DONE_SIZE];
+	int32_t s = status;
+	int rc;
+
+	memcpy(done, &s, 4);
+	memcpy(done + 4, &addr, 8);
+	rc = tx_item(lk, to, h, done, sizeof(done), LINK_NO_TOKEN, FLOW_INJECTION, 0);
+	if (rc && rc != -EINPROGRESS && rc != -EHOSTDOWN)
+		agent_logf(&lk->cfg.log, "could not tell rank %u a chunk was read: %s", to, strerror(-rc));
+}
+
+/* Posts one READ: 0, or -EAGAIN when core or the ejection cap has no room now. */
+static int read_post(struct agent_links *lk, struct rma_read *rd)
+{
+	int rc;
+
+	if (!flow_fits(&lk->flow[FLOW_EJECTION], rd->rma.len))
+		return -EAGAIN;
+	rc = core_read(lk->ep, lk->peers[rd->from].core_peer, rd->t->data + rd->offset, rd->rma.len,
+		       rd->rma.addr, rd->rma.rkey, rd);
+	if (!rc)
+		flow_take(&lk->flow[FLOW_EJECTION], rd->rma.len);
+	return rc;
+}
+
+/* A READ that could not be posted: its message fails, the sender gets its slot back. */
+static void read_failed(struct agent_links *lk, struct rma_read *rd, int status)
+{
+	struct target_item *t = rd->t;
+
+	t->read_status = status;
+	if (rd->epoch == lk->peers[rd->from].epoch && lk->peers[rd->from].up)
+		rma_done(lk, rd->from, rd->port, rd->rma.addr, status);
+	if (--t->reads_left == 0 && t->orphan)
+		free(t);
+	free(rd);
+}
+
+/* Posts the READs that waited, in order, while there is room. */
+static int reads_progress(struct agent_links *lk)
+{
+	int n = 0;
+
+	while (lk->reads_waiting) {
+		struct rma_read *rd = lk->reads_waiting;
+		int rc = read_post(lk, rd);
+
+		if (rc == -EAGAIN)
+			break;
+		lk->reads_waiting = rd->next;
+		if (!lk->reads_waiting)
+			lk->reads_tail = &lk->reads_waiting;
+		if (rc)
+			read_failed(lk, rd, rc);
+		n++;
 	}
-	free(r);
+	return n;
+}
+
+/* A READ finished: the sender may reuse its slot; the message may now be complete. */
+static void read_complete(struct agent_links *lk, struct rma_read *rd, const struct core_cqe *e)
+{
+	struct target_item *t = rd->t;
+	int status = e->status == IBV_WC_SUCCESS && !e->err ? 0 : e->err ? e->err : -EIO;
+
+	flow_give(&lk->flow[FLOW_EJECTION], rd->rma.len);
+	if (status)
+		t->read_status = status;
+	if (rd->epoch == lk->peers[rd->from].epoch && lk->peers[rd->from].up)
+		rma_done(lk, rd->from, rd->port, rd->rma.addr, status);
+	if (--t->reads_left == 0 && t->orphan)
+		free(t);
+	free(rd);
+}
+
+/* A chunk of a large rma SENDMSG: read from the sender's buffer straight into its message. */
+static void take_rma(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+		     const struct proto_chunk *c, const struct proto_rma *rma)
+{
+	bool last = c->offset + rma->len == c->total;
+	struct reasm **pp, *r = reasm_for(lk, from, h, c, last, &pp);
+	struct rma_read *rd;
+
+	if (!r) {
+		rma_done(lk, from, h->port, rma->addr, -EPROTO);
+		return;
+	}
+	if (!r->status && (c->offset != r->got || c->total != r->total))
+		r->status = -EPROTO;
+	rd = r->status ? NULL : malloc(sizeof(*rd));
+	if (!rd) {
+		r->status = r->status ? r->status : -ENOMEM;
+		rma_done(lk, from, h->port, rma->addr, r->status);
+	} else {
+		*rd = (struct rma_read){.t = r->t,
+					.from = from,
+					.epoch = lk->peers[from].epoch,
+					.offset = c->offset,
+					.port = h->port,
+					.rma = *rma};
+		r->got += rma->len;
+		r->t->reads_left++;
+		if (lk->reads_waiting || read_post(lk, rd)) { /* in order behind the others */
+			*lk->reads_tail = rd;
+			lk->reads_tail = &rd->next;
+		}
+	}
+	if (last)
+		reasm_last(lk, r, pp, from, h);
+}
+
+/* The target read our chunk at the address in body: its slot is free again. */
+static void take_read_done(struct agent_links *lk, uint32_t from, const uint8_t *body)
+{
+	int32_t status;
+	uint64_t addr;
+
+	memcpy(&status, body, 4);
+	memcpy(&addr, body + 4, 8);
+	if (pool_give_slot(&lk->pool, addr, from)) {
+		lk->errors.count[PROTO_ERR_RESPONSE]++;
+		return;
+	}
+	flow_give(&lk->flow[FLOW_INJECTION], lk->pool.slot_size);
+	if (status < 0)
+		lk->peers[from].stats.last_error = status;
 }
 
 /* A request item from a peer: to the queue of requests, in arrival order. */
@@ -1291,6 +1642,13 @@ static void take_request(struct agent_links *lk, uint32_t from, const struct pro
 	    (h->type == PROTO_GETMSG && payload_len != 0 && payload_len != 8) ||
 	    (h->port >> 32) >= PORT_BINDINGS) {
 		lk->errors.count[PROTO_ERR_CONNECT]++;
+		return;
+	}
+	if (h->type == PROTO_SENDMSG && h->protocol == PROTO_RMA) {
+		struct proto_rma rma;
+
+		if (!proto_rma_decode(payload, payload_len, &c, &rma, &lk->errors))
+			take_rma(lk, from, h, &c, &rma);
 		return;
 	}
 	if (h->type == PROTO_SENDMSG && h->protocol == PROTO_P2P) {
@@ -1364,6 +1722,10 @@ static void take_answer(struct agent_links *lk, uint32_t from, const struct prot
 	struct origin *o;
 	int32_t status;
 
+	if (h->type == PROTO_ACK && h->protocol == PROTO_RMA && len == PROTO_RMA_DONE_SIZE) {
+		take_read_done(lk, from, body);
+		return;
+	}
 	if (idx >= LINK_ORIGIN_MAX || len < 4) {
 		lk->errors.count[PROTO_ERR_RESPONSE]++;
 		return;
@@ -1595,30 +1957,27 @@ int links_progress(struct agent_links *lk)
 		for (int i = 0; i < n; i++) {
 			if (e[i].flags & CORE_CQE_RECV)
 				rx_complete(lk, &e[i]);
-			else if ((e[i].flags & CORE_CQE_SEND) && e[i].context) {
+			else if ((e[i].flags & CORE_CQE_SEND) && e[i].context)
 				send_done(lk, e[i].context, &e[i]);
-			}
+			else if ((e[i].flags & CORE_CQE_READ) && e[i].context)
+				read_complete(lk, e[i].context, &e[i]);
 		}
 	}
+	if (lk->reads_waiting)
+		work += reads_progress(lk);
 	if (lk->pending)
 		serve_pending(lk);
-	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
-		work += tx_progress(lk, r);
-	return work;
+	return work + tx_progress(lk);
 }
 
 int links_tx_pass(struct agent_links *lk)
 {
-	int work = 0;
-
-	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
-		work += tx_progress(lk, r);
-	return work;
+	return tx_progress(lk);
 }
 
 bool links_can_inject(struct agent_links *lk)
 {
-	return flow_fits(&lk->flow[FLOW_INJECTION], LINK_LARGE_MAX);
+	return flow_fits(&lk->flow[FLOW_INJECTION], LINK_LARGE_MAX) && (!lk->rma || lk->pool.nfree > 0);
 }
 
 void links_flow_stats(struct agent_links *lk, struct flow_gauge out[FLOW_NKINDS])

@@ -28,9 +28,23 @@
  * carrying the status; immediately and buffered SENDMSGs get no answer.  A
  * GETMSG that times out takes nothing, so no message is lost.
  *
+ * Large SENDMSGs move by rma unless RDMATOOL_AGENT_TRANSPORT_TYPE=p2p (then
+ * as large frames: core's rendezvous into a posted large receive, then
+ * copied into the message).  With rma each chunk is copied into a slot
+ * of a buffer registered once (core/agent/pool.h) and announced by a
+ * 40-byte item in an eager buffer; the target RDMA READs it straight into
+ * its place in the message, several chunks in flight, and answers each read
+ * with an ACK that frees the slot.  The message is queued for its channel
+ * when its last chunk's item arrives (so it keeps its place among the port's
+ * items) and served once every read is done.  A buffered chunk is done for
+ * the client once copied: the agent's slot, not the client's buffer, must
+ * live until read.
+ *
  * Flow control (core/agent/flow.h): request data counts toward the injection
- * cap until its send completes; posted large receives toward the ejection
- * cap (as many are posted as it allows, at most LINK_RX_LARGE_MAX); GETMSG
+ * cap until its send completes (an rma slot: until the target read it);
+ * posted large receives and rma READs in flight toward the ejection cap
+ * (receives get what it allows, at most LINK_RX_LARGE_MAX, minus what is
+ * kept for READs: half the cap with rma); GETMSG
  * data toward the GETMSG cap until its answer's send completes, and a GETMSG
  * that would go over it waits in its channel's queue.
  *
@@ -49,7 +63,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LINK_DEFAULT_PORT 17470 /* the OOB port of an --hosts entry without one */
+#define LINK_DEFAULT_PORT  17470			   /* the OOB port of an --hosts entry without one */
+#define LINK_TRANSPORT_ENV "RDMATOOL_AGENT_TRANSPORT_TYPE" /* rma (default) or p2p */
+#define LINK_HUGEPAGES_ENV "RDMATOOL_AGENT_HUGEPAGES"	   /* 1: the rma pool on hugepages if any */
 
 struct link_config {
 	uint32_t rank, nodes;

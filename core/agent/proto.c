@@ -171,11 +171,39 @@ int proto_chunk_decode(const uint8_t *in, size_t len, struct proto_chunk *c, str
 	return 0;
 }
 
+void proto_rma_encode(const struct proto_chunk *c, const struct proto_rma *r, uint8_t *out)
+{
+	proto_chunk_encode(c, out);
+	put64(out + PROTO_CHUNK_SIZE, r->addr);
+	put64(out + PROTO_CHUNK_SIZE + 8, (uint64_t)r->rkey | (uint64_t)r->len << 32);
+}
+
+int proto_rma_decode(const uint8_t *in, size_t len, struct proto_chunk *c, struct proto_rma *r,
+		     struct proto_errors *e)
+{
+	uint64_t key_len;
+
+	if (len != PROTO_RMA_ITEM_SIZE)
+		return reject(e, PROTO_ERR_SIZE);
+	c->total = get64(in);
+	c->offset = get64(in + 8);
+	c->id = get64(in + 16);
+	r->addr = get64(in + PROTO_CHUNK_SIZE);
+	key_len = get64(in + PROTO_CHUNK_SIZE + 8);
+	r->rkey = (uint32_t)key_len;
+	r->len = (uint32_t)(key_len >> 32);
+	/* A READ of 1..PROTO_RMA_MAX bytes that lies inside its message. */
+	if (r->len == 0 || r->len > PROTO_RMA_MAX || c->offset > c->total || c->total - c->offset < r->len)
+		return reject(e, PROTO_ERR_SIZE);
+	return 0;
+}
+
 /* What an item of its type must carry beyond a well-formed header (proto.h). */
 static int item_check(const struct proto_header *h, const uint8_t *data, size_t len, struct proto_errors *e)
 {
 	struct proto_connect conn;
 	struct proto_chunk c;
+	struct proto_rma r;
 
 	switch (h->type) {
 	case PROTO_CONNECT:
@@ -185,11 +213,13 @@ static int item_check(const struct proto_header *h, const uint8_t *data, size_t 
 	case PROTO_POLL:
 		return len == 0 ? 0 : reject(e, PROTO_ERR_SIZE);
 	case PROTO_SENDMSG:
+		if (h->protocol == PROTO_RMA)
+			return proto_rma_decode(data, len, &c, &r, e);
 		return h->protocol == PROTO_P2P ? proto_chunk_decode(data, len, &c, e) : 0;
 	case PROTO_STATE:
 		return len == 4 + 4 + 8 + 1 ? 0 : reject(e, PROTO_ERR_RESPONSE);
 	default: /* ACK, DATA: a status first; a chunk of a GETMSG answer then its descriptor */
-		if (len < 4)
+		if (len < 4 || (h->protocol == PROTO_RMA && len != PROTO_RMA_DONE_SIZE))
 			return reject(e, PROTO_ERR_RESPONSE);
 		if (h->type == PROTO_DATA && h->protocol == PROTO_P2P && h->mode == PROTO_MODE_CHUNKED)
 			return proto_chunk_decode(data + 4, len - 4, &c, e);
@@ -218,8 +248,10 @@ int proto_parse(const uint8_t *buf, size_t len, bool large, proto_item_fn fn, vo
 		return 1;
 	}
 	while ((rc = proto_next(buf, len, &off, &h, &data, &dlen, e)) == 1) {
-		if (h.protocol != PROTO_EAGER)
-			return reject(e, PROTO_ERR_PROTOCOL); /* p2p items travel as large frames only */
+		/* p2p items travel as large frames only; rma ones are chunks to read and their ACKs */
+		if (h.protocol == PROTO_P2P ||
+		    (h.protocol == PROTO_RMA && h.type != PROTO_SENDMSG && h.type != PROTO_ACK))
+			return reject(e, PROTO_ERR_PROTOCOL);
 		if (item_check(&h, data, dlen, e))
 			return -EBADMSG;
 		fn(arg, &h, data, dlen);

@@ -33,6 +33,15 @@
  * larger than 64 KiB comes as large DATA frames in order, mode
  * PROTO_MODE_CHUNKED, each body: status (0), the chunk descriptor, a piece.
  *
+ * Large SENDMSGs with RDMATOOL_AGENT_TRANSPORT_TYPE=rma: each chunk is an
+ * item in an eager buffer, protocol rma, whose 40 bytes of eager data are
+ * the chunk descriptor and the RMA descriptor, 16 bytes: the address u64 of
+ * the chunk's bytes in the sender's registered buffer, its rkey u32 and its
+ * length u32 (1..PROTO_RMA_MAX, inside the message).  The target RDMA READs
+ * the chunk into place, then answers with an ACK of protocol rma: status
+ * int32, then the address u64 it read, which the sender may reuse from then
+ * on.  Only the last chunk's header (mode, port) counts, as with p2p.
+ *
  * Everything a peer sends is checked here before use: proto_next() rejects
  * a malformed item, counts why, and never reads outside the buffer.
  */
@@ -100,10 +109,25 @@ struct proto_chunk {
 	uint64_t total, offset, id;
 };
 
+#define PROTO_RMA_SIZE	    16
+#define PROTO_RMA_MAX	    (64u << 10)				/* bytes one READ moves */
+#define PROTO_RMA_ITEM_SIZE (PROTO_CHUNK_SIZE + PROTO_RMA_SIZE) /* a rma SENDMSG's eager data */
+#define PROTO_RMA_DONE_SIZE 12					/* a rma ACK's: status, address */
+
+struct proto_rma {
+	uint64_t addr;
+	uint32_t rkey, len;
+};
+
 /* Writes c into out[PROTO_CHUNK_SIZE]. */
 void proto_chunk_encode(const struct proto_chunk *c, uint8_t *out);
 /* Reads the descriptor opening a large SENDMSG body of len bytes: 0, or -EBADMSG (counted). */
 int proto_chunk_decode(const uint8_t *in, size_t len, struct proto_chunk *c, struct proto_errors *e);
+
+/* A rma SENDMSG's eager data: out[PROTO_RMA_ITEM_SIZE]; and back (0, or -EBADMSG counted). */
+void proto_rma_encode(const struct proto_chunk *c, const struct proto_rma *r, uint8_t *out);
+int proto_rma_decode(const uint8_t *in, size_t len, struct proto_chunk *c, struct proto_rma *r,
+		     struct proto_errors *e);
 
 /* Writes h into out[PROTO_HEADER_SIZE]. */
 void proto_header_encode(const struct proto_header *h, uint8_t *out);

@@ -19,9 +19,10 @@ jq -e '.agent_msgs_per_s > 0 and .agent_MiB_s > 0 and .no_aggregation_msgs_per_s
 	.direct_msgs_per_s > 0 and .ratio_to_direct > 0' \
 	"$dir/rate.json" >/dev/null || fail "agent_rate figures: $(cat "$dir/rate.json")"
 
-"$RDMATOOL" -q -j bench agent_bw -s 32768 -n 40 --baseline >"$dir/bw.json" || fail "agent_bw failed"
-jq -e '.test == "agent_bw" and .MsgSize == 32768 and .agent_MiB_s > 0 and .core_send_bw_MiB_s > 0 and
-	.ratio_to_core_send_bw > 0 and (has("no_aggregation_msgs_per_s") | not)' "$dir/bw.json" >/dev/null ||
+# Messages of several chunks, against core write_bw between two processes.
+"$RDMATOOL" -q -j bench agent_bw -s 200000 -n 20 --baseline >"$dir/bw.json" || fail "agent_bw failed"
+jq -e '.test == "agent_bw" and .MsgSize == 200000 and .agent_MiB_s > 0 and .core_write_bw_MiB_s > 0 and
+	.ratio_to_core_write_bw > 0 and (has("no_aggregation_msgs_per_s") | not)' "$dir/bw.json" >/dev/null ||
 	fail "agent_bw figures: $(cat "$dir/bw.json")"
 
 # Without --baseline: the agent figures only.
@@ -29,11 +30,15 @@ jq -e '.test == "agent_bw" and .MsgSize == 32768 and .agent_MiB_s > 0 and .core_
 jq -e '.agent_msgs_per_s > 0 and (has("ratio_to_core_send_bw") | not)' "$dir/nobase.json" >/dev/null ||
 	fail "agent_rate without baseline: $(cat "$dir/nobase.json")"
 
-# A message larger than one SENDMSG carries: exit 2 naming the limit.
+# Sizes beyond what the test moves: exit 2 naming the limit.
 rc=0
-"$RDMATOOL" -q bench agent_bw -s 1048576 -n 2 2>"$dir/err" || rc=$?
-[ "$rc" = 2 ] || fail "agent_bw -s 1 MiB: exit $rc, expected 2"
-grep -q "up to" "$dir/err" || fail "agent_bw -s 1 MiB: message does not name the limit: $(cat "$dir/err")"
+"$RDMATOOL" -q bench agent_rate -s 1048576 -n 2 2>"$dir/err" || rc=$?
+[ "$rc" = 2 ] || fail "agent_rate -s 1 MiB: exit $rc, expected 2"
+grep -q "up to" "$dir/err" || fail "agent_rate -s 1 MiB: message does not name the limit: $(cat "$dir/err")"
+rc=0
+"$RDMATOOL" -q bench agent_bw -s 5000000 -n 2 2>"$dir/err" || rc=$?
+[ "$rc" = 2 ] || fail "agent_bw -s 5 MB: exit $rc, expected 2"
+grep -q "up to" "$dir/err" || fail "agent_bw -s 5 MB: message does not name the limit: $(cat "$dir/err")"
 
 after=$(ls -d /tmp/rdmatool-bench-agent.* 2>/dev/null | sort || true)
 [ "$before" = "$after" ] || fail "left behind: $(comm -13 <(echo "$before") <(echo "$after"))"

@@ -6,6 +6,10 @@
 # the eager buffer, the chunk and the slot sizes), in modes deposited,
 # buffered and immediately, to one channel on node 1.  Every message arrives
 # exactly once, whole (its sha256), in order per sender; the count is printed.
+# With the rma transport (the default) the chunks must have been read by the
+# targets: no large frame sent, and every agent log names its staging slots;
+# with RDMATOOL_AGENT_TRANSPORT_TYPE=p2p (agent_transport.sh) they went as
+# large frames.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$(dirname "$0")/lib/three_agents.sh" chunks
@@ -86,6 +90,17 @@ if len(seen) != total:
     sys.exit(f"FAIL: {len(seen)} of {total} messages")
 print(f"agent chunks: {total} messages of 10 B .. 4 MiB, each once, whole, in order per sender")
 PY
+large=0
+for r in 0 1 2; do large=$((large + $(A $r -j agent status | jq '[.peers[].large_sent] | add'))); done
+if [ "${RDMATOOL_AGENT_TRANSPORT_TYPE:-rma}" = rma ]; then
+	[ "$large" = 0 ] || fail "rma: $large chunks went as large frames instead of being read"
+	for r in 0 1 2; do
+		grep -q "large messages: rma, [0-9]* staging slots" "$T/a$r/agent.$r.log" ||
+			fail "rma: agent $r did not set up its registered slots: $(cat "$T/a$r/agent.$r.log")"
+	done
+else
+	[ "$large" -gt 0 ] || fail "p2p: no large frame was sent"
+fi
 for r in 0 1 2; do A $r -q agent stop || fail "stop $r"; done
 if grep -l 'Sanitizer' "$T"/a*/agent.*.log >/dev/null 2>&1; then
 	fail "sanitizer report in an agent log: $(grep -h -A20 'Sanitizer' "$T"/a*/agent.*.log | head -40)"

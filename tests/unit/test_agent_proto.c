@@ -237,6 +237,25 @@ static size_t valid_item(struct rng *r, struct proto_header *h, uint8_t *data, s
 	default:
 		len = (size_t)rng_range(r, h->type == PROTO_SENDMSG ? 0 : 4, 200);
 	}
+	/* rma items: a chunk to read (SENDMSG) and its "read" ACK. */
+	if ((h->type == PROTO_SENDMSG || h->type == PROTO_ACK) && rng_range(r, 0, 3) == 0) {
+		h->protocol = PROTO_RMA;
+		if (PROTO_RMA_ITEM_SIZE > room)
+			return SIZE_MAX;
+		if (h->type == PROTO_ACK) {
+			len = PROTO_RMA_DONE_SIZE;
+		} else {
+			struct proto_rma rma = {.addr = rng_next(r),
+						.rkey = (uint32_t)rng_next(r),
+						.len = (uint32_t)rng_range(r, 1, PROTO_RMA_MAX)};
+			struct proto_chunk c = {.offset = rng_range(r, 0, 1u << 20), .id = rng_next(r)};
+
+			c.total = c.offset + rma.len + rng_range(r, 0, 1u << 20);
+			proto_rma_encode(&c, &rma, data);
+			h->eager_size = PROTO_RMA_ITEM_SIZE;
+			return PROTO_RMA_ITEM_SIZE;
+		}
+	}
 	if (len > room)
 		return SIZE_MAX;
 	if (h->type != PROTO_CONNECT)
@@ -418,6 +437,61 @@ static void test_chunk(void **state)
 	assert_int_equal(e.count[PROTO_ERR_SIZE], 3);
 }
 
+/* The rma chunk item: round trip; a READ of 0 bytes, over PROTO_RMA_MAX, outside its message or of
+ * the wrong size is refused; rma items other than SENDMSG and its ACK, or in a large frame, too. */
+static void test_rma(void **state)
+{
+	struct proto_chunk c = {.total = 1 << 20, .offset = 65536, .id = 42}, dc;
+	struct proto_rma r = {.addr = 0x7f0012345000ull, .rkey = 0xdeadbeef, .len = 65536}, dr;
+	struct proto_header h = {
+	    .type = PROTO_SENDMSG, .protocol = PROTO_RMA, .eager_size = PROTO_RMA_ITEM_SIZE};
+	struct proto_errors e = {0};
+	uint8_t b[PROTO_HEADER_SIZE + PROTO_RMA_ITEM_SIZE];
+	struct parsed p = {.buf = b, .len = sizeof(b)};
+
+	(void)state;
+	proto_rma_encode(&c, &r, b);
+	assert_int_equal(proto_rma_decode(b, PROTO_RMA_ITEM_SIZE, &dc, &dr, &e), 0);
+	assert_true(dc.total == c.total && dc.offset == c.offset && dc.id == c.id);
+	assert_true(dr.addr == r.addr && dr.rkey == r.rkey && dr.len == r.len);
+	assert_int_equal(proto_rma_decode(b, PROTO_RMA_ITEM_SIZE - 1, &dc, &dr, &e), -EBADMSG);
+	r.len = 0;
+	proto_rma_encode(&c, &r, b);
+	assert_int_equal(proto_rma_decode(b, PROTO_RMA_ITEM_SIZE, &dc, &dr, &e), -EBADMSG);
+	r.len = PROTO_RMA_MAX + 1;
+	proto_rma_encode(&c, &r, b);
+	assert_int_equal(proto_rma_decode(b, PROTO_RMA_ITEM_SIZE, &dc, &dr, &e), -EBADMSG);
+	r.len = 100;
+	c.offset = c.total - 99;
+	proto_rma_encode(&c, &r, b);
+	assert_int_equal(proto_rma_decode(b, PROTO_RMA_ITEM_SIZE, &dc, &dr, &e), -EBADMSG);
+	assert_int_equal(e.count[PROTO_ERR_SIZE], 4);
+
+	/* In an eager buffer: accepted as a SENDMSG, refused as a GETMSG or in a large frame. */
+	c.offset = 0;
+	proto_header_encode(&h, b);
+	proto_rma_encode(&c, &r, b + PROTO_HEADER_SIZE);
+	assert_int_equal(proto_parse(b, sizeof(b), false, check_item, &p, &e), 1);
+	h.type = PROTO_GETMSG;
+	proto_header_encode(&h, b);
+	assert_int_equal(proto_parse(b, sizeof(b), false, check_item, &p, &e), -EBADMSG);
+	assert_int_equal(e.count[PROTO_ERR_PROTOCOL], 1);
+	h = (struct proto_header){.type = PROTO_SENDMSG, .protocol = PROTO_RMA};
+	proto_header_encode(&h, b);
+	assert_int_equal(proto_parse(b, sizeof(b), true, check_item, &p, &e), -EBADMSG);
+	/* The ACK of a read: status and address, nothing else. */
+	h = (struct proto_header){
+	    .type = PROTO_ACK, .protocol = PROTO_RMA, .eager_size = PROTO_RMA_DONE_SIZE};
+	proto_header_encode(&h, b);
+	memset(b + PROTO_HEADER_SIZE, 0, PROTO_RMA_DONE_SIZE);
+	assert_int_equal(proto_parse(b, PROTO_HEADER_SIZE + PROTO_RMA_DONE_SIZE, false, check_item, &p, &e),
+			 1);
+	h.eager_size = 4;
+	proto_header_encode(&h, b);
+	assert_int_equal(proto_parse(b, PROTO_HEADER_SIZE + 4, false, check_item, &p, &e), -EBADMSG);
+	assert_int_equal(p.items, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -428,6 +502,7 @@ int main(void)
 	    cmocka_unit_test(test_fuzz),
 	    cmocka_unit_test(test_fuzz_parse),
 	    cmocka_unit_test(test_chunk),
+	    cmocka_unit_test(test_rma),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
