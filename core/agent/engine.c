@@ -28,6 +28,7 @@ struct agent_engine {
 	struct stats_entry *stats;
 	uint64_t served, failed;
 	struct flow_caps caps;
+	uint32_t in_flight; /* requests sent to other nodes whose answer has not come yet */
 };
 
 static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len);
@@ -136,7 +137,9 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
 			   rc == -EINPROGRESS ? "sent"
 			   : rc		      ? strerror(-rc)
 					      : "done");
-	if (rc && rc != -EINPROGRESS)
+	if (rc == -EINPROGRESS)
+		e->in_flight++;
+	else if (rc)
 		e->failed++;
 	e->served++;
 	return rc;
@@ -147,6 +150,8 @@ static void engine_done(void *arg, uint64_t token, int status, const void *data,
 {
 	struct agent_engine *e = arg;
 
+	if (e->in_flight)
+		e->in_flight--;
 	if (e->cfg.debug)
 		agent_logf(&e->cfg.log, "answer for slot %llu: %s", (unsigned long long)token,
 			   status ? strerror(-status) : "done");
@@ -157,11 +162,16 @@ static void engine_done(void *arg, uint64_t token, int status, const void *data,
  * After its last work the loop keeps polling this long (yielding the CPU on
  * each empty pass), so back-to-back requests and answers cost no wake-up;
  * then it sleeps in poll() on the gateway's doorbell, the network completion
- * channel and the peers' connections, woken by whichever comes first.
+ * channel and the peers' connections, woken by whichever comes first.  While
+ * answers from other nodes are due it polls longer: reading the wire itself
+ * saves the hand-off through the device's thread and the completion channel
+ * (measured: a deposited round trip 1.3-1.6x faster).  Bounded, so a GETMSG
+ * that waits on an empty channel leaves the agent asleep.
  */
-#define ENGINE_SPIN_NS	50000ull
-#define ENGINE_STATS_NS 100000000ull
-#define ENGINE_POLL_FDS (2 + 2 + GW_MAX_NODES)
+#define ENGINE_SPIN_NS	    50000ull
+#define ENGINE_IN_FLIGHT_NS 2000000ull
+#define ENGINE_STATS_NS	    100000000ull
+#define ENGINE_POLL_FDS	    (2 + 2 + GW_MAX_NODES)
 
 /* Sleeps until a request, a network completion, a peer's news, or the next stats update. */
 static void engine_sleep(struct agent_engine *e)
@@ -218,7 +228,7 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 			for (int i = 0; i < 2 && !links_tx_pass(e->links); i++)
 				;
 			continue;
-		} else if (now - last_work < ENGINE_SPIN_NS)
+		} else if (now - last_work < (e->in_flight ? ENGINE_IN_FLIGHT_NS : ENGINE_SPIN_NS))
 			sched_yield();
 		else
 			engine_sleep(e);

@@ -9,9 +9,11 @@
  * client's requests keep their order.  No FREE slot: the call returns -EAGAIN
  * at once (the seed: gateway backpressure reaches the user as an error code).
  * The client sleeps on its slot's state word (a futex) until the agent marks
- * it DONE; it never spins.  A client killed mid-request leaves a CLAIMED or
- * DONE slot that the agent reclaims once the client's pid is gone; a client
- * that gives up waiting marks its slot ABANDONED and the agent frees it.
+ * it DONE; it yields a few times first only when the answer comes from the
+ * local agent alone (buffered sends).  A client killed mid-request leaves a
+ * CLAIMED or DONE slot that the agent reclaims once the client's pid is gone;
+ * a client that gives up waiting marks its slot ABANDONED and the agent
+ * frees it.
  * An agent that dies is noticed by clients through its pid file lock
  * (core/agent/pidfile.h): they get -ENOTCONN, not a hang.
  *

@@ -46,4 +46,32 @@ static inline void futex_wake_all(_Atomic uint32_t *word)
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
+/*
+ * The same pair for callers that count their sleepers: the wait returns 1
+ * only when a wake took it off the word (that waker counted it), 0 when the
+ * word had already changed, or -ETIMEDOUT / -EINTR; the wake returns how
+ * many sleepers it took off.
+ */
+static inline int futex_wait_counted(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline_ns)
+{
+	struct timespec ts, *tsp = NULL;
+
+	if (deadline_ns) {
+		ts.tv_sec = (time_t)(deadline_ns / 1000000000ull);
+		ts.tv_nsec = (long)(deadline_ns % 1000000000ull);
+		tsp = &ts;
+	}
+	if (syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET, expected, tsp, NULL,
+		    FUTEX_BITSET_MATCH_ANY) == 0)
+		return 1;
+	return errno == EAGAIN ? 0 : -errno;
+}
+
+static inline uint32_t futex_wake_counted(_Atomic uint32_t *word)
+{
+	long n = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+
+	return n > 0 ? (uint32_t)n : 0;
+}
+
 #endif

@@ -488,6 +488,80 @@ static void test_exactly_once_threads(void **state)
 	free((void *)seen);
 }
 
+/*
+ * A channel of one message between two sending and two receiving threads:
+ * nearly every message makes a side sleep and the other wake it, both ways
+ * (empty and full), with several sleepers on each word.  A lost wake-up
+ * leaves a thread asleep until its 2 s timeout, which fails the test.
+ */
+#define HANDOFF_MSGS 4000 /* per sender */
+#define HANDOFF_STOP UINT32_MAX
+
+struct handoff {
+	const char *dir;
+	bool sender;
+	_Atomic uint32_t *received;
+	int rc;
+};
+
+static void *handoff_thread(void *p)
+{
+	struct handoff *h = p;
+	struct chan *c;
+	uint32_t v = 0;
+	size_t len;
+
+	h->rc = chan_open(h->dir, "h", &c);
+	if (h->rc)
+		return NULL;
+	for (uint32_t n = 0; h->sender && n < HANDOFF_MSGS && !h->rc; n++)
+		h->rc = chan_send(c, &n, sizeof(n), 2000, NULL);
+	/* Receivers take messages until a stop message (HANDOFF_STOP) comes, one for each. */
+	while (!h->sender && !h->rc) {
+		h->rc = chan_recv(c, &v, sizeof(v), &len, 2000);
+		if (!h->rc && len != sizeof(v))
+			h->rc = -EBADMSG;
+		if (h->rc || v == HANDOFF_STOP)
+			break;
+		atomic_fetch_add(h->received, 1);
+	}
+	chan_close(c);
+	return NULL;
+}
+
+static void test_no_lost_wakeup(void **state)
+{
+	struct fixture *f = *state;
+	struct chan_attr a = {.capacity_msgs = 1, .max_msg = 64};
+	_Atomic uint32_t received = 0;
+	struct handoff h[4];
+	struct chan_state st;
+	struct chan *c;
+	pthread_t t[4];
+
+	assert_int_equal(chan_create(f->dir, "h", &a), 0);
+	for (int i = 0; i < 4; i++) {
+		h[i] = (struct handoff){.dir = f->dir, .sender = i < 2, .received = &received};
+		assert_int_equal(pthread_create(&t[i], NULL, handoff_thread, &h[i]), 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(h[i].rc, 0);
+	}
+	assert_int_equal(chan_open(f->dir, "h", &c), 0);
+	for (uint32_t i = 0, stop = HANDOFF_STOP; i < 2; i++)
+		assert_int_equal(chan_send(c, &stop, sizeof(stop), 2000, NULL), 0);
+	for (int i = 2; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(h[i].rc, 0);
+	}
+	assert_int_equal(atomic_load(&received), 2 * HANDOFF_MSGS);
+	assert_int_equal(chan_poll(c, &st, 0), 0);
+	assert_true(st.empty);
+	assert_true(st.futex_calls > 0); /* the threads did sleep on each other */
+	chan_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -495,6 +569,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_create_open_destroy, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_order_and_boundaries, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_full_empty_timeouts_sizes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_no_lost_wakeup, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_permissions, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_wait_taken, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exactly_once_processes, setup, teardown),
