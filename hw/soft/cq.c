@@ -16,12 +16,13 @@
 #include <sched.h>
 #include <unistd.h>
 
-#define SOFT_POLL_YIELD 64 /* empty polls in a row before a poller yields its CPU */
 /*
- * ... when the poller drives the wire itself: each empty poll already costs
- * a system call, and a peer process spinning on the same CPU gets it sooner.
+ * Empty polls in a row before a poller yields its CPU, also when each one
+ * reads the wire.  Yielding every 4 of those kept the two spinning pollers
+ * of a ping-pong on one CPU in about half the runs (each always just ran, so
+ * the balancer did not move either), doubling the round trip.
  */
-#define SOFT_POLL_YIELD_WIRE 4
+#define SOFT_POLL_YIELD 64
 
 struct ibv_comp_channel *soft_create_comp_channel(struct ibv_context *ctx)
 {
@@ -216,14 +217,13 @@ int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
 		struct soft_nic *nic = soft_nic_of(ibcq->context);
 		bool wire = atomic_load_explicit(&nic->n_conns, memory_order_relaxed) != 0;
-		unsigned yield_every = wire ? SOFT_POLL_YIELD_WIRE : SOFT_POLL_YIELD;
 
 		/* Without connections nothing is read, and every empty poll counts toward the yield. */
 		if (wire && !soft_poll_reads_wire(cq))
 			return 0;
 		/* Over the wire, the poller receives what arrived itself (soft_app_round). */
 		if (!soft_app_round(nic, true) || !__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
-			if (++soft_empty_polls % yield_every == 0)
+			if (++soft_empty_polls % SOFT_POLL_YIELD == 0)
 				sched_yield();
 			return 0;
 		}
