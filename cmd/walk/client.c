@@ -18,6 +18,8 @@
 #include <time.h>
 
 #define MAX_REDRAWS	  1000
+#define INV_OWED_MAX	  16 /* SEND_WITH_INV draws that could not run, kept for later */
+#define INV_RETRY_STEPS	  2
 #define FLUSH_DEADLINE_NS (3ULL * 1000000000ULL)
 #define DRAIN_TIMEOUT_NS  (5ULL * 1000000000ULL)
 #define PROBE_PROBABILITY 0.3
@@ -613,8 +615,21 @@ static void one_step(struct walk_client *c, bool lockstep)
 
 	process_inbox(c);
 	c->seq++;
+	/*
+	 * A SEND_WITH_INV needs a peer's type-2 key on our pair and credit
+	 * there at once, which a single draw rarely finds: one that could not
+	 * run is owed and tried again every few steps.
+	 */
+	if (c->inv_owed && !(c->seq % INV_RETRY_STEPS) && walk_do_send_with_inv(c)) {
+		c->inv_owed--;
+		a = -1;
+	}
 	for (int tries = 0; a >= 0 && tries < MAX_REDRAWS; tries++) {
-		if (walk_do_action(c, (enum walk_action)a) || walk_toward(c, (enum walk_action)a))
+		if (walk_do_action(c, (enum walk_action)a))
+			break;
+		if (a == ACT_SEND_WITH_INV && c->inv_owed < INV_OWED_MAX)
+			c->inv_owed++;
+		if (walk_toward(c, (enum walk_action)a))
 			break;
 		c->stats.redraws[a]++;
 		a = rng_weighted(&c->rng, c->weight, ACT_COUNT);

@@ -176,6 +176,7 @@ struct walk_client {
 	unsigned char *buf;
 	uint32_t next_pd_id;
 	struct walk_hint hint;
+	int inv_owed; /* SEND_WITH_INV draws still to serve (one_step) */
 	uint64_t seq;
 
 	struct cq_rec cq[MAX_CQ];
