@@ -324,6 +324,14 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		int i = find_mw_by_rkey(c, wc->invalidated_rkey);
 
 		/* Not found: we deallocated it after the NIC invalidated it. */
+		if (i >= 0 && c->cfg->verify && c->mw[i].qp != w->qp)
+			walk_stats_fail(
+			    &c->stats,
+			    "client %d #%llu: a SEND_WITH_INV received on QP %u invalidated rkey %x of "
+			    "the type-2 window mw[%d] bound to our QP %u; only the QP a window is "
+			    "bound to may invalidate it (expected REM_INV_REQ_ERR)",
+			    c->id, (unsigned long long)c->seq, r->qp->qp_num, wc->invalidated_rkey, i,
+			    c->mw[i].qp >= 0 ? c->qp[c->mw[i].qp].qp->qp_num : 0);
 		if (i >= 0) {
 			walk_note_key(c, wc->invalidated_rkey, false);
 			publish_mw(c, i, MSG_REMOVE_RKEY);

@@ -264,6 +264,7 @@ void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st);
 /* probe.c (--verify) */
 int walk_post_probe(struct walk_client *c, const struct walk_msg *m);
 void walk_probe_step(struct walk_client *c);
+void walk_mark_inv_probe(struct walk_client *c, uint32_t slot, const struct rkey_rec *k);
 void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_status st);
 void walk_probe_hit(struct walk_client *c, const struct walk_msg *m);
 void walk_post_to_err(struct walk_client *c, int q);
