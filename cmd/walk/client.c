@@ -643,6 +643,7 @@ static void one_step(struct walk_client *c, bool lockstep)
 		a = rng_weighted(&c->rng, c->weight, ACT_COUNT);
 	}
 	walk_probe_step(c);
+	walk_devprobe_step(c);
 	poll_all(c);
 	walk_flush_outbox(c);
 	check_flush_deadlines(c);
@@ -678,6 +679,7 @@ static void teardown(struct walk_client *c)
 	uint64_t end = walk_now_ns() + DRAIN_TIMEOUT_NS;
 	int rc;
 
+	walk_devprobe_end(c);
 	move_all_to_error(c);
 	while (c->inflight && walk_now_ns() < end)
 		if (!poll_all(c))
