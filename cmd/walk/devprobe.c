@@ -218,7 +218,7 @@ static void judge(struct walk_client *c)
 	devprobe_free(c);
 }
 
-/* Takes what the probe CQ holds; 1 when the probe is judged. */
+/* Takes what the probe CQ holds, and judges the probe once every completion is in (or late). */
 static void devprobe_poll(struct walk_client *c)
 {
 	struct walk_devprobe *d = &c->devprobe;
