@@ -305,6 +305,7 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 	else
 		c->stats.errors[w->action]++;
 	if (c->cfg->verify) {
+		walk_check_wc_fields(c, w, r, wc);
 		check_local_status(c, w, r, wc->status);
 		check_flush_status(c, w, r, wc->status);
 		if (w->is_recv)

@@ -284,6 +284,8 @@ void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st);
 int walk_post_probe(struct walk_client *c, const struct walk_msg *m);
 void walk_probe_step(struct walk_client *c);
 void walk_devprobe_step(struct walk_client *c);
+void walk_check_wc_fields(struct walk_client *c, const struct wr_rec *w, const struct qp_rec *r,
+			  const struct ibv_wc *wc);
 void walk_devprobe_end(struct walk_client *c);
 void walk_mark_inv_probe(struct walk_client *c, uint32_t slot, const struct rkey_rec *k);
 void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_status st);

@@ -12,6 +12,9 @@
  *    lkey of another PD, or a range past its MR's end): the first succeeds,
  *    the broken one completes with LOC_PROT_ERR, every one after it with
  *    WR_FLUSH_ERR, and the QP is in SQE; moved back to RTS, a send works.
+ *  - either way, the QP's receive queue first takes exactly the max_recv_wr
+ *    receives ibv_create_qp reported (the sends carry another Q_Key, so they
+ *    never consume them).
  *
  * One at a time per client, every DEVPROBE_PERIOD_NS; the walk goes on while
  * the completions settle.
@@ -68,6 +71,27 @@ static int ud_to_rts(struct walk_client *c, struct ibv_qp *qp)
 	return rc;
 }
 
+/* A receive queue takes as many receives as ibv_create_qp said it would (the probe's sends never reach them).
+ */
+static void fill_rq(struct walk_client *c, uint32_t n)
+{
+	struct walk_devprobe *d = &c->devprobe;
+	struct ibv_sge sge = {(uintptr_t)d->buf[0], DEVPROBE_MR_BYTES, d->mr[0]->lkey};
+	struct ibv_recv_wr wr = {.sg_list = &sge, .num_sge = 1}, *bad;
+	int rc = 0;
+	uint32_t i;
+
+	for (i = 0; i < n && !rc; i++) {
+		wr.wr_id = d->base_id + 0x80 + i;
+		rc = hw_post_recv(d->qp, &wr, &bad);
+	}
+	if (rc)
+		walk_stats_fail(&c->stats,
+				"client %d #%llu: UD QP %u: receive %u of the %u its max_recv_wr allows was "
+				"refused (%s)",
+				c->id, (unsigned long long)c->seq, d->qp->qp_num, i, n, strerror(rc));
+}
+
 /* The objects of one probe: a CQ of cqe entries, a UD QP (room for a CQ's worth of sends), an AH to
  * ourselves. */
 static int devprobe_objects(struct walk_client *c, int cqe)
@@ -86,10 +110,13 @@ static int devprobe_objects(struct walk_client *c, int cqe)
 	if (!(d->cq = hw_create_cq(c->ctx, cqe, NULL, NULL, 0)))
 		return -1;
 	init.send_cq = init.recv_cq = d->cq;
-	init.cap = (struct ibv_qp_cap){
-	    .max_send_wr = (uint32_t)d->cq->cqe, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1};
+	init.cap = (struct ibv_qp_cap){.max_send_wr = (uint32_t)d->cq->cqe,
+				       .max_recv_wr = (uint32_t)rng_range(&d->rng, 1, DEVPROBE_MAX_WR),
+				       .max_send_sge = 1,
+				       .max_recv_sge = 1};
 	if (!(d->qp = hw_create_qp(d->pd[0], &init)) || ud_to_rts(c, d->qp))
 		return -1;
+	fill_rq(c, init.cap.max_recv_wr);
 	ah.grh.dgid = c->peers[c->id].gid;
 	ah.grh.sgid_index = (uint8_t)c->cfg->gid_index;
 	ah.grh.hop_limit = 64;
@@ -106,7 +133,8 @@ static int post_chain(struct walk_client *c, uint32_t n, uint32_t bad)
 	for (uint32_t i = 0; i < n; i++) {
 		sge[i] = (struct ibv_sge){(uintptr_t)d->buf[0], 8, d->mr[0]->lkey};
 		if (i == bad && d->bad_other_pd)
-			sge[i].lkey = d->mr[1]->lkey; /* an MR of another PD */
+			sge[i] = (struct ibv_sge){(uintptr_t)d->buf[1], 8,
+						  d->mr[1]->lkey}; /* an MR of another PD */
 		else if (i == bad)
 			sge[i].addr = (uintptr_t)d->buf[0] + DEVPROBE_MR_BYTES - 4; /* 4 bytes past the end */
 		wr[i] = (struct ibv_send_wr){.wr_id = d->base_id + i,
@@ -115,8 +143,8 @@ static int post_chain(struct walk_client *c, uint32_t n, uint32_t bad)
 					     .num_sge = 1,
 					     .opcode = IBV_WR_SEND};
 		wr[i].wr.ud.ah = d->ah;
-		wr[i].wr.ud.remote_qpn = d->qp->qp_num; /* nothing posted there: dropped on arrival */
-		wr[i].wr.ud.remote_qkey = DEVPROBE_QKEY;
+		wr[i].wr.ud.remote_qpn = d->qp->qp_num;
+		wr[i].wr.ud.remote_qkey = DEVPROBE_QKEY ^ 1; /* another Q_Key: the receives stay posted */
 	}
 	d->posted = n;
 	d->seen = 0;
