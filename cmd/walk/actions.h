@@ -28,6 +28,7 @@
 #define RC_MSG_MAX	       (64u << 10)
 #define UD_SEND_BYTES	       1000
 #define UD_RECV_BYTES	       1040	   /* 40 bytes of GRH in front of the payload */
+#define INV_BESIDE_PROBABILITY 0.1	   /* --verify: a SEND_WITH_INV on a QP its window is not bound to */
 #define WRONG_QKEY_PROBABILITY 0.05	   /* --verify: a UD send with a wrong Q_Key, which must be dropped */
 #define WRONG_QKEY_IMM	       0xffffff00u /* its immediate data (| the sender's id): no length is that large */
 #define MAX_SGE_USED	       16

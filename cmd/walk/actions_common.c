@@ -219,6 +219,9 @@ int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, s
 	c->cq[c->qp[q].scq].outstanding++;
 	if (m >= 0)
 		c->mr[m].inflight++;
+	c->wr[slot].len = 0; /* the bytes of the local SGEs: what a READ must report */
+	for (int i = 0; i < wr->num_sge; i++)
+		c->wr[slot].len += wr->sg_list[i].length;
 	LOG_STEP(c, "%s qp=%u opcode=%d sges=%d len0=%u wr=%llx -> posted", walk_action_names[a],
 		 c->qp[q].qp->qp_num, wr->opcode, wr->num_sge, wr->num_sge ? wr->sg_list[0].length : 0,
 		 (unsigned long long)wr->wr_id);

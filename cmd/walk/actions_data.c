@@ -34,7 +34,8 @@ static uint32_t pop_credit(struct qp_rec *r)
  * credit is small) come whole from the WR slot's cell, others take only
  * the header from there.
  */
-static int post_rc_send(struct walk_client *c, enum walk_action a, int q, uint32_t inv_rkey, bool empty)
+static int post_rc_send(struct walk_client *c, enum walk_action a, int q, const struct rkey_rec *inv,
+			bool empty)
 {
 	struct qp_rec *r = &c->qp[q];
 	struct ibv_sge sge[MAX_SGE_USED];
@@ -65,7 +66,7 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, uint32
 		return 0;
 	if (a == ACT_SEND_WITH_INV) {
 		wr.opcode = IBV_WR_SEND_WITH_INV;
-		wr.invalidate_rkey = inv_rkey;
+		wr.invalidate_rkey = inv->rkey;
 	} else if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
 		wr.imm_data = htobe32(walk_imm(c, len, q));
@@ -81,6 +82,8 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, uint32
 	if (walk_post_send_wr(c, a, q, m, &wr, slot) == 0) {
 		r->tx_imm_seq += wr.opcode == IBV_WR_SEND_WITH_IMM;
 		r->tx_seq += headed;
+		if (inv && inv->qpn != r->peer_qpn)
+			walk_mark_inv_probe(c, (uint32_t)slot, inv);
 	}
 	return 1;
 }
@@ -119,7 +122,7 @@ int walk_do_send(struct walk_client *c)
 	if ((q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0)
 		return 0;
 	if (!ud)
-		return post_rc_send(c, ACT_SEND, q, 0, false);
+		return post_rc_send(c, ACT_SEND, q, NULL, false);
 	d.pd = c->qp[q].pd;
 	/* --verify: the header comes from the slot's cell, the rest from an MR */
 	head = c->cfg->verify ? MSG_HDR : 0;
@@ -184,17 +187,56 @@ static bool rkey_kind2(struct walk_client *c, int i, const void *arg)
 	return false;
 }
 
+/* Our QP to the owner of type-2 key k, on the window's PD but not connected to the QP it is bound to. */
+static bool qp_beside_window(struct walk_client *c, int q, const void *arg)
+{
+	const struct rkey_rec *k = arg;
+	const struct qp_rec *r = &c->qp[q];
+
+	return r->used && r->type == IBV_QPT_RC && r->state == QP_READY && r->peer == k->owner &&
+	       r->peer_pd == k->pd_id && r->peer_qpn != k->qpn && r->credit_count && walk_can_post_send(c, q);
+}
+
+static bool rkey_kind2_beside(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	if (!c->rkeys[i].used || c->rkeys[i].kind != 2)
+		return false;
+	for (int q = 0; q < MAX_QP; q++)
+		if (qp_beside_window(c, q, &c->rkeys[i]))
+			return true;
+	return false;
+}
+
+/*
+ * --verify: now and then, a SEND_WITH_INV on a QP the window is not bound to
+ * (same PD, same peer): a probe, it must fail with REM_INV_REQ_ERR and leave
+ * the window bound (the key stays in use).
+ */
+static int send_inv_beside(struct walk_client *c)
+{
+	int k, q;
+
+	if ((k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_kind2_beside, NULL)) < 0 ||
+	    (q = walk_pick_index(c, MAX_QP, qp_beside_window, &c->rkeys[k])) < 0)
+		return 0;
+	return post_rc_send(c, ACT_SEND_WITH_INV, q, &c->rkeys[k], rng_bernoulli(&c->rng, 0.5));
+}
+
 int walk_do_send_with_inv(struct walk_client *c)
 {
 	struct reach w;
 	int k, q;
 
+	if (c->cfg->verify && !c->probe_busy && rng_bernoulli(&c->rng, INV_BESIDE_PROBABILITY) &&
+	    send_inv_beside(c))
+		return 1;
 	if ((k = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_kind2, NULL)) < 0)
 		return 0;
 	w = (struct reach){&c->rkeys[k], true, 0};
 	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return 0;
-	if (!post_rc_send(c, ACT_SEND_WITH_INV, q, c->rkeys[k].rkey, rng_bernoulli(&c->rng, 0.5)))
+	if (!post_rc_send(c, ACT_SEND_WITH_INV, q, &c->rkeys[k], rng_bernoulli(&c->rng, 0.5)))
 		return 0;
 	c->rkeys[k].used = false; /* invalidated: never used again from here */
 	return 1;

@@ -196,15 +196,29 @@ int walk_do_alloc_mw(struct walk_client *c, int type)
 	return 1;
 }
 
+/* A type-2 window whose rkey a peer cannot use for SEND_WITH_INV now: unbound, or its QP not ready. */
+static bool mw_spent(struct walk_client *c, int i, const void *arg)
+{
+	const struct mw_rec *m = &c->mw[i];
+
+	return walk_mw_match(c, i, arg) &&
+	       (m->state != MW_BOUND || m->qp < 0 || c->qp[m->qp].state != QP_READY);
+}
+
 int walk_do_dealloc_mw(struct walk_client *c, int type)
 {
 	enum walk_action a = type == 1 ? ACT_DEALLOC_MW_TYPE1 : ACT_DEALLOC_MW_TYPE2;
 	struct mw_want want = {type, false};
 	struct mw_rec *m;
-	int i, rc;
+	int i = -1, rc;
 
-	if (walk_count_mw(c, type) <= MIN_MW || walk_outbox_busy(c) ||
-	    (i = walk_pick_hinted(c, 2 * MAX_MW, walk_mw_match, &want, c->hint.mw)) < 0)
+	if (walk_count_mw(c, type) <= MIN_MW || walk_outbox_busy(c))
+		return 0;
+	/* Mostly spare the type-2 windows a peer could still invalidate: their keys are SEND_WITH_INV's
+	 * supply. */
+	if (type == 2 && !(c->hint.on && c->hint.mw >= 0) && rng_range(&c->rng, 0, 3))
+		i = walk_pick_index(c, 2 * MAX_MW, mw_spent, &want);
+	if (i < 0 && (i = walk_pick_hinted(c, 2 * MAX_MW, walk_mw_match, &want, c->hint.mw)) < 0)
 		return 0;
 	m = &c->mw[i];
 	c->stats.issued[a]++;
@@ -233,6 +247,11 @@ int walk_do_dealloc_mw(struct walk_client *c, int type)
 	return 1;
 }
 
+static bool qp_with_receives(struct walk_client *c, int i, const void *arg)
+{
+	return walk_qp_match(c, i, arg) && c->qp[i].recv_inflight;
+}
+
 int walk_do_bind_mw(struct walk_client *c, int type)
 {
 	enum walk_action a = type == 1 ? ACT_BIND_MW_TYPE1 : ACT_BIND_MW_TYPE2;
@@ -241,13 +260,16 @@ int walk_do_bind_mw(struct walk_client *c, int type)
 	struct ibv_mw_bind_info info;
 	uint32_t start, len;
 	uint64_t wr_id;
-	int i, q, m, slot, rc;
+	int i, q = -1, m, slot, rc;
 
 	if (walk_outbox_busy(c) ||
 	    (i = walk_pick_hinted(c, 2 * MAX_MW, walk_mw_match, &want, c->hint.mw)) < 0)
 		return 0;
 	qw.pd = c->mw[i].pd;
-	if ((q = walk_pick_hinted(c, MAX_QP, walk_qp_match, &qw, c->hint.qp)) < 0 ||
+	/* Mostly a type-2 window on a QP with receives posted: its peer has the credit to SEND_WITH_INV. */
+	if (type == 2 && !(c->hint.on && c->hint.qp >= 0) && rng_range(&c->rng, 0, 3))
+		q = walk_pick_index(c, MAX_QP, qp_with_receives, &qw);
+	if ((q < 0 && (q = walk_pick_hinted(c, MAX_QP, walk_qp_match, &qw, c->hint.qp)) < 0) ||
 	    (m = walk_pick_mr(c, c->mw[i].pd, 1)) < 0)
 		return 0;
 	len = walk_choose_range(c, c->mr[m].off, c->mr[m].len, (uint32_t)rng_range(&c->rng, 1, c->mr[m].len),

@@ -18,6 +18,8 @@
 #include <time.h>
 
 #define MAX_REDRAWS	  1000
+#define INV_OWED_MAX	  16 /* SEND_WITH_INV draws that could not run, kept for later */
+#define INV_RETRY_STEPS	  2
 #define FLUSH_DEADLINE_NS (3ULL * 1000000000ULL)
 #define DRAIN_TIMEOUT_NS  (5ULL * 1000000000ULL)
 #define PROBE_PROBABILITY 0.3
@@ -303,6 +305,7 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 	else
 		c->stats.errors[w->action]++;
 	if (c->cfg->verify) {
+		walk_check_wc_fields(c, w, r, wc);
 		check_local_status(c, w, r, wc->status);
 		check_flush_status(c, w, r, wc->status);
 		if (w->is_recv)
@@ -322,6 +325,14 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		int i = find_mw_by_rkey(c, wc->invalidated_rkey);
 
 		/* Not found: we deallocated it after the NIC invalidated it. */
+		if (i >= 0 && c->cfg->verify && c->mw[i].qp != w->qp)
+			walk_stats_fail(
+			    &c->stats,
+			    "client %d #%llu: a SEND_WITH_INV received on QP %u invalidated rkey %x of "
+			    "the type-2 window mw[%d] bound to our QP %u; only the QP a window is "
+			    "bound to may invalidate it (expected REM_INV_REQ_ERR)",
+			    c->id, (unsigned long long)c->seq, r->qp->qp_num, wc->invalidated_rkey, i,
+			    c->mw[i].qp >= 0 ? c->qp[c->mw[i].qp].qp->qp_num : 0);
 		if (i >= 0) {
 			walk_note_key(c, wc->invalidated_rkey, false);
 			publish_mw(c, i, MSG_REMOVE_RKEY);
@@ -613,13 +624,27 @@ static void one_step(struct walk_client *c, bool lockstep)
 
 	process_inbox(c);
 	c->seq++;
+	/*
+	 * A SEND_WITH_INV needs a peer's type-2 key on our pair and credit
+	 * there at once, which a single draw rarely finds: one that could not
+	 * run is owed and tried again every few steps.
+	 */
+	if (c->inv_owed && !(c->seq % INV_RETRY_STEPS) && walk_do_send_with_inv(c)) {
+		c->inv_owed--;
+		a = -1;
+	}
 	for (int tries = 0; a >= 0 && tries < MAX_REDRAWS; tries++) {
-		if (walk_do_action(c, (enum walk_action)a) || walk_toward(c, (enum walk_action)a))
+		if (walk_do_action(c, (enum walk_action)a))
+			break;
+		if (a == ACT_SEND_WITH_INV && c->inv_owed < INV_OWED_MAX)
+			c->inv_owed++;
+		if (walk_toward(c, (enum walk_action)a))
 			break;
 		c->stats.redraws[a]++;
 		a = rng_weighted(&c->rng, c->weight, ACT_COUNT);
 	}
 	walk_probe_step(c);
+	walk_devprobe_step(c);
 	poll_all(c);
 	walk_flush_outbox(c);
 	check_flush_deadlines(c);
@@ -655,6 +680,7 @@ static void teardown(struct walk_client *c)
 	uint64_t end = walk_now_ns() + DRAIN_TIMEOUT_NS;
 	int rc;
 
+	walk_devprobe_end(c);
 	move_all_to_error(c);
 	while (c->inflight && walk_now_ns() < end)
 		if (!poll_all(c))

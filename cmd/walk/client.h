@@ -153,6 +153,24 @@ struct walk_hint {
 
 struct walk_shared; /* the orchestrator's view, see run.h */
 
+/* --verify device probes on objects of their own (devprobe.c). */
+#define DEVPROBE_MAX_WR 32
+struct walk_devprobe {
+	int kind;
+	struct rng rng; /* its own stream: the walk's stays the same */
+	struct ibv_pd *pd[2];
+	struct ibv_mr *mr[2];
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_ah *ah;
+	unsigned char buf[2][64];
+	bool bad_other_pd;
+	int cqe;
+	uint32_t posted, seen;
+	uint64_t base_id, t0, next_ns;
+	enum ibv_wc_status st[DEVPROBE_MAX_WR];
+};
+
 struct walk_client {
 	int id, clients;
 	const struct walk_config *cfg;
@@ -176,6 +194,8 @@ struct walk_client {
 	unsigned char *buf;
 	uint32_t next_pd_id;
 	struct walk_hint hint;
+	int inv_owed; /* SEND_WITH_INV draws still to serve (one_step) */
+	struct walk_devprobe devprobe;
 	uint64_t seq;
 
 	struct cq_rec cq[MAX_CQ];
@@ -263,6 +283,11 @@ void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st);
 /* probe.c (--verify) */
 int walk_post_probe(struct walk_client *c, const struct walk_msg *m);
 void walk_probe_step(struct walk_client *c);
+void walk_devprobe_step(struct walk_client *c);
+void walk_check_wc_fields(struct walk_client *c, const struct wr_rec *w, const struct qp_rec *r,
+			  const struct ibv_wc *wc);
+void walk_devprobe_end(struct walk_client *c);
+void walk_mark_inv_probe(struct walk_client *c, uint32_t slot, const struct rkey_rec *k);
 void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_status st);
 void walk_probe_hit(struct walk_client *c, const struct walk_msg *m);
 void walk_post_to_err(struct walk_client *c, int q);

@@ -165,6 +165,8 @@ void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from)
 	into->wc_other += from->wc_other;
 	for (int k = 0; k < PROBE_KINDS; k++)
 		into->probes[k] += from->probes[k];
+	into->devprobes[0] += from->devprobes[0];
+	into->devprobes[1] += from->devprobes[1];
 	into->flush_posts += from->flush_posts;
 	into->atomics_checked += from->atomics_checked;
 	into->msgs_checked += from->msgs_checked;

@@ -26,6 +26,7 @@ static const char *const probe_names[PROBE_KINDS] = {
     [PROBE_FORBIDDEN] = "that the key's access flags do not grant,",
     [PROBE_UNALIGNED] = "on an address not 8-byte aligned through",
     [PROBE_QP_ACCESS] = "that the responder QP's access flags do not grant, through",
+    [PROBE_INV_OTHER_QP] = "on a QP of the PD the type-2 window is not bound to, invalidating",
 };
 
 static const char *opcode_name(uint32_t op)
@@ -39,6 +40,8 @@ static const char *opcode_name(uint32_t op)
 		return "FETCH_ADD";
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 		return "CMP_SWP";
+	case IBV_WR_SEND_WITH_INV:
+		return "SEND_WITH_INV";
 	default:
 		return "?";
 	}
@@ -119,6 +122,21 @@ static int post_probe(struct walk_client *c, int q, enum walk_probe_kind kind, e
 	    (unsigned long long)c->seq, probe_names[kind], opcode_name(op), rkey, owner,
 	    (unsigned long long)raddr, len, c->qp[q].qp->qp_num);
 	return 1;
+}
+
+/* The SEND_WITH_INV in WR slot `slot` invalidates window key k bound to another QP: it must fail. */
+void walk_mark_inv_probe(struct walk_client *c, uint32_t slot, const struct rkey_rec *k)
+{
+	c->wr[slot].probe = true;
+	c->wr[slot].probe_kind = PROBE_INV_OTHER_QP;
+	c->wr[slot].probe_rkey = k->rkey;
+	c->wr[slot].probe_owner = k->owner;
+	c->wr[slot].probe_event = k->event;
+	c->wr[slot].probe_addr = k->addr;
+	c->probe_busy = true;
+	c->stats.probes[PROBE_INV_OTHER_QP]++;
+	LOG(c, "c%d #%llu probe SEND_WITH_INV of rkey %x (c%d's window on its QP %u) on qp=%u", c->id,
+	    (unsigned long long)c->seq, k->rkey, k->owner, k->qpn, c->qp[c->wr[slot].qp].qp->qp_num);
 }
 
 /* After an owner removed an rkey, an access through it must fail with REM_ACCESS_ERR. */
@@ -321,6 +339,9 @@ void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_
 	case ACT_COMP_SWAP:
 		hit.access = IBV_WR_ATOMIC_CMP_AND_SWP;
 		break;
+	case ACT_SEND_WITH_INV:
+		hit.access = IBV_WR_SEND_WITH_INV;
+		break;
 	default:
 		hit.access = IBV_WR_RDMA_READ;
 	}
@@ -393,10 +414,10 @@ void walk_probe_hit(struct walk_client *c, const struct walk_msg *m)
 		    c->id, m->src, op, m->rkey, (unsigned long long)m->addr, what,
 		    (unsigned long long)m->event);
 	} else
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d: client %d %s %s rkey %x (addr %llx) worked; expected REM_ACCESS_ERR", c->id,
-		    m->src, op, probe_names[m->probe_kind], m->rkey, (unsigned long long)m->addr);
+		walk_stats_fail(&c->stats,
+				"client %d: client %d %s %s rkey %x (addr %llx) worked; expected %s", c->id,
+				m->src, op, probe_names[m->probe_kind], m->rkey, (unsigned long long)m->addr,
+				m->probe_kind == PROBE_INV_OTHER_QP ? "REM_INV_REQ_ERR" : "REM_ACCESS_ERR");
 }
 
 /* --verify: right after QP q entered ERR, a send and a receive posted to it must flush. */

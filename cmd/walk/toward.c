@@ -305,6 +305,21 @@ static bool qp_has_type2(struct walk_client *c, int q, const void *arg)
 	return c->qp[q].type2_bound > 0;
 }
 
+/* Our RC QP in ERR whose peer QP holds a window we have the key of: the key waits for a pair that is gone. */
+static bool qp_err_with_window(struct walk_client *c, int q, const void *arg)
+{
+	const struct qp_rec *r = &c->qp[q];
+
+	(void)arg;
+	if (r->type != IBV_QPT_RC || r->state == QP_READY)
+		return false;
+	for (int i = 0; i < MAX_REMOTE_KEYS; i++)
+		if (c->rkeys[i].used && c->rkeys[i].kind == 2 && c->rkeys[i].owner == r->peer &&
+		    c->rkeys[i].qpn == r->peer_qpn)
+			return true;
+	return false;
+}
+
 static bool rc_ready(struct walk_client *c, int q)
 {
 	return c->qp[q].used && c->qp[q].type == IBV_QPT_RC && c->qp[q].state == QP_READY;
@@ -362,7 +377,8 @@ static int send_inv_toward(struct walk_client *c, int depth)
 {
 	struct walk_hint h = no_hint();
 
-	if (credit_peer(c, qp_has_type2, 2 * CREDIT_TARGET, depth))
+	if (retire_some_qp(c, qp_err_with_window, NULL, depth) ||
+	    credit_peer(c, qp_has_type2, 2 * CREDIT_TARGET, depth))
 		return 1;
 	for (int q = 0, n = 0; q < MAX_QP; q++)
 		if (rc_ready(c, q) && c->qp[q].recv_inflight && rng_range(&c->rng, 0, (uint64_t)n++) == 0)

@@ -80,13 +80,14 @@ bool walk_drop_type2(uint32_t *weight);
 
 /* --verify probes (probe.c): what a probe expects; a wrong outcome is reported to the key's owner. */
 enum walk_probe_kind {
-	PROBE_REMOVED,	 /* through a removed key: must fail */
-	PROBE_OUTSIDE,	 /* one byte past the end or before the start: must fail */
-	PROBE_OTHER_PD,	 /* from a QP on another PD (type 2: another QP): must fail */
-	PROBE_LAST_BYTE, /* the last byte of the range: must succeed */
-	PROBE_FORBIDDEN, /* an access the key's access flags do not grant: must fail */
-	PROBE_UNALIGNED, /* an atomic on an address that is not 8-byte aligned: must fail */
-	PROBE_QP_ACCESS, /* an access the responder QP's access flags do not grant: must fail */
+	PROBE_REMOVED,	    /* through a removed key: must fail */
+	PROBE_OUTSIDE,	    /* one byte past the end or before the start: must fail */
+	PROBE_OTHER_PD,	    /* from a QP on another PD (type 2: another QP): must fail */
+	PROBE_LAST_BYTE,    /* the last byte of the range: must succeed */
+	PROBE_FORBIDDEN,    /* an access the key's access flags do not grant: must fail */
+	PROBE_UNALIGNED,    /* an atomic on an address that is not 8-byte aligned: must fail */
+	PROBE_QP_ACCESS,    /* an access the responder QP's access flags do not grant: must fail */
+	PROBE_INV_OTHER_QP, /* SEND_WITH_INV of a type-2 window bound to another QP of the PD: must fail */
 	PROBE_KINDS
 };
 
@@ -105,6 +106,7 @@ struct walk_stats {
 	uint64_t wc[ACT_COUNT][WALK_WC_STATUSES];
 	uint64_t wc_other;	      /* a status outside the known enum */
 	uint64_t probes[PROBE_KINDS]; /* --verify probes posted, by kind */
+	uint64_t devprobes[2];	      /* --verify device probes: CQ filled to capacity, UD send error */
 	uint64_t flush_posts;
 	uint64_t atomics_checked;
 	uint64_t msgs_checked, msgs_content_checked; /* --verify: received headers, and payloads compared */
