@@ -571,6 +571,11 @@ static void process_inbox(struct walk_client *c)
 			handle_msg(c, &m);
 }
 
+void walk_client_take_messages(struct walk_client *c)
+{
+	process_inbox(c);
+}
+
 /* ---- the walk ---- */
 
 static int bootstrap(struct walk_client *c)

@@ -246,6 +246,8 @@ struct walk_client {
 /* client.c */
 int walk_client_open(struct walk_client *c);
 int walk_client_run(struct walk_client *c);
+/* Handles every message waiting for this client (a barrier must keep its inbox moving too). */
+void walk_client_take_messages(struct walk_client *c);
 void walk_client_close(struct walk_client *c);
 uint64_t walk_now_ns(void);
 

@@ -28,6 +28,8 @@
 #define CONNECT_TIMEOUT_MS 20000
 #define TABLE_TIMEOUT_MS   (CONNECT_TIMEOUT_MS + 5000)
 #define HELLO_TIMEOUT_MS   2000
+#define REPORT_TIMEOUT_MS  30000 /* from GO_DOWN to every client's statistics */
+#define STOP_TIMEOUT_MS	   5000	 /* from SIGINT/SIGTERM to every client's statistics */
 
 static void hub_barrier(struct walk_client *c)
 {
@@ -35,10 +37,15 @@ static void hub_barrier(struct walk_client *c)
 	while (!walk_bus_go_down(c->bus)) {
 		struct ibv_wc wc;
 
-		/* Keep the CQs moving while the others catch up. */
+		/*
+		 * Keep the CQs and the inbox moving while the others catch up: a
+		 * full inbox would block the bus reader, and with it the hub's
+		 * GO_DOWN this loop waits for.
+		 */
 		for (int i = 0; i < MAX_CQ; i++)
 			if (c->cq[i].used && hw_poll_cq(c->cq[i].cq, 0, &wc) < 0)
 				break;
+		walk_client_take_messages(c);
 		usleep(1000);
 	}
 }
@@ -136,6 +143,8 @@ struct hub {
 	uint64_t *last_seen_ns;
 	bool *quiesced, *reported, *gone;
 	int nquiesced, nreported, strangers, died_early;
+	uint64_t go_down_ns;	 /* when GO_DOWN went out (0: not yet) */
+	uint64_t stop_ns;	 /* when the hub was told to stop (0: not yet) */
 	struct walk_result *res; /* where a dropped client's failure is recorded */
 };
 
@@ -223,8 +232,10 @@ static void hub_client_done(struct hub *h, int i)
 {
 	if (!h->quiesced[i]) {
 		h->quiesced[i] = true;
-		if (++h->nquiesced == h->n)
+		if (++h->nquiesced == h->n) {
+			h->go_down_ns = walk_now_ns();
 			hub_send_all(h, FRAME_GO_DOWN, NULL, 0);
+		}
 	}
 }
 
@@ -240,7 +251,10 @@ static void hub_drop(struct hub *h, int i, const char *why)
 	hub_client_done(h, i);
 }
 
-/* Heartbeats out every second; a client silent for heartbeat_s is reported and killed. */
+/*
+ * Heartbeats out every second; a client silent for heartbeat_s, or without a
+ * report REPORT_TIMEOUT_MS after GO_DOWN, is reported and killed.
+ */
 static void hub_heartbeat(struct hub *h, uint64_t now, uint64_t *last_sent)
 {
 	char why[128];
@@ -250,6 +264,19 @@ static void hub_heartbeat(struct hub *h, uint64_t now, uint64_t *last_sent)
 		*last_sent = now;
 	}
 	for (int i = 0; i < h->n; i++) {
+		/* Heartbeats alone do not prove progress: once the run is over, every report has a deadline.
+		 */
+		if (!h->gone[i] && !h->reported[i] && h->go_down_ns &&
+		    now - h->go_down_ns >= (uint64_t)REPORT_TIMEOUT_MS * 1000000ull) {
+			fprintf(stderr,
+				"rdmatool walk: client %d (pid %d) did not report within %d s of the end; "
+				"killing it\n",
+				i, (int)h->pid[i], REPORT_TIMEOUT_MS / 1000);
+			if (h->pid[i] > 0)
+				kill(h->pid[i], SIGKILL);
+			hub_drop(h, i, "did not report at the end of the run; its process was killed");
+			continue;
+		}
 		if (h->gone[i] || now - h->last_seen_ns[i] < (uint64_t)h->heartbeat_s * 1000000000ull)
 			continue;
 		snprintf(why, sizeof(why), "silent for %d s (stopped or hung); its process was killed",
@@ -258,6 +285,32 @@ static void hub_heartbeat(struct hub *h, uint64_t now, uint64_t *last_sent)
 			(int)h->pid[i], h->heartbeat_s);
 		kill(h->pid[i], SIGKILL);
 		hub_drop(h, i, why);
+	}
+}
+
+/*
+ * SIGINT/SIGTERM: the clients are told too and end their runs; one that has
+ * not reported STOP_TIMEOUT_MS later is killed, so a stop always ends the run.
+ */
+static void hub_stop(struct hub *h, uint64_t now)
+{
+	if (!atomic_load(&walk_stop))
+		return;
+	if (!h->stop_ns) {
+		h->stop_ns = now;
+		for (int i = 0; i < h->n; i++)
+			if (!h->gone[i] && !h->reported[i] && h->pid[i] > 0)
+				kill(h->pid[i], SIGTERM);
+		return;
+	}
+	if (now - h->stop_ns < (uint64_t)STOP_TIMEOUT_MS * 1000000ull)
+		return;
+	for (int i = 0; i < h->n; i++) {
+		if (h->gone[i] || h->reported[i])
+			continue;
+		if (h->pid[i] > 0)
+			kill(h->pid[i], SIGKILL);
+		hub_drop(h, i, "still running when the walk was stopped; its process was killed");
 	}
 }
 
@@ -309,6 +362,7 @@ static void hub_loop(struct hub *h, void *buf, uint32_t cap)
 			}
 		}
 		hub_heartbeat(h, walk_now_ns(), &last_sent);
+		hub_stop(h, walk_now_ns());
 	}
 	free(pfd);
 }
