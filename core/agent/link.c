@@ -1528,12 +1528,13 @@ static int read_post(struct agent_links *lk, struct rma_read *rd)
 	return rc;
 }
 
-/* A READ that could not be posted: its message fails, the sender gets its slot back. */
-static void read_failed(struct agent_links *lk, struct rma_read *rd, int status)
+/* A READ is over (status 0: done, else a negative errno): the sender gets its slot back. */
+static void read_finish(struct agent_links *lk, struct rma_read *rd, int status)
 {
 	struct target_item *t = rd->t;
 
-	t->read_status = status;
+	if (status)
+		t->read_status = status;
 	if (rd->epoch == lk->peers[rd->from].epoch && lk->peers[rd->from].up)
 		rma_done(lk, rd->from, rd->port, rd->rma.addr, status);
 	if (--t->reads_left == 0 && t->orphan)
@@ -1556,7 +1557,7 @@ static int reads_progress(struct agent_links *lk)
 		if (!lk->reads_waiting)
 			lk->reads_tail = &lk->reads_waiting;
 		if (rc)
-			read_failed(lk, rd, rc);
+			read_finish(lk, rd, rc); /* not posted: its message fails */
 		n++;
 	}
 	return n;
@@ -1565,17 +1566,10 @@ static int reads_progress(struct agent_links *lk)
 /* A READ finished: the sender may reuse its slot; the message may now be complete. */
 static void read_complete(struct agent_links *lk, struct rma_read *rd, const struct core_cqe *e)
 {
-	struct target_item *t = rd->t;
 	int status = e->status == IBV_WC_SUCCESS && !e->err ? 0 : e->err ? e->err : -EIO;
 
 	flow_give(&lk->flow[FLOW_EJECTION], rd->rma.len);
-	if (status)
-		t->read_status = status;
-	if (rd->epoch == lk->peers[rd->from].epoch && lk->peers[rd->from].up)
-		rma_done(lk, rd->from, rd->port, rd->rma.addr, status);
-	if (--t->reads_left == 0 && t->orphan)
-		free(t);
-	free(rd);
+	read_finish(lk, rd, status);
 }
 
 /* A chunk of a large rma SENDMSG: read from the sender's buffer straight into its message. */

@@ -22,7 +22,7 @@
  * already changed, -ETIMEDOUT at the deadline, -EINTR on a signal.  Callers
  * re-check their condition in a loop: wakes may be spurious.
  */
-static inline int futex_wait_until(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline_ns)
+static inline long futex_wait_syscall(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline_ns)
 {
 	struct timespec ts, *tsp = NULL;
 
@@ -32,8 +32,13 @@ static inline int futex_wait_until(_Atomic uint32_t *word, uint32_t expected, ui
 		tsp = &ts;
 	}
 	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC time, so retries keep one deadline. */
-	if (syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET, expected, tsp, NULL,
-		    FUTEX_BITSET_MATCH_ANY) == 0)
+	return syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET, expected, tsp, NULL,
+		       FUTEX_BITSET_MATCH_ANY);
+}
+
+static inline int futex_wait_until(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline_ns)
+{
+	if (futex_wait_syscall(word, expected, deadline_ns) == 0)
 		return 0;
 	if (errno == EAGAIN)
 		return 0;
@@ -54,15 +59,7 @@ static inline void futex_wake_all(_Atomic uint32_t *word)
  */
 static inline int futex_wait_counted(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline_ns)
 {
-	struct timespec ts, *tsp = NULL;
-
-	if (deadline_ns) {
-		ts.tv_sec = (time_t)(deadline_ns / 1000000000ull);
-		ts.tv_nsec = (long)(deadline_ns % 1000000000ull);
-		tsp = &ts;
-	}
-	if (syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET, expected, tsp, NULL,
-		    FUTEX_BITSET_MATCH_ANY) == 0)
+	if (futex_wait_syscall(word, expected, deadline_ns) == 0)
 		return 1;
 	return errno == EAGAIN ? 0 : -errno;
 }
