@@ -174,6 +174,8 @@ int soft_cm_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 			c->tail = NULL;
 	}
 	pthread_mutex_unlock(&soft_cm_lock);
+	if (!e && destroyed)
+		soft_cm_block_forever(); /* destroyed, its events freed, after this thread took the byte */
 	if (!e) {
 		errno = ENODATA;
 		return -1;
