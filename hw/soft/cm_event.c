@@ -25,6 +25,7 @@ struct soft_cm_channel {
 	int wr_fd;
 	struct soft_cm_event *head, *tail; /* under soft_cm_lock */
 	bool destroyed;			   /* under soft_cm_lock */
+	int readers;			   /* threads in rdma_get_cm_event, under soft_cm_lock */
 	struct soft_cm_channel *next_dead;
 };
 
@@ -67,6 +68,7 @@ struct rdma_event_channel *soft_cm_create_event_channel(void)
 void soft_cm_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct soft_cm_channel *c;
+	int readers;
 
 	if (!channel)
 		return;
@@ -82,10 +84,17 @@ void soft_cm_destroy_event_channel(struct rdma_event_channel *channel)
 	c->destroyed = true;
 	c->next_dead = soft_cm_dead_channels;
 	soft_cm_dead_channels = c;
+	readers = c->readers;
 	pthread_mutex_unlock(&soft_cm_lock);
-	/* The few bytes of the struct stay: a late rdma_get_cm_event on it must find it destroyed. */
-	close(c->ch.fd);
+	/*
+	 * The few bytes of the struct stay: a late rdma_get_cm_event on it must
+	 * find it destroyed.  A thread still reading the fd (rping destroys the
+	 * channel under its CM thread) wakes at the end of the pipe and closes
+	 * it itself: closing an fd under another thread's read is a race.
+	 */
 	close(c->wr_fd);
+	if (!readers)
+		close(c->ch.fd);
 }
 
 void soft_cm_post(struct rdma_event_channel *channel, struct rdma_cm_id *id, struct rdma_cm_id *listen,
@@ -143,6 +152,7 @@ int soft_cm_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 	bool destroyed;
 	char byte;
 	ssize_t n;
+	int err;
 
 	if (!channel || !event) {
 		errno = EINVAL;
@@ -151,20 +161,28 @@ int soft_cm_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 	c = to_channel(channel);
 	pthread_mutex_lock(&soft_cm_lock);
 	destroyed = c->destroyed;
+	c->readers += !destroyed;
 	pthread_mutex_unlock(&soft_cm_lock);
 	if (destroyed)
 		soft_cm_block_forever();
 	do
 		n = read(c->ch.fd, &byte, 1);
 	while (n < 0 && errno == EINTR);
+	err = errno;
 	pthread_mutex_lock(&soft_cm_lock);
-	destroyed = c->destroyed;
+	c->readers--;
+	if (c->destroyed) {
+		/* Destroyed while this thread read (its events are freed): block, as on a closed fd. */
+		bool last = c->readers == 0;
+
+		pthread_mutex_unlock(&soft_cm_lock);
+		if (last)
+			close(c->ch.fd);
+		soft_cm_block_forever();
+	}
 	if (n != 1) {
 		pthread_mutex_unlock(&soft_cm_lock);
-		if (destroyed)
-			soft_cm_block_forever(); /* destroyed while this thread waited in read */
-		if (n == 0)
-			errno = ENODATA;
+		errno = n == 0 ? ENODATA : err;
 		return -1;
 	}
 	e = c->head;
@@ -174,8 +192,6 @@ int soft_cm_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 			c->tail = NULL;
 	}
 	pthread_mutex_unlock(&soft_cm_lock);
-	if (!e && destroyed)
-		soft_cm_block_forever(); /* destroyed, its events freed, after this thread took the byte */
 	if (!e) {
 		errno = ENODATA;
 		return -1;
