@@ -3,7 +3,10 @@
  * A peer process dies: sends to it come back as error completions (or a
  * post error), never a hang -- also a rendezvous send whose RTS completed
  * but whose FIN can no longer come.  The peer is a forked child connected
- * over core/oob; each test forks before it opens anything.
+ * over core/oob; each test forks before it opens anything, and the child
+ * execs this binary again (--child PORT): threads left by an earlier test
+ * must not be inherited, and TSan refuses to start threads after a fork
+ * of a multi-threaded process.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,8 +74,13 @@ static void start(struct pair *p)
 	assert_int_equal(oob_listen(NULL, &l), 0);
 	p->child = fork();
 	assert_true(p->child >= 0);
-	if (p->child == 0)
-		child_main(oob_listener_port(l));
+	if (p->child == 0) {
+		char port[16];
+
+		snprintf(port, sizeof(port), "%d", oob_listener_port(l));
+		execl("/proc/self/exe", "test_core_peerdeath", "--child", port, (char *)NULL);
+		_exit(127);
+	}
 	assert_int_equal(oob_accept(l, 10000, &p->c), 0);
 	oob_listener_close(l);
 	core_ep_attr_defaults(&attr);
@@ -167,13 +175,15 @@ static void test_rendezvous_waiting_for_fin(void **state)
 	free(buf);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_eager_after_death),
-		cmocka_unit_test(test_rendezvous_waiting_for_fin),
+	    cmocka_unit_test(test_eager_after_death),
+	    cmocka_unit_test(test_rendezvous_waiting_for_fin),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
+	if (argc == 3 && !strcmp(argv[1], "--child"))
+		child_main(atoi(argv[2]));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
