@@ -150,6 +150,15 @@ struct hub {
 
 static void hub_drop(struct hub *h, int i, const char *why);
 
+/* Says on stderr what client i did ("was silent for 2 s"), kills its process and drops it with why. */
+static void hub_kill(struct hub *h, int i, const char *did, const char *why)
+{
+	fprintf(stderr, "rdmatool walk: client %d (pid %d) %s; killing it\n", i, (int)h->pid[i], did);
+	if (h->pid[i] > 0)
+		kill(h->pid[i], SIGKILL);
+	hub_drop(h, i, why);
+}
+
 /*
  * Sends a frame to client i.  A client that takes nothing for heartbeat_s
  * (stopped, hung, or not reading) must not hold the hub, which would stop
@@ -157,7 +166,7 @@ static void hub_drop(struct hub *h, int i, const char *why);
  */
 static void hub_send(struct hub *h, int i, uint16_t type, const void *buf, uint32_t len)
 {
-	char why[128];
+	char did[64], why[128];
 	int rc;
 
 	if (h->gone[i])
@@ -165,12 +174,9 @@ static void hub_send(struct hub *h, int i, uint16_t type, const void *buf, uint3
 	rc = oob_send_timeout(h->conn[i], type, buf, len, h->heartbeat_s * 1000);
 	if (rc != -ETIMEDOUT)
 		return; /* a closed connection shows on the next read */
-	fprintf(stderr, "rdmatool walk: client %d (pid %d) took no message for %d s; killing it\n", i,
-		(int)h->pid[i], h->heartbeat_s);
-	kill(h->pid[i], SIGKILL);
-	snprintf(why, sizeof(why), "took no message for %d s (stopped or hung); its process was killed",
-		 h->heartbeat_s);
-	hub_drop(h, i, why);
+	snprintf(did, sizeof(did), "took no message for %d s", h->heartbeat_s);
+	snprintf(why, sizeof(why), "%s (stopped or hung); its process was killed", did);
+	hub_kill(h, i, did, why);
 }
 
 static void hub_send_all(struct hub *h, uint16_t type, const void *buf, uint32_t len)
@@ -257,7 +263,7 @@ static void hub_drop(struct hub *h, int i, const char *why)
  */
 static void hub_heartbeat(struct hub *h, uint64_t now, uint64_t *last_sent)
 {
-	char why[128];
+	char did[64], why[128];
 
 	if (now - *last_sent >= 1000000000ull) {
 		hub_send_all(h, FRAME_HEARTBEAT, NULL, 0);
@@ -268,23 +274,17 @@ static void hub_heartbeat(struct hub *h, uint64_t now, uint64_t *last_sent)
 		 */
 		if (!h->gone[i] && !h->reported[i] && h->go_down_ns &&
 		    now - h->go_down_ns >= (uint64_t)REPORT_TIMEOUT_MS * 1000000ull) {
-			fprintf(stderr,
-				"rdmatool walk: client %d (pid %d) did not report within %d s of the end; "
-				"killing it\n",
-				i, (int)h->pid[i], REPORT_TIMEOUT_MS / 1000);
-			if (h->pid[i] > 0)
-				kill(h->pid[i], SIGKILL);
-			hub_drop(h, i, "did not report at the end of the run; its process was killed");
+			snprintf(did, sizeof(did), "did not report within %d s of the end",
+				 REPORT_TIMEOUT_MS / 1000);
+			hub_kill(h, i, did, "did not report at the end of the run; its process was killed");
 			continue;
 		}
 		if (h->gone[i] || now - h->last_seen_ns[i] < (uint64_t)h->heartbeat_s * 1000000000ull)
 			continue;
+		snprintf(did, sizeof(did), "was silent for %d s", h->heartbeat_s);
 		snprintf(why, sizeof(why), "silent for %d s (stopped or hung); its process was killed",
 			 h->heartbeat_s);
-		fprintf(stderr, "rdmatool walk: client %d (pid %d) was silent for %d s; killing it\n", i,
-			(int)h->pid[i], h->heartbeat_s);
-		kill(h->pid[i], SIGKILL);
-		hub_drop(h, i, why);
+		hub_kill(h, i, did, why);
 	}
 }
 
@@ -294,6 +294,8 @@ static void hub_heartbeat(struct hub *h, uint64_t now, uint64_t *last_sent)
  */
 static void hub_stop(struct hub *h, uint64_t now)
 {
+	char did[64];
+
 	if (!atomic_load(&walk_stop))
 		return;
 	if (!h->stop_ns) {
@@ -305,13 +307,11 @@ static void hub_stop(struct hub *h, uint64_t now)
 	}
 	if (now - h->stop_ns < (uint64_t)STOP_TIMEOUT_MS * 1000000ull)
 		return;
-	for (int i = 0; i < h->n; i++) {
-		if (h->gone[i] || h->reported[i])
-			continue;
-		if (h->pid[i] > 0)
-			kill(h->pid[i], SIGKILL);
-		hub_drop(h, i, "still running when the walk was stopped; its process was killed");
-	}
+	snprintf(did, sizeof(did), "still running %d s after the stop", STOP_TIMEOUT_MS / 1000);
+	for (int i = 0; i < h->n; i++)
+		if (!h->gone[i] && !h->reported[i])
+			hub_kill(h, i, did,
+				 "still running when the walk was stopped; its process was killed");
 }
 
 /* Forwards frames until every client reported its statistics (or died, or went silent). */
@@ -361,8 +361,10 @@ static void hub_loop(struct hub *h, void *buf, uint32_t cap)
 				h->nreported++;
 			}
 		}
-		hub_heartbeat(h, walk_now_ns(), &last_sent);
-		hub_stop(h, walk_now_ns());
+		uint64_t now = walk_now_ns();
+
+		hub_heartbeat(h, now, &last_sent);
+		hub_stop(h, now);
 	}
 	free(pfd);
 }
