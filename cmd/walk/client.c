@@ -562,18 +562,13 @@ static void handle_msg(struct walk_client *c, const struct walk_msg *m)
 	}
 }
 
-static void process_inbox(struct walk_client *c)
+void walk_client_take_messages(struct walk_client *c)
 {
 	struct walk_msg m;
 
 	while (walk_bus_recv(c->bus, c->id, &m) == 0)
 		if (walk_msg_valid(&m, c->clients) && m.dst == c->id)
 			handle_msg(c, &m);
-}
-
-void walk_client_take_messages(struct walk_client *c)
-{
-	process_inbox(c);
 }
 
 /* ---- the walk ---- */
@@ -627,7 +622,7 @@ static void one_step(struct walk_client *c, bool lockstep)
 {
 	int a = rng_weighted(&c->rng, c->weight, ACT_COUNT);
 
-	process_inbox(c);
+	walk_client_take_messages(c);
 	c->seq++;
 	/*
 	 * A SEND_WITH_INV needs a peer's type-2 key on our pair and credit
@@ -750,7 +745,7 @@ int walk_client_run(struct walk_client *c)
 	c->stats.alive_end = walk_objects_alive(c);
 	/* Phase 1: stop issuing, let handshakes and sends finish, then wait for all. */
 	quiesce_sends(c, 2000000000ULL);
-	process_inbox(c);
+	walk_client_take_messages(c);
 	walk_flush_outbox(c);
 	c->barrier(c);
 	/* Phase 2: nobody issues any more; updates are moot. */
