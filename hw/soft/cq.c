@@ -181,33 +181,40 @@ static __thread unsigned soft_empty_polls;
 /*
  * A thread that polls several CQs in turn (core polls one per stripe and one
  * for receives) reads the wire once per turn, not once per CQ: each read is a
- * system call, and the turn's other polls would find the socket empty.  So an
- * empty poll skips the read when this thread's last read was made for another
- * CQ less than SOFT_POLL_TURN_NS ago.  A thread polling one CQ reads on every
- * poll, as before.  The CQ pointer is compared, never followed.
+ * system call, and the turn's other polls would find the socket empty.  A
+ * turn begins with a poll of a CQ the thread already polled in the current
+ * turn; only that first poll reads, and only if its CQ is empty.  So a thread
+ * polling one CQ reads on every empty poll, and what a read brings reaches
+ * every other CQ of the turn before the turn ends: a completion for a CQ
+ * polled earlier in the turn (an ACK that came with the answer to its SEND)
+ * would otherwise cost the poller another turn.  The CQ pointers are
+ * compared, never followed.
  */
-#define SOFT_POLL_TURN_NS 2000
-static __thread const struct soft_cq *soft_reader_cq;
-static __thread uint64_t soft_read_ns;
+#define SOFT_POLL_TURN_CQS 8
+static __thread const struct soft_cq *soft_turn_cqs[SOFT_POLL_TURN_CQS];
+static __thread unsigned soft_turn_len;
 
-static bool soft_poll_reads_wire(const struct soft_cq *cq)
+static bool soft_poll_turn_begins(const struct soft_cq *cq)
 {
-	uint64_t now = soft_now_ns();
+	bool begins = soft_turn_len == 0 || soft_turn_len == SOFT_POLL_TURN_CQS;
 
-	if (soft_reader_cq != cq && soft_reader_cq && now - soft_read_ns < SOFT_POLL_TURN_NS)
-		return false;
-	soft_reader_cq = cq;
-	soft_read_ns = now;
-	return true;
+	for (unsigned i = 0; i < soft_turn_len && !begins; i++)
+		begins = soft_turn_cqs[i] == cq;
+	if (begins)
+		soft_turn_len = 0;
+	soft_turn_cqs[soft_turn_len++] = cq;
+	return begins;
 }
 
 int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct soft_cq *cq = to_soft_cq(ibcq);
+	bool turn_begins;
 	int n = 0;
 
 	if (num_entries < 0)
 		return -1;
+	turn_begins = soft_poll_turn_begins(cq);
 	/*
 	 * An empty CQ is answered without the lock: spinning pollers leave the
 	 * engine alone.  This NIC needs a CPU to make progress, and on a busy
@@ -219,7 +226,7 @@ int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		bool wire = atomic_load_explicit(&nic->n_conns, memory_order_relaxed) != 0;
 
 		/* Without connections nothing is read, and every empty poll counts toward the yield. */
-		if (wire && !soft_poll_reads_wire(cq))
+		if (wire && !turn_begins)
 			return 0;
 		/* Over the wire, the poller receives what arrived itself (soft_app_round). */
 		if (!soft_app_round(nic, true) || !__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
