@@ -209,12 +209,13 @@ static bool soft_poll_turn_begins(const struct soft_cq *cq)
 int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct soft_cq *cq = to_soft_cq(ibcq);
-	bool turn_begins;
+	struct soft_nic *nic = soft_nic_of(ibcq->context);
+	bool wire = atomic_load_explicit(&nic->n_conns, memory_order_relaxed) != 0;
+	bool turn_begins = wire && soft_poll_turn_begins(cq);
 	int n = 0;
 
 	if (num_entries < 0)
 		return -1;
-	turn_begins = soft_poll_turn_begins(cq);
 	/*
 	 * An empty CQ is answered without the lock: spinning pollers leave the
 	 * engine alone.  This NIC needs a CPU to make progress, and on a busy
@@ -222,9 +223,6 @@ int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	 * empty polls in a row, the poller yields the CPU.
 	 */
 	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
-		struct soft_nic *nic = soft_nic_of(ibcq->context);
-		bool wire = atomic_load_explicit(&nic->n_conns, memory_order_relaxed) != 0;
-
 		/* Without connections nothing is read, and every empty poll counts toward the yield. */
 		if (wire && !turn_begins)
 			return 0;
