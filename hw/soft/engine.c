@@ -193,7 +193,8 @@ static void soft_build_req(struct soft_qp *qp, struct soft_swqe *w, struct soft_
 	req->sgid = qp->nic->gid;
 	if (qp->ibv.qp_type == IBV_QPT_UD) {
 		req->dst_qpn = w->dqpn;
-		req->qkey = w->dqkey;
+		/* A privileged remote Q_Key means the sending QP's own (IBA 10.2.5). */
+		req->qkey = w->dqkey & SOFT_QKEY_PRIVILEGED ? qp->attr.qkey : w->dqkey;
 		req->dgid = w->dgid_local ? qp->nic->gid : w->dgid;
 		return;
 	}

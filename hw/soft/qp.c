@@ -320,6 +320,12 @@ static void soft_set_state(struct soft_qp *qp, enum ibv_qp_state state)
 }
 
 /* An error moves the QP to ERR (RC) or SQE (UD send side); qp->lock held. */
+void soft_qp_error_all(struct soft_qp *qp)
+{
+	soft_set_state(qp, IBV_QPS_ERR);
+	soft_qp_flush_locked(qp);
+}
+
 void soft_qp_error(struct soft_qp *qp)
 {
 	if (qp->ibv.qp_type == IBV_QPT_UD && qp->attr.qp_state != IBV_QPS_ERR) {
@@ -329,8 +335,7 @@ void soft_qp_error(struct soft_qp *qp)
 		qp->sq_next = qp->sq_head;
 		return;
 	}
-	soft_set_state(qp, IBV_QPS_ERR);
-	soft_qp_flush_locked(qp);
+	soft_qp_error_all(qp);
 }
 
 int soft_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)

@@ -131,16 +131,16 @@ static void soft_respond_ud(struct soft_nic *nic, struct soft_qp *qp, const stru
 	uint64_t cap;
 	uint8_t grh[SOFT_GRH_LEN];
 	struct soft_seg src[SOFT_MAX_SGE + 1];
-	uint32_t qkey = req->qkey & SOFT_QKEY_PRIVILEGED ? qp->attr.qkey : req->qkey;
 
-	if (qkey != qp->attr.qkey || !soft_consume_recv(qp, &r)) {
+	if (req->qkey != qp->attr.qkey || !soft_consume_recv(qp, &r)) {
 		atomic_fetch_add(&qp->ud_drops, 1);
 		atomic_fetch_add(&nic->ud_drops, 1);
 		return;
 	}
 	if (!soft_recv_segs(qp, &r, dst, &cap)) {
+		/* A receive-queue error: the whole QP goes to ERR, not just its send queue (SQE). */
 		soft_recv_done(qp, req, r.wr_id, IBV_WC_LOC_PROT_ERR, 0);
-		soft_qp_error(qp);
+		soft_qp_error_all(qp);
 		return;
 	}
 	if (cap < SOFT_GRH_LEN + (uint64_t)req->length) {

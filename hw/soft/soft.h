@@ -404,7 +404,10 @@ int soft_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 int soft_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init);
 int soft_destroy_qp(struct ibv_qp *qp);
 bool soft_modify_is_ok(enum ibv_qp_state cur, enum ibv_qp_state next, enum ibv_qp_type type, int mask);
+/* A failed work request: UD and UC send errors stop only the send queue (SQE), the rest go to ERR. */
 void soft_qp_error(struct soft_qp *qp);
+/* ERR and flush, whatever the QP type (receive-queue errors). */
+void soft_qp_error_all(struct soft_qp *qp);
 void soft_qp_flush_locked(struct soft_qp *qp);
 struct soft_qp *soft_lookup_qp(struct soft_nic *nic, uint32_t qpn);
 struct ibv_ah *soft_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);

@@ -563,6 +563,70 @@ static void ud_send_grh_qkey_and_mtu(void **state)
 	hw_destroy_cq(cq);
 }
 
+/*
+ * A remote Q_Key with the high bit set is privileged: the sender's own QP
+ * Q_Key goes on the wire instead (IBA 10.2.5), and the receiver checks it
+ * as any other.  A receive with a bad lkey on UD is a receive-queue error:
+ * the QP goes to ERR and its other receives flush.
+ */
+static void ud_privileged_qkey_and_receive_error(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_cq *cq = hw_create_cq(f->ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *u1 = fx_qp(f->pd, cq, IBV_QPT_UD, 1), *same = fx_qp(f->pd, cq, IBV_QPT_UD, 1),
+		      *other = fx_qp(f->pd, cq, IBV_QPT_UD, 1);
+	struct ibv_ah_attr aa = {.port_num = 1, .is_global = 1};
+	struct ibv_sge sge = {.addr = (uintptr_t)f->abuf, .length = 16, .lkey = f->amr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND}, *bad;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	hw_query_gid(f->ctx, 1, 0, &aa.grh.dgid);
+	ah = hw_create_ah(f->pd, &aa);
+	assert_non_null(ah);
+	fx_ud_to_rts(u1, 0x1234);
+	fx_ud_to_rts(same, 0x1234);
+	fx_ud_to_rts(other, 0x5678);
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qkey = 0x80000000u;
+	/* To a QP whose Q_Key is the sender's: delivered. */
+	assert_int_equal(fx_post_recv(same, 50, f->bbuf, 40 + 64, f->bmr->lkey), 0);
+	wr.wr.ud.remote_qpn = same->qp_num;
+	assert_int_equal(hw_post_send(u1, &wr, &bad), 0);
+	for (int i = 0; i < 2; i++) {
+		fx_wait(cq, &wc, 2000);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	}
+	/* To a QP with another Q_Key: dropped, its receive stays posted. */
+	assert_int_equal(fx_post_recv(other, 60, f->bbuf, 40 + 64, f->bmr->lkey), 0);
+	wr.wr.ud.remote_qpn = other->qp_num;
+	assert_int_equal(hw_post_send(u1, &wr, &bad), 0);
+	fx_wait(cq, &wc, 2000);
+	assert_int_equal(wc.opcode, IBV_WC_SEND);
+	fx_none(cq, 20);
+	/* A receive with a bad lkey fails; the QP goes to ERR and the next receive flushes. */
+	assert_int_equal(fx_post_recv(same, 70, f->bbuf, 40 + 64, f->bmr->lkey + 1000), 0);
+	assert_int_equal(fx_post_recv(same, 71, f->bbuf, 40 + 64, f->bmr->lkey), 0);
+	wr.wr.ud.remote_qpn = same->qp_num;
+	assert_int_equal(hw_post_send(u1, &wr, &bad), 0);
+	for (int i = 0; i < 3; i++) {
+		fx_wait(cq, &wc, 2000);
+		if (wc.wr_id == 70)
+			assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
+		else if (wc.wr_id == 71)
+			assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+		else
+			assert_int_equal(wc.opcode, IBV_WC_SEND);
+	}
+	expect_state(same, IBV_QPS_ERR);
+	fx_none(cq, 20);
+	hw_destroy_qp(u1);
+	hw_destroy_qp(same);
+	hw_destroy_qp(other);
+	hw_destroy_ah(ah);
+	hw_destroy_cq(cq);
+}
+
 static void comp_channel_notifies_through_fd(void **state)
 {
 	struct fx *f = *state;
@@ -625,6 +689,7 @@ int main(void)
 	    T(mw_bind_err_out_of_range),
 	    T(mw_alloc_type_checked),
 	    T(ud_send_grh_qkey_and_mtu),
+	    T(ud_privileged_qkey_and_receive_error),
 	    T(comp_channel_notifies_through_fd),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
