@@ -38,6 +38,9 @@ uint64_t soft_rnr_ns(uint8_t timer)
 	return (uint64_t)soft_rnr_us[timer & 31] * 1000;
 }
 
+/* Timeouts a request may spend still on the wire (soft_wire_in_flight) before they count as retries. */
+#define SOFT_WIRE_WAITS 64
+
 /* Local ACK timeout: 4.096 us * 2^timeout; 0 means wait forever. */
 static uint64_t soft_timeout_ns(const struct soft_qp *qp)
 {
@@ -309,7 +312,18 @@ static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 	if (qp->sq_head != qp->sq_next) {
 		struct soft_swqe *h = &qp->sq[qp->sq_head & qp->sq_mask];
 
-		if (h->sent && h->deadline_ns && now >= h->deadline_ns) {
+		if (h->sent && h->deadline_ns && now >= h->deadline_ns && h->wire_waits < SOFT_WIRE_WAITS &&
+		    qp->attr.ah_attr.is_global && soft_wire_in_flight(nic, &qp->attr.ah_attr.grh.dgid)) {
+			/*
+			 * Not lost, still on its way: a NIC's timer runs from the
+			 * transmission.  A slow or starved peer fills the socket
+			 * (64 KiB WRITEs, 128 deep), and resending what is queued
+			 * behind it only adds to the queue until retries run out.
+			 * Bounded: a peer whose host vanished never acknowledges.
+			 */
+			h->wire_waits++;
+			h->deadline_ns = now + soft_timeout_ns(qp);
+		} else if (h->sent && h->deadline_ns && now >= h->deadline_ns) {
 			if (h->retries++ >= qp->attr.retry_cnt) {
 				soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
 				return false;

@@ -154,7 +154,7 @@ static int soft_fill_swqe(struct soft_qp *qp, struct soft_swqe *w, const struct 
 		return EINVAL;
 	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
 	w->sent = false;
-	w->retries = w->rnr_retries = 0;
+	w->retries = w->rnr_retries = w->wire_waits = 0;
 	w->deadline_ns = w->rnr_until_ns = 0;
 	if (wr->opcode != IBV_WR_BIND_MW && wr->opcode != IBV_WR_LOCAL_INV) {
 		w->psn = qp->next_psn;

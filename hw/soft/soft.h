@@ -158,6 +158,7 @@ struct soft_swqe {
 	bool sent;
 	uint64_t deadline_ns, rnr_until_ns;
 	unsigned retries, rnr_retries;
+	unsigned wire_waits; /* timeouts forgiven because the request was still on the wire */
 };
 
 struct soft_rwqe {
@@ -495,6 +496,12 @@ void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer);
 int soft_wire_listen(struct soft_nic *nic, const char *spec);
 void soft_wire_close(struct soft_nic *nic);
 int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req);
+/*
+ * Whether bytes to peer have not reached its host yet: queued here, or
+ * sent but not acknowledged by its TCP (the wire is reliable; only the
+ * soft NIC's own fault injection loses packets).
+ */
+bool soft_wire_in_flight(struct soft_nic *nic, const union ibv_gid *peer);
 /*
  * The wire's sockets are in one epoll set: this fd is readable when any of
  * them has something (a packet, a connection, a finished handshake, room

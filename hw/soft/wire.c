@@ -24,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -516,6 +518,20 @@ bool soft_wire_holding(const struct soft_nic *nic)
 	for (const struct soft_conn *c = nic->conns; c; c = c->next)
 		if (c->out_len > c->out_off && !c->blocked)
 			return true;
+	return false;
+}
+
+bool soft_wire_in_flight(struct soft_nic *nic, const union ibv_gid *peer)
+{
+	for (struct soft_conn *c = nic->conns; c; c = c->next) {
+		int unacked = 0;
+
+		if (c->dead || !c->peer_known || memcmp(c->peer.raw, peer->raw, 16) != 0)
+			continue;
+		if (c->connecting || c->out_len > c->out_off ||
+		    (ioctl(c->fd, SIOCOUTQ, &unacked) == 0 && unacked > 0))
+			return true;
+	}
 	return false;
 }
 
