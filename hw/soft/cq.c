@@ -184,26 +184,35 @@ static __thread unsigned soft_empty_polls;
  * system call, and the turn's other polls would find the socket empty.  A
  * turn begins with a poll of a CQ the thread already polled in the current
  * turn; only that first poll reads, and only if its CQ is empty.  So a thread
- * polling one CQ reads on every empty poll, and what a read brings reaches
- * every other CQ of the turn before the turn ends: a completion for a CQ
- * polled earlier in the turn (an ACK that came with the answer to its SEND)
- * would otherwise cost the poller another turn.  The CQ pointers are
- * compared, never followed.
+ * polling one CQ reads on every empty poll.  A read that brought work ends
+ * the turn without beginning the next: the completions it left in CQs polled
+ * earlier in the turn (an ACK that came with the answer to its SEND) are
+ * collected by the next polls of those CQs without another read.  The CQ
+ * pointers are compared, never followed.
  */
 #define SOFT_POLL_TURN_CQS 8
 static __thread const struct soft_cq *soft_turn_cqs[SOFT_POLL_TURN_CQS];
 static __thread unsigned soft_turn_len;
+static __thread bool soft_turn_after_work; /* the last read brought work: the next turn waits for a repeat */
 
 static bool soft_poll_turn_begins(const struct soft_cq *cq)
 {
-	bool begins = soft_turn_len == 0 || soft_turn_len == SOFT_POLL_TURN_CQS;
+	bool begins = (soft_turn_len == 0 && !soft_turn_after_work) || soft_turn_len == SOFT_POLL_TURN_CQS;
 
 	for (unsigned i = 0; i < soft_turn_len && !begins; i++)
 		begins = soft_turn_cqs[i] == cq;
-	if (begins)
+	if (begins) {
 		soft_turn_len = 0;
+		soft_turn_after_work = false;
+	}
 	soft_turn_cqs[soft_turn_len++] = cq;
 	return begins;
+}
+
+static void soft_poll_turn_found_work(void)
+{
+	soft_turn_len = 0;
+	soft_turn_after_work = true;
 }
 
 int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
@@ -227,7 +236,11 @@ int soft_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		if (wire && !turn_begins)
 			return 0;
 		/* Over the wire, the poller receives what arrived itself (soft_app_round). */
-		if (!soft_app_round(nic, true) || !__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
+		bool worked = soft_app_round(nic, true);
+
+		if (worked)
+			soft_poll_turn_found_work();
+		if (!worked || !__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
 			if (++soft_empty_polls % SOFT_POLL_YIELD == 0)
 				sched_yield();
 			return 0;
