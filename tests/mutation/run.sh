@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/mutation/run.sh [-d SECONDS] [-c CLIENTS] [-s "SEED..."] [-U] [-k] [NAME...]
+# tests/mutation/run.sh [-d SECONDS] [-c CLIENTS] [-s "SEED..."] [-m] [-U] [-k] [NAME...]
 #
 # The walker's mutation harness: each tests/mutation/NAME.mut is one bug
 # seeded into the soft device (a small, exact text replacement).  For each,
@@ -11,6 +11,7 @@
 #
 #   -d SECONDS   walk duration (default 20)      -c CLIENTS  (default 5)
 #   -s "SEEDS"   walk seeds (default "1 2 3")    -U          skip the unit tests
+#   -m           also one multinode walk (3 client processes over the soft wire, first seed)
 #   -k           keep the copies (their paths are printed)
 #   -n           only check that every mutation still applies (no build, no walk)
 #
@@ -24,12 +25,13 @@ set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
 BUILD=${BUILD:-build}
-duration=20 clients=5 seeds="1 2 3" unit=1 keep=0 check_only=0
-while getopts "d:c:s:Ukn" o; do
+duration=20 clients=5 seeds="1 2 3" unit=1 keep=0 check_only=0 multinode=0
+while getopts "d:c:s:mUkn" o; do
 	case $o in
 	d) duration=$OPTARG ;;
 	c) clients=$OPTARG ;;
 	s) seeds=$OPTARG ;;
+	m) multinode=1 ;;
 	U) unit=0 ;;
 	k) keep=1 ;;
 	n) check_only=1 ;;
@@ -120,10 +122,17 @@ for m in "${muts[@]}"; do
 	fi
 	total=$((total + 1))
 	n=0 hit=0 first=""
-	for s in $seeds; do
+	runs=$seeds
+	[ $multinode = 1 ] && runs="$runs multinode"
+	for s in $runs; do
 		n=$((n + 1))
+		if [ "$s" = multinode ]; then
+			set -- --clients=3 --multinode=true --seed="${seeds%% *}"
+		else
+			set -- --clients="$clients" --seed="$s"
+		fi
 		out=$(RDMATOOL_STATS=0 timeout -k 5 $((duration + 60)) "$tmp/build/rdmatool" -j walk --verify \
-			--clients="$clients" --duration="$duration" --seed="$s" 2>"$tmp/walk.$s.err")
+			--duration="$duration" "$@" 2>"$tmp/walk.$s.err")
 		st=$?
 		if [ $st -ne 0 ]; then
 			hit=$((hit + 1))
