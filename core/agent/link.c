@@ -219,6 +219,14 @@ struct challenge {
 	uint8_t mac[32];
 };
 
+/* Ranks of one node are siblings: they never link (they share work through memory instead). */
+static bool same_node(const struct agent_links *lk, uint32_t a, uint32_t b)
+{
+	uint32_t n = lk->cfg.siblings ? lk->cfg.siblings : 1;
+
+	return a / n == b / n;
+}
+
 static void peer_addr(struct agent_links *lk, uint32_t rank, char *out, size_t len)
 {
 	uint16_t port = lk->cfg.ports && lk->cfg.ports[rank] ? lk->cfg.ports[rank] : LINK_DEFAULT_PORT;
@@ -428,6 +436,7 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	}
 	core_ep_attr_defaults(&attr);
 	attr.name = "agent";
+	attr.device = cfg->device;
 	attr.threading = CORE_THREAD_SINGLE;
 	attr.env.tx_stripes = 1;
 	/*
@@ -734,7 +743,7 @@ static int handshake(struct agent_links *lk, struct oob_conn *c, int32_t dialing
 		return rc;
 	/* Only higher ranks dial us. */
 	if (type != LINK_HELLO || len != sizeof(hello) || hello.rank >= lk->cfg.nodes ||
-	    hello.rank <= lk->cfg.rank)
+	    hello.rank <= lk->cfg.rank || same_node(lk, hello.rank, lk->cfg.rank))
 		return -EPROTO;
 	ch.rank = lk->cfg.rank;
 	if (getrandom(ch.nonce, NONCE_LEN, 0) != NONCE_LEN)
@@ -1814,7 +1823,7 @@ static int connect_peers(struct agent_links *lk)
 		struct link_peer *p = &lk->peers[r];
 		char addr[GW_HOST_LEN + 16];
 
-		if (p->up || now < p->next_try_ns)
+		if (p->up || now < p->next_try_ns || same_node(lk, r, lk->cfg.rank))
 			continue;
 		p->next_try_ns = now + LINK_RETRY_NS;
 		peer_addr(lk, r, addr, sizeof(addr));
@@ -1974,6 +1983,14 @@ bool links_can_inject(struct agent_links *lk)
 	return flow_fits(&lk->flow[FLOW_INJECTION], LINK_LARGE_MAX) && (!lk->rma || lk->pool.nfree > 0);
 }
 
+void links_agent_stats(struct agent_links *lk, struct gw_agent_stats *out)
+{
+	*out = (struct gw_agent_stats){.pool_bytes = lk->pool.len,
+				       .pool_slots = lk->pool.nslots,
+				       .slots_in_use = lk->pool.nslots - lk->pool.nfree,
+				       .slots_hwm = lk->pool.slots_hwm};
+}
+
 void links_flow_stats(struct agent_links *lk, struct flow_gauge out[FLOW_NKINDS])
 {
 	memcpy(out, lk->flow, sizeof(lk->flow));
@@ -2008,7 +2025,8 @@ int links_sleep_prepare(struct agent_links *lk, struct pollfd *fds, int max, int
 	if (lk->pending && (*timeout_ms < 0 || *timeout_ms > 1))
 		*timeout_ms = 1;
 	for (uint32_t r = 0; r < lk->cfg.rank; r++)
-		if (!lk->peers[r].up && (*timeout_ms < 0 || *timeout_ms > (int)(LINK_RETRY_NS / 1000000)))
+		if (!lk->peers[r].up && !same_node(lk, r, lk->cfg.rank) &&
+		    (*timeout_ms < 0 || *timeout_ms > (int)(LINK_RETRY_NS / 1000000)))
 			*timeout_ms = (int)(LINK_RETRY_NS / 1000000);
 	return n;
 }

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Several agents per node (--agents-per-node): two nodes of two agents each on one machine.
+# Bad values exit 2 naming the option.  Three client processes on each node send numbered,
+# checksummed messages of 24 B .. 4 MiB (large ones move by rma READs, in chunks) to a channel
+# on the other node: every message arrives exactly once, whole, in order per sender (each
+# sender is one port, which always goes through one agent), and both agents of a node carried
+# traffic.  With 1 MiB ejection caps the large-message READs back up at the target, and the
+# idle sibling steals some: agent status -j counts them on both sides.
+set -eu
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v jq >/dev/null || fail "jq missing; run 'make deps'"
+command -v python3 >/dev/null || fail "python3 missing"
+TRAFFIC=$BUILD/tests/tools/agent_traffic
+[ -x "$TRAFFIC" ] || fail "$TRAFFIC missing; run 'make check'"
+
+T=$(mktemp -d "/tmp/rdmatool-agent-siblings.XXXXXX")
+export RDMATOOL_STATS=0 RDMATOOL_AGENT_KEY=$T/key
+cleanup() {
+	for f in "$T"/a*/agent.*.pid; do
+		[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+	done
+	wait 2>/dev/null || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+# Two base ports P with P+1 free as well: sibling S of a node listens on its base port + S.
+hosts=$(python3 -c 'import socket
+held, out = [], []
+while len(out) < 2:
+    a = socket.socket()
+    a.bind(("127.0.0.1", 0))
+    p = a.getsockname()[1]
+    b = socket.socket()
+    try:
+        b.bind(("127.0.0.1", p + 1))
+    except OSError:
+        continue
+    held += [a, b]
+    out.append(p)
+print(",".join("127.0.0.1:%d" % p for p in out))')
+A() {
+	local r=$1
+	shift
+	RDMATOOL_AGENT_DIR=$T/a$r timeout 60 "$RDMATOOL" "$@"
+}
+X() {
+	local r=$1
+	shift
+	RDMATOOL_AGENT_DIR=$T/a$r timeout 90 "$TRAFFIC" "$1" "$r" "${@:2}"
+}
+wait_for() {
+	for _ in $(seq 500); do
+		"$@" && return 0
+		sleep 0.02
+	done
+	return 1
+}
+for r in 0 1; do mkdir -m 700 "$T/a$r"; done
+
+# Bad values: exit 2, naming the option and what to give.
+for bad in 0 17 -1 x 2x ""; do
+	rc=0
+	out=$(A 0 agent start --hosts="$hosts" --rank=0 --agents-per-node="$bad" 2>&1) || rc=$?
+	[ $rc -eq 2 ] || fail "--agents-per-node='$bad' exited $rc, not 2: $out"
+	grep -q -- "--agents-per-node" <<<"$out" || fail "no word of the option for '$bad': $out"
+done
+many=$(python3 -c 'print(",".join("h%d" % i for i in range(20)))')
+rc=0
+out=$(A 0 agent foreground --hosts="$many" --rank=0 --agents-per-node=16 2>&1) || rc=$?
+[ $rc -eq 2 ] && grep -q "at most 256" <<<"$out" || fail "20 nodes x 16 agents: rc $rc: $out"
+rc=0
+out=$(A 0 agent status --agents-per-node=2 2>&1) || rc=$?
+[ $rc -eq 2 ] && grep -q "foreground and start" <<<"$out" || fail "status took --agents-per-node: $out"
+[ -z "$(ls "$T/a0")" ] || fail "a refused start left files: $(ls "$T/a0")"
+
+export RDMATOOL_AGENT_MAX_EJECTION_MB=1
+for r in 0 1; do
+	A $r -q agent start --hosts="$hosts" --rank=$r --agents-per-node=2 || fail "node $r did not start"
+done
+# Every agent has its link to the same sibling of the other node up (its rail).
+rails_up() {
+	[ "$(A "$1" -j agent status | jq '[.agents[] | select(.running and .peers[0].state == "up")] | length')" = 2 ]
+}
+for r in 0 1; do wait_for rails_up $r || fail "node $r: rails not up: $(A $r agent status)"; done
+st=$(A 0 -j agent status)
+[ "$(jq .agents_per_node <<<"$st")" = 2 ] || fail "agents_per_node is not 2: $st"
+[ "$(jq '[.agents[].pid] | unique | length' <<<"$st")" = 2 ] || fail "the two agents share a pid: $st"
+jq -e '.agents[] | .pool.registered_bytes > 0 and .pool.slots > 0' <<<"$st" >/dev/null ||
+	fail "no registered pool in status: $st"
+
+for r in 0 1; do A $r agent chan create q --bytes=$((64 << 20)) --max-msg=$((4 << 20)); done
+SENDS=25
+pids=()
+for node in 0 1; do
+	for p in 1 2 3; do
+		id=$((node * 10 + p))
+		X $node send $((1 - node))/q $id $SENDS $id $((4 << 20)) >"$T/send.$id" &
+		pids+=($!)
+	done
+done
+for node in 0 1; do
+	X $node recv q 10000 $((3 * SENDS)) >"$T/got.$node" &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || fail "a sender or receiver failed: $(tail -n 2 "$T"/got.* "$T"/send.*)"; done
+for node in 0 1; do
+	X $node recv q 300 >"$T/more.$node" || true
+	grep -q "^received 0 " "$T/more.$node" || fail "more than $((3 * SENDS)) messages arrived on node $node"
+done
+
+python3 - "$T" "$SENDS" <<'PY' || exit 1
+import sys
+t, sends = sys.argv[1], int(sys.argv[2])
+def pairs(path):
+    return [tuple(map(int, l.split()[:2])) for l in open(path) if not l.startswith(("received", "sent"))]
+total = 0
+for node in (0, 1):
+    got = pairs(f"{t}/got.{node}")
+    want = {((1 - node) * 10 + p, s) for p in (1, 2, 3) for s in range(sends)}
+    if len(got) != len(set(got)) or set(got) != want:
+        sys.exit(f"FAIL: node {node}: {len(set(got))} distinct of {len(want)}, {len(got) - len(set(got))} twice")
+    total += len(got)
+print(f"agent siblings: {total} messages, each once, whole, in order per sender")
+PY
+
+# Both agents of each node carried requests: the senders' ports were spread over them.
+for r in 0 1; do
+	st=$(A $r -j agent status)
+	jq -e '[.agents[] | .gateway.requests > 0] | all' <<<"$st" >/dev/null ||
+		fail "node $r: an agent carried no request: $(jq -c '[.agents[].gateway]' <<<"$st")"
+done
+for r in 0 1; do A $r -q agent stop || fail "stop $r"; done
+[ -z "$(ls "$T"/a*/*.pid 2>/dev/null)" ] || fail "pid files left: $(ls "$T"/a*/*.pid)"
+if grep -l 'Sanitizer' "$T"/a*/agent.*.log >/dev/null 2>&1; then
+	fail "sanitizer report in an agent log: $(grep -h -A20 'Sanitizer' "$T"/a*/agent.*.log | head -40)"
+fi
+echo "agent siblings: ok"
