@@ -21,7 +21,6 @@ struct agent_client {
 	uint32_t rank;
 	struct gateway *gw; /* the node's first agent: NULL until needed, or when no agent runs */
 	struct gateway *sib[AGENT_SIBLINGS_MAX]; /* the node's other agents, opened when a handle uses them */
-	uint32_t remote_handles;		 /* remote handles opened so far: the next one's sibling */
 };
 
 struct agent_chan {
@@ -226,19 +225,8 @@ int agent_chan_open(struct agent_client *cl, const char *text, struct agent_chan
 		rc = resolve_node(cl, &h->addr, &local, &h->node);
 	if (!rc && local)
 		rc = chan_open(cl->dir, h->addr.name, &h->local);
-	if (!rc && !local) {
-		struct gw_info *info = malloc(sizeof(*info));
-
-		if (!info) {
-			rc = -ENOMEM;
-		} else {
-			/* A port goes through one agent for good: per-port order holds on its one link. */
-			gw_info(cl->gw, info);
-			if (info->siblings > 1 && info->siblings <= AGENT_SIBLINGS_MAX)
-				h->sibling = ((uint32_t)getpid() + cl->remote_handles++) % info->siblings;
-			free(info);
-		}
-	}
+	if (!rc && !local)
+		h->sibling = gw_deal_sibling(cl->gw); /* for good: per-port order holds on its one link */
 	if (rc) {
 		free(h);
 		return rc;

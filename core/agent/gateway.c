@@ -72,6 +72,8 @@ struct gw_shared {
 	struct gw_shared_peer peers[GW_MAX_NODES];
 	_Atomic uint64_t flow[FLOW_NKINDS][3];	/* now, hwm, cap */
 	_Atomic uint64_t agent[GW_AGENT_STATS]; /* struct gw_agent_stats, field by field */
+	_Atomic uint32_t ports_dealt;		/* remote handles given a sibling (gw_deal_sibling) */
+	uint32_t pad2;
 	_Atomic uint32_t running;
 	_Atomic uint32_t doorbell; /* the agent sleeps on it */
 	_Atomic uint32_t agent_sleeping;
@@ -550,6 +552,15 @@ int gw_open(const char *dir, uint32_t rank, struct gateway **out)
 	    bell_addr(g, dir, rank) ? socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0) : -1;
 	*out = g;
 	return 0;
+}
+
+uint32_t gw_deal_sibling(struct gateway *g)
+{
+	uint32_t n = g->s->id.siblings;
+
+	if (n <= 1 || n > AGENT_SIBLINGS_MAX)
+		return 0;
+	return atomic_fetch_add_explicit(&g->s->ports_dealt, 1, memory_order_relaxed) % n;
 }
 
 void gw_close(struct gateway *g)

@@ -149,6 +149,12 @@ void gw_close(struct gateway *g);
  * on every call; its pid file lock, a few system calls, at most every 50 ms).
  */
 bool gw_alive(struct gateway *g);
+/*
+ * Client side, on the node's first agent: the sibling a new remote handle
+ * (a port) goes through for good, dealt round robin over the node's agents
+ * to every process of the node (0 with one agent).
+ */
+uint32_t gw_deal_sibling(struct gateway *g);
 /* A private, validated copy of the agent's information and counters. */
 void gw_info(struct gateway *g, struct gw_info *info);
 

@@ -17,9 +17,10 @@
  * large-message READs siblings steal from each other (core/agent/steal.h).
  * Every node runs the same N.
  *
- * A client maps each channel handle (a port) to one sibling, once, when it
- * opens the handle: the k-th remote handle of process P goes to sibling
- * (P + k) mod N, so one process's handles spread over the siblings.
+ * A client maps each remote channel handle (a port) to one sibling, once,
+ * when it opens the handle: the node's first agent deals them round robin
+ * to all its clients (a counter in its gateway, gw_deal_sibling), so the
+ * ports of the node's processes spread evenly over its agents.
  */
 #ifndef RDMATOOL_CORE_AGENT_SIBLING_H
 #define RDMATOOL_CORE_AGENT_SIBLING_H

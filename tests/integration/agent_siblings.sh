@@ -73,10 +73,12 @@ out=$(A 0 agent status --agents-per-node=2 2>&1) || rc=$?
 [ $rc -eq 2 ] && grep -q "foreground and start" <<<"$out" || fail "status took --agents-per-node: $out"
 [ -z "$(ls "$T/a0")" ] || fail "a refused start left files: $(ls "$T/a0")"
 
+# Node 0's soft devices serve each request 2 ms late: the READs node 1 makes of node 0's
+# buffers take long enough for a backlog to build behind the ejection cap.
 export RDMATOOL_AGENT_MAX_EJECTION_MB=1
-for r in 0 1; do
-	A $r -q agent start --hosts="$hosts" --rank=$r --agents-per-node=2 || fail "node $r did not start"
-done
+RDMATOOL_SOFT_FAULTS=delay_us=2000 A 0 -q agent start --hosts="$hosts" --rank=0 --agents-per-node=2 ||
+	fail "node 0 did not start"
+A 1 -q agent start --hosts="$hosts" --rank=1 --agents-per-node=2 || fail "node 1 did not start"
 # Every agent has its link to the same sibling of the other node up (its rail).
 rails_up() {
 	[ "$(A "$1" -j agent status | jq '[.agents[] | select(.running and .peers[0].state == "up")] | length')" = 2 ]
@@ -129,6 +131,26 @@ for r in 0 1; do
 	jq -e '[.agents[] | .gateway.requests > 0] | all' <<<"$st" >/dev/null ||
 		fail "node $r: an agent carried no request: $(jq -c '[.agents[].gateway]' <<<"$st")"
 done
+# Stealing: 4 MiB messages one after another (each sender process is a port of its own, on
+# either agent), 64 chunks each, of which the 1 MiB ejection cap lets the target read 8 at a
+# time; the rest wait on the agent's board, and its idle sibling reads some of them.
+head -c $((4 << 20)) /dev/urandom >"$T/big"
+A 1 agent chan create big --bytes=$((64 << 20)) --max-msg=$((4 << 20))
+for i in 1 2 3 4 5 6; do
+	A 0 agent send 1/big "$T/big" --mode=deposited --timeout=20000 || fail "big send $i failed"
+done
+mkdir "$T/got-big"
+A 1 agent recv big -n 6 --timeout=10000 --out="$T/got-big" >/dev/null || fail "node 1 got fewer than 6 big messages"
+want=$(sha256sum <"$T/big" | cut -d' ' -f1)
+for f in "$T"/got-big/*; do
+	[ "$(sha256sum <"$f" | cut -d' ' -f1)" = "$want" ] || fail "big message $f differs"
+done
+stolen_both() {
+	s=$(A 1 -j agent status | jq -c '[([.agents[].steal.steals] | add), ([.agents[].steal.stolen] | add)]')
+	[ "$(jq '.[0] > 0 and .[0] == .[1]' <<<"$s")" = true ]
+}
+wait_for stolen_both || fail "no READ stolen, or thief and owner disagree: $(A 1 -j agent status | jq -c '[.agents[].steal]')"
+echo "agent siblings: stealing on node 1: $(A 1 -j agent status | jq -c '[.agents[].steal]')"
 for r in 0 1; do A $r -q agent stop || fail "stop $r"; done
 [ -z "$(ls "$T"/a*/*.pid 2>/dev/null)" ] || fail "pid files left: $(ls "$T"/a*/*.pid)"
 if grep -l 'Sanitizer' "$T"/a*/agent.*.log >/dev/null 2>&1; then
