@@ -245,6 +245,15 @@ static bool same_node(const struct agent_links *lk, uint32_t a, uint32_t b)
 
 static void steal_open(struct agent_links *lk);
 
+/* A link rank as the user knows it: the node's rank, and "R.S" when the node runs several agents. */
+static const char *peer_name(const struct agent_links *lk, uint32_t rank, char *out, size_t len)
+{
+	uint32_t n = lk->cfg.siblings ? lk->cfg.siblings : 1;
+
+	agent_id_text(agent_id(rank / n, rank % n), out, len);
+	return out;
+}
+
 static void peer_addr(struct agent_links *lk, uint32_t rank, char *out, size_t len)
 {
 	uint16_t port = lk->cfg.ports && lk->cfg.ports[rank] ? lk->cfg.ports[rank] : LINK_DEFAULT_PORT;
@@ -582,12 +591,14 @@ static void drop_reads(struct agent_links *lk, uint32_t from, bool all)
 static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 {
 	struct link_peer *p = &lk->peers[rank];
+	char name[32];
 
 	if (p->oob)
 		oob_close(p->oob);
 	p->oob = NULL;
 	if (p->up)
-		agent_logf(&lk->cfg.log, "link to rank %u (%s) down: %s", rank, lk->cfg.hosts[rank], why);
+		agent_logf(&lk->cfg.log, "link to rank %s (%s) down: %s",
+			   peer_name(lk, rank, name, sizeof(name)), lk->cfg.hosts[rank], why);
 	p->up = false;
 	p->next_try_ns = clock_ns() + LINK_RETRY_NS;
 	drop_waiting(lk, rank, -EHOSTDOWN);
@@ -789,6 +800,7 @@ static int handshake(struct agent_links *lk, struct oob_conn *c, int32_t dialing
 static void peer_join(struct agent_links *lk, struct oob_conn *c, int32_t dialing)
 {
 	int theirs = handshake(lk, c, dialing), rc = theirs < 0 ? theirs : 0;
+	char name[32];
 
 	if (!rc && lk->peers[theirs].up)
 		peer_down(lk, (uint32_t)theirs, "it connected again");
@@ -803,7 +815,8 @@ static void peer_join(struct agent_links *lk, struct oob_conn *c, int32_t dialin
 	}
 	lk->peers[theirs].oob = c;
 	lk->peers[theirs].up = true;
-	agent_logf(&lk->cfg.log, "link to rank %d (%s) up", theirs, lk->cfg.hosts[theirs]);
+	agent_logf(&lk->cfg.log, "link to rank %s (%s) up",
+		   peer_name(lk, (uint32_t)theirs, name, sizeof(name)), lk->cfg.hosts[theirs]);
 }
 
 /* Posts the units queued for rank, in order, as far as the link allows; returns how many. */
