@@ -1747,11 +1747,21 @@ static void refresh_siblings(struct agent_links *lk)
 	}
 }
 
+static bool offered_any(const struct agent_links *lk)
+{
+	for (int k = 0; lk->board && k < STEAL_SLOTS; k++)
+		if (lk->offered[k])
+			return true;
+	return false;
+}
+
 /* Thief: with no backlog of its own, READs what the siblings offered, over its own links. */
 static int steal_progress(struct agent_links *lk)
 {
 	int work = 0;
 
+	if (offered_any(lk))
+		return 0; /* busy itself: its own offers are still out */
 	for (uint32_t k = 0; k < AGENT_SIBLINGS_MAX && !lk->reads_waiting; k++) {
 		struct steal_board *b = lk->sib[k];
 		struct steal_job job;
@@ -1822,14 +1832,6 @@ static int steal_pass(struct agent_links *lk, uint64_t now)
 	if (lk->reads_waiting)
 		work += offer_backlog(lk, now);
 	return work + steal_progress(lk);
-}
-
-static bool offered_any(const struct agent_links *lk)
-{
-	for (int k = 0; lk->board && k < STEAL_SLOTS; k++)
-		if (lk->offered[k])
-			return true;
-	return false;
 }
 
 /* Owner, its link to rank down: offered READs nobody took are dropped with it (drop_reads). */
