@@ -73,10 +73,10 @@ out=$(A 0 agent status --agents-per-node=2 2>&1) || rc=$?
 [ $rc -eq 2 ] && grep -q "foreground and start" <<<"$out" || fail "status took --agents-per-node: $out"
 [ -z "$(ls "$T/a0")" ] || fail "a refused start left files: $(ls "$T/a0")"
 
-# Node 0's soft devices serve each request 2 ms late: the READs node 1 makes of node 0's
+# Node 0's soft devices serve each request 10 ms late: the READs node 1 makes of node 0's
 # buffers take long enough for a backlog to build behind the ejection cap.
 export RDMATOOL_AGENT_MAX_EJECTION_MB=1
-RDMATOOL_SOFT_FAULTS=delay_us=2000 A 0 -q agent start --hosts="$hosts" --rank=0 --agents-per-node=2 ||
+RDMATOOL_SOFT_FAULTS=delay_us=10000 A 0 -q agent start --hosts="$hosts" --rank=0 --agents-per-node=2 ||
 	fail "node 0 did not start"
 A 1 -q agent start --hosts="$hosts" --rank=1 --agents-per-node=2 || fail "node 1 did not start"
 # Every agent has its link to the same sibling of the other node up (its rail).
