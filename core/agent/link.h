@@ -48,6 +48,12 @@
  * data toward the GETMSG cap until its answer's send completes, and a GETMSG
  * that would go over it waits in its channel's queue.
  *
+ * Several agents per node (core/agent/sibling.h): link ranks are virtual
+ * (node rank x siblings + sibling), ranks of one node never link, and an
+ * rma READ backlog is shared with the siblings through a board in shared
+ * memory (core/agent/steal.h): an idle sibling READs a chunk over its own
+ * link to the sender, the owner copies it into the message and answers.
+ *
  * Single-threaded: every call, and every callback, runs in the agent's
  * engine loop.
  */

@@ -153,7 +153,16 @@ wait_for stolen_both || fail "no READ stolen, or thief and owner disagree: $(A 1
 echo "agent siblings: stealing on node 1: $(A 1 -j agent status | jq -c '[.agents[].steal]')"
 for r in 0 1; do A $r -q agent stop || fail "stop $r"; done
 [ -z "$(ls "$T"/a*/*.pid 2>/dev/null)" ] || fail "pid files left: $(ls "$T"/a*/*.pid)"
-if grep -l 'Sanitizer' "$T"/a*/agent.*.log >/dev/null 2>&1; then
-	fail "sanitizer report in an agent log: $(grep -h -A20 'Sanitizer' "$T"/a*/agent.*.log | head -40)"
+# In the foreground: sibling 0 runs the others as children, and stopping it stops them all.
+mkdir -m 700 "$T/a2"
+RDMATOOL_AGENT_DIR=$T/a2 "$RDMATOOL" agent foreground --agents-per-node=2 2>"$T/a2/fg.log" &
+fg=$!
+both_running() { [ "$(A 2 -j agent status | jq '[.agents[] | select(.running)] | length')" = 2 ]; }
+wait_for both_running || fail "foreground: not both agents run: $(A 2 agent status 2>&1)"
+kill -TERM $fg
+wait $fg || fail "foreground exited $? on SIGTERM"
+[ -z "$(ls "$T"/a2/*.pid 2>/dev/null)" ] || fail "foreground left agents running: $(ls "$T"/a2)"
+if grep -l 'Sanitizer' "$T"/a*/*.log >/dev/null 2>&1; then
+	fail "sanitizer report in an agent log: $(grep -h -A20 'Sanitizer' "$T"/a*/*.log | head -40)"
 fi
 echo "agent siblings: ok"
