@@ -2,9 +2,9 @@
 # Several agents per node (--agents-per-node): two nodes of two agents each on one machine.
 # Bad values exit 2 naming the option.  Three client processes on each node send numbered,
 # checksummed messages of 24 B .. 4 MiB (large ones move by rma READs, in chunks) to a channel
-# on the other node: every message arrives exactly once, whole, in order per sender (each
-# sender is one port, which always goes through one agent), and both agents of a node carried
-# traffic.  With 1 MiB ejection caps the large-message READs back up at the target, and the
+# on the other node, and two processes of node 0 drain a channel of node 1 with GETMSGs: every
+# message arrives exactly once, whole, in order per sender (each sender is one port, which
+# always goes through one agent), and both agents of a node carried traffic.  With 1 MiB ejection caps the large-message READs back up at the target, and the
 # idle sibling steals some: agent status -j counts them on both sides.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -91,8 +91,16 @@ jq -e '.agents[] | .pool.registered_bytes > 0 and .pool.slots > 0' <<<"$st" >/de
 	fail "no registered pool in status: $st"
 
 for r in 0 1; do A $r agent chan create q --bytes=$((64 << 20)) --max-msg=$((4 << 20)); done
-SENDS=25
+A 1 agent chan create g --capacity=64 --bytes=$((4 << 20)) --max-msg=65536
+SENDS=25 FILLS=40
 pids=()
+# GETMSGs: a process on node 1 fills g, two on node 0 (one per agent) drain it from afar.
+X 1 send g 101 $FILLS 101 60000 >"$T/send.101" &
+pids+=($!)
+for p in 1 2; do
+	X 0 recv 1/g 3000 >"$T/get.$p" &
+	pids+=($!)
+done
 for node in 0 1; do
 	for p in 1 2 3; do
 		id=$((node * 10 + p))
@@ -110,9 +118,9 @@ for node in 0 1; do
 	grep -q "^received 0 " "$T/more.$node" || fail "more than $((3 * SENDS)) messages arrived on node $node"
 done
 
-python3 - "$T" "$SENDS" <<'PY' || exit 1
+python3 - "$T" "$SENDS" "$FILLS" <<'PY' || exit 1
 import sys
-t, sends = sys.argv[1], int(sys.argv[2])
+t, sends, fills = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def pairs(path):
     return [tuple(map(int, l.split()[:2])) for l in open(path) if not l.startswith(("received", "sent"))]
 total = 0
@@ -122,7 +130,10 @@ for node in (0, 1):
     if len(got) != len(set(got)) or set(got) != want:
         sys.exit(f"FAIL: node {node}: {len(set(got))} distinct of {len(want)}, {len(got) - len(set(got))} twice")
     total += len(got)
-print(f"agent siblings: {total} messages, each once, whole, in order per sender")
+g = [x for p in (1, 2) for x in pairs(f"{t}/get.{p}")]
+if len(g) != len(set(g)) or set(g) != {(101, s) for s in range(fills)}:
+    sys.exit(f"FAIL: GETMSG: {len(set(g))} distinct of {fills}, {len(g) - len(set(g))} twice")
+print(f"agent siblings: {total} messages and {len(g)} GETMSGs, each once, whole, in order per sender")
 PY
 
 # Both agents of each node carried requests: the senders' ports were spread over them.
