@@ -187,6 +187,7 @@ struct agent_links {
 	uint32_t max_items;	/* per eager buffer: AGG_MAX_ITEMS, or 1 with aggregation off */
 	bool rma;		/* RDMATOOL_AGENT_TRANSPORT_TYPE=rma: large SENDMSGs are read by the target */
 	bool hugepages;		/* RDMATOOL_AGENT_HUGEPAGES=1 */
+	bool steal;		/* RDMATOOL_AGENT_STEAL (default 1): siblings share the READ backlog */
 	struct agent_pool pool; /* receive buffers, and rma's slots targets read chunks from */
 	struct rma_read *reads_waiting, **reads_tail;
 	/* Stealing (core/agent/steal.h): our board and what waits on it, and the siblings' boards. */
@@ -363,6 +364,15 @@ static int hugepages_from_env(bool *on)
 	return !v || !*v || *on || !strcmp(v, "0") ? 0 : -EINVAL;
 }
 
+/* RDMATOOL_AGENT_STEAL: 0 with *on set (unset: on), or -EINVAL. */
+static int steal_from_env(bool *on)
+{
+	const char *v = getenv(LINK_STEAL_ENV);
+
+	*on = !v || !*v || !strcmp(v, "1");
+	return *on || !strcmp(v, "0") ? 0 : -EINVAL;
+}
+
 /* The receive buffers and, for rma, staging slots for the injection cap's worth of chunks. */
 static int open_pool(struct agent_links *lk, char *why, size_t whylen)
 {
@@ -431,6 +441,15 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	if (hugepages_from_env(&lk->hugepages)) {
 		snprintf(why, whylen, "%s='%s' is invalid; give 1 (hugepages when the system has them) or 0",
 			 LINK_HUGEPAGES_ENV, getenv(LINK_HUGEPAGES_ENV));
+		links_close(lk);
+		return -EINVAL;
+	}
+	if (steal_from_env(&lk->steal)) {
+		snprintf(
+		    why, whylen,
+		    "%s='%s' is invalid; give 1 (the node's agents steal each other's READs, the default) "
+		    "or 0",
+		    LINK_STEAL_ENV, getenv(LINK_STEAL_ENV));
 		links_close(lk);
 		return -EINVAL;
 	}
@@ -1631,7 +1650,7 @@ static void read_complete(struct agent_links *lk, struct rma_read *rd, const str
  * there is no board and none of this runs.
  */
 #define STEAL_GRACE_NS	 2000000ull /* an offered READ a sibling has not taken is ours again after */
-#define STEAL_IN_FLIGHT	 4	    /* READs one agent does for its siblings at once */
+#define STEAL_IN_FLIGHT	 8	    /* READs one agent does for its siblings at once */
 #define STEAL_REFRESH_NS LINK_RETRY_NS
 
 static uint32_t my_sibling(const struct agent_links *lk)
@@ -1648,7 +1667,7 @@ static void steal_open(struct agent_links *lk)
 {
 	int rc;
 
-	if (lk->cfg.siblings < 2 || !lk->rma)
+	if (lk->cfg.siblings < 2 || !lk->rma || !lk->steal)
 		return;
 	rc = steal_board_create(lk->dir, sibling_id(lk, my_sibling(lk)), &lk->board);
 	if (rc)

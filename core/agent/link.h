@@ -72,6 +72,7 @@
 #define LINK_DEFAULT_PORT  17470			   /* the OOB port of an --hosts entry without one */
 #define LINK_TRANSPORT_ENV "RDMATOOL_AGENT_TRANSPORT_TYPE" /* rma (default) or p2p */
 #define LINK_HUGEPAGES_ENV "RDMATOOL_AGENT_HUGEPAGES"	   /* 1: the rma pool on hugepages if any */
+#define LINK_STEAL_ENV	   "RDMATOOL_AGENT_STEAL"	   /* 0: siblings do not steal READs */
 
 struct link_config {
 	uint32_t rank, nodes; /* link ranks: node rank x siblings + sibling (core/agent/sibling.h) */

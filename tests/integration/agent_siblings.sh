@@ -71,6 +71,10 @@ out=$(A 0 agent foreground --hosts="$many" --rank=0 --agents-per-node=16 2>&1) |
 rc=0
 out=$(A 0 agent status --agents-per-node=2 2>&1) || rc=$?
 [ $rc -eq 2 ] && grep -q "foreground and start" <<<"$out" || fail "status took --agents-per-node: $out"
+rc=0
+out=$(RDMATOOL_AGENT_STEAL=2 A 0 agent foreground --hosts="$hosts" --rank=0 --agents-per-node=2 2>&1) || rc=$?
+[ $rc -ne 0 ] && grep -q RDMATOOL_AGENT_STEAL <<<"$out" || fail "RDMATOOL_AGENT_STEAL=2 accepted: rc $rc: $out"
+rm -f "$T"/a0/agent.*.log
 [ -z "$(ls "$T/a0")" ] || fail "a refused start left files: $(ls "$T/a0")"
 
 # Node 0's soft devices serve each request 10 ms late: the READs node 1 makes of node 0's
