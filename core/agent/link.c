@@ -475,8 +475,11 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	rc = oob_listen(addr, &lk->listener);
 	if (rc) {
 		snprintf(why, whylen,
-			 "cannot listen for other agents on %s: %s; give this rank a free port in --hosts",
-			 addr, strerror(-rc));
+			 "cannot listen for other agents on %s: %s; give this rank a free port in --hosts%s",
+			 addr, strerror(-rc),
+			 lk->cfg.siblings > 1
+			     ? " (agent S of a node listens on its port + S: keep those free too)"
+			     : "");
 		links_close(lk);
 		return rc;
 	}
