@@ -1719,7 +1719,7 @@ static int offer_backlog(struct agent_links *lk, uint64_t now)
 }
 
 /* Owner: READs siblings did land in their messages; the ones nobody took come back after a while. */
-static int offered_progress(struct agent_links *lk, uint64_t now)
+static int offered_progress(struct agent_links *lk, uint64_t now, bool check)
 {
 	int work = 0;
 
@@ -1730,7 +1730,7 @@ static int offered_progress(struct agent_links *lk, uint64_t now)
 
 		if (!rd)
 			continue;
-		st = steal_poll(lk->board, k, &status, &data);
+		st = steal_poll(lk->board, k, check, &status, &data);
 		if (st == 0 &&
 		    (now - lk->offered_ns[k] < STEAL_GRACE_NS ||
 		     !flow_fits(&lk->flow[FLOW_EJECTION], rd->rma.len) || !steal_reclaim(lk->board, k)))
@@ -1840,15 +1840,16 @@ static void steal_complete(struct agent_links *lk, struct rma_read *rd, int stat
 
 static int steal_pass(struct agent_links *lk, uint64_t now)
 {
+	bool check = now >= lk->next_steal_check_ns; /* the system calls: not on every pass */
 	int work;
 
 	if (!lk->board)
 		return 0;
-	if (now >= lk->next_steal_check_ns) {
+	if (check) {
 		lk->next_steal_check_ns = now + STEAL_REFRESH_NS;
 		refresh_siblings(lk);
 	}
-	work = offered_progress(lk, now);
+	work = offered_progress(lk, now, check);
 	if (lk->reads_waiting)
 		work += reads_progress(lk);
 	if (lk->reads_waiting)

@@ -47,9 +47,10 @@ bool steal_reclaim(struct steal_board *b, int slot);
 /*
  * Owner: a slot it offered.  1 with *status and *data (len bytes) once the
  * thief is done; then steal_release().  0 while offered or being read.  -1
- * when the thief died while reading it: the slot is the owner's again (FREE).
+ * when the thief died while reading it (looked at only with check_thief: a
+ * few system calls): the slot is the owner's again (FREE).
  */
-int steal_poll(struct steal_board *b, int slot, int *status, const uint8_t **data);
+int steal_poll(struct steal_board *b, int slot, bool check_thief, int *status, const uint8_t **data);
 void steal_release(struct steal_board *b, int slot);
 
 /* Thief: maps a sibling's board; -ENOENT when it has none (yet). */

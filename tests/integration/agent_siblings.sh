@@ -5,7 +5,9 @@
 # on the other node, and two processes of node 0 drain a channel of node 1 with GETMSGs: every
 # message arrives exactly once, whole, in order per sender (each sender is one port, which
 # always goes through one agent), and both agents of a node carried traffic.  With 1 MiB ejection caps the large-message READs back up at the target, and the
-# idle sibling steals some: agent status -j counts them on both sides.
+# idle sibling steals some: agent status -j counts them on both sides.  A sibling killed
+# (SIGKILL) mid-transfer fails only the sends of its own rail; what arrives is whole and once.
+# In the foreground, stopping the first agent stops its siblings.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v jq >/dev/null || fail "jq missing; run 'make deps'"
@@ -166,8 +168,48 @@ stolen_both() {
 }
 wait_for stolen_both || fail "no READ stolen, or thief and owner disagree: $(A 1 -j agent status | jq -c '[.agents[].steal]')"
 echo "agent siblings: stealing on node 1: $(A 1 -j agent status | jq -c '[.agents[].steal]')"
+
+# A sibling killed (SIGKILL) in the middle of big sends: the sends through its rail fail within
+# their timeout, the others complete, and what arrived is whole and there once (a deposited
+# message whose answer died with the agent may be there too).
+A 1 agent chan create kill --bytes=$((64 << 20)) --max-msg=$((4 << 20))
+for i in 0 1 2 3 4 5; do
+	{ printf 'big-%d\n' $i; head -c $((3 << 20)) "$T/big"; } >"$T/kill.$i"
+done
+(
+	for i in 0 1 2 3 4 5; do
+		if A 0 agent send 1/kill "$T/kill.$i" --mode=deposited --timeout=8000 2>/dev/null; then
+			echo "big-$i" >>"$T/kill.ok"
+		fi
+	done
+) &
+sender=$!
+sleep 0.3
+kill -9 "$(cat "$T/a1/agent.1.1.pid")"
+wait $sender
+touch "$T/kill.ok"
+mkdir "$T/got-kill"
+A 1 agent recv kill -n 0 --timeout=1000 --out="$T/got-kill" >/dev/null || true
+python3 - "$T" <<'PY' || exit 1
+import hashlib, os, sys
+t = sys.argv[1]
+sent = {f"big-{i}": hashlib.sha256(open(f"{t}/kill.{i}", "rb").read()).hexdigest() for i in range(6)}
+ok = set(open(f"{t}/kill.ok").read().split())
+got = []
+for name in sorted(os.listdir(f"{t}/got-kill")):
+    body = open(f"{t}/got-kill/{name}", "rb").read()
+    tag = body.split(b"\n", 1)[0].decode(errors="replace")
+    if sent.get(tag) != hashlib.sha256(body).hexdigest():
+        sys.exit(f"FAIL: after the kill, message {name} ({tag}) is not one that was sent, whole")
+    got.append(tag)
+if len(got) != len(set(got)) or not ok <= set(got) or not ok:
+    sys.exit(f"FAIL: after the kill: sends that succeeded {sorted(ok)}, arrived {got}")
+print(f"agent siblings: a sibling killed: {len(ok)} of 6 big sends succeeded, {len(got)} arrived, all whole, once")
+PY
 for r in 0 1; do A $r -q agent stop || fail "stop $r"; done
-[ -z "$(ls "$T"/a*/*.pid 2>/dev/null)" ] || fail "pid files left: $(ls "$T"/a*/*.pid)"
+for f in a0/agent.0.pid a0/agent.0.1.pid a1/agent.1.pid; do # 1.1 was killed: its file stays
+	[ ! -e "$T/$f" ] || fail "$f left behind by agent stop"
+done
 # In the foreground: sibling 0 runs the others as children, and stopping it stops them all.
 mkdir -m 700 "$T/a2"
 RDMATOOL_AGENT_DIR=$T/a2 "$RDMATOOL" agent foreground --agents-per-node=2 2>"$T/a2/fg.log" &

@@ -78,7 +78,7 @@ static void test_offer_take_done(void **state)
 
 	slot = steal_offer(f->owner, &job);
 	assert_true(slot >= 0);
-	assert_int_equal(steal_poll(f->owner, slot, &status, &data), 0);
+	assert_int_equal(steal_poll(f->owner, slot, true, &status, &data), 0);
 	taken = steal_take(f->thief, &got);
 	assert_int_equal(taken, slot);
 	assert_int_equal(got.from, 7);
@@ -87,10 +87,10 @@ static void test_offer_take_done(void **state)
 	assert_int_equal(got.addr, 0xabcdef00);
 	assert_int_equal(steal_take(f->thief, &got), -1); /* nobody takes it twice */
 	assert_false(steal_reclaim(f->owner, slot));	  /* taken: no longer the owner's to take back */
-	assert_int_equal(steal_poll(f->owner, slot, &status, &data), 0); /* the thief (us) lives */
+	assert_int_equal(steal_poll(f->owner, slot, true, &status, &data), 0); /* the thief (us) lives */
 	memset(steal_slot_data(f->thief, taken), 0x5a, 1000);
 	steal_finish(f->thief, taken, 0);
-	assert_int_equal(steal_poll(f->owner, slot, &status, &data), 1);
+	assert_int_equal(steal_poll(f->owner, slot, true, &status, &data), 1);
 	assert_int_equal(status, 0);
 	assert_int_equal(data[0], 0x5a);
 	assert_int_equal(data[999], 0x5a);
@@ -107,7 +107,7 @@ static void test_failed_read_reaches_owner(void **state)
 
 	assert_int_equal(steal_take(f->thief, &got), slot);
 	steal_finish(f->thief, slot, -EIO);
-	assert_int_equal(steal_poll(f->owner, slot, &status, &data), 1);
+	assert_int_equal(steal_poll(f->owner, slot, true, &status, &data), 1);
 	assert_int_equal(status, -EIO);
 }
 
@@ -152,7 +152,7 @@ static void test_dead_thief(void **state)
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	assert_int_equal(steal_poll(f->owner, slot, &status, &data), -1);
+	assert_int_equal(steal_poll(f->owner, slot, true, &status, &data), -1);
 	assert_int_equal(steal_offer(f->owner, &job), slot); /* the owner's again */
 }
 
