@@ -4,8 +4,10 @@
 # checksummed messages of 24 B .. 4 MiB (large ones move by rma READs, in chunks) to a channel
 # on the other node, and two processes of node 0 drain a channel of node 1 with GETMSGs: every
 # message arrives exactly once, whole, in order per sender (each sender is one port, which
-# always goes through one agent), and both agents of a node carried traffic.  With 1 MiB ejection caps the large-message READs back up at the target, and the
-# idle sibling steals some: agent status -j counts them on both sides.  A sibling killed
+# always goes through one agent), and both agents of a node carried traffic.  With 1 MiB
+# ejection caps and node 0's devices slow to answer, the large-message READs back up at the
+# target, and the idle sibling steals some: agent status -j counts them on both sides (and the
+# file and the order of what they read stay checked as above).  A sibling killed
 # (SIGKILL) mid-transfer fails only the sends of its own rail; what arrives is whole and once.
 # In the foreground, stopping the first agent stops its siblings.
 set -eu
