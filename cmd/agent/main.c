@@ -91,7 +91,7 @@ static int resolve_nodes(struct boot_nodes *b, const char *hosts, const char *ho
  * device, each on its own device (sibling k on the k-th), or one on the soft
  * device when there is none.  nodes x N agents at most GW_MAX_NODES.
  */
-static int parse_agents_per_node(const char *text, uint32_t nodes, struct agent_opts *o)
+static int parse_agents_per_node(const char *text, const struct boot_nodes *b, struct agent_opts *o)
 {
 	static char devices[AGENT_SIBLINGS_MAX][64];
 	char *end;
@@ -120,12 +120,18 @@ static int parse_agents_per_node(const char *text, uint32_t nodes, struct agent_
 			    text, AGENT_SIBLINGS_MAX);
 		o->siblings = (uint32_t)n;
 	}
-	if (nodes * o->siblings > GW_MAX_NODES)
+	if (b->nodes * o->siblings > GW_MAX_NODES)
 		return usage_error(
 		    AGENT_CMD,
 		    "--agents-per-node=%s on %u nodes makes %u agents; at most %d in all: give "
 		    "fewer agents per node",
-		    text, nodes, nodes * o->siblings, GW_MAX_NODES);
+		    text, b->nodes, b->nodes * o->siblings, GW_MAX_NODES);
+	for (uint32_t i = 0; i < b->nodes; i++)
+		if (b->ports[i] + o->siblings - 1 > 65535)
+			return usage_error(AGENT_CMD,
+					   "--agents-per-node=%s: agent S of a node listens on its port + S, "
+					   "and %s:%u leaves no room; give it a lower port",
+					   text, b->hosts[i], (unsigned)b->ports[i]);
 	return 0;
 }
 
@@ -220,7 +226,7 @@ int cmd_agent(int argc, const char **argv)
 	rc = resolve_nodes(&boot, hosts, hostfile, rank,
 			   action && (!strcmp(action, "foreground") || !strcmp(action, "start")));
 	if (!rc)
-		rc = parse_agents_per_node(per_node, boot.nodes, &o);
+		rc = parse_agents_per_node(per_node, &boot, &o);
 	if (rc)
 		goto out;
 	o.boot = &boot;

@@ -63,7 +63,7 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 		free(e);
 		return -EINVAL;
 	}
-	if (cfg->siblings == 0 || cfg->siblings > AGENT_SIBLINGS_MAX || cfg->sibling >= cfg->siblings ||
+	if (cfg->siblings > AGENT_SIBLINGS_MAX || cfg->sibling >= cfg->siblings ||
 	    cfg->nodes * cfg->siblings > GW_MAX_NODES) {
 		snprintf(
 		    why, whylen,
@@ -121,16 +121,26 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 
 		e->link_hosts = calloc(lc.nodes, sizeof(*e->link_hosts));
 		e->link_ports = calloc(lc.nodes, sizeof(*e->link_ports));
-		for (uint32_t v = 0; e->link_hosts && e->link_ports && v < lc.nodes; v++) {
+		rc = e->link_hosts && e->link_ports ? 0 : -ENOMEM;
+		for (uint32_t v = 0; !rc && v < lc.nodes; v++) {
 			uint32_t base =
 			    cfg->ports && cfg->ports[v / n] ? cfg->ports[v / n] : LINK_DEFAULT_PORT;
 
 			snprintf(e->link_hosts[v], GW_HOST_LEN, "%s", cfg->hosts[v / n]);
 			e->link_ports[v] = (uint16_t)(base + v % n);
+			if (base + v % n > 65535) {
+				snprintf(
+				    why, whylen,
+				    "node %u's port %u leaves no room for its %u agents (agent S listens on "
+				    "the port + S); give a lower port in --hosts",
+				    v / n, base, n);
+				rc = -EINVAL;
+			}
 		}
 		lc.hosts = e->link_hosts;
 		lc.ports = e->link_ports;
-		rc = e->link_hosts && e->link_ports ? links_open(&lc, &e->links, why, whylen) : -ENOMEM;
+		if (!rc)
+			rc = links_open(&lc, &e->links, why, whylen);
 		if (rc) {
 			gw_destroy(e->gw, e->dir);
 			pidfile_release(e->dir, e->id, e->pid_fd);

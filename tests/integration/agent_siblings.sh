@@ -73,6 +73,9 @@ rc=0
 out=$(A 0 agent foreground --hosts="$many" --rank=0 --agents-per-node=16 2>&1) || rc=$?
 [ $rc -eq 2 ] && grep -q "at most 256" <<<"$out" || fail "20 nodes x 16 agents: rc $rc: $out"
 rc=0
+out=$(A 0 agent start --hosts=127.0.0.1:65535,127.0.0.1:7000 --rank=0 --agents-per-node=2 2>&1) || rc=$?
+[ $rc -eq 2 ] && grep -q "lower port" <<<"$out" || fail "port 65535 with 2 agents: rc $rc: $out"
+rc=0
 out=$(A 0 agent status --agents-per-node=2 2>&1) || rc=$?
 [ $rc -eq 2 ] && grep -q "foreground and start" <<<"$out" || fail "status took --agents-per-node: $out"
 rc=0
