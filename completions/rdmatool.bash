@@ -11,7 +11,7 @@ _rdmatool_options()
 	cqstat) echo "-c --comm -i --interval -n --count -d --details --clean" ;;
 	madstress) echo "-t --time -C --ca -P --port -N --local-depth -n --dest-depth -T --timeout -r --retries -m --method -p --workers -L --lids -D --dr-path -c --count -v --decode" ;;
 	bench) echo "-s --size -a --all -n --iters -D --duration --threads --stripes --lock --progress-thread --device --server --client --rounds --baseline -R --rdma_cm" ;;
-	agent) echo "--rank --hosts --hostfile --mode --timeout -n --count --out --capacity --bytes --max-msg" ;;
+	agent) echo "--rank --hosts --hostfile --agents-per-node --mode --timeout -n --count --out --capacity --bytes --max-msg" ;;
 	walk) echo "-c --clients -d --duration -m --multinode -D --device -P --port -g --gid-index -n --steps -s --seed -w --weight --preset -H --history --history-file --heartbeat -V --verify --allow-outstanding-ops" ;;
 	esac
 }
@@ -33,6 +33,7 @@ _rdmatool_values()
 	cqstat:-c | cqstat:--comm) echo "bench walk madstress agent" ;;
 	agent:--mode) echo "immediately buffered deposited received" ;;
 	agent:--hostfile) echo "@files" ;;
+	agent:--agents-per-node) echo "auto 1 2 4" ;;
 	agent:--out) echo "@dirs" ;;
 	exec:-L | exec:--library) echo "@files" ;;
 	esac

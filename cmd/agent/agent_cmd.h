@@ -4,6 +4,7 @@
 #define RDMATOOL_CMD_AGENT_H
 
 #include "core/agent/bootstrap.h"
+#include "core/agent/sibling.h"
 
 #include <stdint.h>
 
@@ -14,6 +15,8 @@ struct agent_opts {
 	uint32_t nodes;
 	const char (*hosts)[GW_HOST_LEN];
 	const struct boot_nodes *boot; /* where the node list and the rank came from */
+	uint32_t siblings;	       /* --agents-per-node (core/agent/sibling.h); 1 by default */
+	const char (*devices)[64]; /* with --agents-per-node=auto on verbs devices: sibling k's; else NULL */
 	const char *mode;
 	int timeout_ms; /* -1: forever */
 	long count;	/* recv: messages to take; 0 = until none arrives within the timeout */

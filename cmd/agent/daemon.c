@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,12 +58,36 @@ static int resolve_dir(char *dir, size_t len, bool create)
 	return 0;
 }
 
-/* Runs the engine; ready_fd (or -1) gets one byte once it serves. */
-static int serve(const struct agent_opts *o, const char *dir, int ready_fd)
+/*
+ * A sibling's soft device listens on its own address: an explicit port in
+ * RDMATOOL_SOFT_ADDR moves up by the sibling number (an IP alone, or port 0,
+ * takes any free port already).
+ */
+static void sibling_soft_addr(uint32_t sibling)
+{
+	const char *v = getenv("RDMATOOL_SOFT_ADDR");
+	const char *colon = v ? strrchr(v, ':') : NULL;
+	char addr[128], *end;
+	unsigned long port;
+
+	if (!sibling || !colon)
+		return;
+	port = strtoul(colon + 1, &end, 10);
+	if (*end || port == 0 || port + sibling > 65535 || (size_t)(colon - v) >= sizeof(addr) - 8)
+		return; /* the device names a malformed value itself */
+	snprintf(addr, sizeof(addr), "%.*s:%lu", (int)(colon - v), v, port + sibling);
+	setenv("RDMATOOL_SOFT_ADDR", addr, 1);
+}
+
+/* Runs the engine of one of the node's agents; ready_fd (or -1) gets one byte once it serves. */
+static int serve(const struct agent_opts *o, const char *dir, uint32_t sibling, int ready_fd)
 {
 	struct agent_engine_config cfg = {.dir = dir,
 					  .rank = o->rank,
 					  .nodes = o->nodes,
+					  .sibling = sibling,
+					  .siblings = o->siblings,
+					  .device = o->devices ? o->devices[sibling] : NULL,
 					  .hosts = o->hosts,
 					  .ports = o->boot->ports,
 					  .log = {log_line, NULL},
@@ -73,14 +98,16 @@ static int serve(const struct agent_opts *o, const char *dir, int ready_fd)
 
 	catch_interrupts(on_stop_signal);
 	signal(SIGPIPE, SIG_IGN);
+	sibling_soft_addr(sibling);
 	stats_segment_open("agent");
 	rc = agent_engine_open(&cfg, &e, why, sizeof(why));
 	if (rc) {
 		stats_segment_close();
 		return run_error(AGENT_CMD, "%s", why);
 	}
-	snprintf(why, sizeof(why), "%u node(s) from %s; rank %u from %s", o->nodes, o->boot->hosts_source,
-		 o->rank, o->boot->rank_source);
+	snprintf(why, sizeof(why), "%u node(s) from %s; rank %u from %s; agent %u of %u on this node%s%s",
+		 o->nodes, o->boot->hosts_source, o->rank, o->boot->rank_source, sibling, o->siblings,
+		 cfg.device ? ", device " : "", cfg.device ? cfg.device : "");
 	log_line(NULL, why);
 	if (ready_fd >= 0) {
 		if (write(ready_fd, "r", 1) != 1)
@@ -93,6 +120,46 @@ static int serve(const struct agent_opts *o, const char *dir, int ready_fd)
 	return EXIT_OK;
 }
 
+/*
+ * Several agents in the foreground: siblings 1..N-1 are child processes
+ * (ended with the parent: PR_SET_PDEATHSIG), sibling 0 runs here; stopping
+ * it stops them.
+ */
+static int serve_siblings(const struct agent_opts *o, const char *dir)
+{
+	pid_t kids[AGENT_SIBLINGS_MAX] = {0};
+	pid_t parent = getpid();
+	int rc;
+
+	fflush(NULL);
+	for (uint32_t k = 1; k < o->siblings; k++) {
+		kids[k] = fork();
+		if (kids[k] < 0) {
+			rc = run_error(AGENT_CMD, "fork: %s", strerror(errno));
+			goto stop;
+		}
+		if (kids[k] == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGTERM);
+			if (getppid() != parent)
+				_exit(EXIT_FAILURES);
+			_exit(serve(o, dir, k, -1));
+		}
+	}
+	rc = serve(o, dir, 0, -1);
+stop:
+	for (uint32_t k = 1; k < o->siblings; k++)
+		if (kids[k] > 0)
+			kill(kids[k], SIGTERM);
+	for (uint32_t k = 1; k < o->siblings; k++) {
+		int st;
+
+		if (kids[k] > 0 && waitpid(kids[k], &st, 0) == kids[k] && rc == EXIT_OK &&
+		    (!WIFEXITED(st) || WEXITSTATUS(st) != EXIT_OK))
+			rc = EXIT_FAILURES;
+	}
+	return rc;
+}
+
 int agent_foreground(const struct agent_opts *o)
 {
 	char dir[PATH_MAX];
@@ -102,7 +169,7 @@ int agent_foreground(const struct agent_opts *o)
 		return rc;
 	if (o->nargs)
 		return usage_error(AGENT_CMD, "foreground takes no arguments");
-	return serve(o, dir, -1);
+	return o->siblings > 1 ? serve_siblings(o, dir) : serve(o, dir, 0, -1);
 }
 
 static void print_log_tail(const char *path)
@@ -120,25 +187,24 @@ static void print_log_tail(const char *path)
 		fprintf(stderr, "  %s", lines[i % 5]);
 }
 
-int agent_start(const struct agent_opts *o)
+/* Starts one of the node's agents in the background; EXIT_OK once it serves. */
+static int start_one(const struct agent_opts *o, const char *dir, uint32_t sibling)
 {
-	char dir[PATH_MAX], log_path[PATH_MAX + 32];
-	int rc = resolve_dir(dir, sizeof(dir), true), pipefd[2], log_fd;
+	char log_path[PATH_MAX + 64], name[32];
+	uint32_t id = agent_id(o->rank, sibling);
+	int rc, pipefd[2], log_fd;
 	pid_t holder, pid;
 	struct pollfd pfd;
 	char byte;
 
-	if (rc)
-		return rc;
-	if (o->nargs)
-		return usage_error(AGENT_CMD, "start takes no arguments");
-	holder = pidfile_holder(dir, o->rank);
+	agent_id_text(id, name, sizeof(name));
+	holder = pidfile_holder(dir, id);
 	if (holder)
 		return run_error(
 		    AGENT_CMD,
-		    "an agent already runs for %s rank %u (pid %d); stop it with 'rdmatool agent stop'", dir,
-		    o->rank, (int)holder);
-	snprintf(log_path, sizeof(log_path), "%s/agent.%u.log", dir, o->rank);
+		    "an agent already runs for %s rank %s (pid %d); stop it with 'rdmatool agent stop'", dir,
+		    name, (int)holder);
+	snprintf(log_path, sizeof(log_path), "%s/agent.%s.log", dir, name);
 	log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (log_fd < 0)
 		return run_error(AGENT_CMD, "cannot open the log %s: %s", log_path, strerror(errno));
@@ -166,7 +232,7 @@ int agent_start(const struct agent_opts *o)
 		pid = fork();
 		if (pid != 0)
 			_exit(pid < 0 ? EXIT_FAILURES : EXIT_OK);
-		_exit(serve(o, dir, pipefd[1]));
+		_exit(serve(o, dir, sibling, pipefd[1]));
 	}
 	close(pipefd[1]);
 	close(log_fd);
@@ -175,8 +241,8 @@ int agent_start(const struct agent_opts *o)
 	rc = poll(&pfd, 1, START_DEADLINE_MS);
 	if (rc == 1 && read(pipefd[0], &byte, 1) == 1) {
 		close(pipefd[0]);
-		holder = pidfile_holder(dir, o->rank);
-		notice(AGENT_CMD, "agent rank %u started (pid %d), serving %s; log %s", o->rank, (int)holder,
+		holder = pidfile_holder(dir, id);
+		notice(AGENT_CMD, "agent rank %s started (pid %d), serving %s; log %s", name, (int)holder,
 		       dir, log_path);
 		return EXIT_OK;
 	}
@@ -185,6 +251,29 @@ int agent_start(const struct agent_opts *o)
 		rc == 0 ? " within 10 s" : "", log_path);
 	print_log_tail(log_path);
 	return EXIT_FAILURES;
+}
+
+static int stop_agents(const char *dir, uint32_t rank);
+
+/* Starts the node's agents, sibling 0 first; when one fails, the ones started are stopped again. */
+int agent_start(const struct agent_opts *o)
+{
+	char dir[PATH_MAX];
+	int rc = resolve_dir(dir, sizeof(dir), true);
+
+	if (rc)
+		return rc;
+	if (o->nargs)
+		return usage_error(AGENT_CMD, "start takes no arguments");
+	for (uint32_t k = 0; k < o->siblings; k++) {
+		rc = start_one(o, dir, k);
+		if (rc != EXIT_OK) {
+			if (k)
+				stop_agents(dir, o->rank);
+			return rc;
+		}
+	}
+	return EXIT_OK;
 }
 
 /* Gone, or a zombie waiting for an init that may be slow to reap it. */
@@ -208,35 +297,59 @@ static bool process_gone(pid_t pid)
 	return close_paren && (close_paren[2] == 'Z' || close_paren[2] == 'X');
 }
 
+/* Stops every agent of rank in dir (each sibling); EXIT_OK when none runs any more. */
+static int stop_agents(const char *dir, uint32_t rank)
+{
+	pid_t pids[AGENT_SIBLINGS_MAX] = {0};
+	char name[AGENT_SIBLINGS_MAX][32];
+	uint64_t deadline = clock_ns() + STOP_DEADLINE_MS * 1000000ull;
+	int running = 0, rc = EXIT_OK;
+
+	for (uint32_t k = 0; k < AGENT_SIBLINGS_MAX; k++) {
+		agent_id_text(agent_id(rank, k), name[k], sizeof(name[k]));
+		pids[k] = pidfile_holder(dir, agent_id(rank, k));
+		if (!pids[k])
+			continue;
+		if (kill(pids[k], SIGTERM)) {
+			rc = run_error(AGENT_CMD, "cannot signal the agent (pid %d): %s", (int)pids[k],
+				       strerror(errno));
+			pids[k] = 0;
+			continue;
+		}
+		running++;
+	}
+	if (!running && rc == EXIT_OK)
+		notice(AGENT_CMD, "no agent runs for %s rank %u", dir, rank);
+	for (uint32_t k = 0; k < AGENT_SIBLINGS_MAX; k++) {
+		if (!pids[k])
+			continue;
+		while (pidfile_holder(dir, agent_id(rank, k)) == pids[k] || !process_gone(pids[k])) {
+			if (clock_ns() > deadline)
+				return run_error(
+				    AGENT_CMD,
+				    "the agent (pid %d) did not stop within %d s; 'kill -9 %d' ends it",
+				    (int)pids[k], STOP_DEADLINE_MS / 1000, (int)pids[k]);
+			usleep(10000);
+		}
+		notice(AGENT_CMD, "agent rank %s (pid %d) stopped", name[k], (int)pids[k]);
+	}
+	return rc;
+}
+
 int agent_stop(const struct agent_opts *o)
 {
 	char dir[PATH_MAX], why[512];
 	int rc = agent_dir_resolve(dir, sizeof(dir), false, why, sizeof(why));
-	uint64_t deadline;
-	pid_t pid;
 
 	if (o->nargs)
 		return usage_error(AGENT_CMD, "stop takes no arguments");
 	if (rc && rc != -ENOENT)
 		return rc == -EINVAL ? usage_error(AGENT_CMD, "%s", why) : run_error(AGENT_CMD, "%s", why);
-	pid = rc ? 0 : pidfile_holder(dir, o->rank);
-	if (!pid) {
+	if (rc) {
 		notice(AGENT_CMD, "no agent runs for %s rank %u", dir, o->rank);
 		return EXIT_OK;
 	}
-	if (kill(pid, SIGTERM))
-		return run_error(AGENT_CMD, "cannot signal the agent (pid %d): %s", (int)pid,
-				 strerror(errno));
-	deadline = clock_ns() + STOP_DEADLINE_MS * 1000000ull;
-	while (pidfile_holder(dir, o->rank) == pid || !process_gone(pid)) {
-		if (clock_ns() > deadline)
-			return run_error(AGENT_CMD,
-					 "the agent (pid %d) did not stop within %d s; 'kill -9 %d' ends it",
-					 (int)pid, STOP_DEADLINE_MS / 1000, (int)pid);
-		usleep(10000);
-	}
-	notice(AGENT_CMD, "agent rank %u (pid %d) stopped", o->rank, (int)pid);
-	return EXIT_OK;
+	return stop_agents(dir, o->rank);
 }
 
 struct chan_row_ctx {
@@ -298,11 +411,97 @@ static void status_peer(const struct gw_peer_stats *st)
 		     st->last_error ? strerror(-st->last_error) : "none");
 }
 
+/* One agent's peers, gateway, flow gauges, registered pool and stealing counters. */
+static void status_agent(const struct gw_info *info)
+{
+	const struct gw_agent_stats *a = &info->agent;
+
+	print_open_array("peers");
+	for (uint32_t i = 0; i < info->nodes; i++) {
+		if (i == info->rank)
+			continue;
+		print_open_object(NULL);
+		print_uint(PRINT_ANY, "rank", "  peer %llu", i);
+		print_string(PRINT_ANY, "host", " %s", info->hosts[i]);
+		print_string(PRINT_ANY, "state", ": %s", info->peer_up[i] ? "up" : "down");
+		status_peer(&info->peer_stats[i]);
+		print_close_object();
+	}
+	print_close_array();
+	print_open_object("gateway");
+	print_uint(PRINT_ANY, "depth", "gateway: %llu", info->depth);
+	print_uint(PRINT_ANY, "slots", " of %llu slots in use", GW_SLOTS);
+	print_uint(PRINT_ANY, "requests", "; %llu requests", info->requests);
+	print_uint(PRINT_ANY, "completed", ", %llu completed", info->completed);
+	print_uint(PRINT_ANY, "failed", ", %llu failed", info->failed);
+	print_uint(PRINT_ANY, "eagain", ", %llu refused (full)", info->eagain);
+	print_uint(PRINT_ANY, "reaped", ", %llu reclaimed from dead clients\n", info->reaped);
+	print_close_object();
+	print_open_object("flow");
+	print_string(PRINT_TEXT, NULL, "%s", "flow control, bytes held now / high-water mark / cap:");
+	for (int k = 0; k < FLOW_NKINDS; k++) {
+		print_open_object(flow_kind_name((enum flow_kind)k));
+		print_string(PRINT_TEXT, NULL, k ? ", %s" : " %s", flow_kind_name((enum flow_kind)k));
+		print_uint(PRINT_ANY, "pending_bytes", " %llu", info->flow[k].now);
+		print_uint(PRINT_ANY, "hwm_bytes", " / %llu", info->flow[k].hwm);
+		print_uint(PRINT_ANY, "cap_bytes", " / %llu", info->flow[k].cap);
+		print_close_object();
+	}
+	print_string(PRINT_TEXT, NULL, "%s", "\n");
+	print_close_object();
+	print_open_object("pool");
+	print_uint(PRINT_ANY, "registered_bytes", "registered pool: %llu bytes", a->pool_bytes);
+	print_uint(PRINT_ANY, "slots_in_use", ", rma staging slots %llu", a->slots_in_use);
+	print_uint(PRINT_ANY, "slots", " of %llu in use", a->pool_slots);
+	print_uint(PRINT_ANY, "slots_hwm", " (at most %llu)\n", a->slots_hwm);
+	print_close_object();
+	print_open_object("steal");
+	print_uint(PRINT_ANY, "steals", "stealing: %llu large-message reads done for siblings", a->steals);
+	print_uint(PRINT_ANY, "steal_bytes", " (%llu bytes)", a->steal_bytes);
+	print_uint(PRINT_ANY, "stolen", ", %llu of ours done by siblings\n", a->stolen);
+	print_close_object();
+}
+
+/* The node's other agents (siblings 1..N-1), each a row of its own. */
+static void status_siblings(const char *dir, const struct gw_info *first)
+{
+	static struct gw_info info; /* hundreds of KiB: not on the stack */
+
+	print_open_array("agents");
+	for (uint32_t k = 0; k < first->siblings && k < AGENT_SIBLINGS_MAX; k++) {
+		struct gateway *gw = NULL;
+		char name[32];
+
+		agent_id_text(agent_id(first->rank, k), name, sizeof(name));
+		if (k == 0) {
+			info = *first;
+		} else if (gw_open(dir, agent_id(first->rank, k), &gw) == 0) {
+			gw_info(gw, &info);
+			gw_close(gw);
+		} else {
+			print_open_object(NULL);
+			print_uint(PRINT_ANY, "sibling", "agent %llu", k);
+			print_string(PRINT_ANY, "name", " (%s)", name);
+			print_bool(PRINT_ANY, "running", ": not running\n", false);
+			print_close_object();
+			continue;
+		}
+		print_open_object(NULL);
+		print_uint(PRINT_ANY, "sibling", "agent %llu", k);
+		print_string(PRINT_ANY, "name", " (%s)", name);
+		print_bool(PRINT_JSON, "running", NULL, true);
+		print_int(PRINT_ANY, "pid", ", pid %lld\n", info.pid);
+		status_agent(&info);
+		print_close_object();
+	}
+	print_close_array();
+}
+
 int agent_status(const struct agent_opts *o)
 {
 	char dir[PATH_MAX], why[512];
 	struct gateway *gw = NULL;
-	struct gw_info info;
+	static struct gw_info info;
 	int rc = agent_dir_resolve(dir, sizeof(dir), false, why, sizeof(why));
 
 	if (o->nargs)
@@ -334,40 +533,16 @@ int agent_status(const struct agent_opts *o)
 	print_uint(PRINT_ANY, "nodes", " of %llu", info.nodes);
 	print_int(PRINT_ANY, "pid", ", pid %lld", info.pid);
 	print_double(PRINT_ANY, "uptime_s", ", up %.1f s", uptime);
+	print_uint(PRINT_ANY, "agents_per_node", ", %llu agent(s) on this node", info.siblings);
 	print_string(PRINT_ANY, "dir", ", directory %s\n", dir);
-	print_open_array("peers");
-	for (uint32_t i = 0; i < info.nodes; i++) {
-		if (i == info.rank)
-			continue;
-		print_open_object(NULL);
-		print_uint(PRINT_ANY, "rank", "  peer %llu", i);
-		print_string(PRINT_ANY, "host", " %s", info.hosts[i]);
-		print_string(PRINT_ANY, "state", ": %s", info.peer_up[i] ? "up" : "down");
-		status_peer(&info.peer_stats[i]);
-		print_close_object();
-	}
-	print_close_array();
-	print_open_object("gateway");
-	print_uint(PRINT_ANY, "depth", "gateway: %llu", info.depth);
-	print_uint(PRINT_ANY, "slots", " of %llu slots in use", GW_SLOTS);
-	print_uint(PRINT_ANY, "requests", "; %llu requests", info.requests);
-	print_uint(PRINT_ANY, "completed", ", %llu completed", info.completed);
-	print_uint(PRINT_ANY, "failed", ", %llu failed", info.failed);
-	print_uint(PRINT_ANY, "eagain", ", %llu refused (full)", info.eagain);
-	print_uint(PRINT_ANY, "reaped", ", %llu reclaimed from dead clients\n", info.reaped);
-	print_close_object();
-	print_open_object("flow");
-	print_string(PRINT_TEXT, NULL, "%s", "flow control, bytes held now / high-water mark / cap:");
-	for (int k = 0; k < FLOW_NKINDS; k++) {
-		print_open_object(flow_kind_name((enum flow_kind)k));
-		print_string(PRINT_TEXT, NULL, k ? ", %s" : " %s", flow_kind_name((enum flow_kind)k));
-		print_uint(PRINT_ANY, "pending_bytes", " %llu", info.flow[k].now);
-		print_uint(PRINT_ANY, "hwm_bytes", " / %llu", info.flow[k].hwm);
-		print_uint(PRINT_ANY, "cap_bytes", " / %llu", info.flow[k].cap);
-		print_close_object();
-	}
-	print_string(PRINT_TEXT, NULL, "%s", "\n");
-	print_close_object();
+	/*
+	 * JSON: the node's first agent at the top (what one agent per node
+	 * shows), then a row per agent.  Text: the rows alone when there are several.
+	 */
+	if (print_is_json() || info.siblings <= 1)
+		status_agent(&info);
+	if (print_is_json() || info.siblings > 1)
+		status_siblings(dir, &info);
 	print_open_array("channels");
 	chan_list(dir, status_channel, &ctx);
 	print_close_array();

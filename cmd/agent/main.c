@@ -9,6 +9,7 @@
 #include "core/agent/agent_dir.h"
 #include "core/agent/pidfile.h"
 #include "cmd/cmd.h"
+#include "hw/hw.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -85,6 +86,55 @@ static int resolve_nodes(struct boot_nodes *b, const char *hosts, const char *ho
 	return 0;
 }
 
+/*
+ * --agents-per-node=N (1..AGENT_SIBLINGS_MAX) or auto: one agent per verbs
+ * device, each on its own device (sibling k on the k-th), or one on the soft
+ * device when there is none.  nodes x N agents at most GW_MAX_NODES.
+ */
+static int parse_agents_per_node(const char *text, const struct boot_nodes *b, struct agent_opts *o)
+{
+	static char devices[AGENT_SIBLINGS_MAX][64];
+	char *end;
+	long n;
+
+	o->siblings = 1;
+	if (!text)
+		return 0;
+	if (!strcmp(text, "auto")) {
+		struct hw_device devs[HW_MAX_DEVICES];
+		int verbs_errno, found = hw_list_devices(devs, HW_MAX_DEVICES, &verbs_errno);
+
+		n = 0;
+		for (int i = 0; i < found && n < AGENT_SIBLINGS_MAX; i++)
+			if (devs[i].provider == &hw_verbs_provider)
+				snprintf(devices[n++], sizeof(devices[0]), "%.63s", devs[i].name);
+		o->devices = n ? devices : NULL;
+		o->siblings = n ? (uint32_t)n : 1;
+	} else {
+		n = strtol(text, &end, 10);
+		if (*end || end == text || n < 1 || n > AGENT_SIBLINGS_MAX)
+			return usage_error(
+			    AGENT_CMD,
+			    "--agents-per-node=%s is invalid; give 1..%d agents, or auto (one per "
+			    "RDMA device)",
+			    text, AGENT_SIBLINGS_MAX);
+		o->siblings = (uint32_t)n;
+	}
+	if (b->nodes * o->siblings > GW_MAX_NODES)
+		return usage_error(
+		    AGENT_CMD,
+		    "--agents-per-node=%s on %u nodes makes %u agents; at most %d in all: give "
+		    "fewer agents per node",
+		    text, b->nodes, b->nodes * o->siblings, GW_MAX_NODES);
+	for (uint32_t i = 0; i < b->nodes; i++)
+		if (b->ports[i] + o->siblings - 1 > 65535)
+			return usage_error(AGENT_CMD,
+					   "--agents-per-node=%s: agent S of a node listens on its port + S, "
+					   "and %s:%u leaves no room; give it a lower port",
+					   text, b->hosts[i], (unsigned)b->ports[i]);
+	return 0;
+}
+
 static int read_debug_env(struct agent_opts *o)
 {
 	const char *v = getenv("RDMATOOL_AGENT_DEBUG");
@@ -103,7 +153,7 @@ int cmd_agent(int argc, const char **argv)
 {
 	struct agent_opts o = {.nodes = 1, .timeout_ms = -1, .count = 1};
 	static struct boot_nodes boot; /* 16 KiB: not on the stack */
-	char *hosts = NULL, *hostfile = NULL, *mode = NULL, *out_dir = NULL;
+	char *hosts = NULL, *hostfile = NULL, *mode = NULL, *out_dir = NULL, *per_node = NULL;
 	long rank = -1, timeout = -1, count = 1, capacity = 0, bytes = 0, max_msg = 0;
 	struct poptOption opts[] = {
 	    {"rank", 0, POPT_ARG_LONG, &rank, 0,
@@ -114,6 +164,9 @@ int cmd_agent(int argc, const char **argv)
 	     "foreground/start: the nodes, one host[:PORT] per line", "FILE"},
 	    {"hosts", 0, POPT_ARG_STRING, &hosts, 0, "foreground/start: the nodes' host names in rank order",
 	     "H1[:PORT],..."},
+	    {"agents-per-node", 0, POPT_ARG_STRING, &per_node, 0,
+	     "foreground/start: agents on this node, acting as one (default 1; auto: one per RDMA device)",
+	     "N|auto"},
 	    {"mode", 0, POPT_ARG_STRING, &mode, 0,
 	     "send: return when the message is queued (immediately), copied (buffered, the default), in the "
 	     "channel (deposited) or taken (received)",
@@ -163,12 +216,17 @@ int cmd_agent(int argc, const char **argv)
 		goto out;
 	}
 	action = poptGetArg(pc);
-	if (action && (hosts || hostfile) && strcmp(action, "foreground") && strcmp(action, "start")) {
-		rc = usage_error(AGENT_CMD, "--hosts and --hostfile are for foreground and start");
+	if (action && (hosts || hostfile || per_node) && strcmp(action, "foreground") &&
+	    strcmp(action, "start")) {
+		rc =
+		    usage_error(AGENT_CMD, "--hosts, --hostfile and --agents-per-node are for foreground and "
+					   "start");
 		goto out;
 	}
 	rc = resolve_nodes(&boot, hosts, hostfile, rank,
 			   action && (!strcmp(action, "foreground") || !strcmp(action, "start")));
+	if (!rc)
+		rc = parse_agents_per_node(per_node, &boot, &o);
 	if (rc)
 		goto out;
 	o.boot = &boot;
@@ -199,5 +257,6 @@ out:
 	free(hostfile);
 	free(mode);
 	free(out_dir);
+	free(per_node);
 	return rc;
 }

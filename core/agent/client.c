@@ -4,6 +4,7 @@
 
 #include "core/agent/agent_dir.h"
 #include "core/agent/gateway.h"
+#include "core/agent/sibling.h"
 #include "core/util/clock.h"
 
 #include <errno.h>
@@ -18,14 +19,16 @@
 struct agent_client {
 	char dir[PATH_MAX];
 	uint32_t rank;
-	struct gateway *gw; /* NULL until needed, or when no agent runs */
+	struct gateway *gw; /* the node's first agent: NULL until needed, or when no agent runs */
+	struct gateway *sib[AGENT_SIBLINGS_MAX]; /* the node's other agents, opened when a handle uses them */
 };
 
 struct agent_chan {
 	struct agent_client *cl;
 	struct chan *local;
 	struct agent_addr addr;
-	uint32_t node; /* resolved rank, for remote handles */
+	uint32_t node;	  /* resolved rank, for remote handles */
+	uint32_t sibling; /* the node's agent this handle (a port) always goes through */
 };
 
 static const char *const mode_names[] = {"immediately", "buffered", "deposited", "received"};
@@ -97,6 +100,8 @@ void agent_detach(struct agent_client *cl)
 	if (!cl)
 		return;
 	gw_close(cl->gw);
+	for (int k = 0; k < AGENT_SIBLINGS_MAX; k++)
+		gw_close(cl->sib[k]);
 	free(cl);
 }
 
@@ -115,6 +120,30 @@ static int client_gateway(struct agent_client *cl)
 		cl->gw = NULL;
 	}
 	return gw_open(cl->dir, cl->rank, &cl->gw);
+}
+
+/*
+ * The gateway of the agent a handle goes through: the node's first agent,
+ * or the sibling it was given (sibling.h), (re)opened like the first.
+ */
+static int handle_gateway(struct agent_chan *h, struct gateway **out)
+{
+	struct agent_client *cl = h->cl;
+	struct gateway **g = &cl->sib[h->sibling];
+	int rc = client_gateway(cl);
+
+	if (rc || h->sibling == 0) {
+		*out = cl->gw;
+		return rc;
+	}
+	if (*g && !gw_alive(*g)) {
+		gw_close(*g);
+		*g = NULL;
+	}
+	if (!*g && (rc = gw_open(cl->dir, agent_id(cl->rank, h->sibling), g)))
+		return rc;
+	*out = *g;
+	return 0;
 }
 
 bool agent_client_connected(struct agent_client *cl)
@@ -196,6 +225,8 @@ int agent_chan_open(struct agent_client *cl, const char *text, struct agent_chan
 		rc = resolve_node(cl, &h->addr, &local, &h->node);
 	if (!rc && local)
 		rc = chan_open(cl->dir, h->addr.name, &h->local);
+	if (!rc && !local)
+		h->sibling = gw_deal_sibling(cl->gw); /* for good: per-port order holds on its one link */
 	if (rc) {
 		free(h);
 		return rc;
@@ -222,12 +253,13 @@ static int remote_call(struct agent_chan *h, uint32_t op, enum agent_send_mode m
 {
 	struct gw_request req = {
 	    .op = op, .mode = mode, .node = h->node, .timeout_ms = timeout_ms, .cap = cap};
-	int rc = client_gateway(h->cl);
+	struct gateway *gw;
+	int rc = handle_gateway(h, &gw);
 
 	if (rc)
 		return rc;
 	snprintf(req.name, sizeof(req.name), "%s", h->addr.name);
-	return gw_call(h->cl->gw, &req, in, inlen, out, cap, outlen,
+	return gw_call(gw, &req, in, inlen, out, cap, outlen,
 		       op != GW_OP_SEND || mode != AGENT_SEND_IMMEDIATELY);
 }
 
@@ -257,7 +289,8 @@ static int remote_send_chunked(struct agent_chan *h, const uint8_t *buf, size_t 
 	static _Atomic uint32_t counter;
 	struct gw_request req = {
 	    .op = GW_OP_SEND, .node = h->node, .timeout_ms = timeout_ms, .msg_total = len};
-	int rc = client_gateway(h->cl);
+	struct gateway *gw;
+	int rc = handle_gateway(h, &gw);
 
 	if (rc)
 		return rc;
@@ -272,7 +305,7 @@ static int remote_send_chunked(struct agent_chan *h, const uint8_t *buf, size_t 
 		req.msg_offset = off;
 		req.mode = last ? mode : AGENT_SEND_BUFFERED;
 		do {
-			rc = gw_call(h->cl->gw, &req, buf + off, n, NULL, 0, NULL,
+			rc = gw_call(gw, &req, buf + off, n, NULL, 0, NULL,
 				     !last || mode != AGENT_SEND_IMMEDIATELY);
 			if (rc == -EAGAIN)
 				sched_yield(); /* the gateway is full: a message half sent must not give up

@@ -5,6 +5,7 @@
 #include "core/agent/agent.h"
 #include "core/agent/link.h"
 #include "core/agent/pidfile.h"
+#include "core/agent/sibling.h"
 #include "core/stats/stats.h"
 #include "core/util/clock.h"
 
@@ -22,7 +23,12 @@
 struct agent_engine {
 	struct agent_engine_config cfg;
 	char dir[PATH_MAX];
+	char name[32]; /* agent_id_text: "R" or "R.S" */
+	uint32_t id;   /* agent_id(rank, sibling) */
 	int pid_fd;
+	/* The links' virtual ranks (rank x siblings + sibling): each agent's host and port. */
+	char (*link_hosts)[GW_HOST_LEN];
+	uint16_t *link_ports;
 	struct gateway *gw;
 	struct agent_links *links; /* NULL on a single node */
 	struct stats_entry *stats;
@@ -47,6 +53,9 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 	e->cfg = *cfg;
 	snprintf(e->dir, sizeof(e->dir), "%s", cfg->dir);
 	e->cfg.dir = e->dir;
+	if (e->cfg.siblings == 0)
+		e->cfg.siblings = 1; /* one agent per node */
+	cfg = &e->cfg;
 	if (cfg->nodes == 0 || cfg->nodes > GW_MAX_NODES || cfg->rank >= cfg->nodes) {
 		snprintf(why, whylen,
 			 "rank %u of %u nodes: the rank must be below the node count (at most %d nodes)",
@@ -54,18 +63,29 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 		free(e);
 		return -EINVAL;
 	}
+	if (cfg->siblings > AGENT_SIBLINGS_MAX || cfg->sibling >= cfg->siblings ||
+	    cfg->nodes * cfg->siblings > GW_MAX_NODES) {
+		snprintf(
+		    why, whylen,
+		    "agent %u of %u per node on %u nodes: at most %d agents per node and %d agents in all",
+		    cfg->sibling, cfg->siblings, cfg->nodes, AGENT_SIBLINGS_MAX, GW_MAX_NODES);
+		free(e);
+		return -EINVAL;
+	}
+	e->id = agent_id(cfg->rank, cfg->sibling);
+	agent_id_text(e->id, e->name, sizeof(e->name));
 	rc = flow_caps_from_env(&e->caps, why, whylen);
 	if (rc) {
 		free(e);
 		return rc;
 	}
-	rc = pidfile_acquire(e->dir, cfg->rank, &e->pid_fd, &holder);
+	rc = pidfile_acquire(e->dir, e->id, &e->pid_fd, &holder);
 	if (rc) {
 		if (rc == -EEXIST)
 			snprintf(why, whylen,
-				 "an agent already runs for %s rank %u (pid %d); stop it with 'rdmatool "
+				 "an agent already runs for %s agent %s (pid %d); stop it with 'rdmatool "
 				 "agent stop'",
-				 e->dir, cfg->rank, (int)holder);
+				 e->dir, e->name, (int)holder);
 		else
 			snprintf(why, whylen, "cannot take the pid file in %s: %s", e->dir, strerror(-rc));
 		free(e);
@@ -75,38 +95,64 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 	self.pid = getpid();
 	self.rank = cfg->rank;
 	self.nodes = cfg->nodes;
+	self.sibling = cfg->sibling;
+	self.siblings = cfg->siblings;
 	self.start_realtime_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	for (uint32_t i = 0; cfg->hosts && i < cfg->nodes; i++)
 		snprintf(self.hosts[i], GW_HOST_LEN, "%s", cfg->hosts[i]);
 	rc = gw_create(e->dir, &self, &e->gw);
 	if (rc) {
 		snprintf(why, whylen, "cannot create the gateway in %s: %s", e->dir, strerror(-rc));
-		pidfile_release(e->dir, cfg->rank, e->pid_fd);
+		pidfile_release(e->dir, e->id, e->pid_fd);
 		free(e);
 		return rc;
 	}
 	if (cfg->nodes > 1) {
-		struct link_config lc = {.rank = cfg->rank,
-					 .nodes = cfg->nodes,
-					 .hosts = cfg->hosts,
-					 .ports = cfg->ports,
+		uint32_t n = cfg->siblings;
+		struct link_config lc = {.rank = cfg->rank * n + cfg->sibling,
+					 .nodes = cfg->nodes * n,
+					 .siblings = n,
+					 .device = cfg->device,
 					 .dir = e->dir,
 					 .done = engine_done,
 					 .log = cfg->log,
 					 .caps = e->caps,
 					 .arg = e};
 
-		rc = links_open(&lc, &e->links, why, whylen);
+		e->link_hosts = calloc(lc.nodes, sizeof(*e->link_hosts));
+		e->link_ports = calloc(lc.nodes, sizeof(*e->link_ports));
+		rc = e->link_hosts && e->link_ports ? 0 : -ENOMEM;
+		for (uint32_t v = 0; !rc && v < lc.nodes; v++) {
+			uint32_t base =
+			    cfg->ports && cfg->ports[v / n] ? cfg->ports[v / n] : LINK_DEFAULT_PORT;
+
+			snprintf(e->link_hosts[v], GW_HOST_LEN, "%s", cfg->hosts[v / n]);
+			e->link_ports[v] = (uint16_t)(base + v % n);
+			if (base + v % n > 65535) {
+				snprintf(
+				    why, whylen,
+				    "node %u's port %u leaves no room for its %u agents (agent S listens on "
+				    "the port + S); give a lower port in --hosts",
+				    v / n, base, n);
+				rc = -EINVAL;
+			}
+		}
+		lc.hosts = e->link_hosts;
+		lc.ports = e->link_ports;
+		if (!rc)
+			rc = links_open(&lc, &e->links, why, whylen);
 		if (rc) {
 			gw_destroy(e->gw, e->dir);
-			pidfile_release(e->dir, cfg->rank, e->pid_fd);
+			pidfile_release(e->dir, e->id, e->pid_fd);
+			free(e->link_hosts);
+			free(e->link_ports);
 			free(e);
 			return rc;
 		}
 	}
 	e->stats = stats_entry_add("agent gateway", STATS_KIND_AGENT, -1);
-	agent_logf(&e->cfg.log, "agent rank %u of %u serving %s (pid %d)", cfg->rank, cfg->nodes, e->dir,
-		   (int)getpid());
+	agent_logf(&e->cfg.log, "agent rank %u of %u (agent %u of %u on the node) serving %s (pid %d)",
+		   cfg->rank, cfg->nodes, cfg->sibling, cfg->siblings, e->dir, (int)getpid());
 	*out = e;
 	return 0;
 }
@@ -128,9 +174,14 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
 	else if (!links_can_inject(e->links))
 		return GW_DEFER; /* over the injection cap: it waits in the gateway, which may fill (-EAGAIN)
 				  */
-	else
+	else {
+		/* Over this agent's rail: to the same sibling of the target node. */
+		struct gw_request rail = *req;
+
+		rail.node = req->node * e->cfg.siblings + e->cfg.sibling;
 		/* 0 for immediately and buffered once the data is on the link: the caller may go on. */
-		rc = links_request(e->links, req, in, inlen, slot);
+		rc = links_request(e->links, &rail, in, inlen, slot);
+	}
 	if (e->cfg.debug)
 		agent_logf(&e->cfg.log, "request op %u node %u channel %s len %zu: %s", req->op, req->node,
 			   req->name, inlen,
@@ -211,6 +262,15 @@ static void publish_flow(struct agent_engine *e)
 	gw_set_flow(e->gw, flow);
 }
 
+static void publish_agent(struct agent_engine *e)
+{
+	struct gw_agent_stats st = {0};
+
+	if (e->links)
+		links_agent_stats(e->links, &st);
+	gw_set_agent_stats(e->gw, &st);
+}
+
 int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 {
 	uint64_t last_work = 0, last_stats = 0;
@@ -240,11 +300,14 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 		for (uint32_t i = 0; e->links && i < e->cfg.nodes; i++) {
 			struct gw_peer_stats ps;
 
-			gw_set_peer_up(e->gw, i, i == e->cfg.rank || links_up(e->links, i));
-			links_peer_stats(e->links, i, &ps);
+			uint32_t v = i * e->cfg.siblings + e->cfg.sibling;
+
+			gw_set_peer_up(e->gw, i, i == e->cfg.rank || links_up(e->links, v));
+			links_peer_stats(e->links, v, &ps);
 			gw_set_peer_stats(e->gw, i, &ps);
 		}
 		publish_flow(e);
+		publish_agent(e);
 		gw_info(e->gw, &info);
 		stats_set(e->stats, STATS_POSTED, info.requests);
 		stats_set(e->stats, STATS_COMPLETED, info.completed + info.failed);
@@ -260,11 +323,13 @@ void agent_engine_close(struct agent_engine *e)
 {
 	if (!e)
 		return;
-	agent_logf(&e->cfg.log, "agent rank %u stopping: %llu requests served, %llu failed", e->cfg.rank,
+	agent_logf(&e->cfg.log, "agent %s stopping: %llu requests served, %llu failed", e->name,
 		   (unsigned long long)e->served, (unsigned long long)e->failed);
 	links_close(e->links); /* fails what waits on other nodes, through engine_done */
 	gw_destroy(e->gw, e->dir);
 	stats_entry_remove(e->stats);
-	pidfile_release(e->dir, e->cfg.rank, e->pid_fd);
+	pidfile_release(e->dir, e->id, e->pid_fd);
+	free(e->link_hosts);
+	free(e->link_ports);
 	free(e);
 }

@@ -27,6 +27,9 @@
 struct agent_engine_config {
 	const char *dir;
 	uint32_t rank, nodes; /* nodes = 1 and rank = 0 for a single node */
+	uint32_t sibling,
+	    siblings;	    /* this agent among the node's agents (core/agent/sibling.h); 0 and 1 alone */
+	const char *device; /* NULL: core's default */
 	const char (*hosts)[GW_HOST_LEN];
 	const uint16_t *ports; /* each agent's port for the links (0: the default) */
 	struct agent_log log;  /* debug: also one line per request */
@@ -37,7 +40,7 @@ struct agent_engine;
 
 /*
  * Takes the pid file and creates the gateway.  -EEXIST with why naming the
- * running agent's pid when one already serves this directory and rank.
+ * running agent's pid when one already serves this directory, rank and sibling.
  */
 int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine **out, char *why,
 		      size_t whylen);

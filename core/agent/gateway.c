@@ -4,6 +4,7 @@
 
 #include "core/agent/agent.h"
 #include "core/agent/pidfile.h"
+#include "core/agent/sibling.h"
 #include "core/util/clock.h"
 #include "core/util/futex.h"
 
@@ -24,8 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define GW_MAGIC   0x5957544754414452ULL /* "RDATGTWY" little-endian */
-#define GW_VERSION 5 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends, 5: flow caps */
+#define GW_MAGIC 0x5957544754414452ULL /* "RDATGTWY" little-endian */
+#define GW_VERSION                                                                                           \
+	6 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends, 5: flow caps, 6: siblings */
 
 enum slot_state { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_BUSY, SLOT_DONE, SLOT_ABANDONED };
 
@@ -59,6 +61,7 @@ struct gw_ident {
 	uint32_t nslots;
 	int32_t pid;
 	uint32_t rank, nodes;
+	uint32_t sibling, siblings; /* core/agent/sibling.h */
 };
 
 struct gw_shared {
@@ -67,7 +70,10 @@ struct gw_shared {
 	char hosts[GW_MAX_NODES][GW_HOST_LEN];
 	_Atomic uint8_t peer_up[GW_MAX_NODES];
 	struct gw_shared_peer peers[GW_MAX_NODES];
-	_Atomic uint64_t flow[FLOW_NKINDS][3]; /* now, hwm, cap */
+	_Atomic uint64_t flow[FLOW_NKINDS][3];	/* now, hwm, cap */
+	_Atomic uint64_t agent[GW_AGENT_STATS]; /* struct gw_agent_stats, field by field */
+	_Atomic uint32_t ports_dealt;		/* remote handles given a sibling (gw_deal_sibling) */
+	uint32_t pad2;
 	_Atomic uint32_t running;
 	_Atomic uint32_t doorbell; /* the agent sleeps on it */
 	_Atomic uint32_t agent_sleeping;
@@ -96,7 +102,10 @@ struct gateway {
 
 static void gw_path(char *path, size_t len, const char *dir, uint32_t rank)
 {
-	snprintf(path, len, "%s/%s%u", dir, GW_FILE_PREFIX, rank);
+	char id[32];
+
+	agent_id_text(rank, id, sizeof(id));
+	snprintf(path, len, "%s/%s%s", dir, GW_FILE_PREFIX, id);
 }
 
 /* An answer larger than a slot: <dir>/gateway.<rank>.spill.<slot>.<ticket>, named from the slot alone. */
@@ -104,9 +113,12 @@ static void gw_path(char *path, size_t len, const char *dir, uint32_t rank)
 
 static bool spill_path(char *path, size_t len, const char *dir, uint32_t rank, uint32_t slot, uint64_t ticket)
 {
-	int n = snprintf(path, len, "%s/%s%u.spill.%u.%llu", dir, GW_FILE_PREFIX, rank, slot,
-			 (unsigned long long)ticket);
+	char id[32];
+	int n;
 
+	agent_id_text(rank, id, sizeof(id));
+	n = snprintf(path, len, "%s/%s%s.spill.%u.%llu", dir, GW_FILE_PREFIX, id, slot,
+		     (unsigned long long)ticket);
 	return n > 0 && (size_t)n < len;
 }
 
@@ -169,11 +181,13 @@ static int spill_read(const char *path, void *out, size_t cap, uint64_t len)
  */
 static bool bell_addr(struct gateway *g, const char *dir, uint32_t rank)
 {
+	char id[32];
 	int n;
 
 	memset(&g->bell, 0, sizeof(g->bell));
 	g->bell.sun_family = AF_UNIX;
-	n = snprintf(g->bell.sun_path, sizeof(g->bell.sun_path), "%s/%s%u.bell", dir, GW_FILE_PREFIX, rank);
+	agent_id_text(rank, id, sizeof(id));
+	n = snprintf(g->bell.sun_path, sizeof(g->bell.sun_path), "%s/%s%s.bell", dir, GW_FILE_PREFIX, id);
 	g->bell_len = (socklen_t)sizeof(g->bell);
 	return n > 0 && (size_t)n < sizeof(g->bell.sun_path);
 }
@@ -196,7 +210,9 @@ int gw_create(const char *dir, const struct gw_info *self, struct gateway **out)
 	struct gw_shared *s;
 	int fd;
 
-	gw_path(path, sizeof(path), dir, self->rank);
+	uint32_t id = agent_id(self->rank, self->sibling);
+
+	gw_path(path, sizeof(path), dir, id);
 	unlink(path); /* a dead agent's; the caller holds the pid file lock */
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -224,6 +240,8 @@ int gw_create(const char *dir, const struct gw_info *self, struct gateway **out)
 	s->id.pid = self->pid;
 	s->id.rank = self->rank;
 	s->id.nodes = self->nodes;
+	s->id.sibling = self->sibling;
+	s->id.siblings = self->siblings;
 	s->start_realtime_ns = self->start_realtime_ns;
 	memcpy(s->hosts, self->hosts, sizeof(s->hosts));
 	atomic_store(&s->running, 1);
@@ -231,10 +249,10 @@ int gw_create(const char *dir, const struct gw_info *self, struct gateway **out)
 	s->id.magic = GW_MAGIC;
 	g->s = s;
 	snprintf(g->dir, sizeof(g->dir), "%s", dir);
-	g->rank = self->rank;
+	g->rank = id;
 	g->agent_side = true;
 	g->bell_fd = -1;
-	if (bell_addr(g, dir, self->rank)) {
+	if (bell_addr(g, dir, id)) {
 		unlink(g->bell.sun_path); /* a dead agent's */
 		g->bell_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (g->bell_fd >= 0 && bind(g->bell_fd, (struct sockaddr *)&g->bell, g->bell_len)) {
@@ -441,6 +459,15 @@ void gw_set_flow(struct gateway *g, const struct flow_gauge flow[FLOW_NKINDS])
 	}
 }
 
+void gw_set_agent_stats(struct gateway *g, const struct gw_agent_stats *st)
+{
+	const uint64_t v[GW_AGENT_STATS] = {st->steals,	    st->steal_bytes,  st->stolen,   st->pool_bytes,
+					    st->pool_slots, st->slots_in_use, st->slots_hwm};
+
+	for (int i = 0; i < GW_AGENT_STATS; i++)
+		atomic_store_explicit(&g->s->agent[i], v[i], memory_order_relaxed);
+}
+
 int gw_bell_fd(const struct gateway *g)
 {
 	return g->bell_fd;
@@ -505,7 +532,7 @@ int gw_open(const char *dir, uint32_t rank, struct gateway **out)
 	if ((size_t)st.st_size != sizeof(struct gw_shared) ||
 	    pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || hdr.magic != GW_MAGIC ||
 	    hdr.version != GW_VERSION || hdr.slot_size != sizeof(struct gw_slot) || hdr.nslots != GW_SLOTS ||
-	    hdr.rank != rank) {
+	    agent_id(hdr.rank, hdr.sibling) != rank) {
 		close(fd);
 		return hdr.magic == 0 ? -ENOTCONN : -EBADMSG; /* a gateway still being made reads as zeros */
 	}
@@ -527,6 +554,15 @@ int gw_open(const char *dir, uint32_t rank, struct gateway **out)
 	return 0;
 }
 
+uint32_t gw_deal_sibling(struct gateway *g)
+{
+	uint32_t n = g->s->id.siblings;
+
+	if (n <= 1 || n > AGENT_SIBLINGS_MAX)
+		return 0;
+	return atomic_fetch_add_explicit(&g->s->ports_dealt, 1, memory_order_relaxed) % n;
+}
+
 void gw_close(struct gateway *g)
 {
 	if (!g)
@@ -545,6 +581,15 @@ void gw_info(struct gateway *g, struct gw_info *info)
 	info->pid = s->id.pid;
 	info->rank = s->id.rank;
 	info->nodes = s->id.nodes > GW_MAX_NODES ? GW_MAX_NODES : s->id.nodes;
+	info->sibling = s->id.sibling;
+	info->siblings = s->id.siblings;
+	info->agent.steals = atomic_load(&s->agent[0]);
+	info->agent.steal_bytes = atomic_load(&s->agent[1]);
+	info->agent.stolen = atomic_load(&s->agent[2]);
+	info->agent.pool_bytes = atomic_load(&s->agent[3]);
+	info->agent.pool_slots = atomic_load(&s->agent[4]);
+	info->agent.slots_in_use = atomic_load(&s->agent[5]);
+	info->agent.slots_hwm = atomic_load(&s->agent[6]);
 	info->start_realtime_ns = s->start_realtime_ns;
 	memcpy(info->hosts, s->hosts, sizeof(info->hosts));
 	for (int i = 0; i < GW_MAX_NODES; i++)

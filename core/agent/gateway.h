@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The gateway: client processes' requests for channels on other nodes, handed
- * to their local agent through shared memory (<dir>/gateway.<rank>).
+ * to their local agent through shared memory (<dir>/gateway.<rank>, or
+ * gateway.<rank>.<sibling> for the other agents of a node).
  *
  * It is a fixed array of request slots.  A client claims a FREE slot with a
  * compare-and-swap, fills it, stamps it with a ticket and marks it READY; the
@@ -72,9 +73,20 @@ struct gw_peer_stats {
 	uint32_t waiting, waiting_hwm; /* items waiting for a free eager buffer, now and at most */
 };
 
+/* This agent's own counters (not per peer). */
+#define GW_AGENT_STATS 7
+struct gw_agent_stats {
+	uint64_t steals, steal_bytes;		      /* large-message READs this agent did for a sibling */
+	uint64_t stolen;			      /* READs of this agent's backlog that siblings did */
+	uint64_t pool_bytes;			      /* the region registered once (core/agent/pool.h) */
+	uint64_t pool_slots, slots_in_use, slots_hwm; /* its rma staging slots */
+};
+
 struct gw_info {
 	int32_t pid;
 	uint32_t rank, nodes;
+	uint32_t sibling, siblings; /* this agent among the node's agents (core/agent/sibling.h) */
+	struct gw_agent_stats agent;
 	uint64_t start_realtime_ns;
 	char hosts[GW_MAX_NODES][GW_HOST_LEN];
 	uint64_t requests, completed, failed, eagain, reaped;
@@ -112,6 +124,8 @@ void gw_set_peer_up(struct gateway *g, uint32_t node, bool up);
 void gw_set_peer_stats(struct gateway *g, uint32_t node, const struct gw_peer_stats *st);
 /* Agent side: publishes the flow-control gauges. */
 void gw_set_flow(struct gateway *g, const struct flow_gauge flow[FLOW_NKINDS]);
+/* Agent side: publishes its own counters. */
+void gw_set_agent_stats(struct gateway *g, const struct gw_agent_stats *st);
 /* Agent side: sleeps until a request arrives or timeout_us microseconds pass. */
 void gw_wait_for_work(struct gateway *g, int timeout_us);
 /*
@@ -124,7 +138,10 @@ int gw_bell_fd(const struct gateway *g);
 bool gw_sleep_begin(struct gateway *g);
 void gw_sleep_end(struct gateway *g);
 
-/* Client side: maps and validates the gateway of the agent of `rank`. -ENOTCONN if none runs. */
+/*
+ * Client side: maps and validates the gateway of the agent of `rank` (an
+ * agent id: core/agent/sibling.h).  -ENOTCONN if none runs.
+ */
 int gw_open(const char *dir, uint32_t rank, struct gateway **out);
 void gw_close(struct gateway *g);
 /*
@@ -132,6 +149,12 @@ void gw_close(struct gateway *g);
  * on every call; its pid file lock, a few system calls, at most every 50 ms).
  */
 bool gw_alive(struct gateway *g);
+/*
+ * Client side, on the node's first agent: the sibling a new remote handle
+ * (a port) goes through for good, dealt round robin over the node's agents
+ * to every process of the node (0 with one agent).
+ */
+uint32_t gw_deal_sibling(struct gateway *g);
 /* A private, validated copy of the agent's information and counters. */
 void gw_info(struct gateway *g, struct gw_info *info);
 

@@ -8,6 +8,8 @@
 #include "core/agent/channel.h"
 #include "core/agent/flow.h"
 #include "core/agent/pool.h"
+#include "core/agent/sibling.h"
+#include "core/agent/steal.h"
 #include "core/agent/strip.h"
 #include "core/oob/oob.h"
 #include "core/transport/endpoint.h"
@@ -161,10 +163,16 @@ struct target_item {
 	uint8_t data[];
 };
 
-/* A READ of one rma chunk into its message (the core context of the READ). */
+/*
+ * A READ of one rma chunk into its message (the core context of the READ),
+ * or, with board set, one stolen from a sibling into that sibling's board.
+ */
 struct rma_read {
 	struct rma_read *next; /* waiting for a request or ejection room */
 	struct target_item *t;
+	struct steal_board *board; /* a sibling's: this READ is stolen (t is NULL) */
+	int slot;		   /* its slot there */
+	uint32_t sibling;	   /* its owner */
 	uint32_t from, epoch;
 	uint64_t offset, port;
 	struct proto_rma rma;
@@ -179,8 +187,17 @@ struct agent_links {
 	uint32_t max_items;	/* per eager buffer: AGG_MAX_ITEMS, or 1 with aggregation off */
 	bool rma;		/* RDMATOOL_AGENT_TRANSPORT_TYPE=rma: large SENDMSGs are read by the target */
 	bool hugepages;		/* RDMATOOL_AGENT_HUGEPAGES=1 */
+	bool steal;		/* RDMATOOL_AGENT_STEAL (default 1): siblings share the READ backlog */
 	struct agent_pool pool; /* receive buffers, and rma's slots targets read chunks from */
 	struct rma_read *reads_waiting, **reads_tail;
+	/* Stealing (core/agent/steal.h): our board and what waits on it, and the siblings' boards. */
+	struct steal_board *board;
+	struct rma_read *offered[STEAL_SLOTS];
+	uint64_t offered_ns[STEAL_SLOTS];
+	struct steal_board *sib[AGENT_SIBLINGS_MAX];
+	uint32_t sib_reads[AGENT_SIBLINGS_MAX]; /* READs in flight into each sibling's board */
+	uint32_t stealing;			/* all of them */
+	uint64_t steals, steal_bytes, stolen, next_steal_check_ns;
 	struct strip strip;	 /* the random order targets get their next unit in */
 	uint32_t core_eager_max; /* core sends longer messages by rendezvous */
 	struct origin origins[LINK_ORIGIN_MAX];
@@ -218,6 +235,25 @@ struct challenge {
 	uint8_t nonce[NONCE_LEN];
 	uint8_t mac[32];
 };
+
+/* Ranks of one node are siblings: they never link (they share work through memory instead). */
+static bool same_node(const struct agent_links *lk, uint32_t a, uint32_t b)
+{
+	uint32_t n = lk->cfg.siblings ? lk->cfg.siblings : 1;
+
+	return a / n == b / n;
+}
+
+static void steal_open(struct agent_links *lk);
+
+/* A link rank as the user knows it: the node's rank, and "R.S" when the node runs several agents. */
+static const char *peer_name(const struct agent_links *lk, uint32_t rank, char *out, size_t len)
+{
+	uint32_t n = lk->cfg.siblings ? lk->cfg.siblings : 1;
+
+	agent_id_text(agent_id(rank / n, rank % n), out, len);
+	return out;
+}
 
 static void peer_addr(struct agent_links *lk, uint32_t rank, char *out, size_t len)
 {
@@ -328,6 +364,15 @@ static int hugepages_from_env(bool *on)
 	return !v || !*v || *on || !strcmp(v, "0") ? 0 : -EINVAL;
 }
 
+/* RDMATOOL_AGENT_STEAL: 0 with *on set (unset: on), or -EINVAL. */
+static int steal_from_env(bool *on)
+{
+	const char *v = getenv(LINK_STEAL_ENV);
+
+	*on = !v || !*v || !strcmp(v, "1");
+	return *on || !strcmp(v, "0") ? 0 : -EINVAL;
+}
+
 /* The receive buffers and, for rma, staging slots for the injection cap's worth of chunks. */
 static int open_pool(struct agent_links *lk, char *why, size_t whylen)
 {
@@ -399,6 +444,15 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 		links_close(lk);
 		return -EINVAL;
 	}
+	if (steal_from_env(&lk->steal)) {
+		snprintf(
+		    why, whylen,
+		    "%s='%s' is invalid; give 1 (the node's agents steal each other's READs, the default) "
+		    "or 0",
+		    LINK_STEAL_ENV, getenv(LINK_STEAL_ENV));
+		links_close(lk);
+		return -EINVAL;
+	}
 	for (uint32_t r = 0; r < cfg->nodes; r++) {
 		struct link_peer *p = &lk->peers[r];
 
@@ -421,13 +475,17 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	rc = oob_listen(addr, &lk->listener);
 	if (rc) {
 		snprintf(why, whylen,
-			 "cannot listen for other agents on %s: %s; give this rank a free port in --hosts",
-			 addr, strerror(-rc));
+			 "cannot listen for other agents on %s: %s; give this rank a free port in --hosts%s",
+			 addr, strerror(-rc),
+			 lk->cfg.siblings > 1
+			     ? " (agent S of a node listens on its port + S: keep those free too)"
+			     : "");
 		links_close(lk);
 		return rc;
 	}
 	core_ep_attr_defaults(&attr);
 	attr.name = "agent";
+	attr.device = cfg->device;
 	attr.threading = CORE_THREAD_SINGLE;
 	attr.env.tx_stripes = 1;
 	/*
@@ -447,6 +505,7 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 		return rc;
 	}
 	lk->rx_pool = lk->pool.region;
+	steal_open(lk);
 	for (int i = 0; !rc && i < lk->nrx + lk->nlarge; i++)
 		rc = rx_post(lk, rx_buf(lk, i), i >= lk->nrx);
 	if (rc) {
@@ -526,6 +585,9 @@ static void drop_reasm(struct agent_links *lk, uint32_t from, bool all)
 }
 
 static void drop_held(struct agent_links *lk, uint32_t rank);
+/* Stealing between the node's agents, below with the READs. */
+static void drop_offered(struct agent_links *lk, uint32_t from, bool all);
+static void steal_complete(struct agent_links *lk, struct rma_read *rd, int status);
 
 /* READs not posted yet, from rank (or all): never will be; their messages lose a reader. */
 static void drop_reads(struct agent_links *lk, uint32_t from, bool all)
@@ -551,12 +613,14 @@ static void drop_reads(struct agent_links *lk, uint32_t from, bool all)
 static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 {
 	struct link_peer *p = &lk->peers[rank];
+	char name[32];
 
 	if (p->oob)
 		oob_close(p->oob);
 	p->oob = NULL;
 	if (p->up)
-		agent_logf(&lk->cfg.log, "link to rank %u (%s) down: %s", rank, lk->cfg.hosts[rank], why);
+		agent_logf(&lk->cfg.log, "link to rank %s (%s) down: %s",
+			   peer_name(lk, rank, name, sizeof(name)), lk->cfg.hosts[rank], why);
 	p->up = false;
 	p->next_try_ns = clock_ns() + LINK_RETRY_NS;
 	drop_waiting(lk, rank, -EHOSTDOWN);
@@ -573,6 +637,7 @@ static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 	p->epoch++;
 	flow_give(&lk->flow[FLOW_INJECTION], pool_give_slots(&lk->pool, rank) * lk->pool.slot_size);
 	drop_reads(lk, rank, false);
+	drop_offered(lk, rank, false);
 	drop_reasm(lk, rank, false);
 	for (struct target_item **t = &lk->pending; *t;) {
 		if ((*t)->from == rank) {
@@ -611,6 +676,7 @@ void links_close(struct agent_links *lk)
 		}
 	}
 	drop_reads(lk, 0, true);
+	drop_offered(lk, 0, true);
 	while (lk->pending) {
 		struct target_item *t = lk->pending;
 
@@ -637,7 +703,10 @@ void links_close(struct agent_links *lk)
 				}
 	}
 	core_ep_close(lk->ep); /* before the receive buffers it may still write */
-	pool_close(&lk->pool); /* the receive buffers too */
+	steal_board_destroy(lk->board, lk->dir);
+	for (int k = 0; k < AGENT_SIBLINGS_MAX; k++)
+		steal_board_close(lk->sib[k]); /* READs into them were flushed with the endpoint */
+	pool_close(&lk->pool);		       /* the receive buffers too */
 	if (lk->listener)
 		oob_listener_close(lk->listener);
 	for (uint32_t r = 0; lk->peers && r < lk->cfg.nodes; r++) {
@@ -734,7 +803,7 @@ static int handshake(struct agent_links *lk, struct oob_conn *c, int32_t dialing
 		return rc;
 	/* Only higher ranks dial us. */
 	if (type != LINK_HELLO || len != sizeof(hello) || hello.rank >= lk->cfg.nodes ||
-	    hello.rank <= lk->cfg.rank)
+	    hello.rank <= lk->cfg.rank || same_node(lk, hello.rank, lk->cfg.rank))
 		return -EPROTO;
 	ch.rank = lk->cfg.rank;
 	if (getrandom(ch.nonce, NONCE_LEN, 0) != NONCE_LEN)
@@ -753,6 +822,7 @@ static int handshake(struct agent_links *lk, struct oob_conn *c, int32_t dialing
 static void peer_join(struct agent_links *lk, struct oob_conn *c, int32_t dialing)
 {
 	int theirs = handshake(lk, c, dialing), rc = theirs < 0 ? theirs : 0;
+	char name[32];
 
 	if (!rc && lk->peers[theirs].up)
 		peer_down(lk, (uint32_t)theirs, "it connected again");
@@ -767,7 +837,8 @@ static void peer_join(struct agent_links *lk, struct oob_conn *c, int32_t dialin
 	}
 	lk->peers[theirs].oob = c;
 	lk->peers[theirs].up = true;
-	agent_logf(&lk->cfg.log, "link to rank %d (%s) up", theirs, lk->cfg.hosts[theirs]);
+	agent_logf(&lk->cfg.log, "link to rank %s (%s) up",
+		   peer_name(lk, (uint32_t)theirs, name, sizeof(name)), lk->cfg.hosts[theirs]);
 }
 
 /* Posts the units queued for rank, in order, as far as the link allows; returns how many. */
@@ -1568,8 +1639,238 @@ static void read_complete(struct agent_links *lk, struct rma_read *rd, const str
 {
 	int status = e->status == IBV_WC_SUCCESS && !e->err ? 0 : e->err ? e->err : -EIO;
 
+	if (rd->board) {
+		steal_complete(lk, rd, status);
+		return;
+	}
 	flow_give(&lk->flow[FLOW_EJECTION], rd->rma.len);
 	read_finish(lk, rd, status);
+}
+
+/*
+ * Stealing (core/agent/steal.h).  Ranks of one node: rank / siblings is the
+ * node, rank % siblings the sibling.  Alone on the node, or without rma,
+ * there is no board and none of this runs.
+ */
+#define STEAL_GRACE_NS	 2000000ull /* an offered READ a sibling has not taken is ours again after */
+#define STEAL_IN_FLIGHT	 8	    /* READs one agent does for its siblings at once */
+#define STEAL_REFRESH_NS LINK_RETRY_NS
+
+static uint32_t my_sibling(const struct agent_links *lk)
+{
+	return lk->cfg.siblings > 1 ? lk->cfg.rank % lk->cfg.siblings : 0;
+}
+
+static uint32_t sibling_id(const struct agent_links *lk, uint32_t sibling)
+{
+	return agent_id(lk->cfg.rank / lk->cfg.siblings, sibling);
+}
+
+static void steal_open(struct agent_links *lk)
+{
+	int rc;
+
+	if (lk->cfg.siblings < 2 || !lk->rma || !lk->steal)
+		return;
+	rc = steal_board_create(lk->dir, sibling_id(lk, my_sibling(lk)), &lk->board);
+	if (rc)
+		agent_logf(&lk->cfg.log, "no stealing between this node's agents: cannot make the board: %s",
+			   strerror(-rc));
+}
+
+/* A READ that came back from the board (taken back, or its thief failed): ours to post, if still wanted. */
+static void read_requeue(struct agent_links *lk, struct rma_read *rd)
+{
+	if (rd->epoch != lk->peers[rd->from].epoch || !lk->peers[rd->from].up) {
+		read_finish(lk, rd, -EHOSTDOWN);
+		return;
+	}
+	rd->next = lk->reads_waiting;
+	lk->reads_waiting = rd;
+	if (!rd->next)
+		lk->reads_tail = &rd->next;
+}
+
+/* Owner: the READs that wait for ejection room go on the board, for an idle sibling to do. */
+static int offer_backlog(struct agent_links *lk, uint64_t now)
+{
+	int n = 0;
+
+	while (lk->board && lk->reads_waiting) {
+		struct rma_read *rd = lk->reads_waiting;
+		struct steal_job job = {
+		    .from = rd->from, .len = rd->rma.len, .rkey = rd->rma.rkey, .addr = rd->rma.addr};
+		int slot = steal_offer(lk->board, &job);
+
+		if (slot < 0)
+			break;
+		lk->reads_waiting = rd->next;
+		if (!lk->reads_waiting)
+			lk->reads_tail = &lk->reads_waiting;
+		rd->next = NULL;
+		lk->offered[slot] = rd;
+		lk->offered_ns[slot] = now;
+		n++;
+	}
+	for (uint32_t k = 0; n && k < AGENT_SIBLINGS_MAX; k++)
+		if (lk->sib[k])
+			steal_wake(lk->sib[k]);
+	return n;
+}
+
+/* Owner: READs siblings did land in their messages; the ones nobody took come back after a while. */
+static int offered_progress(struct agent_links *lk, uint64_t now, bool check)
+{
+	int work = 0;
+
+	for (int k = 0; lk->board && k < STEAL_SLOTS; k++) {
+		struct rma_read *rd = lk->offered[k];
+		const uint8_t *data;
+		int status, st;
+
+		if (!rd)
+			continue;
+		st = steal_poll(lk->board, k, check, &status, &data);
+		if (st == 0 &&
+		    (now - lk->offered_ns[k] < STEAL_GRACE_NS ||
+		     !flow_fits(&lk->flow[FLOW_EJECTION], rd->rma.len) || !steal_reclaim(lk->board, k)))
+			continue;
+		lk->offered[k] = NULL;
+		work++;
+		if (st == 1) {
+			if (!status)
+				memcpy(rd->t->data + rd->offset, data, rd->rma.len);
+			steal_release(lk->board, k);
+		}
+		if (st == 1 && !status) {
+			lk->stolen++;
+			read_finish(lk, rd, 0);
+		} else {
+			read_requeue(lk, rd); /* taken back, its thief died, or its READ failed: ours */
+		}
+	}
+	return work;
+}
+
+/* Thief: maps the siblings' boards that appeared, drops the ones whose agent is gone. */
+static void refresh_siblings(struct agent_links *lk)
+{
+	for (uint32_t k = 0; k < lk->cfg.siblings && k < AGENT_SIBLINGS_MAX; k++) {
+		uint32_t id = sibling_id(lk, k);
+
+		if (k == my_sibling(lk))
+			continue;
+		if (lk->sib[k] && !lk->sib_reads[k] && !steal_board_current(lk->sib[k], lk->dir, id)) {
+			steal_board_close(lk->sib[k]);
+			lk->sib[k] = NULL;
+		}
+		if (!lk->sib[k] && steal_board_open(lk->dir, id, &lk->sib[k]))
+			lk->sib[k] = NULL;
+	}
+}
+
+static bool offered_any(const struct agent_links *lk)
+{
+	for (int k = 0; lk->board && k < STEAL_SLOTS; k++)
+		if (lk->offered[k])
+			return true;
+	return false;
+}
+
+/* Thief: with no backlog of its own, READs what the siblings offered, over its own links. */
+static int steal_progress(struct agent_links *lk)
+{
+	int work = 0;
+
+	if (offered_any(lk))
+		return 0; /* busy itself: its own offers are still out */
+	for (uint32_t k = 0; k < AGENT_SIBLINGS_MAX && !lk->reads_waiting; k++) {
+		struct steal_board *b = lk->sib[k];
+		struct steal_job job;
+		struct rma_read *rd;
+		int slot;
+
+		while (b && lk->stealing < STEAL_IN_FLIGHT &&
+		       flow_fits(&lk->flow[FLOW_EJECTION], STEAL_SLOT_MAX) &&
+		       (slot = steal_take(b, &job)) >= 0) {
+			bool usable = job.from < lk->cfg.nodes && !same_node(lk, job.from, lk->cfg.rank) &&
+				      lk->peers[job.from].up && job.len > 0 && job.len <= STEAL_SLOT_MAX;
+
+			rd = usable ? calloc(1, sizeof(*rd)) : NULL;
+			if (rd) {
+				*rd = (struct rma_read){
+				    .board = b,
+				    .slot = slot,
+				    .sibling = k,
+				    .from = job.from,
+				    .rma = {.addr = job.addr, .rkey = job.rkey, .len = job.len}};
+				if (core_read(lk->ep, lk->peers[job.from].core_peer, steal_slot_data(b, slot),
+					      job.len, job.addr, job.rkey, rd)) {
+					free(rd);
+					rd = NULL;
+				}
+			}
+			if (!rd) {
+				steal_untake(b, slot); /* not ours to do: its owner takes it back */
+				break;
+			}
+			flow_take(&lk->flow[FLOW_EJECTION], job.len);
+			lk->stealing++;
+			lk->sib_reads[k]++;
+			work++;
+		}
+	}
+	return work;
+}
+
+/* Thief: a stolen READ is over; its owner finds the chunk (or the error) on its board. */
+static void steal_complete(struct agent_links *lk, struct rma_read *rd, int status)
+{
+	flow_give(&lk->flow[FLOW_EJECTION], rd->rma.len);
+	steal_finish(rd->board, rd->slot, status);
+	steal_wake(rd->board);
+	lk->stealing--;
+	lk->sib_reads[rd->sibling]--;
+	if (!status) {
+		lk->steals++;
+		lk->steal_bytes += rd->rma.len;
+	}
+	free(rd);
+}
+
+static int steal_pass(struct agent_links *lk, uint64_t now)
+{
+	bool check = now >= lk->next_steal_check_ns; /* the system calls: not on every pass */
+	int work;
+
+	if (!lk->board)
+		return 0;
+	if (check) {
+		lk->next_steal_check_ns = now + STEAL_REFRESH_NS;
+		refresh_siblings(lk);
+	}
+	work = offered_progress(lk, now, check);
+	if (lk->reads_waiting)
+		work += reads_progress(lk);
+	if (lk->reads_waiting)
+		work += offer_backlog(lk, now);
+	return work + steal_progress(lk);
+}
+
+/* Owner, its link to rank down: offered READs nobody took are dropped with it (drop_reads). */
+static void drop_offered(struct agent_links *lk, uint32_t from, bool all)
+{
+	for (int k = 0; lk->board && k < STEAL_SLOTS; k++) {
+		struct rma_read *rd = lk->offered[k];
+
+		if (!rd || (!all && rd->from != from) || (!all && !steal_reclaim(lk->board, k)))
+			continue; /* one a sibling reads comes back and is answered to nobody (read_finish) */
+		lk->offered[k] = NULL;
+		rd->t->read_status = -EHOSTDOWN;
+		if (--rd->t->reads_left == 0 && rd->t->orphan)
+			free(rd->t);
+		free(rd);
+	}
 }
 
 /* A chunk of a large rma SENDMSG: read from the sender's buffer straight into its message. */
@@ -1814,7 +2115,7 @@ static int connect_peers(struct agent_links *lk)
 		struct link_peer *p = &lk->peers[r];
 		char addr[GW_HOST_LEN + 16];
 
-		if (p->up || now < p->next_try_ns)
+		if (p->up || now < p->next_try_ns || same_node(lk, r, lk->cfg.rank))
 			continue;
 		p->next_try_ns = now + LINK_RETRY_NS;
 		peer_addr(lk, r, addr, sizeof(addr));
@@ -1959,6 +2260,7 @@ int links_progress(struct agent_links *lk)
 	}
 	if (lk->reads_waiting)
 		work += reads_progress(lk);
+	work += steal_pass(lk, now);
 	if (lk->pending)
 		serve_pending(lk);
 	return work + tx_progress(lk);
@@ -1972,6 +2274,17 @@ int links_tx_pass(struct agent_links *lk)
 bool links_can_inject(struct agent_links *lk)
 {
 	return flow_fits(&lk->flow[FLOW_INJECTION], LINK_LARGE_MAX) && (!lk->rma || lk->pool.nfree > 0);
+}
+
+void links_agent_stats(struct agent_links *lk, struct gw_agent_stats *out)
+{
+	*out = (struct gw_agent_stats){.pool_bytes = lk->pool.len,
+				       .pool_slots = lk->pool.nslots,
+				       .slots_in_use = lk->pool.nslots - lk->pool.nfree,
+				       .slots_hwm = lk->pool.slots_hwm,
+				       .steals = lk->steals,
+				       .steal_bytes = lk->steal_bytes,
+				       .stolen = lk->stolen};
 }
 
 void links_flow_stats(struct agent_links *lk, struct flow_gauge out[FLOW_NKINDS])
@@ -2005,10 +2318,11 @@ int links_sleep_prepare(struct agent_links *lk, struct pollfd *fds, int max, int
 		if (lk->peers[r].up)
 			fds[n++] = (struct pollfd){.fd = oob_conn_fd(lk->peers[r].oob), .events = POLLIN};
 	/* Requests waiting for their channel are tried again, and peers that are down dialled again. */
-	if (lk->pending && (*timeout_ms < 0 || *timeout_ms > 1))
+	if ((lk->pending || lk->stealing || offered_any(lk)) && (*timeout_ms < 0 || *timeout_ms > 1))
 		*timeout_ms = 1;
 	for (uint32_t r = 0; r < lk->cfg.rank; r++)
-		if (!lk->peers[r].up && (*timeout_ms < 0 || *timeout_ms > (int)(LINK_RETRY_NS / 1000000)))
+		if (!lk->peers[r].up && !same_node(lk, r, lk->cfg.rank) &&
+		    (*timeout_ms < 0 || *timeout_ms > (int)(LINK_RETRY_NS / 1000000)))
 			*timeout_ms = (int)(LINK_RETRY_NS / 1000000);
 	return n;
 }

@@ -48,6 +48,12 @@
  * data toward the GETMSG cap until its answer's send completes, and a GETMSG
  * that would go over it waits in its channel's queue.
  *
+ * Several agents per node (core/agent/sibling.h): link ranks are virtual
+ * (node rank x siblings + sibling), ranks of one node never link, and an
+ * rma READ backlog is shared with the siblings through a board in shared
+ * memory (core/agent/steal.h): an idle sibling READs a chunk over its own
+ * link to the sender, the owner copies it into the message and answers.
+ *
  * Single-threaded: every call, and every callback, runs in the agent's
  * engine loop.
  */
@@ -66,9 +72,12 @@
 #define LINK_DEFAULT_PORT  17470			   /* the OOB port of an --hosts entry without one */
 #define LINK_TRANSPORT_ENV "RDMATOOL_AGENT_TRANSPORT_TYPE" /* rma (default) or p2p */
 #define LINK_HUGEPAGES_ENV "RDMATOOL_AGENT_HUGEPAGES"	   /* 1: the rma pool on hugepages if any */
+#define LINK_STEAL_ENV	   "RDMATOOL_AGENT_STEAL"	   /* 0: siblings do not steal READs */
 
 struct link_config {
-	uint32_t rank, nodes;
+	uint32_t rank, nodes; /* link ranks: node rank x siblings + sibling (core/agent/sibling.h) */
+	uint32_t siblings;    /* agents per node (0 counts as 1): ranks of one node never link */
+	const char *device;   /* NULL: core's default */
 	const char (*hosts)[GW_HOST_LEN];
 	const uint16_t *ports; /* 0: LINK_DEFAULT_PORT */
 	const char *dir;       /* the agent directory: where targets open channels */
@@ -108,6 +117,8 @@ int links_tx_pass(struct agent_links *lk);
  * not, the engine leaves requests in the gateway (core/agent/flow.h).
  */
 bool links_can_inject(struct agent_links *lk);
+/* This agent's own counters: stealing, and the registered pool. */
+void links_agent_stats(struct agent_links *lk, struct gw_agent_stats *out);
 /* The flow-control gauges: bytes held now, high-water marks, caps. */
 void links_flow_stats(struct agent_links *lk, struct flow_gauge out[FLOW_NKINDS]);
 /* Nothing waits to go out (an eager buffer being filled goes out after two idle passes). */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "core/agent/pidfile.h"
 
+#include "core/agent/sibling.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +15,10 @@
 
 static void pidfile_path(char *path, size_t len, const char *dir, uint32_t rank)
 {
-	snprintf(path, len, "%s/agent.%u.pid", dir, rank);
+	char id[32];
+
+	agent_id_text(rank, id, sizeof(id));
+	snprintf(path, len, "%s/agent.%s.pid", dir, id);
 }
 
 int pidfile_acquire(const char *dir, uint32_t rank, int *fd, pid_t *holder)

@@ -85,6 +85,8 @@ uint8_t *pool_take_slot(struct agent_pool *p, uint32_t rank)
 		return NULL;
 	slot = p->free_slots[--p->nfree];
 	p->owner[slot] = rank + 1;
+	if (p->nslots - p->nfree > p->slots_hwm)
+		p->slots_hwm = p->nslots - p->nfree;
 	return p->slots + (size_t)slot * p->slot_size;
 }
 

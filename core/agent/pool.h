@@ -25,6 +25,7 @@ struct agent_pool {
 	uint8_t *slots; /* rma staging slots, after the receive buffers */
 	size_t slot_size;
 	uint32_t nslots, nfree;
+	uint32_t slots_hwm;   /* slots taken at once, at most */
 	uint32_t *free_slots; /* a stack of free slot numbers */
 	uint32_t *owner;      /* rank + 1 of the peer reading a slot, 0 when free */
 	uint32_t rkey;
