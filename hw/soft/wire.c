@@ -526,10 +526,11 @@ bool soft_wire_in_flight(struct soft_nic *nic, const union ibv_gid *peer)
 	for (struct soft_conn *c = nic->conns; c; c = c->next) {
 		int unacked = 0;
 
-		if (c->dead || !c->peer_known || memcmp(c->peer.raw, peer->raw, 16) != 0)
+		/* A handshake the peer has not answered is no sign of life: its timeouts count. */
+		if (c->dead || c->connecting || !c->authed || !c->peer_known ||
+		    memcmp(c->peer.raw, peer->raw, 16) != 0)
 			continue;
-		if (c->connecting || c->out_len > c->out_off ||
-		    (ioctl(c->fd, SIOCOUTQ, &unacked) == 0 && unacked > 0))
+		if (c->out_len > c->out_off || (ioctl(c->fd, SIOCOUTQ, &unacked) == 0 && unacked > 0))
 			return true;
 	}
 	return false;
