@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --verify RC probes (rcprobe.h): the pair's objects, its connection and
+ * its attributes as ibv_query_qp reports them, the waits for completions
+ * and the comparisons against the model.  The probe runs to its end before
+ * the walk takes its next step: it is short (microseconds on a working
+ * device), and every wait has a deadline.
+ */
+#include "cmd/walk/rcprobe.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define RCP_DEADLINE_NS	  (3000 * 1000000ull)
+#define RCP_PERIOD_NS	  (50 * 1000000ull)
+#define RCP_TIMEOUT	  14
+#define RCP_RETRY_CNT	  7
+#define RCP_MIN_RNR_TIMER 1 /* 10 us: an RNR retry loop is quick */
+#define RCP_QP_ACCESS	  (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define RCP_MR_ACCESS	  (IBV_ACCESS_LOCAL_WRITE | RCP_QP_ACCESS)
+
+void rcp_fail(struct rcp *p, const char *fmt, ...)
+{
+	char what[WALK_FAILURE_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	walk_stats_fail(&p->c->stats, "client %d #%llu: RC probe \"%s\", QP %u (A) -> QP %u (B): %s",
+			p->c->id, (unsigned long long)p->c->seq, p->name, p->a ? p->a->qp_num : 0,
+			p->b ? p->b->qp_num : 0, what);
+}
+
+bool rcp_failed(const struct rcp *p)
+{
+	return p->c->stats.nfailures != p->failures_at_start;
+}
+
+void rcp_wait_ns(uint64_t ns)
+{
+	uint64_t end = walk_now_ns() + ns;
+
+	while (walk_now_ns() < end)
+		sched_yield();
+}
+
+static int to_init(struct rcp *p, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+	    .qp_state = IBV_QPS_INIT, .port_num = (uint8_t)p->c->cfg->port, .qp_access_flags = RCP_QP_ACCESS};
+
+	return hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+static void rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a)
+{
+	const struct walk_peer_addr *me = &p->c->peers[p->c->id];
+
+	*a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
+				  .path_mtu = p->c->pattr.active_mtu,
+				  .dest_qp_num = dest->qp_num,
+				  .rq_psn = dest->qp_num & 0xffffff,
+				  .max_dest_rd_atomic = 1,
+				  .min_rnr_timer = RCP_MIN_RNR_TIMER};
+	a->ah_attr.dlid = me->lid;
+	a->ah_attr.port_num = (uint8_t)p->c->cfg->port;
+	a->ah_attr.is_global = 1;
+	a->ah_attr.grh.dgid = me->gid;
+	a->ah_attr.grh.sgid_index = (uint8_t)p->c->cfg->gid_index;
+	a->ah_attr.grh.hop_limit = 64;
+}
+
+static void rts_attr(struct ibv_qp *qp, uint8_t rnr_retry, struct ibv_qp_attr *a)
+{
+	*a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
+				  .timeout = RCP_TIMEOUT,
+				  .retry_cnt = RCP_RETRY_CNT,
+				  .rnr_retry = rnr_retry,
+				  .sq_psn = qp->qp_num & 0xffffff,
+				  .max_rd_atomic = 1};
+}
+
+static int connect_one(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, uint8_t rnr_retry)
+{
+	struct ibv_qp_attr a;
+	int rc = to_init(p, qp);
+
+	if (rc)
+		return rc;
+	rtr_attr(p, dest, &a);
+	rc = hw_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (rc)
+		return rc;
+	rts_attr(qp, rnr_retry, &a);
+	return hw_modify_qp(qp, &a,
+			    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* ibv_query_qp must report what was set, and the capacities ibv_create_qp reported. */
+static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, const struct ibv_qp_cap *cap,
+			uint8_t rnr_retry, const char *who)
+{
+	struct ibv_qp_attr got, rtr, rts;
+	struct ibv_qp_init_attr init;
+	const char *bad = NULL;
+
+	if (hw_query_qp(qp, &got,
+			IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PORT | IBV_QP_AV |
+			    IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			    IBV_QP_MIN_RNR_TIMER | IBV_QP_DEST_QPN | IBV_QP_MAX_QP_RD_ATOMIC |
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_CAP,
+			&init)) {
+		rcp_fail(p, "ibv_query_qp of %s failed", who);
+		return;
+	}
+	rtr_attr(p, dest, &rtr);
+	rts_attr(qp, rnr_retry, &rts);
+	if (got.qp_state != IBV_QPS_RTS)
+		bad = "qp_state";
+	else if (got.qp_access_flags != RCP_QP_ACCESS)
+		bad = "qp_access_flags";
+	else if (got.port_num != (uint8_t)p->c->cfg->port)
+		bad = "port_num";
+	else if (got.path_mtu != rtr.path_mtu)
+		bad = "path_mtu";
+	else if (got.dest_qp_num != rtr.dest_qp_num)
+		bad = "dest_qp_num";
+	else if (got.min_rnr_timer != rtr.min_rnr_timer)
+		bad = "min_rnr_timer";
+	else if (got.max_dest_rd_atomic != rtr.max_dest_rd_atomic)
+		bad = "max_dest_rd_atomic";
+	else if (got.timeout != rts.timeout)
+		bad = "timeout";
+	else if (got.retry_cnt != rts.retry_cnt)
+		bad = "retry_cnt";
+	else if (got.rnr_retry != rts.rnr_retry)
+		bad = "rnr_retry";
+	else if (got.max_rd_atomic != rts.max_rd_atomic)
+		bad = "max_rd_atomic";
+	else if (memcmp(&got.ah_attr.grh.dgid, &rtr.ah_attr.grh.dgid, sizeof(union ibv_gid)))
+		bad = "ah_attr.grh.dgid";
+	else if (init.cap.max_send_wr != cap->max_send_wr || init.cap.max_recv_wr != cap->max_recv_wr ||
+		 init.cap.max_send_sge != cap->max_send_sge || init.cap.max_recv_sge != cap->max_recv_sge)
+		bad = "init_attr.cap (not what ibv_create_qp reported)";
+	else if (init.send_cq != qp->send_cq || init.recv_cq != qp->recv_cq || init.qp_type != IBV_QPT_RC)
+		bad = "init_attr (CQs or type)";
+	if (bad)
+		rcp_fail(p, "ibv_query_qp of %s after RESET->INIT->RTR->RTS reports another %s than was set",
+			 who, bad);
+}
+
+static struct ibv_qp *create_rc(struct rcp *p, struct ibv_cq *scq, struct ibv_cq *rcq, uint32_t send_wr,
+				uint32_t recv_wr, struct ibv_qp_cap *cap)
+{
+	int sge = imin(RCP_MAX_SGE, p->c->dattr.max_sge);
+	struct ibv_qp_init_attr init = {.send_cq = scq,
+					.recv_cq = rcq,
+					.qp_type = IBV_QPT_RC,
+					.cap = {.max_send_wr = send_wr,
+						.max_recv_wr = recv_wr,
+						.max_send_sge = (uint32_t)sge,
+						.max_recv_sge = (uint32_t)sge,
+						.max_inline_data = RCP_MAX_MSG}};
+	struct ibv_qp *qp = hw_create_qp(p->pd, &init);
+
+	if (!qp && errno == EINVAL) { /* a device without so much inline room */
+		init.cap.max_inline_data = 0;
+		qp = hw_create_qp(p->pd, &init);
+	}
+	*cap = init.cap;
+	return qp;
+}
+
+/* Beyond the limits ibv_query_device reports, creation must fail. */
+static void check_device_limits(struct rcp *p)
+{
+	const struct ibv_device_attr *d = &p->c->dattr;
+	struct ibv_qp_init_attr init = {
+	    .send_cq = p->ocq,
+	    .recv_cq = p->ocq,
+	    .qp_type = IBV_QPT_RC,
+	    .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	const char *what = NULL;
+
+	if (d->max_cqe > 0 && d->max_cqe < 1 << 24 &&
+	    (cq = hw_create_cq(p->c->ctx, d->max_cqe + 1, NULL, NULL, 0))) {
+		hw_destroy_cq(cq);
+		rcp_fail(p, "ibv_create_cq of max_cqe + 1 = %d entries succeeded", d->max_cqe + 1);
+	}
+	switch (rng_range(p->rng, 0, 3)) {
+	case 0:
+		init.cap.max_send_wr = (uint32_t)d->max_qp_wr + 1;
+		what = "max_send_wr = max_qp_wr + 1";
+		break;
+	case 1:
+		init.cap.max_recv_wr = (uint32_t)d->max_qp_wr + 1;
+		what = "max_recv_wr = max_qp_wr + 1";
+		break;
+	case 2:
+		init.cap.max_send_sge = (uint32_t)d->max_sge + 1;
+		what = "max_send_sge = max_sge + 1";
+		break;
+	default:
+		init.cap.max_recv_sge = (uint32_t)d->max_sge + 1;
+		what = "max_recv_sge = max_sge + 1";
+		break;
+	}
+	if (d->max_qp_wr <= 0 || d->max_qp_wr >= 1 << 20 || d->max_sge <= 0)
+		return;
+	if ((qp = hw_create_qp(p->pd, &init))) {
+		hw_destroy_qp(qp);
+		rcp_fail(p, "ibv_create_qp with %s succeeded", what);
+	}
+}
+
+int rcp_setup(struct rcp *p)
+{
+	struct walk_client *c = p->c;
+	struct rcp_shape *s = &p->shape;
+
+	for (uint32_t i = 0; i < RCP_BYTES; i += 8) {
+		uint64_t x = rng_next(p->rng);
+
+		memcpy(p->buf + i, &x, 8);
+	}
+	memcpy(p->model, p->buf, RCP_BYTES);
+	p->base_id = rng_next(p->rng) << 8;
+	if (!(p->pd = hw_alloc_pd(c->ctx)) || !(p->mr = hw_reg_mr(p->pd, p->buf, RCP_BYTES, RCP_MR_ACCESS)))
+		return -1;
+	if (!(p->scq = hw_create_cq(c->ctx, s->scqe, NULL, NULL, 0)) ||
+	    !(p->rcq = hw_create_cq(c->ctx, RCP_CQE, NULL, NULL, 0)) ||
+	    !(p->ocq = hw_create_cq(c->ctx, RCP_CQE, NULL, NULL, 0)))
+		return -1;
+	if (rng_bernoulli(p->rng, 0.25))
+		check_device_limits(p);
+	p->a = create_rc(p, p->scq, p->ocq, s->a_send_wr, s->a_recv_wr, &p->acap);
+	p->b = p->a ? create_rc(p, p->ocq, p->rcq, 1, s->b_recv_wr, &p->bcap) : NULL;
+	if (!p->b)
+		return -1;
+	if (connect_one(p, p->a, p->b, s->a_rnr_retry) || connect_one(p, p->b, p->a, 7))
+		return -1;
+	check_query(p, p->a, p->b, &p->acap, s->a_rnr_retry, "A");
+	check_query(p, p->b, p->a, &p->bcap, 7, "B");
+	return 0;
+}
+
+void rcp_teardown(struct rcp *p)
+{
+	if (p->a)
+		hw_destroy_qp(p->a);
+	if (p->b)
+		hw_destroy_qp(p->b);
+	if (p->scq)
+		hw_destroy_cq(p->scq);
+	if (p->rcq)
+		hw_destroy_cq(p->rcq);
+	if (p->ocq)
+		hw_destroy_cq(p->ocq);
+	if (p->mr)
+		hw_dereg_mr(p->mr);
+	if (p->pd)
+		hw_dealloc_pd(p->pd);
+}
+
+int rcp_pieces(struct rcp *p, uint32_t off, uint32_t len, int k, uint32_t gap, struct rcp_piece *out)
+{
+	uint32_t left = len;
+
+	if (!len)
+		return 0;
+	for (int i = 0; i < k; i++) {
+		uint32_t take = i == k - 1 ? left : (uint32_t)rng_range(p->rng, 0, left);
+
+		out[i] = (struct rcp_piece){off, take};
+		off += take + (uint32_t)rng_range(p->rng, 0, gap);
+		left -= take;
+	}
+	return k;
+}
+
+void rcp_sges(const struct rcp *p, const struct rcp_piece *pc, int n, struct ibv_sge *sge)
+{
+	for (int i = 0; i < n; i++)
+		sge[i] = (struct ibv_sge){(uintptr_t)(p->buf + pc[i].off), pc[i].len, p->mr->lkey};
+}
+
+void rcp_model_move(struct rcp *p, const struct rcp_piece *src, int ns, const struct rcp_piece *dst, int nd)
+{
+	unsigned char tmp[RCP_SLOT];
+	uint32_t n = 0, at = 0;
+
+	for (int i = 0; i < ns; i++) {
+		memcpy(tmp + n, p->model + src[i].off, src[i].len);
+		n += src[i].len;
+	}
+	for (int i = 0; i < nd && at < n; i++) {
+		uint32_t take = dst[i].len < n - at ? dst[i].len : n - at;
+
+		memcpy(p->model + dst[i].off, tmp + at, take);
+		at += take;
+	}
+}
+
+static const char *region_of(uint32_t off)
+{
+	return off < RCP_RECV	? "A's send sources"
+	       : off < RCP_TGT	? "B's receive buffers"
+	       : off < RCP_RDST ? "B's WRITE targets"
+				: "A's READ and atomic results";
+}
+
+void rcp_check_memory(struct rcp *p)
+{
+	for (uint32_t i = 0; i < RCP_BYTES; i++)
+		if (p->buf[i] != p->model[i]) {
+			rcp_fail(p, "memory at offset %u (%s, slot %u, byte %u) holds %#x; expected %#x", i,
+				 region_of(i), (i % (4u << 10)) / RCP_SLOT, i % RCP_SLOT, p->buf[i],
+				 p->model[i]);
+			return;
+		}
+}
+
+static void check_one(struct rcp *p, const char *who, int i, const struct ibv_wc *wc, const struct rcp_exp *e,
+		      uint32_t qpn)
+{
+	const char *f = NULL;
+	unsigned long long got = 0, want = 0;
+
+	if (wc->wr_id != e->wr_id)
+		f = "wr_id", got = wc->wr_id, want = e->wr_id;
+	else if (wc->status != e->status) {
+		rcp_fail(p, "%s completion %d (wr_id %llx): status %s; expected %s", who, i + 1,
+			 (unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status),
+			 ibv_wc_status_str(e->status));
+		return;
+	} else if (wc->qp_num != qpn)
+		f = "qp_num", got = wc->qp_num, want = qpn;
+	else if (e->status != IBV_WC_SUCCESS)
+		return;
+	else if (wc->opcode != e->opcode)
+		f = "opcode", got = wc->opcode, want = e->opcode;
+	else if (e->check_len && wc->byte_len != e->byte_len)
+		f = "byte_len", got = wc->byte_len, want = e->byte_len;
+	else if (!!(wc->wc_flags & IBV_WC_WITH_IMM) != e->imm)
+		f = "IBV_WC_WITH_IMM flag", got = !!(wc->wc_flags & IBV_WC_WITH_IMM), want = e->imm;
+	else if (e->imm && wc->imm_data != e->imm_data)
+		f = "imm_data", got = wc->imm_data, want = e->imm_data;
+	if (f)
+		rcp_fail(p, "%s completion %d (wr_id %llx, %s): %s %#llx; expected %#llx", who, i + 1,
+			 (unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status), f, got, want);
+}
+
+void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct rcp_exp *exp, int n)
+{
+	struct ibv_wc wc[RCP_MAX_WR];
+	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
+	uint32_t qpn = cq == p->scq ? p->a->qp_num : p->b->qp_num; /* the other CQ: only B's sends */
+	int got = 0;
+
+	while (got < n) {
+		int k = hw_poll_cq(cq, n - got, wc + got);
+
+		if (k < 0) {
+			rcp_fail(p, "ibv_poll_cq on %s's CQ returned %d", who, k);
+			return;
+		}
+		got += k;
+		if (!k && walk_now_ns() > end)
+			break;
+		if (!k)
+			sched_yield();
+	}
+	for (int i = 0; i < got && !rcp_failed(p); i++)
+		check_one(p, who, i, &wc[i], &exp[i], qpn);
+	if (got < n)
+		rcp_fail(p, "%s: %d of %d completions arrived within %llu ms (next expected: wr_id %llx, %s)",
+			 who, got, n, RCP_DEADLINE_NS / 1000000, (unsigned long long)exp[got].wr_id,
+			 ibv_wc_status_str(exp[got].status));
+}
+
+void rcp_expect_empty(struct rcp *p, struct ibv_cq *cq, const char *who)
+{
+	struct ibv_wc wc;
+
+	if (hw_poll_cq(cq, 1, &wc) > 0)
+		rcp_fail(
+		    p,
+		    "%s: a completion nobody should have produced: wr_id %llx status %s opcode %d qp_num %u",
+		    who, (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status), wc.opcode, wc.qp_num);
+}
+
+/* A QP may enter ERR just after the completion that tells why: the state gets until the deadline. */
+void rcp_expect_state(struct rcp *p, struct ibv_qp *qp, const char *who, enum ibv_qp_state st)
+{
+	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+
+	while (hw_query_qp(qp, &attr, IBV_QP_STATE, &init) == 0 && attr.qp_state != st) {
+		if (walk_now_ns() > end) {
+			rcp_fail(p, "%s is in state %d; expected %d", who, attr.qp_state, st);
+			return;
+		}
+		sched_yield();
+	}
+}
+
+int rcp_to_err(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+
+	return hw_modify_qp(qp, &a, IBV_QP_STATE);
+}
+
+int rcp_cq_err_event(struct rcp *p, struct ibv_cq *cq, uint64_t wait_ns)
+{
+	uint64_t end = walk_now_ns() + wait_ns;
+	struct ibv_async_event ev;
+	int fd = p->c->ctx->async_fd;
+
+	if (!(fcntl(fd, F_GETFL) & O_NONBLOCK) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK))
+		return -1;
+	for (;;) {
+		if (hw_get_async_event(p->c->ctx, &ev) == 0) {
+			bool mine = ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == cq;
+
+			LOG(p->c, "c%d #%llu async event %d (%s)", p->c->id, (unsigned long long)p->c->seq,
+			    ev.event_type, mine ? "the probe's CQ" : "not the probe's");
+			hw_ack_async_event(p->c->ctx, &ev);
+			if (mine)
+				return 1;
+			continue;
+		}
+		if (walk_now_ns() >= end)
+			return 0;
+		sched_yield();
+	}
+}
+
+/* One RC probe every RCP_PERIOD_NS per client, on a fresh pair, with its own random stream. */
+void walk_rcprobe_step(struct walk_client *c)
+{
+	struct walk_devprobe *d = &c->devprobe;
+	struct rcp p = {.c = c, .rng = &d->rc_rng, .failures_at_start = c->stats.nfailures};
+	uint64_t now = walk_now_ns();
+	uint64_t pick;
+
+	if (!c->cfg->verify || c->faults)
+		return;
+	if (!d->rc_next_ns) {
+		rng_seed(&d->rc_rng, c->cfg->seed, 0x7c0000u + (uint64_t)c->id);
+		d->rc_next_ns = now + RCP_PERIOD_NS;
+	}
+	if (now < d->rc_next_ns)
+		return;
+	d->rc_next_ns = now + RCP_PERIOD_NS;
+	if (!d->rc_mem && !(d->rc_mem = aligned_alloc(4096, 2 * RCP_BYTES)))
+		return;
+	p.buf = d->rc_mem;
+	p.model = d->rc_mem + RCP_BYTES;
+	pick = rng_range(p.rng, 0, 9);
+	if (pick < 4)
+		rcp_case_data(&p);
+	else if (pick < 6)
+		rcp_case_recv_short(&p);
+	else if (pick < 7)
+		rcp_case_rnr(&p);
+	else if (pick < 8)
+		rcp_case_rq_flush(&p);
+	else
+		rcp_case_cq_overflow(&p);
+	rcp_teardown(&p);
+	c->stats.devprobes[2]++;
+	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u%s", c->id, (unsigned long long)c->seq, p.name,
+	    p.a ? p.a->qp_num : 0, p.b ? p.b->qp_num : 0, rcp_failed(&p) ? ": FAILED" : "");
+}
+
+void walk_rcprobe_end(struct walk_client *c)
+{
+	free(c->devprobe.rc_mem);
+	c->devprobe.rc_mem = NULL;
+}
