@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#define RCP_INLINE	  128
 #define RCP_DEADLINE_NS	  (3000 * 1000000ull)
 #define RCP_PERIOD_NS	  (50 * 1000000ull)
 #define RCP_TIMEOUT	  14
@@ -48,22 +49,32 @@ void rcp_wait_ns(uint64_t ns)
 		sched_yield();
 }
 
+static int access_of(const struct ibv_qp *qp)
+{
+	return qp->qp_type == IBV_QPT_UC ? IBV_ACCESS_REMOTE_WRITE : RCP_QP_ACCESS;
+}
+
 static int to_init(struct rcp *p, struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = {
-	    .qp_state = IBV_QPS_INIT, .port_num = (uint8_t)p->c->cfg->port, .qp_access_flags = RCP_QP_ACCESS};
+	    .qp_state = IBV_QPS_INIT, .port_num = (uint8_t)p->c->cfg->port, .qp_access_flags = access_of(qp)};
 
 	return hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
 
-static void rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a)
+static uint32_t psn_of(const struct rcp *p, const struct ibv_qp *qp)
+{
+	return qp == p->a ? p->psn_a : p->psn_b;
+}
+
+static void rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a, int *mask)
 {
 	const struct walk_peer_addr *me = &p->c->peers[p->c->id];
 
 	*a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
 				  .path_mtu = p->c->pattr.active_mtu,
 				  .dest_qp_num = dest->qp_num,
-				  .rq_psn = dest->qp_num & 0xffffff,
+				  .rq_psn = psn_of(p, dest),
 				  .max_dest_rd_atomic = 1,
 				  .min_rnr_timer = RCP_MIN_RNR_TIMER};
 	a->ah_attr.dlid = me->lid;
@@ -72,35 +83,67 @@ static void rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a)
 	a->ah_attr.grh.dgid = me->gid;
 	a->ah_attr.grh.sgid_index = (uint8_t)p->c->cfg->gid_index;
 	a->ah_attr.grh.hop_limit = 64;
+	*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	if (dest->qp_type == IBV_QPT_RC)
+		*mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 }
 
-static void rts_attr(struct ibv_qp *qp, uint8_t rnr_retry, struct ibv_qp_attr *a)
+static void rts_attr(struct rcp *p, struct ibv_qp *qp, uint8_t rnr_retry, struct ibv_qp_attr *a, int *mask)
 {
 	*a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
 				  .timeout = RCP_TIMEOUT,
 				  .retry_cnt = RCP_RETRY_CNT,
 				  .rnr_retry = rnr_retry,
-				  .sq_psn = qp->qp_num & 0xffffff,
+				  .sq_psn = psn_of(p, qp),
 				  .max_rd_atomic = 1};
+	*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (qp->qp_type == IBV_QPT_RC)
+		*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+}
+
+/* Transitions the QP state machine forbids must be refused; 0: all were. */
+static int check_forbidden_transitions(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest)
+{
+	struct ibv_qp_attr rtr, rts;
+	int rtr_mask, rts_mask;
+	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND}, *bad;
+	const char *bad_what = NULL;
+
+	rtr_attr(p, dest, &rtr, &rtr_mask);
+	rts_attr(p, qp, 7, &rts, &rts_mask);
+	if (!hw_modify_qp(qp, &rtr, rtr_mask))
+		bad_what = "RESET -> RTR";
+	else if (!hw_modify_qp(qp, &rts, rts_mask))
+		bad_what = "RESET -> RTS";
+	else if (to_init(p, qp))
+		return -1;
+	else if (!hw_modify_qp(qp, &rts, rts_mask))
+		bad_what = "INIT -> RTS";
+	else if (!hw_modify_qp(qp, &rtr, rtr_mask & ~IBV_QP_DEST_QPN))
+		bad_what = "INIT -> RTR without IBV_QP_DEST_QPN";
+	else if (!hw_post_send(qp, &wr, &bad))
+		bad_what = "a send posted in INIT";
+	if (bad_what)
+		rcp_fail(p, "%s was accepted; the QP state machine forbids it", bad_what);
+	return bad_what ? -1 : 0;
 }
 
 static int connect_one(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, uint8_t rnr_retry)
 {
 	struct ibv_qp_attr a;
-	int rc = to_init(p, qp);
+	int mask, rc;
 
+	if (rng_bernoulli(p->rng, 0.2))
+		rc = check_forbidden_transitions(p, qp, dest);
+	else
+		rc = to_init(p, qp);
 	if (rc)
 		return rc;
-	rtr_attr(p, dest, &a);
-	rc = hw_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	if (rc)
+	rtr_attr(p, dest, &a, &mask);
+	if ((rc = hw_modify_qp(qp, &a, mask)))
 		return rc;
-	rts_attr(qp, rnr_retry, &a);
-	return hw_modify_qp(qp, &a,
-			    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	rts_attr(p, qp, rnr_retry, &a, &mask);
+	return hw_modify_qp(qp, &a, mask);
 }
 
 /* ibv_query_qp must report what was set, and the capacities ibv_create_qp reported. */
@@ -110,6 +153,8 @@ static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, c
 	struct ibv_qp_attr got, rtr, rts;
 	struct ibv_qp_init_attr init;
 	const char *bad = NULL;
+	bool rc = qp->qp_type == IBV_QPT_RC;
+	int mask;
 
 	if (hw_query_qp(qp, &got,
 			IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PORT | IBV_QP_AV |
@@ -120,11 +165,11 @@ static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, c
 		rcp_fail(p, "ibv_query_qp of %s failed", who);
 		return;
 	}
-	rtr_attr(p, dest, &rtr);
-	rts_attr(qp, rnr_retry, &rts);
+	rtr_attr(p, dest, &rtr, &mask);
+	rts_attr(p, qp, rnr_retry, &rts, &mask);
 	if (got.qp_state != IBV_QPS_RTS)
 		bad = "qp_state";
-	else if (got.qp_access_flags != RCP_QP_ACCESS)
+	else if (got.qp_access_flags != (unsigned)access_of(qp))
 		bad = "qp_access_flags";
 	else if (got.port_num != (uint8_t)p->c->cfg->port)
 		bad = "port_num";
@@ -132,42 +177,44 @@ static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, c
 		bad = "path_mtu";
 	else if (got.dest_qp_num != rtr.dest_qp_num)
 		bad = "dest_qp_num";
-	else if (got.min_rnr_timer != rtr.min_rnr_timer)
+	else if (rc && got.min_rnr_timer != rtr.min_rnr_timer)
 		bad = "min_rnr_timer";
-	else if (got.max_dest_rd_atomic != rtr.max_dest_rd_atomic)
+	else if (rc && got.max_dest_rd_atomic != rtr.max_dest_rd_atomic)
 		bad = "max_dest_rd_atomic";
-	else if (got.timeout != rts.timeout)
+	else if (rc && got.timeout != rts.timeout)
 		bad = "timeout";
-	else if (got.retry_cnt != rts.retry_cnt)
+	else if (rc && got.retry_cnt != rts.retry_cnt)
 		bad = "retry_cnt";
-	else if (got.rnr_retry != rts.rnr_retry)
+	else if (rc && got.rnr_retry != rts.rnr_retry)
 		bad = "rnr_retry";
-	else if (got.max_rd_atomic != rts.max_rd_atomic)
+	else if (rc && got.max_rd_atomic != rts.max_rd_atomic)
 		bad = "max_rd_atomic";
 	else if (memcmp(&got.ah_attr.grh.dgid, &rtr.ah_attr.grh.dgid, sizeof(union ibv_gid)))
 		bad = "ah_attr.grh.dgid";
 	else if (init.cap.max_send_wr != cap->max_send_wr || init.cap.max_recv_wr != cap->max_recv_wr ||
 		 init.cap.max_send_sge != cap->max_send_sge || init.cap.max_recv_sge != cap->max_recv_sge)
 		bad = "init_attr.cap (not what ibv_create_qp reported)";
-	else if (init.send_cq != qp->send_cq || init.recv_cq != qp->recv_cq || init.qp_type != IBV_QPT_RC)
-		bad = "init_attr (CQs or type)";
+	else if (init.send_cq != qp->send_cq || init.recv_cq != qp->recv_cq || init.qp_type != qp->qp_type ||
+		 !init.sq_sig_all != !(qp == p->a && p->shape.sig_all))
+		bad = "init_attr (CQs, type or sq_sig_all)";
 	if (bad)
 		rcp_fail(p, "ibv_query_qp of %s after RESET->INIT->RTR->RTS reports another %s than was set",
 			 who, bad);
 }
 
 static struct ibv_qp *create_rc(struct rcp *p, struct ibv_cq *scq, struct ibv_cq *rcq, uint32_t send_wr,
-				uint32_t recv_wr, struct ibv_qp_cap *cap)
+				uint32_t recv_wr, bool sig_all, struct ibv_qp_cap *cap)
 {
 	int sge = imin(RCP_MAX_SGE, p->c->dattr.max_sge);
 	struct ibv_qp_init_attr init = {.send_cq = scq,
 					.recv_cq = rcq,
-					.qp_type = IBV_QPT_RC,
+					.qp_type = p->shape.uc ? IBV_QPT_UC : IBV_QPT_RC,
+					.sq_sig_all = sig_all,
 					.cap = {.max_send_wr = send_wr,
 						.max_recv_wr = recv_wr,
 						.max_send_sge = (uint32_t)sge,
 						.max_recv_sge = (uint32_t)sge,
-						.max_inline_data = RCP_MAX_MSG}};
+						.max_inline_data = RCP_INLINE}};
 	struct ibv_qp *qp = hw_create_qp(p->pd, &init);
 
 	if (!qp && errno == EINVAL) { /* a device without so much inline room */
@@ -242,10 +289,15 @@ int rcp_setup(struct rcp *p)
 		return -1;
 	if (rng_bernoulli(p->rng, 0.25))
 		check_device_limits(p);
-	p->a = create_rc(p, p->scq, p->ocq, s->a_send_wr, s->a_recv_wr, &p->acap);
-	p->b = p->a ? create_rc(p, p->ocq, p->rcq, 1, s->b_recv_wr, &p->bcap) : NULL;
+	p->a = create_rc(p, p->scq, p->ocq, s->a_send_wr, s->a_recv_wr, s->sig_all, &p->acap);
+	p->b = p->a ? create_rc(p, p->ocq, p->rcq, 1, s->b_recv_wr, false, &p->bcap) : NULL;
 	if (!p->b)
 		return -1;
+	/* Half the time the PSNs start just short of the 24-bit wrap. */
+	p->psn_a = rng_bernoulli(p->rng, 0.5) ? 0xffffffu - (uint32_t)rng_range(p->rng, 0, 3)
+					      : (uint32_t)rng_next(p->rng) & 0xffffff;
+	p->psn_b = rng_bernoulli(p->rng, 0.5) ? 0xffffffu - (uint32_t)rng_range(p->rng, 0, 3)
+					      : (uint32_t)rng_next(p->rng) & 0xffffff;
 	if (connect_one(p, p->a, p->b, s->a_rnr_retry) || connect_one(p, p->b, p->a, 7))
 		return -1;
 	check_query(p, p->a, p->b, &p->acap, s->a_rnr_retry, "A");
@@ -323,7 +375,7 @@ void rcp_check_memory(struct rcp *p)
 	for (uint32_t i = 0; i < RCP_BYTES; i++)
 		if (p->buf[i] != p->model[i]) {
 			rcp_fail(p, "memory at offset %u (%s, slot %u, byte %u) holds %#x; expected %#x", i,
-				 region_of(i), (i % (4u << 10)) / RCP_SLOT, i % RCP_SLOT, p->buf[i],
+				 region_of(i), (i % RCP_AREA) / RCP_SLOT, i % RCP_SLOT, p->buf[i],
 				 p->model[i]);
 			return;
 		}

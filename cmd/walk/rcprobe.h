@@ -11,21 +11,24 @@
 #include "cmd/walk/actions.h"
 
 /* The probe's memory, one MR: A's sources, B's receives, B's WRITE targets, A's READ results. */
-#define RCP_BYTES   (16u << 10)
-#define RCP_SRC	    0u
-#define RCP_RECV    (4u << 10)
-#define RCP_TGT	    (8u << 10)
-#define RCP_RDST    (12u << 10)
-#define RCP_SLOT    512u /* each WR of a script has its own slot in RECV, TGT and RDST */
-#define RCP_MAX_WR  34
-#define RCP_MAX_SGE 4
-#define RCP_MAX_MSG 300u
-#define RCP_CQE	    64
+#define RCP_SLOT      4096u /* each WR of a script has its own slot in RECV, TGT and RDST */
+#define RCP_AREA      (8 * RCP_SLOT)
+#define RCP_BYTES     (4 * RCP_AREA)
+#define RCP_SRC	      0u
+#define RCP_RECV      RCP_AREA
+#define RCP_TGT	      (2 * RCP_AREA)
+#define RCP_RDST      (3 * RCP_AREA)
+#define RCP_MAX_WR    34
+#define RCP_MAX_SGE   4
+#define RCP_MAX_MSG   3500u /* mostly small, but more than an MTU too */
+#define RCP_SMALL_MSG 300u
+#define RCP_CQE	      64
 
 struct rcp_shape {
 	int scqe; /* A's send CQ */
 	uint32_t a_send_wr, a_recv_wr, b_recv_wr;
 	uint8_t a_rnr_retry;
+	bool sig_all, uc; /* A signals every WR; the pair is UC */
 };
 
 /* An expected completion. */
@@ -48,6 +51,7 @@ struct rcp {
 	struct ibv_qp *a, *b;
 	struct ibv_qp_cap acap, bcap;
 	struct rcp_shape shape;
+	uint32_t psn_a, psn_b;
 	uint64_t base_id;
 	int failures_at_start;
 };

@@ -30,7 +30,8 @@ static const enum ibv_wc_opcode wc_opcode[OP_KINDS] = {IBV_WC_SEND,	  IBV_WC_SEN
 						       IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_FETCH_ADD,
 						       IBV_WC_COMP_SWAP};
 
-#define RCP_DATA_WR 8
+#define RCP_DATA_WR   8
+#define RCP_SGE_PROBE (RCP_MAX_SGE + 1)
 
 struct rcp_script {
 	struct ibv_send_wr wr[RCP_DATA_WR];
@@ -114,8 +115,11 @@ static void add_message(struct rcp *p, struct rcp_script *s, int i, int op, stru
 
 	rcp_sges(p, src, ns, s->sge[i]);
 	w->num_sge = ns;
-	if (len <= p->acap.max_inline_data && rng_bernoulli(p->rng, 0.3))
-		w->send_flags |= IBV_SEND_INLINE;
+	if (len <= p->acap.max_inline_data && rng_bernoulli(p->rng, 0.3)) {
+		w->send_flags |= IBV_SEND_INLINE; /* the data is copied at post: no lkey is looked at */
+		for (int j = 0; j < ns; j++)
+			s->sge[i][j].lkey = (uint32_t)rng_next(p->rng);
+	}
 	if (!send) {
 		tgt = (struct rcp_piece){
 		    RCP_TGT + (uint32_t)i * RCP_SLOT + (uint32_t)rng_range(p->rng, 0, RCP_SLOT - len), len};
@@ -145,22 +149,60 @@ static void add_message(struct rcp *p, struct rcp_script *s, int i, int op, stru
 					    .imm_data = w->imm_data};
 }
 
+static uint32_t draw_len(struct rcp *p)
+{
+	uint64_t x = rng_range(p->rng, 0, 19);
+
+	return x < 3	? 0
+	       : x < 16 ? (uint32_t)rng_range(p->rng, 1, RCP_SMALL_MSG)
+			: (uint32_t)rng_range(p->rng, RCP_SMALL_MSG + 1, RCP_MAX_MSG);
+}
+
+/* A WR or a receive with one SGE more than the QP's max_*_sge must be refused, and nothing of it happen. */
+static void post_too_many_sges(struct rcp *p, struct rcp_script *s)
+{
+	struct ibv_sge sge[RCP_SGE_PROBE];
+	struct ibv_send_wr wr = {.wr_id = p->base_id + 0x30,
+				 .sg_list = sge,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_recv_wr rwr = {.wr_id = p->base_id + 0x70, .sg_list = sge}, *rbad;
+
+	(void)s;
+	if (p->acap.max_send_sge + 1 > RCP_SGE_PROBE || p->bcap.max_recv_sge + 1 > RCP_SGE_PROBE)
+		return;
+	for (int i = 0; i < RCP_SGE_PROBE; i++)
+		sge[i] = (struct ibv_sge){(uintptr_t)(p->buf + RCP_SRC + 8 * (uint32_t)i), 1, p->mr->lkey};
+	wr.num_sge = (int)p->acap.max_send_sge + 1;
+	rwr.num_sge = (int)p->bcap.max_recv_sge + 1;
+	if (!hw_post_send(p->a, &wr, &bad))
+		rcp_fail(p, "a send with max_send_sge + 1 = %d SGEs was accepted", wr.num_sge);
+	if (!hw_post_recv(p->b, &rwr, &rbad))
+		rcp_fail(p, "a receive with max_recv_sge + 1 = %d SGEs was accepted", rwr.num_sge);
+}
+
 void rcp_case_data(struct rcp *p)
 {
 	struct rcp_script s = {.na = 0};
 	int n = (int)rng_range(p->rng, 1, RCP_DATA_WR);
+	bool uc = rng_bernoulli(p->rng, 0.25);
 
-	p->name = "data";
+	p->name = uc ? "UC data" : "data";
 	p->shape = (struct rcp_shape){.scqe = RCP_CQE,
 				      .a_send_wr = RCP_DATA_WR,
 				      .a_recv_wr = 1,
 				      .b_recv_wr = RCP_DATA_WR,
-				      .a_rnr_retry = RCP_NO_RETRY};
+				      .a_rnr_retry = RCP_NO_RETRY,
+				      .sig_all = rng_bernoulli(p->rng, 0.3),
+				      .uc = uc};
 	if (rcp_setup(p))
 		return;
+	if (rng_bernoulli(p->rng, 0.2))
+		post_too_many_sges(p, &s);
 	for (int i = 0; i < n; i++) {
-		int op = (int)rng_range(p->rng, 0, OP_KINDS - 1);
-		uint32_t len = rng_bernoulli(p->rng, 0.15) ? 0 : (uint32_t)rng_range(p->rng, 1, RCP_MAX_MSG);
+		int op = (int)rng_range(p->rng, 0, uc ? OP_WRITE_IMM : OP_KINDS - 1);
+		uint32_t len = draw_len(p);
 		bool signaled = i == n - 1 || rng_bernoulli(p->rng, 0.5);
 		struct ibv_send_wr *w = &s.wr[i];
 
@@ -175,7 +217,7 @@ void rcp_case_data(struct rcp *p)
 			len = add_read(p, &s, i, w, len);
 		else
 			add_message(p, &s, i, op, w, len);
-		if (signaled)
+		if (signaled || p->shape.sig_all)
 			s.aexp[s.na++] = (struct rcp_exp){.wr_id = w->wr_id,
 							  .status = IBV_WC_SUCCESS,
 							  .opcode = wc_opcode[op],
