@@ -19,7 +19,8 @@
  */
 #include "cmd/walk/rcprobe.h"
 
-#define RCP_NO_RETRY 7 /* rnr_retry 7: retry for ever */
+#define RCP_NO_RETRY	7 /* rnr_retry 7: retry for ever */
+#define RCP_RNR_WAIT_NS (5 * 1000000ull)
 
 enum { OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_FETCH_ADD, OP_CMP_SWP, OP_KINDS };
 
@@ -331,6 +332,11 @@ static void rnr_forever(struct rcp *p, uint32_t sends)
 	struct rcp_exp exp[RCP_MAX_WR];
 	uint32_t r = (uint32_t)rng_range(p->rng, 0, sends);
 	int rc = 0;
+
+	rcp_wait_ns(RCP_RNR_WAIT_NS); /* many times 7 RNR timers of 10 us */
+	rcp_expect_empty(p, p->scq, "A's send CQ (sends whose receiver has no receive yet, rnr_retry 7)");
+	if (rcp_failed(p))
+		return;
 
 	for (uint32_t i = 0; i < r && !rc; i++) {
 		post_one_recv(p, p->b, p->base_id + 0x40 + i, RCP_RECV + 32 * i, 16, &rc);
