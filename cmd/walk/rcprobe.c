@@ -284,7 +284,8 @@ int rcp_setup(struct rcp *p)
 	if (!(p->pd = hw_alloc_pd(c->ctx)) || !(p->mr = hw_reg_mr(p->pd, p->buf, RCP_BYTES, RCP_MR_ACCESS)))
 		return -1;
 	if (!(p->scq = hw_create_cq(c->ctx, s->scqe, NULL, NULL, 0)) ||
-	    !(p->rcq = hw_create_cq(c->ctx, RCP_CQE, NULL, NULL, 0)) ||
+	    (s->channel && !(p->ch = hw_create_comp_channel(c->ctx))) ||
+	    !(p->rcq = hw_create_cq(c->ctx, RCP_CQE, NULL, p->ch, 0)) ||
 	    !(p->ocq = hw_create_cq(c->ctx, RCP_CQE, NULL, NULL, 0)))
 		return -1;
 	if (rng_bernoulli(p->rng, 0.25))
@@ -317,6 +318,8 @@ void rcp_teardown(struct rcp *p)
 		hw_destroy_cq(p->rcq);
 	if (p->ocq)
 		hw_destroy_cq(p->ocq);
+	if (p->ch)
+		hw_destroy_comp_channel(p->ch);
 	if (p->mr)
 		hw_dereg_mr(p->mr);
 	if (p->pd)
@@ -519,17 +522,23 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 9);
-	if (pick < 4)
+	pick = rng_range(p.rng, 0, 19);
+	if (pick < 6)
 		rcp_case_data(&p);
-	else if (pick < 6)
-		rcp_case_recv_short(&p);
-	else if (pick < 7)
-		rcp_case_rnr(&p);
 	else if (pick < 8)
+		rcp_case_recv_short(&p);
+	else if (pick < 10)
+		rcp_case_rnr(&p);
+	else if (pick < 11)
 		rcp_case_rq_flush(&p);
-	else
+	else if (pick < 13)
 		rcp_case_cq_overflow(&p);
+	else if (pick < 16)
+		rcp_case_local(&p);
+	else if (pick < 17)
+		rcp_case_notify(&p);
+	else
+		rcp_case_ud(&p);
 	rcp_teardown(&p);
 	c->stats.devprobes[2]++;
 	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u%s", c->id, (unsigned long long)c->seq, p.name,

@@ -29,6 +29,7 @@ struct rcp_shape {
 	uint32_t a_send_wr, a_recv_wr, b_recv_wr;
 	uint8_t a_rnr_retry;
 	bool sig_all, uc; /* A signals every WR; the pair is UC */
+	bool channel;	  /* B's receive CQ has a completion channel */
 };
 
 /* An expected completion. */
@@ -48,6 +49,7 @@ struct rcp {
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
 	struct ibv_cq *scq, *rcq, *ocq; /* A's sends, B's receives, the rest */
+	struct ibv_comp_channel *ch;
 	struct ibv_qp *a, *b;
 	struct ibv_qp_cap acap, bcap;
 	struct rcp_shape shape;
@@ -90,5 +92,9 @@ void rcp_case_recv_short(struct rcp *p);
 void rcp_case_rnr(struct rcp *p);
 void rcp_case_rq_flush(struct rcp *p);
 void rcp_case_cq_overflow(struct rcp *p);
+/* rcprobe_more.c */
+void rcp_case_local(struct rcp *p);
+void rcp_case_notify(struct rcp *p);
+void rcp_case_ud(struct rcp *p);
 
 #endif
