@@ -303,6 +303,7 @@ int rcp_setup(struct rcp *p)
 		return -1;
 	check_query(p, p->a, p->b, &p->acap, s->a_rnr_retry, "A");
 	check_query(p, p->b, p->a, &p->bcap, 7, "B");
+	p->ran = true;
 	return 0;
 }
 
@@ -540,7 +541,7 @@ void walk_rcprobe_step(struct walk_client *c)
 	else
 		rcp_case_ud(&p);
 	rcp_teardown(&p);
-	c->stats.devprobes[2]++;
+	c->stats.devprobes[2] += p.ran;
 	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u%s", c->id, (unsigned long long)c->seq, p.name,
 	    p.a ? p.a->qp_num : 0, p.b ? p.b->qp_num : 0, rcp_failed(&p) ? ": FAILED" : "");
 }

@@ -56,6 +56,7 @@ struct rcp {
 	uint32_t psn_a, psn_b;
 	uint64_t base_id;
 	int failures_at_start;
+	bool ran; /* the pair was set up: the script was judged */
 };
 
 /* A piece of the probe's memory an SGE covers. */
