@@ -21,7 +21,7 @@
 #define RCP_RETRY_CNT	  7
 #define RCP_MIN_RNR_TIMER 1 /* 10 us: an RNR retry loop is quick */
 #define RCP_QP_ACCESS	  (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
-#define RCP_MR_ACCESS	  (IBV_ACCESS_LOCAL_WRITE | RCP_QP_ACCESS)
+#define RCP_MR_ACCESS	  (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND | RCP_QP_ACCESS)
 
 void rcp_fail(struct rcp *p, const char *fmt, ...)
 {
@@ -502,6 +502,43 @@ int rcp_cq_err_event(struct rcp *p, struct ibv_cq *cq, uint64_t wait_ns)
 	}
 }
 
+/* Objects in use must refuse to go: a CQ a QP uses, a channel a CQ uses, an MR a window is bound to. */
+static void check_busy(struct rcp *p)
+{
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+	struct ibv_mw_bind bind = {.wr_id = p->base_id + 0x90, .send_flags = IBV_SEND_SIGNALED};
+	struct rcp_exp exp = {.wr_id = bind.wr_id, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_BIND_MW};
+	struct ibv_mw *mw;
+
+	if (!hw_destroy_cq(p->scq)) {
+		p->scq = NULL;
+		rcp_fail(p, "ibv_destroy_cq of the CQ QP A sends to succeeded");
+		return;
+	}
+	if (p->ch && !hw_destroy_comp_channel(p->ch)) {
+		p->ch = NULL;
+		rcp_fail(p, "ibv_destroy_comp_channel of the channel of B's receive CQ succeeded");
+		return;
+	}
+	if (!(p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) ||
+	    hw_query_qp(p->a, &attr, IBV_QP_STATE, &init) || attr.qp_state != IBV_QPS_RTS ||
+	    !(mw = hw_alloc_mw(p->pd, IBV_MW_TYPE_1)))
+		return;
+	bind.bind_info = (struct ibv_mw_bind_info){.mr = p->mr,
+						   .addr = (uintptr_t)(p->buf + RCP_TGT),
+						   .length = 64,
+						   .mw_access_flags = IBV_ACCESS_REMOTE_READ};
+	if (hw_bind_mw(p->a, mw, &bind) == 0) {
+		rcp_expect(p, p->scq, "A's send CQ (a type-1 window bound)", &exp, 1);
+		if (!rcp_failed(p) && !hw_dereg_mr(p->mr)) {
+			p->mr = NULL;
+			rcp_fail(p, "ibv_dereg_mr of an MR a type-1 window is bound to succeeded");
+		}
+	}
+	hw_dealloc_mw(mw);
+}
+
 /* One RC probe every RCP_PERIOD_NS per client, on a fresh pair, with its own random stream. */
 void walk_rcprobe_step(struct walk_client *c)
 {
@@ -540,6 +577,8 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_notify(&p);
 	else
 		rcp_case_ud(&p);
+	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && rng_bernoulli(p.rng, 0.25))
+		check_busy(&p);
 	rcp_teardown(&p);
 	c->stats.devprobes[2] += p.ran;
 	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u%s", c->id, (unsigned long long)c->seq, p.name,

@@ -56,7 +56,8 @@ struct rcp {
 	uint32_t psn_a, psn_b;
 	uint64_t base_id;
 	int failures_at_start;
-	bool ran; /* the pair was set up: the script was judged */
+	bool ran;	/* the pair was set up: the script was judged */
+	bool scq_dirty; /* A's send CQ was left full or in overflow */
 };
 
 /* A piece of the probe's memory an SGE covers. */

@@ -471,6 +471,7 @@ void rcp_case_cq_overflow(struct rcp *p)
 	if (rcp_setup(p))
 		return;
 	n = (uint32_t)p->scq->cqe + over;
+	p->scq_dirty = true;
 	if (p->scq->cqe > 32)
 		return;
 	for (uint32_t i = 0; i < n && !rc; i++) {
