@@ -172,6 +172,7 @@ struct walk_devprobe {
 	unsigned char *rc_mem; /* the RC probes' memory and its model (rcprobe.c) */
 	struct rng rc_rng;
 	uint64_t rc_next_ns;
+	bool rc_no_atomic_write; /* the device refused IBV_WR_ATOMIC_WRITE */
 };
 
 struct walk_client {

@@ -577,7 +577,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_notify(&p);
 	else
 		rcp_case_ud(&p);
-	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && rng_bernoulli(p.rng, 0.25))
+	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	rcp_teardown(&p);
 	c->stats.devprobes[2] += p.ran;

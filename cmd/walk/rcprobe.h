@@ -58,6 +58,7 @@ struct rcp {
 	int failures_at_start;
 	bool ran;	/* the pair was set up: the script was judged */
 	bool scq_dirty; /* A's send CQ was left full or in overflow */
+	bool abandoned; /* the device refused what it need not support: nothing to judge */
 };
 
 /* A piece of the probe's memory an SGE covers. */

@@ -22,14 +22,24 @@
 #define RCP_NO_RETRY	7 /* rnr_retry 7: retry for ever */
 #define RCP_RNR_WAIT_NS (5 * 1000000ull)
 
-enum { OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_FETCH_ADD, OP_CMP_SWP, OP_KINDS };
+enum {
+	OP_SEND,
+	OP_SEND_IMM,
+	OP_WRITE,
+	OP_WRITE_IMM,
+	OP_READ,
+	OP_FETCH_ADD,
+	OP_CMP_SWP,
+	OP_ATOMIC_WRITE,
+	OP_KINDS
+};
 
 static const enum ibv_wr_opcode wr_opcode[OP_KINDS] = {
-    IBV_WR_SEND,      IBV_WR_SEND_WITH_IMM,	   IBV_WR_RDMA_WRITE,	     IBV_WR_RDMA_WRITE_WITH_IMM,
-    IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP};
-static const enum ibv_wc_opcode wc_opcode[OP_KINDS] = {IBV_WC_SEND,	  IBV_WC_SEND,	    IBV_WC_RDMA_WRITE,
-						       IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_FETCH_ADD,
-						       IBV_WC_COMP_SWAP};
+    IBV_WR_SEND,      IBV_WR_SEND_WITH_IMM,	   IBV_WR_RDMA_WRITE,	      IBV_WR_RDMA_WRITE_WITH_IMM,
+    IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_WRITE};
+static const enum ibv_wc_opcode wc_opcode[OP_KINDS] = {
+    IBV_WC_SEND,      IBV_WC_SEND,	IBV_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE,
+    IBV_WC_RDMA_READ, IBV_WC_FETCH_ADD, IBV_WC_COMP_SWAP,  IBV_WC_ATOMIC_WRITE};
 
 #define RCP_DATA_WR   8
 #define RCP_SGE_PROBE (RCP_MAX_SGE + 1)
@@ -56,9 +66,27 @@ static void post_all(struct rcp *p, struct rcp_script *s, int n)
 			 strerror(rc));
 	for (int i = 0; i + 1 < n; i++)
 		s->wr[i].next = &s->wr[i + 1];
-	if ((rc = hw_post_send(p->a, s->wr, &bad)))
+	rc = hw_post_send(p->a, s->wr, &bad);
+	if (rc && bad->opcode == IBV_WR_ATOMIC_WRITE && (rc == EINVAL || rc == EOPNOTSUPP)) {
+		p->c->devprobe.rc_no_atomic_write = true; /* a device without it: the script is abandoned */
+		p->abandoned = true;
+	} else if (rc) {
 		rcp_fail(p, "a chain of %d WRs (max_send_wr %u) refused at WR %d: %s", n, p->acap.max_send_wr,
 			 (int)(bad - s->wr) + 1, strerror(rc));
+	}
+}
+
+/* ATOMIC_WRITE: 8 bytes from A land at once at an aligned target. */
+static void add_atomic_write(struct rcp *p, struct rcp_script *s, int i, struct ibv_send_wr *w)
+{
+	struct rcp_piece src = {RCP_SRC + 8 * (uint32_t)rng_range(p->rng, 0, 255), 8},
+			 tgt = {RCP_TGT + (uint32_t)i * RCP_SLOT + 8 * (uint32_t)rng_range(p->rng, 0, 7), 8};
+
+	s->sge[i][0] = (struct ibv_sge){(uintptr_t)(p->buf + src.off), 8, p->mr->lkey};
+	w->num_sge = 1;
+	w->wr.rdma.remote_addr = (uintptr_t)(p->buf + tgt.off);
+	w->wr.rdma.rkey = p->mr->rkey;
+	rcp_model_move(p, &src, 1, &tgt, 1);
 }
 
 static void add_atomic(struct rcp *p, struct rcp_script *s, int i, int op, struct ibv_send_wr *w)
@@ -203,6 +231,9 @@ void rcp_case_data(struct rcp *p)
 		post_too_many_sges(p, &s);
 	for (int i = 0; i < n; i++) {
 		int op = (int)rng_range(p->rng, 0, uc ? OP_WRITE_IMM : OP_KINDS - 1);
+
+		if (op == OP_ATOMIC_WRITE && p->c->devprobe.rc_no_atomic_write)
+			op = OP_WRITE;
 		uint32_t len = draw_len(p);
 		bool signaled = i == n - 1 || rng_bernoulli(p->rng, 0.5);
 		struct ibv_send_wr *w = &s.wr[i];
@@ -214,6 +245,8 @@ void rcp_case_data(struct rcp *p)
 					  .imm_data = (uint32_t)rng_next(p->rng)};
 		if (op == OP_FETCH_ADD || op == OP_CMP_SWP)
 			len = 8, add_atomic(p, &s, i, op, w);
+		else if (op == OP_ATOMIC_WRITE)
+			len = 8, add_atomic_write(p, &s, i, w);
 		else if (op == OP_READ)
 			len = add_read(p, &s, i, w, len);
 		else
@@ -222,11 +255,11 @@ void rcp_case_data(struct rcp *p)
 			s.aexp[s.na++] = (struct rcp_exp){.wr_id = w->wr_id,
 							  .status = IBV_WC_SUCCESS,
 							  .opcode = wc_opcode[op],
-							  .check_len = op >= OP_READ,
+							  .check_len = op >= OP_READ && op != OP_ATOMIC_WRITE,
 							  .byte_len = len};
 	}
 	post_all(p, &s, n);
-	if (rcp_failed(p))
+	if (rcp_failed(p) || p->abandoned)
 		return;
 	rcp_expect(p, p->rcq, "B's receive CQ", s.bexp, s.nb);
 	rcp_expect(p, p->scq, "A's send CQ", s.aexp, s.na);
