@@ -477,7 +477,7 @@ int rcp_to_err(struct ibv_qp *qp)
 	return hw_modify_qp(qp, &a, IBV_QP_STATE);
 }
 
-int rcp_cq_err_event(struct rcp *p, struct ibv_cq *cq, uint64_t wait_ns)
+int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, uint64_t wait_ns)
 {
 	uint64_t end = walk_now_ns() + wait_ns;
 	struct ibv_async_event ev;
@@ -487,10 +487,12 @@ int rcp_cq_err_event(struct rcp *p, struct ibv_cq *cq, uint64_t wait_ns)
 		return -1;
 	for (;;) {
 		if (hw_get_async_event(p->c->ctx, &ev) == 0) {
-			bool mine = ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == cq;
+			bool mine = ev.event_type == type &&
+				    (type == IBV_EVENT_CQ_ERR ? (const void *)ev.element.cq
+							      : (const void *)ev.element.qp) == obj;
 
 			LOG(p->c, "c%d #%llu async event %d (%s)", p->c->id, (unsigned long long)p->c->seq,
-			    ev.event_type, mine ? "the probe's CQ" : "not the probe's");
+			    ev.event_type, mine ? "the probe's" : "not the probe's");
 			hw_ack_async_event(p->c->ctx, &ev);
 			if (mine)
 				return 1;
@@ -560,7 +562,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 19);
+	pick = rng_range(p.rng, 0, 21);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -575,8 +577,12 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_local(&p);
 	else if (pick < 17)
 		rcp_case_notify(&p);
-	else
+	else if (pick < 19)
 		rcp_case_ud(&p);
+	else if (pick < 20)
+		rcp_case_window(&p);
+	else
+		rcp_case_sqd(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	rcp_teardown(&p);

@@ -83,10 +83,11 @@ void rcp_expect_state(struct rcp *p, struct ibv_qp *qp, const char *who, enum ib
 void rcp_check_memory(struct rcp *p);
 int rcp_to_err(struct ibv_qp *qp);
 /*
- * Waits up to wait_ns for an IBV_EVENT_CQ_ERR on cq (events for others are
- * taken and dropped): 1 seen, 0 not, -1 the events cannot be read without blocking.
+ * Waits up to wait_ns for an async event of this type on obj (a CQ for
+ * IBV_EVENT_CQ_ERR, else a QP; events for others are taken and dropped):
+ * 1 seen, 0 not, -1 the events cannot be read without blocking.
  */
-int rcp_cq_err_event(struct rcp *p, struct ibv_cq *cq, uint64_t wait_ns);
+int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, uint64_t wait_ns);
 void rcp_wait_ns(uint64_t ns);
 
 /* The scripts (rcprobe_cases.c). */
@@ -99,5 +100,7 @@ void rcp_case_cq_overflow(struct rcp *p);
 void rcp_case_local(struct rcp *p);
 void rcp_case_notify(struct rcp *p);
 void rcp_case_ud(struct rcp *p);
+void rcp_case_window(struct rcp *p);
+void rcp_case_sqd(struct rcp *p);
 
 #endif

@@ -529,14 +529,14 @@ void rcp_case_cq_overflow(struct rcp *p)
 	if (rcp_failed(p))
 		return;
 	if (over) {
-		if (rcp_cq_err_event(p, p->scq, 3000 * 1000000ull) == 0)
+		if (rcp_async_event(p, IBV_EVENT_CQ_ERR, p->scq, 3000 * 1000000ull) == 0)
 			rcp_fail(
 			    p, "A's send CQ of %d entries got %u completions and raised no IBV_EVENT_CQ_ERR",
 			    p->scq->cqe, n);
 	} else {
 		rcp_expect(p, p->scq, "A's send CQ, filled exactly", exp, (int)n);
 		rcp_expect_empty(p, p->scq, "A's send CQ, filled exactly");
-		if ((ev = rcp_cq_err_event(p, p->scq, 0)) == 1)
+		if ((ev = rcp_async_event(p, IBV_EVENT_CQ_ERR, p->scq, 0)) == 1)
 			rcp_fail(p, "A's send CQ of %d entries, filled exactly, raised IBV_EVENT_CQ_ERR",
 				 p->scq->cqe);
 	}

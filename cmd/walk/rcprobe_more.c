@@ -57,6 +57,23 @@ static int recv1(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge sge)
 	return hw_post_recv(qp, &wr, &bad);
 }
 
+/* A signaled WRITE of `from` to raddr through rkey. */
+static int post1_rkey(struct rcp *p, struct ibv_qp *qp, uint64_t wr_id, struct rcp_piece from, uint64_t raddr,
+		      uint32_t rkey)
+{
+	struct ibv_sge sge = {(uintptr_t)(p->buf + from.off), from.len, p->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return hw_post_send(qp, &wr, &bad);
+}
+
 enum {
 	LA_READ_RO,
 	LA_ATOMIC_RO,
@@ -425,4 +442,86 @@ out:
 		hw_destroy_qp(ub);
 	if (ah)
 		hw_destroy_ah(ah);
+}
+
+/*
+ * A type-2 window bound to A over 64 bytes of its memory: B writes through
+ * it; A invalidates it locally (IBV_WC_LOCAL_INV); B's next write through
+ * the old rkey fails with REM_ACCESS_ERR and lands nowhere.
+ */
+void rcp_case_window(struct rcp *p)
+{
+	uint32_t at = RCP_TGT + 8 * (uint32_t)rng_range(p->rng, 0, 64);
+	struct ibv_mw *mw = NULL;
+	struct ibv_send_wr wr = {.wr_id = p->base_id + 0x90,
+				 .opcode = IBV_WR_BIND_MW,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct rcp_exp e = done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	struct rcp_piece from = {RCP_SRC + 64, 16}, to = {at + 8, 16};
+	uint32_t rkey;
+
+	p->name = "a type-2 window, invalidated locally";
+	p->shape = (struct rcp_shape){
+	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
+	if (!(p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) || rcp_setup(p) ||
+	    !(mw = hw_alloc_mw(p->pd, IBV_MW_TYPE_2)))
+		return;
+	rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){.mr = p->mr,
+							 .addr = (uintptr_t)(p->buf + at),
+							 .length = 64,
+							 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE};
+	if (hw_post_send(p->a, &wr, &bad))
+		goto out;
+	rcp_expect(p, p->scq, "A's send CQ (the bind)", &e, 1);
+	if (rcp_failed(p))
+		goto out;
+	/* B writes 16 bytes inside the window (B's sends complete on the other CQ). */
+	if (post1_rkey(p, p->b, p->base_id + 0x20, from, (uintptr_t)(p->buf + to.off), rkey))
+		goto out;
+	rcp_model_move(p, &from, 1, &to, 1);
+	e = done(p->base_id + 0x20, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	rcp_expect(p, p->ocq, "B's send CQ (a WRITE through the window)", &e, 1);
+	wr = (struct ibv_send_wr){.wr_id = p->base_id + 0x91,
+				  .opcode = IBV_WR_LOCAL_INV,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .invalidate_rkey = rkey};
+	if (rcp_failed(p) || hw_post_send(p->a, &wr, &bad))
+		goto out;
+	e = done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
+	rcp_expect(p, p->scq, "A's send CQ (LOCAL_INV of the window)", &e, 1);
+	if (rcp_failed(p) || post1_rkey(p, p->b, p->base_id + 0x21, from, (uintptr_t)(p->buf + at), rkey))
+		goto out;
+	e = done(p->base_id + 0x21, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE);
+	rcp_expect(p, p->ocq, "B's send CQ (a WRITE through the invalidated rkey)", &e, 1);
+	rcp_check_memory(p);
+out:
+	if (mw)
+		hw_dealloc_mw(mw);
+}
+
+/* RTS -> SQD with notification: IBV_EVENT_SQ_DRAINED for A, the state SQD; back to RTS a message goes. */
+void rcp_case_sqd(struct rcp *p)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_SQD, .en_sqd_async_notify = 1};
+
+	p->name = "SQ drain";
+	p->shape = (struct rcp_shape){
+	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
+	if (rcp_setup(p))
+		return;
+	message(p, 0, false);
+	if (rcp_failed(p) || hw_modify_qp(p->a, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY))
+		return;
+	if (rcp_async_event(p, IBV_EVENT_SQ_DRAINED, p->a, RCP_EVENT_NS) == 0)
+		rcp_fail(p, "A moved to SQD with en_sqd_async_notify raised no IBV_EVENT_SQ_DRAINED");
+	rcp_expect_state(p, p->a, "A after RTS -> SQD", IBV_QPS_SQD);
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS};
+	if (rcp_failed(p) || hw_modify_qp(p->a, &a, IBV_QP_STATE))
+		return;
+	message(p, 1, false);
+	rcp_check_memory(p);
 }
