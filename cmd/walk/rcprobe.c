@@ -96,6 +96,10 @@ static void rts_attr(struct rcp *p, struct ibv_qp *qp, uint8_t rnr_retry, struct
 				  .rnr_retry = rnr_retry,
 				  .sq_psn = psn_of(p, qp),
 				  .max_rd_atomic = 1};
+	if (qp == p->a && p->shape.timeout) {
+		a->timeout = p->shape.timeout;
+		a->retry_cnt = p->shape.retry_cnt;
+	}
 	*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (qp->qp_type == IBV_QPT_RC)
 		*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
@@ -562,7 +566,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 21);
+	pick = rng_range(p.rng, 0, 22);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -581,8 +585,10 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_ud(&p);
 	else if (pick < 20)
 		rcp_case_window(&p);
-	else
+	else if (pick < 21)
 		rcp_case_sqd(&p);
+	else
+		rcp_case_dead_peer(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	rcp_teardown(&p);

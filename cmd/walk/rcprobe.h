@@ -28,8 +28,9 @@ struct rcp_shape {
 	int scqe; /* A's send CQ */
 	uint32_t a_send_wr, a_recv_wr, b_recv_wr;
 	uint8_t a_rnr_retry;
-	bool sig_all, uc; /* A signals every WR; the pair is UC */
-	bool channel;	  /* B's receive CQ has a completion channel */
+	bool sig_all, uc;	    /* A signals every WR; the pair is UC */
+	bool channel;		    /* B's receive CQ has a completion channel */
+	uint8_t timeout, retry_cnt; /* A's, when timeout is not 0 */
 };
 
 /* An expected completion. */
@@ -102,5 +103,6 @@ void rcp_case_notify(struct rcp *p);
 void rcp_case_ud(struct rcp *p);
 void rcp_case_window(struct rcp *p);
 void rcp_case_sqd(struct rcp *p);
+void rcp_case_dead_peer(struct rcp *p);
 
 #endif

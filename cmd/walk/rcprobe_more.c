@@ -525,3 +525,34 @@ void rcp_case_sqd(struct rcp *p)
 	message(p, 1, false);
 	rcp_check_memory(p);
 }
+
+/* B in ERR answers nothing: A's sends run out of transport retries (RETRY_EXC_ERR, the rest flushed). */
+void rcp_case_dead_peer(struct rcp *p)
+{
+	struct rcp_exp exp[4];
+	int n = (int)rng_range(p->rng, 1, 4), rc = 0;
+
+	p->name = "a peer that answers nothing";
+	p->shape = (struct rcp_shape){.scqe = RCP_CQE,
+				      .a_send_wr = 4,
+				      .a_recv_wr = 1,
+				      .b_recv_wr = 4,
+				      .a_rnr_retry = 7,
+				      .timeout = (uint8_t)rng_range(p->rng, 1, 4),
+				      .retry_cnt = (uint8_t)rng_range(p->rng, 0, 3)};
+	if (rcp_setup(p) || rcp_to_err(p->b))
+		return;
+	for (int i = 0; i < n && !rc; i++) {
+		struct ibv_sge sge = {(uintptr_t)(p->buf + RCP_SRC), 8, p->mr->lkey};
+
+		rc = post1(p, p->a, i % 2 ? IBV_WR_RDMA_WRITE : IBV_WR_SEND, p->base_id + (uint64_t)i, sge,
+			   (uintptr_t)(p->buf + RCP_TGT));
+		exp[i] = done(p->base_id + (uint64_t)i, i ? IBV_WC_WR_FLUSH_ERR : IBV_WC_RETRY_EXC_ERR,
+			      IBV_WC_SEND);
+	}
+	if (rc)
+		return;
+	rcp_expect(p, p->scq, "A's send CQ (the responder is in ERR)", exp, n);
+	rcp_expect_state(p, p->a, "A after its transport retries ran out", IBV_QPS_ERR);
+	rcp_check_memory(p);
+}
