@@ -160,7 +160,10 @@ static void add_message(struct rcp *p, struct rcp_script *s, int i, int op, stru
 	if (op == OP_WRITE)
 		return;
 	/* The receive: room for the message (or a few bytes a WRITE_WITH_IMM must not touch), in pieces. */
-	uint32_t room = send ? len + (uint32_t)rng_range(p->rng, 0, 64) : (uint32_t)rng_range(p->rng, 0, 32);
+	uint32_t room =
+	    send ? len + (rng_bernoulli(p->rng, 0.3) ? 0
+						     : (uint32_t)rng_range(p->rng, 1, 64)) /* exact, often */
+		 : (uint32_t)rng_range(p->rng, 0, 32);
 	int k = (int)rng_range(p->rng, 1, (uint64_t)imin(RCP_MAX_SGE, (int)p->bcap.max_recv_sge));
 	int nd = rcp_pieces(p, RCP_RECV + (uint32_t)i * RCP_SLOT, room, k, 8, dst);
 
@@ -303,7 +306,7 @@ void rcp_case_recv_short(struct rcp *p)
 {
 	struct rcp_script s = {.na = 0};
 	uint32_t len = (uint32_t)rng_range(p->rng, 1, RCP_MAX_MSG),
-		 room = (uint32_t)rng_range(p->rng, 0, len - 1);
+		 room = rng_bernoulli(p->rng, 0.5) ? len - 1 : (uint32_t)rng_range(p->rng, 0, len - 1);
 	int more = (int)rng_range(p->rng, 0, 3), rc;
 	struct rcp_piece dst[RCP_MAX_SGE];
 
