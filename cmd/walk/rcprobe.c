@@ -13,10 +13,13 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define RCP_INLINE	  128
 #define RCP_DEADLINE_NS	  (3000 * 1000000ull)
 #define RCP_PERIOD_NS	  (50 * 1000000ull)
+#define RCP_SPIN	  256 /* empty polls before a wait yields */
+#define RCP_SHARE	  16  /* at most 1/16 of a client's time in probes */
 #define RCP_TIMEOUT	  14
 #define RCP_RETRY_CNT	  7
 #define RCP_MIN_RNR_TIMER 1 /* 10 us: an RNR retry loop is quick */
@@ -43,9 +46,16 @@ bool rcp_failed(const struct rcp *p)
 
 void rcp_wait_ns(uint64_t ns)
 {
-	uint64_t end = walk_now_ns() + ns;
+	struct timespec ts = {0, (long)ns};
 
-	while (walk_now_ns() < end)
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Spins a while before yielding: under load a yield gives the CPU away for a whole time slice. */
+void rcp_idle(unsigned *idle)
+{
+	if (++*idle > RCP_SPIN)
 		sched_yield();
 }
 
@@ -425,6 +435,7 @@ void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct 
 	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
 	uint32_t qpn = cq == p->scq ? p->a->qp_num : p->b->qp_num; /* the other CQ: only B's sends */
 	int got = 0;
+	unsigned idle = 0;
 
 	while (got < n) {
 		int k = hw_poll_cq(cq, n - got, wc + got);
@@ -437,7 +448,7 @@ void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct 
 		if (!k && walk_now_ns() > end)
 			break;
 		if (!k)
-			sched_yield();
+			rcp_idle(&idle);
 	}
 	for (int i = 0; i < got && !rcp_failed(p); i++)
 		check_one(p, who, i, &wc[i], &exp[i], qpn);
@@ -464,13 +475,14 @@ void rcp_expect_state(struct rcp *p, struct ibv_qp *qp, const char *who, enum ib
 	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
 	struct ibv_qp_attr attr;
 	struct ibv_qp_init_attr init;
+	unsigned idle = 0;
 
 	while (hw_query_qp(qp, &attr, IBV_QP_STATE, &init) == 0 && attr.qp_state != st) {
 		if (walk_now_ns() > end) {
 			rcp_fail(p, "%s is in state %d; expected %d", who, attr.qp_state, st);
 			return;
 		}
-		sched_yield();
+		rcp_idle(&idle);
 	}
 }
 
@@ -486,6 +498,7 @@ int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, ui
 	uint64_t end = walk_now_ns() + wait_ns;
 	struct ibv_async_event ev;
 	int fd = p->c->ctx->async_fd;
+	unsigned idle = 0;
 
 	if (!(fcntl(fd, F_GETFL) & O_NONBLOCK) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK))
 		return -1;
@@ -504,7 +517,7 @@ int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, ui
 		}
 		if (walk_now_ns() >= end)
 			return 0;
-		sched_yield();
+		rcp_idle(&idle);
 	}
 }
 
@@ -592,6 +605,9 @@ void walk_rcprobe_step(struct walk_client *c)
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	rcp_teardown(&p);
+	/* The walk waits while a probe runs: a slow one (a loaded machine) spaces the next out. */
+	if (walk_now_ns() - now > RCP_PERIOD_NS / RCP_SHARE)
+		d->rc_next_ns = now + (walk_now_ns() - now) * RCP_SHARE;
 	c->stats.devprobes[2] += p.ran;
 	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u%s", c->id, (unsigned long long)c->seq, p.name,
 	    p.a ? p.a->qp_num : 0, p.b ? p.b->qp_num : 0, rcp_failed(&p) ? ": FAILED" : "");

@@ -90,6 +90,7 @@ int rcp_to_err(struct ibv_qp *qp);
  */
 int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, uint64_t wait_ns);
 void rcp_wait_ns(uint64_t ns);
+void rcp_idle(unsigned *idle);
 
 /* The scripts (rcprobe_cases.c). */
 void rcp_case_data(struct rcp *p);

@@ -188,6 +188,7 @@ static int cq_events(struct rcp *p, struct ibv_comp_channel *ch, uint64_t wait_n
 	struct ibv_cq *cq;
 	void *ctx;
 	int n = 0;
+	unsigned idle = 0;
 
 	for (;;) {
 		if (hw_get_cq_event(ch, &cq, &ctx) == 0) {
@@ -201,7 +202,7 @@ static int cq_events(struct rcp *p, struct ibv_comp_channel *ch, uint64_t wait_n
 		}
 		if (n || walk_now_ns() >= end)
 			return n;
-		sched_yield();
+		rcp_idle(&idle);
 	}
 }
 
