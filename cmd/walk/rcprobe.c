@@ -239,6 +239,25 @@ static struct ibv_qp *create_rc(struct rcp *p, struct ibv_cq *scq, struct ibv_cq
 	return qp;
 }
 
+/* The port and its GID are as they were when the walk started (nothing changes them). */
+static void check_port(struct rcp *p)
+{
+	struct ibv_port_attr port;
+	union ibv_gid gid;
+
+	if (hw_query_port(p->c->ctx, (uint8_t)p->c->cfg->port, &port) == 0 &&
+	    (port.state != p->c->pattr.state || port.active_mtu != p->c->pattr.active_mtu ||
+	     port.lid != p->c->pattr.lid))
+		rcp_fail(p,
+			 "ibv_query_port now says state %d, active_mtu %d, lid %u; at the start %d, %d, %u",
+			 port.state, port.active_mtu, port.lid, p->c->pattr.state, p->c->pattr.active_mtu,
+			 p->c->pattr.lid);
+	if (hw_query_gid(p->c->ctx, (uint8_t)p->c->cfg->port, p->c->cfg->gid_index, &gid) == 0 &&
+	    memcmp(&gid, &p->c->gid, sizeof(gid)))
+		rcp_fail(p, "ibv_query_gid of index %d now gives another GID than at the start",
+			 p->c->cfg->gid_index);
+}
+
 /* Beyond the limits ibv_query_device reports, creation must fail. */
 static void check_device_limits(struct rcp *p)
 {
@@ -275,6 +294,7 @@ static void check_device_limits(struct rcp *p)
 		what = "max_recv_sge = max_sge + 1";
 		break;
 	}
+	check_port(p);
 	if (d->max_qp_wr <= 0 || d->max_qp_wr >= 1 << 20 || d->max_sge <= 0)
 		return;
 	if ((qp = hw_create_qp(p->pd, &init))) {

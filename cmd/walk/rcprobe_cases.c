@@ -190,8 +190,11 @@ static uint32_t draw_len(struct rcp *p)
 			: (uint32_t)rng_range(p->rng, RCP_SMALL_MSG + 1, RCP_MAX_MSG);
 }
 
-/* A WR or a receive with one SGE more than the QP's max_*_sge must be refused, and nothing of it happen. */
-static void post_too_many_sges(struct rcp *p, struct rcp_script *s)
+/*
+ * A WR or a receive with one SGE more than the QP's max_*_sge must be
+ * refused, and nothing of it happen; so must a READ or an atomic on UC.
+ */
+static void post_refused(struct rcp *p, struct rcp_script *s)
 {
 	struct ibv_sge sge[RCP_SGE_PROBE];
 	struct ibv_send_wr wr = {.wr_id = p->base_id + 0x30,
@@ -212,6 +215,16 @@ static void post_too_many_sges(struct rcp *p, struct rcp_script *s)
 		rcp_fail(p, "a send with max_send_sge + 1 = %d SGEs was accepted", wr.num_sge);
 	if (!hw_post_recv(p->b, &rwr, &rbad))
 		rcp_fail(p, "a receive with max_recv_sge + 1 = %d SGEs was accepted", rwr.num_sge);
+	if (!p->shape.uc)
+		return;
+	wr.num_sge = 1;
+	sge[0].length = 8;
+	wr.opcode = rng_bernoulli(p->rng, 0.5) ? IBV_WR_RDMA_READ : IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.wr.rdma.remote_addr = (uintptr_t)(p->buf + RCP_TGT);
+	wr.wr.rdma.rkey = p->mr->rkey;
+	if (!hw_post_send(p->a, &wr, &bad))
+		rcp_fail(p, "a%s on a UC QP was accepted",
+			 wr.opcode == IBV_WR_RDMA_READ ? " READ" : "n atomic");
 }
 
 void rcp_case_data(struct rcp *p)
@@ -231,7 +244,7 @@ void rcp_case_data(struct rcp *p)
 	if (rcp_setup(p))
 		return;
 	if (rng_bernoulli(p->rng, 0.2))
-		post_too_many_sges(p, &s);
+		post_refused(p, &s);
 	for (int i = 0; i < n; i++) {
 		int op = (int)rng_range(p->rng, 0, uc ? OP_WRITE_IMM : OP_KINDS - 1);
 
