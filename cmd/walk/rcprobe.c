@@ -160,6 +160,18 @@ static int connect_one(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, ui
 	return hw_modify_qp(qp, &a, mask);
 }
 
+/* RESET, then RESET -> INIT -> RTR -> RTS again with new PSNs; 0: both QPs back in RTS. */
+int rcp_reconnect(struct rcp *p)
+{
+	struct ibv_qp_attr r = {.qp_state = IBV_QPS_RESET};
+
+	if (hw_modify_qp(p->a, &r, IBV_QP_STATE) || hw_modify_qp(p->b, &r, IBV_QP_STATE))
+		return -1;
+	p->psn_a = (uint32_t)rng_next(p->rng) & 0xffffff;
+	p->psn_b = (uint32_t)rng_next(p->rng) & 0xffffff;
+	return connect_one(p, p->a, p->b, p->shape.a_rnr_retry) || connect_one(p, p->b, p->a, 7) ? -1 : 0;
+}
+
 /* ibv_query_qp must report what was set, and the capacities ibv_create_qp reported. */
 static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, const struct ibv_qp_cap *cap,
 			uint8_t rnr_retry, const char *who)
@@ -424,6 +436,7 @@ static void check_one(struct rcp *p, const char *who, int i, const struct ibv_wc
 {
 	const char *f = NULL;
 	unsigned long long got = 0, want = 0;
+	bool recv = e->opcode == IBV_WC_RECV || e->opcode == IBV_WC_RECV_RDMA_WITH_IMM;
 
 	if (wc->wr_id != e->wr_id)
 		f = "wr_id", got = wc->wr_id, want = e->wr_id;
@@ -444,6 +457,12 @@ static void check_one(struct rcp *p, const char *who, int i, const struct ibv_wc
 		f = "IBV_WC_WITH_IMM flag", got = !!(wc->wc_flags & IBV_WC_WITH_IMM), want = e->imm;
 	else if (e->imm && wc->imm_data != e->imm_data)
 		f = "imm_data", got = wc->imm_data, want = e->imm_data;
+	else if (recv && !!(wc->wc_flags & IBV_WC_GRH) != e->ud)
+		f = "IBV_WC_GRH flag", got = !!(wc->wc_flags & IBV_WC_GRH), want = e->ud;
+	else if (recv && (wc->wc_flags & IBV_WC_WITH_INV))
+		f = "IBV_WC_WITH_INV flag (no SEND_WITH_INV was sent)", got = 1, want = 0;
+	else if (e->src_qp && wc->src_qp != e->src_qp)
+		f = "src_qp", got = wc->src_qp, want = e->src_qp;
 	if (f)
 		rcp_fail(p, "%s completion %d (wr_id %llx, %s): %s %#llx; expected %#llx", who, i + 1,
 			 (unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status), f, got, want);

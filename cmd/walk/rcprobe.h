@@ -39,7 +39,9 @@ struct rcp_exp {
 	enum ibv_wc_status status;
 	enum ibv_wc_opcode opcode;
 	bool check_len, imm;
+	bool ud; /* a receive: IBV_WC_GRH is set exactly on UD */
 	uint32_t byte_len, imm_data;
+	uint32_t src_qp; /* UD receive: the sender's QP number (0: not checked) */
 };
 
 struct rcp {
@@ -83,6 +85,7 @@ void rcp_expect_empty(struct rcp *p, struct ibv_cq *cq, const char *who);
 void rcp_expect_state(struct rcp *p, struct ibv_qp *qp, const char *who, enum ibv_qp_state st);
 void rcp_check_memory(struct rcp *p);
 int rcp_to_err(struct ibv_qp *qp);
+int rcp_reconnect(struct rcp *p);
 /*
  * Waits up to wait_ns for an async event of this type on obj (a CQ for
  * IBV_EVENT_CQ_ERR, else a QP; events for others are taken and dropped):

@@ -215,6 +215,19 @@ static void post_refused(struct rcp *p, struct rcp_script *s)
 		rcp_fail(p, "a send with max_send_sge + 1 = %d SGEs was accepted", wr.num_sge);
 	if (!hw_post_recv(p->b, &rwr, &rbad))
 		rcp_fail(p, "a receive with max_recv_sge + 1 = %d SGEs was accepted", rwr.num_sge);
+	if (p->acap.max_inline_data && p->acap.max_inline_data < RCP_SLOT) {
+		struct ibv_sge one = {(uintptr_t)(p->buf + RCP_SRC), p->acap.max_inline_data + 1,
+				      p->mr->lkey};
+		struct ibv_send_wr iw = {.wr_id = p->base_id + 0x31,
+					 .sg_list = &one,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE};
+
+		if (!hw_post_send(p->a, &iw, &bad))
+			rcp_fail(p, "an inline send of max_inline_data + 1 = %u bytes was accepted",
+				 one.length);
+	}
 	if (!p->shape.uc)
 		return;
 	wr.num_sge = 1;
@@ -315,6 +328,40 @@ static struct rcp_exp done(uint64_t wr_id, enum ibv_wc_status st, enum ibv_wc_op
 	return (struct rcp_exp){.wr_id = wr_id, .status = st, .opcode = op};
 }
 
+/*
+ * Back through RESET (from ERR, or from RTS with sends still waiting), the
+ * pair works as new: one message, its two completions and nothing else.
+ */
+static void reuse_after_reset(struct rcp *p)
+{
+	struct rcp_exp a = done(p->base_id + 0x28, IBV_WC_SUCCESS, IBV_WC_SEND),
+		       b = done(p->base_id + 0x68, IBV_WC_SUCCESS, IBV_WC_RECV);
+	uint32_t len = (uint32_t)rng_range(p->rng, 1, 64);
+	struct rcp_piece from = {RCP_SRC + 128, len}, to = {RCP_RECV + 2 * RCP_SLOT, len};
+	int rc;
+
+	if (rcp_reconnect(p)) {
+		rcp_fail(p, "the pair, moved to RESET after an error, could not be connected again");
+		return;
+	}
+	rcp_expect_empty(p, p->scq, "A's send CQ (moving to RESET completes nothing)");
+	rcp_expect_empty(p, p->rcq, "B's receive CQ (moving to RESET completes nothing)");
+	post_one_recv(p, p->b, b.wr_id, to.off, 64, &rc);
+	if (!rc)
+		post_one_send(p, p->a, a.wr_id, from.off, len, &rc);
+	if (rc) {
+		rcp_fail(p, "after RESET and reconnecting, a post was refused: %s", strerror(rc));
+		return;
+	}
+	b.check_len = true;
+	b.byte_len = len;
+	rcp_model_move(p, &from, 1, &to, 1);
+	rcp_expect(p, p->rcq, "B's receive CQ (after RESET and reconnecting)", &b, 1);
+	rcp_expect(p, p->scq, "A's send CQ (after RESET and reconnecting)", &a, 1);
+	rcp_expect_empty(p, p->rcq, "B's receive CQ (after RESET and reconnecting)");
+	rcp_check_memory(p);
+}
+
 void rcp_case_recv_short(struct rcp *p)
 {
 	struct rcp_script s = {.na = 0};
@@ -373,6 +420,8 @@ void rcp_case_recv_short(struct rcp *p)
 		rcp_expect(p, p->rcq, "B's receive CQ (a receive posted in ERR)", s.bexp, 1);
 	rcp_expect_empty(p, p->ocq, "the CQ of A's receives and B's sends");
 	rcp_check_memory(p);
+	if (!rcp_failed(p) && rng_bernoulli(p->rng, 0.5))
+		reuse_after_reset(p);
 }
 
 /* With rnr_retry 7, max_send_wr sends wait on B; R receives posted later release R of them. */
@@ -405,7 +454,13 @@ static void rnr_forever(struct rcp *p, uint32_t sends)
 	rcp_expect(p, p->scq, "A's send CQ (sends released by late receives)", exp, (int)r);
 	rcp_wait_ns(1000000);
 	rcp_expect_empty(p, p->scq, "A's send CQ (sends whose receiver has no receive, rnr_retry 7)");
-	if (rcp_failed(p) || rcp_to_err(p->a))
+	if (rcp_failed(p))
+		return;
+	if (r < sends && rng_bernoulli(p->rng, 0.5)) {
+		reuse_after_reset(p); /* the waiting sends go without a trace */
+		return;
+	}
+	if (rcp_to_err(p->a))
 		return;
 	rcp_expect(p, p->scq, "A's send CQ (sends waiting on RNR when A entered ERR)", exp + r,
 		   (int)(sends - r));

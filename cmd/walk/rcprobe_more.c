@@ -407,6 +407,8 @@ void rcp_case_ud(struct rcp *p)
 		bexp[nb].byte_len = RCP_GRH + len;
 		bexp[nb].imm = imm;
 		bexp[nb].imm_data = wr[i].imm_data;
+		bexp[nb].ud = true;
+		bexp[nb].src_qp = ua->qp_num;
 		nb++;
 	}
 	for (int k = 0; k < nb; k++) {
