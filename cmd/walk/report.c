@@ -156,6 +156,7 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 			   t->probes[PROBE_INV_OTHER_QP]);
 		print_uint(PRINT_ANY, "probe_cq_full", ", CQs filled to capacity %llu", t->devprobes[0]);
 		print_uint(PRINT_ANY, "probe_ud_sqe", ", UD send errors (SQE) %llu", t->devprobes[1]);
+		print_uint(PRINT_ANY, "probe_rc", ", RC pair scripts %llu", t->devprobes[2]);
 		print_uint(PRINT_ANY, "probe_qp_access", ", denied by the QP %llu",
 			   t->probes[PROBE_QP_ACCESS]);
 		print_uint(PRINT_ANY, "posted_to_err", ", WRs posted to QPs in ERR %llu", t->flush_posts);

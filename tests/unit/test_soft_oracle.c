@@ -4,12 +4,15 @@
  * (tests/mutation/): bounds one byte past the end and one byte before the
  * start (not 8), compare-and-swap that must not swap with compare, swap and
  * target all distinct, access through an rkey after dereg_mr, a send and a
- * receive posted to a QP in ERR.  Every test also checks the CQ holds
+ * receive posted to a QP in ERR, a receive shorter than the message, a CQ
+ * overflow and its async event.  Every test also checks the CQ holds
  * nothing after the completion it expects.
  */
 #include "soft_fixture.h"
 
-#define ACCESS                                                                                              \
+#include <fcntl.h>
+
+#define ACCESS                                                                                               \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 static void expect(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status st)
@@ -22,8 +25,8 @@ static void expect(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status st)
 	fx_none(cq, 30); /* exactly one completion */
 }
 
-static int post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, uint64_t *result, uint32_t lkey,
-		       uint64_t *target, uint32_t rkey, uint64_t compare_add, uint64_t swap)
+static int post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, uint64_t *result,
+		       uint32_t lkey, uint64_t *target, uint32_t rkey, uint64_t compare_add, uint64_t swap)
 {
 	struct ibv_sge sge = {.addr = (uintptr_t)result, .length = 8, .lkey = lkey};
 	struct ibv_send_wr wr = {.wr_id = wr_id,
@@ -54,14 +57,14 @@ static void test_last_byte_ok_one_past_fails(void **state)
 	struct fx *f = *state;
 	struct ibv_mr *mr = mid_mr(f);
 
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_READ, 1, f->abuf, 1, f->amr->lkey, (uintptr_t)f->bbuf + 8191,
-				 mr->rkey),
-			 0);
+	assert_int_equal(
+	    fx_post(f->a, IBV_WR_RDMA_READ, 1, f->abuf, 1, f->amr->lkey, (uintptr_t)f->bbuf + 8191, mr->rkey),
+	    0);
 	expect(f->scq, 1, IBV_WC_SUCCESS);
 	/* two bytes from the last one: one byte past the end */
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_READ, 2, f->abuf, 2, f->amr->lkey, (uintptr_t)f->bbuf + 8191,
-				 mr->rkey),
-			 0);
+	assert_int_equal(
+	    fx_post(f->a, IBV_WR_RDMA_READ, 2, f->abuf, 2, f->amr->lkey, (uintptr_t)f->bbuf + 8191, mr->rkey),
+	    0);
 	expect(f->scq, 2, IBV_WC_REM_ACCESS_ERR);
 	hw_dereg_mr(mr);
 }
@@ -73,8 +76,8 @@ static void test_write_one_past_end_fails(void **state)
 
 	f->bbuf[8192] = 0x5a;
 	f->abuf[0] = f->abuf[1] = 0xa5;
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 2, f->amr->lkey, (uintptr_t)f->bbuf + 8191,
-				 mr->rkey),
+	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 2, f->amr->lkey,
+				 (uintptr_t)f->bbuf + 8191, mr->rkey),
 			 0);
 	expect(f->scq, 1, IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(f->bbuf[8192], 0x5a);
@@ -86,9 +89,9 @@ static void test_one_before_start_fails(void **state)
 	struct fx *f = *state;
 	struct ibv_mr *mr = mid_mr(f);
 
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_READ, 1, f->abuf, 2, f->amr->lkey, (uintptr_t)f->bbuf + 4095,
-				 mr->rkey),
-			 0);
+	assert_int_equal(
+	    fx_post(f->a, IBV_WR_RDMA_READ, 1, f->abuf, 2, f->amr->lkey, (uintptr_t)f->bbuf + 4095, mr->rkey),
+	    0);
 	expect(f->scq, 1, IBV_WC_REM_ACCESS_ERR);
 	hw_dereg_mr(mr);
 }
@@ -101,15 +104,15 @@ static void test_cas_distinct_values(void **state)
 	*target = 0x1111111111111111ull;
 	*result = 0;
 	/* compare, swap and target all distinct: no swap, the original comes back */
-	assert_int_equal(post_atomic(f->a, IBV_WR_ATOMIC_CMP_AND_SWP, 1, result, f->amr->lkey, target, f->bmr->rkey,
-				     0x2222222222222222ull, 0x3333333333333333ull),
+	assert_int_equal(post_atomic(f->a, IBV_WR_ATOMIC_CMP_AND_SWP, 1, result, f->amr->lkey, target,
+				     f->bmr->rkey, 0x2222222222222222ull, 0x3333333333333333ull),
 			 0);
 	expect(f->scq, 1, IBV_WC_SUCCESS);
 	assert_true(*result == 0x1111111111111111ull);
 	assert_true(*target == 0x1111111111111111ull);
 	/* a matching compare swaps */
-	assert_int_equal(post_atomic(f->a, IBV_WR_ATOMIC_CMP_AND_SWP, 2, result, f->amr->lkey, target, f->bmr->rkey,
-				     0x1111111111111111ull, 0x3333333333333333ull),
+	assert_int_equal(post_atomic(f->a, IBV_WR_ATOMIC_CMP_AND_SWP, 2, result, f->amr->lkey, target,
+				     f->bmr->rkey, 0x1111111111111111ull, 0x3333333333333333ull),
 			 0);
 	expect(f->scq, 2, IBV_WC_SUCCESS);
 	assert_true(*result == 0x1111111111111111ull);
@@ -130,9 +133,8 @@ static void test_rkey_after_dereg_fails(void **state)
 	uint32_t rkey = mr->rkey;
 
 	assert_int_equal(hw_dereg_mr(mr), 0);
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_READ, 1, f->abuf, 8, f->amr->lkey, (uintptr_t)f->bbuf + 4096,
-				 rkey),
-			 0);
+	assert_int_equal(
+	    fx_post(f->a, IBV_WR_RDMA_READ, 1, f->abuf, 8, f->amr->lkey, (uintptr_t)f->bbuf + 4096, rkey), 0);
 	expect(f->scq, 1, IBV_WC_REM_ACCESS_ERR);
 }
 
@@ -145,9 +147,9 @@ static void test_write_after_dereg_fails(void **state)
 	assert_int_equal(hw_dereg_mr(mr), 0);
 	f->bbuf[4096] = 0x5a;
 	f->abuf[0] = 0xa5;
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 1, f->amr->lkey, (uintptr_t)f->bbuf + 4096,
-				 rkey),
-			 0);
+	assert_int_equal(
+	    fx_post(f->a, IBV_WR_RDMA_WRITE, 1, f->abuf, 1, f->amr->lkey, (uintptr_t)f->bbuf + 4096, rkey),
+	    0);
 	expect(f->scq, 1, IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(f->bbuf[4096], 0x5a);
 }
@@ -195,6 +197,50 @@ static void test_send_byte_len(void **state)
 	fx_none(f->rcq, 30);
 }
 
+/* One byte too small: LOC_LEN_ERR at the receiver, REM_INV_REQ_ERR at the sender, both QPs in ERR. */
+static void test_recv_one_byte_short(void **state)
+{
+	struct fx *f = *state;
+
+	assert_int_equal(fx_post_recv(f->b, 7, f->bbuf, 36, f->bmr->lkey), 0);
+	assert_int_equal(fx_post(f->a, IBV_WR_SEND, 1, f->abuf, 37, f->amr->lkey, 0, 0), 0);
+	expect(f->rcq, 7, IBV_WC_LOC_LEN_ERR);
+	expect(f->scq, 1, IBV_WC_REM_INV_REQ_ERR);
+	expect_state(f->a, IBV_QPS_ERR);
+	expect_state(f->b, IBV_QPS_ERR);
+}
+
+/* One completion more than a CQ holds raises IBV_EVENT_CQ_ERR for it (five receives flushed into four
+ * entries). */
+static void test_cq_overflow_event(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_async_event ev;
+	struct ibv_cq *cq = hw_create_cq(f->ctx, 4, NULL, NULL, 0);
+	struct ibv_qp *qp = cq ? fx_qp(f->pd, cq, IBV_QPT_RC, 0) : NULL;
+	struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = 1}, err = {.qp_state = IBV_QPS_ERR};
+	int fd = f->ctx->async_fd, got = 0;
+	uint64_t end;
+
+	assert_non_null(qp);
+	assert_int_equal(cq->cqe, 4);
+	assert_int_equal(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+	assert_int_equal(
+	    hw_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(fx_post_recv(qp, (uint64_t)i, f->bbuf + 8 * i, 8, f->bmr->lkey), 0);
+	assert_int_equal(hw_modify_qp(qp, &err, IBV_QP_STATE), 0);
+	end = fx_now_ms() + 3000;
+	while (!got && fx_now_ms() < end)
+		if (hw_get_async_event(f->ctx, &ev) == 0) {
+			got = ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == cq;
+			hw_ack_async_event(f->ctx, &ev);
+		}
+	assert_true(got);
+	assert_int_equal(hw_destroy_qp(qp), 0);
+	assert_int_equal(hw_destroy_cq(cq), 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 int main(void)
@@ -209,6 +255,8 @@ int main(void)
 	    T(test_send_to_err_qp_flushes),
 	    T(test_recv_flushes_on_err),
 	    T(test_send_byte_len),
+	    T(test_recv_one_byte_short),
+	    T(test_cq_overflow_event),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

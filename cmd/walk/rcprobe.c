@@ -1,0 +1,659 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --verify RC probes (rcprobe.h): the pair's objects, its connection and
+ * its attributes as ibv_query_qp reports them, the waits for completions
+ * and the comparisons against the model.  The probe runs to its end before
+ * the walk takes its next step: it is short (microseconds on a working
+ * device), and every wait has a deadline.
+ */
+#include "cmd/walk/rcprobe.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define RCP_INLINE	  128
+#define RCP_DEADLINE_NS	  (3000 * 1000000ull)
+#define RCP_PERIOD_NS	  (50 * 1000000ull)
+#define RCP_SPIN	  256 /* empty polls before a wait yields */
+#define RCP_SHARE	  16  /* at most 1/16 of a client's time in probes */
+#define RCP_TIMEOUT	  14
+#define RCP_RETRY_CNT	  7
+#define RCP_MIN_RNR_TIMER 1 /* 10 us: an RNR retry loop is quick */
+#define RCP_QP_ACCESS	  (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define RCP_MR_ACCESS	  (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND | RCP_QP_ACCESS)
+
+void rcp_fail(struct rcp *p, const char *fmt, ...)
+{
+	char what[WALK_FAILURE_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	walk_stats_fail(&p->c->stats, "client %d #%llu: RC probe \"%s\", QP %u (A) -> QP %u (B): %s",
+			p->c->id, (unsigned long long)p->c->seq, p->name, p->a ? p->a->qp_num : 0,
+			p->b ? p->b->qp_num : 0, what);
+}
+
+bool rcp_failed(const struct rcp *p)
+{
+	return p->c->stats.nfailures != p->failures_at_start;
+}
+
+void rcp_wait_ns(uint64_t ns)
+{
+	struct timespec ts = {0, (long)ns};
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Spins a while before yielding: under load a yield gives the CPU away for a whole time slice. */
+void rcp_idle(unsigned *idle)
+{
+	if (++*idle > RCP_SPIN)
+		sched_yield();
+}
+
+static int access_of(const struct ibv_qp *qp)
+{
+	return qp->qp_type == IBV_QPT_UC ? IBV_ACCESS_REMOTE_WRITE : RCP_QP_ACCESS;
+}
+
+static int to_init(struct rcp *p, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+	    .qp_state = IBV_QPS_INIT, .port_num = (uint8_t)p->c->cfg->port, .qp_access_flags = access_of(qp)};
+
+	return hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+static uint32_t psn_of(const struct rcp *p, const struct ibv_qp *qp)
+{
+	return qp == p->a ? p->psn_a : p->psn_b;
+}
+
+static void rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a, int *mask)
+{
+	const struct walk_peer_addr *me = &p->c->peers[p->c->id];
+
+	*a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
+				  .path_mtu = p->c->pattr.active_mtu,
+				  .dest_qp_num = dest->qp_num,
+				  .rq_psn = psn_of(p, dest),
+				  .max_dest_rd_atomic = 1,
+				  .min_rnr_timer = RCP_MIN_RNR_TIMER};
+	a->ah_attr.dlid = me->lid;
+	a->ah_attr.port_num = (uint8_t)p->c->cfg->port;
+	a->ah_attr.is_global = 1;
+	a->ah_attr.grh.dgid = me->gid;
+	a->ah_attr.grh.sgid_index = (uint8_t)p->c->cfg->gid_index;
+	a->ah_attr.grh.hop_limit = 64;
+	*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	if (dest->qp_type == IBV_QPT_RC)
+		*mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+}
+
+static void rts_attr(struct rcp *p, struct ibv_qp *qp, uint8_t rnr_retry, struct ibv_qp_attr *a, int *mask)
+{
+	*a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
+				  .timeout = RCP_TIMEOUT,
+				  .retry_cnt = RCP_RETRY_CNT,
+				  .rnr_retry = rnr_retry,
+				  .sq_psn = psn_of(p, qp),
+				  .max_rd_atomic = 1};
+	if (qp == p->a && p->shape.timeout) {
+		a->timeout = p->shape.timeout;
+		a->retry_cnt = p->shape.retry_cnt;
+	}
+	*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (qp->qp_type == IBV_QPT_RC)
+		*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+}
+
+/* Transitions the QP state machine forbids must be refused; 0: all were. */
+static int check_forbidden_transitions(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest)
+{
+	struct ibv_qp_attr rtr, rts;
+	int rtr_mask, rts_mask;
+	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND}, *bad;
+	const char *bad_what = NULL;
+
+	rtr_attr(p, dest, &rtr, &rtr_mask);
+	rts_attr(p, qp, 7, &rts, &rts_mask);
+	if (!hw_modify_qp(qp, &rtr, rtr_mask))
+		bad_what = "RESET -> RTR";
+	else if (!hw_modify_qp(qp, &rts, rts_mask))
+		bad_what = "RESET -> RTS";
+	else if (to_init(p, qp))
+		return -1;
+	else if (!hw_modify_qp(qp, &rts, rts_mask))
+		bad_what = "INIT -> RTS";
+	else if (!hw_modify_qp(qp, &rtr, rtr_mask & ~IBV_QP_DEST_QPN))
+		bad_what = "INIT -> RTR without IBV_QP_DEST_QPN";
+	else if (!hw_post_send(qp, &wr, &bad))
+		bad_what = "a send posted in INIT";
+	if (bad_what)
+		rcp_fail(p, "%s was accepted; the QP state machine forbids it", bad_what);
+	return bad_what ? -1 : 0;
+}
+
+static int connect_one(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, uint8_t rnr_retry)
+{
+	struct ibv_qp_attr a;
+	int mask, rc;
+
+	if (rng_bernoulli(p->rng, 0.2))
+		rc = check_forbidden_transitions(p, qp, dest);
+	else
+		rc = to_init(p, qp);
+	if (rc)
+		return rc;
+	rtr_attr(p, dest, &a, &mask);
+	if ((rc = hw_modify_qp(qp, &a, mask)))
+		return rc;
+	rts_attr(p, qp, rnr_retry, &a, &mask);
+	return hw_modify_qp(qp, &a, mask);
+}
+
+/* RESET, then RESET -> INIT -> RTR -> RTS again with new PSNs; 0: both QPs back in RTS. */
+int rcp_reconnect(struct rcp *p)
+{
+	struct ibv_qp_attr r = {.qp_state = IBV_QPS_RESET};
+
+	if (hw_modify_qp(p->a, &r, IBV_QP_STATE) || hw_modify_qp(p->b, &r, IBV_QP_STATE))
+		return -1;
+	p->psn_a = (uint32_t)rng_next(p->rng) & 0xffffff;
+	p->psn_b = (uint32_t)rng_next(p->rng) & 0xffffff;
+	return connect_one(p, p->a, p->b, p->shape.a_rnr_retry) || connect_one(p, p->b, p->a, 7) ? -1 : 0;
+}
+
+/* ibv_query_qp must report what was set, and the capacities ibv_create_qp reported. */
+static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, const struct ibv_qp_cap *cap,
+			uint8_t rnr_retry, const char *who)
+{
+	struct ibv_qp_attr got, rtr, rts;
+	struct ibv_qp_init_attr init;
+	const char *bad = NULL;
+	bool rc = qp->qp_type == IBV_QPT_RC;
+	int mask;
+
+	if (hw_query_qp(qp, &got,
+			IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PORT | IBV_QP_AV |
+			    IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			    IBV_QP_MIN_RNR_TIMER | IBV_QP_DEST_QPN | IBV_QP_MAX_QP_RD_ATOMIC |
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_CAP,
+			&init)) {
+		rcp_fail(p, "ibv_query_qp of %s failed", who);
+		return;
+	}
+	rtr_attr(p, dest, &rtr, &mask);
+	rts_attr(p, qp, rnr_retry, &rts, &mask);
+	if (got.qp_state != IBV_QPS_RTS)
+		bad = "qp_state";
+	else if (got.qp_access_flags != (unsigned)access_of(qp))
+		bad = "qp_access_flags";
+	else if (got.port_num != (uint8_t)p->c->cfg->port)
+		bad = "port_num";
+	else if (got.path_mtu != rtr.path_mtu)
+		bad = "path_mtu";
+	else if (got.dest_qp_num != rtr.dest_qp_num)
+		bad = "dest_qp_num";
+	else if (rc && got.min_rnr_timer != rtr.min_rnr_timer)
+		bad = "min_rnr_timer";
+	else if (rc && got.max_dest_rd_atomic != rtr.max_dest_rd_atomic)
+		bad = "max_dest_rd_atomic";
+	else if (rc && got.timeout != rts.timeout)
+		bad = "timeout";
+	else if (rc && got.retry_cnt != rts.retry_cnt)
+		bad = "retry_cnt";
+	else if (rc && got.rnr_retry != rts.rnr_retry)
+		bad = "rnr_retry";
+	else if (rc && got.max_rd_atomic != rts.max_rd_atomic)
+		bad = "max_rd_atomic";
+	else if (memcmp(&got.ah_attr.grh.dgid, &rtr.ah_attr.grh.dgid, sizeof(union ibv_gid)))
+		bad = "ah_attr.grh.dgid";
+	else if (init.cap.max_send_wr != cap->max_send_wr || init.cap.max_recv_wr != cap->max_recv_wr ||
+		 init.cap.max_send_sge != cap->max_send_sge || init.cap.max_recv_sge != cap->max_recv_sge)
+		bad = "init_attr.cap (not what ibv_create_qp reported)";
+	else if (init.send_cq != qp->send_cq || init.recv_cq != qp->recv_cq || init.qp_type != qp->qp_type ||
+		 !init.sq_sig_all != !(qp == p->a && p->shape.sig_all))
+		bad = "init_attr (CQs, type or sq_sig_all)";
+	if (bad)
+		rcp_fail(p, "ibv_query_qp of %s after RESET->INIT->RTR->RTS reports another %s than was set",
+			 who, bad);
+}
+
+static struct ibv_qp *create_rc(struct rcp *p, struct ibv_cq *scq, struct ibv_cq *rcq, uint32_t send_wr,
+				uint32_t recv_wr, bool sig_all, struct ibv_qp_cap *cap)
+{
+	int sge = imin(RCP_MAX_SGE, p->c->dattr.max_sge);
+	struct ibv_qp_init_attr init = {.send_cq = scq,
+					.recv_cq = rcq,
+					.qp_type = p->shape.uc ? IBV_QPT_UC : IBV_QPT_RC,
+					.sq_sig_all = sig_all,
+					.cap = {.max_send_wr = send_wr,
+						.max_recv_wr = recv_wr,
+						.max_send_sge = (uint32_t)sge,
+						.max_recv_sge = (uint32_t)sge,
+						.max_inline_data = RCP_INLINE}};
+	struct ibv_qp *qp = hw_create_qp(p->pd, &init);
+
+	if (!qp && errno == EINVAL) { /* a device without so much inline room */
+		init.cap.max_inline_data = 0;
+		qp = hw_create_qp(p->pd, &init);
+	}
+	*cap = init.cap;
+	return qp;
+}
+
+/* The port and its GID are as they were when the walk started (nothing changes them). */
+static void check_port(struct rcp *p)
+{
+	struct ibv_port_attr port;
+	union ibv_gid gid;
+
+	if (hw_query_port(p->c->ctx, (uint8_t)p->c->cfg->port, &port) == 0 &&
+	    (port.state != p->c->pattr.state || port.active_mtu != p->c->pattr.active_mtu ||
+	     port.lid != p->c->pattr.lid))
+		rcp_fail(p,
+			 "ibv_query_port now says state %d, active_mtu %d, lid %u; at the start %d, %d, %u",
+			 port.state, port.active_mtu, port.lid, p->c->pattr.state, p->c->pattr.active_mtu,
+			 p->c->pattr.lid);
+	if (hw_query_gid(p->c->ctx, (uint8_t)p->c->cfg->port, p->c->cfg->gid_index, &gid) == 0 &&
+	    memcmp(&gid, &p->c->gid, sizeof(gid)))
+		rcp_fail(p, "ibv_query_gid of index %d now gives another GID than at the start",
+			 p->c->cfg->gid_index);
+}
+
+/* Beyond the limits ibv_query_device reports, creation must fail. */
+static void check_device_limits(struct rcp *p)
+{
+	const struct ibv_device_attr *d = &p->c->dattr;
+	struct ibv_qp_init_attr init = {
+	    .send_cq = p->ocq,
+	    .recv_cq = p->ocq,
+	    .qp_type = IBV_QPT_RC,
+	    .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	const char *what = NULL;
+
+	if (d->max_cqe > 0 && d->max_cqe < 1 << 24 &&
+	    (cq = hw_create_cq(p->c->ctx, d->max_cqe + 1, NULL, NULL, 0))) {
+		hw_destroy_cq(cq);
+		rcp_fail(p, "ibv_create_cq of max_cqe + 1 = %d entries succeeded", d->max_cqe + 1);
+	}
+	switch (rng_range(p->rng, 0, 3)) {
+	case 0:
+		init.cap.max_send_wr = (uint32_t)d->max_qp_wr + 1;
+		what = "max_send_wr = max_qp_wr + 1";
+		break;
+	case 1:
+		init.cap.max_recv_wr = (uint32_t)d->max_qp_wr + 1;
+		what = "max_recv_wr = max_qp_wr + 1";
+		break;
+	case 2:
+		init.cap.max_send_sge = (uint32_t)d->max_sge + 1;
+		what = "max_send_sge = max_sge + 1";
+		break;
+	default:
+		init.cap.max_recv_sge = (uint32_t)d->max_sge + 1;
+		what = "max_recv_sge = max_sge + 1";
+		break;
+	}
+	check_port(p);
+	if (d->max_qp_wr <= 0 || d->max_qp_wr >= 1 << 20 || d->max_sge <= 0)
+		return;
+	if ((qp = hw_create_qp(p->pd, &init))) {
+		hw_destroy_qp(qp);
+		rcp_fail(p, "ibv_create_qp with %s succeeded", what);
+	}
+}
+
+int rcp_setup(struct rcp *p)
+{
+	struct walk_client *c = p->c;
+	struct rcp_shape *s = &p->shape;
+
+	for (uint32_t i = 0; i < RCP_BYTES; i += 8) {
+		uint64_t x = rng_next(p->rng);
+
+		memcpy(p->buf + i, &x, 8);
+	}
+	memcpy(p->model, p->buf, RCP_BYTES);
+	p->base_id = rng_next(p->rng) << 8;
+	if (!(p->pd = hw_alloc_pd(c->ctx)) || !(p->mr = hw_reg_mr(p->pd, p->buf, RCP_BYTES, RCP_MR_ACCESS)))
+		return -1;
+	if (!(p->scq = hw_create_cq(c->ctx, s->scqe, NULL, NULL, 0)) ||
+	    (s->channel && !(p->ch = hw_create_comp_channel(c->ctx))) ||
+	    !(p->rcq = hw_create_cq(c->ctx, RCP_CQE, NULL, p->ch, 0)) ||
+	    !(p->ocq = hw_create_cq(c->ctx, RCP_CQE, NULL, NULL, 0)))
+		return -1;
+	if (rng_bernoulli(p->rng, 0.25))
+		check_device_limits(p);
+	p->a = create_rc(p, p->scq, p->ocq, s->a_send_wr, s->a_recv_wr, s->sig_all, &p->acap);
+	p->b = p->a ? create_rc(p, p->ocq, p->rcq, 1, s->b_recv_wr, false, &p->bcap) : NULL;
+	if (!p->b)
+		return -1;
+	/* Half the time the PSNs start just short of the 24-bit wrap. */
+	p->psn_a = rng_bernoulli(p->rng, 0.5) ? 0xffffffu - (uint32_t)rng_range(p->rng, 0, 3)
+					      : (uint32_t)rng_next(p->rng) & 0xffffff;
+	p->psn_b = rng_bernoulli(p->rng, 0.5) ? 0xffffffu - (uint32_t)rng_range(p->rng, 0, 3)
+					      : (uint32_t)rng_next(p->rng) & 0xffffff;
+	if (connect_one(p, p->a, p->b, s->a_rnr_retry) || connect_one(p, p->b, p->a, 7))
+		return -1;
+	check_query(p, p->a, p->b, &p->acap, s->a_rnr_retry, "A");
+	check_query(p, p->b, p->a, &p->bcap, 7, "B");
+	p->ran = true;
+	return 0;
+}
+
+void rcp_teardown(struct rcp *p)
+{
+	if (p->a)
+		hw_destroy_qp(p->a);
+	if (p->b)
+		hw_destroy_qp(p->b);
+	if (p->scq)
+		hw_destroy_cq(p->scq);
+	if (p->rcq)
+		hw_destroy_cq(p->rcq);
+	if (p->ocq)
+		hw_destroy_cq(p->ocq);
+	if (p->ch)
+		hw_destroy_comp_channel(p->ch);
+	if (p->mr)
+		hw_dereg_mr(p->mr);
+	if (p->pd)
+		hw_dealloc_pd(p->pd);
+}
+
+int rcp_pieces(struct rcp *p, uint32_t off, uint32_t len, int k, uint32_t gap, struct rcp_piece *out)
+{
+	uint32_t left = len;
+
+	if (!len)
+		return 0;
+	for (int i = 0; i < k; i++) {
+		uint32_t take = i == k - 1 ? left : (uint32_t)rng_range(p->rng, 0, left);
+
+		out[i] = (struct rcp_piece){off, take};
+		off += take + (uint32_t)rng_range(p->rng, 0, gap);
+		left -= take;
+	}
+	return k;
+}
+
+void rcp_sges(const struct rcp *p, const struct rcp_piece *pc, int n, struct ibv_sge *sge)
+{
+	for (int i = 0; i < n; i++)
+		sge[i] = (struct ibv_sge){(uintptr_t)(p->buf + pc[i].off), pc[i].len, p->mr->lkey};
+}
+
+void rcp_model_move(struct rcp *p, const struct rcp_piece *src, int ns, const struct rcp_piece *dst, int nd)
+{
+	unsigned char tmp[RCP_SLOT];
+	uint32_t n = 0, at = 0;
+
+	for (int i = 0; i < ns; i++) {
+		memcpy(tmp + n, p->model + src[i].off, src[i].len);
+		n += src[i].len;
+	}
+	for (int i = 0; i < nd && at < n; i++) {
+		uint32_t take = dst[i].len < n - at ? dst[i].len : n - at;
+
+		memcpy(p->model + dst[i].off, tmp + at, take);
+		at += take;
+	}
+}
+
+static const char *region_of(uint32_t off)
+{
+	return off < RCP_RECV	? "A's send sources"
+	       : off < RCP_TGT	? "B's receive buffers"
+	       : off < RCP_RDST ? "B's WRITE targets"
+				: "A's READ and atomic results";
+}
+
+void rcp_check_memory(struct rcp *p)
+{
+	for (uint32_t i = 0; i < RCP_BYTES; i++)
+		if (p->buf[i] != p->model[i]) {
+			rcp_fail(p, "memory at offset %u (%s, slot %u, byte %u) holds %#x; expected %#x", i,
+				 region_of(i), (i % RCP_AREA) / RCP_SLOT, i % RCP_SLOT, p->buf[i],
+				 p->model[i]);
+			return;
+		}
+}
+
+static void check_one(struct rcp *p, const char *who, int i, const struct ibv_wc *wc, const struct rcp_exp *e,
+		      uint32_t qpn)
+{
+	const char *f = NULL;
+	unsigned long long got = 0, want = 0;
+	bool recv = e->opcode == IBV_WC_RECV || e->opcode == IBV_WC_RECV_RDMA_WITH_IMM;
+
+	if (wc->wr_id != e->wr_id)
+		f = "wr_id", got = wc->wr_id, want = e->wr_id;
+	else if (wc->status != e->status) {
+		rcp_fail(p, "%s completion %d (wr_id %llx): status %s; expected %s", who, i + 1,
+			 (unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status),
+			 ibv_wc_status_str(e->status));
+		return;
+	} else if (wc->qp_num != qpn)
+		f = "qp_num", got = wc->qp_num, want = qpn;
+	else if (e->status != IBV_WC_SUCCESS)
+		return;
+	else if (wc->opcode != e->opcode)
+		f = "opcode", got = wc->opcode, want = e->opcode;
+	else if (e->check_len && wc->byte_len != e->byte_len)
+		f = "byte_len", got = wc->byte_len, want = e->byte_len;
+	else if (!!(wc->wc_flags & IBV_WC_WITH_IMM) != e->imm)
+		f = "IBV_WC_WITH_IMM flag", got = !!(wc->wc_flags & IBV_WC_WITH_IMM), want = e->imm;
+	else if (e->imm && wc->imm_data != e->imm_data)
+		f = "imm_data", got = wc->imm_data, want = e->imm_data;
+	else if (recv && !!(wc->wc_flags & IBV_WC_GRH) != e->ud)
+		f = "IBV_WC_GRH flag", got = !!(wc->wc_flags & IBV_WC_GRH), want = e->ud;
+	else if (recv && (wc->wc_flags & IBV_WC_WITH_INV))
+		f = "IBV_WC_WITH_INV flag (no SEND_WITH_INV was sent)", got = 1, want = 0;
+	else if (e->src_qp && wc->src_qp != e->src_qp)
+		f = "src_qp", got = wc->src_qp, want = e->src_qp;
+	if (f)
+		rcp_fail(p, "%s completion %d (wr_id %llx, %s): %s %#llx; expected %#llx", who, i + 1,
+			 (unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status), f, got, want);
+}
+
+void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct rcp_exp *exp, int n)
+{
+	struct ibv_wc wc[RCP_MAX_WR];
+	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
+	uint32_t qpn = cq == p->scq ? p->a->qp_num : p->b->qp_num; /* the other CQ: only B's sends */
+	int got = 0;
+	unsigned idle = 0;
+
+	while (got < n) {
+		int k = hw_poll_cq(cq, n - got, wc + got);
+
+		if (k < 0) {
+			rcp_fail(p, "ibv_poll_cq on %s's CQ returned %d", who, k);
+			return;
+		}
+		got += k;
+		if (!k && walk_now_ns() > end)
+			break;
+		if (!k)
+			rcp_idle(&idle);
+	}
+	for (int i = 0; i < got && !rcp_failed(p); i++)
+		check_one(p, who, i, &wc[i], &exp[i], qpn);
+	if (got < n)
+		rcp_fail(p, "%s: %d of %d completions arrived within %llu ms (next expected: wr_id %llx, %s)",
+			 who, got, n, RCP_DEADLINE_NS / 1000000, (unsigned long long)exp[got].wr_id,
+			 ibv_wc_status_str(exp[got].status));
+}
+
+void rcp_expect_empty(struct rcp *p, struct ibv_cq *cq, const char *who)
+{
+	struct ibv_wc wc;
+
+	if (hw_poll_cq(cq, 1, &wc) > 0)
+		rcp_fail(
+		    p,
+		    "%s: a completion nobody should have produced: wr_id %llx status %s opcode %d qp_num %u",
+		    who, (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status), wc.opcode, wc.qp_num);
+}
+
+/* A QP may enter ERR just after the completion that tells why: the state gets until the deadline. */
+void rcp_expect_state(struct rcp *p, struct ibv_qp *qp, const char *who, enum ibv_qp_state st)
+{
+	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+	unsigned idle = 0;
+
+	while (hw_query_qp(qp, &attr, IBV_QP_STATE, &init) == 0 && attr.qp_state != st) {
+		if (walk_now_ns() > end) {
+			rcp_fail(p, "%s is in state %d; expected %d", who, attr.qp_state, st);
+			return;
+		}
+		rcp_idle(&idle);
+	}
+}
+
+int rcp_to_err(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+
+	return hw_modify_qp(qp, &a, IBV_QP_STATE);
+}
+
+int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, uint64_t wait_ns)
+{
+	uint64_t end = walk_now_ns() + wait_ns;
+	struct ibv_async_event ev;
+	int fd = p->c->ctx->async_fd;
+	unsigned idle = 0;
+
+	if (!(fcntl(fd, F_GETFL) & O_NONBLOCK) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK))
+		return -1;
+	for (;;) {
+		if (hw_get_async_event(p->c->ctx, &ev) == 0) {
+			bool mine = ev.event_type == type &&
+				    (type == IBV_EVENT_CQ_ERR ? (const void *)ev.element.cq
+							      : (const void *)ev.element.qp) == obj;
+
+			LOG(p->c, "c%d #%llu async event %d (%s)", p->c->id, (unsigned long long)p->c->seq,
+			    ev.event_type, mine ? "the probe's" : "not the probe's");
+			hw_ack_async_event(p->c->ctx, &ev);
+			if (mine)
+				return 1;
+			continue;
+		}
+		if (walk_now_ns() >= end)
+			return 0;
+		rcp_idle(&idle);
+	}
+}
+
+/* Objects in use must refuse to go: a CQ a QP uses, a channel a CQ uses, an MR a window is bound to. */
+static void check_busy(struct rcp *p)
+{
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+	struct ibv_mw_bind bind = {.wr_id = p->base_id + 0x90, .send_flags = IBV_SEND_SIGNALED};
+	struct rcp_exp exp = {.wr_id = bind.wr_id, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_BIND_MW};
+	struct ibv_mw *mw;
+
+	if (!hw_destroy_cq(p->scq)) {
+		p->scq = NULL;
+		rcp_fail(p, "ibv_destroy_cq of the CQ QP A sends to succeeded");
+		return;
+	}
+	if (p->ch && !hw_destroy_comp_channel(p->ch)) {
+		p->ch = NULL;
+		rcp_fail(p, "ibv_destroy_comp_channel of the channel of B's receive CQ succeeded");
+		return;
+	}
+	if (!(p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) ||
+	    hw_query_qp(p->a, &attr, IBV_QP_STATE, &init) || attr.qp_state != IBV_QPS_RTS ||
+	    !(mw = hw_alloc_mw(p->pd, IBV_MW_TYPE_1)))
+		return;
+	bind.bind_info = (struct ibv_mw_bind_info){.mr = p->mr,
+						   .addr = (uintptr_t)(p->buf + RCP_TGT),
+						   .length = 64,
+						   .mw_access_flags = IBV_ACCESS_REMOTE_READ};
+	if (hw_bind_mw(p->a, mw, &bind) == 0) {
+		rcp_expect(p, p->scq, "A's send CQ (a type-1 window bound)", &exp, 1);
+		if (!rcp_failed(p) && !hw_dereg_mr(p->mr)) {
+			p->mr = NULL;
+			rcp_fail(p, "ibv_dereg_mr of an MR a type-1 window is bound to succeeded");
+		}
+	}
+	hw_dealloc_mw(mw);
+}
+
+/* One RC probe every RCP_PERIOD_NS per client, on a fresh pair, with its own random stream. */
+void walk_rcprobe_step(struct walk_client *c)
+{
+	struct walk_devprobe *d = &c->devprobe;
+	struct rcp p = {.c = c, .rng = &d->rc_rng, .failures_at_start = c->stats.nfailures};
+	uint64_t now = walk_now_ns();
+	uint64_t pick;
+
+	if (!c->cfg->verify || c->faults)
+		return;
+	if (!d->rc_next_ns) {
+		rng_seed(&d->rc_rng, c->cfg->seed, 0x7c0000u + (uint64_t)c->id);
+		d->rc_next_ns = now + RCP_PERIOD_NS;
+	}
+	if (now < d->rc_next_ns)
+		return;
+	d->rc_next_ns = now + RCP_PERIOD_NS;
+	if (!d->rc_mem && !(d->rc_mem = aligned_alloc(4096, 2 * RCP_BYTES)))
+		return;
+	p.buf = d->rc_mem;
+	p.model = d->rc_mem + RCP_BYTES;
+	pick = rng_range(p.rng, 0, 22);
+	if (pick < 6)
+		rcp_case_data(&p);
+	else if (pick < 8)
+		rcp_case_recv_short(&p);
+	else if (pick < 10)
+		rcp_case_rnr(&p);
+	else if (pick < 11)
+		rcp_case_rq_flush(&p);
+	else if (pick < 13)
+		rcp_case_cq_overflow(&p);
+	else if (pick < 16)
+		rcp_case_local(&p);
+	else if (pick < 17)
+		rcp_case_notify(&p);
+	else if (pick < 19)
+		rcp_case_ud(&p);
+	else if (pick < 20)
+		rcp_case_window(&p);
+	else if (pick < 21)
+		rcp_case_sqd(&p);
+	else
+		rcp_case_dead_peer(&p);
+	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
+		check_busy(&p);
+	rcp_teardown(&p);
+	/* The walk waits while a probe runs: a slow one (a loaded machine) spaces the next out. */
+	if (walk_now_ns() - now > RCP_PERIOD_NS / RCP_SHARE)
+		d->rc_next_ns = now + (walk_now_ns() - now) * RCP_SHARE;
+	c->stats.devprobes[2] += p.ran;
+	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u%s", c->id, (unsigned long long)c->seq, p.name,
+	    p.a ? p.a->qp_num : 0, p.b ? p.b->qp_num : 0, rcp_failed(&p) ? ": FAILED" : "");
+}
+
+void walk_rcprobe_end(struct walk_client *c)
+{
+	free(c->devprobe.rc_mem);
+	c->devprobe.rc_mem = NULL;
+}

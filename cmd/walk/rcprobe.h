@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --verify RC probes: a connected RC pair of the client's own (A sends to
+ * B through its own GID), driven one short script at a time and judged
+ * against an exact model of the memory and of every completion.  Nothing
+ * else touches these objects, so every expectation is unracy.
+ */
+#ifndef RDMATOOL_CMD_WALK_RCPROBE_H
+#define RDMATOOL_CMD_WALK_RCPROBE_H
+
+#include "cmd/walk/actions.h"
+
+/* The probe's memory, one MR: A's sources, B's receives, B's WRITE targets, A's READ results. */
+#define RCP_SLOT      4096u /* each WR of a script has its own slot in RECV, TGT and RDST */
+#define RCP_AREA      (8 * RCP_SLOT)
+#define RCP_BYTES     (4 * RCP_AREA)
+#define RCP_SRC	      0u
+#define RCP_RECV      RCP_AREA
+#define RCP_TGT	      (2 * RCP_AREA)
+#define RCP_RDST      (3 * RCP_AREA)
+#define RCP_MAX_WR    34
+#define RCP_MAX_SGE   4
+#define RCP_MAX_MSG   3500u /* mostly small, but more than an MTU too */
+#define RCP_SMALL_MSG 300u
+#define RCP_CQE	      64
+
+struct rcp_shape {
+	int scqe; /* A's send CQ */
+	uint32_t a_send_wr, a_recv_wr, b_recv_wr;
+	uint8_t a_rnr_retry;
+	bool sig_all, uc;	    /* A signals every WR; the pair is UC */
+	bool channel;		    /* B's receive CQ has a completion channel */
+	uint8_t timeout, retry_cnt; /* A's, when timeout is not 0 */
+};
+
+/* An expected completion. */
+struct rcp_exp {
+	uint64_t wr_id;
+	enum ibv_wc_status status;
+	enum ibv_wc_opcode opcode;
+	bool check_len, imm;
+	bool ud; /* a receive: IBV_WC_GRH is set exactly on UD */
+	uint32_t byte_len, imm_data;
+	uint32_t src_qp; /* UD receive: the sender's QP number (0: not checked) */
+};
+
+struct rcp {
+	struct walk_client *c;
+	struct rng *rng;
+	const char *name;
+	unsigned char *buf, *model; /* the registered memory and what it must hold */
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_cq *scq, *rcq, *ocq; /* A's sends, B's receives, the rest */
+	struct ibv_comp_channel *ch;
+	struct ibv_qp *a, *b;
+	struct ibv_qp_cap acap, bcap;
+	struct rcp_shape shape;
+	uint32_t psn_a, psn_b;
+	uint64_t base_id;
+	int failures_at_start;
+	bool ran;	/* the pair was set up: the script was judged */
+	bool scq_dirty; /* A's send CQ was left full or in overflow */
+	bool abandoned; /* the device refused what it need not support: nothing to judge */
+};
+
+/* A piece of the probe's memory an SGE covers. */
+struct rcp_piece {
+	uint32_t off, len;
+};
+
+void rcp_fail(struct rcp *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool rcp_failed(const struct rcp *p);
+int rcp_setup(struct rcp *p);
+void rcp_teardown(struct rcp *p);
+/* len bytes from off in k pieces with gaps of up to `gap` bytes between them; returns the pieces used. */
+int rcp_pieces(struct rcp *p, uint32_t off, uint32_t len, int k, uint32_t gap, struct rcp_piece *out);
+void rcp_sges(const struct rcp *p, const struct rcp_piece *pc, int n, struct ibv_sge *sge);
+/* The model: the bytes of `src` pieces land in `dst` pieces, in order (a gather then a scatter). */
+void rcp_model_move(struct rcp *p, const struct rcp_piece *src, int ns, const struct rcp_piece *dst, int nd);
+/* Polls cq until n completions arrived (or the deadline passed) and checks each against exp. */
+void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct rcp_exp *exp, int n);
+/* Polls cq once more: nothing must be there. */
+void rcp_expect_empty(struct rcp *p, struct ibv_cq *cq, const char *who);
+void rcp_expect_state(struct rcp *p, struct ibv_qp *qp, const char *who, enum ibv_qp_state st);
+void rcp_check_memory(struct rcp *p);
+int rcp_to_err(struct ibv_qp *qp);
+int rcp_reconnect(struct rcp *p);
+/*
+ * Waits up to wait_ns for an async event of this type on obj (a CQ for
+ * IBV_EVENT_CQ_ERR, else a QP; events for others are taken and dropped):
+ * 1 seen, 0 not, -1 the events cannot be read without blocking.
+ */
+int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, uint64_t wait_ns);
+void rcp_wait_ns(uint64_t ns);
+void rcp_idle(unsigned *idle);
+
+/* The scripts (rcprobe_cases.c). */
+void rcp_case_data(struct rcp *p);
+void rcp_case_recv_short(struct rcp *p);
+void rcp_case_rnr(struct rcp *p);
+void rcp_case_rq_flush(struct rcp *p);
+void rcp_case_cq_overflow(struct rcp *p);
+/* rcprobe_more.c */
+void rcp_case_local(struct rcp *p);
+void rcp_case_notify(struct rcp *p);
+void rcp_case_ud(struct rcp *p);
+void rcp_case_window(struct rcp *p);
+void rcp_case_sqd(struct rcp *p);
+void rcp_case_dead_peer(struct rcp *p);
+
+#endif
