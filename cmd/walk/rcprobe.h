@@ -108,5 +108,6 @@ void rcp_case_ud(struct rcp *p);
 void rcp_case_window(struct rcp *p);
 void rcp_case_sqd(struct rcp *p);
 void rcp_case_dead_peer(struct rcp *p);
+void rcp_case_remote(struct rcp *p);
 
 #endif

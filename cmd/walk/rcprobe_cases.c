@@ -21,6 +21,7 @@
 
 #define RCP_NO_RETRY	7 /* rnr_retry 7: retry for ever */
 #define RCP_RNR_WAIT_NS (5 * 1000000ull)
+#define RCP_RNR_IMM	0x52e0000u
 
 enum {
 	OP_SEND,
@@ -425,7 +426,24 @@ void rcp_case_recv_short(struct rcp *p)
 }
 
 /* With rnr_retry 7, max_send_wr sends wait on B; R receives posted later release R of them. */
-static void rnr_forever(struct rcp *p, uint32_t sends)
+/* Send i of an RNR script: a 1-byte SEND, or a 1-byte WRITE_WITH_IMM (which needs a receive too). */
+static void post_rnr(struct rcp *p, uint32_t i, bool wimm, int *rc)
+{
+	struct ibv_sge sge = {(uintptr_t)(p->buf + RCP_SRC + i), 1, p->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = p->base_id + i,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = wimm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .imm_data = RCP_RNR_IMM ^ i},
+			   *bad;
+
+	wr.wr.rdma.remote_addr = (uintptr_t)(p->buf + RCP_TGT + 8 * i);
+	wr.wr.rdma.rkey = p->mr->rkey;
+	*rc = hw_post_send(p->a, &wr, &bad);
+}
+
+static void rnr_forever(struct rcp *p, uint32_t sends, bool wimm)
 {
 	struct rcp_exp exp[RCP_MAX_WR];
 	uint32_t r = (uint32_t)rng_range(p->rng, 0, sends);
@@ -438,10 +456,13 @@ static void rnr_forever(struct rcp *p, uint32_t sends)
 
 	for (uint32_t i = 0; i < r && !rc; i++) {
 		post_one_recv(p, p->b, p->base_id + 0x40 + i, RCP_RECV + 32 * i, 16, &rc);
-		exp[i] = done(p->base_id + 0x40 + i, IBV_WC_SUCCESS, IBV_WC_RECV);
+		exp[i] = done(p->base_id + 0x40 + i, IBV_WC_SUCCESS,
+			      wimm ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV);
 		exp[i].check_len = true;
 		exp[i].byte_len = 1;
-		memcpy(p->model + RCP_RECV + 32 * i, p->model + RCP_SRC + i, 1);
+		exp[i].imm = wimm;
+		exp[i].imm_data = RCP_RNR_IMM ^ i;
+		memcpy(p->model + (wimm ? RCP_TGT + 8 * i : RCP_RECV + 32 * i), p->model + RCP_SRC + i, 1);
 	}
 	if (rc) {
 		rcp_fail(p, "a receive refused: %s", strerror(rc));
@@ -449,7 +470,8 @@ static void rnr_forever(struct rcp *p, uint32_t sends)
 	}
 	rcp_expect(p, p->rcq, "B's receive CQ (receives posted while sends wait on RNR)", exp, (int)r);
 	for (uint32_t i = 0; i < sends; i++) {
-		exp[i] = done(p->base_id + i, i < r ? IBV_WC_SUCCESS : IBV_WC_WR_FLUSH_ERR, IBV_WC_SEND);
+		exp[i] = done(p->base_id + i, i < r ? IBV_WC_SUCCESS : IBV_WC_WR_FLUSH_ERR,
+			      wimm ? IBV_WC_RDMA_WRITE : IBV_WC_SEND);
 	}
 	rcp_expect(p, p->scq, "A's send CQ (sends released by late receives)", exp, (int)r);
 	rcp_wait_ns(1000000);
@@ -471,6 +493,7 @@ void rcp_case_rnr(struct rcp *p)
 {
 	struct rcp_exp exp[RCP_MAX_WR];
 	uint8_t retry = rng_bernoulli(p->rng, 0.5) ? RCP_NO_RETRY : (uint8_t)rng_range(p->rng, 0, 6);
+	bool wimm = rng_bernoulli(p->rng, 0.3); /* WRITE_WITH_IMM needs a receive as much as a SEND */
 	uint32_t sends;
 	int rc = 0;
 
@@ -486,7 +509,7 @@ void rcp_case_rnr(struct rcp *p)
 	if (sends > 16)
 		return;
 	for (uint32_t i = 0; i < sends && !rc; i++)
-		post_one_send(p, p->a, p->base_id + i, RCP_SRC + i, 1, &rc);
+		post_rnr(p, i, wimm, &rc);
 	if (rc) {
 		rcp_fail(p, "a send of the %u max_send_wr allows refused: %s", sends, strerror(rc));
 		return;
@@ -494,19 +517,19 @@ void rcp_case_rnr(struct rcp *p)
 	if (retry != RCP_NO_RETRY) {
 		for (uint32_t i = 0; i < sends; i++)
 			exp[i] = done(p->base_id + i, i ? IBV_WC_WR_FLUSH_ERR : IBV_WC_RNR_RETRY_EXC_ERR,
-				      IBV_WC_SEND);
+				      wimm ? IBV_WC_RDMA_WRITE : IBV_WC_SEND);
 		rcp_expect(p, p->scq, "A's send CQ (no receive at B)", exp, (int)sends);
 		rcp_expect_state(p, p->a, "A after RNR retries ran out", IBV_QPS_ERR);
 		rcp_expect_state(p, p->b, "B (it only had no receive)", IBV_QPS_RTS);
 		return;
 	}
-	post_one_send(p, p->a, p->base_id + sends, RCP_SRC, 1, &rc);
+	post_rnr(p, sends, wimm, &rc);
 	if (!rc) {
 		rcp_fail(p, "a send queue of max_send_wr %u, full of sends waiting on RNR, took one more",
 			 sends);
 		return;
 	}
-	rnr_forever(p, sends);
+	rnr_forever(p, sends, wimm);
 }
 
 void rcp_case_rq_flush(struct rcp *p)

@@ -19,11 +19,12 @@
 
 #include <fcntl.h>
 
-#define RCP_QKEY     0x2a6b0000u
-#define RCP_EVENT_NS (3000 * 1000000ull)
-#define RCP_QUIET_NS (2 * 1000000ull)
-#define RCP_UD_WR    6
-#define RCP_GRH	     40u
+#define RCP_QKEY	  0x2a6b0000u
+#define RCP_EVENT_NS	  (3000 * 1000000ull)
+#define RCP_QUIET_NS	  (2 * 1000000ull)
+#define RCP_UD_WR	  6
+#define RCP_GRH		  40u
+#define RCP_REMOTE_RIGHTS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 static struct rcp_exp done(uint64_t wr_id, enum ibv_wc_status st, enum ibv_wc_opcode op)
 {
@@ -558,4 +559,116 @@ void rcp_case_dead_peer(struct rcp *p)
 	rcp_expect(p, p->scq, "A's send CQ (the responder is in ERR)", exp, n);
 	rcp_expect_state(p, p->a, "A after its transport retries ran out", IBV_QPS_ERR);
 	rcp_check_memory(p);
+}
+
+enum { RA_NO_RIGHT, RA_PAST_END, RA_BEFORE_START, RA_OTHER_PD, RA_QP_ACCESS, RA_UNALIGNED, RA_KINDS };
+
+static const char *const ra_names[RA_KINDS] = {
+    "remote access: an rkey without the right",
+    "remote access: one byte past the MR's end",
+    "remote access: one byte before the MR's start",
+    "remote access: an rkey of another PD",
+    "remote access: a right the responder QP no longer grants (RTS -> RTS)",
+    "remote access: an atomic 4 bytes off alignment",
+};
+
+/*
+ * An access the protection rules refuse, with the status they name:
+ * REM_ACCESS_ERR for a key, a range or a PD, REM_INV_REQ_ERR for what the
+ * responder QP does not allow or a misaligned atomic; both QPs end in ERR,
+ * the memory is untouched; a chained WR behind it flushes.  Signaled or
+ * not, both complete: an error always does.
+ */
+void rcp_case_remote(struct rcp *p)
+{
+	int kind = (int)rng_range(p->rng, 0, RA_KINDS - 1), op = (int)rng_range(p->rng, 0, 2), rc;
+	static const enum ibv_wr_opcode ops[3] = {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ,
+						  IBV_WR_ATOMIC_FETCH_AND_ADD};
+	static const int rights[3] = {IBV_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_READ,
+				      IBV_ACCESS_REMOTE_ATOMIC};
+	uint32_t at = RCP_TGT + 3 * RCP_SLOT, len = op == 2 ? 8 : (uint32_t)rng_range(p->rng, 1, 64), rkey;
+	uint64_t raddr = (uintptr_t)(p->buf + at);
+	struct ibv_pd *pd2 = NULL;
+	struct ibv_mr *odd = NULL;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr[2], *bad;
+	struct rcp_exp exp[2];
+
+	p->name = ra_names[kind];
+	p->shape = (struct rcp_shape){
+	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
+	if (rcp_setup(p))
+		return;
+	rkey = p->mr->rkey;
+	switch (kind) {
+	case RA_NO_RIGHT: /* an MR over one slot with every remote right but this one */
+		odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT,
+				IBV_ACCESS_LOCAL_WRITE | (RCP_REMOTE_RIGHTS & ~rights[op]));
+		break;
+	case RA_PAST_END:
+	case RA_BEFORE_START:
+		odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE | RCP_REMOTE_RIGHTS);
+		raddr = kind == RA_PAST_END ? raddr + RCP_SLOT - (op == 2 ? 0 : len - 1)
+					    : raddr - (op == 2 ? 8 : 1);
+		break;
+	case RA_OTHER_PD:
+		if ((pd2 = hw_alloc_pd(p->c->ctx)))
+			odd =
+			    hw_reg_mr(pd2, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE | RCP_REMOTE_RIGHTS);
+		break;
+	case RA_QP_ACCESS: {
+		struct ibv_qp_attr a = {.qp_access_flags = RCP_REMOTE_RIGHTS & ~rights[op]};
+
+		if (hw_modify_qp(p->b, &a, IBV_QP_ACCESS_FLAGS))
+			goto out;
+		break;
+	}
+	default:
+		op = 2;
+		len = 8;
+		raddr += 4;
+		break;
+	}
+	if ((kind <= RA_OTHER_PD && !odd))
+		goto out;
+	if (odd)
+		rkey = odd->rkey;
+	sge = (struct ibv_sge){(uintptr_t)(p->buf + RCP_RDST), len, p->mr->lkey};
+	for (int i = 0; i < 2; i++) {
+		wr[i] =
+		    (struct ibv_send_wr){.wr_id = p->base_id + (uint64_t)i,
+					 .next = i ? NULL : &wr[1],
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = ops[op],
+					 /* an error completes whether signaled or not */
+					 .send_flags = rng_bernoulli(p->rng, 0.5) ? IBV_SEND_SIGNALED : 0};
+		wr[i].wr.rdma.remote_addr = raddr;
+		wr[i].wr.rdma.rkey = rkey;
+		if (op == 2) {
+			wr[i].wr.atomic.remote_addr = raddr;
+			wr[i].wr.atomic.rkey = rkey;
+			wr[i].wr.atomic.compare_add = 1;
+		}
+		exp[i] = done(wr[i].wr_id,
+			      i			     ? IBV_WC_WR_FLUSH_ERR
+			      : kind >= RA_QP_ACCESS ? IBV_WC_REM_INV_REQ_ERR
+						     : IBV_WC_REM_ACCESS_ERR,
+			      IBV_WC_RDMA_WRITE);
+	}
+	if ((rc = hw_post_send(p->a, wr, &bad))) {
+		rcp_fail(p, "two WRs refused at post: %s", strerror(rc));
+		goto out;
+	}
+	rcp_expect(p, p->scq, "A's send CQ (an access the responder must refuse, then one behind it)", exp,
+		   2);
+	rcp_expect_state(p, p->a, "A after a remote error", IBV_QPS_ERR);
+	rcp_expect_state(p, p->b, "B after refusing a request", IBV_QPS_ERR);
+	rcp_expect_empty(p, p->rcq, "B's receive CQ");
+	rcp_check_memory(p);
+out:
+	if (odd)
+		hw_dereg_mr(odd);
+	if (pd2)
+		hw_dealloc_pd(pd2);
 }
