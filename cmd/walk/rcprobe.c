@@ -125,7 +125,12 @@ static int check_forbidden_transitions(struct rcp *p, struct ibv_qp *qp, struct 
 
 	rtr_attr(p, dest, &rtr, &rtr_mask);
 	rts_attr(p, qp, 7, &rts, &rts_mask);
-	if (!hw_modify_qp(qp, &rtr, rtr_mask))
+	struct ibv_sge sge = {(uintptr_t)p->buf, 8, p->mr->lkey};
+	struct ibv_recv_wr rwr = {.sg_list = &sge, .num_sge = 1}, *rbad;
+
+	if (!hw_post_recv(qp, &rwr, &rbad))
+		bad_what = "a receive posted in RESET";
+	else if (!hw_modify_qp(qp, &rtr, rtr_mask))
 		bad_what = "RESET -> RTR";
 	else if (!hw_modify_qp(qp, &rts, rts_mask))
 		bad_what = "RESET -> RTS";
@@ -283,6 +288,14 @@ static void check_device_limits(struct rcp *p)
 	struct ibv_cq *cq;
 	const char *what = NULL;
 
+	struct ibv_mr *mr =
+	    hw_reg_mr(p->pd, p->buf, 64,
+		      rng_bernoulli(p->rng, 0.5) ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_ATOMIC);
+
+	if (mr) {
+		hw_dereg_mr(mr);
+		rcp_fail(p, "ibv_reg_mr with a remote write or atomic right but no LOCAL_WRITE succeeded");
+	}
 	if (d->max_cqe > 0 && d->max_cqe < 1 << 24 &&
 	    (cq = hw_create_cq(p->c->ctx, d->max_cqe + 1, NULL, NULL, 0))) {
 		hw_destroy_cq(cq);
@@ -618,7 +631,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 22);
+	pick = rng_range(p.rng, 0, 24);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -639,8 +652,10 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_window(&p);
 	else if (pick < 21)
 		rcp_case_sqd(&p);
-	else
+	else if (pick < 22)
 		rcp_case_dead_peer(&p);
+	else
+		rcp_case_remote(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	rcp_teardown(&p);
