@@ -631,7 +631,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 24);
+	pick = rng_range(p.rng, 0, 25);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -654,8 +654,10 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_sqd(&p);
 	else if (pick < 22)
 		rcp_case_dead_peer(&p);
-	else
+	else if (pick < 24)
 		rcp_case_remote(&p);
+	else
+		rcp_case_bind_error(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	rcp_teardown(&p);

@@ -109,5 +109,6 @@ void rcp_case_window(struct rcp *p);
 void rcp_case_sqd(struct rcp *p);
 void rcp_case_dead_peer(struct rcp *p);
 void rcp_case_remote(struct rcp *p);
+void rcp_case_bind_error(struct rcp *p);
 
 #endif

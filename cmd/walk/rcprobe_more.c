@@ -572,6 +572,56 @@ static const char *const ra_names[RA_KINDS] = {
     "remote access: an atomic 4 bytes off alignment",
 };
 
+/* The last bytes of a region are reachable: a WRITE or READ ending at its last byte, an atomic on its last 8.
+ */
+static void remote_last_ok(struct rcp *p)
+{
+	static const enum ibv_wr_opcode ops[3] = {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ,
+						  IBV_WR_ATOMIC_FETCH_AND_ADD};
+	static const enum ibv_wc_opcode wcs[3] = {IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_FETCH_ADD};
+	int op = (int)rng_range(p->rng, 0, 2);
+	uint32_t at = RCP_TGT + 3 * RCP_SLOT, len = op == 2 ? 8 : (uint32_t)rng_range(p->rng, 1, 64);
+	struct rcp_piece end = {at + RCP_SLOT - len, len}, src = {RCP_SRC + 256, len}, dst = {RCP_RDST, len};
+	struct ibv_mr *odd =
+	    hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE | RCP_REMOTE_RIGHTS);
+	struct ibv_sge sge = {(uintptr_t)(p->buf + (op ? dst.off : src.off)), len, p->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = p->base_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = ops[op],
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct rcp_exp e = done(wr.wr_id, IBV_WC_SUCCESS, wcs[op]);
+	uint64_t orig, add = rng_next(p->rng);
+
+	p->name = "remote access: the last bytes of a region";
+	if (!odd)
+		return;
+	wr.wr.rdma.remote_addr = (uintptr_t)(p->buf + end.off);
+	wr.wr.rdma.rkey = odd->rkey;
+	if (op == 2) {
+		wr.wr.atomic.remote_addr = (uintptr_t)(p->buf + end.off);
+		wr.wr.atomic.rkey = odd->rkey;
+		wr.wr.atomic.compare_add = add;
+		memcpy(&orig, p->model + end.off, 8);
+		memcpy(p->model + dst.off, &orig, 8);
+		orig += add;
+		memcpy(p->model + end.off, &orig, 8);
+	} else {
+		rcp_model_move(p, op ? &end : &src, 1, op ? &dst : &end, 1);
+	}
+	e.check_len = op > 0;
+	e.byte_len = len;
+	if (hw_post_send(p->a, &wr, &bad))
+		rcp_fail(p, "a WR refused at post");
+	else
+		rcp_expect(p, p->scq, "A's send CQ (an access ending at the region's last byte)", &e, 1);
+	rcp_expect_state(p, p->a, "A", IBV_QPS_RTS);
+	rcp_expect_state(p, p->b, "B", IBV_QPS_RTS);
+	rcp_check_memory(p);
+	hw_dereg_mr(odd);
+}
+
 /*
  * An access the protection rules refuse, with the status they name:
  * REM_ACCESS_ERR for a key, a range or a PD, REM_INV_REQ_ERR for what the
@@ -599,6 +649,10 @@ void rcp_case_remote(struct rcp *p)
 	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
 	if (rcp_setup(p))
 		return;
+	if (rng_bernoulli(p->rng, 0.25)) {
+		remote_last_ok(p);
+		return;
+	}
 	rkey = p->mr->rkey;
 	switch (kind) {
 	case RA_NO_RIGHT: /* an MR over one slot with every remote right but this one */
@@ -671,4 +725,80 @@ out:
 		hw_dereg_mr(odd);
 	if (pd2)
 		hw_dealloc_pd(pd2);
+}
+
+enum { BE_NO_MW_BIND, BE_PAST_END, BE_BOUND_TWICE, BE_WRITE_NO_LOCAL, BE_KINDS };
+
+static const char *const be_names[BE_KINDS] = {
+    "a window bind: an MR without MW_BIND",
+    "a window bind: one byte past the MR's end",
+    "a window bind: a type-2 window bound twice",
+    "a window bind: remote write on an MR without LOCAL_WRITE",
+};
+
+/* Binds the rules forbid complete with MW_BIND_ERR; A goes to ERR and the WR behind the bind flushes. */
+void rcp_case_bind_error(struct rcp *p)
+{
+	int kind = (int)rng_range(p->rng, 0, BE_KINDS - 1), rc;
+	uint32_t at = RCP_TGT + 4 * RCP_SLOT;
+	struct ibv_mr *odd = NULL;
+	struct ibv_mw *mw = NULL;
+	struct ibv_send_wr wr[2], *bad;
+	struct ibv_sge sge = {(uintptr_t)(p->buf + RCP_SRC), 8, 0};
+	struct rcp_exp exp[2];
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND | RCP_REMOTE_RIGHTS;
+
+	p->name = be_names[kind];
+	p->shape = (struct rcp_shape){
+	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
+	if (!(p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) || rcp_setup(p))
+		return;
+	if (kind == BE_NO_MW_BIND)
+		access &= ~IBV_ACCESS_MW_BIND;
+	else if (kind == BE_WRITE_NO_LOCAL)
+		access = IBV_ACCESS_MW_BIND | IBV_ACCESS_REMOTE_READ;
+	if (!(odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, access)) ||
+	    !(mw = hw_alloc_mw(p->pd, IBV_MW_TYPE_2)))
+		goto out;
+	sge.lkey = p->mr->lkey;
+	for (int i = 0; i < 2; i++) {
+		wr[i] = (struct ibv_send_wr){.wr_id = p->base_id + (uint64_t)i,
+					     .next = i ? NULL : &wr[1],
+					     .opcode = IBV_WR_BIND_MW,
+					     .send_flags = IBV_SEND_SIGNALED};
+		wr[i].bind_mw.mw = mw;
+		wr[i].bind_mw.rkey = ibv_inc_rkey(i ? wr[0].bind_mw.rkey : mw->rkey);
+		wr[i].bind_mw.bind_info = (struct ibv_mw_bind_info){
+		    .mr = odd,
+		    .addr = (uintptr_t)(p->buf + at),
+		    .length = kind == BE_PAST_END ? RCP_SLOT + 1 : 64,
+		    .mw_access_flags =
+			kind == BE_WRITE_NO_LOCAL ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ};
+		exp[i] = done(wr[i].wr_id, IBV_WC_MW_BIND_ERR, IBV_WC_BIND_MW);
+	}
+	if (kind == BE_BOUND_TWICE) {
+		exp[0].status = IBV_WC_SUCCESS; /* the first bind is fine, binding it again is not */
+	} else {
+		wr[1] = (struct ibv_send_wr){.wr_id = p->base_id + 1,
+					     .sg_list = &sge,
+					     .num_sge = 1,
+					     .opcode = IBV_WR_RDMA_WRITE,
+					     .send_flags = IBV_SEND_SIGNALED};
+		wr[1].wr.rdma.remote_addr = (uintptr_t)(p->buf + RCP_TGT);
+		wr[1].wr.rdma.rkey = p->mr->rkey;
+		wr[0].next = &wr[1];
+		exp[1] = done(wr[1].wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_WRITE);
+	}
+	if ((rc = hw_post_send(p->a, wr, &bad))) {
+		rcp_fail(p, "a bind and a WR behind it refused at post: %s", strerror(rc));
+		goto out;
+	}
+	rcp_expect(p, p->scq, "A's send CQ (a bind the rules forbid, then a WR behind it)", exp, 2);
+	rcp_expect_state(p, p->a, "A after a failed bind", IBV_QPS_ERR);
+	rcp_check_memory(p);
+out:
+	if (mw)
+		hw_dealloc_mw(mw);
+	if (odd)
+		hw_dereg_mr(odd);
 }
