@@ -573,6 +573,50 @@ int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, ui
 	}
 }
 
+int rcp_post1(struct rcp *p, struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge sge,
+	      uint64_t raddr)
+{
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = p->mr->rkey;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = p->mr->rkey;
+		wr.wr.atomic.compare_add = 1;
+	}
+	return hw_post_send(qp, &wr, &bad);
+}
+
+int rcp_recv1(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge sge)
+{
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1}, *bad;
+
+	return hw_post_recv(qp, &wr, &bad);
+}
+
+/* A signaled WRITE of `from` to raddr through rkey. */
+int rcp_post1_rkey(struct rcp *p, struct ibv_qp *qp, uint64_t wr_id, struct rcp_piece from, uint64_t raddr,
+		   uint32_t rkey)
+{
+	struct ibv_sge sge = {(uintptr_t)(p->buf + from.off), from.len, p->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return hw_post_send(qp, &wr, &bad);
+}
+
 /* Objects in use must refuse to go: a CQ a QP uses, a channel a CQ uses, an MR a window is bound to. */
 static void check_busy(struct rcp *p)
 {
