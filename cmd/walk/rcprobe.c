@@ -18,6 +18,7 @@
 #define RCP_INLINE	  128
 #define RCP_DEADLINE_NS	  (3000 * 1000000ull)
 #define RCP_PERIOD_NS	  (50 * 1000000ull)
+#define RCP_FIRST_NS	  (2000 * 1000000ull)
 #define RCP_SPIN	  256 /* empty polls before a wait yields */
 #define RCP_SHARE	  16  /* at most 1/16 of a client's time in probes */
 #define RCP_TIMEOUT	  14
@@ -666,7 +667,8 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	if (!d->rc_next_ns) {
 		rng_seed(&d->rc_rng, c->cfg->seed, 0x7c0000u + (uint64_t)c->id);
-		d->rc_next_ns = now + RCP_PERIOD_NS;
+		/* The walk's own oracles get the first moments: a bug both see is reported by them first. */
+		d->rc_next_ns = now + RCP_FIRST_NS;
 	}
 	if (now < d->rc_next_ns)
 		return;
