@@ -18,6 +18,7 @@
 #define RCP_INLINE	  128
 #define RCP_DEADLINE_NS	  (3000 * 1000000ull)
 #define RCP_PERIOD_NS	  (50 * 1000000ull)
+#define RCP_FIRST_NS	  (2000 * 1000000ull)
 #define RCP_SPIN	  256 /* empty polls before a wait yields */
 #define RCP_SHARE	  16  /* at most 1/16 of a client's time in probes */
 #define RCP_TIMEOUT	  14
@@ -125,7 +126,12 @@ static int check_forbidden_transitions(struct rcp *p, struct ibv_qp *qp, struct 
 
 	rtr_attr(p, dest, &rtr, &rtr_mask);
 	rts_attr(p, qp, 7, &rts, &rts_mask);
-	if (!hw_modify_qp(qp, &rtr, rtr_mask))
+	struct ibv_sge sge = {(uintptr_t)p->buf, 8, p->mr->lkey};
+	struct ibv_recv_wr rwr = {.sg_list = &sge, .num_sge = 1}, *rbad;
+
+	if (!hw_post_recv(qp, &rwr, &rbad))
+		bad_what = "a receive posted in RESET";
+	else if (!hw_modify_qp(qp, &rtr, rtr_mask))
 		bad_what = "RESET -> RTR";
 	else if (!hw_modify_qp(qp, &rts, rts_mask))
 		bad_what = "RESET -> RTS";
@@ -283,6 +289,14 @@ static void check_device_limits(struct rcp *p)
 	struct ibv_cq *cq;
 	const char *what = NULL;
 
+	struct ibv_mr *mr =
+	    hw_reg_mr(p->pd, p->buf, 64,
+		      rng_bernoulli(p->rng, 0.5) ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_ATOMIC);
+
+	if (mr) {
+		hw_dereg_mr(mr);
+		rcp_fail(p, "ibv_reg_mr with a remote write or atomic right but no LOCAL_WRITE succeeded");
+	}
 	if (d->max_cqe > 0 && d->max_cqe < 1 << 24 &&
 	    (cq = hw_create_cq(p->c->ctx, d->max_cqe + 1, NULL, NULL, 0))) {
 		hw_destroy_cq(cq);
@@ -560,6 +574,50 @@ int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, ui
 	}
 }
 
+int rcp_post1(struct rcp *p, struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge sge,
+	      uint64_t raddr)
+{
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = p->mr->rkey;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = p->mr->rkey;
+		wr.wr.atomic.compare_add = 1;
+	}
+	return hw_post_send(qp, &wr, &bad);
+}
+
+int rcp_recv1(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge sge)
+{
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1}, *bad;
+
+	return hw_post_recv(qp, &wr, &bad);
+}
+
+/* A signaled WRITE of `from` to raddr through rkey. */
+int rcp_post1_rkey(struct rcp *p, struct ibv_qp *qp, uint64_t wr_id, struct rcp_piece from, uint64_t raddr,
+		   uint32_t rkey)
+{
+	struct ibv_sge sge = {(uintptr_t)(p->buf + from.off), from.len, p->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return hw_post_send(qp, &wr, &bad);
+}
+
 /* Objects in use must refuse to go: a CQ a QP uses, a channel a CQ uses, an MR a window is bound to. */
 static void check_busy(struct rcp *p)
 {
@@ -609,7 +667,8 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	if (!d->rc_next_ns) {
 		rng_seed(&d->rc_rng, c->cfg->seed, 0x7c0000u + (uint64_t)c->id);
-		d->rc_next_ns = now + RCP_PERIOD_NS;
+		/* The walk's own oracles get the first moments: a bug both see is reported by them first. */
+		d->rc_next_ns = now + RCP_FIRST_NS;
 	}
 	if (now < d->rc_next_ns)
 		return;
@@ -618,7 +677,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 22);
+	pick = rng_range(p.rng, 0, 25);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -639,8 +698,12 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_window(&p);
 	else if (pick < 21)
 		rcp_case_sqd(&p);
-	else
+	else if (pick < 22)
 		rcp_case_dead_peer(&p);
+	else if (pick < 24)
+		rcp_case_remote(&p);
+	else
+		rcp_case_bind_error(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	rcp_teardown(&p);

@@ -69,6 +69,21 @@ struct rcp_piece {
 	uint32_t off, len;
 };
 
+#define RCP_REMOTE_RIGHTS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+static inline struct rcp_exp rcp_done(uint64_t wr_id, enum ibv_wc_status st, enum ibv_wc_opcode op)
+{
+	return (struct rcp_exp){.wr_id = wr_id, .status = st, .opcode = op};
+}
+
+/* One signaled WR of `sge` on qp (RDMA and atomics at raddr through the probe MR's rkey); 0 or an errno. */
+int rcp_post1(struct rcp *p, struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge sge,
+	      uint64_t raddr);
+int rcp_recv1(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge sge);
+/* A signaled WRITE of `from` to raddr through rkey. */
+int rcp_post1_rkey(struct rcp *p, struct ibv_qp *qp, uint64_t wr_id, struct rcp_piece from, uint64_t raddr,
+		   uint32_t rkey);
+
 void rcp_fail(struct rcp *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool rcp_failed(const struct rcp *p);
 int rcp_setup(struct rcp *p);
@@ -101,12 +116,14 @@ void rcp_case_recv_short(struct rcp *p);
 void rcp_case_rnr(struct rcp *p);
 void rcp_case_rq_flush(struct rcp *p);
 void rcp_case_cq_overflow(struct rcp *p);
-/* rcprobe_more.c */
+/* rcprobe_more.c: events, UD, SQD, a dead peer; rcprobe_access.c: access rights, windows */
 void rcp_case_local(struct rcp *p);
 void rcp_case_notify(struct rcp *p);
 void rcp_case_ud(struct rcp *p);
 void rcp_case_window(struct rcp *p);
 void rcp_case_sqd(struct rcp *p);
 void rcp_case_dead_peer(struct rcp *p);
+void rcp_case_remote(struct rcp *p);
+void rcp_case_bind_error(struct rcp *p);
 
 #endif

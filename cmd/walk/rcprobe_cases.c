@@ -21,6 +21,7 @@
 
 #define RCP_NO_RETRY	7 /* rnr_retry 7: retry for ever */
 #define RCP_RNR_WAIT_NS (5 * 1000000ull)
+#define RCP_RNR_IMM	0x52e0000u
 
 enum {
 	OP_SEND,
@@ -194,7 +195,7 @@ static uint32_t draw_len(struct rcp *p)
  * A WR or a receive with one SGE more than the QP's max_*_sge must be
  * refused, and nothing of it happen; so must a READ or an atomic on UC.
  */
-static void post_refused(struct rcp *p, struct rcp_script *s)
+static void post_refused(struct rcp *p)
 {
 	struct ibv_sge sge[RCP_SGE_PROBE];
 	struct ibv_send_wr wr = {.wr_id = p->base_id + 0x30,
@@ -204,7 +205,6 @@ static void post_refused(struct rcp *p, struct rcp_script *s)
 			   *bad;
 	struct ibv_recv_wr rwr = {.wr_id = p->base_id + 0x70, .sg_list = sge}, *rbad;
 
-	(void)s;
 	if (p->acap.max_send_sge + 1 > RCP_SGE_PROBE || p->bcap.max_recv_sge + 1 > RCP_SGE_PROBE)
 		return;
 	for (int i = 0; i < RCP_SGE_PROBE; i++)
@@ -257,7 +257,7 @@ void rcp_case_data(struct rcp *p)
 	if (rcp_setup(p))
 		return;
 	if (rng_bernoulli(p->rng, 0.2))
-		post_refused(p, &s);
+		post_refused(p);
 	for (int i = 0; i < n; i++) {
 		int op = (int)rng_range(p->rng, 0, uc ? OP_WRITE_IMM : OP_KINDS - 1);
 
@@ -323,19 +323,14 @@ static void post_one_recv(struct rcp *p, struct ibv_qp *qp, uint64_t wr_id, uint
 	*rc = hw_post_recv(qp, &wr, &bad);
 }
 
-static struct rcp_exp done(uint64_t wr_id, enum ibv_wc_status st, enum ibv_wc_opcode op)
-{
-	return (struct rcp_exp){.wr_id = wr_id, .status = st, .opcode = op};
-}
-
 /*
  * Back through RESET (from ERR, or from RTS with sends still waiting), the
  * pair works as new: one message, its two completions and nothing else.
  */
 static void reuse_after_reset(struct rcp *p)
 {
-	struct rcp_exp a = done(p->base_id + 0x28, IBV_WC_SUCCESS, IBV_WC_SEND),
-		       b = done(p->base_id + 0x68, IBV_WC_SUCCESS, IBV_WC_RECV);
+	struct rcp_exp a = rcp_done(p->base_id + 0x28, IBV_WC_SUCCESS, IBV_WC_SEND),
+		       b = rcp_done(p->base_id + 0x68, IBV_WC_SUCCESS, IBV_WC_RECV);
 	uint32_t len = (uint32_t)rng_range(p->rng, 1, 64);
 	struct rcp_piece from = {RCP_SRC + 128, len}, to = {RCP_RECV + 2 * RCP_SLOT, len};
 	int rc;
@@ -384,8 +379,8 @@ void rcp_case_recv_short(struct rcp *p)
 	s.rsge[1][0] = (struct ibv_sge){(uintptr_t)(p->buf + RCP_RECV + RCP_SLOT), RCP_SLOT, p->mr->lkey};
 	s.rwr[1] = (struct ibv_recv_wr){.wr_id = p->base_id + 0x41, .sg_list = s.rsge[1], .num_sge = 1};
 	s.nb = 2;
-	s.bexp[0] = done(p->base_id + 0x40, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV);
-	s.bexp[1] = done(p->base_id + 0x41, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV);
+	s.bexp[0] = rcp_done(p->base_id + 0x40, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV);
+	s.bexp[1] = rcp_done(p->base_id + 0x41, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV);
 	for (int i = 0; i <= more; i++) {
 		uint32_t l = i ? 1 : len;
 
@@ -397,7 +392,7 @@ void rcp_case_recv_short(struct rcp *p)
 					       .opcode = IBV_WR_SEND,
 					       .send_flags = IBV_SEND_SIGNALED};
 		s.aexp[i] =
-		    done(s.wr[i].wr_id, i ? IBV_WC_WR_FLUSH_ERR : IBV_WC_REM_INV_REQ_ERR, IBV_WC_SEND);
+		    rcp_done(s.wr[i].wr_id, i ? IBV_WC_WR_FLUSH_ERR : IBV_WC_REM_INV_REQ_ERR, IBV_WC_SEND);
 	}
 	post_all(p, &s, more + 1);
 	if (rcp_failed(p))
@@ -411,11 +406,11 @@ void rcp_case_recv_short(struct rcp *p)
 	/* The first receive's buffer is undefined after LOC_LEN_ERR. */
 	memcpy(p->model + RCP_RECV, p->buf + RCP_RECV, RCP_SLOT);
 	post_one_send(p, p->a, p->base_id + 0x20, RCP_SRC, 8, &rc);
-	s.aexp[0] = done(p->base_id + 0x20, IBV_WC_WR_FLUSH_ERR, IBV_WC_SEND);
+	s.aexp[0] = rcp_done(p->base_id + 0x20, IBV_WC_WR_FLUSH_ERR, IBV_WC_SEND);
 	if (!rc)
 		rcp_expect(p, p->scq, "A's send CQ (a send posted in ERR)", s.aexp, 1);
 	post_one_recv(p, p->b, p->base_id + 0x60, RCP_RECV + RCP_SLOT, 8, &rc);
-	s.bexp[0] = done(p->base_id + 0x60, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV);
+	s.bexp[0] = rcp_done(p->base_id + 0x60, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV);
 	if (!rc)
 		rcp_expect(p, p->rcq, "B's receive CQ (a receive posted in ERR)", s.bexp, 1);
 	rcp_expect_empty(p, p->ocq, "the CQ of A's receives and B's sends");
@@ -425,7 +420,24 @@ void rcp_case_recv_short(struct rcp *p)
 }
 
 /* With rnr_retry 7, max_send_wr sends wait on B; R receives posted later release R of them. */
-static void rnr_forever(struct rcp *p, uint32_t sends)
+/* Send i of an RNR script: a 1-byte SEND, or a 1-byte WRITE_WITH_IMM (which needs a receive too). */
+static void post_rnr(struct rcp *p, uint32_t i, bool wimm, int *rc)
+{
+	struct ibv_sge sge = {(uintptr_t)(p->buf + RCP_SRC + i), 1, p->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = p->base_id + i,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = wimm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .imm_data = RCP_RNR_IMM ^ i},
+			   *bad;
+
+	wr.wr.rdma.remote_addr = (uintptr_t)(p->buf + RCP_TGT + 8 * i);
+	wr.wr.rdma.rkey = p->mr->rkey;
+	*rc = hw_post_send(p->a, &wr, &bad);
+}
+
+static void rnr_forever(struct rcp *p, uint32_t sends, bool wimm)
 {
 	struct rcp_exp exp[RCP_MAX_WR];
 	uint32_t r = (uint32_t)rng_range(p->rng, 0, sends);
@@ -438,10 +450,13 @@ static void rnr_forever(struct rcp *p, uint32_t sends)
 
 	for (uint32_t i = 0; i < r && !rc; i++) {
 		post_one_recv(p, p->b, p->base_id + 0x40 + i, RCP_RECV + 32 * i, 16, &rc);
-		exp[i] = done(p->base_id + 0x40 + i, IBV_WC_SUCCESS, IBV_WC_RECV);
+		exp[i] = rcp_done(p->base_id + 0x40 + i, IBV_WC_SUCCESS,
+				  wimm ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV);
 		exp[i].check_len = true;
 		exp[i].byte_len = 1;
-		memcpy(p->model + RCP_RECV + 32 * i, p->model + RCP_SRC + i, 1);
+		exp[i].imm = wimm;
+		exp[i].imm_data = RCP_RNR_IMM ^ i;
+		memcpy(p->model + (wimm ? RCP_TGT + 8 * i : RCP_RECV + 32 * i), p->model + RCP_SRC + i, 1);
 	}
 	if (rc) {
 		rcp_fail(p, "a receive refused: %s", strerror(rc));
@@ -449,7 +464,8 @@ static void rnr_forever(struct rcp *p, uint32_t sends)
 	}
 	rcp_expect(p, p->rcq, "B's receive CQ (receives posted while sends wait on RNR)", exp, (int)r);
 	for (uint32_t i = 0; i < sends; i++) {
-		exp[i] = done(p->base_id + i, i < r ? IBV_WC_SUCCESS : IBV_WC_WR_FLUSH_ERR, IBV_WC_SEND);
+		exp[i] = rcp_done(p->base_id + i, i < r ? IBV_WC_SUCCESS : IBV_WC_WR_FLUSH_ERR,
+				  wimm ? IBV_WC_RDMA_WRITE : IBV_WC_SEND);
 	}
 	rcp_expect(p, p->scq, "A's send CQ (sends released by late receives)", exp, (int)r);
 	rcp_wait_ns(1000000);
@@ -471,6 +487,7 @@ void rcp_case_rnr(struct rcp *p)
 {
 	struct rcp_exp exp[RCP_MAX_WR];
 	uint8_t retry = rng_bernoulli(p->rng, 0.5) ? RCP_NO_RETRY : (uint8_t)rng_range(p->rng, 0, 6);
+	bool wimm = rng_bernoulli(p->rng, 0.3); /* WRITE_WITH_IMM needs a receive as much as a SEND */
 	uint32_t sends;
 	int rc = 0;
 
@@ -486,27 +503,27 @@ void rcp_case_rnr(struct rcp *p)
 	if (sends > 16)
 		return;
 	for (uint32_t i = 0; i < sends && !rc; i++)
-		post_one_send(p, p->a, p->base_id + i, RCP_SRC + i, 1, &rc);
+		post_rnr(p, i, wimm, &rc);
 	if (rc) {
 		rcp_fail(p, "a send of the %u max_send_wr allows refused: %s", sends, strerror(rc));
 		return;
 	}
 	if (retry != RCP_NO_RETRY) {
 		for (uint32_t i = 0; i < sends; i++)
-			exp[i] = done(p->base_id + i, i ? IBV_WC_WR_FLUSH_ERR : IBV_WC_RNR_RETRY_EXC_ERR,
-				      IBV_WC_SEND);
+			exp[i] = rcp_done(p->base_id + i, i ? IBV_WC_WR_FLUSH_ERR : IBV_WC_RNR_RETRY_EXC_ERR,
+					  wimm ? IBV_WC_RDMA_WRITE : IBV_WC_SEND);
 		rcp_expect(p, p->scq, "A's send CQ (no receive at B)", exp, (int)sends);
 		rcp_expect_state(p, p->a, "A after RNR retries ran out", IBV_QPS_ERR);
 		rcp_expect_state(p, p->b, "B (it only had no receive)", IBV_QPS_RTS);
 		return;
 	}
-	post_one_send(p, p->a, p->base_id + sends, RCP_SRC, 1, &rc);
+	post_rnr(p, sends, wimm, &rc);
 	if (!rc) {
 		rcp_fail(p, "a send queue of max_send_wr %u, full of sends waiting on RNR, took one more",
 			 sends);
 		return;
 	}
-	rnr_forever(p, sends);
+	rnr_forever(p, sends, wimm);
 }
 
 void rcp_case_rq_flush(struct rcp *p)
@@ -528,7 +545,7 @@ void rcp_case_rq_flush(struct rcp *p)
 		return;
 	for (uint32_t i = 0; i < n && !rc; i++) {
 		post_one_recv(p, p->b, p->base_id + 0x40 + i, RCP_RECV + 16 * i, 16, &rc);
-		exp[i] = done(p->base_id + 0x40 + i, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV);
+		exp[i] = rcp_done(p->base_id + 0x40 + i, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV);
 	}
 	if (rc) {
 		rcp_fail(p, "a receive of the %u max_recv_wr allows refused: %s", n, strerror(rc));
@@ -544,11 +561,11 @@ void rcp_case_rq_flush(struct rcp *p)
 		return;
 	rcp_expect(p, p->rcq, "B's receive CQ (a full receive queue, B moved to ERR)", exp, (int)n);
 	post_one_send(p, p->b, p->base_id + 0x20, RCP_SRC, (uint32_t)rng_range(p->rng, 1, 64), &rc);
-	exp[0] = done(p->base_id + 0x20, IBV_WC_WR_FLUSH_ERR, IBV_WC_SEND);
+	exp[0] = rcp_done(p->base_id + 0x20, IBV_WC_WR_FLUSH_ERR, IBV_WC_SEND);
 	if (!rc)
 		rcp_expect(p, p->ocq, "the CQ of B's sends (a send posted to B in ERR)", exp, 1);
 	post_one_recv(p, p->b, p->base_id + 0x60, RCP_RECV, 16, &rc);
-	exp[0] = done(p->base_id + 0x60, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV);
+	exp[0] = rcp_done(p->base_id + 0x60, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV);
 	if (!rc)
 		rcp_expect(p, p->rcq, "B's receive CQ (a receive posted to B in ERR)", exp, 1);
 	rcp_wait_ns(1000000);
@@ -580,8 +597,8 @@ void rcp_case_cq_overflow(struct rcp *p)
 		return;
 	for (uint32_t i = 0; i < n && !rc; i++) {
 		post_one_recv(p, p->b, p->base_id + 0x40 + i, RCP_RECV + 32 * i, 16, &rc);
-		rexp[i] = done(p->base_id + 0x40 + i, IBV_WC_SUCCESS, IBV_WC_RECV);
-		exp[i] = done(p->base_id + i, IBV_WC_SUCCESS, IBV_WC_SEND);
+		rexp[i] = rcp_done(p->base_id + 0x40 + i, IBV_WC_SUCCESS, IBV_WC_RECV);
+		exp[i] = rcp_done(p->base_id + i, IBV_WC_SUCCESS, IBV_WC_SEND);
 		memcpy(p->model + RCP_RECV + 32 * i, p->model + RCP_SRC + 4 * i, 4);
 		sge[i] = (struct ibv_sge){(uintptr_t)(p->buf + RCP_SRC + 4 * i), 4, p->mr->lkey};
 		wr[i] = (struct ibv_send_wr){.wr_id = p->base_id + i,

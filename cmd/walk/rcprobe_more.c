@@ -3,17 +3,14 @@
  * More probe scripts (rcprobe.h) for parts of the device the walk never
  * reaches:
  *
- *  - local access: a READ or an atomic result into an MR without
- *    LOCAL_WRITE, a SEND gathered from an lkey of another PD or of a
- *    deregistered MR (LOC_PROT_ERR at A); a receive into an MR without
- *    LOCAL_WRITE or of another PD (LOC_PROT_ERR at B, REM_OP_ERR at A);
- *    a SEND gathered from an MR without LOCAL_WRITE (it works);
  *  - completion events: an armed CQ raises exactly one event, for a
  *    solicited message when armed for those only, none once disarmed;
  *  - UD: a chain of datagrams with the GRH scattered over several SGEs:
  *    byte_len, IBV_WC_GRH, src_qp, immediate data, the GRH's GIDs and the
  *    payload; one with a wrong Q_Key is dropped, one with the privileged
- *    Q_Key bit takes the receiver's; one larger than the MTU fails.
+ *    Q_Key bit takes the receiver's; one larger than the MTU fails;
+ *  - RTS -> SQD raises IBV_EVENT_SQ_DRAINED; a responder in ERR makes the
+ *    requester's transport retries run out.
  */
 #include "cmd/walk/rcprobe.h"
 
@@ -24,163 +21,6 @@
 #define RCP_QUIET_NS (2 * 1000000ull)
 #define RCP_UD_WR    6
 #define RCP_GRH	     40u
-
-static struct rcp_exp done(uint64_t wr_id, enum ibv_wc_status st, enum ibv_wc_opcode op)
-{
-	return (struct rcp_exp){.wr_id = wr_id, .status = st, .opcode = op};
-}
-
-static int post1(struct rcp *p, struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge sge,
-		 uint64_t raddr)
-{
-	struct ibv_send_wr wr = {.wr_id = wr_id,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
-
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = p->mr->rkey;
-	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		wr.wr.atomic.remote_addr = raddr;
-		wr.wr.atomic.rkey = p->mr->rkey;
-		wr.wr.atomic.compare_add = 1;
-	}
-	return hw_post_send(qp, &wr, &bad);
-}
-
-static int recv1(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge sge)
-{
-	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1}, *bad;
-
-	return hw_post_recv(qp, &wr, &bad);
-}
-
-/* A signaled WRITE of `from` to raddr through rkey. */
-static int post1_rkey(struct rcp *p, struct ibv_qp *qp, uint64_t wr_id, struct rcp_piece from, uint64_t raddr,
-		      uint32_t rkey)
-{
-	struct ibv_sge sge = {(uintptr_t)(p->buf + from.off), from.len, p->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = wr_id,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_RDMA_WRITE,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
-
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	return hw_post_send(qp, &wr, &bad);
-}
-
-enum {
-	LA_READ_RO,
-	LA_ATOMIC_RO,
-	LA_SEND_OTHER_PD,
-	LA_SEND_DEREGD,
-	LA_RECV_RO,
-	LA_RECV_OTHER_PD,
-	LA_SEND_FROM_RO,
-	LA_KINDS
-};
-
-static const char *const la_names[LA_KINDS] = {
-    "local access: a READ into an MR without LOCAL_WRITE",
-    "local access: an atomic's result into an MR without LOCAL_WRITE",
-    "local access: a SEND from an lkey of another PD",
-    "local access: a SEND from the lkey of a deregistered MR",
-    "local access: a receive into an MR without LOCAL_WRITE",
-    "local access: a receive with an lkey of another PD",
-    "local access: a SEND gathered from an MR without LOCAL_WRITE",
-};
-
-void rcp_case_local(struct rcp *p)
-{
-	int kind = (int)rng_range(p->rng, 0, LA_KINDS - 1), rc;
-	uint32_t at = RCP_RDST + 7 * RCP_SLOT, len = (uint32_t)rng_range(p->rng, 8, 64);
-	struct ibv_pd *pd2 = NULL;
-	struct ibv_mr *odd = NULL;
-	struct ibv_sge sge;
-	bool at_b = kind == LA_RECV_RO || kind == LA_RECV_OTHER_PD;
-	struct rcp_exp a_exp[2], b_exp[2];
-
-	p->name = la_names[kind];
-	p->shape = (struct rcp_shape){
-	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
-	if (rcp_setup(p))
-		return;
-	if (kind == LA_SEND_OTHER_PD || kind == LA_RECV_OTHER_PD) {
-		if ((pd2 = hw_alloc_pd(p->c->ctx)))
-			odd = hw_reg_mr(pd2, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE);
-	} else if (kind == LA_SEND_DEREGD) {
-		if ((odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE)) &&
-		    hw_dereg_mr(odd) == 0) {
-			sge = (struct ibv_sge){(uintptr_t)(p->buf + at), len, odd->lkey};
-			odd = NULL;
-			goto post;
-		}
-	} else {
-		odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, IBV_ACCESS_REMOTE_READ);
-	}
-	if (!odd)
-		goto out;
-	sge = (struct ibv_sge){(uintptr_t)(p->buf + at), len, odd->lkey};
-post:
-	if (kind == LA_SEND_FROM_RO) {
-		memcpy(p->model + RCP_RECV, p->model + at, len);
-		rc = recv1(p->b, p->base_id + 0x40,
-			   (struct ibv_sge){(uintptr_t)(p->buf + RCP_RECV), 64, p->mr->lkey});
-		a_exp[0] = done(p->base_id, IBV_WC_SUCCESS, IBV_WC_SEND);
-		b_exp[0] = done(p->base_id + 0x40, IBV_WC_SUCCESS, IBV_WC_RECV);
-		b_exp[0].check_len = true;
-		b_exp[0].byte_len = len;
-	} else if (at_b) {
-		rc = recv1(p->b, p->base_id + 0x40, sge);
-		sge = (struct ibv_sge){(uintptr_t)(p->buf + RCP_SRC), len, p->mr->lkey};
-		a_exp[0] = done(p->base_id, IBV_WC_REM_OP_ERR, IBV_WC_SEND);
-		b_exp[0] = done(p->base_id + 0x40, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV);
-	} else {
-		rc = 0;
-		a_exp[0] = done(p->base_id, IBV_WC_LOC_PROT_ERR, IBV_WC_SEND);
-	}
-	if (kind == LA_ATOMIC_RO)
-		sge.length = 8;
-	if (!rc)
-		rc = post1(p, p->a,
-			   kind == LA_READ_RO	  ? IBV_WR_RDMA_READ
-			   : kind == LA_ATOMIC_RO ? IBV_WR_ATOMIC_FETCH_AND_ADD
-						  : IBV_WR_SEND,
-			   p->base_id, sge, (uintptr_t)(p->buf + RCP_TGT));
-	if (rc) {
-		rcp_fail(p, "the WR or its receive was refused at post: %s", strerror(rc));
-		goto out;
-	}
-	if (kind == LA_ATOMIC_RO) {
-		uint64_t v;
-
-		/* The atomic may execute at B before A finds it cannot take the result. */
-		memcpy(&v, p->model + RCP_TGT, 8);
-		v++;
-		memcpy(p->model + RCP_TGT, &v, 8);
-	}
-	if (at_b || kind == LA_SEND_FROM_RO)
-		rcp_expect(p, p->rcq, "B's receive CQ", b_exp, 1);
-	rcp_expect(p, p->scq, "A's send CQ", a_exp, 1);
-	if (kind != LA_SEND_FROM_RO)
-		rcp_expect_state(p, p->a, "A after a protection error", IBV_QPS_ERR);
-	if (at_b)
-		rcp_expect_state(p, p->b, "B after a protection error on its receive", IBV_QPS_ERR);
-	if (kind == LA_ATOMIC_RO && memcmp(p->buf + RCP_TGT, p->model + RCP_TGT, 8))
-		memcpy(p->model + RCP_TGT, p->buf + RCP_TGT, 8); /* or it may not have: both are right */
-	rcp_expect_empty(p, p->ocq, "the CQ of A's receives and B's sends");
-	rcp_check_memory(p);
-out:
-	if (odd)
-		hw_dereg_mr(odd);
-	if (pd2)
-		hw_dealloc_pd(pd2);
-}
 
 static int cq_events(struct rcp *p, struct ibv_comp_channel *ch, uint64_t wait_ns, unsigned *acked)
 {
@@ -216,12 +56,12 @@ static void message(struct rcp *p, int i, bool solicited)
 				 .opcode = IBV_WR_SEND,
 				 .send_flags = IBV_SEND_SIGNALED | (solicited ? IBV_SEND_SOLICITED : 0)},
 			   *bad;
-	struct rcp_exp r = done(p->base_id + 0x40 + (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV),
-		       s = done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_SEND);
+	struct rcp_exp r = rcp_done(p->base_id + 0x40 + (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV),
+		       s = rcp_done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_SEND);
 
 	memcpy(p->model + RCP_RECV + 64 * (uint32_t)i, p->model + RCP_SRC, 16);
-	if (recv1(p->b, r.wr_id,
-		  (struct ibv_sge){(uintptr_t)(p->buf + RCP_RECV + 64 * (uint32_t)i), 64, p->mr->lkey}) ||
+	if (rcp_recv1(p->b, r.wr_id,
+		      (struct ibv_sge){(uintptr_t)(p->buf + RCP_RECV + 64 * (uint32_t)i), 64, p->mr->lkey}) ||
 	    hw_post_send(p->a, &wr, &bad)) {
 		rcp_fail(p, "message %d refused at post", i + 1);
 		return;
@@ -373,7 +213,7 @@ void rcp_case_ud(struct rcp *p)
 		wr[i].wr.ud.remote_qkey = i == wrong		       ? RCP_QKEY ^ 0x100
 					  : rng_bernoulli(p->rng, 0.2) ? 0x80000000u
 								       : RCP_QKEY;
-		aexp[i] = done(wr[i].wr_id, IBV_WC_SUCCESS, IBV_WC_SEND);
+		aexp[i] = rcp_done(wr[i].wr_id, IBV_WC_SUCCESS, IBV_WC_SEND);
 		if (i == n - 1 && too_long && off + mtu + 1 <= RCP_RECV) {
 			sge[i][0] = (struct ibv_sge){(uintptr_t)(p->buf + off), mtu + 1, p->mr->lkey};
 			wr[i].num_sge = 1;
@@ -402,7 +242,7 @@ void rcp_case_ud(struct rcp *p)
 			}
 			rcp_model_move(p, src[i], ns, pay, np);
 		}
-		bexp[nb] = done(p->base_id + 0x40 + (uint64_t)nb, IBV_WC_SUCCESS, IBV_WC_RECV);
+		bexp[nb] = rcp_done(p->base_id + 0x40 + (uint64_t)nb, IBV_WC_SUCCESS, IBV_WC_RECV);
 		bexp[nb].check_len = true;
 		bexp[nb].byte_len = RCP_GRH + len;
 		bexp[nb].imm = imm;
@@ -447,65 +287,6 @@ out:
 		hw_destroy_ah(ah);
 }
 
-/*
- * A type-2 window bound to A over 64 bytes of its memory: B writes through
- * it; A invalidates it locally (IBV_WC_LOCAL_INV); B's next write through
- * the old rkey fails with REM_ACCESS_ERR and lands nowhere.
- */
-void rcp_case_window(struct rcp *p)
-{
-	uint32_t at = RCP_TGT + 8 * (uint32_t)rng_range(p->rng, 0, 64);
-	struct ibv_mw *mw = NULL;
-	struct ibv_send_wr wr = {.wr_id = p->base_id + 0x90,
-				 .opcode = IBV_WR_BIND_MW,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
-	struct rcp_exp e = done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
-	struct rcp_piece from = {RCP_SRC + 64, 16}, to = {at + 8, 16};
-	uint32_t rkey;
-
-	p->name = "a type-2 window, invalidated locally";
-	p->shape = (struct rcp_shape){
-	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
-	if (!(p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) || rcp_setup(p) ||
-	    !(mw = hw_alloc_mw(p->pd, IBV_MW_TYPE_2)))
-		return;
-	rkey = ibv_inc_rkey(mw->rkey);
-	wr.bind_mw.mw = mw;
-	wr.bind_mw.rkey = rkey;
-	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){.mr = p->mr,
-							 .addr = (uintptr_t)(p->buf + at),
-							 .length = 64,
-							 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE};
-	if (hw_post_send(p->a, &wr, &bad))
-		goto out;
-	rcp_expect(p, p->scq, "A's send CQ (the bind)", &e, 1);
-	if (rcp_failed(p))
-		goto out;
-	/* B writes 16 bytes inside the window (B's sends complete on the other CQ). */
-	if (post1_rkey(p, p->b, p->base_id + 0x20, from, (uintptr_t)(p->buf + to.off), rkey))
-		goto out;
-	rcp_model_move(p, &from, 1, &to, 1);
-	e = done(p->base_id + 0x20, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
-	rcp_expect(p, p->ocq, "B's send CQ (a WRITE through the window)", &e, 1);
-	wr = (struct ibv_send_wr){.wr_id = p->base_id + 0x91,
-				  .opcode = IBV_WR_LOCAL_INV,
-				  .send_flags = IBV_SEND_SIGNALED,
-				  .invalidate_rkey = rkey};
-	if (rcp_failed(p) || hw_post_send(p->a, &wr, &bad))
-		goto out;
-	e = done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
-	rcp_expect(p, p->scq, "A's send CQ (LOCAL_INV of the window)", &e, 1);
-	if (rcp_failed(p) || post1_rkey(p, p->b, p->base_id + 0x21, from, (uintptr_t)(p->buf + at), rkey))
-		goto out;
-	e = done(p->base_id + 0x21, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE);
-	rcp_expect(p, p->ocq, "B's send CQ (a WRITE through the invalidated rkey)", &e, 1);
-	rcp_check_memory(p);
-out:
-	if (mw)
-		hw_dealloc_mw(mw);
-}
-
 /* RTS -> SQD with notification: IBV_EVENT_SQ_DRAINED for A, the state SQD; back to RTS a message goes. */
 void rcp_case_sqd(struct rcp *p)
 {
@@ -548,10 +329,10 @@ void rcp_case_dead_peer(struct rcp *p)
 	for (int i = 0; i < n && !rc; i++) {
 		struct ibv_sge sge = {(uintptr_t)(p->buf + RCP_SRC), 8, p->mr->lkey};
 
-		rc = post1(p, p->a, i % 2 ? IBV_WR_RDMA_WRITE : IBV_WR_SEND, p->base_id + (uint64_t)i, sge,
-			   (uintptr_t)(p->buf + RCP_TGT));
-		exp[i] = done(p->base_id + (uint64_t)i, i ? IBV_WC_WR_FLUSH_ERR : IBV_WC_RETRY_EXC_ERR,
-			      IBV_WC_SEND);
+		rc = rcp_post1(p, p->a, i % 2 ? IBV_WR_RDMA_WRITE : IBV_WR_SEND, p->base_id + (uint64_t)i,
+			       sge, (uintptr_t)(p->buf + RCP_TGT));
+		exp[i] = rcp_done(p->base_id + (uint64_t)i, i ? IBV_WC_WR_FLUSH_ERR : IBV_WC_RETRY_EXC_ERR,
+				  IBV_WC_SEND);
 	}
 	if (rc)
 		return;

@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Probe scripts (rcprobe.h) about access rights and windows, each with the
+ * exact status the rules name:
+ *
+ *  - local access: a READ or an atomic result into an MR without
+ *    LOCAL_WRITE, a SEND gathered from an lkey of another PD or of a
+ *    deregistered MR (LOC_PROT_ERR at A); a receive into an MR without
+ *    LOCAL_WRITE or of another PD (LOC_PROT_ERR at B, REM_OP_ERR at A);
+ *    a SEND gathered from an MR without LOCAL_WRITE (it works);
+ *  - remote access: refused with REM_ACCESS_ERR or REM_INV_REQ_ERR, both
+ *    QPs in ERR; the last bytes of a region reachable;
+ *  - windows: a type-2 window written through, invalidated by LOCAL_INV,
+ *    then refusing; binds the rules forbid complete with MW_BIND_ERR.
+ */
+#include "cmd/walk/rcprobe.h"
+
+enum {
+	LA_READ_RO,
+	LA_ATOMIC_RO,
+	LA_SEND_OTHER_PD,
+	LA_SEND_DEREGD,
+	LA_RECV_RO,
+	LA_RECV_OTHER_PD,
+	LA_SEND_FROM_RO,
+	LA_KINDS
+};
+
+static const char *const la_names[LA_KINDS] = {
+    "local access: a READ into an MR without LOCAL_WRITE",
+    "local access: an atomic's result into an MR without LOCAL_WRITE",
+    "local access: a SEND from an lkey of another PD",
+    "local access: a SEND from the lkey of a deregistered MR",
+    "local access: a receive into an MR without LOCAL_WRITE",
+    "local access: a receive with an lkey of another PD",
+    "local access: a SEND gathered from an MR without LOCAL_WRITE",
+};
+
+void rcp_case_local(struct rcp *p)
+{
+	int kind = (int)rng_range(p->rng, 0, LA_KINDS - 1), rc;
+	uint32_t at = RCP_RDST + 7 * RCP_SLOT, len = (uint32_t)rng_range(p->rng, 8, 64);
+	struct ibv_pd *pd2 = NULL;
+	struct ibv_mr *odd = NULL;
+	struct ibv_sge sge;
+	bool at_b = kind == LA_RECV_RO || kind == LA_RECV_OTHER_PD;
+	struct rcp_exp a_exp[2], b_exp[2];
+
+	p->name = la_names[kind];
+	p->shape = (struct rcp_shape){
+	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
+	if (rcp_setup(p))
+		return;
+	if (kind == LA_SEND_OTHER_PD || kind == LA_RECV_OTHER_PD) {
+		if ((pd2 = hw_alloc_pd(p->c->ctx)))
+			odd = hw_reg_mr(pd2, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE);
+	} else if (kind == LA_SEND_DEREGD) {
+		if ((odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE)) &&
+		    hw_dereg_mr(odd) == 0) {
+			sge = (struct ibv_sge){(uintptr_t)(p->buf + at), len, odd->lkey};
+			odd = NULL;
+			goto post;
+		}
+	} else {
+		odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, IBV_ACCESS_REMOTE_READ);
+	}
+	if (!odd)
+		goto out;
+	sge = (struct ibv_sge){(uintptr_t)(p->buf + at), len, odd->lkey};
+post:
+	if (kind == LA_SEND_FROM_RO) {
+		memcpy(p->model + RCP_RECV, p->model + at, len);
+		rc = rcp_recv1(p->b, p->base_id + 0x40,
+			       (struct ibv_sge){(uintptr_t)(p->buf + RCP_RECV), 64, p->mr->lkey});
+		a_exp[0] = rcp_done(p->base_id, IBV_WC_SUCCESS, IBV_WC_SEND);
+		b_exp[0] = rcp_done(p->base_id + 0x40, IBV_WC_SUCCESS, IBV_WC_RECV);
+		b_exp[0].check_len = true;
+		b_exp[0].byte_len = len;
+	} else if (at_b) {
+		rc = rcp_recv1(p->b, p->base_id + 0x40, sge);
+		sge = (struct ibv_sge){(uintptr_t)(p->buf + RCP_SRC), len, p->mr->lkey};
+		a_exp[0] = rcp_done(p->base_id, IBV_WC_REM_OP_ERR, IBV_WC_SEND);
+		b_exp[0] = rcp_done(p->base_id + 0x40, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV);
+	} else {
+		rc = 0;
+		a_exp[0] = rcp_done(p->base_id, IBV_WC_LOC_PROT_ERR, IBV_WC_SEND);
+	}
+	if (kind == LA_ATOMIC_RO)
+		sge.length = 8;
+	if (!rc)
+		rc = rcp_post1(p, p->a,
+			       kind == LA_READ_RO     ? IBV_WR_RDMA_READ
+			       : kind == LA_ATOMIC_RO ? IBV_WR_ATOMIC_FETCH_AND_ADD
+						      : IBV_WR_SEND,
+			       p->base_id, sge, (uintptr_t)(p->buf + RCP_TGT));
+	if (rc) {
+		rcp_fail(p, "the WR or its receive was refused at post: %s", strerror(rc));
+		goto out;
+	}
+	if (kind == LA_ATOMIC_RO) {
+		uint64_t v;
+
+		/* The atomic may execute at B before A finds it cannot take the result. */
+		memcpy(&v, p->model + RCP_TGT, 8);
+		v++;
+		memcpy(p->model + RCP_TGT, &v, 8);
+	}
+	if (at_b || kind == LA_SEND_FROM_RO)
+		rcp_expect(p, p->rcq, "B's receive CQ", b_exp, 1);
+	rcp_expect(p, p->scq, "A's send CQ", a_exp, 1);
+	if (kind != LA_SEND_FROM_RO)
+		rcp_expect_state(p, p->a, "A after a protection error", IBV_QPS_ERR);
+	if (at_b)
+		rcp_expect_state(p, p->b, "B after a protection error on its receive", IBV_QPS_ERR);
+	if (kind == LA_ATOMIC_RO && memcmp(p->buf + RCP_TGT, p->model + RCP_TGT, 8))
+		memcpy(p->model + RCP_TGT, p->buf + RCP_TGT, 8); /* or it may not have: both are right */
+	rcp_expect_empty(p, p->ocq, "the CQ of A's receives and B's sends");
+	rcp_check_memory(p);
+out:
+	if (odd)
+		hw_dereg_mr(odd);
+	if (pd2)
+		hw_dealloc_pd(pd2);
+}
+
+/*
+ * A type-2 window bound to A over 64 bytes of its memory: B writes through
+ * it; A invalidates it locally (IBV_WC_LOCAL_INV); B's next write through
+ * the old rkey fails with REM_ACCESS_ERR and lands nowhere.
+ */
+void rcp_case_window(struct rcp *p)
+{
+	uint32_t at = RCP_TGT + 8 * (uint32_t)rng_range(p->rng, 0, 64);
+	struct ibv_mw *mw = NULL;
+	struct ibv_send_wr wr = {.wr_id = p->base_id + 0x90,
+				 .opcode = IBV_WR_BIND_MW,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct rcp_exp e = rcp_done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	struct rcp_piece from = {RCP_SRC + 64, 16}, to = {at + 8, 16};
+	uint32_t rkey;
+
+	p->name = "a type-2 window, invalidated locally";
+	p->shape = (struct rcp_shape){
+	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
+	if (!(p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) || rcp_setup(p) ||
+	    !(mw = hw_alloc_mw(p->pd, IBV_MW_TYPE_2)))
+		return;
+	rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){.mr = p->mr,
+							 .addr = (uintptr_t)(p->buf + at),
+							 .length = 64,
+							 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE};
+	if (hw_post_send(p->a, &wr, &bad))
+		goto out;
+	rcp_expect(p, p->scq, "A's send CQ (the bind)", &e, 1);
+	if (rcp_failed(p))
+		goto out;
+	/* B writes 16 bytes inside the window (B's sends complete on the other CQ). */
+	if (rcp_post1_rkey(p, p->b, p->base_id + 0x20, from, (uintptr_t)(p->buf + to.off), rkey))
+		goto out;
+	rcp_model_move(p, &from, 1, &to, 1);
+	e = rcp_done(p->base_id + 0x20, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	rcp_expect(p, p->ocq, "B's send CQ (a WRITE through the window)", &e, 1);
+	wr = (struct ibv_send_wr){.wr_id = p->base_id + 0x91,
+				  .opcode = IBV_WR_LOCAL_INV,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .invalidate_rkey = rkey};
+	if (rcp_failed(p) || hw_post_send(p->a, &wr, &bad))
+		goto out;
+	e = rcp_done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
+	rcp_expect(p, p->scq, "A's send CQ (LOCAL_INV of the window)", &e, 1);
+	if (rcp_failed(p) || rcp_post1_rkey(p, p->b, p->base_id + 0x21, from, (uintptr_t)(p->buf + at), rkey))
+		goto out;
+	e = rcp_done(p->base_id + 0x21, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE);
+	rcp_expect(p, p->ocq, "B's send CQ (a WRITE through the invalidated rkey)", &e, 1);
+	rcp_check_memory(p);
+out:
+	if (mw)
+		hw_dealloc_mw(mw);
+}
+
+enum { RA_NO_RIGHT, RA_PAST_END, RA_BEFORE_START, RA_OTHER_PD, RA_QP_ACCESS, RA_UNALIGNED, RA_KINDS };
+
+static const char *const ra_names[RA_KINDS] = {
+    "remote access: an rkey without the right",
+    "remote access: one byte past the MR's end",
+    "remote access: one byte before the MR's start",
+    "remote access: an rkey of another PD",
+    "remote access: a right the responder QP no longer grants (RTS -> RTS)",
+    "remote access: an atomic 4 bytes off alignment",
+};
+
+/* The last bytes of a region are reachable: a WRITE or READ ending at its last byte, an atomic on its last 8.
+ */
+static void remote_last_ok(struct rcp *p)
+{
+	static const enum ibv_wr_opcode ops[3] = {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ,
+						  IBV_WR_ATOMIC_FETCH_AND_ADD};
+	static const enum ibv_wc_opcode wcs[3] = {IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_FETCH_ADD};
+	int op = (int)rng_range(p->rng, 0, 2);
+	uint32_t at = RCP_TGT + 3 * RCP_SLOT, len = op == 2 ? 8 : (uint32_t)rng_range(p->rng, 1, 64);
+	struct rcp_piece end = {at + RCP_SLOT - len, len}, src = {RCP_SRC + 256, len}, dst = {RCP_RDST, len};
+	struct ibv_mr *odd =
+	    hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE | RCP_REMOTE_RIGHTS);
+	struct ibv_sge sge = {(uintptr_t)(p->buf + (op ? dst.off : src.off)), len, p->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = p->base_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = ops[op],
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct rcp_exp e = rcp_done(wr.wr_id, IBV_WC_SUCCESS, wcs[op]);
+	uint64_t orig, add = rng_next(p->rng);
+
+	p->name = "remote access: the last bytes of a region";
+	if (!odd)
+		return;
+	wr.wr.rdma.remote_addr = (uintptr_t)(p->buf + end.off);
+	wr.wr.rdma.rkey = odd->rkey;
+	if (op == 2) {
+		wr.wr.atomic.remote_addr = (uintptr_t)(p->buf + end.off);
+		wr.wr.atomic.rkey = odd->rkey;
+		wr.wr.atomic.compare_add = add;
+		memcpy(&orig, p->model + end.off, 8);
+		memcpy(p->model + dst.off, &orig, 8);
+		orig += add;
+		memcpy(p->model + end.off, &orig, 8);
+	} else {
+		rcp_model_move(p, op ? &end : &src, 1, op ? &dst : &end, 1);
+	}
+	e.check_len = op > 0;
+	e.byte_len = len;
+	if (hw_post_send(p->a, &wr, &bad))
+		rcp_fail(p, "a WR refused at post");
+	else
+		rcp_expect(p, p->scq, "A's send CQ (an access ending at the region's last byte)", &e, 1);
+	rcp_expect_state(p, p->a, "A", IBV_QPS_RTS);
+	rcp_expect_state(p, p->b, "B", IBV_QPS_RTS);
+	rcp_check_memory(p);
+	hw_dereg_mr(odd);
+}
+
+/*
+ * An access the protection rules refuse, with the status they name:
+ * REM_ACCESS_ERR for a key, a range or a PD, REM_INV_REQ_ERR for what the
+ * responder QP does not allow or a misaligned atomic; both QPs end in ERR,
+ * the memory is untouched; a chained WR behind it flushes.  Signaled or
+ * not, both complete: an error always does.
+ */
+void rcp_case_remote(struct rcp *p)
+{
+	int kind = (int)rng_range(p->rng, 0, RA_KINDS - 1), op = (int)rng_range(p->rng, 0, 2), rc;
+	static const enum ibv_wr_opcode ops[3] = {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ,
+						  IBV_WR_ATOMIC_FETCH_AND_ADD};
+	static const int rights[3] = {IBV_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_READ,
+				      IBV_ACCESS_REMOTE_ATOMIC};
+	uint32_t at = RCP_TGT + 3 * RCP_SLOT, len = op == 2 ? 8 : (uint32_t)rng_range(p->rng, 1, 64), rkey;
+	uint64_t raddr = (uintptr_t)(p->buf + at);
+	struct ibv_pd *pd2 = NULL;
+	struct ibv_mr *odd = NULL;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr[2], *bad;
+	struct rcp_exp exp[2];
+
+	p->name = ra_names[kind];
+	p->shape = (struct rcp_shape){
+	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
+	if (rcp_setup(p))
+		return;
+	if (rng_bernoulli(p->rng, 0.25)) {
+		remote_last_ok(p);
+		return;
+	}
+	rkey = p->mr->rkey;
+	switch (kind) {
+	case RA_NO_RIGHT: /* an MR over one slot with every remote right but this one */
+		odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT,
+				IBV_ACCESS_LOCAL_WRITE | (RCP_REMOTE_RIGHTS & ~rights[op]));
+		break;
+	case RA_PAST_END:
+	case RA_BEFORE_START:
+		odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE | RCP_REMOTE_RIGHTS);
+		raddr = kind == RA_PAST_END ? raddr + RCP_SLOT - (op == 2 ? 0 : len - 1)
+					    : raddr - (op == 2 ? 8 : 1);
+		break;
+	case RA_OTHER_PD:
+		if ((pd2 = hw_alloc_pd(p->c->ctx)))
+			odd =
+			    hw_reg_mr(pd2, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE | RCP_REMOTE_RIGHTS);
+		break;
+	case RA_QP_ACCESS: {
+		struct ibv_qp_attr a = {.qp_access_flags = RCP_REMOTE_RIGHTS & ~rights[op]};
+
+		if (hw_modify_qp(p->b, &a, IBV_QP_ACCESS_FLAGS))
+			goto out;
+		break;
+	}
+	default:
+		op = 2;
+		len = 8;
+		raddr += 4;
+		break;
+	}
+	if ((kind <= RA_OTHER_PD && !odd))
+		goto out;
+	if (odd)
+		rkey = odd->rkey;
+	sge = (struct ibv_sge){(uintptr_t)(p->buf + RCP_RDST), len, p->mr->lkey};
+	for (int i = 0; i < 2; i++) {
+		wr[i] =
+		    (struct ibv_send_wr){.wr_id = p->base_id + (uint64_t)i,
+					 .next = i ? NULL : &wr[1],
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = ops[op],
+					 /* an error completes whether signaled or not */
+					 .send_flags = rng_bernoulli(p->rng, 0.5) ? IBV_SEND_SIGNALED : 0};
+		wr[i].wr.rdma.remote_addr = raddr;
+		wr[i].wr.rdma.rkey = rkey;
+		if (op == 2) {
+			wr[i].wr.atomic.remote_addr = raddr;
+			wr[i].wr.atomic.rkey = rkey;
+			wr[i].wr.atomic.compare_add = 1;
+		}
+		exp[i] = rcp_done(wr[i].wr_id,
+				  i			 ? IBV_WC_WR_FLUSH_ERR
+				  : kind >= RA_QP_ACCESS ? IBV_WC_REM_INV_REQ_ERR
+							 : IBV_WC_REM_ACCESS_ERR,
+				  IBV_WC_RDMA_WRITE);
+	}
+	if ((rc = hw_post_send(p->a, wr, &bad))) {
+		rcp_fail(p, "two WRs refused at post: %s", strerror(rc));
+		goto out;
+	}
+	rcp_expect(p, p->scq, "A's send CQ (an access the responder must refuse, then one behind it)", exp,
+		   2);
+	rcp_expect_state(p, p->a, "A after a remote error", IBV_QPS_ERR);
+	rcp_expect_state(p, p->b, "B after refusing a request", IBV_QPS_ERR);
+	rcp_expect_empty(p, p->rcq, "B's receive CQ");
+	rcp_check_memory(p);
+out:
+	if (odd)
+		hw_dereg_mr(odd);
+	if (pd2)
+		hw_dealloc_pd(pd2);
+}
+
+enum { BE_NO_MW_BIND, BE_PAST_END, BE_BOUND_TWICE, BE_WRITE_NO_LOCAL, BE_KINDS };
+
+static const char *const be_names[BE_KINDS] = {
+    "a window bind: an MR without MW_BIND",
+    "a window bind: one byte past the MR's end",
+    "a window bind: a type-2 window bound twice",
+    "a window bind: remote write on an MR without LOCAL_WRITE",
+};
+
+/* Binds the rules forbid complete with MW_BIND_ERR; A goes to ERR and the WR behind the bind flushes. */
+void rcp_case_bind_error(struct rcp *p)
+{
+	int kind = (int)rng_range(p->rng, 0, BE_KINDS - 1), rc;
+	uint32_t at = RCP_TGT + 4 * RCP_SLOT;
+	struct ibv_mr *odd = NULL;
+	struct ibv_mw *mw = NULL;
+	struct ibv_send_wr wr[2], *bad;
+	struct ibv_sge sge = {(uintptr_t)(p->buf + RCP_SRC), 8, 0};
+	struct rcp_exp exp[2];
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND | RCP_REMOTE_RIGHTS;
+
+	p->name = be_names[kind];
+	p->shape = (struct rcp_shape){
+	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
+	if (!(p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) || rcp_setup(p))
+		return;
+	if (kind == BE_NO_MW_BIND)
+		access &= ~IBV_ACCESS_MW_BIND;
+	else if (kind == BE_WRITE_NO_LOCAL)
+		access = IBV_ACCESS_MW_BIND | IBV_ACCESS_REMOTE_READ;
+	if (!(odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, access)) ||
+	    !(mw = hw_alloc_mw(p->pd, IBV_MW_TYPE_2)))
+		goto out;
+	sge.lkey = p->mr->lkey;
+	for (int i = 0; i < 2; i++) {
+		wr[i] = (struct ibv_send_wr){.wr_id = p->base_id + (uint64_t)i,
+					     .next = i ? NULL : &wr[1],
+					     .opcode = IBV_WR_BIND_MW,
+					     .send_flags = IBV_SEND_SIGNALED};
+		wr[i].bind_mw.mw = mw;
+		wr[i].bind_mw.rkey = ibv_inc_rkey(i ? wr[0].bind_mw.rkey : mw->rkey);
+		wr[i].bind_mw.bind_info = (struct ibv_mw_bind_info){
+		    .mr = odd,
+		    .addr = (uintptr_t)(p->buf + at),
+		    .length = kind == BE_PAST_END ? RCP_SLOT + 1 : 64,
+		    .mw_access_flags =
+			kind == BE_WRITE_NO_LOCAL ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ};
+		exp[i] = rcp_done(wr[i].wr_id, IBV_WC_MW_BIND_ERR, IBV_WC_BIND_MW);
+	}
+	if (kind == BE_BOUND_TWICE) {
+		exp[0].status = IBV_WC_SUCCESS; /* the first bind is fine, binding it again is not */
+	} else {
+		wr[1] = (struct ibv_send_wr){.wr_id = p->base_id + 1,
+					     .sg_list = &sge,
+					     .num_sge = 1,
+					     .opcode = IBV_WR_RDMA_WRITE,
+					     .send_flags = IBV_SEND_SIGNALED};
+		wr[1].wr.rdma.remote_addr = (uintptr_t)(p->buf + RCP_TGT);
+		wr[1].wr.rdma.rkey = p->mr->rkey;
+		wr[0].next = &wr[1];
+		exp[1] = rcp_done(wr[1].wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_WRITE);
+	}
+	if ((rc = hw_post_send(p->a, wr, &bad))) {
+		rcp_fail(p, "a bind and a WR behind it refused at post: %s", strerror(rc));
+		goto out;
+	}
+	rcp_expect(p, p->scq, "A's send CQ (a bind the rules forbid, then a WR behind it)", exp, 2);
+	rcp_expect_state(p, p->a, "A after a failed bind", IBV_QPS_ERR);
+	rcp_check_memory(p);
+out:
+	if (mw)
+		hw_dealloc_mw(mw);
+	if (odd)
+		hw_dereg_mr(odd);
+}
