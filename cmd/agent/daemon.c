@@ -10,6 +10,7 @@
 #include "core/agent/pidfile.h"
 #include "core/stats/stats.h"
 #include "core/util/clock.h"
+#include "core/util/process.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -274,27 +275,6 @@ int agent_start(const struct agent_opts *o)
 		}
 	}
 	return EXIT_OK;
-}
-
-/* Gone, or a zombie waiting for an init that may be slow to reap it. */
-static bool process_gone(pid_t pid)
-{
-	char path[64], stat[512];
-	const char *close_paren;
-	FILE *f;
-	size_t n;
-
-	if (kill(pid, 0) && errno == ESRCH)
-		return true;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return true;
-	n = fread(stat, 1, sizeof(stat) - 1, f);
-	fclose(f);
-	stat[n] = '\0';
-	close_paren = strrchr(stat, ')');
-	return close_paren && (close_paren[2] == 'Z' || close_paren[2] == 'X');
 }
 
 /* Stops every agent of rank in dir (each sibling); EXIT_OK when none runs any more. */

@@ -3,6 +3,7 @@
 #include "core/agent/steal.h"
 
 #include "core/agent/sibling.h"
+#include "core/util/process.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -165,27 +166,6 @@ bool steal_reclaim(struct steal_board *b, int slot)
 	uint32_t offered = SLOT_OFFERED;
 
 	return atomic_compare_exchange_strong(&b->s->slots[slot].state, &offered, SLOT_FREE);
-}
-
-/* Gone, or a zombie nobody has reaped yet (an agent's parent is often init, which may be slow). */
-static bool process_gone(pid_t pid)
-{
-	char path[64], stat[512];
-	const char *paren;
-	FILE *f;
-	size_t n;
-
-	if (kill(pid, 0) && errno == ESRCH)
-		return true;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return true;
-	n = fread(stat, 1, sizeof(stat) - 1, f);
-	fclose(f);
-	stat[n] = '\0';
-	paren = strrchr(stat, ')');
-	return paren && paren[1] && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
 int steal_poll(struct steal_board *b, int slot, bool check_thief, int *status, const uint8_t **data)
