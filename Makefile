@@ -149,7 +149,8 @@ bench: check-deps all
 	@BUILD=$(BUILD) tests/bench.sh
 	@BUILD=$(BUILD) tests/perftest_bench.sh
 
-# Not part of check: every seeded bug, walk --verify on 3 seeds of 20 s each, and the soft unit tests.
+# Not part of check: every seeded bug, walk --verify on 3 seeds of 20 s each, and the soft unit tests;
+# MUTATION_ARGS takes run.sh's options (-m: one multinode walk too; -U; NAME... for a subset).
 mutation: check-deps all
 	@BUILD=$(BUILD) tests/mutation/run.sh $(MUTATION_ARGS)
 
