@@ -2,6 +2,7 @@
 #include "core/agent/agent_dir.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,4 +51,17 @@ int agent_dir_resolve(char *path, size_t len, bool create, char *why, size_t why
 		return -EPERM;
 	}
 	return 0;
+}
+
+int agent_dir_open_own(const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ELOOP ? -EPERM : -errno;
+	if (fstat(fd, st) || !S_ISREG(st->st_mode) || st->st_uid != geteuid() || (st->st_mode & 077)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
 }

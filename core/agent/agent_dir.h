@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 
 #define AGENT_DIR_ENV "RDMATOOL_AGENT_DIR"
 
@@ -21,5 +22,13 @@
  * it is a symlink, not ours, or open to others.
  */
 int agent_dir_resolve(char *path, size_t len, bool create, char *why, size_t whylen);
+
+/*
+ * Opens a shared file of the directory (a channel, gateway or steal board)
+ * read-write, and *st with it: it must be a regular file, not a symlink,
+ * owned by this user with no group or other access.  Returns the fd, or a
+ * negative errno: -EPERM when the file fails those checks.
+ */
+int agent_dir_open_own(const char *path, struct stat *st);
 
 #endif

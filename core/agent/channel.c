@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Channels in shared memory; the contract and the design are in channel.h. */
 #include "core/agent/channel.h"
+#include "core/agent/agent_dir.h"
 
 #include "core/util/clock.h"
 #include "core/util/futex.h"
@@ -248,13 +249,9 @@ int chan_open(const char *dir, const char *name, struct chan **out)
 
 	if (rc)
 		return rc;
-	fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = agent_dir_open_own(path, &st);
 	if (fd < 0)
-		return errno == ELOOP ? -EPERM : -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		close(fd);
-		return -EPERM;
-	}
+		return fd;
 	if ((uint64_t)st.st_size < CHAN_HEADER || pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr)) {
 		close(fd);
 		return -EBADMSG;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The gateway between clients and their local agent; the contract is in gateway.h. */
 #include "core/agent/gateway.h"
+#include "core/agent/agent_dir.h"
 
 #include "core/agent/agent.h"
 #include "core/agent/pidfile.h"
@@ -522,13 +523,9 @@ int gw_open(const char *dir, uint32_t rank, struct gateway **out)
 	if (!pidfile_holder(dir, rank))
 		return -ENOTCONN;
 	gw_path(path, sizeof(path), dir, rank);
-	fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = agent_dir_open_own(path, &st);
 	if (fd < 0)
-		return errno == ENOENT ? -ENOTCONN : errno == ELOOP ? -EPERM : -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		close(fd);
-		return -EPERM;
-	}
+		return fd == -ENOENT ? -ENOTCONN : fd;
 	if ((size_t)st.st_size != sizeof(struct gw_shared) ||
 	    pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || hdr.magic != GW_MAGIC ||
 	    hdr.version != GW_VERSION || hdr.slot_size != sizeof(struct gw_slot) || hdr.nslots != GW_SLOTS ||

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Boards of large-message READs siblings steal; the contract is in steal.h. */
 #include "core/agent/steal.h"
+#include "core/agent/agent_dir.h"
 
 #include "core/agent/sibling.h"
 #include "core/util/process.h"
@@ -203,13 +204,9 @@ int steal_board_open(const char *dir, uint32_t id, struct steal_board **out)
 	int fd;
 
 	board_path(path, sizeof(path), dir, id);
-	fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = agent_dir_open_own(path, &st);
 	if (fd < 0)
-		return errno == ELOOP ? -EPERM : -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		close(fd);
-		return -EPERM;
-	}
+		return fd;
 	if ((size_t)st.st_size != sizeof(struct steal_shared) ||
 	    pread(fd, &hdr, offsetof(struct steal_shared, slots), 0) !=
 		(ssize_t)offsetof(struct steal_shared, slots) ||
