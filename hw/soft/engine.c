@@ -312,8 +312,10 @@ static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 	if (qp->sq_head != qp->sq_next) {
 		struct soft_swqe *h = &qp->sq[qp->sq_head & qp->sq_mask];
 
-		if (h->sent && h->deadline_ns && now >= h->deadline_ns && h->wire_waits < SOFT_WIRE_WAITS &&
-		    qp->attr.ah_attr.is_global && soft_wire_in_flight(nic, &qp->attr.ah_attr.grh.dgid)) {
+		bool due = h->sent && h->deadline_ns && now >= h->deadline_ns;
+
+		if (due && h->wire_waits < SOFT_WIRE_WAITS && qp->attr.ah_attr.is_global &&
+		    soft_wire_in_flight(nic, &qp->attr.ah_attr.grh.dgid)) {
 			/*
 			 * Not lost, still on its way: a NIC's timer runs from the
 			 * transmission.  A slow or starved peer fills the socket
@@ -323,7 +325,7 @@ static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 			 */
 			h->wire_waits++;
 			h->deadline_ns = now + soft_timeout_ns(qp);
-		} else if (h->sent && h->deadline_ns && now >= h->deadline_ns) {
+		} else if (due) {
 			if (h->retries++ >= qp->attr.retry_cnt) {
 				soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
 				return false;

@@ -319,13 +319,14 @@ static void soft_set_state(struct soft_qp *qp, enum ibv_qp_state state)
 	__atomic_store_n(&qp->ibv.state, state, __ATOMIC_RELEASE);
 }
 
-/* An error moves the QP to ERR (RC) or SQE (UD send side); qp->lock held. */
+/* ERR and flush, whatever the QP type; qp->lock held. */
 void soft_qp_error_all(struct soft_qp *qp)
 {
 	soft_set_state(qp, IBV_QPS_ERR);
 	soft_qp_flush_locked(qp);
 }
 
+/* An error moves the QP to ERR (RC) or SQE (UD send side); qp->lock held. */
 void soft_qp_error(struct soft_qp *qp)
 {
 	if (qp->ibv.qp_type == IBV_QPT_UD && qp->attr.qp_state != IBV_QPS_ERR) {
