@@ -52,6 +52,7 @@ struct conn {
 	unsigned char *rxbuf;
 	struct ibv_mr *rx_mr;
 	uint32_t slot_size;
+	struct mod_state mod; /* completion moderation of writes (moderation.c) */
 };
 
 struct peer {
@@ -224,6 +225,9 @@ void progress_stop(struct core_ep *ep);
 int progress_once(struct core_ep *ep);
 bool progress_flush_backlog(struct core_ep *ep, struct stripe *s);
 void progress_emit(struct core_ep *ep, struct stripe *s, const struct core_cqe *e);
+/* r (of stripe owner) completed with status: its registration and slot go back, the user hears. */
+void progress_complete_req(struct core_ep *ep, struct stripe *drainer, struct stripe *owner, struct core_req *r,
+			   uint32_t status);
 /* A FIN names one of our rendezvous sends. */
 void progress_fin(struct core_ep *ep, uint64_t sreq, struct stripe *drainer);
 /* Marks c dead (first caller only) and fails its rendezvous sends still waiting for a FIN. */
@@ -237,6 +241,8 @@ int rx_post_buffer(struct conn *c, uint32_t slot);
 
 /* endpoint_ops.c */
 int conn_take_credit(struct conn *c, bool ctrl);
+/* Posts wr on c's QP: 0, -EAGAIN (send queue full) or another negative errno. */
+int conn_post(struct conn *c, struct ibv_send_wr *wr);
 int post_ctrl_msg(struct core_ep *ep, struct conn *c, uint8_t type, uint64_t sreq);
 void fill_hdr(struct conn *c, struct msg_hdr *h, uint8_t type);
 

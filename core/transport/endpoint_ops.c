@@ -58,7 +58,7 @@ void fill_hdr(struct conn *c, struct msg_hdr *h, uint8_t type)
 		;
 }
 
-static int post(struct conn *c, struct ibv_send_wr *wr)
+int conn_post(struct conn *c, struct ibv_send_wr *wr)
 {
 	struct ibv_send_wr *bad;
 	int rc = hw_post_send(c->qp, wr, &bad);
@@ -91,7 +91,7 @@ int post_ctrl_msg(struct core_ep *ep, struct conn *c, uint8_t type, uint64_t sre
 	struct ibv_send_wr wr = { .wr_id = wr_id_make(s->index, stripe_req_index(s, r)), .sg_list = &sge,
 				  .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
 
-	rc = post(c, &wr);
+	rc = conn_post(c, &wr);
 	if (rc) {
 		atomic_fetch_sub_explicit(&c->sent, 1, memory_order_relaxed);
 		stripe_req_free(s, r);
@@ -127,9 +127,11 @@ static int begin(struct core_ep *ep, uint32_t peer, struct stripe **ps, struct c
 	return 0;
 }
 
-static int finish(struct stripe *s, struct conn *c, struct core_req *r, struct ibv_send_wr *wr)
+/* Posts wr; a write may go unsignaled, its completion then deduced (moderation.h). */
+static int finish(struct core_ep *ep, struct stripe *s, struct conn *c, struct core_req *r, struct ibv_send_wr *wr,
+		  bool moderate)
 {
-	int rc = post(c, wr);
+	int rc = moderate ? mod_post(ep, c, r, wr) : conn_post(c, wr);
 
 	if (rc) {
 		stripe_req_free(s, r);
@@ -200,7 +202,7 @@ static int send_common(struct core_ep *ep, uint32_t peer, const void *buf, size_
 	h->len = len;
 	h->tag = tag;
 	h->tagged = tagged;
-	rc = finish(s, c, r, &wr);
+	rc = finish(ep, s, c, r, &wr, false);
 	if (rc) {
 		atomic_fetch_sub_explicit(&c->sent, 1, memory_order_relaxed);
 		if (r->kind == REQ_SEND_RNDV) {
@@ -259,7 +261,7 @@ static int rma(struct core_ep *ep, uint32_t peer, void *buf, size_t len, uint64_
 		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
 	};
 
-	rc = finish(s, c, r, &wr);
+	rc = finish(ep, s, c, r, &wr, write);
 	if (rc)
 		mr_cache_release(ep, mr); /* r went back to the pool: no completion will */
 out:
@@ -310,7 +312,7 @@ static int atomic_op(struct core_ep *ep, uint32_t peer, uint64_t raddr, uint32_t
 		.wr.atomic = { .remote_addr = raddr, .compare_add = compare_add, .swap = swap, .rkey = rkey },
 	};
 
-	rc = finish(s, c, r, &wr);
+	rc = finish(ep, s, c, r, &wr, false);
 out:
 	ep_unlock(ep);
 	return rc;

@@ -74,6 +74,18 @@ static void finish_rndv_read(struct core_ep *ep, struct stripe *drainer, struct 
 	}
 }
 
+void progress_complete_req(struct core_ep *ep, struct stripe *drainer, struct stripe *owner, struct core_req *r,
+			   uint32_t status)
+{
+	struct core_cqe e = {
+	    .context = r->context, .len = r->len, .tag = r->tag, .flags = r->flags, .status = status,
+	};
+
+	req_release_mr(ep, r);
+	stripe_req_free(owner, r);
+	progress_emit(ep, drainer, &e);
+}
+
 static void complete_wc(struct core_ep *ep, struct stripe *drainer, const struct ibv_wc *wc)
 {
 	uint32_t si = wr_id_stripe(wc->wr_id), ri = wr_id_index(wc->wr_id);
@@ -91,6 +103,13 @@ static void complete_wc(struct core_ep *ep, struct stripe *drainer, const struct
 		stats_wc_error(drainer->stats, wc->status);
 		if (r->conn)
 			progress_conn_dead(ep, r->conn, drainer);
+	}
+	/* The unsignaled writes posted before it completed first. */
+	if (r->mod != MOD_NONE)
+		mod_complete(ep, drainer, r, wc->wr_id);
+	if (r->kind == REQ_MOD_FLUSH) {
+		stripe_req_free(owner, r);
+		return;
 	}
 	memset(&e, 0, sizeof(e));
 	e.context = r->context;
@@ -187,15 +206,16 @@ void progress_conn_dead(struct core_ep *ep, struct conn *c, struct stripe *drain
 
 static int drain_stripe(struct core_ep *ep, struct stripe *s)
 {
-	struct ibv_wc wc[16];
+	struct ibv_wc wc[STRIPE_POLL];
 	int n;
 
 	if (!progress_flush_backlog(ep, s))
 		return 0;
-	n = hw_poll_cq(s->cq, 16, wc);
+	n = hw_poll_cq(s->cq, STRIPE_POLL, wc);
 	stats_inc(s->stats, STATS_POLLS);
 	if (n <= 0) {
 		stats_inc(s->stats, STATS_EMPTY_POLLS);
+		mod_flush_tails(ep, s);
 		return 0;
 	}
 	stats_add(s->stats, STATS_COMPLETED, (uint64_t)n);

@@ -67,6 +67,7 @@ struct core_req *stripe_req_alloc(struct stripe *s)
 
 	if (ring_pop(s->free, &i))
 		return NULL;
+	s->reqs[i].mod = MOD_NONE;
 	return &s->reqs[i];
 }
 

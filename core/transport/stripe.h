@@ -11,6 +11,7 @@
 #define RDMATOOL_CORE_STRIPE_H
 
 #include "core/transport/endpoint.h"
+#include "core/transport/moderation.h"
 #include "core/transport/ring.h"
 #include "core/stats/stats.h"
 
@@ -43,7 +44,11 @@ enum req_kind {
 	REQ_ATOMIC,
 	REQ_CTRL,      /* FIN or CREDIT: no user completion */
 	REQ_RNDV_READ, /* receiver pulling a rendezvous payload */
+	REQ_MOD_FLUSH, /* zero-length signaled WRITE completing unsignaled ones (moderation.h) */
 };
+
+/* A request's place in its connection's moderation sequence (moderation.h). */
+enum req_mod { MOD_NONE, MOD_UNSIGNALED, MOD_SIGNALED };
 
 struct rx_recv;
 struct conn;
@@ -51,6 +56,8 @@ struct mr_cache_entry;
 
 struct core_req {
 	uint8_t kind;
+	uint8_t mod;	  /* enum req_mod */
+	uint32_t mod_seq; /* sequence number on its connection, unless MOD_NONE */
 	void *context;
 	uint64_t len;
 	uint64_t tag;
@@ -68,7 +75,9 @@ struct core_req {
 	struct mr_cache_entry *mr_entry; /* the user buffer's registration, held until completion */
 };
 
-#define STRIPE_BACKLOG 32
+/* Room for a full poll's completions, each completing a moderated run before it. */
+#define STRIPE_BACKLOG (STRIPE_POLL * (MOD_SIGNAL_EVERY + 1))
+#define STRIPE_POLL 16 /* work completions a drain takes at once */
 
 struct stripe {
 	uint32_t index;
@@ -84,6 +93,8 @@ struct stripe {
 	/* Completions the ring had no room for, owned by the draining thread. */
 	struct core_cqe backlog[STRIPE_BACKLOG];
 	int backlog_head, backlog_len;
+	/* Unsignaled writes waiting in the moderation FIFOs of this stripe's connections. */
+	_Atomic uint32_t mod_unsignaled;
 	struct stats_entry *stats;
 };
 

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core: completion moderation of writes (core/transport/moderation.h).  A
+ * deep pipeline of writes must produce far fewer hardware completions than
+ * writes, yet exactly one core completion per write, in posting order, with
+ * a lone tail of unsignaled writes completed without another post, and a
+ * failure in the middle reported on the failing write and flushed after it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "core/transport/endpoint_impl.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOT 64
+
+struct pair {
+	struct core_ep *a, *b;
+	uint32_t pa, pb;
+	char *src, *dst;
+	size_t len;
+	struct core_mr mr;
+};
+
+static void open_pair(struct pair *p, size_t slots)
+{
+	struct core_ep_attr attr;
+	char err[256];
+
+	core_ep_attr_defaults(&attr);
+	assert_int_equal(core_env_read(&attr.env, err, sizeof(err)), 0);
+	attr.device = "soft0";
+	attr.lock = CORE_LOCK_STRIPED;
+	attr.env.tx_stripes = 1;
+	attr.depth = 512; /* every write of a test in flight at once */
+	assert_int_equal(core_ep_open(&attr, &p->a, err, sizeof(err)), 0);
+	assert_int_equal(core_ep_open(&attr, &p->b, err, sizeof(err)), 0);
+	assert_int_equal(core_ep_connect_pair(p->a, p->b, &p->pa, &p->pb), 0);
+	p->len = slots * SLOT;
+	p->src = malloc(p->len);
+	p->dst = calloc(1, p->len);
+	assert_non_null(p->src);
+	assert_non_null(p->dst);
+	for (size_t i = 0; i < p->len; i++)
+		p->src[i] = (char)(i * 13 + 1);
+	assert_int_equal(core_mr_reg(p->b, p->dst, p->len, &p->mr), 0);
+}
+
+static void close_pair(struct pair *p)
+{
+	core_ep_close(p->a);
+	core_ep_close(p->b);
+	free(p->src);
+	free(p->dst);
+}
+
+/* Hardware completions the writer's stripe took so far. */
+static uint64_t hw_completions(struct core_ep *ep)
+{
+	return atomic_load(&ep->stripes[0].stats->counter[STATS_COMPLETED]);
+}
+
+/* Writes slot i (contexts i + 1) for i in [0, n), bad_rkey_at (or -1) with a wrong key, without polling. */
+static void post_writes(struct pair *p, int n, int bad_rkey_at)
+{
+	for (int i = 0; i < n; i++) {
+		uint32_t rkey = i == bad_rkey_at ? p->mr.rkey ^ 0x5500 : p->mr.rkey;
+
+		assert_int_equal(core_write(p->a, p->pa, p->src + (size_t)i * SLOT, SLOT,
+					    (uintptr_t)p->dst + (size_t)i * SLOT, rkey, (void *)(uintptr_t)(i + 1)),
+				 0);
+	}
+}
+
+/* Collects n completions (sleeping waits: the tail must come without another post); statuses in order. */
+static void collect(struct pair *p, int n, uint32_t *status)
+{
+	for (int got = 0; got < n;) {
+		struct core_cqe e;
+
+		assert_int_equal(core_cq_sread(p->a, &e, 1, 5000), 1);
+		/* Exactly once, in posting order. */
+		assert_int_equal((uintptr_t)e.context, got + 1);
+		status[got++] = e.status;
+	}
+	struct core_cqe extra;
+
+	assert_int_equal(core_cq_read(p->a, &extra, 1), 0);
+}
+
+/* n writes in flight at once, all succeed; returns the hardware completions they took. */
+static uint64_t run_pipeline(struct pair *p, int n)
+{
+	uint32_t *status = calloc((size_t)n, sizeof(*status));
+
+	assert_non_null(status);
+	open_pair(p, (size_t)n);
+	post_writes(p, n, -1);
+	collect(p, n, status);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(status[i], IBV_WC_SUCCESS);
+	assert_memory_equal(p->dst, p->src, p->len);
+	free(status);
+	return hw_completions(p->a);
+}
+
+static void test_deep_pipeline(void **state)
+{
+	const int n = 200;
+	struct pair p;
+	uint32_t status[1];
+
+	(void)state;
+	uint64_t hw = run_pipeline(&p, n);
+
+	/* The first MOD_SIGNAL_EVERY are signaled (shallow pipeline), then one in MOD_SIGNAL_EVERY, plus a flush. */
+	assert_true(hw <= MOD_SIGNAL_EVERY + (uint64_t)n / MOD_SIGNAL_EVERY + 2);
+	/* Moderation leaves nothing behind: a lone write afterwards is signaled and completes alone. */
+	post_writes(&p, 1, -1);
+	collect(&p, 1, status);
+	assert_int_equal(hw_completions(p.a), hw + 1);
+	close_pair(&p);
+}
+
+/* More unsignaled writes than the FIFO holds: the overflow is posted signaled, still once each. */
+static void test_fifo_full(void **state)
+{
+	struct pair p;
+
+	(void)state;
+	run_pipeline(&p, MOD_FIFO + 150);
+	close_pair(&p);
+}
+
+static void test_failure_mid_run(void **state)
+{
+	const int n = 60, bad = 41;
+	struct pair p;
+	uint32_t status[60];
+
+	(void)state;
+	open_pair(&p, (size_t)n);
+	post_writes(&p, n, bad);
+	collect(&p, n, status);
+	for (int i = 0; i < bad; i++)
+		assert_int_equal(status[i], IBV_WC_SUCCESS);
+	assert_int_equal(status[bad], IBV_WC_REM_ACCESS_ERR);
+	for (int i = bad + 1; i < n; i++)
+		assert_int_equal(status[i], IBV_WC_WR_FLUSH_ERR);
+	assert_memory_equal(p.dst, p.src, (size_t)bad * SLOT);
+	close_pair(&p);
+}
+
+/*
+ * Writer threads share one connection (one stripe), so they race for the
+ * sequence and some post signaled outside it; reader threads share the
+ * completion queue.  Every write completes exactly once, successfully.
+ */
+#define WRITERS 4
+#define READERS 2
+#define PER_WRITER 3000
+
+struct race {
+	struct pair *p;
+	int index;
+	_Atomic int *completed; /* per write: times it completed */
+	_Atomic int *total, *bad;
+};
+
+static void *writer(void *arg)
+{
+	struct race *r = arg;
+
+	for (int i = 0; i < PER_WRITER; i++) {
+		uintptr_t id = (uintptr_t)r->index * PER_WRITER + (uintptr_t)i;
+		int rc;
+
+		while ((rc = core_write(r->p->a, r->p->pa, r->p->src, SLOT, (uintptr_t)r->p->dst, r->p->mr.rkey,
+					(void *)(id + 1))) == -EAGAIN)
+			;
+		if (rc)
+			atomic_fetch_add(r->bad, 1);
+	}
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	struct race *r = arg;
+	struct core_cqe e[8];
+	int idle_ms = 0;
+
+	/* Short sleeps: the other reader may take the last completion. */
+	while (atomic_load(r->total) < WRITERS * PER_WRITER && !atomic_load(r->bad)) {
+		int n = core_cq_sread(r->p->a, e, 8, 50);
+
+		if (n == -ETIMEDOUT && (idle_ms += 50) < 10000)
+			continue;
+		if (n < 0) {
+			atomic_fetch_add(r->bad, 1); /* 10 s without a completion: one was lost */
+			break;
+		}
+		idle_ms = 0;
+		for (int i = 0; i < n; i++) {
+			uintptr_t id = (uintptr_t)e[i].context - 1;
+
+			if (e[i].status || id >= WRITERS * PER_WRITER)
+				atomic_fetch_add(r->bad, 1);
+			else
+				atomic_fetch_add(&r->completed[id], 1);
+		}
+		atomic_fetch_add(r->total, n);
+	}
+	return NULL;
+}
+
+static void test_threads_share_a_connection(void **state)
+{
+	static _Atomic int completed[WRITERS * PER_WRITER];
+	_Atomic int total = 0, bad = 0;
+	struct race w[WRITERS], rd[READERS];
+	pthread_t tw[WRITERS], tr[READERS];
+	struct pair p;
+
+	(void)state;
+	open_pair(&p, 1);
+	for (int i = 0; i < READERS; i++) {
+		rd[i] = (struct race){.p = &p, .index = i, .completed = completed, .total = &total, .bad = &bad};
+		assert_int_equal(pthread_create(&tr[i], NULL, reader, &rd[i]), 0);
+	}
+	for (int i = 0; i < WRITERS; i++) {
+		w[i] = (struct race){.p = &p, .index = i, .completed = completed, .total = &total, .bad = &bad};
+		assert_int_equal(pthread_create(&tw[i], NULL, writer, &w[i]), 0);
+	}
+	for (int i = 0; i < WRITERS; i++)
+		pthread_join(tw[i], NULL);
+	for (int i = 0; i < READERS; i++)
+		pthread_join(tr[i], NULL);
+	assert_int_equal(atomic_load(&bad), 0);
+	assert_int_equal(atomic_load(&total), WRITERS * PER_WRITER);
+	for (int i = 0; i < WRITERS * PER_WRITER; i++)
+		assert_int_equal(atomic_load(&completed[i]), 1);
+	close_pair(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_deep_pipeline),
+	    cmocka_unit_test(test_fifo_full),
+	    cmocka_unit_test(test_failure_mid_run),
+	    cmocka_unit_test(test_threads_share_a_connection),
+	};
+	int rc;
+
+	/* The stripes count their hardware completions in the stats segment. */
+	assert_int_equal(stats_segment_open("test_core_moderation"), 0);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	stats_segment_close();
+	return rc;
+}
