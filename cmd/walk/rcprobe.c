@@ -706,13 +706,16 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_bind_error(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
+	/* For the log line: the teardown destroys the QPs. */
+	uint32_t qpn_a = p.a ? p.a->qp_num : 0, qpn_b = p.b ? p.b->qp_num : 0;
+
 	rcp_teardown(&p);
 	/* The walk waits while a probe runs: a slow one (a loaded machine) spaces the next out. */
 	if (walk_now_ns() - now > RCP_PERIOD_NS / RCP_SHARE)
 		d->rc_next_ns = now + (walk_now_ns() - now) * RCP_SHARE;
 	c->stats.devprobes[2] += p.ran;
 	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u%s", c->id, (unsigned long long)c->seq, p.name,
-	    p.a ? p.a->qp_num : 0, p.b ? p.b->qp_num : 0, rcp_failed(&p) ? ": FAILED" : "");
+	    qpn_a, qpn_b, rcp_failed(&p) ? ": FAILED" : "");
 }
 
 void walk_rcprobe_end(struct walk_client *c)
