@@ -55,9 +55,12 @@ void rcp_case_local(struct rcp *p)
 		if ((pd2 = hw_alloc_pd(p->c->ctx)))
 			odd = hw_reg_mr(pd2, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE);
 	} else if (kind == LA_SEND_DEREGD) {
+		uint32_t stale_lkey = 0;
+
+		/* The key is read before the deregistration frees the MR. */
 		if ((odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE)) &&
-		    hw_dereg_mr(odd) == 0) {
-			sge = (struct ibv_sge){(uintptr_t)(p->buf + at), len, odd->lkey};
+		    (stale_lkey = odd->lkey, hw_dereg_mr(odd) == 0)) {
+			sge = (struct ibv_sge){(uintptr_t)(p->buf + at), len, stale_lkey};
 			odd = NULL;
 			goto post;
 		}
