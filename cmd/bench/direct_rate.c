@@ -147,30 +147,39 @@ int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *er
 	fflush(NULL);
 	recv_pid = fork();
 	if (recv_pid == 0)
-		_exit(receive(l, procs, size, iters, elapsed) ? 1 : 0);
+		_exit(-receive(l, procs, size, iters, elapsed) & 0xff);
 	for (int i = 0; i < procs && recv_pid > 0; i++) {
 		long n = iters / procs + (i < iters % procs);
 		pid_t pid = fork();
 
 		if (pid == 0)
-			_exit(send_stream(oob_listener_port(l), size, n) ? 1 : 0);
+			_exit(-send_stream(oob_listener_port(l), size, n) & 0xff);
 		if (pid > 0)
 			senders[started++] = pid;
 	}
+	/* Each child exits with its error number: the message says who failed and why. */
+	const char *who = NULL;
+
 	for (int i = 0; i < started; i++) {
 		waitpid(senders[i], &status, 0);
-		if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-			rc = -EIO;
+		if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+			rc = WIFEXITED(status) ? -WEXITSTATUS(status) : -EINTR;
+			who = "a sender";
+		}
 	}
 	if (recv_pid > 0) {
 		waitpid(recv_pid, &status, 0);
-		if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-			rc = rc ? rc : -EPROTO;
+		if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+			rc = WIFEXITED(status) ? -WEXITSTATUS(status) : -EINTR;
+			who = "the receiver";
+		}
 	}
-	if (recv_pid < 0 || started < procs)
+	if (recv_pid < 0 || started < procs) {
 		rc = -errno;
+		who = "fork";
+	}
 	if (rc)
-		snprintf(err, errlen, "direct core sends failed (%s)", strerror(-rc));
+		snprintf(err, errlen, "direct core sends failed: %s: %s", who, strerror(-rc));
 	else
 		*msgs_per_s = *elapsed ? (double)iters / ((double)*elapsed / 1e9) : 0;
 out:
