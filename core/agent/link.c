@@ -962,13 +962,19 @@ static int pack_eager(struct agent_links *lk, uint32_t rank, const struct proto_
 
 		if (!b)
 			return -ENOSPC;
+		bool idle = !p->post_head && !p->eager_out && !p->rndv_out && !p->wait_head;
+
 		rc = agg_add(&b->agg, h, data);
 		if (rc == 0) {
 			b->u.charge[kind] += charge;
 			p->stats.msgs_sent++;
 			p->stats.bytes_sent += PROTO_HEADER_SIZE + h->eager_size;
-			if (b->agg.items >= b->agg.max_items)
-				close_open(p); /* full by count: no reason to wait */
+			/*
+			 * Full by count: no reason to wait.  A lone item on an idle link goes at once:
+			 * company only comes with a backlog, and waiting for it is pure latency.
+			 */
+			if (b->agg.items >= b->agg.max_items || (idle && b->agg.items == 1))
+				close_open(p);
 			return 0;
 		}
 		if (rc != -ENOSPC)
@@ -1068,14 +1074,12 @@ static int tx_prepare(struct agent_links *lk, uint32_t rank)
 	return n;
 }
 
-/* One progress pass over the sending side: strip mining (strip.h), one unit per target per round. */
-static int tx_progress(struct agent_links *lk)
+/* Posts what is queued: strip mining (strip.h), one unit per target per round. */
+static int tx_post(struct agent_links *lk)
 {
 	uint32_t order[GW_MAX_NODES];
 	int work = 0, n;
 
-	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
-		work += tx_prepare(lk, r);
 	do {
 		n = 0;
 		strip_order(&lk->strip, lk->cfg.nodes, order);
@@ -1085,6 +1089,16 @@ static int tx_progress(struct agent_links *lk)
 		work += n;
 	} while (n);
 	return work;
+}
+
+/* One progress pass over the sending side. */
+static int tx_progress(struct agent_links *lk)
+{
+	int work = 0;
+
+	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
+		work += tx_prepare(lk, r);
+	return work + tx_post(lk);
 }
 
 /* The binding slot of a channel name (FNV-1a), for the direct-mapped port tables. */
@@ -2269,6 +2283,11 @@ int links_progress(struct agent_links *lk)
 int links_tx_pass(struct agent_links *lk)
 {
 	return tx_progress(lk);
+}
+
+int links_post(struct agent_links *lk)
+{
+	return tx_post(lk);
 }
 
 bool links_can_inject(struct agent_links *lk)
