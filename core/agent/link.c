@@ -962,19 +962,13 @@ static int pack_eager(struct agent_links *lk, uint32_t rank, const struct proto_
 
 		if (!b)
 			return -ENOSPC;
-		bool idle = !p->post_head && !p->eager_out && !p->rndv_out && !p->wait_head;
-
 		rc = agg_add(&b->agg, h, data);
 		if (rc == 0) {
 			b->u.charge[kind] += charge;
 			p->stats.msgs_sent++;
 			p->stats.bytes_sent += PROTO_HEADER_SIZE + h->eager_size;
-			/*
-			 * Full by count: no reason to wait.  A lone item on an idle link goes at once:
-			 * company only comes with a backlog, and waiting for it is pure latency.
-			 */
-			if (b->agg.items >= b->agg.max_items || (idle && b->agg.items == 1))
-				close_open(p);
+			if (b->agg.items >= b->agg.max_items)
+				close_open(p); /* full by count: no reason to wait */
 			return 0;
 		}
 		if (rc != -ENOSPC)
@@ -1060,7 +1054,23 @@ static int drain_waiting(struct agent_links *lk, uint32_t rank)
 	return n;
 }
 
-/* Rank's items that waited for room go into buffers; a buffer idle for two passes closes. */
+/*
+ * The buffer being filled holds a single item, and nothing else is queued,
+ * waiting or in flight to the peer: nothing will keep it company soon, since
+ * company comes with a backlog.  Waiting for its idle passes would only add
+ * latency (a request, or its answer, in a ping-pong).
+ */
+static bool lone_on_idle_link(const struct link_peer *p)
+{
+	return p->open && p->open->agg.items == 1 && !p->post_head && !p->eager_out && !p->rndv_out &&
+	       !p->wait_head;
+}
+
+/*
+ * Rank's items that waited for room go into buffers; a buffer idle for two
+ * passes closes, and so does a lone item on an idle link at the end of the
+ * pass that added it.
+ */
 static int tx_prepare(struct agent_links *lk, uint32_t rank)
 {
 	struct link_peer *p = &lk->peers[rank];
@@ -1069,7 +1079,7 @@ static int tx_prepare(struct agent_links *lk, uint32_t rank)
 	if (!p->up)
 		return 0;
 	n = drain_waiting(lk, rank);
-	if (p->open && agg_pass(&p->open->agg))
+	if (p->open && (agg_pass(&p->open->agg) || lone_on_idle_link(p)))
 		close_open(p);
 	return n;
 }
@@ -2287,6 +2297,9 @@ int links_tx_pass(struct agent_links *lk)
 
 int links_post(struct agent_links *lk)
 {
+	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
+		if (lk->peers[r].up && lone_on_idle_link(&lk->peers[r]))
+			close_open(&lk->peers[r]);
 	return tx_post(lk);
 }
 
