@@ -105,6 +105,7 @@ struct gateway {
  * usually take longer it sleeps at once.
  */
 #define GW_REMOTE_SPIN_MAX_NS 250000ull
+#define GW_YIELD_SHARED_NS    10000ull /* a yield that took longer ran another thread */
 
 #define GW_REAP_NS 20000000ull
 
@@ -812,10 +813,14 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 			until = deadline;
 		/*
 		 * The local agent alone usually answers within a few of its passes, another node
-		 * within the usual wait: yield meanwhile, and sleep only when that is over.
+		 * within the usual wait: yield meanwhile, and sleep only when that is over.  A
+		 * yield that gave the CPU to another thread says this CPU is shared: polling on it
+		 * only takes turns with the threads that make the answer, so sleep instead.
 		 */
 		if (remote_answer ? now - wait_start < spin_ns : spins++ < GW_CALL_SPINS) {
 			sched_yield();
+			if (remote_answer && clock_ns() - now > GW_YIELD_SHARED_NS)
+				spin_ns = 0;
 			continue;
 		}
 		atomic_store(&sl->sleeping, 1);
