@@ -53,6 +53,11 @@ bar "chan_rate 64 B channel / pipe (same 2 processes)" "$(jq '.channel_over_pipe
 	"$(jq -r '.results[0] | "(round 1: \(.channel_msgs_per_s / 1e3 | floor) vs \(.pipe_msgs_per_s / 1e3 | floor) kmsg/s, \(.futex_calls_per_msg) futex calls/msg)"' "$dir/chan.json")"
 
 # Issue 13: a deposited send through two agent processes against core send_lat on the same device.
+# Measured on 2026-11-23 (2 shared cores, load 9-12 from other builds): a run's median 80-230 us
+# (median of 7 runs 103-138 us; core send_lat 9 us typical), ratio median 13-22x; before the agents'
+# adaptive polling and the lone-item rule 96-267 us (median of 7 runs 149-180 us).  perf sched: the
+# kernel ran the client, both engines and both soft-NIC threads on one CPU, so most of a round trip
+# is their turns on it, not agent work.
 RDMATOOL_AGENT_KEY=$dir/key "$RDMATOOL" -q -j bench agent_lat -s 8 -n 2000 --baseline >"$dir/alat.json"
 bar "agent_lat 8 B deposited / core send_lat" "$(jq '.ratio_to_core_send_lat' "$dir/alat.json")" "<= 3" \
 	"$(jq -r '"(\(.deposited_median_us) vs \(.core_send_lat_typical_us) us)"' "$dir/alat.json")"
@@ -62,7 +67,10 @@ bar "agent_lat 8 B deposited / core send_lat" "$(jq '.ratio_to_core_send_lat' "$
 # (2 shared cores, heavily loaded): agent_rate 64 B 70-140 kmsg/s, 5-10x aggregation off (about 20-26
 # items per eager buffer), 0.1-0.3x core send_bw; agent_bw 1 MiB (rma transport) 220-550 MiB/s
 # against core write_bw between two processes (each agent is one, on its own device), which swung
-# from 60 to 2000 MiB/s with the load: 0.26-0.46x in quieter minutes.
+# from 60 to 2000 MiB/s with the load: 0.26-0.46x in quieter minutes.  Later that day (load 9-12):
+# agent_rate 36-83 kmsg/s, 2.2-11x aggregation off (median 5.2: the engine posting at once made the
+# baseline without aggregation faster too), 0.7-3.2x direct core sends (median 1.5); agent_bw
+# 165-541 MiB/s, 0.1-1.5x core write_bw (median 1.1).
 "$RDMATOOL" -q -j bench agent_rate -s 64 -n 20000 --baseline >"$dir/arate.json"
 bar "agent_rate 64 B aggregation on / off" "$(jq '.ratio_to_no_aggregation' "$dir/arate.json")" ">= 5" \
 	"$(jq -r '"(\(.agent_msgs_per_s | floor) vs \(.no_aggregation_msgs_per_s | floor) msg/s)"' "$dir/arate.json")"

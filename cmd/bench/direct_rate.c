@@ -9,6 +9,7 @@
 #include "cmd/bench/direct_rate.h"
 
 #include "core/oob/oob.h"
+#include "core/stats/stats.h"
 #include "core/transport/endpoint.h"
 #include "core/util/clock.h"
 
@@ -130,6 +131,16 @@ static int send_stream(int port, size_t size, long n)
 	return rc;
 }
 
+/*
+ * A forked sender or receiver ends: _exit skips the atexit that removes its
+ * stats segment.  The exit status is its error number, for the message.
+ */
+static _Noreturn void child_exit(int rc)
+{
+	stats_segment_close();
+	_exit(-rc & 0xff);
+}
+
 int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *err, size_t errlen)
 {
 	struct oob_listener *l = NULL;
@@ -147,13 +158,13 @@ int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *er
 	fflush(NULL);
 	recv_pid = fork();
 	if (recv_pid == 0)
-		_exit(-receive(l, procs, size, iters, elapsed) & 0xff);
+		child_exit(receive(l, procs, size, iters, elapsed));
 	for (int i = 0; i < procs && recv_pid > 0; i++) {
 		long n = iters / procs + (i < iters % procs);
 		pid_t pid = fork();
 
 		if (pid == 0)
-			_exit(-send_stream(oob_listener_port(l), size, n) & 0xff);
+			child_exit(send_stream(oob_listener_port(l), size, n));
 		if (pid > 0)
 			senders[started++] = pid;
 	}

@@ -7,6 +7,7 @@
  * compare with.
  */
 #include "cmd/bench/pair_write_bw.h"
+#include "core/stats/stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -62,7 +63,9 @@ int pair_write_bw(size_t size, double seconds, struct bench_result *r, char *err
 
 		if (null >= 0)
 			dup2(null, STDERR_FILENO); /* its "listening on" lines are not ours to print */
-		_exit(bench_server(addr, &o, why, sizeof(why)) ? 1 : 0);
+		rc = bench_server(addr, &o, why, sizeof(why));
+		stats_segment_close(); /* _exit skips the atexit that would */
+		_exit(rc ? 1 : 0);
 	}
 	rc = bench_client_open(addr, err, errlen);
 	if (!rc) {

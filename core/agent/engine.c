@@ -20,6 +20,27 @@
 #include <time.h>
 #include <unistd.h>
 
+/*
+ * After its last work the loop keeps polling for its spin window (yielding
+ * the CPU on each empty pass), so back-to-back requests and answers cost no
+ * wake-up; then it sleeps in poll() on the gateway's doorbell, the network
+ * completion channel and the peers' connections, woken by whichever comes
+ * first.  While answers from other nodes are due it polls longer: reading
+ * the wire itself saves the hand-off through the device's thread and the
+ * completion channel (measured: a deposited round trip 1.3-1.6x faster).
+ * Bounded, so a GETMSG that waits on an empty channel leaves the agent
+ * asleep.
+ *
+ * The window adapts to the traffic, like an adaptive lock: work that woke
+ * the engine soon after it fell asleep (a peer's requests every 100-300 us,
+ * say) doubles it, up to ENGINE_SPIN_MAX_NS, so a steady exchange finds the
+ * engine polling instead of paying two wake-ups per message (the device's
+ * thread, then the engine); a sleep that lasted longer than that resets it.
+ */
+#define ENGINE_SPIN_NS	    50000ull
+#define ENGINE_SPIN_MAX_NS  1000000ull
+#define ENGINE_IN_FLIGHT_NS 2000000ull
+
 struct agent_engine {
 	struct agent_engine_config cfg;
 	char dir[PATH_MAX];
@@ -35,6 +56,7 @@ struct agent_engine {
 	uint64_t served, failed;
 	struct flow_caps caps;
 	uint32_t in_flight; /* requests sent to other nodes whose answer has not come yet */
+	uint64_t spin_ns;   /* how long the loop polls after its last work (adaptive, see engine_sleep) */
 };
 
 static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len);
@@ -51,6 +73,7 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 	if (!e)
 		return -ENOMEM;
 	e->cfg = *cfg;
+	e->spin_ns = ENGINE_SPIN_NS;
 	snprintf(e->dir, sizeof(e->dir), "%s", cfg->dir);
 	e->cfg.dir = e->dir;
 	if (e->cfg.siblings == 0)
@@ -209,24 +232,13 @@ static void engine_done(void *arg, uint64_t token, int status, const void *data,
 	gw_complete(e->gw, (uint32_t)token, status, data, len);
 }
 
-/*
- * After its last work the loop keeps polling this long (yielding the CPU on
- * each empty pass), so back-to-back requests and answers cost no wake-up;
- * then it sleeps in poll() on the gateway's doorbell, the network completion
- * channel and the peers' connections, woken by whichever comes first.  While
- * answers from other nodes are due it polls longer: reading the wire itself
- * saves the hand-off through the device's thread and the completion channel
- * (measured: a deposited round trip 1.3-1.6x faster).  Bounded, so a GETMSG
- * that waits on an empty channel leaves the agent asleep.
- */
-#define ENGINE_SPIN_NS	    50000ull
-#define ENGINE_IN_FLIGHT_NS 2000000ull
 #define ENGINE_STATS_NS	    100000000ull
 #define ENGINE_POLL_FDS	    (2 + 2 + GW_MAX_NODES)
 
 /* Sleeps until a request, a network completion, a peer's news, or the next stats update. */
 static void engine_sleep(struct agent_engine *e)
 {
+	uint64_t start = clock_ns();
 	struct pollfd fds[ENGINE_POLL_FDS];
 	int n = 0, timeout_ms = (int)(ENGINE_STATS_NS / 1000000), bell = gw_bell_fd(e->gw);
 
@@ -247,6 +259,11 @@ static void engine_sleep(struct agent_engine *e)
 	}
 	if (e->links)
 		links_sleep_end(e->links, fds + (bell >= 0), n - (bell >= 0));
+	/* Woken soon: the next gap is likely as short, so poll through it next time. */
+	if (clock_ns() - start < ENGINE_SPIN_MAX_NS)
+		e->spin_ns = e->spin_ns * 2 < ENGINE_SPIN_MAX_NS ? e->spin_ns * 2 : ENGINE_SPIN_MAX_NS;
+	else
+		e->spin_ns = ENGINE_SPIN_NS;
 }
 
 static void publish_flow(struct agent_engine *e)
@@ -276,10 +293,13 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 	uint64_t last_work = 0, last_stats = 0;
 
 	while (!*stop) {
-		int work = e->links ? links_progress(e->links) : 0;
+		int work = e->links ? links_progress(e->links) : 0, served = gw_serve(e->gw, engine_handle, e);
 		uint64_t now;
 
-		work += gw_serve(e->gw, engine_handle, e);
+		/* What the requests put on an idle link goes now, not after the next network read. */
+		if (served && e->links)
+			links_post(e->links);
+		work += served;
 		now = clock_ns();
 		if (work)
 			last_work = now;
@@ -288,7 +308,7 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 			for (int i = 0; i < 2 && !links_tx_pass(e->links); i++)
 				;
 			continue;
-		} else if (now - last_work < (e->in_flight ? ENGINE_IN_FLIGHT_NS : ENGINE_SPIN_NS))
+		} else if (now - last_work < (e->in_flight ? ENGINE_IN_FLIGHT_NS : e->spin_ns))
 			sched_yield();
 		else
 			engine_sleep(e);

@@ -94,10 +94,18 @@ struct gateway {
 	int bell_fd;		 /* the doorbell socket: bound (agent), or to send from (client); -1: none */
 	struct sockaddr_un bell;
 	socklen_t bell_len;
+	_Atomic uint64_t answer_ns; /* client side: a running average of remote answers' waits */
 };
 
 #define GW_ALIVE_NS   50000000ull
 #define GW_CALL_SPINS 32 /* yields before a client waiting for its local agent sleeps */
+/*
+ * A client waiting for an answer from another node polls (yielding) up to
+ * twice the usual wait before it sleeps, at most this long; when answers
+ * usually take longer it sleeps at once.
+ */
+#define GW_REMOTE_SPIN_MAX_NS 250000ull
+#define GW_YIELD_SHARED_NS    10000ull /* a yield that took longer ran another thread */
 
 #define GW_REAP_NS 20000000ull
 
@@ -674,6 +682,31 @@ bool gw_alive(struct gateway *g)
 	return true;
 }
 
+/*
+ * How long a client polls for an answer from another node: twice the usual
+ * wait, when that is short enough to be worth a CPU; else nothing.  Spinning
+ * skips the wake-up, which on a busy machine costs more than the answer
+ * (measured: the woken client waited 50-90 us for a CPU).
+ */
+static uint64_t remote_spin_ns(struct gateway *g)
+{
+	uint64_t usual = atomic_load_explicit(&g->answer_ns, memory_order_relaxed);
+
+	if (usual > GW_REMOTE_SPIN_MAX_NS)
+		return 0;
+	return usual * 2 < GW_REMOTE_SPIN_MAX_NS ? usual * 2 : GW_REMOTE_SPIN_MAX_NS;
+}
+
+/* One answer's wait into the running average (weight 1/4; one long wait counts as a few short ones). */
+static void remote_answer_took(struct gateway *g, uint64_t ns)
+{
+	uint64_t usual = atomic_load_explicit(&g->answer_ns, memory_order_relaxed);
+
+	if (ns > 4 * GW_REMOTE_SPIN_MAX_NS)
+		ns = 4 * GW_REMOTE_SPIN_MAX_NS;
+	atomic_store_explicit(&g->answer_ns, usual - usual / 4 + ns / 4, memory_order_relaxed);
+}
+
 int gw_call(struct gateway *g, const struct gw_request *req, const void *in, size_t inlen, void *out,
 	    size_t cap, size_t *outlen, bool wait)
 {
@@ -720,13 +753,9 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 	deadline = req->timeout_ms < 0 ? 0 : clock_ns() + ((uint64_t)req->timeout_ms + 1000) * 1000000ull;
 	/* Checking the agent costs system calls: only once a wait of 100 ms passed without an answer. */
 	bool check = false;
-	/*
-	 * An answer that crosses the network takes many agent passes: yielding
-	 * meanwhile only takes turns with the agent on a shared CPU (measured:
-	 * deposited sends 1.5-2x slower), so such a caller sleeps at once.
-	 */
 	bool remote_answer = req->op != GW_OP_SEND || req->mode > AGENT_SEND_BUFFERED;
-	int spins = remote_answer ? GW_CALL_SPINS : 0;
+	int spins = 0;
+	uint64_t wait_start = clock_ns(), spin_ns = remote_spin_ns(g);
 
 	for (;;) {
 		uint32_t st = atomic_load_explicit(&sl->state, memory_order_acquire);
@@ -753,6 +782,8 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 			if (n)
 				memcpy(out, sl->data, n);
 			atomic_store_explicit(&sl->state, SLOT_FREE, memory_order_release);
+			if (remote_answer)
+				remote_answer_took(g, clock_ns() - wait_start);
 			return rc;
 		}
 		uint64_t now = clock_ns();
@@ -780,9 +811,16 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 		}
 		if (deadline && deadline < until)
 			until = deadline;
-		/* The agent usually answers within a few of its passes: yield to it before sleeping. */
-		if (spins++ < GW_CALL_SPINS) {
+		/*
+		 * The local agent alone usually answers within a few of its passes, another node
+		 * within the usual wait: yield meanwhile, and sleep only when that is over.  A
+		 * yield that gave the CPU to another thread says this CPU is shared: polling on it
+		 * only takes turns with the threads that make the answer, so sleep instead.
+		 */
+		if (remote_answer ? now - wait_start < spin_ns : spins++ < GW_CALL_SPINS) {
 			sched_yield();
+			if (remote_answer && clock_ns() - now > GW_YIELD_SHARED_NS)
+				spin_ns = 0;
 			continue;
 		}
 		atomic_store(&sl->sleeping, 1);

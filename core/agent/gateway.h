@@ -10,8 +10,10 @@
  * client's requests keep their order.  No FREE slot: the call returns -EAGAIN
  * at once (the seed: gateway backpressure reaches the user as an error code).
  * The client sleeps on its slot's state word (a futex) until the agent marks
- * it DONE; it yields a few times first only when the answer comes from the
- * local agent alone (buffered sends).  A client killed mid-request leaves a
+ * it DONE; it yields a few times first when the answer comes from the local
+ * agent alone (buffered sends), and for up to twice the usual wait (a running
+ * average, bounded) when it comes from another node, as long as its yields
+ * find the CPU otherwise idle.  A client killed mid-request leaves a
  * CLAIMED or DONE slot that the agent reclaims once the client's pid is gone;
  * a client that gives up waiting marks its slot ABANDONED and the agent
  * frees it.

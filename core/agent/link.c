@@ -1054,7 +1054,23 @@ static int drain_waiting(struct agent_links *lk, uint32_t rank)
 	return n;
 }
 
-/* Rank's items that waited for room go into buffers; a buffer idle for two passes closes. */
+/*
+ * The buffer being filled holds a single item, and nothing else is queued,
+ * waiting or in flight to the peer: nothing will keep it company soon, since
+ * company comes with a backlog.  Waiting for its idle passes would only add
+ * latency (a request, or its answer, in a ping-pong).
+ */
+static bool lone_on_idle_link(const struct link_peer *p)
+{
+	return p->open && p->open->agg.items == 1 && !p->post_head && !p->eager_out && !p->rndv_out &&
+	       !p->wait_head;
+}
+
+/*
+ * Rank's items that waited for room go into buffers; a buffer idle for two
+ * passes closes, and so does a lone item on an idle link at the end of the
+ * pass that added it.
+ */
 static int tx_prepare(struct agent_links *lk, uint32_t rank)
 {
 	struct link_peer *p = &lk->peers[rank];
@@ -1063,19 +1079,17 @@ static int tx_prepare(struct agent_links *lk, uint32_t rank)
 	if (!p->up)
 		return 0;
 	n = drain_waiting(lk, rank);
-	if (p->open && agg_pass(&p->open->agg))
+	if (p->open && (agg_pass(&p->open->agg) || lone_on_idle_link(p)))
 		close_open(p);
 	return n;
 }
 
-/* One progress pass over the sending side: strip mining (strip.h), one unit per target per round. */
-static int tx_progress(struct agent_links *lk)
+/* Posts what is queued: strip mining (strip.h), one unit per target per round. */
+static int tx_post(struct agent_links *lk)
 {
 	uint32_t order[GW_MAX_NODES];
 	int work = 0, n;
 
-	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
-		work += tx_prepare(lk, r);
 	do {
 		n = 0;
 		strip_order(&lk->strip, lk->cfg.nodes, order);
@@ -1085,6 +1099,16 @@ static int tx_progress(struct agent_links *lk)
 		work += n;
 	} while (n);
 	return work;
+}
+
+/* One progress pass over the sending side. */
+static int tx_progress(struct agent_links *lk)
+{
+	int work = 0;
+
+	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
+		work += tx_prepare(lk, r);
+	return work + tx_post(lk);
 }
 
 /* The binding slot of a channel name (FNV-1a), for the direct-mapped port tables. */
@@ -2269,6 +2293,14 @@ int links_progress(struct agent_links *lk)
 int links_tx_pass(struct agent_links *lk)
 {
 	return tx_progress(lk);
+}
+
+int links_post(struct agent_links *lk)
+{
+	for (uint32_t r = 0; r < lk->cfg.nodes; r++)
+		if (lk->peers[r].up && lone_on_idle_link(&lk->peers[r]))
+			close_open(&lk->peers[r]);
+	return tx_post(lk);
 }
 
 bool links_can_inject(struct agent_links *lk)

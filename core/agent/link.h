@@ -10,7 +10,10 @@
  * Requests and answers are items (a proto header and its eager data,
  * core/agent/proto.h) packed into 2 KB eager buffers (core/agent/aggregate.h):
  * per target node 4 buffers, one filling, the others queued or in flight; a
- * buffer goes out when full, at 128 items, or after two idle progress passes.
+ * buffer goes out when full, at 128 items, or after two idle progress passes;
+ * a lone item on an idle link (the only one a pass added, nothing queued or
+ * in flight to that peer) goes at the end of that pass: aggregation is for a
+ * backlog, not a reason to delay a single item.
  * The first request for a channel is preceded by a CONNECT binding a port
  * (a slot of a direct-mapped table of channel names) at the target; later
  * items name the port, and answers the request (port | origin tag).  An item
@@ -112,6 +115,12 @@ int links_progress(struct agent_links *lk);
  * of polling the network.  Returns the work done.
  */
 int links_tx_pass(struct agent_links *lk);
+/*
+ * Posts the buffers and frames queued to go out, and a lone item on an idle
+ * link, without the rest of a progress pass: what the engine runs right
+ * after it took gateway requests.  Returns the work done.
+ */
+int links_post(struct agent_links *lk);
 /*
  * Whether the injection cap leaves room for one more gateway request; when
  * not, the engine leaves requests in the gateway (core/agent/flow.h).
