@@ -32,7 +32,8 @@ struct hw_ops {
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access);
 	int (*dereg_mr)(struct ibv_mr *mr);
 	/* ibv_rereg_mr: 0 or an enum ibv_rereg_mr_err_code. */
-	int (*rereg_mr)(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access);
+	int (*rereg_mr)(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+			int access);
 
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	int (*dealloc_mw)(struct ibv_mw *mw);
@@ -175,8 +176,7 @@ static inline int hw_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
 	return hw_ops_of(channel->context)->destroy_comp_channel(channel);
 }
-static inline int hw_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
-				  void **cq_context)
+static inline int hw_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
 	return hw_ops_of(channel->context)->get_cq_event(channel, cq, cq_context);
 }

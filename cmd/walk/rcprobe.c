@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define RCP_INLINE	  128
+#define RCP_INLINE 128
 
 #define RCP_PERIOD_NS	  (50 * 1000000ull)
 #define RCP_FIRST_NS	  (2000 * 1000000ull)
@@ -237,16 +237,17 @@ static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, c
 /* ext: by ibv_create_qp_ex, with the ibv_wr_* operations the probes use. */
 static struct ibv_qp *create_qp_of(struct rcp *p, struct ibv_qp_init_attr *init, bool ext)
 {
-	struct ibv_qp_init_attr_ex x = {
-	    .send_cq = init->send_cq,
-	    .recv_cq = init->recv_cq,
-	    .cap = init->cap,
-	    .qp_type = init->qp_type,
-	    .sq_sig_all = init->sq_sig_all,
-	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-	    .pd = p->pd,
-	    .send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-			      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_RDMA_READ};
+	struct ibv_qp_init_attr_ex x = {.send_cq = init->send_cq,
+					.recv_cq = init->recv_cq,
+					.cap = init->cap,
+					.qp_type = init->qp_type,
+					.sq_sig_all = init->sq_sig_all,
+					.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+					.pd = p->pd,
+					.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND |
+							  IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+							  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+							  IBV_QP_EX_WITH_RDMA_READ};
 	struct ibv_qp *qp;
 
 	if (!ext)
@@ -551,6 +552,21 @@ void rcp_judge(struct rcp *p, struct ibv_cq *cq, const char *who, const struct i
 		rcp_fail(p, "%s: %d of %d completions arrived within %llu ms (next expected: wr_id %llx, %s)",
 			 who, got, n, RCP_DEADLINE_NS / 1000000, (unsigned long long)exp[got].wr_id,
 			 ibv_wc_status_str(exp[got].status));
+}
+
+int rcp_poll1(struct rcp *p, struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
+	unsigned idle = 0;
+	int k;
+
+	while ((k = hw_poll_cq(cq, 1, wc)) == 0 && walk_now_ns() <= end)
+		rcp_idle(&idle);
+	if (k < 0)
+		rcp_fail(p, "ibv_poll_cq returned %d", k);
+	else if (k == 0)
+		rcp_fail(p, "no completion within %llu ms", RCP_DEADLINE_NS / 1000000);
+	return k > 0;
 }
 
 void rcp_expect_empty(struct rcp *p, struct ibv_cq *cq, const char *who)

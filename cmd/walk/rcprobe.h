@@ -28,9 +28,9 @@ struct rcp_shape {
 	int scqe; /* A's send CQ */
 	uint32_t a_send_wr, a_recv_wr, b_recv_wr;
 	uint8_t a_rnr_retry;
-	bool sig_all, uc;	    /* A signals every WR; the pair is UC */
-	bool channel;		    /* B's receive CQ has a completion channel */
-	bool ext; /* A's send CQ made by ibv_create_cq_ex, A by ibv_create_qp_ex (the ibv_wr_* API) */
+	bool sig_all, uc; /* A signals every WR; the pair is UC */
+	bool channel;	  /* B's receive CQ has a completion channel */
+	bool ext;	  /* A's send CQ made by ibv_create_cq_ex, A by ibv_create_qp_ex (the ibv_wr_* API) */
 	uint8_t timeout, retry_cnt; /* A's, when timeout is not 0 */
 };
 
@@ -101,6 +101,8 @@ void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct 
 void rcp_judge(struct rcp *p, struct ibv_cq *cq, const char *who, const struct ibv_wc *wc, int got,
 	       const struct rcp_exp *exp, int n);
 #define RCP_DEADLINE_NS (3000 * 1000000ull)
+/* One completion of any status from cq within the deadline (1), else a failure (0). */
+int rcp_poll1(struct rcp *p, struct ibv_cq *cq, struct ibv_wc *wc);
 /* Polls cq once more: nothing must be there. */
 void rcp_expect_empty(struct rcp *p, struct ibv_cq *cq, const char *who);
 void rcp_expect_state(struct rcp *p, struct ibv_qp *qp, const char *who, enum ibv_qp_state st);

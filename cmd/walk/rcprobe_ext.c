@@ -101,7 +101,8 @@ static struct rcp_exp atomic(struct rcp *p, uint32_t slot, bool cas, bool match)
  */
 static struct ibv_mr *reregistered(struct rcp *p, bool *writable)
 {
-	int rd = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, wr = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	int rd = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ,
+	    wr = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	struct ibv_mr *mr;
 	int rc;
 
@@ -166,8 +167,8 @@ void rcp_case_ext(struct rcp *p)
 		wr_sge(p, RCP_SRC + RCP_SLOT, 64);
 		if (writable)
 			memcpy(p->model + at, p->model + RCP_SRC + RCP_SLOT, 64);
-		exp[n] = rcp_done(qx->wr_id, writable ? IBV_WC_SUCCESS : IBV_WC_REM_ACCESS_ERR,
-				  IBV_WC_RDMA_WRITE);
+		exp[n] =
+		    rcp_done(qx->wr_id, writable ? IBV_WC_SUCCESS : IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE);
 		n++;
 		/* after an error every later WR flushes (ibv_poll_cq(3)) */
 		qx->wr_id = p->base_id + 0x21;
@@ -176,10 +177,12 @@ void rcp_case_ext(struct rcp *p)
 		wr_sge(p, RCP_SRC, 8);
 		if (writable)
 			memcpy(p->model + RCP_TGT + 4 * RCP_SLOT, p->model + RCP_SRC, 8);
-		exp[n++] = rcp_done(qx->wr_id, writable ? IBV_WC_SUCCESS : IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_WRITE);
+		exp[n++] =
+		    rcp_done(qx->wr_id, writable ? IBV_WC_SUCCESS : IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_WRITE);
 	}
 	if ((rc = ibv_wr_complete(qx)))
-		rcp_fail(p, "ibv_wr_complete of %d WRs (max_send_wr %u) returned %d", n, p->acap.max_send_wr, rc);
+		rcp_fail(p, "ibv_wr_complete of %d WRs (max_send_wr %u) returned %d", n, p->acap.max_send_wr,
+			 rc);
 	else {
 		got = poll_ex(p, wc, n);
 		rcp_judge(p, p->scq, "A's extended send CQ (ibv_start_poll)", wc, got, exp, n);
@@ -200,7 +203,8 @@ void rcp_case_resize_cq(struct rcp *p)
 	int cqe = (int)rng_range(p->rng, 16, 3 * RCP_CQE);
 
 	p->name = "ibv_resize_cq with completions waiting";
-	p->shape = (struct rcp_shape){.scqe = RCP_CQE, .a_send_wr = 16, .a_recv_wr = 1, .b_recv_wr = 16, .a_rnr_retry = 7};
+	p->shape = (struct rcp_shape){
+	    .scqe = RCP_CQE, .a_send_wr = 16, .a_recv_wr = 1, .b_recv_wr = 16, .a_rnr_retry = 7};
 	if (rcp_setup(p))
 		return;
 	for (int i = 0; i < k; i++) {
@@ -212,7 +216,8 @@ void rcp_case_resize_cq(struct rcp *p)
 		r[i].byte_len = len;
 		s[i] = rcp_done(p->base_id + (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_SEND);
 		memcpy(p->model + dst, p->model + RCP_SRC + (uint32_t)i * 64, len);
-		if (rcp_recv1(p->b, r[i].wr_id, (struct ibv_sge){(uintptr_t)(p->buf + dst), 64, p->mr->lkey}) ||
+		if (rcp_recv1(p->b, r[i].wr_id,
+			      (struct ibv_sge){(uintptr_t)(p->buf + dst), 64, p->mr->lkey}) ||
 		    rcp_post1(p, p->a, IBV_WR_SEND, s[i].wr_id, sge, 0)) {
 			rcp_fail(p, "message %d of %d refused at post", i + 1, k);
 			return;
