@@ -676,6 +676,23 @@ int rcp_post1_rkey(struct rcp *p, struct ibv_qp *qp, uint64_t wr_id, struct rcp_
 	return hw_post_send(qp, &wr, &bad);
 }
 
+/* Only type-2 windows can be invalidated (ibv_post_send(3), IBTA 10.6.7.2): LOCAL_INV of a type-1 one fails.
+ */
+static void check_type1_inv(struct rcp *p, struct ibv_mw *mw)
+{
+	struct ibv_send_wr wr = {.wr_id = p->base_id + 0x91,
+				 .opcode = IBV_WR_LOCAL_INV,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .invalidate_rkey = mw->rkey},
+			   *bad;
+	struct ibv_wc wc;
+
+	if (hw_post_send(p->a, &wr, &bad)) /* refused at post: right too */
+		return;
+	if (rcp_poll1(p, p->scq, &wc) && wc.status == IBV_WC_SUCCESS)
+		rcp_fail(p, "LOCAL_INV of a bound type-1 window's rkey %#x completed with SUCCESS", mw->rkey);
+}
+
 /* Objects in use must refuse to go: a CQ a QP uses, a channel a CQ uses, an MR a window is bound to. */
 static void check_busy(struct rcp *p)
 {
@@ -709,6 +726,8 @@ static void check_busy(struct rcp *p)
 			p->mr = NULL;
 			rcp_fail(p, "ibv_dereg_mr of an MR a type-1 window is bound to succeeded");
 		}
+		if (!rcp_failed(p))
+			check_type1_inv(p, mw);
 	}
 	hw_dealloc_mw(mw);
 }
@@ -735,7 +754,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 27);
+	pick = rng_range(p.rng, 0, 29);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -762,7 +781,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_remote(&p);
 	else if (pick < 26)
 		rcp_case_bind_error(&p);
-	else if (pick < 27)
+	else if (pick < 28)
 		rcp_case_ext(&p);
 	else
 		rcp_case_resize_cq(&p);
