@@ -31,6 +31,9 @@ struct hw_ops {
 
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access);
 	int (*dereg_mr)(struct ibv_mr *mr);
+	/* ibv_rereg_mr: 0 or an enum ibv_rereg_mr_err_code. */
+	int (*rereg_mr)(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+			int access);
 
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	int (*dealloc_mw)(struct ibv_mw *mw);
@@ -44,6 +47,7 @@ struct hw_ops {
 	struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe, void *cq_context,
 				    struct ibv_comp_channel *channel, int comp_vector);
 	int (*destroy_cq)(struct ibv_cq *cq);
+	int (*resize_cq)(struct ibv_cq *cq, int cqe);
 	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 
@@ -52,6 +56,8 @@ struct hw_ops {
 	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 			struct ibv_qp_init_attr *init);
 	int (*destroy_qp)(struct ibv_qp *qp);
+	/* The ibv_wr_* API of a QP made by ibv_create_qp_ex (ibv_qp_to_qp_ex); NULL: it has none. */
+	struct ibv_qp_ex *(*qp_to_qp_ex)(struct ibv_qp *qp);
 	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 
@@ -145,6 +151,11 @@ static inline int hw_dereg_mr(struct ibv_mr *mr)
 {
 	return hw_ops_of(mr->context)->dereg_mr(mr);
 }
+static inline int hw_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+			      int access)
+{
+	return hw_ops_of(mr->context)->rereg_mr(mr, flags, pd, addr, length, access);
+}
 static inline struct ibv_mw *hw_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
 	return hw_ops_of(pd->context)->alloc_mw(pd, type);
@@ -165,8 +176,7 @@ static inline int hw_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
 	return hw_ops_of(channel->context)->destroy_comp_channel(channel);
 }
-static inline int hw_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
-				  void **cq_context)
+static inline int hw_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
 	return hw_ops_of(channel->context)->get_cq_event(channel, cq, cq_context);
 }
@@ -182,6 +192,10 @@ static inline struct ibv_cq *hw_create_cq(struct ibv_context *ctx, int cqe, void
 static inline int hw_destroy_cq(struct ibv_cq *cq)
 {
 	return hw_ops_of(cq->context)->destroy_cq(cq);
+}
+static inline int hw_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	return hw_ops_of(cq->context)->resize_cq(cq, cqe);
 }
 static inline int hw_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
@@ -207,6 +221,10 @@ static inline int hw_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int a
 static inline int hw_destroy_qp(struct ibv_qp *qp)
 {
 	return hw_ops_of(qp->context)->destroy_qp(qp);
+}
+static inline struct ibv_qp_ex *hw_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	return hw_ops_of(qp->context)->qp_to_qp_ex(qp);
 }
 static inline int hw_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {

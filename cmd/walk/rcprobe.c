@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define RCP_INLINE	  128
-#define RCP_DEADLINE_NS	  (3000 * 1000000ull)
+#define RCP_INLINE 128
+
 #define RCP_PERIOD_NS	  (50 * 1000000ull)
 #define RCP_FIRST_NS	  (2000 * 1000000ull)
 #define RCP_SPIN	  256 /* empty polls before a wait yields */
@@ -234,8 +234,31 @@ static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, c
 			 who, bad);
 }
 
+/* ext: by ibv_create_qp_ex, with the ibv_wr_* operations the probes use. */
+static struct ibv_qp *create_qp_of(struct rcp *p, struct ibv_qp_init_attr *init, bool ext)
+{
+	struct ibv_qp_init_attr_ex x = {.send_cq = init->send_cq,
+					.recv_cq = init->recv_cq,
+					.cap = init->cap,
+					.qp_type = init->qp_type,
+					.sq_sig_all = init->sq_sig_all,
+					.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+					.pd = p->pd,
+					.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND |
+							  IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+							  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+							  IBV_QP_EX_WITH_RDMA_READ};
+	struct ibv_qp *qp;
+
+	if (!ext)
+		return hw_create_qp(p->pd, init);
+	if ((qp = ibv_create_qp_ex(p->c->ctx, &x)))
+		init->cap = x.cap;
+	return qp;
+}
+
 static struct ibv_qp *create_rc(struct rcp *p, struct ibv_cq *scq, struct ibv_cq *rcq, uint32_t send_wr,
-				uint32_t recv_wr, bool sig_all, struct ibv_qp_cap *cap)
+				uint32_t recv_wr, bool sig_all, bool ext, struct ibv_qp_cap *cap)
 {
 	int sge = imin(RCP_MAX_SGE, p->c->dattr.max_sge);
 	struct ibv_qp_init_attr init = {.send_cq = scq,
@@ -247,11 +270,11 @@ static struct ibv_qp *create_rc(struct rcp *p, struct ibv_cq *scq, struct ibv_cq
 						.max_send_sge = (uint32_t)sge,
 						.max_recv_sge = (uint32_t)sge,
 						.max_inline_data = RCP_INLINE}};
-	struct ibv_qp *qp = hw_create_qp(p->pd, &init);
+	struct ibv_qp *qp = create_qp_of(p, &init, ext);
 
 	if (!qp && errno == EINVAL) { /* a device without so much inline room */
 		init.cap.max_inline_data = 0;
-		qp = hw_create_qp(p->pd, &init);
+		qp = create_qp_of(p, &init, ext);
 	}
 	*cap = init.cap;
 	return qp;
@@ -343,15 +366,28 @@ int rcp_setup(struct rcp *p)
 	p->base_id = rng_next(p->rng) << 8;
 	if (!(p->pd = hw_alloc_pd(c->ctx)) || !(p->mr = hw_reg_mr(p->pd, p->buf, RCP_BYTES, RCP_MR_ACCESS)))
 		return -1;
-	if (!(p->scq = hw_create_cq(c->ctx, s->scqe, NULL, NULL, 0)) ||
+	if (s->ext) {
+		struct ibv_cq_init_attr_ex ca = {.cqe = (uint32_t)s->scqe, .wc_flags = IBV_WC_STANDARD_FLAGS};
+
+		if (!(p->scq_ex = ibv_create_cq_ex(c->ctx, &ca))) {
+			p->abandoned = true;
+			return -1;
+		}
+		p->scq = ibv_cq_ex_to_cq(p->scq_ex);
+	}
+	if ((!p->scq && !(p->scq = hw_create_cq(c->ctx, s->scqe, NULL, NULL, 0))) ||
 	    (s->channel && !(p->ch = hw_create_comp_channel(c->ctx))) ||
 	    !(p->rcq = hw_create_cq(c->ctx, RCP_CQE, NULL, p->ch, 0)) ||
 	    !(p->ocq = hw_create_cq(c->ctx, RCP_CQE, NULL, NULL, 0)))
 		return -1;
 	if (rng_bernoulli(p->rng, 0.25))
 		check_device_limits(p);
-	p->a = create_rc(p, p->scq, p->ocq, s->a_send_wr, s->a_recv_wr, s->sig_all, &p->acap);
-	p->b = p->a ? create_rc(p, p->ocq, p->rcq, 1, s->b_recv_wr, false, &p->bcap) : NULL;
+	p->a = create_rc(p, p->scq, p->ocq, s->a_send_wr, s->a_recv_wr, s->sig_all, s->ext, &p->acap);
+	if (!p->a && s->ext) { /* the device need not have the extended API */
+		p->abandoned = true;
+		return -1;
+	}
+	p->b = p->a ? create_rc(p, p->ocq, p->rcq, 1, s->b_recv_wr, false, false, &p->bcap) : NULL;
 	if (!p->b)
 		return -1;
 	/* Half the time the PSNs start just short of the 24-bit wrap. */
@@ -486,7 +522,6 @@ void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct 
 {
 	struct ibv_wc wc[RCP_MAX_WR];
 	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
-	uint32_t qpn = cq == p->scq ? p->a->qp_num : p->b->qp_num; /* the other CQ: only B's sends */
 	int got = 0;
 	unsigned idle = 0;
 
@@ -503,12 +538,35 @@ void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct 
 		if (!k)
 			rcp_idle(&idle);
 	}
+	rcp_judge(p, cq, who, wc, got, exp, n);
+}
+
+void rcp_judge(struct rcp *p, struct ibv_cq *cq, const char *who, const struct ibv_wc *wc, int got,
+	       const struct rcp_exp *exp, int n)
+{
+	uint32_t qpn = cq == p->scq ? p->a->qp_num : p->b->qp_num; /* the other CQ: only B's sends */
+
 	for (int i = 0; i < got && !rcp_failed(p); i++)
 		check_one(p, who, i, &wc[i], &exp[i], qpn);
 	if (got < n)
 		rcp_fail(p, "%s: %d of %d completions arrived within %llu ms (next expected: wr_id %llx, %s)",
 			 who, got, n, RCP_DEADLINE_NS / 1000000, (unsigned long long)exp[got].wr_id,
 			 ibv_wc_status_str(exp[got].status));
+}
+
+int rcp_poll1(struct rcp *p, struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
+	unsigned idle = 0;
+	int k;
+
+	while ((k = hw_poll_cq(cq, 1, wc)) == 0 && walk_now_ns() <= end)
+		rcp_idle(&idle);
+	if (k < 0)
+		rcp_fail(p, "ibv_poll_cq returned %d", k);
+	else if (k == 0)
+		rcp_fail(p, "no completion within %llu ms", RCP_DEADLINE_NS / 1000000);
+	return k > 0;
 }
 
 void rcp_expect_empty(struct rcp *p, struct ibv_cq *cq, const char *who)
@@ -618,6 +676,23 @@ int rcp_post1_rkey(struct rcp *p, struct ibv_qp *qp, uint64_t wr_id, struct rcp_
 	return hw_post_send(qp, &wr, &bad);
 }
 
+/* Only type-2 windows can be invalidated (ibv_post_send(3), IBTA 10.6.7.2): LOCAL_INV of a type-1 one fails.
+ */
+static void check_type1_inv(struct rcp *p, struct ibv_mw *mw)
+{
+	struct ibv_send_wr wr = {.wr_id = p->base_id + 0x91,
+				 .opcode = IBV_WR_LOCAL_INV,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .invalidate_rkey = mw->rkey},
+			   *bad;
+	struct ibv_wc wc;
+
+	if (hw_post_send(p->a, &wr, &bad)) /* refused at post: right too */
+		return;
+	if (rcp_poll1(p, p->scq, &wc) && wc.status == IBV_WC_SUCCESS)
+		rcp_fail(p, "LOCAL_INV of a bound type-1 window's rkey %#x completed with SUCCESS", mw->rkey);
+}
+
 /* Objects in use must refuse to go: a CQ a QP uses, a channel a CQ uses, an MR a window is bound to. */
 static void check_busy(struct rcp *p)
 {
@@ -651,6 +726,8 @@ static void check_busy(struct rcp *p)
 			p->mr = NULL;
 			rcp_fail(p, "ibv_dereg_mr of an MR a type-1 window is bound to succeeded");
 		}
+		if (!rcp_failed(p))
+			check_type1_inv(p, mw);
 	}
 	hw_dealloc_mw(mw);
 }
@@ -677,7 +754,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 25);
+	pick = rng_range(p.rng, 0, 29);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -702,8 +779,12 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_dead_peer(&p);
 	else if (pick < 24)
 		rcp_case_remote(&p);
-	else
+	else if (pick < 26)
 		rcp_case_bind_error(&p);
+	else if (pick < 28)
+		rcp_case_ext(&p);
+	else
+		rcp_case_resize_cq(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	/* For the log line: the teardown destroys the QPs. */

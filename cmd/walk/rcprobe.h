@@ -28,8 +28,9 @@ struct rcp_shape {
 	int scqe; /* A's send CQ */
 	uint32_t a_send_wr, a_recv_wr, b_recv_wr;
 	uint8_t a_rnr_retry;
-	bool sig_all, uc;	    /* A signals every WR; the pair is UC */
-	bool channel;		    /* B's receive CQ has a completion channel */
+	bool sig_all, uc; /* A signals every WR; the pair is UC */
+	bool channel;	  /* B's receive CQ has a completion channel */
+	bool ext;	  /* A's send CQ made by ibv_create_cq_ex, A by ibv_create_qp_ex (the ibv_wr_* API) */
 	uint8_t timeout, retry_cnt; /* A's, when timeout is not 0 */
 };
 
@@ -53,6 +54,7 @@ struct rcp {
 	struct ibv_mr *mr;
 	struct ibv_cq *scq, *rcq, *ocq; /* A's sends, B's receives, the rest */
 	struct ibv_comp_channel *ch;
+	struct ibv_cq_ex *scq_ex; /* shape.ext: scq's extended face */
 	struct ibv_qp *a, *b;
 	struct ibv_qp_cap acap, bcap;
 	struct rcp_shape shape;
@@ -95,6 +97,12 @@ void rcp_sges(const struct rcp *p, const struct rcp_piece *pc, int n, struct ibv
 void rcp_model_move(struct rcp *p, const struct rcp_piece *src, int ns, const struct rcp_piece *dst, int nd);
 /* Polls cq until n completions arrived (or the deadline passed) and checks each against exp. */
 void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct rcp_exp *exp, int n);
+/* Checks the completions wc[0..got) taken from cq against exp[0..n); fewer than n: a failure. */
+void rcp_judge(struct rcp *p, struct ibv_cq *cq, const char *who, const struct ibv_wc *wc, int got,
+	       const struct rcp_exp *exp, int n);
+#define RCP_DEADLINE_NS (3000 * 1000000ull)
+/* One completion of any status from cq within the deadline (1), else a failure (0). */
+int rcp_poll1(struct rcp *p, struct ibv_cq *cq, struct ibv_wc *wc);
 /* Polls cq once more: nothing must be there. */
 void rcp_expect_empty(struct rcp *p, struct ibv_cq *cq, const char *who);
 void rcp_expect_state(struct rcp *p, struct ibv_qp *qp, const char *who, enum ibv_qp_state st);
@@ -125,5 +133,8 @@ void rcp_case_sqd(struct rcp *p);
 void rcp_case_dead_peer(struct rcp *p);
 void rcp_case_remote(struct rcp *p);
 void rcp_case_bind_error(struct rcp *p);
+/* rcprobe_ext.c: the extended verbs (ibv_create_cq_ex, ibv_wr_*, ibv_rereg_mr, ibv_resize_cq) */
+void rcp_case_ext(struct rcp *p);
+void rcp_case_resize_cq(struct rcp *p);
 
 #endif

@@ -23,6 +23,8 @@ enum {
 	LA_RECV_RO,
 	LA_RECV_OTHER_PD,
 	LA_SEND_FROM_RO,
+	LA_SEND_STALE_REUSED,
+	LA_RECV_PAST_END,
 	LA_KINDS
 };
 
@@ -34,6 +36,8 @@ static const char *const la_names[LA_KINDS] = {
     "local access: a receive into an MR without LOCAL_WRITE",
     "local access: a receive with an lkey of another PD",
     "local access: a SEND gathered from an MR without LOCAL_WRITE",
+    "local access: a SEND from a deregistered lkey whose table slot a new MR took",
+    "local access: a receive SGE ending one byte past its MR",
 };
 
 void rcp_case_local(struct rcp *p)
@@ -43,7 +47,7 @@ void rcp_case_local(struct rcp *p)
 	struct ibv_pd *pd2 = NULL;
 	struct ibv_mr *odd = NULL;
 	struct ibv_sge sge;
-	bool at_b = kind == LA_RECV_RO || kind == LA_RECV_OTHER_PD;
+	bool at_b = kind == LA_RECV_RO || kind == LA_RECV_OTHER_PD || kind == LA_RECV_PAST_END;
 	struct rcp_exp a_exp[2], b_exp[2];
 
 	p->name = la_names[kind];
@@ -64,6 +68,30 @@ void rcp_case_local(struct rcp *p)
 			odd = NULL;
 			goto post;
 		}
+	} else if (kind == LA_SEND_STALE_REUSED) {
+		/*
+		 * A key is the table slot and a key byte: an MR registered after
+		 * the dereg (likely in the same slot, over the same memory) must
+		 * not answer to the old key (ibv_dereg_mr(3): the key is invalid).
+		 */
+		uint32_t old;
+
+		if (!(odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE)))
+			goto out;
+		old = odd->lkey;
+		if (hw_dereg_mr(odd) ||
+		    !(odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE)))
+			goto out;
+		if (odd->lkey == old) /* the same key again: nothing stale to test */
+			goto out;
+		sge = (struct ibv_sge){(uintptr_t)(p->buf + at), len, old};
+		goto post;
+	} else if (kind == LA_RECV_PAST_END) {
+		/* the SGE's last byte is one past the MR's end: LOC_PROT_ERR (ibv_post_recv(3)) */
+		if (!(odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT / 2, IBV_ACCESS_LOCAL_WRITE)))
+			goto out;
+		sge = (struct ibv_sge){(uintptr_t)(p->buf + at + RCP_SLOT / 2 - len + 1), len, odd->lkey};
+		goto post;
 	} else {
 		odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, IBV_ACCESS_REMOTE_READ);
 	}
@@ -127,9 +155,58 @@ out:
 }
 
 /*
+ * Only type-2 windows can be invalidated (ibv_post_send(3), IBTA 10.6.7.2):
+ * a LOCAL_INV of a bound type-1 window's rkey completes in error, whatever
+ * the status, and the window still lets B write through it.
+ */
+static void window_type1_stays(struct rcp *p)
+{
+	uint32_t at = RCP_TGT + 8 * (uint32_t)rng_range(p->rng, 0, 64);
+	struct ibv_mw_bind bind = {.wr_id = p->base_id + 0x90, .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_send_wr wr = {.wr_id = p->base_id + 0x91,
+				 .opcode = IBV_WR_LOCAL_INV,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct rcp_exp e = rcp_done(bind.wr_id, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	struct rcp_piece from = {RCP_SRC + 64, 16}, to = {at + 8, 16};
+	struct ibv_mw *mw;
+	struct ibv_wc wc;
+
+	p->name = "a type-1 window cannot be invalidated";
+	if (!(mw = hw_alloc_mw(p->pd, IBV_MW_TYPE_1)))
+		return;
+	bind.bind_info = (struct ibv_mw_bind_info){.mr = p->mr,
+						   .addr = (uintptr_t)(p->buf + at),
+						   .length = 64,
+						   .mw_access_flags = IBV_ACCESS_REMOTE_WRITE};
+	if (hw_bind_mw(p->a, mw, &bind))
+		goto out;
+	rcp_expect(p, p->scq, "A's send CQ (the type-1 bind)", &e, 1);
+	wr.invalidate_rkey = mw->rkey;
+	if (rcp_failed(p) || hw_post_send(p->a, &wr, &bad)) /* refused at post: right too */
+		goto out;
+	if (rcp_poll1(p, p->scq, &wc) && wc.status == IBV_WC_SUCCESS) {
+		rcp_fail(p, "LOCAL_INV of a type-1 window's rkey %#x completed with SUCCESS", mw->rkey);
+		goto out;
+	}
+	/* the error put A in ERR: the pair is connected again (a type-1 window belongs to no QP) */
+	if (rcp_failed(p) || rcp_reconnect(p) ||
+	    rcp_post1_rkey(p, p->b, p->base_id + 0x20, from, (uintptr_t)(p->buf + to.off), mw->rkey))
+		goto out;
+	rcp_model_move(p, &from, 1, &to, 1);
+	e = rcp_done(p->base_id + 0x20, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	rcp_expect(p, p->ocq, "B's send CQ (a WRITE through the type-1 window after the refused LOCAL_INV)",
+		   &e, 1);
+	rcp_check_memory(p);
+out:
+	hw_dealloc_mw(mw);
+}
+
+/*
  * A type-2 window bound to A over 64 bytes of its memory: B writes through
  * it; A invalidates it locally (IBV_WC_LOCAL_INV); B's next write through
- * the old rkey fails with REM_ACCESS_ERR and lands nowhere.
+ * the old rkey fails with REM_ACCESS_ERR and lands nowhere.  A's own WRITE
+ * after the bind works: a bind sends nothing and takes no PSN.
  */
 void rcp_case_window(struct rcp *p)
 {
@@ -146,6 +223,11 @@ void rcp_case_window(struct rcp *p)
 	p->name = "a type-2 window, invalidated locally";
 	p->shape = (struct rcp_shape){
 	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
+	if (rng_bernoulli(p->rng, 0.3)) {
+		if ((p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) && !rcp_setup(p))
+			window_type1_stays(p);
+		return;
+	}
 	if (!(p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) || rcp_setup(p) ||
 	    !(mw = hw_alloc_mw(p->pd, IBV_MW_TYPE_2)))
 		return;
@@ -161,6 +243,18 @@ void rcp_case_window(struct rcp *p)
 	rcp_expect(p, p->scq, "A's send CQ (the bind)", &e, 1);
 	if (rcp_failed(p))
 		goto out;
+	{
+		struct rcp_piece src = {RCP_SRC + 128, 16}, dst = {RCP_TGT + 5 * RCP_SLOT, 16};
+
+		if (rcp_post1_rkey(p, p->a, p->base_id + 0x22, src, (uintptr_t)(p->buf + dst.off),
+				   p->mr->rkey))
+			goto out;
+		rcp_model_move(p, &src, 1, &dst, 1);
+		e = rcp_done(p->base_id + 0x22, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+		rcp_expect(p, p->scq, "A's send CQ (A's WRITE after its bind)", &e, 1);
+		if (rcp_failed(p))
+			goto out;
+	}
 	/* B writes 16 bytes inside the window (B's sends complete on the other CQ). */
 	if (rcp_post1_rkey(p, p->b, p->base_id + 0x20, from, (uintptr_t)(p->buf + to.off), rkey))
 		goto out;
@@ -284,11 +378,22 @@ void rcp_case_remote(struct rcp *p)
 				IBV_ACCESS_LOCAL_WRITE | (RCP_REMOTE_RIGHTS & ~rights[op]));
 		break;
 	case RA_PAST_END:
-	case RA_BEFORE_START:
-		odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE | RCP_REMOTE_RIGHTS);
-		raddr = kind == RA_PAST_END ? raddr + RCP_SLOT - (op == 2 ? 0 : len - 1)
+	case RA_BEFORE_START: {
+		/*
+		 * An atomic past the end: half the time on an aligned word whose
+		 * last 1..7 bytes are past the end of a region of odd length (all
+		 * 8 bytes must be inside, IBTA 9.4.5 / ibv_post_send(3)).
+		 */
+		uint32_t cut = kind == RA_PAST_END && op == 2 && rng_bernoulli(p->rng, 0.5)
+				   ? (uint32_t)rng_range(p->rng, 1, 7)
+				   : 0;
+
+		odd =
+		    hw_reg_mr(p->pd, p->buf + at, RCP_SLOT - cut, IBV_ACCESS_LOCAL_WRITE | RCP_REMOTE_RIGHTS);
+		raddr = kind == RA_PAST_END ? raddr + RCP_SLOT - (op == 2 ? (cut ? 8 : 0) : len - 1)
 					    : raddr - (op == 2 ? 8 : 1);
 		break;
+	}
 	case RA_OTHER_PD:
 		if ((pd2 = hw_alloc_pd(p->c->ctx)))
 			odd =

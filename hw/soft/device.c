@@ -328,6 +328,12 @@ static int soft_close_device(struct ibv_context *ctx)
 	return 0;
 }
 
+/* Every soft QP has the ibv_wr_* API (qp_ex.c). */
+static struct ibv_qp_ex *soft_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	return &to_soft_qp(qp)->ibv_ex;
+}
+
 static const struct hw_ops soft_ops = {
     .query_device = soft_query_device,
     .query_port = soft_query_port,
@@ -337,6 +343,7 @@ static const struct hw_ops soft_ops = {
     .dealloc_pd = soft_dealloc_pd,
     .reg_mr = soft_reg_mr,
     .dereg_mr = soft_dereg_mr,
+    .rereg_mr = soft_rereg_mr,
     .alloc_mw = soft_alloc_mw,
     .dealloc_mw = soft_dealloc_mw,
     .bind_mw = soft_bind_mw,
@@ -346,12 +353,14 @@ static const struct hw_ops soft_ops = {
     .ack_cq_events = soft_ack_cq_events,
     .create_cq = soft_create_cq,
     .destroy_cq = soft_destroy_cq,
+    .resize_cq = soft_resize_cq,
     .poll_cq = soft_poll_cq,
     .req_notify_cq = soft_req_notify_cq,
     .create_qp = soft_create_qp,
     .modify_qp = soft_modify_qp,
     .query_qp = soft_query_qp,
     .destroy_qp = soft_destroy_qp,
+    .qp_to_qp_ex = soft_qp_to_qp_ex,
     .post_send = soft_post_send,
     .post_recv = soft_post_recv,
     .create_ah = soft_create_ah,
