@@ -552,15 +552,22 @@ bool soft_app_round(struct soft_nic *nic, bool poll_wire)
 	return worked;
 }
 
+/*
+ * Runs the doorbelled send queues now.  It owns at least one round even when
+ * the queue looks empty: a round in progress may have taken work off the
+ * queue without finishing it, and owning the next round waits it out.
+ */
 void soft_run_queued(struct soft_nic *nic)
 {
-	for (unsigned attempt = 1; attempt < 10000 && atomic_load(&nic->runq_nonempty); attempt++) {
+	for (unsigned attempt = 1; attempt < 10000; attempt++) {
 		if (!soft_round_try_own(nic)) {
 			soft_backoff(attempt);
 			continue;
 		}
 		soft_round(nic, SOFT_WIRE_NONE);
 		soft_round_release(nic);
+		if (!atomic_load(&nic->runq_nonempty))
+			break;
 	}
 }
 
