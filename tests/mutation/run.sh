@@ -50,52 +50,12 @@ unit_tests=$(cd tests/unit && ls test_soft_*.c | sed 's/\.c$//')
 
 # apply FILE.mut TREE: 0 applied, 1 stale (text not found exactly once)
 apply() {
-	python3 - "$1" "$2" <<'PY'
-import sys
-mut, tree = sys.argv[1], sys.argv[2]
-path, blocks, cur, mode = None, [], None, None
-for line in open(mut).read().split('\n'):
-    if mode is None and line.startswith('#'):
-        continue
-    if mode is None and line.startswith('file '):
-        path = line[5:].strip(); continue
-    if line == '<<<': cur, mode = [[], []], 0; continue
-    if line == '===' and mode == 0: mode = 1; continue
-    if line == '>>>' and mode == 1: blocks.append(cur); mode = None; continue
-    if mode is not None: cur[mode].append(line)
-if not path or not blocks:
-    sys.exit("malformed " + mut)
-f = tree + '/' + path
-s = open(f).read()
-for old, new in blocks:
-    o, n = '\n'.join(old) + '\n', '\n'.join(new) + ('\n' if new else '')
-    if s.count(o) != 1:
-        print("text not found exactly once in %s:\n%s" % (path, o), file=sys.stderr)
-        sys.exit(1)
-    s = s.replace(o, n)
-open(f, 'w').write(s)
-PY
+	python3 tests/mutation/mutation.py apply "$1" "$2"
 }
 
 if [ $check_only = 1 ]; then
-	# Each mutation against a scratch copy of the one file it patches.
-	for m in "${muts[@]}"; do
-		tmp=$(mktemp -d /tmp/rdmatool-mutation.XXXXXX)
-		f=$(sed -n 's/^file //p' "$m" | head -1)
-		if [ -z "$f" ] || [ ! -f "$f" ]; then
-			echo "$(basename "$m" .mut): STALE: no file '$f'"
-			rc=1
-		else
-			mkdir -p "$tmp/$(dirname "$f")" && cp "$f" "$tmp/$f"
-			apply "$m" "$tmp" 2>"$tmp/apply.log" || {
-				echo "$(basename "$m" .mut): STALE: $(head -1 "$tmp/apply.log")"
-				rc=1
-			}
-		fi
-		rm -rf "$tmp"
-	done
-	[ "${rc:-0}" = 0 ] && echo "all ${#muts[@]} mutations apply"
-	exit "${rc:-0}"
+	python3 tests/mutation/mutation.py check . "${muts[@]}" && echo "all ${#muts[@]} mutations apply"
+	exit
 fi
 
 printf '%-24s %-12s %-24s %s\n' mutation walk unit "first walk failure"
