@@ -117,8 +117,11 @@ static int send_stream(int port, size_t size, long n)
 		for (int i = 0; i < k; i++)
 			if (e[i].flags & CORE_CQE_SEND) {
 				done++;
-				if (e[i].status)
+				if (e[i].status && !rc) {
+					fprintf(stderr, "rdmatool bench: direct sender %d: send %ld completed with %s\n",
+						(int)getpid(), done, ibv_wc_status_str(e[i].status));
 					rc = -EIO;
+				}
 			}
 		if (k < 0)
 			rc = k;
