@@ -14,6 +14,8 @@
 #include "core/util/clock.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +39,27 @@ static int open_ep(struct core_ep **ep)
 	return core_ep_open(&attr, ep, why, sizeof(why));
 }
 
+/*
+ * The receiver's NIC must outlive the senders' last completions: a message
+ * can arrive before its ACK leaves, and a receiver that closed then fails
+ * the sender's send (RETRY_EXC_ERR).  It keeps progressing until the parent
+ * closes the pipe's other end, once every sender has exited.
+ */
+static void linger_until_senders_exit(struct core_ep *ep, int senders_done, uint64_t deadline)
+{
+	struct pollfd p = {.fd = senders_done, .events = POLLIN};
+	struct core_cqe e[32];
+
+	while (clock_ns() < deadline) {
+		core_cq_read(ep, e, 32);
+		if (poll(&p, 1, 1) != 0)
+			return; /* end of file (or an error): nobody is left to wait for */
+	}
+}
+
 /* The receiver: accepts procs connections, takes iters messages; *elapsed_ns first to last. */
-static int receive(struct oob_listener *l, int procs, size_t size, long iters, uint64_t *elapsed_ns)
+static int receive(struct oob_listener *l, int procs, size_t size, long iters, uint64_t *elapsed_ns,
+		   int senders_done)
 {
 	struct core_ep *ep = NULL;
 	size_t len = size ? size : 1;
@@ -80,6 +101,8 @@ static int receive(struct oob_listener *l, int procs, size_t size, long iters, u
 	if (!rc && got < iters)
 		rc = -ETIMEDOUT;
 	*elapsed_ns = last - first;
+	if (ep)
+		linger_until_senders_exit(ep, senders_done, deadline);
 	core_ep_close(ep);
 	free(bufs);
 	return rc;
@@ -151,23 +174,31 @@ int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *er
 	    mmap(NULL, sizeof(*elapsed), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	pid_t recv_pid, senders[DIRECT_MAX_PROCS];
 	int status, rc = elapsed == MAP_FAILED ? -ENOMEM : oob_listen("127.0.0.1:0", &l), started = 0;
+	int senders_done[2] = {-1, -1}; /* the parent closes [1] when every sender has exited */
 
 	if (!rc && procs > DIRECT_MAX_PROCS)
 		rc = -EINVAL;
+	if (!rc && pipe2(senders_done, O_CLOEXEC))
+		rc = -errno;
 	if (rc) {
 		snprintf(err, errlen, "direct sends: %s", strerror(-rc));
 		goto out;
 	}
 	fflush(NULL);
 	recv_pid = fork();
-	if (recv_pid == 0)
-		child_exit(receive(l, procs, size, iters, elapsed));
+	if (recv_pid == 0) {
+		close(senders_done[1]);
+		child_exit(receive(l, procs, size, iters, elapsed, senders_done[0]));
+	}
+	close(senders_done[0]);
 	for (int i = 0; i < procs && recv_pid > 0; i++) {
 		long n = iters / procs + (i < iters % procs);
 		pid_t pid = fork();
 
-		if (pid == 0)
+		if (pid == 0) {
+			close(senders_done[1]);
 			child_exit(send_stream(oob_listener_port(l), size, n));
+		}
 		if (pid > 0)
 			senders[started++] = pid;
 	}
@@ -181,6 +212,7 @@ int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *er
 			who = "a sender";
 		}
 	}
+	close(senders_done[1]);
 	if (recv_pid > 0) {
 		waitpid(recv_pid, &status, 0);
 		if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {

@@ -347,11 +347,7 @@ static int conn_connect(struct core_ep *ep, struct conn *c, const struct addr_bl
 		return -rc;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	/*
-	 * About 1 s per attempt, UCX's and NCCL's default (4 us * 2^18): a peer
-	 * whose NIC is a process (soft0 on a loaded machine) can miss 67 ms (14).
-	 */
-	a.timeout = 18;
+	a.timeout = 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.sq_psn = c->sq_psn;
