@@ -91,7 +91,7 @@ static void complete_wc(struct core_ep *ep, struct stripe *drainer, const struct
 	uint32_t si = wr_id_stripe(wc->wr_id), ri = wr_id_index(wc->wr_id);
 	struct stripe *owner;
 	struct core_req *r;
-	struct core_cqe e;
+	uint32_t status = wc->status;
 
 	if (si > (uint32_t)ep->nstripes || ri >= ep->stripes[si].nreqs) {
 		stats_error(drainer->stats, STATS_ERR_OTHER);
@@ -107,16 +107,6 @@ static void complete_wc(struct core_ep *ep, struct stripe *drainer, const struct
 	/* The unsignaled writes posted before it completed first. */
 	if (r->mod != MOD_NONE)
 		mod_complete(ep, drainer, r, wc->wr_id);
-	if (r->kind == REQ_MOD_FLUSH) {
-		stripe_req_free(owner, r);
-		return;
-	}
-	memset(&e, 0, sizeof(e));
-	e.context = r->context;
-	e.len = r->len;
-	e.tag = r->tag;
-	e.flags = r->flags;
-	e.status = wc->status;
 	switch (r->kind) {
 	case REQ_SEND_RNDV:
 		if (wc->status != IBV_WC_SUCCESS) {
@@ -127,7 +117,7 @@ static void complete_wc(struct core_ep *ep, struct stripe *drainer, const struct
 		}
 		if (atomic_fetch_sub_explicit(&r->rndv_events, 1, memory_order_acq_rel) != 1)
 			return; /* the FIN (or the dead connection's sweep) completes it */
-		e.status = atomic_load_explicit(&r->rndv_status, memory_order_relaxed);
+		status = atomic_load_explicit(&r->rndv_status, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&r->conn->rndv_out, 1, memory_order_relaxed);
 		break;
 	case REQ_ATOMIC:
@@ -135,7 +125,8 @@ static void complete_wc(struct core_ep *ep, struct stripe *drainer, const struct
 			memcpy(r->result, r->bounce, sizeof(uint64_t));
 		break;
 	case REQ_CTRL:
-		stripe_req_free(owner, r);
+	case REQ_MOD_FLUSH:
+		stripe_req_free(owner, r); /* no user completion */
 		return;
 	case REQ_RNDV_READ:
 		/* Before the user sees the completion: a core_mr_dereg right after it deregisters at once. */
@@ -146,22 +137,13 @@ static void complete_wc(struct core_ep *ep, struct stripe *drainer, const struct
 	default:
 		break;
 	}
-	req_release_mr(ep, r);
-	stripe_req_free(owner, r);
-	progress_emit(ep, drainer, &e);
+	progress_complete_req(ep, drainer, owner, r, status);
 }
 
 static void rndv_finish(struct core_ep *ep, struct stripe *owner, struct core_req *r, struct stripe *drainer)
 {
-	struct core_cqe e = {
-		.context = r->context, .len = r->len, .tag = r->tag, .flags = r->flags,
-		.status = atomic_load_explicit(&r->rndv_status, memory_order_relaxed),
-	};
-
 	atomic_fetch_sub_explicit(&r->conn->rndv_out, 1, memory_order_relaxed);
-	req_release_mr(ep, r);
-	stripe_req_free(owner, r);
-	progress_emit(ep, drainer, &e);
+	progress_complete_req(ep, drainer, owner, r, atomic_load_explicit(&r->rndv_status, memory_order_relaxed));
 }
 
 void progress_fin(struct core_ep *ep, uint64_t sreq, struct stripe *drainer)
