@@ -632,8 +632,9 @@ int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, ui
 	}
 }
 
-int rcp_post1(struct rcp *p, struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge sge,
-	      uint64_t raddr)
+/* One signaled WR of one SGE to raddr through rkey (a FETCH_ADD adds 1). */
+static int post1_through(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge sge,
+			 uint64_t raddr, uint32_t rkey)
 {
 	struct ibv_send_wr wr = {.wr_id = wr_id,
 				 .sg_list = &sge,
@@ -643,13 +644,19 @@ int rcp_post1(struct rcp *p, struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t 
 			   *bad;
 
 	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = p->mr->rkey;
+	wr.wr.rdma.rkey = rkey;
 	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		wr.wr.atomic.remote_addr = raddr;
-		wr.wr.atomic.rkey = p->mr->rkey;
+		wr.wr.atomic.rkey = rkey;
 		wr.wr.atomic.compare_add = 1;
 	}
 	return hw_post_send(qp, &wr, &bad);
+}
+
+int rcp_post1(struct rcp *p, struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge sge,
+	      uint64_t raddr)
+{
+	return post1_through(qp, op, wr_id, sge, raddr, p->mr->rkey);
 }
 
 int rcp_recv1(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge sge)
@@ -664,16 +671,8 @@ int rcp_post1_rkey(struct rcp *p, struct ibv_qp *qp, uint64_t wr_id, struct rcp_
 		   uint32_t rkey)
 {
 	struct ibv_sge sge = {(uintptr_t)(p->buf + from.off), from.len, p->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = wr_id,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_RDMA_WRITE,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
 
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	return hw_post_send(qp, &wr, &bad);
+	return post1_through(qp, IBV_WR_RDMA_WRITE, wr_id, sge, raddr, rkey);
 }
 
 /* Only type-2 windows can be invalidated (ibv_post_send(3), IBTA 10.6.7.2): LOCAL_INV of a type-1 one fails.
