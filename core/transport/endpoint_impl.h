@@ -228,6 +228,9 @@ void progress_emit(struct core_ep *ep, struct stripe *s, const struct core_cqe *
 /* r (of stripe owner) completed with status: its registration and slot go back, the user hears. */
 void progress_complete_req(struct core_ep *ep, struct stripe *drainer, struct stripe *owner, struct core_req *r,
 			   uint32_t status);
+/* r's work request completed with status: what its kind does then (a rendezvous READ sends its FIN...). */
+void progress_complete_op(struct core_ep *ep, struct stripe *drainer, struct stripe *owner, struct core_req *r,
+			  uint32_t status);
 /* A FIN names one of our rendezvous sends. */
 void progress_fin(struct core_ep *ep, uint64_t sreq, struct stripe *drainer);
 /* Marks c dead (first caller only) and fails its rendezvous sends still waiting for a FIN. */

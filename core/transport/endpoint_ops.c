@@ -127,7 +127,7 @@ static int begin(struct core_ep *ep, uint32_t peer, struct stripe **ps, struct c
 	return 0;
 }
 
-/* Posts wr; a write may go unsignaled, its completion then deduced (moderation.h). */
+/* Posts wr; a READ or WRITE may go unsignaled, its completion then deduced (moderation.h). */
 static int finish(struct core_ep *ep, struct stripe *s, struct conn *c, struct core_req *r, struct ibv_send_wr *wr,
 		  bool moderate)
 {
@@ -261,7 +261,7 @@ static int rma(struct core_ep *ep, uint32_t peer, void *buf, size_t len, uint64_
 		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
 	};
 
-	rc = finish(ep, s, c, r, &wr, write);
+	rc = finish(ep, s, c, r, &wr, true);
 	if (rc)
 		mr_cache_release(ep, mr); /* r went back to the pool: no completion will */
 out:

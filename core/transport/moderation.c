@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Completion moderation of RDMA WRITEs (moderation.h).  A sequenced post
+ * Completion moderation of RDMA WRITEs and READs (moderation.h).  A sequenced post
  * takes the connection's posting flag (try, never wait), so the order of
  * sequence numbers is the order of the send queue; the FIFO of unsignaled
  * wr_ids has one producer (the flag's holder) and one consumer (the
@@ -123,8 +123,8 @@ void mod_complete(struct core_ep *ep, struct stripe *drainer, struct core_req *r
 		atomic_fetch_sub_explicit(&cq_stripe->mod_unsignaled, 1, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&m->inflight, 1, memory_order_relaxed);
 		if (id == wr_id)
-			return; /* an unsignaled write that failed or was flushed: the caller completes it */
-		progress_complete_req(ep, drainer, owner, q, IBV_WC_SUCCESS);
+			return; /* an unsignaled WR that failed or was flushed: the caller completes it */
+		progress_complete_op(ep, drainer, owner, q, IBV_WC_SUCCESS);
 	}
 	if (r->mod == MOD_SIGNALED) {
 		atomic_fetch_sub_explicit(&m->signaled_out, 1, memory_order_relaxed);
@@ -132,7 +132,7 @@ void mod_complete(struct core_ep *ep, struct stripe *drainer, struct core_req *r
 	}
 }
 
-/* c's newest writes are unsignaled and nothing signaled will complete them. */
+/* c's newest WRs are unsignaled and nothing signaled will complete them. */
 static bool mod_tail_uncovered(struct mod_state *m)
 {
 	return atomic_load_explicit(&m->fifo_tail, memory_order_acquire) !=

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Completion moderation for RDMA WRITEs: while a connection has a deep
- * pipeline of writes, only every MOD_SIGNAL_EVERY-th is posted signaled, as
+ * Completion moderation for RDMA WRITEs and READs (the user's, and the
+ * rendezvous READs of large receives): while a connection has a deep
+ * pipeline of them, only every MOD_SIGNAL_EVERY-th is posted signaled, as
  * perftest's bandwidth tests (cq_mod) and UCX's tx moderation do.  The core
  * API still owes one completion per operation, so the unsignaled ones wait
  * in a per-connection FIFO: on RC a completion implies every earlier WR of
  * the same send queue completed (IBTA 10.8.6), so the completion of any
- * later sequenced WR completes them, in order.  A WR that fails completes
+ * later sequenced WR completes them, in order; a READ's data is placed
+ * before any later WR of its queue completes.  A WR that fails completes
  * on its own, signaled or not, as does every WR flushed after it.
  */
 #ifndef RDMATOOL_CORE_MODERATION_H
@@ -49,7 +51,7 @@ int mod_post(struct core_ep *ep, struct conn *c, struct core_req *r, struct ibv_
  */
 void mod_complete(struct core_ep *ep, struct stripe *drainer, struct core_req *r, uint64_t wr_id);
 /*
- * s's CQ is empty: a connection whose newest writes are unsignaled, with no
+ * s's CQ is empty: a connection whose newest WRs are unsignaled, with no
  * signaled one left to complete them, gets a zero-length signaled WRITE.
  */
 void mod_flush_tails(struct core_ep *ep, struct stripe *s);

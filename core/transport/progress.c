@@ -50,22 +50,21 @@ void progress_emit(struct core_ep *ep, struct stripe *s, const struct core_cqe *
 	s->backlog_len++;
 }
 
-static void finish_rndv_read(struct core_ep *ep, struct stripe *drainer, struct core_req *r,
-			     const struct ibv_wc *wc)
+static void finish_rndv_read(struct core_ep *ep, struct stripe *drainer, struct core_req *r, uint32_t status)
 {
 	struct core_cqe e = {
 		.context = r->recv->context,
 		.len = r->len,
 		.tag = r->tag,
 		.flags = CORE_CQE_RECV | CORE_CQE_RNDV | r->flags,
-		.status = wc->status,
+		.status = status,
 		.peer = r->conn->peer,
 	};
 	uint32_t idx = (uint32_t)(r->recv - ep->recv_pool);
 
 	progress_emit(ep, drainer, &e);
 	ring_push(ep->recv_free, &idx, NULL);
-	if (wc->status == IBV_WC_SUCCESS && post_ctrl_msg(ep, r->conn, CORE_MSG_FIN, r->remote_sreq)) {
+	if (status == IBV_WC_SUCCESS && post_ctrl_msg(ep, r->conn, CORE_MSG_FIN, r->remote_sreq)) {
 		struct fin_retry f = { .conn = r->conn, .sreq = r->remote_sreq };
 
 		/* No credit or request right now: the receive engine retries it. */
@@ -86,12 +85,52 @@ void progress_complete_req(struct core_ep *ep, struct stripe *drainer, struct st
 	progress_emit(ep, drainer, &e);
 }
 
+static void rndv_finish(struct core_ep *ep, struct stripe *owner, struct core_req *r, struct stripe *drainer)
+{
+	atomic_fetch_sub_explicit(&r->conn->rndv_out, 1, memory_order_relaxed);
+	progress_complete_req(ep, drainer, owner, r, atomic_load_explicit(&r->rndv_status, memory_order_relaxed));
+}
+
+void progress_complete_op(struct core_ep *ep, struct stripe *drainer, struct stripe *owner, struct core_req *r,
+			  uint32_t status)
+{
+	switch (r->kind) {
+	case REQ_SEND_RNDV:
+		if (status != IBV_WC_SUCCESS) {
+			/* No FIN will come for a failed RTS: take the FIN's share too, unless it is taken. */
+			atomic_store_explicit(&r->rndv_status, status, memory_order_relaxed);
+			if (atomic_exchange_explicit(&r->rndv_armed, 0, memory_order_acq_rel))
+				atomic_fetch_sub_explicit(&r->rndv_events, 1, memory_order_acq_rel);
+		}
+		if (atomic_fetch_sub_explicit(&r->rndv_events, 1, memory_order_acq_rel) != 1)
+			return; /* the FIN (or the dead connection's sweep) completes it */
+		rndv_finish(ep, owner, r, drainer);
+		return;
+	case REQ_ATOMIC:
+		if (status == IBV_WC_SUCCESS && r->result)
+			memcpy(r->result, r->bounce, sizeof(uint64_t));
+		break;
+	case REQ_CTRL:
+	case REQ_MOD_FLUSH:
+		stripe_req_free(owner, r); /* no user completion */
+		return;
+	case REQ_RNDV_READ:
+		/* Before the user sees the completion: a core_mr_dereg right after it deregisters at once. */
+		req_release_mr(ep, r);
+		finish_rndv_read(ep, drainer, r, status);
+		stripe_req_free(owner, r);
+		return;
+	default:
+		break;
+	}
+	progress_complete_req(ep, drainer, owner, r, status);
+}
+
 static void complete_wc(struct core_ep *ep, struct stripe *drainer, const struct ibv_wc *wc)
 {
 	uint32_t si = wr_id_stripe(wc->wr_id), ri = wr_id_index(wc->wr_id);
 	struct stripe *owner;
 	struct core_req *r;
-	uint32_t status = wc->status;
 
 	if (si > (uint32_t)ep->nstripes || ri >= ep->stripes[si].nreqs) {
 		stats_error(drainer->stats, STATS_ERR_OTHER);
@@ -104,46 +143,10 @@ static void complete_wc(struct core_ep *ep, struct stripe *drainer, const struct
 		if (r->conn)
 			progress_conn_dead(ep, r->conn, drainer);
 	}
-	/* The unsignaled writes posted before it completed first. */
+	/* The unsignaled requests posted before it completed first. */
 	if (r->mod != MOD_NONE)
 		mod_complete(ep, drainer, r, wc->wr_id);
-	switch (r->kind) {
-	case REQ_SEND_RNDV:
-		if (wc->status != IBV_WC_SUCCESS) {
-			/* No FIN will come for a failed RTS: take the FIN's share too, unless it is taken. */
-			atomic_store_explicit(&r->rndv_status, wc->status, memory_order_relaxed);
-			if (atomic_exchange_explicit(&r->rndv_armed, 0, memory_order_acq_rel))
-				atomic_fetch_sub_explicit(&r->rndv_events, 1, memory_order_acq_rel);
-		}
-		if (atomic_fetch_sub_explicit(&r->rndv_events, 1, memory_order_acq_rel) != 1)
-			return; /* the FIN (or the dead connection's sweep) completes it */
-		status = atomic_load_explicit(&r->rndv_status, memory_order_relaxed);
-		atomic_fetch_sub_explicit(&r->conn->rndv_out, 1, memory_order_relaxed);
-		break;
-	case REQ_ATOMIC:
-		if (wc->status == IBV_WC_SUCCESS && r->result)
-			memcpy(r->result, r->bounce, sizeof(uint64_t));
-		break;
-	case REQ_CTRL:
-	case REQ_MOD_FLUSH:
-		stripe_req_free(owner, r); /* no user completion */
-		return;
-	case REQ_RNDV_READ:
-		/* Before the user sees the completion: a core_mr_dereg right after it deregisters at once. */
-		req_release_mr(ep, r);
-		finish_rndv_read(ep, drainer, r, wc);
-		stripe_req_free(owner, r);
-		return;
-	default:
-		break;
-	}
-	progress_complete_req(ep, drainer, owner, r, status);
-}
-
-static void rndv_finish(struct core_ep *ep, struct stripe *owner, struct core_req *r, struct stripe *drainer)
-{
-	atomic_fetch_sub_explicit(&r->conn->rndv_out, 1, memory_order_relaxed);
-	progress_complete_req(ep, drainer, owner, r, atomic_load_explicit(&r->rndv_status, memory_order_relaxed));
+	progress_complete_op(ep, drainer, owner, r, wc->status);
 }
 
 void progress_fin(struct core_ep *ep, uint64_t sreq, struct stripe *drainer)
