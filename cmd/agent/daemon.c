@@ -403,8 +403,15 @@ static void status_agent(const struct gw_info *info)
 		print_open_object(NULL);
 		print_uint(PRINT_ANY, "rank", "  peer %llu", i);
 		print_string(PRINT_ANY, "host", " %s", info->hosts[i]);
-		print_string(PRINT_ANY, "state", ": %s", info->peer_up[i] ? "up" : "down");
-		status_peer(&info->peer_stats[i]);
+		const struct gw_peer_stats *ps = &info->peer_stats[i];
+		bool mismatch = ps->agents_per_node && ps->agents_per_node != (info->siblings ? info->siblings : 1);
+
+		print_string(PRINT_ANY, "state", ": %s", mismatch ? "mismatch" : info->peer_up[i] ? "up" : "down");
+		print_uint(PRINT_JSON, "agents_per_node", NULL, ps->agents_per_node);
+		if (mismatch)
+			print_uint(PRINT_TEXT, NULL, " (it runs %llu agents per node, this node another count)",
+				   ps->agents_per_node);
+		status_peer(ps);
 		print_close_object();
 	}
 	print_close_array();

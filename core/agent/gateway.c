@@ -28,7 +28,8 @@
 
 #define GW_MAGIC 0x5957544754414452ULL /* "RDATGTWY" little-endian */
 #define GW_VERSION                                                                                           \
-	6 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends, 5: flow caps, 6: siblings */
+	7 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends, 5: flow caps, 6: siblings, 7: the \
+	     peers' agents per node */
 
 enum slot_state { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_BUSY, SLOT_DONE, SLOT_ABANDONED };
 
@@ -51,7 +52,7 @@ struct gw_shared_peer {
 	_Atomic uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv, retries;
 	_Atomic uint64_t buffers_sent, buffer_items_sent, buffers_recv, large_sent;
 	_Atomic int32_t last_error;
-	_Atomic uint32_t eager_in_use, waiting, waiting_hwm;
+	_Atomic uint32_t eager_in_use, waiting, waiting_hwm, agents_per_node;
 };
 
 /* What a client checks before it maps the segment (read alone: the whole segment is megabytes). */
@@ -457,6 +458,7 @@ void gw_set_peer_stats(struct gateway *g, uint32_t node, const struct gw_peer_st
 	atomic_store_explicit(&p->eager_in_use, st->eager_in_use, memory_order_relaxed);
 	atomic_store_explicit(&p->waiting, st->waiting, memory_order_relaxed);
 	atomic_store_explicit(&p->waiting_hwm, st->waiting_hwm, memory_order_relaxed);
+	atomic_store_explicit(&p->agents_per_node, st->agents_per_node, memory_order_relaxed);
 }
 
 void gw_set_flow(struct gateway *g, const struct flow_gauge flow[FLOW_NKINDS])
@@ -622,6 +624,7 @@ void gw_info(struct gateway *g, struct gw_info *info)
 		st->eager_in_use = atomic_load_explicit(&p->eager_in_use, memory_order_relaxed);
 		st->waiting = atomic_load_explicit(&p->waiting, memory_order_relaxed);
 		st->waiting_hwm = atomic_load_explicit(&p->waiting_hwm, memory_order_relaxed);
+		st->agents_per_node = atomic_load_explicit(&p->agents_per_node, memory_order_relaxed);
 		/* The segment is shared: keep only what an errno can be. */
 		st->last_error = err > 0 || err < -4095 ? -EPROTO : err;
 	}

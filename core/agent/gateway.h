@@ -73,6 +73,7 @@ struct gw_peer_stats {
 	uint64_t large_sent;	       /* items too big for an eager buffer, each a message of its own */
 	uint32_t eager_in_use;	       /* eager buffers filling, queued or in flight now (of 4) */
 	uint32_t waiting, waiting_hwm; /* items waiting for a free eager buffer, now and at most */
+	uint32_t agents_per_node;      /* what the peer's node said it runs (0: not met yet) */
 };
 
 /* This agent's own counters (not per peer). */

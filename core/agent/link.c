@@ -225,16 +225,25 @@ struct agent_links {
 	uint32_t cache_next;
 };
 
+/*
+ * Both sides say their node rank and how many agents their node runs: link
+ * ranks are virtual (node x agents per node + sibling), so two nodes that
+ * disagree on the count disagree on every rank but the node's own.  The
+ * count is checked after the key is proven (an outsider cannot mark a node
+ * mismatched), and a mismatch is a state of the peer node, not a retry loop.
+ */
 struct hello {
-	uint32_t rank;
+	uint32_t rank, node, siblings;
 	uint8_t nonce[NONCE_LEN];
 };
 
 struct challenge {
-	uint32_t rank;
+	uint32_t rank, node, siblings;
 	uint8_t nonce[NONCE_LEN];
 	uint8_t mac[32];
 };
+
+#define LINK_MISMATCH (-0x10000) /* handshake(): the key is proven, the agents per node differ (no errno) */
 
 /* Ranks of one node are siblings: they never link (they share work through memory instead). */
 static bool same_node(const struct agent_links *lk, uint32_t a, uint32_t b)
@@ -746,16 +755,21 @@ void links_peer_stats(struct agent_links *lk, uint32_t node, struct gw_peer_stat
 	out->waiting = p->nwaiting;
 }
 
-/* HMAC(key, role | our rank | their rank | their nonce): proves we hold the key, bound to this exchange. */
-static void proof(struct agent_links *lk, char role, uint32_t mine, uint32_t theirs, const uint8_t *nonce,
-		  uint8_t mac[32])
+/*
+ * HMAC(key, role | our rank | their rank | our agents per node | theirs | their nonce): proves we hold
+ * the key, bound to this exchange and to the counts each side said.
+ */
+static void proof(struct agent_links *lk, char role, uint32_t mine, uint32_t theirs, uint32_t mine_n,
+		  uint32_t theirs_n, const uint8_t *nonce, uint8_t mac[32])
 {
-	uint8_t msg[1 + 4 + 4 + NONCE_LEN];
+	uint8_t msg[1 + 4 * 4 + NONCE_LEN];
 
 	msg[0] = (uint8_t)role;
 	memcpy(msg + 1, &mine, 4);
 	memcpy(msg + 5, &theirs, 4);
-	memcpy(msg + 9, nonce, NONCE_LEN);
+	memcpy(msg + 9, &mine_n, 4);
+	memcpy(msg + 13, &theirs_n, 4);
+	memcpy(msg + 17, nonce, NONCE_LEN);
 	hmac_sha256(lk->key, sizeof(lk->key), msg, sizeof(msg), mac);
 }
 
@@ -772,10 +786,13 @@ static bool same_mac(const uint8_t *a, const uint8_t *b)
  * Mutual proof of the key before anything else: the dialer sends its rank
  * and a nonce; the acceptor answers with its nonce and its proof over the
  * dialer's nonce; the dialer checks it and proves itself over the
- * acceptor's nonce.  Returns the peer's rank, or a negative errno.
+ * acceptor's nonce.  Returns the peer's rank, LINK_MISMATCH (the peer's
+ * node and count in *node and *siblings) or a negative errno.
  */
-static int handshake(struct agent_links *lk, struct oob_conn *c, int32_t dialing)
+static int handshake(struct agent_links *lk, struct oob_conn *c, int32_t dialing, uint32_t *node,
+		     uint32_t *siblings)
 {
+	uint32_t n = lk->cfg.siblings ? lk->cfg.siblings : 1, me = lk->cfg.rank / n, nodes = lk->cfg.nodes / n;
 	struct hello hello;
 	struct challenge ch;
 	uint8_t mac[32], expect[32];
@@ -785,45 +802,88 @@ static int handshake(struct agent_links *lk, struct oob_conn *c, int32_t dialing
 
 	if (dialing >= 0) {
 		hello.rank = lk->cfg.rank;
+		hello.node = me;
+		hello.siblings = n;
 		if (getrandom(hello.nonce, NONCE_LEN, 0) != NONCE_LEN)
 			return -EIO;
 		if ((rc = oob_send(c, LINK_HELLO, &hello, sizeof(hello))) ||
 		    (rc = oob_recv(c, &type, &ch, sizeof(ch), &len, 2000)))
 			return rc;
-		if (type != LINK_CHALLENGE || len != sizeof(ch) || ch.rank != (uint32_t)dialing)
+		if (type != LINK_CHALLENGE || len != sizeof(ch) || ch.node != (uint32_t)dialing / n ||
+		    (ch.siblings == n && ch.rank != (uint32_t)dialing))
 			return -EPROTO;
-		proof(lk, 'A', ch.rank, lk->cfg.rank, hello.nonce, expect);
+		proof(lk, 'A', ch.rank, lk->cfg.rank, ch.siblings, n, hello.nonce, expect);
 		if (!same_mac(ch.mac, expect))
 			return -EACCES;
-		proof(lk, 'D', lk->cfg.rank, ch.rank, ch.nonce, mac);
+		proof(lk, 'D', lk->cfg.rank, ch.rank, n, ch.siblings, ch.nonce, mac);
 		rc = oob_send(c, LINK_PROOF, mac, sizeof(mac));
-		return rc ? rc : dialing;
+		*node = ch.node;
+		*siblings = ch.siblings;
+		return rc ? rc : ch.siblings != n ? LINK_MISMATCH : dialing;
 	}
 	if ((rc = oob_recv(c, &type, &hello, sizeof(hello), &len, 2000)))
 		return rc;
-	/* Only higher ranks dial us. */
-	if (type != LINK_HELLO || len != sizeof(hello) || hello.rank >= lk->cfg.nodes ||
-	    hello.rank <= lk->cfg.rank || same_node(lk, hello.rank, lk->cfg.rank))
+	/* Only higher ranks dial us (when the counts agree: else only another node). */
+	if (type != LINK_HELLO || len != sizeof(hello) || hello.node >= nodes || hello.node == me ||
+	    hello.siblings == 0 || hello.siblings > AGENT_SIBLINGS_MAX ||
+	    (hello.siblings == n && (hello.rank >= lk->cfg.nodes || hello.rank <= lk->cfg.rank ||
+				     hello.rank / n != hello.node)))
 		return -EPROTO;
 	ch.rank = lk->cfg.rank;
+	ch.node = me;
+	ch.siblings = n;
 	if (getrandom(ch.nonce, NONCE_LEN, 0) != NONCE_LEN)
 		return -EIO;
-	proof(lk, 'A', lk->cfg.rank, hello.rank, hello.nonce, ch.mac);
+	proof(lk, 'A', lk->cfg.rank, hello.rank, n, hello.siblings, hello.nonce, ch.mac);
 	if ((rc = oob_send(c, LINK_CHALLENGE, &ch, sizeof(ch))) ||
 	    (rc = oob_recv(c, &type, mac, sizeof(mac), &len, 2000)))
 		return rc;
-	proof(lk, 'D', hello.rank, lk->cfg.rank, ch.nonce, expect);
+	proof(lk, 'D', hello.rank, lk->cfg.rank, hello.siblings, n, ch.nonce, expect);
 	if (type != LINK_PROOF || len != sizeof(mac) || !same_mac(mac, expect))
 		return -EACCES;
-	return (int)hello.rank;
+	*node = hello.node;
+	*siblings = hello.siblings;
+	return hello.siblings != n ? LINK_MISMATCH : (int)hello.rank;
+}
+
+/*
+ * A node whose agents per node differ from ours: every link rank of it is
+ * marked (requests to it fail at once with -EBADE, agent status says
+ * "mismatch" and its count), and the log names both nodes and counts once.
+ */
+static void peer_mismatch(struct agent_links *lk, uint32_t node, uint32_t theirs)
+{
+	uint32_t n = lk->cfg.siblings ? lk->cfg.siblings : 1;
+	bool news = false;
+
+	for (uint32_t s = 0; s < n; s++) {
+		struct link_peer *p = &lk->peers[node * n + s];
+
+		news |= p->stats.agents_per_node != theirs;
+		p->stats.agents_per_node = theirs;
+		p->stats.last_error = -EBADE;
+	}
+	if (news)
+		agent_logf(&lk->cfg.log,
+			   "node %u (%s) runs %u agent(s) per node but this node (%u) runs %u: no link to it; "
+			   "start every node with the same --agents-per-node",
+			   node, lk->cfg.hosts[node * n], theirs, lk->cfg.rank / n, n);
 }
 
 /* The OOB connection is up: prove the key both ways, then exchange endpoint addresses. */
 static void peer_join(struct agent_links *lk, struct oob_conn *c, int32_t dialing)
 {
-	int theirs = handshake(lk, c, dialing), rc = theirs < 0 ? theirs : 0;
+	uint32_t node = 0, siblings = 0;
+	int theirs = handshake(lk, c, dialing, &node, &siblings), rc = theirs < 0 ? theirs : 0;
 	char name[32];
 
+	if (theirs == LINK_MISMATCH) {
+		peer_mismatch(lk, node, siblings);
+		oob_close(c);
+		return;
+	}
+	if (!rc)
+		lk->peers[theirs].stats.agents_per_node = siblings;
 	if (!rc && lk->peers[theirs].up)
 		peer_down(lk, (uint32_t)theirs, "it connected again");
 	if (!rc)
@@ -1136,6 +1196,9 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 
 	if (req->op < GW_OP_SEND || req->op > GW_OP_POLL)
 		return -EINVAL;
+	if (req->node < lk->cfg.nodes && lk->peers[req->node].stats.agents_per_node &&
+	    lk->peers[req->node].stats.agents_per_node != (lk->cfg.siblings ? lk->cfg.siblings : 1))
+		return -EBADE; /* its node runs another count of agents (peer_mismatch) */
 	if (!links_up(lk, req->node))
 		return -EHOSTDOWN;
 	if (len > GW_INLINE || (req->op != GW_OP_SEND && len) ||

@@ -15,7 +15,9 @@
  * traffic to node B always goes from sibling S to sibling S of B (its rail),
  * so per-port order holds on one link; the links across rails carry the
  * large-message READs siblings steal from each other (core/agent/steal.h).
- * Every node runs the same N.
+ * Every node runs the same N: the link handshake carries each side's N, and
+ * a node whose N differs is marked "mismatch" (no link; requests to it fail
+ * at once with -EBADE; both logs name the nodes and counts).
  *
  * A client maps each remote channel handle (a port) to one sibling, once,
  * when it opens the handle: the node's first agent deals them round robin
