@@ -28,8 +28,8 @@
 
 #define GW_MAGIC 0x5957544754414452ULL /* "RDATGTWY" little-endian */
 #define GW_VERSION                                                                                           \
-	7 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends, 5: flow caps, 6: siblings, 7: the \
-	     peers' agents per node */
+	8 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends, 5: flow caps, 6: siblings, 7: the \
+	     peers' agents per node, 8: pooled send buffers */
 
 enum slot_state { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_BUSY, SLOT_DONE, SLOT_ABANDONED };
 
@@ -472,8 +472,11 @@ void gw_set_flow(struct gateway *g, const struct flow_gauge flow[FLOW_NKINDS])
 
 void gw_set_agent_stats(struct gateway *g, const struct gw_agent_stats *st)
 {
-	const uint64_t v[GW_AGENT_STATS] = {st->steals,	    st->steal_bytes,  st->stolen,   st->pool_bytes,
-					    st->pool_slots, st->slots_in_use, st->slots_hwm};
+	const uint64_t v[GW_AGENT_STATS] = {
+	    st->steals,		 st->steal_bytes, st->stolen,	 st->pool_bytes,     st->pool_slots,
+	    st->slots_in_use,	 st->slots_hwm,	  st->hugepages, st->hugepages_asked, st->tx_buffers,
+	    st->tx_hwm,		 st->frames,	  st->frames_hwm, st->fallbacks,     st->registrations,
+	    st->registered_now};
 
 	for (int i = 0; i < GW_AGENT_STATS; i++)
 		atomic_store_explicit(&g->s->agent[i], v[i], memory_order_relaxed);
@@ -597,6 +600,15 @@ void gw_info(struct gateway *g, struct gw_info *info)
 	info->agent.pool_slots = atomic_load(&s->agent[4]);
 	info->agent.slots_in_use = atomic_load(&s->agent[5]);
 	info->agent.slots_hwm = atomic_load(&s->agent[6]);
+	info->agent.hugepages = atomic_load(&s->agent[7]);
+	info->agent.hugepages_asked = atomic_load(&s->agent[8]);
+	info->agent.tx_buffers = atomic_load(&s->agent[9]);
+	info->agent.tx_hwm = atomic_load(&s->agent[10]);
+	info->agent.frames = atomic_load(&s->agent[11]);
+	info->agent.frames_hwm = atomic_load(&s->agent[12]);
+	info->agent.fallbacks = atomic_load(&s->agent[13]);
+	info->agent.registrations = atomic_load(&s->agent[14]);
+	info->agent.registered_now = atomic_load(&s->agent[15]);
 	info->start_realtime_ns = s->start_realtime_ns;
 	memcpy(info->hosts, s->hosts, sizeof(info->hosts));
 	for (int i = 0; i < GW_MAX_NODES; i++)

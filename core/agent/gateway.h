@@ -77,12 +77,18 @@ struct gw_peer_stats {
 };
 
 /* This agent's own counters (not per peer). */
-#define GW_AGENT_STATS 7
+#define GW_AGENT_STATS 16
 struct gw_agent_stats {
 	uint64_t steals, steal_bytes;		      /* large-message READs this agent did for a sibling */
 	uint64_t stolen;			      /* READs of this agent's backlog that siblings did */
 	uint64_t pool_bytes;			      /* the region registered once (core/agent/pool.h) */
 	uint64_t pool_slots, slots_in_use, slots_hwm; /* its rma staging slots */
+	uint64_t hugepages, hugepages_asked;	      /* 1: the region is on hugepages / they were asked for */
+	uint64_t tx_buffers, tx_hwm;		      /* eager send buffers in the region, taken at most */
+	uint64_t frames, frames_hwm;		      /* large frames (GETMSG data, p2p chunks) likewise */
+	uint64_t fallbacks;			      /* buffers taken from the heap: the region's were all taken */
+	uint64_t registrations;			      /* MR cache misses of the link endpoint (the pool's is one) */
+	uint64_t registered_now;		      /* registrations the endpoint holds now */
 };
 
 struct gw_info {

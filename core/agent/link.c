@@ -52,6 +52,8 @@
 #define LINK_DATA_PIECE	   (GW_INLINE - 4 - PROTO_CHUNK_SIZE) /* message bytes per chunk of a GETMSG answer */
 #define LINK_RMA_SLOTS_MIN 4 /* staging slots of the rma transport: the injection cap's worth */
 #define LINK_RMA_SLOTS_MAX 4096
+#define LINK_FRAMES_MIN	   4 /* pooled large frames: the GETMSG cap's worth (and p2p's injection cap's) */
+#define LINK_FRAMES_MAX	   1024
 #define LINK_HEAP_KEEP	   (256 << 20) /* freed heap the agent keeps for the next large messages */
 #define LINK_MMAP_FROM	   (32 << 20)  /* allocations that still get a mapping of their own */
 
@@ -293,6 +295,22 @@ static int rx_post(struct agent_links *lk, uint8_t *buf, bool large)
 	return rc;
 }
 
+/*
+ * Frees a unit that is not in flight: a block goes back to the pool; one from
+ * the heap (the pool ran out) drops its MR cache registration first, as core
+ * requires of memory a send used (core/transport/endpoint.h).
+ */
+static void unit_free(struct agent_links *lk, struct unit *u)
+{
+	size_t len = u->kind == UNIT_LARGE ? sizeof(struct large) + ((struct large *)u)->len : sizeof(struct txbuf);
+
+	if (pool_give(u->kind == UNIT_LARGE ? &lk->pool.frames : &lk->pool.tx, u))
+		return;
+	if (lk->ep)
+		core_mr_dereg(lk->ep, u, len);
+	free(u);
+}
+
 static void unit_release(struct agent_links *lk, struct unit *u)
 {
 	for (int k = 0; k < FLOW_NKINDS; k++) {
@@ -313,7 +331,7 @@ static int peer_tx_init(struct agent_links *lk, uint32_t rank)
 			b->u.orphan = true; /* its completion frees it */
 			b = NULL;
 		}
-		if (!b && !(b = calloc(1, sizeof(*b))))
+		if (!b && !(b = pool_take(&lk->pool.tx)) && !(b = calloc(1, sizeof(*b))))
 			return -ENOMEM;
 		unit_release(lk, &b->u);
 		b->u = (struct unit){.kind = UNIT_EAGER, .rank = rank};
@@ -386,7 +404,18 @@ static int steal_from_env(bool *on)
 static int open_pool(struct agent_links *lk, char *why, size_t whylen)
 {
 	uint64_t n = lk->cfg.caps.cap[FLOW_INJECTION] / GW_INLINE;
-	size_t rx = (size_t)lk->nrx * PROTO_EAGER_BUFFER + (size_t)lk->nlarge * LINK_LARGE_MAX;
+	uint64_t frames = (lk->cfg.caps.cap[FLOW_GETMSG] + (lk->rma ? 0 : lk->cfg.caps.cap[FLOW_INJECTION])) /
+			  GW_INLINE;
+	struct pool_layout l = {
+	    .rx_bytes = (size_t)lk->nrx * PROTO_EAGER_BUFFER + (size_t)lk->nlarge * LINK_LARGE_MAX,
+	    .tx_size = sizeof(struct txbuf),
+	    .ntx = lk->cfg.nodes * LINK_TX_BUFS * 2, /* a fresh set per peer while a dead link's drain */
+	    .frame_size = sizeof(struct large) + LINK_LARGE_MAX,
+	    .nframes = (uint32_t)(frames < LINK_FRAMES_MIN	 ? LINK_FRAMES_MIN
+				  : frames > LINK_FRAMES_MAX ? LINK_FRAMES_MAX
+							     : frames),
+	    .slot_size = GW_INLINE,
+	    .hugepages = lk->hugepages};
 	char large[64] = "p2p";
 	int rc;
 
@@ -394,17 +423,21 @@ static int open_pool(struct agent_links *lk, char *why, size_t whylen)
 	    : n < LINK_RMA_SLOTS_MIN ? LINK_RMA_SLOTS_MIN
 	    : n > LINK_RMA_SLOTS_MAX ? LINK_RMA_SLOTS_MAX
 				     : n;
-	rc = pool_open(&lk->pool, lk->ep, rx, GW_INLINE, (uint32_t)n, lk->hugepages);
+	l.nslots = (uint32_t)n;
+	rc = pool_open(&lk->pool, lk->ep, &l);
 	if (rc) {
 		snprintf(why, whylen, "cannot set up the agent's registered link buffers (%zu KiB): %s",
-			 (rx + n * GW_INLINE) >> 10, strerror(-rc));
+			 (l.rx_bytes + l.ntx * l.tx_size + l.nframes * l.frame_size + n * GW_INLINE) >> 10,
+			 strerror(-rc));
 		return rc;
 	}
 	if (lk->rma)
 		snprintf(large, sizeof(large), "rma, %u staging slots of %u KiB", lk->pool.nslots,
 			 GW_INLINE >> 10);
-	agent_logf(&lk->cfg.log, "link buffers: %zu KiB registered once, on %s; large messages: %s",
-		   lk->pool.len >> 10,
+	agent_logf(&lk->cfg.log,
+		   "link buffers: %zu KiB registered once (receive, %u eager send, %u large frames), on %s; "
+		   "large messages: %s",
+		   lk->pool.len >> 10, lk->pool.tx.n, lk->pool.frames.n,
 		   lk->pool.huge   ? "hugepages"
 		   : lk->hugepages ? "ordinary pages (no hugepages reserved)"
 				   : "ordinary pages",
@@ -468,7 +501,7 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 		p->wait_tail = &p->wait_head;
 		p->bind_out = calloc(PORT_BINDINGS, sizeof(*p->bind_out));
 		p->bind_in = calloc(PORT_BINDINGS, sizeof(*p->bind_in));
-		if (!p->bind_out || !p->bind_in || peer_tx_init(lk, r)) {
+		if (!p->bind_out || !p->bind_in) {
 			links_close(lk);
 			return -ENOMEM;
 		}
@@ -514,6 +547,11 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 		return rc;
 	}
 	lk->rx_pool = lk->pool.region;
+	for (uint32_t r = 0; r < cfg->nodes; r++)
+		if (peer_tx_init(lk, r)) { /* the eager send buffers: blocks of the pool */
+			links_close(lk);
+			return -ENOMEM;
+		}
 	steal_open(lk);
 	for (int i = 0; !rc && i < lk->nrx + lk->nlarge; i++)
 		rc = rx_post(lk, rx_buf(lk, i), i >= lk->nrx);
@@ -560,7 +598,7 @@ static void drop_waiting(struct agent_links *lk, uint32_t rank, int status)
 		next = u->next;
 		unit_release(lk, u);
 		if (u->kind == UNIT_LARGE)
-			free(u);
+			unit_free(lk, u);
 		else
 			((struct txbuf *)u)->busy = false;
 	}
@@ -706,7 +744,7 @@ void links_close(struct agent_links *lk)
 					struct unit *u = e[i].context;
 
 					if (u->kind == UNIT_LARGE || u->orphan)
-						free(u);
+						unit_free(lk, u);
 					else
 						((struct txbuf *)u)->busy = false;
 				}
@@ -715,16 +753,20 @@ void links_close(struct agent_links *lk)
 	steal_board_destroy(lk->board, lk->dir);
 	for (int k = 0; k < AGENT_SIBLINGS_MAX; k++)
 		steal_board_close(lk->sib[k]); /* READs into them were flushed with the endpoint */
-	pool_close(&lk->pool);		       /* the receive buffers too */
+	for (uint32_t r = 0; lk->peers && r < lk->cfg.nodes; r++) {
+		struct link_peer *p = &lk->peers[r];
+
+		for (int i = 0; i < LINK_TX_BUFS; i++)
+			if (p->tx[i] && !p->tx[i]->busy && !pool_give(&lk->pool.tx, p->tx[i]))
+				free(p->tx[i]); /* one still busy is in flight: leaked rather than freed under
+						   the NIC (the endpoint is closed: no registration is left) */
+	}
+	pool_close(&lk->pool); /* the receive and send buffers too */
 	if (lk->listener)
 		oob_listener_close(lk->listener);
 	for (uint32_t r = 0; lk->peers && r < lk->cfg.nodes; r++) {
 		struct link_peer *p = &lk->peers[r];
 
-		for (int i = 0; i < LINK_TX_BUFS; i++)
-			if (p->tx[i] && !p->tx[i]->busy)
-				free(p->tx[i]); /* one still busy is in flight: leaked rather than freed under
-						   the NIC */
 		free(p->bind_out);
 		free(p->bind_in);
 	}
@@ -994,9 +1036,9 @@ static int queue_large(struct agent_links *lk, uint32_t rank, const struct proto
 		       size_t len, enum flow_kind kind, uint64_t charge)
 {
 	struct link_peer *p = &lk->peers[rank];
-	struct large *f = malloc(sizeof(*f) + PROTO_HEADER_SIZE + len);
+	struct large *f = PROTO_HEADER_SIZE + len <= LINK_LARGE_MAX ? pool_take(&lk->pool.frames) : NULL;
 
-	if (!f)
+	if (!f && !(f = malloc(sizeof(*f) + PROTO_HEADER_SIZE + len)))
 		return -ENOMEM;
 	f->u = (struct unit){.kind = UNIT_LARGE, .rank = rank};
 	f->u.charge[kind] = charge;
@@ -2232,7 +2274,7 @@ static void send_done(struct agent_links *lk, struct unit *u, const struct core_
 
 	unit_release(lk, u);
 	if (u->orphan) {
-		free(u);
+		unit_free(lk, u);
 		return;
 	}
 	if (u->rndv)
@@ -2240,7 +2282,7 @@ static void send_done(struct agent_links *lk, struct unit *u, const struct core_
 	else
 		p->eager_out--;
 	if (u->kind == UNIT_LARGE)
-		free(u);
+		unit_free(lk, u);
 	else
 		((struct txbuf *)u)->busy = false;
 	if (e->status != IBV_WC_SUCCESS || e->err)
@@ -2373,10 +2415,22 @@ bool links_can_inject(struct agent_links *lk)
 
 void links_agent_stats(struct agent_links *lk, struct gw_agent_stats *out)
 {
+	struct core_mr_cache_stats mr;
+
+	core_mr_cache_stats(lk->ep, &mr);
 	*out = (struct gw_agent_stats){.pool_bytes = lk->pool.len,
 				       .pool_slots = lk->pool.nslots,
 				       .slots_in_use = lk->pool.nslots - lk->pool.nfree,
 				       .slots_hwm = lk->pool.slots_hwm,
+				       .hugepages = lk->pool.huge,
+				       .hugepages_asked = lk->pool.huge_asked,
+				       .tx_buffers = lk->pool.tx.n,
+				       .tx_hwm = lk->pool.tx.hwm,
+				       .frames = lk->pool.frames.n,
+				       .frames_hwm = lk->pool.frames.hwm,
+				       .fallbacks = lk->pool.tx.fallbacks + lk->pool.frames.fallbacks,
+				       .registrations = mr.misses,
+				       .registered_now = mr.entries,
 				       .steals = lk->steals,
 				       .steal_bytes = lk->steal_bytes,
 				       .stolen = lk->stolen};
