@@ -34,7 +34,7 @@ import os, socket, struct, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
 def frame(t, payload):
     return b"ROB1" + struct.pack(">HHI", t, 0, len(payload)) + payload
-s.sendall(frame(0x4148, struct.pack("<I", 2) + os.urandom(16)))   # HELLO claiming rank 2
+s.sendall(frame(0x4148, struct.pack("<III", 2, 2, 1) + os.urandom(16)))  # HELLO: rank 2, node 2, 1 agent
 hdr = s.recv(12)
 assert hdr[:4] == b"ROB1", hdr
 s.sendall(frame(0x4150, bytes(32)))                                 # a PROOF it cannot compute
