@@ -573,6 +573,18 @@ uint32_t gw_deal_sibling(struct gateway *g)
 	return atomic_fetch_add_explicit(&g->s->ports_dealt, 1, memory_order_relaxed) % n;
 }
 
+uint32_t gw_siblings(struct gateway *g)
+{
+	uint32_t n = g->s->id.siblings;
+
+	return n < 1 ? 1 : n > AGENT_SIBLINGS_MAX ? AGENT_SIBLINGS_MAX : n;
+}
+
+bool gw_peer_is_up(struct gateway *g, uint32_t node)
+{
+	return node < GW_MAX_NODES && atomic_load_explicit(&g->s->peer_up[node], memory_order_relaxed) != 0;
+}
+
 void gw_close(struct gateway *g)
 {
 	if (!g)
@@ -821,7 +833,7 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 				continue;
 			}
 			if (atomic_compare_exchange_strong(&sl->state, &busy, SLOT_ABANDONED))
-				return dead ? -ENOTCONN : -ETIMEDOUT;
+				return dead ? -ECONNABORTED : -ETIMEDOUT;
 			continue; /* it just became DONE */
 		}
 		if (deadline && deadline < until)

@@ -160,10 +160,14 @@ void gw_close(struct gateway *g);
 bool gw_alive(struct gateway *g);
 /*
  * Client side, on the node's first agent: the sibling a new remote handle
- * (a port) goes through for good, dealt round robin over the node's agents
- * to every process of the node (0 with one agent).
+ * (a port) goes through, dealt round robin over the node's agents to every
+ * process of the node (0 with one agent).  It stays there while that agent
+ * lives and has its link to the target node (core/agent/client.c).
  */
 uint32_t gw_deal_sibling(struct gateway *g);
+/* Client side: the node's agent count, and whether this agent's link to node is up (cheap reads). */
+uint32_t gw_siblings(struct gateway *g);
+bool gw_peer_is_up(struct gateway *g, uint32_t node);
 /* A private, validated copy of the agent's information and counters. */
 void gw_info(struct gateway *g, struct gw_info *info);
 
@@ -171,7 +175,8 @@ void gw_info(struct gateway *g, struct gw_info *info);
  * Client side: one request.  With wait false (send mode "immediately") it
  * returns once the request is queued.  Otherwise it sleeps until the agent
  * answers (its status is returned, the reply copied to out[0..cap), *outlen
- * set), the agent dies (-ENOTCONN), or timeout_ms (plus a second of grace for
+ * set), the agent dies (-ENOTCONN when it never took the request, so nothing
+ * of it was sent; -ECONNABORTED when it had: its fate is unknown), or timeout_ms (plus a second of grace for
  * the agent, which enforces the request's own timeout) passes (-ETIMEDOUT).
  * A receive the agent has taken on is never given up while the agent lives:
  * its answer may hold a message already taken from the channel.  An answer

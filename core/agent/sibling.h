@@ -19,10 +19,12 @@
  * a node whose N differs is marked "mismatch" (no link; requests to it fail
  * at once with -EBADE; both logs name the nodes and counts).
  *
- * A client maps each remote channel handle (a port) to one sibling, once,
- * when it opens the handle: the node's first agent deals them round robin
- * to all its clients (a counter in its gateway, gw_deal_sibling), so the
- * ports of the node's processes spread evenly over its agents.
+ * A client maps each remote channel handle (a port) to one sibling when it
+ * opens the handle: the node's first agent deals them round robin to all
+ * its clients (a counter in its gateway, gw_deal_sibling), so the ports of
+ * the node's processes spread evenly over its agents.  A port moves to
+ * another sibling only when its agent died or lost its link to the target
+ * node (core/agent/client.c, handle_gateway, says how order is kept).
  */
 #ifndef RDMATOOL_CORE_AGENT_SIBLING_H
 #define RDMATOOL_CORE_AGENT_SIBLING_H
