@@ -220,12 +220,47 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
 }
 
 /* The target answered a request the engine left in progress. */
+/*
+ * A GETMSG's message came back for a client that died meanwhile (its slot
+ * will be reaped unread): the message goes back into its channel, at the
+ * end, as a buffered SENDMSG over this agent's rail, so it is not lost (it
+ * may come after messages sent later).  Chunked like a client's when larger
+ * than a slot.
+ */
+static void engine_return(struct agent_engine *e, const struct gw_request *get, const uint8_t *data, size_t len)
+{
+	static uint32_t counter;
+	struct gw_request s = {.op = GW_OP_SEND,
+			       .mode = AGENT_SEND_BUFFERED,
+			       .node = get->node * e->cfg.siblings + e->cfg.sibling,
+			       .timeout_ms = 60000};
+	int rc = 0;
+
+	memcpy(s.name, get->name, sizeof(s.name));
+	if (len > GW_INLINE) {
+		s.msg_total = len;
+		s.msg_id = (uint64_t)getpid() << 32 | 0x80000000u | counter++;
+	}
+	for (size_t off = 0; off < len && (!rc || rc == -EINPROGRESS); off += GW_INLINE) {
+		s.msg_offset = off;
+		rc = links_request(e->links, &s, data + off, len - off < GW_INLINE ? len - off : GW_INLINE,
+				   LINK_NO_TOKEN);
+	}
+	agent_logf(&e->cfg.log, "a GETMSG of %u/%s came back (%zu bytes) for a client that died: %s", get->node,
+		   get->name, len,
+		   !rc || rc == -EINPROGRESS ? "returned to the channel" : strerror(-rc));
+}
+
 static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len)
 {
 	struct agent_engine *e = arg;
+	struct gw_request req;
 
 	if (e->in_flight)
 		e->in_flight--;
+	if (!status && len && e->links && gw_slot_orphaned(e->gw, (uint32_t)token, &req) &&
+	    req.op == GW_OP_RECV && req.node < e->cfg.nodes)
+		engine_return(e, &req, data, len);
 	if (e->cfg.debug)
 		agent_logf(&e->cfg.log, "answer for slot %llu: %s", (unsigned long long)token,
 			   status ? strerror(-status) : "done");

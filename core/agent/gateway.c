@@ -337,6 +337,18 @@ static bool pid_gone(int32_t pid)
 	return pid <= 0 || (kill(pid, 0) && errno == ESRCH);
 }
 
+bool gw_slot_orphaned(struct gateway *g, uint32_t slot, struct gw_request *req)
+{
+	struct gw_slot *sl;
+
+	if (slot >= GW_SLOTS)
+		return false;
+	sl = &g->s->slots[slot];
+	*req = sl->req;
+	req->name[sizeof(req->name) - 1] = '\0';
+	return atomic_load(&sl->state) == SLOT_ABANDONED || (!sl->detached && pid_gone(sl->pid));
+}
+
 void gw_complete(struct gateway *g, uint32_t slot, int status, const void *out, size_t outlen)
 {
 	struct gw_slot *sl;

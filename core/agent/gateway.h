@@ -127,6 +127,11 @@ typedef int (*gw_handler)(void *arg, uint32_t slot, const struct gw_request *req
 int gw_serve(struct gateway *g, gw_handler fn, void *arg);
 /* Agent side: finishes a request fn left in progress (once); out is copied to the client. */
 void gw_complete(struct gateway *g, uint32_t slot, int status, const void *out, size_t outlen);
+/*
+ * Agent side, finishing a request fn left in progress: a copy of it in *req,
+ * and true when its client has died (nobody will read the answer).
+ */
+bool gw_slot_orphaned(struct gateway *g, uint32_t slot, struct gw_request *req);
 /* Agent side: publishes whether the link to node is up, for `agent status`. */
 void gw_set_peer_up(struct gateway *g, uint32_t node, bool up);
 /* Agent side: publishes the traffic counters of the link to node. */

@@ -43,7 +43,6 @@
 #define LINK_PROOF	   0x4150
 #define NONCE_LEN	   16
 #define LINK_CHAN_CACHE	   32
-#define LINK_NO_TOKEN	   UINT64_MAX
 #define STATE_LEN	   (4 + 4 + 8 + 1)
 #define PORT_BIND_BITS	   10 /* a port's binding: a slot of a direct-mapped table per peer */
 #define PORT_BINDINGS	   (1u << PORT_BIND_BITS)

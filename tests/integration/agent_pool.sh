@@ -37,6 +37,18 @@ for r in 0 1 2; do
 done
 jq -e '.frames_hwm > 0' <<<"$(pool 1)" >/dev/null || fail "node 1 answered GETMSGs without pooled frames: $(pool 1)"
 
+# agent status -j carries what the issue lists: per peer its queue (items waiting for an eager buffer,
+# now and at most), eager buffers in use, the aggregation factor; per cap the bytes pending, their
+# high-water mark and the cap.  Node 0 sent 300 small messages to node 1 several to a buffer.
+st=$(A 0 -j agent status)
+jq -e '.peers | length == 2 and all(has("waiting") and has("waiting_hwm") and has("eager_buffers_in_use")
+	and has("aggregation") and has("eager_buffers_sent") and has("eager_items_sent") and has("state"))' \
+	<<<"$st" >/dev/null || fail "node 0: per-peer fields missing: $(jq -c .peers <<<"$st")"
+jq -e '.peers[] | select(.rank == 1) | .eager_items_sent >= 300 and .aggregation >= 1 and .eager_buffers_in_use <= 4' \
+	<<<"$st" >/dev/null || fail "node 0's link to node 1: $(jq -c '.peers[] | select(.rank == 1)' <<<"$st")"
+jq -e '[.flow.injection, .flow.ejection, .flow.getmsg] | all(has("pending_bytes") and has("hwm_bytes") and has("cap_bytes")
+	and .hwm_bytes <= .cap_bytes)' <<<"$st" >/dev/null || fail "node 0: flow fields: $(jq -c .flow <<<"$st")"
+
 huge_free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo)
 bytes=$(pool 0 | jq .registered_bytes)
 want=ordinary
