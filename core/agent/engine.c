@@ -57,6 +57,13 @@ struct agent_engine {
 	struct flow_caps caps;
 	uint32_t in_flight; /* requests sent to other nodes whose answer has not come yet */
 	uint64_t spin_ns;   /* how long the loop polls after its last work (adaptive, see engine_sleep) */
+	/*
+	 * Sibling S > 0: the node's first agent's gateway, and the agents per node each other node said
+	 * to it.  A node that runs another count may never dial S's rail (core/agent/sibling.h), so
+	 * S learns of the mismatch from sibling 0.
+	 */
+	struct gateway *first;
+	uint32_t first_seen[GW_MAX_NODES];
 };
 
 static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len);
@@ -194,6 +201,8 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
 		rc = -EINVAL; /* this node's channels are reached directly, never through the gateway */
 	else if (!e->links)
 		rc = -EHOSTDOWN;
+	else if (e->first_seen[req->node] && e->first_seen[req->node] != e->cfg.siblings)
+		rc = -EBADE; /* that node runs another count of agents (sibling 0 met it) */
 	else if (!links_can_inject(e->links))
 		return GW_DEFER; /* over the injection cap: it waits in the gateway, which may fill (-EAGAIN)
 				  */
@@ -268,6 +277,29 @@ static void engine_done(void *arg, uint64_t token, int status, const void *data,
 }
 
 #define ENGINE_STATS_NS	    100000000ull
+
+/* Sibling S > 0: what the node's first agent learnt of the other nodes' agent counts. */
+static void first_sibling_news(struct agent_engine *e)
+{
+	struct gw_info *info;
+
+	if (!e->cfg.sibling || !e->links)
+		return;
+	if (e->first && !gw_alive(e->first)) {
+		gw_close(e->first);
+		e->first = NULL;
+	}
+	if (!e->first && gw_open(e->dir, agent_id(e->cfg.rank, 0), &e->first))
+		return;
+	info = malloc(sizeof(*info));
+	if (!info)
+		return;
+	gw_info(e->first, info);
+	for (uint32_t i = 0; i < e->cfg.nodes && i < GW_MAX_NODES; i++)
+		if (i != e->cfg.rank)
+			e->first_seen[i] = info->peer_stats[i].agents_per_node;
+	free(info);
+}
 #define ENGINE_POLL_FDS	    (2 + 2 + GW_MAX_NODES)
 
 /* Sleeps until a request, a network completion, a peer's news, or the next stats update. */
@@ -352,6 +384,7 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 		last_stats = now;
 		struct gw_info info;
 
+		first_sibling_news(e);
 		for (uint32_t i = 0; e->links && i < e->cfg.nodes; i++) {
 			struct gw_peer_stats ps;
 
@@ -359,6 +392,10 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 
 			gw_set_peer_up(e->gw, i, i == e->cfg.rank || links_up(e->links, v));
 			links_peer_stats(e->links, v, &ps);
+			if (e->first_seen[i] && e->first_seen[i] != e->cfg.siblings) {
+				ps.agents_per_node = e->first_seen[i];
+				ps.last_error = -EBADE;
+			}
 			gw_set_peer_stats(e->gw, i, &ps);
 		}
 		publish_flow(e);
@@ -382,6 +419,7 @@ void agent_engine_close(struct agent_engine *e)
 		   (unsigned long long)e->served, (unsigned long long)e->failed);
 	links_close(e->links); /* fails what waits on other nodes, through engine_done */
 	gw_destroy(e->gw, e->dir);
+	gw_close(e->first);
 	stats_entry_remove(e->stats);
 	pidfile_release(e->dir, e->id, e->pid_fd);
 	free(e->link_hosts);

@@ -17,7 +17,9 @@
  * large-message READs siblings steal from each other (core/agent/steal.h).
  * Every node runs the same N: the link handshake carries each side's N, and
  * a node whose N differs is marked "mismatch" (no link; requests to it fail
- * at once with -EBADE; both logs name the nodes and counts).
+ * at once with -EBADE; both logs name the nodes and counts).  A sibling the
+ * other node never dials (it has no such rail) learns it from sibling 0's
+ * gateway (core/agent/engine.c, first_sibling_news).
  *
  * A client maps each remote channel handle (a port) to one sibling when it
  * opens the handle: the node's first agent deals them round robin to all

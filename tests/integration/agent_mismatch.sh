@@ -4,7 +4,8 @@
 # wrong ranks or retry for ever.  The handshake carries each side's count (under the key's
 # proof): both nodes mark the other "mismatch" in agent status -j with its count, their logs name
 # both nodes and counts, and a send to the other node fails at once (well inside its timeout)
-# with an error that says so instead of hanging.  Node 1 restarted with 2 agents rejoins: the links
+# with an error that says so instead of hanging; node 0's second agent, whose rail node 1 never
+# dials, learns it from the first.  Node 1 restarted with 2 agents rejoins: the links
 # come up and a message goes through.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -75,6 +76,22 @@ ms=$((($(date +%s%N) - start) / 1000000))
 [ $ms -lt 5000 ] || fail "the send took $ms ms to fail: $out"
 grep -q "runs another count of agents per node" <<<"$out" || fail "the send's error does not say what: $out"
 echo "agent mismatch: send refused in $ms ms: $out"
+
+# Node 0's second agent, which node 1 never dials (node 1 knows no rail 1), learns it from
+# node 0's first agent: both show the mismatch, and sends from node 0 fail at once whichever
+# agent they were dealt (two sends: one through each).
+both_mismatch() {
+	[ "$(A 0 -j agent status | jq '[.agents[] | select(.peers[0].state == "mismatch" and .peers[0].agents_per_node == 1)] | length')" = 2 ]
+}
+wait_for both_mismatch || fail "node 0's agents: $(A 0 -j agent status | jq -c '[.agents[].peers]')"
+A 1 agent chan create q
+for i in 1 2; do
+	rc=0
+	out=$(A 0 agent send 1/q "$T/msg" --mode=deposited --timeout=20000 2>&1) || rc=$?
+	[ $rc -ne 0 ] && grep -q "runs another count of agents per node" <<<"$out" || fail "send $i from node 0: rc $rc: $out"
+done
+[ "$(A 0 -j agent status | jq -c '[.agents[].gateway.failed]')" = "[1,1]" ] ||
+	fail "the two sends did not go one through each agent: $(A 0 -j agent status | jq -c '[.agents[].gateway]')"
 
 # Node 1 restarted with the same count as node 0: its links come up, the mismatch is gone.
 A 1 -q agent stop || fail "stop node 1"
