@@ -37,6 +37,11 @@ static const char *errno_hint(int rc)
 		return "the agent has no link to that node";
 	case -EHOSTUNREACH:
 		return "no such node in the agent's host list";
+	case -ECONNABORTED:
+		return "the agent died holding the request: it may or may not have been done";
+	case -EBADE:
+		return "that node runs another count of agents per node than this one; start every node with "
+		       "the same --agents-per-node ('rdmatool agent status' shows the counts)";
 	case -EAGAIN:
 		return "the channel (or the agent's gateway) is full; retry, or give --timeout";
 	case -ETIMEDOUT:

@@ -403,8 +403,15 @@ static void status_agent(const struct gw_info *info)
 		print_open_object(NULL);
 		print_uint(PRINT_ANY, "rank", "  peer %llu", i);
 		print_string(PRINT_ANY, "host", " %s", info->hosts[i]);
-		print_string(PRINT_ANY, "state", ": %s", info->peer_up[i] ? "up" : "down");
-		status_peer(&info->peer_stats[i]);
+		const struct gw_peer_stats *ps = &info->peer_stats[i];
+		bool mismatch = ps->agents_per_node && ps->agents_per_node != (info->siblings ? info->siblings : 1);
+
+		print_string(PRINT_ANY, "state", ": %s", mismatch ? "mismatch" : info->peer_up[i] ? "up" : "down");
+		print_uint(PRINT_JSON, "agents_per_node", NULL, ps->agents_per_node);
+		if (mismatch)
+			print_uint(PRINT_TEXT, NULL, " (it runs %llu agents per node, this node another count)",
+				   ps->agents_per_node);
+		status_peer(ps);
 		print_close_object();
 	}
 	print_close_array();
@@ -433,7 +440,18 @@ static void status_agent(const struct gw_info *info)
 	print_uint(PRINT_ANY, "registered_bytes", "registered pool: %llu bytes", a->pool_bytes);
 	print_uint(PRINT_ANY, "slots_in_use", ", rma staging slots %llu", a->slots_in_use);
 	print_uint(PRINT_ANY, "slots", " of %llu in use", a->pool_slots);
-	print_uint(PRINT_ANY, "slots_hwm", " (at most %llu)\n", a->slots_hwm);
+	print_uint(PRINT_ANY, "slots_hwm", " (at most %llu)", a->slots_hwm);
+	print_string(PRINT_ANY, "pages", ", on %s", a->hugepages ? "hugepages" : "ordinary pages");
+	print_bool(PRINT_JSON, "hugepages_asked", NULL, a->hugepages_asked);
+	if (a->hugepages_asked && !a->hugepages)
+		print_string(PRINT_TEXT, NULL, "%s", " (hugepages asked for, none reserved)");
+	print_uint(PRINT_ANY, "eager_send_buffers", "; eager send buffers %llu", a->tx_buffers);
+	print_uint(PRINT_ANY, "eager_send_hwm", " (at most %llu taken)", a->tx_hwm);
+	print_uint(PRINT_ANY, "frames", ", large frames %llu", a->frames);
+	print_uint(PRINT_ANY, "frames_hwm", " (at most %llu taken)", a->frames_hwm);
+	print_uint(PRINT_ANY, "fallbacks", ", %llu from the heap", a->fallbacks);
+	print_uint(PRINT_ANY, "registrations", "; %llu registrations made", a->registrations);
+	print_uint(PRINT_ANY, "registered_now", ", %llu held\n", a->registered_now);
 	print_close_object();
 	print_open_object("steal");
 	print_uint(PRINT_ANY, "steals", "stealing: %llu large-message reads done for siblings", a->steals);

@@ -28,7 +28,8 @@ struct agent_chan {
 	struct chan *local;
 	struct agent_addr addr;
 	uint32_t node;	  /* resolved rank, for remote handles */
-	uint32_t sibling; /* the node's agent this handle (a port) always goes through */
+	uint32_t sibling; /* the node's agent this handle (a port) goes through (handle_gateway) */
+	uint32_t nsib;	  /* the node's agents */
 };
 
 static const char *const mode_names[] = {"immediately", "buffered", "deposited", "received"};
@@ -122,17 +123,14 @@ static int client_gateway(struct agent_client *cl)
 	return gw_open(cl->dir, cl->rank, &cl->gw);
 }
 
-/*
- * The gateway of the agent a handle goes through: the node's first agent,
- * or the sibling it was given (sibling.h), (re)opened like the first.
- */
-static int handle_gateway(struct agent_chan *h, struct gateway **out)
+/* The gateway of the node's agent k, (re)opened like the first's; 0 when that agent lives. */
+static int sibling_gateway(struct agent_client *cl, uint32_t k, struct gateway **out)
 {
-	struct agent_client *cl = h->cl;
-	struct gateway **g = &cl->sib[h->sibling];
-	int rc = client_gateway(cl);
+	struct gateway **g = &cl->sib[k];
+	int rc;
 
-	if (rc || h->sibling == 0) {
+	if (k == 0) {
+		rc = client_gateway(cl);
 		*out = cl->gw;
 		return rc;
 	}
@@ -140,10 +138,43 @@ static int handle_gateway(struct agent_chan *h, struct gateway **out)
 		gw_close(*g);
 		*g = NULL;
 	}
-	if (!*g && (rc = gw_open(cl->dir, agent_id(cl->rank, h->sibling), g)))
+	if (!*g && (rc = gw_open(cl->dir, agent_id(cl->rank, k), g)))
 		return rc;
 	*out = *g;
 	return 0;
+}
+
+/*
+ * The gateway of the agent a handle (a port) goes through.  A port stays
+ * with its agent, so its items go in order on one link (sibling.h), until
+ * that agent dies or its link to the target node is down (the node's agent
+ * on that rail died): then the port moves, for good, to the next sibling
+ * that lives and has its link up, or failing that one that lives.  Moving
+ * keeps the port's order: what the old agent had taken either went out
+ * before the move or is lost (its requests fail; a target drops the items
+ * of a link that went down), never delivered after what follows the move,
+ * except in the moment before a target notices the link is down (an item
+ * it holds for a full channel could still go in then).
+ */
+static int handle_gateway(struct agent_chan *h, struct gateway **out)
+{
+	struct gateway *g;
+	int rc = sibling_gateway(h->cl, h->sibling, out);
+
+	if (h->nsib <= 1 || (!rc && gw_peer_is_up(*out, h->node)))
+		return rc;
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t i = 1; i < h->nsib; i++) {
+			uint32_t k = (h->sibling + i) % h->nsib;
+
+			if ((pass == 0 || rc) && !sibling_gateway(h->cl, k, &g) &&
+			    (pass == 1 || gw_peer_is_up(g, h->node))) {
+				h->sibling = k;
+				*out = g;
+				return 0;
+			}
+		}
+	return rc; /* no better one: its own agent answers (-EHOSTDOWN), or the error */
 }
 
 bool agent_client_connected(struct agent_client *cl)
@@ -225,8 +256,10 @@ int agent_chan_open(struct agent_client *cl, const char *text, struct agent_chan
 		rc = resolve_node(cl, &h->addr, &local, &h->node);
 	if (!rc && local)
 		rc = chan_open(cl->dir, h->addr.name, &h->local);
-	if (!rc && !local)
-		h->sibling = gw_deal_sibling(cl->gw); /* for good: per-port order holds on its one link */
+	if (!rc && !local) {
+		h->sibling = gw_deal_sibling(cl->gw); /* per-port order holds on its one link */
+		h->nsib = gw_siblings(cl->gw);
+	}
 	if (rc) {
 		free(h);
 		return rc;
@@ -253,14 +286,19 @@ static int remote_call(struct agent_chan *h, uint32_t op, enum agent_send_mode m
 {
 	struct gw_request req = {
 	    .op = op, .mode = mode, .node = h->node, .timeout_ms = timeout_ms, .cap = cap};
-	struct gateway *gw;
+	struct gateway *gw, *was;
 	int rc = handle_gateway(h, &gw);
 
 	if (rc)
 		return rc;
 	snprintf(req.name, sizeof(req.name), "%s", h->addr.name);
-	return gw_call(gw, &req, in, inlen, out, cap, outlen,
-		       op != GW_OP_SEND || mode != AGENT_SEND_IMMEDIATELY);
+	rc = gw_call(gw, &req, in, inlen, out, cap, outlen, op != GW_OP_SEND || mode != AGENT_SEND_IMMEDIATELY);
+	/* The agent died before it took the request (nothing of it went out): once more through a sibling. */
+	was = gw;
+	if (rc == -ENOTCONN && h->nsib > 1 && !handle_gateway(h, &gw) && gw != was)
+		rc = gw_call(gw, &req, in, inlen, out, cap, outlen,
+			     op != GW_OP_SEND || mode != AGENT_SEND_IMMEDIATELY);
+	return rc;
 }
 
 /* RDMATOOL_AGENT_CHUNK_KB in bytes; the default (and the bound) is what one gateway slot carries. */
@@ -305,11 +343,16 @@ static int remote_send_chunked(struct agent_chan *h, const uint8_t *buf, size_t 
 		req.msg_offset = off;
 		req.mode = last ? mode : AGENT_SEND_BUFFERED;
 		do {
+			struct gateway *was = gw;
+
 			rc = gw_call(gw, &req, buf + off, n, NULL, 0, NULL,
 				     !last || mode != AGENT_SEND_IMMEDIATELY);
 			if (rc == -EAGAIN)
 				sched_yield(); /* the gateway is full: a message half sent must not give up
 						  now */
+			/* Its agent died before the first chunk: the whole message through a sibling. */
+			if (rc == -ENOTCONN && off == 0 && h->nsib > 1 && !handle_gateway(h, &gw) && gw != was)
+				rc = -EAGAIN;
 		} while (rc == -EAGAIN);
 		if (rc)
 			return rc;

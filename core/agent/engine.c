@@ -57,6 +57,13 @@ struct agent_engine {
 	struct flow_caps caps;
 	uint32_t in_flight; /* requests sent to other nodes whose answer has not come yet */
 	uint64_t spin_ns;   /* how long the loop polls after its last work (adaptive, see engine_sleep) */
+	/*
+	 * Sibling S > 0: the node's first agent's gateway, and the agents per node each other node said
+	 * to it.  A node that runs another count may never dial S's rail (core/agent/sibling.h), so
+	 * S learns of the mismatch from sibling 0.
+	 */
+	struct gateway *first;
+	uint32_t first_seen[GW_MAX_NODES];
 };
 
 static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len);
@@ -194,6 +201,8 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
 		rc = -EINVAL; /* this node's channels are reached directly, never through the gateway */
 	else if (!e->links)
 		rc = -EHOSTDOWN;
+	else if (e->first_seen[req->node] && e->first_seen[req->node] != e->cfg.siblings)
+		rc = -EBADE; /* that node runs another count of agents (sibling 0 met it) */
 	else if (!links_can_inject(e->links))
 		return GW_DEFER; /* over the injection cap: it waits in the gateway, which may fill (-EAGAIN)
 				  */
@@ -220,12 +229,47 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
 }
 
 /* The target answered a request the engine left in progress. */
+/*
+ * A GETMSG's message came back for a client that died meanwhile (its slot
+ * will be reaped unread): the message goes back into its channel, at the
+ * end, as a buffered SENDMSG over this agent's rail, so it is not lost (it
+ * may come after messages sent later).  Chunked like a client's when larger
+ * than a slot.
+ */
+static void engine_return(struct agent_engine *e, const struct gw_request *get, const uint8_t *data, size_t len)
+{
+	static uint32_t counter;
+	struct gw_request s = {.op = GW_OP_SEND,
+			       .mode = AGENT_SEND_BUFFERED,
+			       .node = get->node * e->cfg.siblings + e->cfg.sibling,
+			       .timeout_ms = 60000};
+	int rc = 0;
+
+	memcpy(s.name, get->name, sizeof(s.name));
+	if (len > GW_INLINE) {
+		s.msg_total = len;
+		s.msg_id = (uint64_t)getpid() << 32 | 0x80000000u | counter++;
+	}
+	for (size_t off = 0; off < len && (!rc || rc == -EINPROGRESS); off += GW_INLINE) {
+		s.msg_offset = off;
+		rc = links_request(e->links, &s, data + off, len - off < GW_INLINE ? len - off : GW_INLINE,
+				   LINK_NO_TOKEN);
+	}
+	agent_logf(&e->cfg.log, "a GETMSG of %u/%s came back (%zu bytes) for a client that died: %s", get->node,
+		   get->name, len,
+		   !rc || rc == -EINPROGRESS ? "returned to the channel" : strerror(-rc));
+}
+
 static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len)
 {
 	struct agent_engine *e = arg;
+	struct gw_request req;
 
 	if (e->in_flight)
 		e->in_flight--;
+	if (!status && len && e->links && gw_slot_orphaned(e->gw, (uint32_t)token, &req) &&
+	    req.op == GW_OP_RECV && req.node < e->cfg.nodes)
+		engine_return(e, &req, data, len);
 	if (e->cfg.debug)
 		agent_logf(&e->cfg.log, "answer for slot %llu: %s", (unsigned long long)token,
 			   status ? strerror(-status) : "done");
@@ -233,6 +277,29 @@ static void engine_done(void *arg, uint64_t token, int status, const void *data,
 }
 
 #define ENGINE_STATS_NS	    100000000ull
+
+/* Sibling S > 0: what the node's first agent learnt of the other nodes' agent counts. */
+static void first_sibling_news(struct agent_engine *e)
+{
+	struct gw_info *info;
+
+	if (!e->cfg.sibling || !e->links)
+		return;
+	if (e->first && !gw_alive(e->first)) {
+		gw_close(e->first);
+		e->first = NULL;
+	}
+	if (!e->first && gw_open(e->dir, agent_id(e->cfg.rank, 0), &e->first))
+		return;
+	info = malloc(sizeof(*info));
+	if (!info)
+		return;
+	gw_info(e->first, info);
+	for (uint32_t i = 0; i < e->cfg.nodes && i < GW_MAX_NODES; i++)
+		if (i != e->cfg.rank)
+			e->first_seen[i] = info->peer_stats[i].agents_per_node;
+	free(info);
+}
 #define ENGINE_POLL_FDS	    (2 + 2 + GW_MAX_NODES)
 
 /* Sleeps until a request, a network completion, a peer's news, or the next stats update. */
@@ -317,6 +384,7 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 		last_stats = now;
 		struct gw_info info;
 
+		first_sibling_news(e);
 		for (uint32_t i = 0; e->links && i < e->cfg.nodes; i++) {
 			struct gw_peer_stats ps;
 
@@ -324,6 +392,10 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 
 			gw_set_peer_up(e->gw, i, i == e->cfg.rank || links_up(e->links, v));
 			links_peer_stats(e->links, v, &ps);
+			if (e->first_seen[i] && e->first_seen[i] != e->cfg.siblings) {
+				ps.agents_per_node = e->first_seen[i];
+				ps.last_error = -EBADE;
+			}
 			gw_set_peer_stats(e->gw, i, &ps);
 		}
 		publish_flow(e);
@@ -347,6 +419,7 @@ void agent_engine_close(struct agent_engine *e)
 		   (unsigned long long)e->served, (unsigned long long)e->failed);
 	links_close(e->links); /* fails what waits on other nodes, through engine_done */
 	gw_destroy(e->gw, e->dir);
+	gw_close(e->first);
 	stats_entry_remove(e->stats);
 	pidfile_release(e->dir, e->id, e->pid_fd);
 	free(e->link_hosts);

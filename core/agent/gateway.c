@@ -28,7 +28,8 @@
 
 #define GW_MAGIC 0x5957544754414452ULL /* "RDATGTWY" little-endian */
 #define GW_VERSION                                                                                           \
-	6 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends, 5: flow caps, 6: siblings */
+	8 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends, 5: flow caps, 6: siblings, 7: the \
+	     peers' agents per node, 8: pooled send buffers */
 
 enum slot_state { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_BUSY, SLOT_DONE, SLOT_ABANDONED };
 
@@ -51,7 +52,7 @@ struct gw_shared_peer {
 	_Atomic uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv, retries;
 	_Atomic uint64_t buffers_sent, buffer_items_sent, buffers_recv, large_sent;
 	_Atomic int32_t last_error;
-	_Atomic uint32_t eager_in_use, waiting, waiting_hwm;
+	_Atomic uint32_t eager_in_use, waiting, waiting_hwm, agents_per_node;
 };
 
 /* What a client checks before it maps the segment (read alone: the whole segment is megabytes). */
@@ -336,6 +337,18 @@ static bool pid_gone(int32_t pid)
 	return pid <= 0 || (kill(pid, 0) && errno == ESRCH);
 }
 
+bool gw_slot_orphaned(struct gateway *g, uint32_t slot, struct gw_request *req)
+{
+	struct gw_slot *sl;
+
+	if (slot >= GW_SLOTS)
+		return false;
+	sl = &g->s->slots[slot];
+	*req = sl->req;
+	req->name[sizeof(req->name) - 1] = '\0';
+	return atomic_load(&sl->state) == SLOT_ABANDONED || (!sl->detached && pid_gone(sl->pid));
+}
+
 void gw_complete(struct gateway *g, uint32_t slot, int status, const void *out, size_t outlen)
 {
 	struct gw_slot *sl;
@@ -457,6 +470,7 @@ void gw_set_peer_stats(struct gateway *g, uint32_t node, const struct gw_peer_st
 	atomic_store_explicit(&p->eager_in_use, st->eager_in_use, memory_order_relaxed);
 	atomic_store_explicit(&p->waiting, st->waiting, memory_order_relaxed);
 	atomic_store_explicit(&p->waiting_hwm, st->waiting_hwm, memory_order_relaxed);
+	atomic_store_explicit(&p->agents_per_node, st->agents_per_node, memory_order_relaxed);
 }
 
 void gw_set_flow(struct gateway *g, const struct flow_gauge flow[FLOW_NKINDS])
@@ -470,8 +484,11 @@ void gw_set_flow(struct gateway *g, const struct flow_gauge flow[FLOW_NKINDS])
 
 void gw_set_agent_stats(struct gateway *g, const struct gw_agent_stats *st)
 {
-	const uint64_t v[GW_AGENT_STATS] = {st->steals,	    st->steal_bytes,  st->stolen,   st->pool_bytes,
-					    st->pool_slots, st->slots_in_use, st->slots_hwm};
+	const uint64_t v[GW_AGENT_STATS] = {
+	    st->steals,		 st->steal_bytes, st->stolen,	 st->pool_bytes,     st->pool_slots,
+	    st->slots_in_use,	 st->slots_hwm,	  st->hugepages, st->hugepages_asked, st->tx_buffers,
+	    st->tx_hwm,		 st->frames,	  st->frames_hwm, st->fallbacks,     st->registrations,
+	    st->registered_now};
 
 	for (int i = 0; i < GW_AGENT_STATS; i++)
 		atomic_store_explicit(&g->s->agent[i], v[i], memory_order_relaxed);
@@ -568,6 +585,18 @@ uint32_t gw_deal_sibling(struct gateway *g)
 	return atomic_fetch_add_explicit(&g->s->ports_dealt, 1, memory_order_relaxed) % n;
 }
 
+uint32_t gw_siblings(struct gateway *g)
+{
+	uint32_t n = g->s->id.siblings;
+
+	return n < 1 ? 1 : n > AGENT_SIBLINGS_MAX ? AGENT_SIBLINGS_MAX : n;
+}
+
+bool gw_peer_is_up(struct gateway *g, uint32_t node)
+{
+	return node < GW_MAX_NODES && atomic_load_explicit(&g->s->peer_up[node], memory_order_relaxed) != 0;
+}
+
 void gw_close(struct gateway *g)
 {
 	if (!g)
@@ -595,6 +624,15 @@ void gw_info(struct gateway *g, struct gw_info *info)
 	info->agent.pool_slots = atomic_load(&s->agent[4]);
 	info->agent.slots_in_use = atomic_load(&s->agent[5]);
 	info->agent.slots_hwm = atomic_load(&s->agent[6]);
+	info->agent.hugepages = atomic_load(&s->agent[7]);
+	info->agent.hugepages_asked = atomic_load(&s->agent[8]);
+	info->agent.tx_buffers = atomic_load(&s->agent[9]);
+	info->agent.tx_hwm = atomic_load(&s->agent[10]);
+	info->agent.frames = atomic_load(&s->agent[11]);
+	info->agent.frames_hwm = atomic_load(&s->agent[12]);
+	info->agent.fallbacks = atomic_load(&s->agent[13]);
+	info->agent.registrations = atomic_load(&s->agent[14]);
+	info->agent.registered_now = atomic_load(&s->agent[15]);
 	info->start_realtime_ns = s->start_realtime_ns;
 	memcpy(info->hosts, s->hosts, sizeof(info->hosts));
 	for (int i = 0; i < GW_MAX_NODES; i++)
@@ -622,6 +660,7 @@ void gw_info(struct gateway *g, struct gw_info *info)
 		st->eager_in_use = atomic_load_explicit(&p->eager_in_use, memory_order_relaxed);
 		st->waiting = atomic_load_explicit(&p->waiting, memory_order_relaxed);
 		st->waiting_hwm = atomic_load_explicit(&p->waiting_hwm, memory_order_relaxed);
+		st->agents_per_node = atomic_load_explicit(&p->agents_per_node, memory_order_relaxed);
 		/* The segment is shared: keep only what an errno can be. */
 		st->last_error = err > 0 || err < -4095 ? -EPROTO : err;
 	}
@@ -806,7 +845,7 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 				continue;
 			}
 			if (atomic_compare_exchange_strong(&sl->state, &busy, SLOT_ABANDONED))
-				return dead ? -ENOTCONN : -ETIMEDOUT;
+				return dead ? -ECONNABORTED : -ETIMEDOUT;
 			continue; /* it just became DONE */
 		}
 		if (deadline && deadline < until)

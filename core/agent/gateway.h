@@ -73,15 +73,22 @@ struct gw_peer_stats {
 	uint64_t large_sent;	       /* items too big for an eager buffer, each a message of its own */
 	uint32_t eager_in_use;	       /* eager buffers filling, queued or in flight now (of 4) */
 	uint32_t waiting, waiting_hwm; /* items waiting for a free eager buffer, now and at most */
+	uint32_t agents_per_node;      /* what the peer's node said it runs (0: not met yet) */
 };
 
 /* This agent's own counters (not per peer). */
-#define GW_AGENT_STATS 7
+#define GW_AGENT_STATS 16
 struct gw_agent_stats {
 	uint64_t steals, steal_bytes;		      /* large-message READs this agent did for a sibling */
 	uint64_t stolen;			      /* READs of this agent's backlog that siblings did */
 	uint64_t pool_bytes;			      /* the region registered once (core/agent/pool.h) */
 	uint64_t pool_slots, slots_in_use, slots_hwm; /* its rma staging slots */
+	uint64_t hugepages, hugepages_asked;	      /* 1: the region is on hugepages / they were asked for */
+	uint64_t tx_buffers, tx_hwm;		      /* eager send buffers in the region, taken at most */
+	uint64_t frames, frames_hwm;		      /* large frames (GETMSG data, p2p chunks) likewise */
+	uint64_t fallbacks;			      /* buffers taken from the heap: the region's were all taken */
+	uint64_t registrations;			      /* MR cache misses of the link endpoint (the pool's is one) */
+	uint64_t registered_now;		      /* registrations the endpoint holds now */
 };
 
 struct gw_info {
@@ -120,6 +127,11 @@ typedef int (*gw_handler)(void *arg, uint32_t slot, const struct gw_request *req
 int gw_serve(struct gateway *g, gw_handler fn, void *arg);
 /* Agent side: finishes a request fn left in progress (once); out is copied to the client. */
 void gw_complete(struct gateway *g, uint32_t slot, int status, const void *out, size_t outlen);
+/*
+ * Agent side, finishing a request fn left in progress: a copy of it in *req,
+ * and true when its client has died (nobody will read the answer).
+ */
+bool gw_slot_orphaned(struct gateway *g, uint32_t slot, struct gw_request *req);
 /* Agent side: publishes whether the link to node is up, for `agent status`. */
 void gw_set_peer_up(struct gateway *g, uint32_t node, bool up);
 /* Agent side: publishes the traffic counters of the link to node. */
@@ -153,10 +165,14 @@ void gw_close(struct gateway *g);
 bool gw_alive(struct gateway *g);
 /*
  * Client side, on the node's first agent: the sibling a new remote handle
- * (a port) goes through for good, dealt round robin over the node's agents
- * to every process of the node (0 with one agent).
+ * (a port) goes through, dealt round robin over the node's agents to every
+ * process of the node (0 with one agent).  It stays there while that agent
+ * lives and has its link to the target node (core/agent/client.c).
  */
 uint32_t gw_deal_sibling(struct gateway *g);
+/* Client side: the node's agent count, and whether this agent's link to node is up (cheap reads). */
+uint32_t gw_siblings(struct gateway *g);
+bool gw_peer_is_up(struct gateway *g, uint32_t node);
 /* A private, validated copy of the agent's information and counters. */
 void gw_info(struct gateway *g, struct gw_info *info);
 
@@ -164,7 +180,8 @@ void gw_info(struct gateway *g, struct gw_info *info);
  * Client side: one request.  With wait false (send mode "immediately") it
  * returns once the request is queued.  Otherwise it sleeps until the agent
  * answers (its status is returned, the reply copied to out[0..cap), *outlen
- * set), the agent dies (-ENOTCONN), or timeout_ms (plus a second of grace for
+ * set), the agent dies (-ENOTCONN when it never took the request, so nothing
+ * of it was sent; -ECONNABORTED when it had: its fate is unknown), or timeout_ms (plus a second of grace for
  * the agent, which enforces the request's own timeout) passes (-ETIMEDOUT).
  * A receive the agent has taken on is never given up while the agent lives:
  * its answer may hold a message already taken from the channel.  An answer

@@ -43,7 +43,6 @@
 #define LINK_PROOF	   0x4150
 #define NONCE_LEN	   16
 #define LINK_CHAN_CACHE	   32
-#define LINK_NO_TOKEN	   UINT64_MAX
 #define STATE_LEN	   (4 + 4 + 8 + 1)
 #define PORT_BIND_BITS	   10 /* a port's binding: a slot of a direct-mapped table per peer */
 #define PORT_BINDINGS	   (1u << PORT_BIND_BITS)
@@ -52,6 +51,8 @@
 #define LINK_DATA_PIECE	   (GW_INLINE - 4 - PROTO_CHUNK_SIZE) /* message bytes per chunk of a GETMSG answer */
 #define LINK_RMA_SLOTS_MIN 4 /* staging slots of the rma transport: the injection cap's worth */
 #define LINK_RMA_SLOTS_MAX 4096
+#define LINK_FRAMES_MIN	   4 /* pooled large frames: the GETMSG cap's worth (and p2p's injection cap's) */
+#define LINK_FRAMES_MAX	   1024
 #define LINK_HEAP_KEEP	   (256 << 20) /* freed heap the agent keeps for the next large messages */
 #define LINK_MMAP_FROM	   (32 << 20)  /* allocations that still get a mapping of their own */
 
@@ -225,16 +226,25 @@ struct agent_links {
 	uint32_t cache_next;
 };
 
+/*
+ * Both sides say their node rank and how many agents their node runs: link
+ * ranks are virtual (node x agents per node + sibling), so two nodes that
+ * disagree on the count disagree on every rank but the node's own.  The
+ * count is checked after the key is proven (an outsider cannot mark a node
+ * mismatched), and a mismatch is a state of the peer node, not a retry loop.
+ */
 struct hello {
-	uint32_t rank;
+	uint32_t rank, node, siblings;
 	uint8_t nonce[NONCE_LEN];
 };
 
 struct challenge {
-	uint32_t rank;
+	uint32_t rank, node, siblings;
 	uint8_t nonce[NONCE_LEN];
 	uint8_t mac[32];
 };
+
+#define LINK_MISMATCH (-0x10000) /* handshake(): the key is proven, the agents per node differ (no errno) */
 
 /* Ranks of one node are siblings: they never link (they share work through memory instead). */
 static bool same_node(const struct agent_links *lk, uint32_t a, uint32_t b)
@@ -284,6 +294,22 @@ static int rx_post(struct agent_links *lk, uint8_t *buf, bool large)
 	return rc;
 }
 
+/*
+ * Frees a unit that is not in flight: a block goes back to the pool; one from
+ * the heap (the pool ran out) drops its MR cache registration first, as core
+ * requires of memory a send used (core/transport/endpoint.h).
+ */
+static void unit_free(struct agent_links *lk, struct unit *u)
+{
+	size_t len = u->kind == UNIT_LARGE ? sizeof(struct large) + ((struct large *)u)->len : sizeof(struct txbuf);
+
+	if (pool_give(u->kind == UNIT_LARGE ? &lk->pool.frames : &lk->pool.tx, u))
+		return;
+	if (lk->ep)
+		core_mr_dereg(lk->ep, u, len);
+	free(u);
+}
+
 static void unit_release(struct agent_links *lk, struct unit *u)
 {
 	for (int k = 0; k < FLOW_NKINDS; k++) {
@@ -304,7 +330,7 @@ static int peer_tx_init(struct agent_links *lk, uint32_t rank)
 			b->u.orphan = true; /* its completion frees it */
 			b = NULL;
 		}
-		if (!b && !(b = calloc(1, sizeof(*b))))
+		if (!b && !(b = pool_take(&lk->pool.tx)) && !(b = calloc(1, sizeof(*b))))
 			return -ENOMEM;
 		unit_release(lk, &b->u);
 		b->u = (struct unit){.kind = UNIT_EAGER, .rank = rank};
@@ -377,7 +403,18 @@ static int steal_from_env(bool *on)
 static int open_pool(struct agent_links *lk, char *why, size_t whylen)
 {
 	uint64_t n = lk->cfg.caps.cap[FLOW_INJECTION] / GW_INLINE;
-	size_t rx = (size_t)lk->nrx * PROTO_EAGER_BUFFER + (size_t)lk->nlarge * LINK_LARGE_MAX;
+	uint64_t frames = (lk->cfg.caps.cap[FLOW_GETMSG] + (lk->rma ? 0 : lk->cfg.caps.cap[FLOW_INJECTION])) /
+			  GW_INLINE;
+	struct pool_layout l = {
+	    .rx_bytes = (size_t)lk->nrx * PROTO_EAGER_BUFFER + (size_t)lk->nlarge * LINK_LARGE_MAX,
+	    .tx_size = sizeof(struct txbuf),
+	    .ntx = lk->cfg.nodes * LINK_TX_BUFS * 2, /* a fresh set per peer while a dead link's drain */
+	    .frame_size = sizeof(struct large) + LINK_LARGE_MAX,
+	    .nframes = (uint32_t)(frames < LINK_FRAMES_MIN	 ? LINK_FRAMES_MIN
+				  : frames > LINK_FRAMES_MAX ? LINK_FRAMES_MAX
+							     : frames),
+	    .slot_size = GW_INLINE,
+	    .hugepages = lk->hugepages};
 	char large[64] = "p2p";
 	int rc;
 
@@ -385,17 +422,21 @@ static int open_pool(struct agent_links *lk, char *why, size_t whylen)
 	    : n < LINK_RMA_SLOTS_MIN ? LINK_RMA_SLOTS_MIN
 	    : n > LINK_RMA_SLOTS_MAX ? LINK_RMA_SLOTS_MAX
 				     : n;
-	rc = pool_open(&lk->pool, lk->ep, rx, GW_INLINE, (uint32_t)n, lk->hugepages);
+	l.nslots = (uint32_t)n;
+	rc = pool_open(&lk->pool, lk->ep, &l);
 	if (rc) {
 		snprintf(why, whylen, "cannot set up the agent's registered link buffers (%zu KiB): %s",
-			 (rx + n * GW_INLINE) >> 10, strerror(-rc));
+			 (l.rx_bytes + l.ntx * l.tx_size + l.nframes * l.frame_size + n * GW_INLINE) >> 10,
+			 strerror(-rc));
 		return rc;
 	}
 	if (lk->rma)
 		snprintf(large, sizeof(large), "rma, %u staging slots of %u KiB", lk->pool.nslots,
 			 GW_INLINE >> 10);
-	agent_logf(&lk->cfg.log, "link buffers: %zu KiB registered once, on %s; large messages: %s",
-		   lk->pool.len >> 10,
+	agent_logf(&lk->cfg.log,
+		   "link buffers: %zu KiB registered once (receive, %u eager send, %u large frames), on %s; "
+		   "large messages: %s",
+		   lk->pool.len >> 10, lk->pool.tx.n, lk->pool.frames.n,
 		   lk->pool.huge   ? "hugepages"
 		   : lk->hugepages ? "ordinary pages (no hugepages reserved)"
 				   : "ordinary pages",
@@ -459,7 +500,7 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 		p->wait_tail = &p->wait_head;
 		p->bind_out = calloc(PORT_BINDINGS, sizeof(*p->bind_out));
 		p->bind_in = calloc(PORT_BINDINGS, sizeof(*p->bind_in));
-		if (!p->bind_out || !p->bind_in || peer_tx_init(lk, r)) {
+		if (!p->bind_out || !p->bind_in) {
 			links_close(lk);
 			return -ENOMEM;
 		}
@@ -505,6 +546,11 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 		return rc;
 	}
 	lk->rx_pool = lk->pool.region;
+	for (uint32_t r = 0; r < cfg->nodes; r++)
+		if (peer_tx_init(lk, r)) { /* the eager send buffers: blocks of the pool */
+			links_close(lk);
+			return -ENOMEM;
+		}
 	steal_open(lk);
 	for (int i = 0; !rc && i < lk->nrx + lk->nlarge; i++)
 		rc = rx_post(lk, rx_buf(lk, i), i >= lk->nrx);
@@ -551,7 +597,7 @@ static void drop_waiting(struct agent_links *lk, uint32_t rank, int status)
 		next = u->next;
 		unit_release(lk, u);
 		if (u->kind == UNIT_LARGE)
-			free(u);
+			unit_free(lk, u);
 		else
 			((struct txbuf *)u)->busy = false;
 	}
@@ -697,7 +743,7 @@ void links_close(struct agent_links *lk)
 					struct unit *u = e[i].context;
 
 					if (u->kind == UNIT_LARGE || u->orphan)
-						free(u);
+						unit_free(lk, u);
 					else
 						((struct txbuf *)u)->busy = false;
 				}
@@ -706,16 +752,20 @@ void links_close(struct agent_links *lk)
 	steal_board_destroy(lk->board, lk->dir);
 	for (int k = 0; k < AGENT_SIBLINGS_MAX; k++)
 		steal_board_close(lk->sib[k]); /* READs into them were flushed with the endpoint */
-	pool_close(&lk->pool);		       /* the receive buffers too */
+	for (uint32_t r = 0; lk->peers && r < lk->cfg.nodes; r++) {
+		struct link_peer *p = &lk->peers[r];
+
+		for (int i = 0; i < LINK_TX_BUFS; i++)
+			if (p->tx[i] && !p->tx[i]->busy && !pool_give(&lk->pool.tx, p->tx[i]))
+				free(p->tx[i]); /* one still busy is in flight: leaked rather than freed under
+						   the NIC (the endpoint is closed: no registration is left) */
+	}
+	pool_close(&lk->pool); /* the receive and send buffers too */
 	if (lk->listener)
 		oob_listener_close(lk->listener);
 	for (uint32_t r = 0; lk->peers && r < lk->cfg.nodes; r++) {
 		struct link_peer *p = &lk->peers[r];
 
-		for (int i = 0; i < LINK_TX_BUFS; i++)
-			if (p->tx[i] && !p->tx[i]->busy)
-				free(p->tx[i]); /* one still busy is in flight: leaked rather than freed under
-						   the NIC */
 		free(p->bind_out);
 		free(p->bind_in);
 	}
@@ -746,16 +796,21 @@ void links_peer_stats(struct agent_links *lk, uint32_t node, struct gw_peer_stat
 	out->waiting = p->nwaiting;
 }
 
-/* HMAC(key, role | our rank | their rank | their nonce): proves we hold the key, bound to this exchange. */
-static void proof(struct agent_links *lk, char role, uint32_t mine, uint32_t theirs, const uint8_t *nonce,
-		  uint8_t mac[32])
+/*
+ * HMAC(key, role | our rank | their rank | our agents per node | theirs | their nonce): proves we hold
+ * the key, bound to this exchange and to the counts each side said.
+ */
+static void proof(struct agent_links *lk, char role, uint32_t mine, uint32_t theirs, uint32_t mine_n,
+		  uint32_t theirs_n, const uint8_t *nonce, uint8_t mac[32])
 {
-	uint8_t msg[1 + 4 + 4 + NONCE_LEN];
+	uint8_t msg[1 + 4 * 4 + NONCE_LEN];
 
 	msg[0] = (uint8_t)role;
 	memcpy(msg + 1, &mine, 4);
 	memcpy(msg + 5, &theirs, 4);
-	memcpy(msg + 9, nonce, NONCE_LEN);
+	memcpy(msg + 9, &mine_n, 4);
+	memcpy(msg + 13, &theirs_n, 4);
+	memcpy(msg + 17, nonce, NONCE_LEN);
 	hmac_sha256(lk->key, sizeof(lk->key), msg, sizeof(msg), mac);
 }
 
@@ -772,10 +827,13 @@ static bool same_mac(const uint8_t *a, const uint8_t *b)
  * Mutual proof of the key before anything else: the dialer sends its rank
  * and a nonce; the acceptor answers with its nonce and its proof over the
  * dialer's nonce; the dialer checks it and proves itself over the
- * acceptor's nonce.  Returns the peer's rank, or a negative errno.
+ * acceptor's nonce.  Returns the peer's rank, LINK_MISMATCH (the peer's
+ * node and count in *node and *siblings) or a negative errno.
  */
-static int handshake(struct agent_links *lk, struct oob_conn *c, int32_t dialing)
+static int handshake(struct agent_links *lk, struct oob_conn *c, int32_t dialing, uint32_t *node,
+		     uint32_t *siblings)
 {
+	uint32_t n = lk->cfg.siblings ? lk->cfg.siblings : 1, me = lk->cfg.rank / n, nodes = lk->cfg.nodes / n;
 	struct hello hello;
 	struct challenge ch;
 	uint8_t mac[32], expect[32];
@@ -785,45 +843,88 @@ static int handshake(struct agent_links *lk, struct oob_conn *c, int32_t dialing
 
 	if (dialing >= 0) {
 		hello.rank = lk->cfg.rank;
+		hello.node = me;
+		hello.siblings = n;
 		if (getrandom(hello.nonce, NONCE_LEN, 0) != NONCE_LEN)
 			return -EIO;
 		if ((rc = oob_send(c, LINK_HELLO, &hello, sizeof(hello))) ||
 		    (rc = oob_recv(c, &type, &ch, sizeof(ch), &len, 2000)))
 			return rc;
-		if (type != LINK_CHALLENGE || len != sizeof(ch) || ch.rank != (uint32_t)dialing)
+		if (type != LINK_CHALLENGE || len != sizeof(ch) || ch.node != (uint32_t)dialing / n ||
+		    (ch.siblings == n && ch.rank != (uint32_t)dialing))
 			return -EPROTO;
-		proof(lk, 'A', ch.rank, lk->cfg.rank, hello.nonce, expect);
+		proof(lk, 'A', ch.rank, lk->cfg.rank, ch.siblings, n, hello.nonce, expect);
 		if (!same_mac(ch.mac, expect))
 			return -EACCES;
-		proof(lk, 'D', lk->cfg.rank, ch.rank, ch.nonce, mac);
+		proof(lk, 'D', lk->cfg.rank, ch.rank, n, ch.siblings, ch.nonce, mac);
 		rc = oob_send(c, LINK_PROOF, mac, sizeof(mac));
-		return rc ? rc : dialing;
+		*node = ch.node;
+		*siblings = ch.siblings;
+		return rc ? rc : ch.siblings != n ? LINK_MISMATCH : dialing;
 	}
 	if ((rc = oob_recv(c, &type, &hello, sizeof(hello), &len, 2000)))
 		return rc;
-	/* Only higher ranks dial us. */
-	if (type != LINK_HELLO || len != sizeof(hello) || hello.rank >= lk->cfg.nodes ||
-	    hello.rank <= lk->cfg.rank || same_node(lk, hello.rank, lk->cfg.rank))
+	/* Only higher ranks dial us (when the counts agree: else only another node). */
+	if (type != LINK_HELLO || len != sizeof(hello) || hello.node >= nodes || hello.node == me ||
+	    hello.siblings == 0 || hello.siblings > AGENT_SIBLINGS_MAX ||
+	    (hello.siblings == n && (hello.rank >= lk->cfg.nodes || hello.rank <= lk->cfg.rank ||
+				     hello.rank / n != hello.node)))
 		return -EPROTO;
 	ch.rank = lk->cfg.rank;
+	ch.node = me;
+	ch.siblings = n;
 	if (getrandom(ch.nonce, NONCE_LEN, 0) != NONCE_LEN)
 		return -EIO;
-	proof(lk, 'A', lk->cfg.rank, hello.rank, hello.nonce, ch.mac);
+	proof(lk, 'A', lk->cfg.rank, hello.rank, n, hello.siblings, hello.nonce, ch.mac);
 	if ((rc = oob_send(c, LINK_CHALLENGE, &ch, sizeof(ch))) ||
 	    (rc = oob_recv(c, &type, mac, sizeof(mac), &len, 2000)))
 		return rc;
-	proof(lk, 'D', hello.rank, lk->cfg.rank, ch.nonce, expect);
+	proof(lk, 'D', hello.rank, lk->cfg.rank, hello.siblings, n, ch.nonce, expect);
 	if (type != LINK_PROOF || len != sizeof(mac) || !same_mac(mac, expect))
 		return -EACCES;
-	return (int)hello.rank;
+	*node = hello.node;
+	*siblings = hello.siblings;
+	return hello.siblings != n ? LINK_MISMATCH : (int)hello.rank;
+}
+
+/*
+ * A node whose agents per node differ from ours: every link rank of it is
+ * marked (requests to it fail at once with -EBADE, agent status says
+ * "mismatch" and its count), and the log names both nodes and counts once.
+ */
+static void peer_mismatch(struct agent_links *lk, uint32_t node, uint32_t theirs)
+{
+	uint32_t n = lk->cfg.siblings ? lk->cfg.siblings : 1;
+	bool news = false;
+
+	for (uint32_t s = 0; s < n; s++) {
+		struct link_peer *p = &lk->peers[node * n + s];
+
+		news |= p->stats.agents_per_node != theirs;
+		p->stats.agents_per_node = theirs;
+		p->stats.last_error = -EBADE;
+	}
+	if (news)
+		agent_logf(&lk->cfg.log,
+			   "node %u (%s) runs %u agent(s) per node but this node (%u) runs %u: no link to it; "
+			   "start every node with the same --agents-per-node",
+			   node, lk->cfg.hosts[node * n], theirs, lk->cfg.rank / n, n);
 }
 
 /* The OOB connection is up: prove the key both ways, then exchange endpoint addresses. */
 static void peer_join(struct agent_links *lk, struct oob_conn *c, int32_t dialing)
 {
-	int theirs = handshake(lk, c, dialing), rc = theirs < 0 ? theirs : 0;
+	uint32_t node = 0, siblings = 0;
+	int theirs = handshake(lk, c, dialing, &node, &siblings), rc = theirs < 0 ? theirs : 0;
 	char name[32];
 
+	if (theirs == LINK_MISMATCH) {
+		peer_mismatch(lk, node, siblings);
+		oob_close(c);
+		return;
+	}
+	if (!rc)
+		lk->peers[theirs].stats.agents_per_node = siblings;
 	if (!rc && lk->peers[theirs].up)
 		peer_down(lk, (uint32_t)theirs, "it connected again");
 	if (!rc)
@@ -934,9 +1035,9 @@ static int queue_large(struct agent_links *lk, uint32_t rank, const struct proto
 		       size_t len, enum flow_kind kind, uint64_t charge)
 {
 	struct link_peer *p = &lk->peers[rank];
-	struct large *f = malloc(sizeof(*f) + PROTO_HEADER_SIZE + len);
+	struct large *f = PROTO_HEADER_SIZE + len <= LINK_LARGE_MAX ? pool_take(&lk->pool.frames) : NULL;
 
-	if (!f)
+	if (!f && !(f = malloc(sizeof(*f) + PROTO_HEADER_SIZE + len)))
 		return -ENOMEM;
 	f->u = (struct unit){.kind = UNIT_LARGE, .rank = rank};
 	f->u.charge[kind] = charge;
@@ -1136,6 +1237,9 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 
 	if (req->op < GW_OP_SEND || req->op > GW_OP_POLL)
 		return -EINVAL;
+	if (req->node < lk->cfg.nodes && lk->peers[req->node].stats.agents_per_node &&
+	    lk->peers[req->node].stats.agents_per_node != (lk->cfg.siblings ? lk->cfg.siblings : 1))
+		return -EBADE; /* its node runs another count of agents (peer_mismatch) */
 	if (!links_up(lk, req->node))
 		return -EHOSTDOWN;
 	if (len > GW_INLINE || (req->op != GW_OP_SEND && len) ||
@@ -2169,7 +2273,7 @@ static void send_done(struct agent_links *lk, struct unit *u, const struct core_
 
 	unit_release(lk, u);
 	if (u->orphan) {
-		free(u);
+		unit_free(lk, u);
 		return;
 	}
 	if (u->rndv)
@@ -2177,7 +2281,7 @@ static void send_done(struct agent_links *lk, struct unit *u, const struct core_
 	else
 		p->eager_out--;
 	if (u->kind == UNIT_LARGE)
-		free(u);
+		unit_free(lk, u);
 	else
 		((struct txbuf *)u)->busy = false;
 	if (e->status != IBV_WC_SUCCESS || e->err)
@@ -2310,10 +2414,22 @@ bool links_can_inject(struct agent_links *lk)
 
 void links_agent_stats(struct agent_links *lk, struct gw_agent_stats *out)
 {
+	struct core_mr_cache_stats mr;
+
+	core_mr_cache_stats(lk->ep, &mr);
 	*out = (struct gw_agent_stats){.pool_bytes = lk->pool.len,
 				       .pool_slots = lk->pool.nslots,
 				       .slots_in_use = lk->pool.nslots - lk->pool.nfree,
 				       .slots_hwm = lk->pool.slots_hwm,
+				       .hugepages = lk->pool.huge,
+				       .hugepages_asked = lk->pool.huge_asked,
+				       .tx_buffers = lk->pool.tx.n,
+				       .tx_hwm = lk->pool.tx.hwm,
+				       .frames = lk->pool.frames.n,
+				       .frames_hwm = lk->pool.frames.hwm,
+				       .fallbacks = lk->pool.tx.fallbacks + lk->pool.frames.fallbacks,
+				       .registrations = mr.misses,
+				       .registered_now = mr.entries,
 				       .steals = lk->steals,
 				       .steal_bytes = lk->steal_bytes,
 				       .stolen = lk->stolen};

@@ -76,6 +76,7 @@
 #define LINK_TRANSPORT_ENV "RDMATOOL_AGENT_TRANSPORT_TYPE" /* rma (default) or p2p */
 #define LINK_HUGEPAGES_ENV "RDMATOOL_AGENT_HUGEPAGES"	   /* 1: the rma pool on hugepages if any */
 #define LINK_STEAL_ENV	   "RDMATOOL_AGENT_STEAL"	   /* 0: siblings do not steal READs */
+#define LINK_NO_TOKEN	   UINT64_MAX /* links_request: nobody to tell (done is not called) */
 
 struct link_config {
 	uint32_t rank, nodes; /* link ranks: node rank x siblings + sibling (core/agent/sibling.h) */

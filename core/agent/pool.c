@@ -34,24 +34,45 @@ static void *map_region(size_t *len, bool hugepages, bool *huge)
 	return m == MAP_FAILED ? NULL : m;
 }
 
-int pool_open(struct agent_pool *p, struct core_ep *ep, size_t rx_bytes, size_t slot_size, uint32_t nslots,
-	      bool hugepages)
+static size_t blocks_layout(struct pool_blocks *b, size_t at, size_t size, uint32_t n)
 {
-	size_t slots_at = round_up(rx_bytes, SLOT_ALIGN);
+	b->size = round_up(size, 64);
+	b->n = b->nfree = n;
+	return round_up(at, 64) + b->size * n;
+}
+
+static int blocks_init(struct pool_blocks *b, uint8_t *region, size_t at)
+{
+	b->base = region + round_up(at, 64);
+	b->free = calloc(b->n + 1, sizeof(*b->free));
+	if (!b->free)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < b->n; i++)
+		b->free[i] = b->n - 1 - i;
+	return 0;
+}
+
+int pool_open(struct agent_pool *p, struct core_ep *ep, const struct pool_layout *l)
+{
+	size_t tx_at = l->rx_bytes, frames_at, slots_at;
 	struct core_mr mr;
 	int rc;
 
 	memset(p, 0, sizeof(*p));
-	if (nslots && !slot_size)
+	if ((l->nslots && !l->slot_size) || (l->ntx && !l->tx_size) || (l->nframes && !l->frame_size))
 		return -EINVAL;
-	p->rx_bytes = rx_bytes;
-	p->slot_size = slot_size;
-	p->nslots = nslots;
-	p->len = slots_at + slot_size * nslots;
-	p->region = map_region(&p->len, hugepages, &p->huge);
-	p->free_slots = calloc(nslots + 1, sizeof(*p->free_slots));
-	p->owner = calloc(nslots + 1, sizeof(*p->owner));
-	if (!p->region || !p->free_slots || !p->owner) {
+	frames_at = blocks_layout(&p->tx, tx_at, l->tx_size, l->ntx);
+	slots_at = round_up(blocks_layout(&p->frames, frames_at, l->frame_size, l->nframes), SLOT_ALIGN);
+	p->rx_bytes = l->rx_bytes;
+	p->slot_size = l->slot_size;
+	p->nslots = l->nslots;
+	p->huge_asked = l->hugepages;
+	p->len = slots_at + l->slot_size * l->nslots;
+	p->region = map_region(&p->len, l->hugepages, &p->huge);
+	p->free_slots = calloc(l->nslots + 1, sizeof(*p->free_slots));
+	p->owner = calloc(l->nslots + 1, sizeof(*p->owner));
+	if (!p->region || !p->free_slots || !p->owner || blocks_init(&p->tx, p->region, tx_at) ||
+	    blocks_init(&p->frames, p->region, frames_at)) {
 		pool_close(p);
 		return -ENOMEM;
 	}
@@ -62,10 +83,35 @@ int pool_open(struct agent_pool *p, struct core_ep *ep, size_t rx_bytes, size_t 
 	}
 	p->rkey = mr.rkey;
 	p->slots = p->region + slots_at;
-	for (uint32_t i = 0; i < nslots; i++)
-		p->free_slots[i] = nslots - 1 - i;
-	p->nfree = nslots;
+	for (uint32_t i = 0; i < l->nslots; i++)
+		p->free_slots[i] = l->nslots - 1 - i;
+	p->nfree = l->nslots;
 	return 0;
+}
+
+void *pool_take(struct pool_blocks *b)
+{
+	uint8_t *m;
+
+	if (!b->nfree) {
+		b->fallbacks++;
+		return NULL;
+	}
+	m = b->base + (size_t)b->free[--b->nfree] * b->size;
+	if (b->n - b->nfree > b->hwm)
+		b->hwm = b->n - b->nfree;
+	memset(m, 0, b->size);
+	return m;
+}
+
+bool pool_give(struct pool_blocks *b, void *ptr)
+{
+	uintptr_t at = (uintptr_t)ptr, base = (uintptr_t)b->base;
+
+	if (!b->n || at < base || at >= base + b->size * b->n || (at - base) % b->size)
+		return false;
+	b->free[b->nfree++] = (uint32_t)((at - base) / b->size);
+	return true;
 }
 
 void pool_close(struct agent_pool *p)
@@ -74,6 +120,8 @@ void pool_close(struct agent_pool *p)
 		munmap(p->region, p->len);
 	free(p->free_slots);
 	free(p->owner);
+	free(p->tx.free);
+	free(p->frames.free);
 	memset(p, 0, sizeof(*p));
 }
 

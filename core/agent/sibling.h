@@ -15,12 +15,18 @@
  * traffic to node B always goes from sibling S to sibling S of B (its rail),
  * so per-port order holds on one link; the links across rails carry the
  * large-message READs siblings steal from each other (core/agent/steal.h).
- * Every node runs the same N.
+ * Every node runs the same N: the link handshake carries each side's N, and
+ * a node whose N differs is marked "mismatch" (no link; requests to it fail
+ * at once with -EBADE; both logs name the nodes and counts).  A sibling the
+ * other node never dials (it has no such rail) learns it from sibling 0's
+ * gateway (core/agent/engine.c, first_sibling_news).
  *
- * A client maps each remote channel handle (a port) to one sibling, once,
- * when it opens the handle: the node's first agent deals them round robin
- * to all its clients (a counter in its gateway, gw_deal_sibling), so the
- * ports of the node's processes spread evenly over its agents.
+ * A client maps each remote channel handle (a port) to one sibling when it
+ * opens the handle: the node's first agent deals them round robin to all
+ * its clients (a counter in its gateway, gw_deal_sibling), so the ports of
+ * the node's processes spread evenly over its agents.  A port moves to
+ * another sibling only when its agent died or lost its link to the target
+ * node (core/agent/client.c, handle_gateway, says how order is kept).
  */
 #ifndef RDMATOOL_CORE_AGENT_SIBLING_H
 #define RDMATOOL_CORE_AGENT_SIBLING_H

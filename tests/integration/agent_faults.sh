@@ -5,7 +5,8 @@
 # checksummed messages (24 B .. 300 kB, random modes) to a channel on each
 # other node, and processes on nodes 0 and 2 also drain a channel on node 1
 # with GETMSGs: no message is lost, duplicated or reordered; the count is
-# printed.
+# printed.  The flow-control high-water marks in agent status -j stay at or
+# under their caps.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$(dirname "$0")/lib/three_agents.sh" faults traffic
@@ -62,6 +63,15 @@ if len(g) != len(set(g)) or set(g) != want_g:
 print(f"agent faults: {total} sends and {len(g)} GETMSGs under delay_us=300,drop=0.02: "
       "0 lost, 0 duplicated, 0 out of order")
 PY
+# The flow-control caps (the defaults here) held through it all: every high-water mark at most its cap,
+# and every peer's queue waiting for an eager buffer bounded likewise.
+for r in 0 1 2; do
+	st=$(A $r -j agent status)
+	jq -e '.flow | to_entries | all(.value.hwm_bytes <= .value.cap_bytes and .value.cap_bytes > 0)' <<<"$st" >/dev/null ||
+		fail "node $r: a flow-control cap was exceeded: $(jq -c .flow <<<"$st")"
+	jq -e '.flow.injection.hwm_bytes > 0' <<<"$st" >/dev/null || fail "node $r never counted injection: $(jq -c .flow <<<"$st")"
+	echo "agent faults: node $r flow: $(jq -c '.flow | map_values(.hwm_bytes)' <<<"$st")"
+done
 for r in 0 1 2; do A $r -q agent stop || fail "stop $r"; done
 if grep -l 'Sanitizer' "$T"/a*/agent.*.log >/dev/null 2>&1; then
 	fail "sanitizer report in an agent log: $(grep -h -A20 'Sanitizer' "$T"/a*/agent.*.log | head -40)"

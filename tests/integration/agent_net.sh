@@ -4,7 +4,8 @@
 # GETMSG and POLL; several client processes on two nodes sending numbered
 # messages to a channel on the third (every message exactly once, in order
 # per sender); a peer killed with SIGKILL is seen down and fails requests
-# fast, and rejoins when it is started again.
+# fast (a send waiting at it too: EHOSTDOWN, not its timeout), and rejoins
+# when it is started again.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 A_TIMEOUT=30 # no client call of this test takes longer
@@ -34,7 +35,7 @@ import os, socket, struct, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
 def frame(t, payload):
     return b"ROB1" + struct.pack(">HHI", t, 0, len(payload)) + payload
-s.sendall(frame(0x4148, struct.pack("<I", 2) + os.urandom(16)))   # HELLO claiming rank 2
+s.sendall(frame(0x4148, struct.pack("<III", 2, 2, 1) + os.urandom(16)))  # HELLO: rank 2, node 2, 1 agent
 hdr = s.recv(12)
 assert hdr[:4] == b"ROB1", hdr
 s.sendall(frame(0x4150, bytes(32)))                                 # a PROOF it cannot compute
@@ -125,7 +126,26 @@ for i in 1 2 3; do printf "s$i" | A 2 agent send src; done
 [ "$(A 0 agent recv 2/src -n 3 --timeout=5000)" = s1s2s3 ] || fail "remote drain"
 
 # A peer dies: the others see it down and fail requests to it fast; it comes back and rejoins.
+# A deposited send waiting at it (its channel is full) when it dies fails with EHOSTDOWN within
+# a few seconds, well before its 20 s timeout.
+A 2 agent chan create full --capacity=1
+printf 'x' | A 2 agent send full
+(
+	rc=0
+	A 0 agent send 2/full --mode=deposited --timeout=20000 </dev/null >"$T/inflight.out" 2>&1 || rc=$?
+	echo "$rc $(date +%s%N)" >"$T/inflight.rc"
+) &
+inflight=$!
+retrying() { [ "$(A 2 -j agent status | jq '.peers[] | select(.rank == 0) | .retries > 0')" = true ]; }
+wait_for retrying || fail "the send to the full channel is not waiting at rank 2: $(A 2 -j agent status | jq -c .peers)"
+killed=$(date +%s%N)
 kill -9 "$(cat "$T/a2/agent.2.pid")"
+wait $inflight
+read -r irc idone <"$T/inflight.rc"
+[ "$irc" = 1 ] && grep -q 'no link to that node' "$T/inflight.out" ||
+	fail "the send waiting at the dead peer: rc $irc: $(cat "$T/inflight.out")"
+[ $(((idone - killed) / 1000000)) -lt 5000 ] || fail "the waiting send failed $(((idone - killed) / 1000000)) ms after the kill"
+echo "agent net: a send waiting at a killed peer failed $(((idone - killed) / 1000000)) ms after the kill: $(cat "$T/inflight.out")"
 wait_for sh -c "[ \"\$(RDMATOOL_AGENT_DIR=$T/a0 \"$RDMATOOL\" -j agent status | jq -r '.peers[] | select(.rank == 2) | .state')\" = down ]" ||
 	fail "rank 0 does not see rank 2 down"
 start=$(date +%s)

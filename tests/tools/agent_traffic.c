@@ -9,6 +9,11 @@
  *     size (mostly small, some up to MAXSIZE) and a random mode
  *     (immediately, buffered, deposited); -EAGAIN (a full gateway) is tried
  *     again after a short pause.  Prints "sent COUNT eagain N".
+ *     AGENT_TRAFFIC_MODE=immediately|buffered|deposited|received: every
+ *     message in that mode; AGENT_TRAFFIC_GAP_US: a pause between messages;
+ *     AGENT_TRAFFIC_KEEP_GOING=1: a failed send prints "failed ID SEQ ERRNO"
+ *     and the next one goes on (each success prints "ok ID SEQ"), for tests
+ *     that kill an agent mid-stream.
  *   agent_traffic recv RANK ADDR IDLE_MS [MAX [TIMEOUT_MS [CAP]]]
  *     takes messages (a GETMSG when ADDR is on another node), each receive
  *     with TIMEOUT_MS (default IDLE_MS), until none came for IDLE_MS, or MAX
@@ -20,6 +25,7 @@
 #include "core/agent/agent.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +100,21 @@ static int do_send(char **argv)
 	uint64_t seed = strtoull(argv[5], NULL, 10) * 2654435761u + 1, eagain = 0;
 	size_t max = strtoul(argv[6], NULL, 10);
 	uint8_t *buf;
+	const char *fixed = getenv("AGENT_TRAFFIC_MODE"), *gap = getenv("AGENT_TRAFFIC_GAP_US");
+	bool keep_going = getenv("AGENT_TRAFFIC_KEEP_GOING") && !strcmp(getenv("AGENT_TRAFFIC_KEEP_GOING"), "1");
+	enum agent_send_mode fixed_mode = AGENT_SEND_DEPOSITED;
+	struct timespec gap_ts = {0, 0};
+	uint32_t failed = 0;
 
+	if (fixed && agent_send_mode_parse(fixed, &fixed_mode)) {
+		fprintf(stderr, "AGENT_TRAFFIC_MODE=%s: not a send mode\n", fixed);
+		return 2;
+	}
+	if (gap) {
+		long us = strtol(gap, NULL, 10);
+
+		gap_ts = (struct timespec){us / 1000000, us % 1000000 * 1000};
+	}
 	if (max < sizeof(struct msg_head) || open_chan(argv[1], argv[2], &cl, &h))
 		return 2;
 	buf = malloc(max);
@@ -106,6 +126,10 @@ static int do_send(char **argv)
 		enum agent_send_mode mode = modes[rng_next(&seed) % 3];
 		int rc;
 
+		if (fixed)
+			mode = fixed_mode;
+		if (gap_ts.tv_sec || gap_ts.tv_nsec)
+			nanosleep(&gap_ts, NULL);
 		for (size_t i = sizeof(mh); i < len; i++)
 			buf[i] = (uint8_t)rng_next(&seed);
 		mh.sum = fnv64(buf + sizeof(mh), len - sizeof(mh));
@@ -114,12 +138,19 @@ static int do_send(char **argv)
 			eagain++;
 			pause_briefly();
 		}
+		if (rc && keep_going) {
+			printf("failed %u %u %d\n", id, seq, rc);
+			failed++;
+			continue;
+		}
 		if (rc) {
 			fprintf(stderr, "send %u/%u (%zu bytes): %s\n", id, seq, len, strerror(-rc));
 			return 1;
 		}
+		if (keep_going)
+			printf("ok %u %u\n", id, seq);
 	}
-	printf("sent %u eagain %llu\n", count, (unsigned long long)eagain);
+	printf("sent %u eagain %llu failed %u\n", count - failed, (unsigned long long)eagain, failed);
 	free(buf);
 	agent_chan_close(h);
 	agent_detach(cl);
