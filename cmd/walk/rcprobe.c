@@ -764,14 +764,21 @@ static void check_busy(struct rcp *p)
 	struct rcp_exp exp = {.wr_id = bind.wr_id, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_BIND_MW};
 	struct ibv_mw *mw;
 
-	if (!hw_destroy_cq(p->scq)) {
-		p->scq = NULL;
-		rcp_fail(p, "ibv_destroy_cq of the CQ QP A sends to succeeded");
+	int rc;
+
+	if ((rc = hw_destroy_cq(p->scq)) != EBUSY) {
+		if (!rc)
+			p->scq = NULL;
+		rcp_fail(p, "ibv_destroy_cq of the CQ QP A sends to returned %d (%s); expected EBUSY", rc,
+			 rc ? strerror(rc) : "success");
 		return;
 	}
-	if (p->ch && !hw_destroy_comp_channel(p->ch)) {
-		p->ch = NULL;
-		rcp_fail(p, "ibv_destroy_comp_channel of the channel of B's receive CQ succeeded");
+	if (p->ch && (rc = hw_destroy_comp_channel(p->ch)) != EBUSY) {
+		if (!rc)
+			p->ch = NULL;
+		rcp_fail(p,
+			 "ibv_destroy_comp_channel of the channel of B's receive CQ returned %d (%s); expected EBUSY",
+			 rc, rc ? strerror(rc) : "success");
 		return;
 	}
 	if (!(p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) ||
@@ -784,9 +791,11 @@ static void check_busy(struct rcp *p)
 						   .mw_access_flags = IBV_ACCESS_REMOTE_READ};
 	if (hw_bind_mw(p->a, mw, &bind) == 0) {
 		rcp_expect(p, p->scq, "A's send CQ (a type-1 window bound)", &exp, 1);
-		if (!rcp_failed(p) && !hw_dereg_mr(p->mr)) {
-			p->mr = NULL;
-			rcp_fail(p, "ibv_dereg_mr of an MR a type-1 window is bound to succeeded");
+		if (!rcp_failed(p) && (rc = hw_dereg_mr(p->mr)) != EBUSY) {
+			if (!rc)
+				p->mr = NULL;
+			rcp_fail(p, "ibv_dereg_mr of an MR a type-1 window is bound to returned %d (%s); expected EBUSY",
+				 rc, rc ? strerror(rc) : "success");
 		}
 		if (!rcp_failed(p))
 			check_type1_inv(p, mw);
