@@ -352,6 +352,64 @@ static void check_device_limits(struct rcp *p)
 	}
 }
 
+/*
+ * B's receive CQ: half the time made by ibv_create_cq_ex and read with
+ * ibv_wc_read_* (src_qp, imm_data, wc_flags...), so that both faces of a
+ * CQ are judged on every field, receives included; ibv_poll_cq otherwise.
+ */
+static struct ibv_cq *receive_cq(struct rcp *p)
+{
+	struct ibv_cq_init_attr_ex ca = {.cqe = RCP_CQE, .channel = p->ch, .wc_flags = IBV_WC_STANDARD_FLAGS};
+
+	if (rng_bernoulli(p->rng, 0.5) && (p->rcq_ex = ibv_create_cq_ex(p->c->ctx, &ca)))
+		return ibv_cq_ex_to_cq(p->rcq_ex);
+	return hw_create_cq(p->c->ctx, RCP_CQE, NULL, p->ch, 0);
+}
+
+int rcp_poll_ex(struct rcp *p, struct ibv_cq_ex *cx, struct ibv_wc *wc, int n)
+{
+	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
+	unsigned idle = 0;
+	int got = 0;
+
+	while (got < n) {
+		struct ibv_poll_cq_attr pa = {0};
+		int rc = ibv_start_poll(cx, &pa);
+
+		if (rc == ENOENT) {
+			if (walk_now_ns() > end)
+				break;
+			rcp_idle(&idle);
+			continue;
+		}
+		if (rc) {
+			rcp_fail(p, "ibv_start_poll returned %d", rc);
+			return got;
+		}
+		do {
+			struct ibv_wc *w = &wc[got++];
+
+			*w = (struct ibv_wc){.wr_id = cx->wr_id,
+					     .status = cx->status,
+					     .opcode = ibv_wc_read_opcode(cx),
+					     .byte_len = ibv_wc_read_byte_len(cx),
+					     .qp_num = ibv_wc_read_qp_num(cx),
+					     .src_qp = ibv_wc_read_src_qp(cx),
+					     .wc_flags = ibv_wc_read_wc_flags(cx),
+					     .slid = ibv_wc_read_slid(cx),
+					     .sl = ibv_wc_read_sl(cx)};
+			if (w->wc_flags & IBV_WC_WITH_IMM)
+				w->imm_data = ibv_wc_read_imm_data(cx);
+		} while (got < n && (rc = ibv_next_poll(cx)) == 0);
+		ibv_end_poll(cx);
+		if (rc && rc != ENOENT) {
+			rcp_fail(p, "ibv_next_poll returned %d", rc);
+			return got;
+		}
+	}
+	return got;
+}
+
 int rcp_setup(struct rcp *p)
 {
 	struct walk_client *c = p->c;
@@ -377,7 +435,7 @@ int rcp_setup(struct rcp *p)
 	}
 	if ((!p->scq && !(p->scq = hw_create_cq(c->ctx, s->scqe, NULL, NULL, 0))) ||
 	    (s->channel && !(p->ch = hw_create_comp_channel(c->ctx))) ||
-	    !(p->rcq = hw_create_cq(c->ctx, RCP_CQE, NULL, p->ch, 0)) ||
+	    !(p->rcq = receive_cq(p)) ||
 	    !(p->ocq = hw_create_cq(c->ctx, RCP_CQE, NULL, NULL, 0)))
 		return -1;
 	if (rng_bernoulli(p->rng, 0.25))
@@ -525,6 +583,11 @@ void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct 
 	int got = 0;
 	unsigned idle = 0;
 
+	if (cq == p->rcq && p->rcq_ex) {
+		got = rcp_poll_ex(p, p->rcq_ex, wc, n);
+		rcp_judge(p, cq, who, wc, got, exp, n);
+		return;
+	}
 	while (got < n) {
 		int k = hw_poll_cq(cq, n - got, wc + got);
 
@@ -701,14 +764,21 @@ static void check_busy(struct rcp *p)
 	struct rcp_exp exp = {.wr_id = bind.wr_id, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_BIND_MW};
 	struct ibv_mw *mw;
 
-	if (!hw_destroy_cq(p->scq)) {
-		p->scq = NULL;
-		rcp_fail(p, "ibv_destroy_cq of the CQ QP A sends to succeeded");
+	int rc;
+
+	if ((rc = hw_destroy_cq(p->scq)) != EBUSY) {
+		if (!rc)
+			p->scq = NULL;
+		rcp_fail(p, "ibv_destroy_cq of the CQ QP A sends to returned %d (%s); expected EBUSY", rc,
+			 rc ? strerror(rc) : "success");
 		return;
 	}
-	if (p->ch && !hw_destroy_comp_channel(p->ch)) {
-		p->ch = NULL;
-		rcp_fail(p, "ibv_destroy_comp_channel of the channel of B's receive CQ succeeded");
+	if (p->ch && (rc = hw_destroy_comp_channel(p->ch)) != EBUSY) {
+		if (!rc)
+			p->ch = NULL;
+		rcp_fail(p,
+			 "ibv_destroy_comp_channel of the channel of B's receive CQ returned %d (%s); expected EBUSY",
+			 rc, rc ? strerror(rc) : "success");
 		return;
 	}
 	if (!(p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) ||
@@ -721,9 +791,11 @@ static void check_busy(struct rcp *p)
 						   .mw_access_flags = IBV_ACCESS_REMOTE_READ};
 	if (hw_bind_mw(p->a, mw, &bind) == 0) {
 		rcp_expect(p, p->scq, "A's send CQ (a type-1 window bound)", &exp, 1);
-		if (!rcp_failed(p) && !hw_dereg_mr(p->mr)) {
-			p->mr = NULL;
-			rcp_fail(p, "ibv_dereg_mr of an MR a type-1 window is bound to succeeded");
+		if (!rcp_failed(p) && (rc = hw_dereg_mr(p->mr)) != EBUSY) {
+			if (!rc)
+				p->mr = NULL;
+			rcp_fail(p, "ibv_dereg_mr of an MR a type-1 window is bound to returned %d (%s); expected EBUSY",
+				 rc, rc ? strerror(rc) : "success");
 		}
 		if (!rcp_failed(p))
 			check_type1_inv(p, mw);
@@ -753,35 +825,37 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 29);
+	pick = rng_range(p.rng, 0, 32);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
 		rcp_case_recv_short(&p);
-	else if (pick < 10)
-		rcp_case_rnr(&p);
 	else if (pick < 11)
+		rcp_case_rnr(&p);
+	else if (pick < 12)
 		rcp_case_rq_flush(&p);
-	else if (pick < 13)
+	else if (pick < 14)
 		rcp_case_cq_overflow(&p);
-	else if (pick < 16)
-		rcp_case_local(&p);
 	else if (pick < 17)
+		rcp_case_local(&p);
+	else if (pick < 18)
 		rcp_case_notify(&p);
-	else if (pick < 19)
-		rcp_case_ud(&p);
 	else if (pick < 20)
-		rcp_case_window(&p);
+		rcp_case_ud(&p);
 	else if (pick < 21)
-		rcp_case_sqd(&p);
+		rcp_case_window(&p);
 	else if (pick < 22)
+		rcp_case_sqd(&p);
+	else if (pick < 23)
 		rcp_case_dead_peer(&p);
-	else if (pick < 24)
+	else if (pick < 25)
 		rcp_case_remote(&p);
-	else if (pick < 26)
+	else if (pick < 27)
 		rcp_case_bind_error(&p);
-	else if (pick < 28)
+	else if (pick < 29)
 		rcp_case_ext(&p);
+	else if (pick < 31)
+		rcp_case_keys(&p);
 	else
 		rcp_case_resize_cq(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))

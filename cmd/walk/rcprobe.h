@@ -55,6 +55,7 @@ struct rcp {
 	struct ibv_cq *scq, *rcq, *ocq; /* A's sends, B's receives, the rest */
 	struct ibv_comp_channel *ch;
 	struct ibv_cq_ex *scq_ex; /* shape.ext: scq's extended face */
+	struct ibv_cq_ex *rcq_ex; /* rcq made by ibv_create_cq_ex: rcp_expect reads it with ibv_wc_read_* */
 	struct ibv_qp *a, *b;
 	struct ibv_qp_cap acap, bcap;
 	struct rcp_shape shape;
@@ -103,6 +104,8 @@ void rcp_judge(struct rcp *p, struct ibv_cq *cq, const char *who, const struct i
 #define RCP_DEADLINE_NS (3000 * 1000000ull)
 /* One completion of any status from cq within the deadline (1), else a failure (0). */
 int rcp_poll1(struct rcp *p, struct ibv_cq *cq, struct ibv_wc *wc);
+/* Completions of cx read field by field (ibv_start_poll / ibv_wc_read_*) until n arrived or the deadline. */
+int rcp_poll_ex(struct rcp *p, struct ibv_cq_ex *cx, struct ibv_wc *wc, int n);
 /* Polls cq once more: nothing must be there. */
 void rcp_expect_empty(struct rcp *p, struct ibv_cq *cq, const char *who);
 void rcp_expect_state(struct rcp *p, struct ibv_qp *qp, const char *who, enum ibv_qp_state st);
@@ -136,5 +139,7 @@ void rcp_case_bind_error(struct rcp *p);
 /* rcprobe_ext.c: the extended verbs (ibv_create_cq_ex, ibv_wr_*, ibv_rereg_mr, ibv_resize_cq) */
 void rcp_case_ext(struct rcp *p);
 void rcp_case_resize_cq(struct rcp *p);
+/* rcprobe_keys.c: key rotation, stale keys, a window's hold on its MR */
+void rcp_case_keys(struct rcp *p);
 
 #endif

@@ -20,7 +20,7 @@
 #include "cmd/walk/rcprobe.h"
 
 #define RCP_NO_RETRY	7 /* rnr_retry 7: retry for ever */
-#define RCP_RNR_WAIT_NS (5 * 1000000ull)
+#define RCP_RNR_WAIT_NS (20 * 1000000ull)
 #define RCP_RNR_IMM	0x52e0000u
 
 enum {
@@ -443,8 +443,15 @@ static void rnr_forever(struct rcp *p, uint32_t sends, bool wimm)
 	uint32_t r = (uint32_t)rng_range(p->rng, 0, sends);
 	int rc = 0;
 
-	rcp_wait_ns(RCP_RNR_WAIT_NS); /* many times 7 RNR timers of 10 us */
-	rcp_expect_empty(p, p->scq, "A's send CQ (sends whose receiver has no receive yet, rnr_retry 7)");
+	/*
+	 * Many times 7 RNR timers of 10 us, looked at every millisecond: on a
+	 * loaded machine the device's engine may not run for a while, so the
+	 * wait is long enough for it to have retried more than 7 times.
+	 */
+	for (uint64_t end = walk_now_ns() + RCP_RNR_WAIT_NS; walk_now_ns() < end && !rcp_failed(p);) {
+		rcp_wait_ns(1000000);
+		rcp_expect_empty(p, p->scq, "A's send CQ (sends whose receiver has no receive yet, rnr_retry 7)");
+	}
 	if (rcp_failed(p))
 		return;
 
@@ -486,7 +493,7 @@ static void rnr_forever(struct rcp *p, uint32_t sends, bool wimm)
 void rcp_case_rnr(struct rcp *p)
 {
 	struct rcp_exp exp[RCP_MAX_WR];
-	uint8_t retry = rng_bernoulli(p->rng, 0.5) ? RCP_NO_RETRY : (uint8_t)rng_range(p->rng, 0, 6);
+	uint8_t retry = rng_bernoulli(p->rng, 0.7) ? RCP_NO_RETRY : (uint8_t)rng_range(p->rng, 0, 6);
 	bool wimm = rng_bernoulli(p->rng, 0.3); /* WRITE_WITH_IMM needs a receive as much as a SEND */
 	uint32_t sends;
 	int rc = 0;

@@ -19,46 +19,6 @@
 
 #define RCP_REREG_SLOT 7u /* the TGT slot the re-registered MR covers */
 
-/* The completions of A's extended send CQ, read field by field, until n arrived or the deadline. */
-static int poll_ex(struct rcp *p, struct ibv_wc *wc, int n)
-{
-	struct ibv_cq_ex *cx = p->scq_ex;
-	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
-	unsigned idle = 0;
-	int got = 0;
-
-	while (got < n) {
-		struct ibv_poll_cq_attr pa = {0};
-		int rc = ibv_start_poll(cx, &pa);
-
-		if (rc == ENOENT) {
-			if (walk_now_ns() > end)
-				break;
-			rcp_idle(&idle);
-			continue;
-		}
-		if (rc) {
-			rcp_fail(p, "ibv_start_poll returned %d", rc);
-			return got;
-		}
-		do {
-			wc[got] = (struct ibv_wc){.wr_id = cx->wr_id,
-						  .status = cx->status,
-						  .opcode = ibv_wc_read_opcode(cx),
-						  .byte_len = ibv_wc_read_byte_len(cx),
-						  .qp_num = ibv_wc_read_qp_num(cx),
-						  .wc_flags = ibv_wc_read_wc_flags(cx)};
-			got++;
-		} while (got < n && (rc = ibv_next_poll(cx)) == 0);
-		ibv_end_poll(cx);
-		if (rc && rc != ENOENT) {
-			rcp_fail(p, "ibv_next_poll returned %d", rc);
-			return got;
-		}
-	}
-	return got;
-}
-
 static void wr_sge(struct rcp *p, uint32_t off, uint32_t len)
 {
 	ibv_wr_set_sge(hw_qp_to_qp_ex(p->a), p->mr->lkey, (uintptr_t)(p->buf + off), len);
@@ -184,7 +144,7 @@ void rcp_case_ext(struct rcp *p)
 		rcp_fail(p, "ibv_wr_complete of %d WRs (max_send_wr %u) returned %d", n, p->acap.max_send_wr,
 			 rc);
 	else {
-		got = poll_ex(p, wc, n);
+		got = rcp_poll_ex(p, p->scq_ex, wc, n);
 		rcp_judge(p, p->scq, "A's extended send CQ (ibv_start_poll)", wc, got, exp, n);
 		if (!rcp_failed(p))
 			rcp_check_memory(p);
