@@ -4,8 +4,8 @@
 # sender processes on node 0 (one port each, dealt two per agent) send 300 small numbered
 # messages, each deposited, to a channel on node 1, a few ms apart.
 #  1. Node 0's sibling 1 (the senders' own agent for half the ports) is killed (SIGKILL)
-#     mid-stream: every sender finishes with at most a couple of failed sends (the ones its
-#     agent held when it died) and its later sends succeed through sibling 0.
+#     mid-stream: every sender finishes with a few failed sends at most (the ones its agent
+#     held when it died) and its later sends succeed through sibling 0.
 #  2. Node 0 restarted, node 1's sibling 1 (the far end of rail 1) is killed the same way: the
 #     link of node 0's sibling 1 to node 1 goes down, and the ports on it move to sibling 0.
 # In both: every message whose send succeeded arrived, none twice, in order per port (the
@@ -96,7 +96,9 @@ for p in (1, 2, 3, 4):
     failed = [int(l[2]) for l in lines if l[0] == "failed"]
     if not ok <= set(got):
         sys.exit(f"FAIL: {name}: port {p}: sends that succeeded did not arrive: {sorted(ok - set(got))[:5]}")
-    if len(failed) > 3:
+    # Without the move a port fails every later send (200 and more); with it, only what its agent
+    # held or sent into the dead link before the failure showed (a handful; more under a sanitizer).
+    if len(failed) > 20:
         sys.exit(f"FAIL: {name}: port {p}: {len(failed)} sends failed (first {failed[:5]}): its traffic did not move")
     if failed and not any(s > max(failed) for _, s in ok):
         sys.exit(f"FAIL: {name}: port {p}: nothing succeeded after its failures {failed}")
