@@ -42,6 +42,9 @@ static const char *errno_hint(int rc)
 	case -EBADE:
 		return "that node runs another count of agents per node than this one; start every node with "
 		       "the same --agents-per-node ('rdmatool agent status' shows the counts)";
+	case -EPROTONOSUPPORT:
+		return "the agent on this node runs another rdmatool version; restart it with this one "
+		       "('rdmatool agent stop', then 'rdmatool agent start')";
 	case -EAGAIN:
 		return "the channel (or the agent's gateway) is full; retry, or give --timeout";
 	case -ETIMEDOUT:

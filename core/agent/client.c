@@ -207,7 +207,8 @@ static bool host_is_me(const char *host)
 static int resolve_node(struct agent_client *cl, const struct agent_addr *a, bool *local, uint32_t *node)
 {
 	struct gw_info info;
-	bool connected = client_gateway(cl) == 0;
+	int gw_rc = client_gateway(cl); /* -ENOTCONN: no agent; others say why its gateway is unusable */
+	bool connected = gw_rc == 0;
 
 	if (connected)
 		gw_info(cl->gw, &info);
@@ -228,14 +229,14 @@ static int resolve_node(struct agent_client *cl, const struct agent_addr *a, boo
 			*local = true;
 			return 0;
 		}
-		return connected ? -EHOSTUNREACH : -ENOTCONN;
+		return connected ? -EHOSTUNREACH : gw_rc;
 	}
 	if (a->node == (connected ? info.rank : cl->rank)) {
 		*local = true;
 		return 0;
 	}
 	if (!connected)
-		return -ENOTCONN;
+		return gw_rc;
 	if (a->node >= info.nodes)
 		return -EHOSTUNREACH;
 	*node = a->node;

@@ -551,9 +551,15 @@ int gw_open(const char *dir, uint32_t rank, struct gateway **out)
 	fd = agent_dir_open_own(path, &st);
 	if (fd < 0)
 		return fd == -ENOENT ? -ENOTCONN : fd;
-	if ((size_t)st.st_size != sizeof(struct gw_shared) ||
-	    pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || hdr.magic != GW_MAGIC ||
-	    hdr.version != GW_VERSION || hdr.slot_size != sizeof(struct gw_slot) || hdr.nslots != GW_SLOTS ||
+	if ((size_t)st.st_size >= sizeof(hdr) && pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr))
+		hdr.magic = 0;
+	/* An agent of another rdmatool version: its segment's layout is not ours (said apart from damage). */
+	if (hdr.magic == GW_MAGIC && hdr.version != GW_VERSION) {
+		close(fd);
+		return -EPROTONOSUPPORT;
+	}
+	if ((size_t)st.st_size != sizeof(struct gw_shared) || hdr.magic != GW_MAGIC ||
+	    hdr.slot_size != sizeof(struct gw_slot) || hdr.nslots != GW_SLOTS ||
 	    agent_id(hdr.rank, hdr.sibling) != rank) {
 		close(fd);
 		return hdr.magic == 0 ? -ENOTCONN : -EBADMSG; /* a gateway still being made reads as zeros */

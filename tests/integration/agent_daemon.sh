@@ -69,6 +69,21 @@ run agent poll 7/q
 run -j agent status
 [ "$(jq .gateway.failed "$dir/out")" -ge 2 ] || fail "gateway counters: $(cat "$dir/out")"
 
+# A client of another version (the segment's layout version differs) is told so, not "no agent".
+set_gw_version() { # VERSION: the little-endian u32 after the 8-byte magic; prints the old one
+	python3 - "$RDMATOOL_AGENT_DIR/gateway.0" "$1" <<'PY'
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(8); old = struct.unpack("<I", f.read(4))[0]
+    f.seek(8); f.write(struct.pack("<I", int(sys.argv[2])))
+print(old)
+PY
+}
+version=$(set_gw_version 9999)
+run agent send 1/q "$dir/msg" --timeout=2000
+set_gw_version "$version" >/dev/null
+[ $rc -eq 1 ] && grep -q 'another rdmatool version' "$dir/err" || fail "version mismatch: $rc $(cat "$dir/err")"
+
 # The agent's counters are in its stats segment, where cqstat finds them (published every 100 ms).
 cqstat_shows_agent() {
 	run -j cqstat
