@@ -9,45 +9,7 @@
 # come up and a message goes through.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-command -v jq >/dev/null || fail "jq missing; run 'make deps'"
-command -v python3 >/dev/null || fail "python3 missing"
-
-T=$(mktemp -d "/tmp/rdmatool-agent-mismatch.XXXXXX")
-export RDMATOOL_STATS=0 RDMATOOL_AGENT_KEY=$T/key
-cleanup() {
-	for f in "$T"/a*/agent.*.pid; do
-		[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true
-	done
-	rm -rf "$T"
-}
-trap cleanup EXIT
-# Two base ports P with P+1 free as well: sibling S of a node listens on its base port + S.
-hosts=$(python3 -c 'import socket
-held, out = [], []
-while len(out) < 2:
-    a = socket.socket()
-    a.bind(("127.0.0.1", 0))
-    p = a.getsockname()[1]
-    b = socket.socket()
-    try:
-        b.bind(("127.0.0.1", p + 1))
-    except OSError:
-        continue
-    held += [a, b]
-    out.append(p)
-print(",".join("127.0.0.1:%d" % p for p in out))')
-A() {
-	local r=$1
-	shift
-	RDMATOOL_AGENT_DIR=$T/a$r timeout 60 "$RDMATOOL" "$@"
-}
-wait_for() {
-	for _ in $(seq 500); do
-		"$@" && return 0
-		sleep 0.02
-	done
-	return 1
-}
+. "$(dirname "$0")/lib/sibling_agents.sh" mismatch
 for r in 0 1; do mkdir -m 700 "$T/a$r"; done
 
 A 0 -q agent start --hosts="$hosts" --rank=0 --agents-per-node=2 || fail "node 0 did not start"

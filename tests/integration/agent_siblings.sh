@@ -12,53 +12,7 @@
 # In the foreground, stopping the first agent stops its siblings.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-command -v jq >/dev/null || fail "jq missing; run 'make deps'"
-command -v python3 >/dev/null || fail "python3 missing"
-TRAFFIC=$BUILD/tests/tools/agent_traffic
-[ -x "$TRAFFIC" ] || fail "$TRAFFIC missing; run 'make check'"
-
-T=$(mktemp -d "/tmp/rdmatool-agent-siblings.XXXXXX")
-export RDMATOOL_STATS=0 RDMATOOL_AGENT_KEY=$T/key
-cleanup() {
-	for f in "$T"/a*/agent.*.pid; do
-		[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
-# Two base ports P with P+1 free as well: sibling S of a node listens on its base port + S.
-hosts=$(python3 -c 'import socket
-held, out = [], []
-while len(out) < 2:
-    a = socket.socket()
-    a.bind(("127.0.0.1", 0))
-    p = a.getsockname()[1]
-    b = socket.socket()
-    try:
-        b.bind(("127.0.0.1", p + 1))
-    except OSError:
-        continue
-    held += [a, b]
-    out.append(p)
-print(",".join("127.0.0.1:%d" % p for p in out))')
-A() {
-	local r=$1
-	shift
-	RDMATOOL_AGENT_DIR=$T/a$r timeout 60 "$RDMATOOL" "$@"
-}
-X() {
-	local r=$1
-	shift
-	RDMATOOL_AGENT_DIR=$T/a$r timeout 90 "$TRAFFIC" "$1" "$r" "${@:2}"
-}
-wait_for() {
-	for _ in $(seq 500); do
-		"$@" && return 0
-		sleep 0.02
-	done
-	return 1
-}
+. "$(dirname "$0")/lib/sibling_agents.sh" siblings traffic
 for r in 0 1; do mkdir -m 700 "$T/a$r"; done
 
 # Bad values: exit 2, naming the option and what to give.
