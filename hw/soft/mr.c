@@ -30,6 +30,9 @@ struct ibv_pd *soft_alloc_pd(struct ibv_context *ctx)
 
 int soft_dealloc_pd(struct ibv_pd *pd)
 {
+	/* As the kernel's ib_dealloc_pd path: a PD with objects on it stays (EBUSY). */
+	if (atomic_load(&((struct soft_pd *)pd)->users))
+		return EBUSY;
 	atomic_fetch_sub(&soft_nic_of(pd->context)->n_pd, 1);
 	free(pd);
 	return 0;
@@ -111,8 +114,11 @@ int soft_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 		mr->ibv.length = length;
 		mr->iova = (uintptr_t)addr;
 	}
-	if (flags & IBV_REREG_MR_CHANGE_PD)
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		soft_pd_hold(pd);
+		soft_pd_release(mr->ibv.pd);
 		mr->ibv.pd = pd;
+	}
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		mr->access = access;
 	pthread_rwlock_unlock(&nic->obj_lock);
@@ -166,6 +172,7 @@ struct ibv_mr *soft_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, ui
 		errno = err;
 		return NULL;
 	}
+	soft_pd_hold(pd);
 	return &mr->ibv;
 }
 
@@ -185,6 +192,7 @@ int soft_dereg_mr(struct ibv_mr *ibmr)
 	s->obj = NULL;
 	pthread_rwlock_unlock(&nic->obj_lock);
 	atomic_fetch_sub(&nic->n_mr, 1);
+	soft_pd_release(ibmr->pd);
 	free(mr);
 	return 0;
 }
@@ -227,6 +235,7 @@ struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 		errno = err;
 		return NULL;
 	}
+	soft_pd_hold(pd);
 	return &mw->ibv;
 }
 
@@ -251,6 +260,7 @@ int soft_dealloc_mw(struct ibv_mw *ibmw)
 	s->obj = NULL;
 	pthread_rwlock_unlock(&nic->obj_lock);
 	atomic_fetch_sub(&nic->n_mw, 1);
+	soft_pd_release(ibmw->pd);
 	free(mw);
 	return 0;
 }

@@ -249,6 +249,7 @@ struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	}
 	atomic_fetch_add(&to_soft_cq(init->send_cq)->qp_refs, 1);
 	atomic_fetch_add(&to_soft_cq(init->recv_cq)->qp_refs, 1);
+	soft_pd_hold(pd);
 	return &qp->ibv;
 }
 
@@ -472,6 +473,7 @@ int soft_destroy_qp(struct ibv_qp *ibqp)
 	pthread_rwlock_unlock(&nic->obj_lock);
 	atomic_fetch_sub(&to_soft_cq(ibqp->send_cq)->qp_refs, 1);
 	atomic_fetch_sub(&to_soft_cq(ibqp->recv_cq)->qp_refs, 1);
+	soft_pd_release(ibqp->pd);
 	pthread_mutex_destroy(&qp->lock);
 	pthread_mutex_destroy(&qp->rq_lock);
 	pthread_mutex_destroy(&qp->ibv.mutex);
@@ -505,11 +507,13 @@ struct ibv_ah *soft_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	ah->ibv.context = pd->context;
 	ah->ibv.pd = pd;
 	ah->attr = *attr;
+	soft_pd_hold(pd);
 	return &ah->ibv;
 }
 
 int soft_destroy_ah(struct ibv_ah *ah)
 {
+	soft_pd_release(ah->pd);
 	atomic_fetch_sub(&soft_nic_of(ah->context)->n_ah, 1);
 	free(ah);
 	return 0;

@@ -91,7 +91,19 @@ struct soft_context {
 
 struct soft_pd {
 	struct ibv_pd ibv;
+	_Atomic int users; /* MRs, MWs, QPs and AHs made on it: dealloc_pd refuses while any lives */
 };
+
+/* An object made on pd takes a reference; its destruction gives it back. */
+static inline void soft_pd_hold(struct ibv_pd *pd)
+{
+	atomic_fetch_add(&((struct soft_pd *)pd)->users, 1);
+}
+
+static inline void soft_pd_release(struct ibv_pd *pd)
+{
+	atomic_fetch_sub(&((struct soft_pd *)pd)->users, 1);
+}
 
 struct soft_mr {
 	struct ibv_mr ibv;

@@ -309,6 +309,38 @@ static void flushed_receives_keep_their_wr_ids(void **state)
 	assert_int_equal(wc.wr_id, 12);
 }
 
+/* ibv_dealloc_pd refuses (EBUSY) while an MR, MW, QP or AH lives on the PD (as the kernel does). */
+static void dealloc_pd_in_use_is_busy(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_pd *pd = hw_alloc_pd(f->ctx);
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+	struct ibv_mr *mr;
+	struct ibv_mw *mw;
+	struct ibv_qp *qp;
+	struct ibv_ah *ah;
+
+	assert_non_null(pd);
+	assert_int_equal(hw_query_gid(f->ctx, 1, 0, &aa.grh.dgid), 0);
+	mr = hw_reg_mr(pd, f->abuf, 64, IBV_ACCESS_LOCAL_WRITE);
+	mw = hw_alloc_mw(pd, IBV_MW_TYPE_2);
+	qp = fx_qp(pd, f->scq, IBV_QPT_RC, 1);
+	ah = hw_create_ah(pd, &aa);
+	assert_non_null(mr);
+	assert_non_null(mw);
+	assert_non_null(qp);
+	assert_non_null(ah);
+	assert_int_equal(hw_dealloc_pd(pd), EBUSY);
+	assert_int_equal(hw_dereg_mr(mr), 0);
+	assert_int_equal(hw_dealloc_pd(pd), EBUSY);
+	assert_int_equal(hw_dealloc_mw(mw), 0);
+	assert_int_equal(hw_dealloc_pd(pd), EBUSY);
+	assert_int_equal(hw_destroy_qp(qp), 0);
+	assert_int_equal(hw_dealloc_pd(pd), EBUSY);
+	assert_int_equal(hw_destroy_ah(ah), 0);
+	assert_int_equal(hw_dealloc_pd(pd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -329,6 +361,7 @@ int main(void)
 	    T(create_qp_at_max_qp_wr),
 	    T(flushed_receives_keep_their_wr_ids),
 
+	    T(dealloc_pd_in_use_is_busy),
 #undef T
 	};
 
