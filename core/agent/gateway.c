@@ -384,19 +384,24 @@ int gw_serve(struct gateway *g, gw_handler fn, void *arg)
 {
 	struct gw_shared *s = g->s;
 	struct gw_slot *ready[GW_SLOTS];
-	uint64_t now = clock_ns();
+	bool taken[GW_SLOTS] = {false};
+	uint64_t now = clock_ns(), newest = 0;
 	bool reap = now >= g->next_reap_ns;
 	int n = 0;
 
 	if (reap)
 		g->next_reap_ns = now + GW_REAP_NS;
+
 	for (int i = 0; i < GW_SLOTS; i++) {
 		struct gw_slot *sl = &s->slots[i];
 		uint32_t st = atomic_load_explicit(&sl->state, memory_order_acquire);
 
-		if (st == SLOT_READY)
+		if (st == SLOT_READY) {
 			ready[n++] = sl;
-		else if (reap && (st == SLOT_CLAIMED || st == SLOT_DONE) && pid_gone(sl->pid) &&
+			taken[i] = true;
+			if (sl->ticket > newest)
+				newest = sl->ticket;
+		} else if (reap && (st == SLOT_CLAIMED || st == SLOT_DONE) && pid_gone(sl->pid) &&
 			 atomic_compare_exchange_strong(&sl->state, &st, SLOT_FREE)) {
 			atomic_fetch_add(&s->reaped, 1); /* its client died mid-request */
 			if (st == SLOT_DONE && sl->spilled) {
@@ -406,6 +411,19 @@ int gw_serve(struct gateway *g, gw_handler fn, void *arg)
 					unlink(path);
 			}
 		}
+	}
+	/*
+	 * The scan can pass a slot just before its client marks it ready, then
+	 * find the same client's next request in a later slot.  That request's
+	 * earlier ones were ready before it took its ticket, so a second look
+	 * finds every one the first missed below the newest ticket taken.
+	 */
+	for (int i = 0; i < GW_SLOTS && n; i++) {
+		struct gw_slot *sl = &s->slots[i];
+
+		if (!taken[i] && atomic_load_explicit(&sl->state, memory_order_acquire) == SLOT_READY &&
+		    sl->ticket < newest)
+			ready[n++] = sl;
 	}
 	/* Ticket order keeps each client's requests in the order it made them. */
 	for (int i = 1; i < n; i++)

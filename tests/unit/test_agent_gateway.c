@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core/agent/gateway + pidfile: backpressure as -EAGAIN, ticket order, a
+ * core/agent/gateway + pidfile: backpressure as -EAGAIN, ticket order (also
+ * while the agent serves concurrently), a
  * client killed mid-request reclaimed, a dead agent seen as -ENOTCONN, and a
  * second agent refused while the first holds the pid file.
  */
@@ -14,6 +15,7 @@
 #include "core/util/clock.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,8 +66,8 @@ struct served {
 	uint32_t order[64];
 };
 
-static int record(void *arg, uint32_t slot, const struct gw_request *req, const void *in, size_t inlen, void *out,
-		  size_t *outlen)
+static int record(void *arg, uint32_t slot, const struct gw_request *req, const void *in, size_t inlen,
+		  void *out, size_t *outlen)
 {
 	struct served *s = arg;
 	uint32_t v = 0;
@@ -210,6 +212,70 @@ static void test_agent_gone(void **state)
 	assert_int_equal(gw_open(f->dir, 0, &cl), -ENOTCONN);
 }
 
+/*
+ * A client's requests are served in the order it made them even while the
+ * agent serves concurrently: a scan that passed a slot just before its
+ * request became ready must not serve the client's next request first.
+ */
+#define RACE_REQUESTS 100000
+
+struct race_server {
+	struct gateway *agent;
+	_Atomic int stop;
+	uint32_t next, disorder;
+};
+
+static int in_order(void *arg, uint32_t slot, const struct gw_request *req, const void *in, size_t inlen,
+		    void *out, size_t *outlen)
+{
+	struct race_server *r = arg;
+	uint32_t v;
+
+	(void)slot, (void)req, (void)out, (void)outlen;
+	assert_true(inlen == sizeof(v));
+	memcpy(&v, in, sizeof(v));
+	if (v != r->next)
+		r->disorder++;
+	r->next = v + 1;
+	return 0;
+}
+
+static void *race_serve(void *arg)
+{
+	struct race_server *r = arg;
+
+	while (!atomic_load(&r->stop) || r->next < RACE_REQUESTS)
+		if (!gw_serve(r->agent, in_order, r) && atomic_load(&r->stop))
+			break;
+	return NULL;
+}
+
+static void test_order_while_serving(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_request req = {.op = GW_OP_SEND, .node = 1, .timeout_ms = 1000, .name = "q"};
+	struct race_server r = {.agent = f->agent};
+	uint64_t deadline = clock_ns() + 60000000000ull;
+	struct gateway *cl;
+	pthread_t t;
+
+	assert_int_equal(gw_open(f->dir, 0, &cl), 0);
+	assert_int_equal(pthread_create(&t, NULL, race_serve, &r), 0);
+	for (uint32_t i = 0; i < RACE_REQUESTS && clock_ns() < deadline;) {
+		int rc = gw_call(cl, &req, &i, sizeof(i), NULL, 0, NULL, false);
+
+		if (rc == 0)
+			i++;
+		else
+			assert_int_equal(rc, -EAGAIN);
+	}
+	atomic_store(&r.stop, 1);
+	pthread_join(t, NULL);
+	gw_close(cl);
+	assert_int_equal(r.disorder, 0);
+	assert_int_equal(r.next, RACE_REQUESTS);
+}
+
 static void test_pidfile_single_agent(void **state)
 {
 	struct fixture *f = *state;
@@ -231,6 +297,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_call_and_reply, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_client_reclaimed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_agent_gone, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_order_while_serving, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pidfile_single_agent, setup, teardown),
 	};
 
