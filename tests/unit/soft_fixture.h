@@ -74,8 +74,9 @@ static inline struct ibv_qp *fx_qp(struct ibv_pd *pd, struct ibv_cq *cq, enum ib
 	return hw_create_qp(pd, &init);
 }
 
-static inline void fx_rc_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *dgid,
-				uint8_t timeout, uint8_t retry, uint8_t rnr_retry, uint8_t min_rnr_timer)
+/* RESET -> INIT -> RTR towards dest_qpn (dgid NULL: this NIC's own GID). */
+static inline void fx_rc_to_rtr(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *dgid,
+				uint8_t min_rnr_timer)
 {
 	struct ibv_qp_attr a = {
 	    .qp_state = IBV_QPS_INIT,
@@ -102,7 +103,14 @@ static inline void fx_rc_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const unio
 				      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 					  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
 			 0);
-	memset(&a, 0, sizeof(a));
+}
+
+static inline void fx_rc_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *dgid,
+				uint8_t timeout, uint8_t retry, uint8_t rnr_retry, uint8_t min_rnr_timer)
+{
+	struct ibv_qp_attr a = {0};
+
+	fx_rc_to_rtr(qp, dest_qpn, dgid, min_rnr_timer);
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = timeout;
 	a.retry_cnt = retry;

@@ -110,22 +110,9 @@ static void post_send_in_rtr_is_refused(void **state)
 {
 	struct fx *f = *state;
 	struct ibv_qp *q = fx_qp(f->pd, f->scq, IBV_QPT_RC, 1);
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = 0};
+
 	assert_non_null(q);
-	assert_int_equal(
-	    hw_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = f->b->qp_num;
-	a.max_dest_rd_atomic = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.is_global = 1;
-	assert_int_equal(hw_query_gid(f->ctx, 1, 0, &a.ah_attr.grh.dgid), 0);
-	assert_int_equal(hw_modify_qp(q, &a,
-				      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-			 0);
+	fx_rc_to_rtr(q, f->b->qp_num, NULL, 1);
 	int rc = fx_post(q, IBV_WR_SEND, 1, f->abuf, 8, f->amr->lkey, 0, 0);
 	hw_destroy_qp(q);
 	assert_int_equal(rc, EINVAL);
