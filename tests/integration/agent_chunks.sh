@@ -13,11 +13,7 @@
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$(dirname "$0")/lib/three_agents.sh" chunks
-for r in 0 1 2; do
-	mkdir -m 700 "$T/a$r"
-	A $r -q agent start --hosts="$hosts" --rank=$r || fail "agent $r did not start"
-done
-for r in 0 1 2; do wait_for links_up $r || fail "links of rank $r not up: $(A $r agent status)"; done
+start_agents
 A 1 agent chan create q --bytes=$((64 << 20)) --max-msg=$((4 << 20))
 
 # The messages: a header naming sender and number, then random bytes; sizes around every boundary.

@@ -12,11 +12,7 @@
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$(dirname "$0")/lib/three_agents.sh" cdeath
-for r in 0 1 2; do
-	mkdir -m 700 "$T/a$r"
-	A $r -q agent start --hosts="$hosts" --rank=$r || fail "agent $r did not start"
-done
-for r in 0 1 2; do wait_for links_up $r || fail "links of rank $r not up: $(A $r agent status)"; done
+start_agents
 A 2 agent chan create src
 gateway() { A 0 -j agent status | jq -c .gateway; }
 # the retries node 2 counted for node 0's requests (a request waiting at it retries)

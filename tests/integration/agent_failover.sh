@@ -13,7 +13,7 @@
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 X_TIMEOUT=120
-. "$(dirname "$0")/lib/sibling_agents.sh" failover traffic
+. "$(dirname "$0")/lib/agent_nodes.sh" failover 2 2 traffic
 rails_up() {
 	[ "$(A "$1" -j agent status | jq '[.agents[] | select(.running and .peers[0].state == "up")] | length')" = 2 ]
 }

@@ -21,10 +21,7 @@ for bad in 0 -1 1.5 x 70000; do
 done
 
 export RDMATOOL_AGENT_MAX_INJECTION_MB=1 RDMATOOL_AGENT_MAX_EJECTION_MB=1 RDMATOOL_AGENT_MAX_GETMSG_MB=1
-for r in 0 1 2; do
-	A $r -q agent start --hosts="$hosts" --rank=$r || fail "agent $r did not start"
-done
-for r in 0 1 2; do wait_for links_up $r || fail "links of rank $r not up: $(A $r agent status)"; done
+start_agents
 A 1 agent chan create q --bytes=$((64 << 20)) --max-msg=$((4 << 20))
 A 1 agent chan create g --capacity=64 --bytes=$((4 << 20)) --max-msg=65536
 

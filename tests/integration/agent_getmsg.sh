@@ -11,11 +11,7 @@
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$(dirname "$0")/lib/three_agents.sh" getmsg traffic
-for r in 0 1 2; do
-	mkdir -m 700 "$T/a$r"
-	A $r -q agent start --hosts="$hosts" --rank=$r || fail "agent $r did not start"
-done
-for r in 0 1 2; do wait_for links_up $r || fail "links of rank $r not up: $(A $r agent status)"; done
+start_agents
 A 1 agent chan create g --capacity=32 --bytes=$((48 << 20)) --max-msg=$((4 << 20))
 
 FILLS=40

@@ -9,7 +9,7 @@
 # come up and a message goes through.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-. "$(dirname "$0")/lib/sibling_agents.sh" mismatch
+. "$(dirname "$0")/lib/agent_nodes.sh" mismatch 2 2
 for r in 0 1; do mkdir -m 700 "$T/a$r"; done
 
 A 0 -q agent start --hosts="$hosts" --rank=0 --agents-per-node=2 || fail "node 0 did not start"

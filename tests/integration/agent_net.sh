@@ -17,11 +17,7 @@ run() {
 	set -e
 }
 
-for r in 0 1 2; do
-	mkdir -m 700 "$T/a$r"
-	A $r -q agent start --hosts="$hosts" --rank=$r || fail "agent $r did not start: $(cat "$T/a$r/agent.$r.log")"
-done
-for r in 0 1 2; do wait_for links_up $r || fail "links of rank $r not up: $(A $r agent status)"; done
+start_agents
 
 A 1 agent chan create q
 A 2 agent chan create src

@@ -12,7 +12,7 @@
 # In the foreground, stopping the first agent stops its siblings.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-. "$(dirname "$0")/lib/sibling_agents.sh" siblings traffic
+. "$(dirname "$0")/lib/agent_nodes.sh" siblings 2 2 traffic
 for r in 0 1; do mkdir -m 700 "$T/a$r"; done
 
 # Bad values: exit 2, naming the option and what to give.
