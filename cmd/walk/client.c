@@ -18,8 +18,8 @@
 #include <time.h>
 
 #define MAX_REDRAWS	  1000
-#define INV_OWED_MAX	  16 /* SEND_WITH_INV draws that could not run, kept for later */
-#define INV_RETRY_STEPS	  2
+#define OWED_MAX	  16 /* draws of one action that could not run, kept for later */
+#define OWED_RETRY_STEPS  2
 #define FLUSH_DEADLINE_NS (3ULL * 1000000000ULL)
 #define DRAIN_TIMEOUT_NS  (5ULL * 1000000000ULL)
 #define PROBE_PROBABILITY 0.3
@@ -618,6 +618,24 @@ static void quiesce_sends(struct walk_client *c, uint64_t timeout_ns)
 	}
 }
 
+/*
+ * Serves one owed draw: the next action, round robin, that could not run
+ * when drawn and can now.  true if one ran.
+ */
+static bool serve_owed(struct walk_client *c)
+{
+	for (int k = 0; k < ACT_COUNT; k++) {
+		int a = (c->owed_next + k) % ACT_COUNT;
+
+		if (c->owed[a] && walk_do_action(c, (enum walk_action)a)) {
+			c->owed[a]--;
+			c->owed_next = (a + 1) % ACT_COUNT;
+			return true;
+		}
+	}
+	return false;
+}
+
 static void one_step(struct walk_client *c, bool lockstep)
 {
 	int a = rng_weighted(&c->rng, c->weight, ACT_COUNT);
@@ -625,19 +643,19 @@ static void one_step(struct walk_client *c, bool lockstep)
 	walk_client_take_messages(c);
 	c->seq++;
 	/*
-	 * A SEND_WITH_INV needs a peer's type-2 key on our pair and credit
-	 * there at once, which a single draw rarely finds: one that could not
-	 * run is owed and tried again every few steps.
+	 * A drawn action that can neither run nor be stepped toward is owed:
+	 * redrawing alone would shift the mix toward the cheap, always-possible
+	 * actions whenever the state (a full outbox on a loaded machine, a
+	 * SEND_WITH_INV waiting for a peer's key and credit at once) blocks the
+	 * others for a while.  Every few steps one owed draw is served first.
 	 */
-	if (c->inv_owed && !(c->seq % INV_RETRY_STEPS) && walk_do_send_with_inv(c)) {
-		c->inv_owed--;
+	if (!(c->seq % OWED_RETRY_STEPS) && serve_owed(c))
 		a = -1;
-	}
 	for (int tries = 0; a >= 0 && tries < MAX_REDRAWS; tries++) {
 		if (walk_do_action(c, (enum walk_action)a))
 			break;
-		if (a == ACT_SEND_WITH_INV && c->inv_owed < INV_OWED_MAX)
-			c->inv_owed++;
+		if (c->owed[a] < OWED_MAX)
+			c->owed[a]++;
 		if (walk_toward(c, (enum walk_action)a))
 			break;
 		c->stats.redraws[a]++;

@@ -198,7 +198,8 @@ struct walk_client {
 	unsigned char *buf;
 	uint32_t next_pd_id;
 	struct walk_hint hint;
-	int inv_owed; /* SEND_WITH_INV draws still to serve (one_step) */
+	uint8_t owed[ACT_COUNT]; /* draws that could not run, still to serve (one_step) */
+	int owed_next;		 /* where the round-robin over owed actions resumes */
 	struct walk_devprobe devprobe;
 	uint64_t seq;
 

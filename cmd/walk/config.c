@@ -39,6 +39,8 @@ const char *const walk_action_names[ACT_COUNT] = {
 /*
  * The original's weights, except modify_qp_error and send_with_inv, which
  * it leaves at 0: here they run too, so the whole action space is covered.
+ * modify_qp_error weighs as much as destroy_qp because every QP the walker
+ * destroys goes through ERR first (its WRs must flush).
  */
 static const uint32_t default_weight[ACT_COUNT] = {
     [ACT_CREATE_CQ] = 1,
@@ -55,7 +57,7 @@ static const uint32_t default_weight[ACT_COUNT] = {
     [ACT_BIND_MW_TYPE2] = 5,
     [ACT_CREATE_RC_QP_PAIR] = 2,
     [ACT_CREATE_UD_QP] = 1,
-    [ACT_MODIFY_QP_ERROR] = 1,
+    [ACT_MODIFY_QP_ERROR] = 2,
     [ACT_DESTROY_QP] = 2,
     [ACT_CREATE_AH] = 5,
     [ACT_DESTROY_AH] = 5,
