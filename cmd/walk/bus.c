@@ -47,7 +47,7 @@ struct walk_bus *walk_bus_inproc(int clients)
 static void *reader_main(void *arg)
 {
 	struct walk_bus *b = arg;
-	struct walk_msg m;
+	struct walk_msg m[WALK_FRAME_MSGS];
 
 	for (;;) {
 		uint16_t type;
@@ -66,8 +66,9 @@ static void *reader_main(void *arg)
 			break;
 		if (type == FRAME_GO_DOWN)
 			atomic_store(&b->go_down, true);
-		else if (type == FRAME_MSG && len == sizeof(m))
-			mailbox_push(b->inbox[0], &m, -1); /* -EPIPE once closed: dropped */
+		else if (type == FRAME_MSG && len && len % sizeof(m[0]) == 0)
+			for (uint32_t i = 0; i < len / sizeof(m[0]); i++)
+				mailbox_push(b->inbox[0], &m[i], -1); /* -EPIPE once closed: dropped */
 	}
 	atomic_store(&b->go_down, true);
 	mailbox_close(b->inbox[0]);
@@ -77,16 +78,18 @@ static void *reader_main(void *arg)
 static void *writer_main(void *arg)
 {
 	struct walk_bus *b = arg;
-	struct walk_msg m;
+	struct walk_msg m[WALK_FRAME_MSGS];
 
 	for (;;) {
-		int rc = mailbox_pop(b->outbound, &m, 1000);
+		int rc = mailbox_pop(b->outbound, &m[0], 1000), n = 1;
 
 		if (rc == -EPIPE)
 			break;
+		while (rc == 0 && n < WALK_FRAME_MSGS && mailbox_try_pop(b->outbound, &m[n]) == 0)
+			n++;
 		pthread_mutex_lock(&b->send_lock);
 		if (rc == 0)
-			oob_send(b->conn, FRAME_MSG, &m, sizeof(m));
+			oob_send(b->conn, FRAME_MSG, m, (uint32_t)(n * sizeof(m[0])));
 		else
 			oob_send(b->conn, FRAME_HEARTBEAT, NULL, 0);
 		pthread_mutex_unlock(&b->send_lock);

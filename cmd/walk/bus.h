@@ -13,6 +13,13 @@
 struct oob_conn;
 
 #define WALK_MAILBOX_DEPTH 4096
+/*
+ * Messages one FRAME_MSG carries at most.  Every key a client issues or
+ * removes is broadcast, so the hub forwards tens of thousands of messages a
+ * second; a frame each (four system calls to read it, one to write it) made
+ * the hub the bottleneck of a multinode run.
+ */
+#define WALK_FRAME_MSGS 64
 
 /* In-process bus for `clients` clients. */
 struct walk_bus *walk_bus_inproc(int clients);
@@ -37,7 +44,7 @@ void walk_bus_free(struct walk_bus *b);
 enum walk_frame {
 	FRAME_HELLO = 1, /* child -> hub: struct walk_hello */
 	FRAME_TABLE,	 /* hub -> child: struct walk_peer_addr[clients] */
-	FRAME_MSG,	 /* struct walk_msg, either way */
+	FRAME_MSG,	 /* 1..WALK_FRAME_MSGS struct walk_msg, either way */
 	FRAME_QUIESCED,	 /* child -> hub: stopped issuing */
 	FRAME_GO_DOWN,	 /* hub -> child: everyone stopped, tear down */
 	FRAME_STATS,	 /* child -> hub: struct walk_stats */

@@ -315,13 +315,41 @@ static void hub_stop(struct hub *h, uint64_t now)
 }
 
 /* Forwards frames until every client reported its statistics (or died, or went silent). */
+/*
+ * Forwards the messages of one frame from client src, batched per
+ * destination (one frame to each, not one per message).  A message that is
+ * not valid, or claims another source, is dropped.
+ */
+static void hub_route(struct hub *h, int src, const struct walk_msg *m, size_t count,
+		      struct walk_msg (*out)[WALK_FRAME_MSGS], int *nout)
+{
+	for (size_t k = 0; k < count; k++) {
+		int d = m[k].dst;
+
+		if (!walk_msg_valid(&m[k], h->n) || m[k].src != src)
+			continue;
+		out[d][nout[d]++] = m[k];
+		if (nout[d] == WALK_FRAME_MSGS) {
+			hub_send(h, d, FRAME_MSG, out[d], (uint32_t)sizeof(out[d]));
+			nout[d] = 0;
+		}
+	}
+	for (int d = 0; d < h->n; d++)
+		if (nout[d]) {
+			hub_send(h, d, FRAME_MSG, out[d], (uint32_t)(nout[d] * sizeof(out[d][0])));
+			nout[d] = 0;
+		}
+}
+
 static void hub_loop(struct hub *h, void *buf, uint32_t cap)
 {
 	struct walk_result *res = h->res;
 	struct pollfd *pfd = calloc((size_t)h->n, sizeof(*pfd));
+	struct walk_msg(*out)[WALK_FRAME_MSGS] = calloc((size_t)h->n, sizeof(*out));
+	int *nout = calloc((size_t)h->n, sizeof(*nout));
 	uint64_t last_sent = walk_now_ns();
 
-	while (pfd && h->nreported < h->n) {
+	while (pfd && out && nout && h->nreported < h->n) {
 		for (int i = 0; i < h->n; i++) {
 			pfd[i].fd = h->gone[i] ? -1 : oob_conn_fd(h->conn[i]);
 			pfd[i].events = POLLIN;
@@ -343,11 +371,8 @@ static void hub_loop(struct hub *h, void *buf, uint32_t cap)
 				continue;
 			}
 			h->last_seen_ns[i] = walk_now_ns();
-			if (type == FRAME_MSG && len == sizeof(struct walk_msg)) {
-				struct walk_msg *m = buf;
-
-				if (walk_msg_valid(m, h->n) && m->src == i)
-					hub_send(h, m->dst, FRAME_MSG, m, len);
+			if (type == FRAME_MSG && len && len % sizeof(struct walk_msg) == 0) {
+				hub_route(h, i, buf, len / sizeof(struct walk_msg), out, nout);
 			} else if (type == FRAME_QUIESCED) {
 				hub_client_done(h, i);
 			} else if (type == FRAME_STATS && len == sizeof(struct walk_stats) &&
@@ -366,6 +391,8 @@ static void hub_loop(struct hub *h, void *buf, uint32_t cap)
 		hub_heartbeat(h, now, &last_sent);
 		hub_stop(h, now);
 	}
+	free(nout);
+	free(out);
 	free(pfd);
 }
 
@@ -395,7 +422,11 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 	struct oob_listener *l = NULL;
 	struct walk_peer_addr *table = calloc((size_t)n, sizeof(*table));
 	pid_t *pid = calloc((size_t)n, sizeof(*pid));
-	uint32_t cap = sizeof(struct walk_stats) + 64;
+	/* the largest frame the hub reads: a client's stats or a full batch of messages */
+	uint32_t cap = (uint32_t)(sizeof(struct walk_stats) > sizeof(struct walk_msg[WALK_FRAME_MSGS])
+				      ? sizeof(struct walk_stats)
+				      : sizeof(struct walk_msg[WALK_FRAME_MSGS])) +
+		       64;
 	void *buf = malloc(cap);
 	uint64_t start = walk_now_ns();
 	int err, port;
