@@ -129,7 +129,8 @@ deps:
 
 # In `make deps demo` (parallel or not) nothing compiles before deps ran.
 ifneq ($(filter deps,$(MAKECMDGOALS)),)
-check-deps $(BUILD)/cmd/main.o $(CORE_OBJ) $(CMD_OBJ) $(UNIT_HELPER_OBJ): | deps
+check-deps $(BUILD)/cmd/main.o $(CORE_OBJ) $(CMD_OBJ) $(VERBS_LIB_OBJ) $(UNIT_HELPER_OBJ) \
+  $(UNIT_BIN) $(TOOL_BIN): | deps
 endif
 
 demo: check-deps all
