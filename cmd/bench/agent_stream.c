@@ -11,12 +11,12 @@
  * same messages directly with core sends, no agent (agent_rate,
  * cmd/bench/direct_rate.c), the core transport's send_bw on one device
  * (agent_rate), and core write_bw between two processes on their own devices
- * as the two agents are (agent_bw, cmd/bench/pair_write_bw.c).
+ * as the two agents are (agent_bw, cmd/bench/pair_transport.c).
  */
 #include "cmd/bench/agent_pair.h"
 #include "cmd/bench/bench.h"
 #include "cmd/bench/direct_rate.h"
-#include "cmd/bench/pair_write_bw.h"
+#include "cmd/bench/pair_transport.h"
 #include "cmd/cmd.h"
 #include "cmd/print.h"
 #include "core/agent/agent.h"
@@ -268,7 +268,7 @@ static int run(const char *test, size_t size, long iters, int procs, enum agent_
 	if (!rc && baseline && with_no_aggregation && core_send_bw(size, iters, &core, err, sizeof(err)))
 		return run_error("bench", "the core send_bw baseline failed: %s", err);
 	if (!rc && baseline && !with_no_aggregation &&
-	    pair_write_bw(size ? size : 8, BW_BASELINE_S, &core, err, sizeof(err)))
+	    pair_transport("write_bw", size ? size : 8, BW_BASELINE_S, 0, &core, err, sizeof(err)))
 		return run_error("bench", "the core write_bw baseline failed: %s", err);
 	if (rc)
 		return run_error("bench", "%s", err[0] ? err : strerror(-rc));

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Core write_bw between two processes, each with its own soft device linked
- * over the wire as two agents are: a bench server forked on a free loopback
- * port, and this process as its client.  The in-process write_bw shares one
- * device and moves data with one memcpy, which no path through agents can
- * compare with.
+ * A core transport test between two processes, each with its own soft
+ * device linked over the wire as two agents are: a bench server forked on a
+ * free loopback port, and this process as its client.  In one process both
+ * ends share one device: write_bw moves data with one memcpy and send_lat
+ * never crosses the wire, which no path through agents can compare with.
  */
-#include "cmd/bench/pair_write_bw.h"
+#include "cmd/bench/pair_transport.h"
 #include "core/stats/stats.h"
 
 #include <errno.h>
@@ -35,16 +35,21 @@ static int free_loopback_port(void)
 	return port;
 }
 
-int pair_write_bw(size_t size, double seconds, struct bench_result *r, char *err, size_t errlen)
+int pair_transport(const char *test, size_t size, double seconds, long iters, struct bench_result *r,
+		   char *err, size_t errlen)
 {
-	struct bench_opts o = {
-	    .size = size, .duration = seconds, .threads = 1, .stripes = 1, .lock = CORE_LOCK_STRIPED};
+	struct bench_opts o = {.size = size,
+			       .duration = seconds,
+			       .iters = iters,
+			       .threads = 1,
+			       .stripes = 1,
+			       .lock = CORE_LOCK_STRIPED};
 	char addr[32];
 	int port = free_loopback_port(), rc, status;
 	pid_t server;
 
 	if (port < 0) {
-		snprintf(err, errlen, "no free loopback port for the write_bw baseline: %s", strerror(-port));
+		snprintf(err, errlen, "no free loopback port for the %s baseline: %s", test, strerror(-port));
 		return port;
 	}
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
@@ -54,7 +59,7 @@ int pair_write_bw(size_t size, double seconds, struct bench_result *r, char *err
 	server = fork();
 	if (server < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot fork the write_bw baseline's server: %s", strerror(errno));
+		snprintf(err, errlen, "cannot fork the %s baseline's server: %s", test, strerror(errno));
 		return rc;
 	}
 	if (server == 0) {
@@ -69,7 +74,7 @@ int pair_write_bw(size_t size, double seconds, struct bench_result *r, char *err
 	}
 	rc = bench_client_open(addr, err, errlen);
 	if (!rc) {
-		rc = bench_client(addr, "write_bw", &o, r, err, errlen);
+		rc = bench_client(addr, test, &o, r, err, errlen);
 		bench_client_close();
 	}
 	if (rc)
