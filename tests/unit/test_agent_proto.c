@@ -87,6 +87,17 @@ static void test_timeouts(void **state)
 	assert_int_equal(proto_timeout_encode(proto_timeout_decode(254) + 1), PROTO_TIMEOUT_INF);
 	for (int c = 2; c < 255; c++)
 		assert_true(proto_timeout_decode((uint8_t)c) >= proto_timeout_decode((uint8_t)(c - 1)));
+	/* Every code's own timeout, and one ms either side, encodes to the smallest code that covers it. */
+	for (int c = 1; c < 255; c++)
+		for (int64_t ms = proto_timeout_decode((uint8_t)c) - 1; ms <= proto_timeout_decode((uint8_t)c) + 1;
+		     ms++) {
+			int smallest = 1;
+
+			while (smallest < 255 && proto_timeout_decode((uint8_t)smallest) < ms)
+				smallest++;
+			if (ms > 0)
+				assert_int_equal(proto_timeout_encode(ms), smallest);
+		}
 }
 
 static void test_connect(void **state)
