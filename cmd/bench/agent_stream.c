@@ -46,16 +46,25 @@ struct stream_result {
 	double items_per_buffer; /* node 0's aggregation factor toward node 1 */
 };
 
-/* Node 0's aggregation factor toward node 1, as its agent publishes it (every 100 ms). */
-static double aggregation_factor(const char *dir0)
+/*
+ * Node 0's aggregation factor toward node 1, as its agent publishes it
+ * (every 100 ms): read once the published counts take in the run's items,
+ * or after 2 s (0 when nothing was published).
+ */
+static double aggregation_factor(const char *dir0, long items)
 {
+	uint64_t deadline = clock_ns() + 2000000000ull;
 	struct gateway *g;
 	struct gw_info info;
 
-	usleep(150000);
 	if (gw_open(dir0, 0, &g))
 		return 0;
-	gw_info(g, &info);
+	do {
+		gw_info(g, &info);
+		if (info.peer_stats[1].buffer_items_sent >= (uint64_t)items)
+			break;
+		usleep(10000);
+	} while (clock_ns() < deadline);
 	gw_close(g);
 	return info.peer_stats[1].buffers_sent
 		   ? (double)info.peer_stats[1].buffer_items_sent / (double)info.peer_stats[1].buffers_sent
@@ -173,7 +182,7 @@ static int stream(size_t size, long iters, int procs, enum agent_send_mode mode,
 
 		r->msgs_per_s = (double)iters / s;
 		r->mib_per_s = (double)iters * (double)size / MIB / s;
-		r->items_per_buffer = aggregation_factor(dir0);
+		r->items_per_buffer = aggregation_factor(dir0, iters);
 	}
 	agent_pair_stop(&pair);
 	return rc;

@@ -93,6 +93,7 @@ struct chan {
 	uint64_t data_size;
 	uint32_t capacity_msgs, max_msg;
 	char name[CHAN_NAME_MAX + 1];
+	bool wake_owed; /* a quiet send left receivers asleep (chan_send_quiet) */
 };
 
 static uint64_t record_size(uint64_t len)
@@ -288,6 +289,7 @@ void chan_close(struct chan *c)
 {
 	if (!c)
 		return;
+	chan_wake_owed(c);
 	munmap(c->s, c->map_len);
 	free(c);
 }
@@ -466,7 +468,7 @@ static uint64_t place_record(const struct chan *c, struct chan_end h, struct cha
 	return t.off + need <= h.off ? t.off : UINT64_MAX;
 }
 
-int chan_send(struct chan *c, const void *buf, size_t len, int timeout_ms, uint64_t *seq)
+static int send_record(struct chan *c, const void *buf, size_t len, int timeout_ms, uint64_t *seq, bool quiet)
 {
 	uint64_t deadline = deadline_of(timeout_ms), need = record_size(len);
 	struct chan_shared *s = c->s;
@@ -496,7 +498,10 @@ int chan_send(struct chan *c, const void *buf, size_t len, int timeout_ms, uint6
 			chan_unlock(c);
 			if (seq)
 				*seq = t.seq;
-			chan_wake(s, futex_word(&s->sent), &s->recv_sleepers);
+			if (quiet)
+				c->wake_owed = true;
+			else
+				chan_wake(s, futex_word(&s->sent), &s->recv_sleepers);
 			return 0;
 		}
 		uint32_t seen = atomic_load(futex_word(&s->taken));
@@ -506,6 +511,24 @@ int chan_send(struct chan *c, const void *buf, size_t len, int timeout_ms, uint6
 		if (rc)
 			return rc;
 	}
+}
+
+int chan_send(struct chan *c, const void *buf, size_t len, int timeout_ms, uint64_t *seq)
+{
+	return send_record(c, buf, len, timeout_ms, seq, false);
+}
+
+int chan_send_quiet(struct chan *c, const void *buf, size_t len, uint64_t *seq)
+{
+	return send_record(c, buf, len, 0, seq, true);
+}
+
+void chan_wake_owed(struct chan *c)
+{
+	if (!c->wake_owed)
+		return;
+	c->wake_owed = false;
+	chan_wake(c->s, futex_word(&c->s->sent), &c->s->recv_sleepers);
 }
 
 int chan_recv(struct chan *c, void *buf, size_t cap, size_t *len, int timeout_ms)

@@ -80,6 +80,15 @@ const char *chan_name(const struct chan *c);
  */
 int chan_send(struct chan *c, const void *buf, size_t len, int timeout_ms, uint64_t *seq);
 /*
+ * chan_send with timeout 0 that leaves sleeping receivers asleep: a process
+ * depositing many messages in a row (the agent serving an eager buffer) pays
+ * one wake-up for all of them, in chan_wake_owed(), which it must call before
+ * it waits for anything.  chan_close() wakes what is owed.
+ */
+int chan_send_quiet(struct chan *c, const void *buf, size_t len, uint64_t *seq);
+/* Wakes the receivers that sleep through quiet sends on this handle, if any. */
+void chan_wake_owed(struct chan *c);
+/*
  * Takes the oldest message into buf.  *len gets its size; if it exceeds cap
  * the message stays in the channel and the call returns -EMSGSIZE.
  */

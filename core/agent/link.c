@@ -698,6 +698,10 @@ static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 	lk->pending_tail = &lk->pending;
 	while (*lk->pending_tail)
 		lk->pending_tail = &(*lk->pending_tail)->next;
+	/* The pass's deposits wake each channel's receivers once, not once per message. */
+	for (uint32_t i = 0; i < LINK_CHAN_CACHE; i++)
+		if (lk->cache[i].c)
+			chan_wake_owed(lk->cache[i].c);
 }
 
 void links_close(struct agent_links *lk)
@@ -1533,7 +1537,7 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 	switch (t->h.type) {
 	case PROTO_SENDMSG:
 		if (!t->deposited) {
-			rc = chan_send(c, t->data, t->len, 0, &t->seq);
+			rc = chan_send_quiet(c, t->data, t->len, &t->seq);
 			t->deposited = rc == 0;
 		}
 		if (t->deposited && t->h.mode == AGENT_SEND_RECEIVED)
@@ -1587,6 +1591,10 @@ static void serve_pending(struct agent_links *lk)
 	lk->pending_tail = &lk->pending;
 	while (*lk->pending_tail)
 		lk->pending_tail = &(*lk->pending_tail)->next;
+	/* The pass's deposits wake each channel's receivers once, not once per message. */
+	for (uint32_t i = 0; i < LINK_CHAN_CACHE; i++)
+		if (lk->cache[i].c)
+			chan_wake_owed(lk->cache[i].c);
 }
 
 /* Queues a complete request (t->data filled) behind the others, or answers it when its port is unbound. */
