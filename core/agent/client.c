@@ -319,17 +319,26 @@ static size_t chunk_bytes(void)
 
 /*
  * A remote send larger than one chunk: chunks in order, each a buffered
- * request (the agent takes them in ticket order, so they stay in order on
- * the link), the last one in the caller's mode.
+ * request (the agent takes a client's requests in ticket order, so they stay
+ * in order on the link), the last one in the caller's mode.  Up to
+ * CHUNK_WINDOW chunks are in the agent's hands at once: waiting for each
+ * before copying the next made every 64 KiB chunk pay a whole round trip to
+ * the target (with rma the target reads the chunk out of its slot before
+ * the slot is answered).  Every posted chunk is waited for, even after one
+ * failed; the first failure is the result.
  */
+#define CHUNK_WINDOW 8
+
 static int remote_send_chunked(struct agent_chan *h, const uint8_t *buf, size_t len,
 			       enum agent_send_mode mode, int timeout_ms, size_t chunk)
 {
 	static _Atomic uint32_t counter;
 	struct gw_request req = {
 	    .op = GW_OP_SEND, .node = h->node, .timeout_ms = timeout_ms, .msg_total = len};
+	struct gw_posted window[CHUNK_WINDOW];
+	unsigned oldest = 0, posted = 0;
 	struct gateway *gw;
-	int rc = handle_gateway(h, &gw);
+	int rc = handle_gateway(h, &gw), first_error = 0;
 
 	if (rc)
 		return rc;
@@ -337,28 +346,51 @@ static int remote_send_chunked(struct agent_chan *h, const uint8_t *buf, size_t 
 		return -EMSGSIZE;
 	req.msg_id = (uint64_t)getpid() << 32 | atomic_fetch_add(&counter, 1);
 	snprintf(req.name, sizeof(req.name), "%s", h->addr.name);
-	for (size_t off = 0; off < len; off += chunk) {
+	for (size_t off = 0; off < len && !first_error; off += chunk) {
 		size_t n = len - off < chunk ? len - off : chunk;
-		bool last = off + n == len;
+		bool last = off + n == len, wait = !last || mode != AGENT_SEND_IMMEDIATELY;
 
 		req.msg_offset = off;
 		req.mode = last ? mode : AGENT_SEND_BUFFERED;
-		do {
+		for (;;) {
+			if (posted - oldest == CHUNK_WINDOW) { /* the window is full: the oldest first */
+				rc = gw_wait(gw, &window[oldest++ % CHUNK_WINDOW], NULL, 0, NULL);
+				if (rc && !first_error)
+					first_error = rc;
+			}
+			if (first_error)
+				break;
 			struct gateway *was = gw;
 
-			rc = gw_call(gw, &req, buf + off, n, NULL, 0, NULL,
-				     !last || mode != AGENT_SEND_IMMEDIATELY);
-			if (rc == -EAGAIN)
-				sched_yield(); /* the gateway is full: a message half sent must not give up
-						  now */
+			rc = gw_post(gw, &req, buf + off, n, wait, &window[posted % CHUNK_WINDOW]);
+			if (!rc) {
+				posted += wait;
+				break;
+			}
 			/* Its agent died before the first chunk: the whole message through a sibling. */
 			if (rc == -ENOTCONN && off == 0 && h->nsib > 1 && !handle_gateway(h, &gw) && gw != was)
-				rc = -EAGAIN;
-		} while (rc == -EAGAIN);
-		if (rc)
-			return rc;
+				continue;
+			if (rc != -EAGAIN) {
+				first_error = rc;
+				break;
+			}
+			/* The gateway is full: free a slot of ours, or let the agent run; a message half sent
+			 * must not give up now. */
+			if (posted != oldest) {
+				rc = gw_wait(gw, &window[oldest++ % CHUNK_WINDOW], NULL, 0, NULL);
+				if (rc && !first_error)
+					first_error = rc;
+			} else {
+				sched_yield();
+			}
+		}
 	}
-	return 0;
+	while (oldest != posted) {
+		rc = gw_wait(gw, &window[oldest++ % CHUNK_WINDOW], NULL, 0, NULL);
+		if (rc && !first_error)
+			first_error = rc;
+	}
+	return first_error;
 }
 
 int agent_send(struct agent_chan *h, const void *buf, size_t len, enum agent_send_mode mode, int timeout_ms)

@@ -770,13 +770,13 @@ static void remote_answer_took(struct gateway *g, uint64_t ns)
 	atomic_store_explicit(&g->answer_ns, usual - usual / 4 + ns / 4, memory_order_relaxed);
 }
 
-int gw_call(struct gateway *g, const struct gw_request *req, const void *in, size_t inlen, void *out,
-	    size_t cap, size_t *outlen, bool wait)
+int gw_post(struct gateway *g, const struct gw_request *req, const void *in, size_t inlen, bool wait,
+	    struct gw_posted *p)
 {
 	struct gw_shared *s = g->s;
 	struct gw_slot *sl = NULL;
 	pid_t me = my_pid();
-	uint64_t deadline, start = (uint64_t)me * 2654435761u;
+	uint64_t start = (uint64_t)me * 2654435761u;
 
 	if (inlen > GW_INLINE)
 		return -EMSGSIZE;
@@ -811,12 +811,23 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 	atomic_fetch_add(&s->doorbell, 1);
 	if (atomic_load(&s->agent_sleeping))
 		bell_ring(g);
-	if (!wait)
-		return 0;
-	deadline = req->timeout_ms < 0 ? 0 : clock_ns() + ((uint64_t)req->timeout_ms + 1000) * 1000000ull;
+	p->slot = (uint32_t)(sl - s->slots);
+	p->op = req->op;
+	p->mode = req->mode;
+	p->timeout_ms = req->timeout_ms;
+	return 0;
+}
+
+int gw_wait(struct gateway *g, const struct gw_posted *p, void *out, size_t cap, size_t *outlen)
+{
+	struct gw_shared *s = g->s;
+	struct gw_slot *sl = &s->slots[p->slot % GW_SLOTS];
+	uint64_t deadline;
+
+	deadline = p->timeout_ms < 0 ? 0 : clock_ns() + ((uint64_t)p->timeout_ms + 1000) * 1000000ull;
 	/* Checking the agent costs system calls: only once a wait of 100 ms passed without an answer. */
 	bool check = false;
-	bool remote_answer = req->op != GW_OP_SEND || req->mode > AGENT_SEND_BUFFERED;
+	bool remote_answer = p->op != GW_OP_SEND || p->mode > AGENT_SEND_BUFFERED;
 	int spins = 0;
 	uint64_t wait_start = clock_ns(), spin_ns = remote_spin_ns(g);
 
@@ -864,7 +875,7 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 			 * from the channel, which giving up would lose.  The agent answers by the request's
 			 * own timeout, or fails it when the link goes down.
 			 */
-			if (!dead && req->op == GW_OP_RECV) {
+			if (!dead && p->op == GW_OP_RECV) {
 				deadline = 0;
 				continue;
 			}
@@ -891,4 +902,13 @@ int gw_call(struct gateway *g, const struct gw_request *req, const void *in, siz
 			continue;
 		check = futex_wait_until(&sl->state, st, until) == -ETIMEDOUT || !atomic_load(&s->running);
 	}
+}
+
+int gw_call(struct gateway *g, const struct gw_request *req, const void *in, size_t inlen, void *out,
+	    size_t cap, size_t *outlen, bool wait)
+{
+	struct gw_posted p;
+	int rc = gw_post(g, req, in, inlen, wait, &p);
+
+	return rc || !wait ? rc : gw_wait(g, &p, out, cap, outlen);
 }

@@ -191,4 +191,20 @@ void gw_info(struct gateway *g, struct gw_info *info);
 int gw_call(struct gateway *g, const struct gw_request *req, const void *in, size_t inlen, void *out,
 	    size_t cap, size_t *outlen, bool wait);
 
+/*
+ * gw_call in two halves, so a client can have several requests in the
+ * agent's hands at once (the chunks of a large message): gw_post queues the
+ * request (-EAGAIN when every slot is taken, -ENOTCONN when the agent is
+ * gone, -EMSGSIZE); with wait true the caller must then gw_wait on it
+ * exactly once, which returns what gw_call would have.
+ */
+struct gw_posted {
+	uint32_t slot;
+	uint32_t op, mode; /* the request's */
+	int32_t timeout_ms;
+};
+int gw_post(struct gateway *g, const struct gw_request *req, const void *in, size_t inlen, bool wait,
+	    struct gw_posted *p);
+int gw_wait(struct gateway *g, const struct gw_posted *p, void *out, size_t cap, size_t *outlen);
+
 #endif

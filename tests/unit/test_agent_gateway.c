@@ -111,6 +111,47 @@ static void test_backpressure_and_order(void **state)
 	gw_close(cl);
 }
 
+/*
+ * gw_post/gw_wait: several waiting requests in the agent's hands at once,
+ * served in the order posted, each wait returning its own request's status
+ * and reply, and every slot free again after its wait.
+ */
+static void test_post_then_wait(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_request req = {.op = GW_OP_SEND, .mode = 1, .timeout_ms = 1000, .name = "q"};
+	struct gw_posted posted[6];
+	struct served s = {0};
+	struct gateway *cl;
+	struct gw_info info;
+
+	assert_int_equal(gw_open(f->dir, 0, &cl), 0);
+	for (uint32_t i = 0; i < 6; i++) {
+		req.node = i % 3 == 2 ? 0 : 1; /* record() fails the requests to node 0 */
+		assert_int_equal(gw_post(cl, &req, &i, sizeof(i), true, &posted[i]), 0);
+	}
+	gw_info(cl, &info);
+	assert_int_equal(info.depth, 6);
+	assert_int_equal(gw_serve(f->agent, record, &s), 6);
+	assert_int_equal(s.n, 6);
+	for (uint32_t i = 0; i < 6; i++) {
+		char out[8] = "";
+		size_t outlen = 0;
+
+		assert_int_equal(s.order[i], i);
+		assert_int_equal(gw_wait(cl, &posted[i], out, sizeof(out), &outlen), i % 3 == 2 ? -EHOSTDOWN : 0);
+		assert_int_equal(outlen, 2);
+		assert_memory_equal(out, "ok", 2);
+	}
+	gw_info(cl, &info);
+	assert_int_equal(info.depth, 0);
+	/* All free: a full gateway's worth of posts fits again. */
+	for (uint32_t i = 0; i < GW_SLOTS; i++)
+		assert_int_equal(gw_post(cl, &req, &i, sizeof(i), false, &posted[0]), 0);
+	assert_int_equal(gw_serve(f->agent, record, &s), GW_SLOTS);
+	gw_close(cl);
+}
+
 /* A waiting client gets the agent's status and reply. */
 static void test_call_and_reply(void **state)
 {
@@ -294,6 +335,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_backpressure_and_order, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_post_then_wait, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_call_and_reply, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_client_reclaimed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_agent_gone, setup, teardown),
