@@ -35,7 +35,9 @@ for r in 0 1 2; do
 	jq -e '.registrations == 1 and .registered_now == 1' <<<"$p" >/dev/null ||
 		fail "node $r: registrations beyond the pool's: $p"
 done
-jq -e '.frames_hwm > 0' <<<"$(pool 1)" >/dev/null || fail "node 1 answered GETMSGs without pooled frames: $(pool 1)"
+# The agent publishes its pool figures every 100 ms: the GETMSGs' frames show by the next update.
+frames_used() { jq -e '.frames_hwm > 0' <<<"$(pool 1)" >/dev/null; }
+wait_for frames_used || fail "node 1 answered GETMSGs without pooled frames: $(pool 1)"
 
 # agent status -j carries what the issue lists: per peer its queue (items waiting for an eager buffer,
 # now and at most), eager buffers in use, the aggregation factor; per cap the bytes pending, their
