@@ -52,7 +52,11 @@ bar "send_lat 8 B two processes t_typical / TCP ping-pong (same 2 processes)" "$
 bar "chan_rate 64 B channel / pipe (same 2 processes)" "$(jq '.channel_over_pipe' "$dir/chan.json")" ">= 2" \
 	"$(jq -r '.results[0] | "(round 1: \(.channel_msgs_per_s / 1e3 | floor) vs \(.pipe_msgs_per_s / 1e3 | floor) kmsg/s, \(.futex_calls_per_msg) futex calls/msg)"' "$dir/chan.json")"
 
-# Issue 13: a deposited send through two agent processes against core send_lat on the same device.
+# Issue 13: a deposited send through two agent processes against core send_lat between two processes
+# on their own devices (as the agents are; since 2026-11-26, before that the baseline was send_lat in
+# one process, 1 us, which never crosses the wire).  A deposited send is a round trip and send_lat
+# half of one: the wire alone makes the ratio 2.  Measured on 2026-11-26 at load 8-9 (helpers
+# building and walking): 18-21 us against 4.5-6.3 us, 3.2-3.5x.  Figures before that date:
 # Measured on 2026-11-23 (2 shared cores, load 9-12 from other builds): a run's median 80-230 us
 # (median of 7 runs 103-138 us; core send_lat 9 us typical), ratio median 13-22x; before the agents'
 # adaptive polling and the lone-item rule 96-267 us (median of 7 runs 149-180 us).  perf sched: the
