@@ -6,7 +6,12 @@
 # speed drifts; both sides of a ratio see the same spells) and each figure is the median of its
 # rounds: typical half round trip for latency (8 B; reads and atomics a whole one), average
 # bandwidth for 64 KiB messages.
+# Both programs of a pair poll without yielding: two that share a CPU take turns by time slice and
+# run several times slower, which the scheduler of a busy machine does now and then.  So every pair,
+# perftest's and core's alike, runs its server on the second CPU and its client on the first
+# (PERFTEST_PIN=0 leaves the placement to the scheduler).
 #   PERFTEST_TESTS (all five)  PERFTEST_ROUNDS (5)  PERFTEST_ITERS (latency iterations, 5000)  PERFTEST_BW_ITERS (5000)
+#   PERFTEST_PIN (1)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 RDMATOOL=${RDMATOOL:-$top/${BUILD:-build}/rdmatool}
@@ -29,6 +34,14 @@ trap cleanup EXIT
 export RDMATOOL_STATS_DIR=$dir
 . "$top/tests/integration/lib/verbs_pair.sh"
 . "$top/tests/integration/lib/bench_server.sh"
+server_pin=() client_pin=()
+if [ "${PERFTEST_PIN:-1}" = 1 ]; then
+	read -r cpu0 cpu1 _ < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))')
+	if [ -n "${cpu1:-}" ]; then
+		export VERBS_PAIR_SERVER_CPU=$cpu1 VERBS_PAIR_CLIENT_CPU=$cpu0
+		server_pin=(taskset -c "$cpu1") client_pin=(taskset -c "$cpu0")
+	fi
+fi
 bar() { printf '%-58s %8.3fx  (bar %s)  %s\n' "$1" "$2" "$3" "${4:-}"; }
 
 # perftest TEST: one client/server run; appends the client's figure to $dir/TEST.perftest.
@@ -51,14 +64,16 @@ perftest() {
 # core TEST: the same measurement by rdmatool bench against a bench server; appends to $dir/TEST.core.
 core() {
 	local t=$1
-	bench_server_start "$dir/server.err" "$RDMATOOL" -q bench --server=127.0.0.1:0
+	bench_server_start "$dir/server.err" "${server_pin[@]}" "$RDMATOOL" -q bench --server=127.0.0.1:0
 	case $t in
 	*_lat)
-		"$RDMATOOL" -q -j bench "$t" -s 8 -n "$ITERS" --lock=striped --client="127.0.0.1:$port" >"$dir/$t.json"
+		"${client_pin[@]}" "$RDMATOOL" -q -j bench "$t" -s 8 -n "$ITERS" --lock=striped --client="127.0.0.1:$port" \
+			>"$dir/$t.json"
 		jq '.results[0].t_typical' "$dir/$t.json" >>"$dir/$t.core"
 		;;
 	*_bw)
-		"$RDMATOOL" -q -j bench "$t" -s "$BW_SIZE" -n "$BW_ITERS" --lock=striped --client="127.0.0.1:$port" \
+		"${client_pin[@]}" "$RDMATOOL" -q -j bench "$t" -s "$BW_SIZE" -n "$BW_ITERS" --lock=striped \
+			--client="127.0.0.1:$port" \
 			>"$dir/$t.json"
 		jq '.results[0].BW_average' "$dir/$t.json" >>"$dir/$t.core"
 		;;

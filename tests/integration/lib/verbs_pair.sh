@@ -5,6 +5,7 @@
 # then runs PROGRAM ARGS -p PORT 127.0.0.1 as the client.  Sets $server_rc and $client_rc and
 # leaves the outputs in $dir/NAME.server and $dir/NAME.client.  Both run under `timeout TIMEOUT`:
 # a hang is an exit status of 124, never a stuck test.  Needs $dir and $RDMATOOL.
+# VERBS_PAIR_SERVER_CPU / VERBS_PAIR_CLIENT_CPU, when set, pin each side to that CPU (taskset).
 
 # In a sanitizer build (make asan/tsan) the preload library needs its sanitizer's runtime,
 # which must come first in LD_PRELOAD (rdmatool exec keeps it there); the programs are not
@@ -36,7 +37,8 @@ verbs_pair() {
 	local name=$1 limit=$2 port i server
 	shift 2
 	port=$(free_port)
-	timeout -k 5 "$limit" "$RDMATOOL" exec -- "$@" -p "$port" >"$dir/$name.server" 2>&1 &
+	${VERBS_PAIR_SERVER_CPU:+taskset -c "$VERBS_PAIR_SERVER_CPU"} \
+		timeout -k 5 "$limit" "$RDMATOOL" exec -- "$@" -p "$port" >"$dir/$name.server" 2>&1 &
 	server=$!
 	for ((i = 0; i < 400; i++)); do
 		listening "$port" && break
@@ -46,7 +48,9 @@ verbs_pair() {
 		sleep 0.05
 	done
 	client_rc=0
-	timeout -k 5 "$limit" "$RDMATOOL" exec -- "$@" -p "$port" 127.0.0.1 >"$dir/$name.client" 2>&1 || client_rc=$?
+	${VERBS_PAIR_CLIENT_CPU:+taskset -c "$VERBS_PAIR_CLIENT_CPU"} \
+		timeout -k 5 "$limit" "$RDMATOOL" exec -- "$@" -p "$port" 127.0.0.1 >"$dir/$name.client" 2>&1 ||
+		client_rc=$?
 	server_rc=0
 	wait "$server" || server_rc=$?
 }
