@@ -534,13 +534,14 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	 * rejoins connects again on the same endpoint.  The CM path is not used here yet.
 	 */
 	attr.env.connect = CORE_CONNECT_OOB;
-	lk->core_eager_max = attr.eager_max;
 	lk->nrx = (int)(cfg->nodes * 4 < LINK_RX_MAX ? cfg->nodes * 4 : LINK_RX_MAX);
 	lk->nlarge = (int)(ejection_for_receives(lk) / LINK_LARGE_MAX);
 	lk->nlarge = lk->nlarge > LINK_RX_LARGE_MAX ? LINK_RX_LARGE_MAX : lk->nlarge < 1 ? 1 : lk->nlarge;
 	rc = core_ep_open(&attr, &lk->ep, why, whylen);
-	if (!rc)
+	if (!rc) {
+		lk->core_eager_max = core_ep_eager_max(lk->ep);
 		rc = open_pool(lk, why, whylen);
+	}
 	if (rc) {
 		links_close(lk);
 		return rc;

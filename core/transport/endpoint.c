@@ -44,7 +44,7 @@ void core_ep_attr_defaults(struct core_ep_attr *attr)
 	attr->lock = CORE_LOCK_STRIPED;
 	core_env_defaults(&attr->env);
 	attr->depth = 128;
-	attr->eager_max = 8192;
+	attr->eager_max = 0; /* the device's: core_ep_eager_max */
 	attr->rx_depth = 64;
 	attr->max_recv = 1024;
 }
@@ -52,6 +52,14 @@ void core_ep_attr_defaults(struct core_ep_attr *attr)
 const char *core_ep_device_name(const struct core_ep *ep)
 {
 	return ep->device.name;
+}
+
+#define EAGER_MAX_NIC  8192u
+#define EAGER_MAX_SOFT 65536u
+
+uint32_t core_ep_eager_max(const struct core_ep *ep)
+{
+	return ep->attr.eager_max;
 }
 
 const char *core_ep_provider_name(const struct core_ep *ep)
@@ -116,6 +124,8 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 	}
 	ep->lid = port.lid;
 	ep->mtu = port.active_mtu;
+	if (!ep->attr.eager_max)
+		ep->attr.eager_max = strcmp(ep->device.provider->name, "soft") ? EAGER_MAX_NIC : EAGER_MAX_SOFT;
 	ep->pd = hw_alloc_pd(ep->ctx);
 	if (!ep->pd) {
 		snprintf(err, errlen, "cannot allocate a protection domain: %s", strerror(errno));
@@ -146,7 +156,7 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 				goto fail;
 			}
 		}
-		rc = stripe_init(&ep->stripes[i], (uint32_t)i, ep->pd, cq, nreqs, HDR_SIZE + attr->eager_max);
+		rc = stripe_init(&ep->stripes[i], (uint32_t)i, ep->pd, cq, nreqs, HDR_SIZE + ep->attr.eager_max);
 		if (rc) {
 			if (cq && !ep->stripes[i].cq)
 				hw_destroy_cq(cq);

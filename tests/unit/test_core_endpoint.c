@@ -194,6 +194,53 @@ static void run_ops(enum core_lock_mode lock)
 	free(word);
 }
 
+/*
+ * The default eager threshold is the device's: 64 KiB on the soft device,
+ * where a 64 KiB send then goes eager and the next byte by rendezvous;
+ * one the caller sets is kept.
+ */
+static void test_eager_max_of_device(void **state)
+{
+	struct core_ep_attr attr;
+	struct core_ep *a, *b;
+	struct core_cqe e;
+	uint32_t pa, pb;
+	size_t len = (64 << 10) + 1;
+	char *src = malloc(len), *dst = calloc(1, len), err[256];
+
+	(void)state;
+	core_ep_attr_defaults(&attr);
+	attr.device = "soft0";
+	assert_int_equal(core_ep_open(&attr, &a, err, sizeof(err)), 0);
+	assert_int_equal(core_ep_open(&attr, &b, err, sizeof(err)), 0);
+	assert_int_equal(core_ep_eager_max(a), 64 << 10);
+	assert_int_equal(core_ep_connect_pair(a, b, &pa, &pb), 0);
+	for (size_t i = 0; i < len; i++)
+		src[i] = (char)(i * 13);
+	for (int over = 0; over <= 1; over++) {
+		size_t n = (64 << 10) + (size_t)over;
+
+		memset(dst, 0, len);
+		assert_int_equal(core_recv(b, dst, len, (void *)1), 0);
+		assert_int_equal(core_send(a, pa, src, n, (void *)2), 0);
+		assert_int_equal(wait_one(b, &e), 1);
+		assert_int_equal(e.status, 0);
+		assert_int_equal(e.len, n);
+		assert_memory_equal(dst, src, n);
+		assert_int_equal(wait_one(a, &e), 1);
+		assert_int_equal(e.status, 0);
+		assert_int_equal(!!(e.flags & CORE_CQE_RNDV), over);
+	}
+	core_ep_close(a);
+	core_ep_close(b);
+	attr.eager_max = 256;
+	assert_int_equal(core_ep_open(&attr, &a, err, sizeof(err)), 0);
+	assert_int_equal(core_ep_eager_max(a), 256);
+	core_ep_close(a);
+	free(src);
+	free(dst);
+}
+
 static void test_ops_striped(void **state)
 {
 	(void)state;
@@ -246,6 +293,7 @@ int main(void)
 		cmocka_unit_test(test_wr_id_encoding), cmocka_unit_test(test_env),
 		cmocka_unit_test(test_rx_states),      cmocka_unit_test(test_ops_striped),
 		cmocka_unit_test(test_ops_global),     cmocka_unit_test(test_credits_stream),
+		cmocka_unit_test(test_eager_max_of_device),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
