@@ -124,6 +124,9 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 	}
 	ep->lid = port.lid;
 	ep->mtu = port.active_mtu;
+	/* The caller's threshold, else RDMATOOL_EAGER_MAX's, else the device's. */
+	if (!ep->attr.eager_max)
+		ep->attr.eager_max = attr->env.eager_max;
 	if (!ep->attr.eager_max)
 		ep->attr.eager_max = strcmp(ep->device.provider->name, "soft") ? EAGER_MAX_NIC : EAGER_MAX_SOFT;
 	ep->pd = hw_alloc_pd(ep->ctx);

@@ -78,7 +78,8 @@ const char *core_ep_device_name(const struct core_ep *ep);
  * default 8 KiB on a NIC, whose READ moves data without the CPU, and 64 KiB
  * on the soft device, whose READ costs the CPU what a copy does and adds a
  * round trip and a FIN (bench send_bw 64 KiB: 0.86x perftest's ib_send_bw
- * by rendezvous, 0.98x eager).
+ * by rendezvous, 0.98x eager).  RDMATOOL_EAGER_MAX sets it when the caller
+ * did not (attr.eager_max).
  */
 uint32_t core_ep_eager_max(const struct core_ep *ep);
 const char *core_ep_provider_name(const struct core_ep *ep);

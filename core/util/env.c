@@ -15,6 +15,7 @@ void core_env_defaults(struct core_env *env)
 	env->progress_cpu = -1;
 	env->ring_size = 0;
 	env->mr_cache_max = CORE_MR_CACHE_DEFAULT;
+	env->eager_max = 0;
 	env->connect = CORE_CONNECT_AUTO;
 }
 
@@ -87,6 +88,16 @@ int core_env_read(struct core_env *env, char *msg, size_t msglen)
 			return -EINVAL;
 		}
 		env->mr_cache_max = (uint32_t)n;
+	}
+	if ((v = getenv("RDMATOOL_EAGER_MAX"))) {
+		if (!parse_long(v, 0, CORE_EAGER_MAX_LIMIT, &n) || (n != 0 && n < CORE_EAGER_MAX_MIN)) {
+			snprintf(msg, msglen,
+				 "RDMATOOL_EAGER_MAX='%s' is invalid; use 0 (the device's) or a byte count from %d "
+				 "to %d",
+				 v, CORE_EAGER_MAX_MIN, CORE_EAGER_MAX_LIMIT);
+			return -EINVAL;
+		}
+		env->eager_max = (uint32_t)n;
 	}
 	if ((v = getenv("RDMATOOL_CONNECT"))) {
 		if (strcmp(v, "cm") && strcmp(v, "oob")) {

@@ -23,6 +23,9 @@
 #define CORE_MR_CACHE_DEFAULT 64
 /* Lookups scan the cache linearly: a bigger cache costs every data call. */
 #define CORE_MR_CACHE_LIMIT 4096
+/* RDMATOOL_EAGER_MAX: the bounds of a set eager threshold, in bytes (its buffers are that large). */
+#define CORE_EAGER_MAX_MIN   64
+#define CORE_EAGER_MAX_LIMIT (1 << 20)
 
 enum core_connect {
 	CORE_CONNECT_AUTO, /* the connection manager where the device has one, else oob */
@@ -36,6 +39,7 @@ struct core_env {
 	int progress_cpu;     /* -1 = any */
 	uint32_t ring_size;   /* 0 = auto */
 	uint32_t mr_cache_max; /* idle registrations kept per endpoint */
+	uint32_t eager_max;    /* largest eager send; 0 = the device's (core_ep_eager_max) */
 	enum core_connect connect;
 };
 

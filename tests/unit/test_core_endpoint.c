@@ -57,6 +57,20 @@ static void test_env(void **state)
 	unsetenv("RDMATOOL_PROGRESS_THREAD");
 	unsetenv("RDMATOOL_PROGRESS_CPU");
 	assert_true(core_auto_stripes() >= 1);
+	/* The eager threshold: 0 (the device's) or 64 B .. 1 MiB. */
+	core_env_defaults(&env);
+	assert_int_equal(env.eager_max, 0);
+	setenv("RDMATOOL_EAGER_MAX", "16384", 1);
+	assert_int_equal(core_env_read(&env, msg, sizeof(msg)), 0);
+	assert_int_equal(env.eager_max, 16384);
+	for (int i = 0; i < 3; i++) {
+		static const char *const bad[] = {"63", "1048577", "8k"};
+
+		setenv("RDMATOOL_EAGER_MAX", bad[i], 1);
+		assert_int_equal(core_env_read(&env, msg, sizeof(msg)), -EINVAL);
+		assert_non_null(strstr(msg, "RDMATOOL_EAGER_MAX"));
+	}
+	unsetenv("RDMATOOL_EAGER_MAX");
 }
 
 static void test_rx_states(void **state)
@@ -233,9 +247,14 @@ static void test_eager_max_of_device(void **state)
 	}
 	core_ep_close(a);
 	core_ep_close(b);
+	attr.env.eager_max = 4096; /* RDMATOOL_EAGER_MAX's value: it yields to the caller's */
 	attr.eager_max = 256;
 	assert_int_equal(core_ep_open(&attr, &a, err, sizeof(err)), 0);
 	assert_int_equal(core_ep_eager_max(a), 256);
+	core_ep_close(a);
+	attr.eager_max = 0;
+	assert_int_equal(core_ep_open(&attr, &a, err, sizeof(err)), 0);
+	assert_int_equal(core_ep_eager_max(a), 4096);
 	core_ep_close(a);
 	free(src);
 	free(dst);
