@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #define CHAN_MAGIC	0x4e414843544d4452ULL /* "RDMTCHAN" little-endian */
-#define CHAN_VERSION	2		      /* 2: wakers take woken sleepers off the counts */
+#define CHAN_VERSION	3		      /* 3: the destroyed flag */
 #define CHAN_HEADER	4096u
 #define REC_MSG		0x3147534du /* "MSG1" */
 #define REC_WRAP	0x50415257u /* "WRAP" */
@@ -50,6 +50,7 @@ struct chan_shared {
 	uint32_t max_msg;
 	_Atomic uint64_t recovered;
 	_Atomic uint64_t futex_calls; /* waits and wakes: the system calls the channel made */
+	_Atomic uint32_t destroyed;   /* set by chan_destroy before it removes the name */
 	pthread_mutex_t lock __attribute__((aligned(64)));
 	_Atomic uint64_t head, tail; /* committed ends: seq32 << 32 | offset */
 	/*
@@ -232,11 +233,30 @@ fail:
 int chan_destroy(const char *dir, const char *name)
 {
 	char path[PATH_MAX];
+	struct chan *c;
 	int rc = chan_path(path, sizeof(path), dir, name);
 
 	if (rc)
 		return rc;
-	return unlink(path) ? -errno : 0;
+	/*
+	 * Those who keep it mapped learn it is gone without looking at the name
+	 * (chan_destroyed): marked before the name goes, so nobody sends into it
+	 * after it is unreachable; unmarked again if the name stays.
+	 */
+	if (chan_open(dir, name, &c))
+		c = NULL;
+	if (c)
+		atomic_store_explicit(&c->s->destroyed, 1, memory_order_release);
+	rc = unlink(path) ? -errno : 0;
+	if (c && rc)
+		atomic_store_explicit(&c->s->destroyed, 0, memory_order_release);
+	chan_close(c);
+	return rc;
+}
+
+bool chan_destroyed(const struct chan *c)
+{
+	return atomic_load_explicit(&c->s->destroyed, memory_order_acquire) != 0;
 }
 
 int chan_open(const char *dir, const char *name, struct chan **out)

@@ -63,8 +63,13 @@ bool chan_name_valid(const char *name);
 
 /* -EEXIST if it exists, -EINVAL for a bad name or attributes. */
 int chan_create(const char *dir, const char *name, const struct chan_attr *attr);
-/* Removes the name; processes that have it open keep using their mapping. -ENOENT. */
+/*
+ * Removes the name; processes that have it open keep using their mapping,
+ * which chan_destroyed() then reports.  -ENOENT.
+ */
 int chan_destroy(const char *dir, const char *name);
+/* Whether chan_destroy removed this channel (a file removed by other means is not seen). */
+bool chan_destroyed(const struct chan *c);
 /*
  * Maps an existing channel after checking it is a regular file owned by this
  * user with no group/other access and a consistent header (-EPERM, -EBADMSG).

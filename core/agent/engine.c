@@ -360,8 +360,17 @@ int agent_engine_run(struct agent_engine *e, volatile sig_atomic_t *stop)
 	uint64_t last_work = 0, last_stats = 0;
 
 	while (!*stop) {
-		int work = e->links ? links_progress(e->links) : 0, served = gw_serve(e->gw, engine_handle, e);
+		/*
+		 * The gateway on both sides of the network pass: a pass reads the wire (system calls,
+		 * a few microseconds), and a client's request that came during the last yield goes
+		 * out before it, not after (measured: 2.4 us from a request being ready to the
+		 * engine taking it, most of a pass).
+		 */
+		int served = gw_serve(e->gw, engine_handle, e);
+		int work = e->links ? links_progress(e->links) : 0;
 		uint64_t now;
+
+		served += gw_serve(e->gw, engine_handle, e);
 
 		/* What the requests put on an idle link goes now, not after the next network read. */
 		if (served && e->links)

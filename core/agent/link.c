@@ -43,6 +43,7 @@
 #define LINK_PROOF	   0x4150
 #define NONCE_LEN	   16
 #define LINK_CHAN_CACHE	   32
+#define LINK_CHAN_RECHECK_NS 10000000ull /* a served channel's name is looked up again after 10 ms */
 #define STATE_LEN	   (4 + 4 + 8 + 1)
 #define PORT_BIND_BITS	   10 /* a port's binding: a slot of a direct-mapped table per peer */
 #define PORT_BINDINGS	   (1u << PORT_BIND_BITS)
@@ -220,9 +221,8 @@ struct agent_links {
 		struct chan *c;
 		dev_t dev;
 		ino_t ino;
-		uint64_t checked_pass; /* the pass that last found the file still the same */
+		uint64_t checked_ns; /* when the name last led to this file (LINK_CHAN_RECHECK_NS) */
 	} cache[LINK_CHAN_CACHE];
-	uint64_t pass; /* progress passes */
 	uint32_t cache_next;
 };
 
@@ -1399,20 +1399,26 @@ static int serve_chan(struct agent_links *lk, const char *name, struct chan **ou
 	char path[4200];
 	struct stat st;
 	struct cached_chan *slot = NULL;
+	uint64_t now = clock_ns();
 	int rc;
 
 	for (uint32_t i = 0; i < LINK_CHAN_CACHE && !slot; i++)
 		if (lk->cache[i].c && !strcmp(lk->cache[i].name, name))
 			slot = &lk->cache[i];
-	if (slot && slot->checked_pass == lk->pass) {
+	/*
+	 * chan_destroy marks the mapping, so a destroyed channel is left at once; the name is
+	 * looked up again (lstat: a microsecond on every request otherwise) only now and then,
+	 * for a file replaced by other means.
+	 */
+	if (slot && !chan_destroyed(slot->c) && now - slot->checked_ns < LINK_CHAN_RECHECK_NS) {
 		*out = slot->c;
 		return 0;
 	}
 	snprintf(path, sizeof(path), "%s/%s%s", lk->dir, CHAN_FILE_PREFIX, name);
 	if (lstat(path, &st))
 		return -errno;
-	if (slot && slot->dev == st.st_dev && slot->ino == st.st_ino) {
-		slot->checked_pass = lk->pass;
+	if (slot && !chan_destroyed(slot->c) && slot->dev == st.st_dev && slot->ino == st.st_ino) {
+		slot->checked_ns = now;
 		*out = slot->c;
 		return 0;
 	}
@@ -1426,7 +1432,7 @@ static int serve_chan(struct agent_links *lk, const char *name, struct chan **ou
 	snprintf(slot->name, sizeof(slot->name), "%s", name);
 	slot->dev = st.st_dev;
 	slot->ino = st.st_ino;
-	slot->checked_pass = lk->pass;
+	slot->checked_ns = now;
 	*out = slot->c;
 	return 0;
 }
@@ -2378,7 +2384,6 @@ int links_progress(struct agent_links *lk)
 	uint64_t now = clock_ns();
 	int n, work = 0;
 
-	lk->pass++;
 	/* Accepting and the death checks are system calls: not on every pass of a busy loop. */
 	if (now >= lk->next_oob_check_ns) {
 		lk->next_oob_check_ns = now + LINK_OOB_CHECK_NS;

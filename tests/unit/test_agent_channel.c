@@ -110,9 +110,17 @@ static void test_create_open_destroy(void **state)
 	assert_int_equal(chan_open(f->dir, "nope", &c), -ENOENT);
 	assert_int_equal(chan_open(f->dir, "x", &c), 0);
 	assert_string_equal(chan_name(c), "x");
+	assert_false(chan_destroyed(c));
+	/* A mapping kept open learns the channel was destroyed; one made anew under the name has not. */
+	assert_int_equal(chan_destroy(f->dir, "x"), 0);
+	assert_true(chan_destroyed(c));
+	assert_int_equal(chan_destroy(f->dir, "x"), -ENOENT);
+	chan_close(c);
+	assert_int_equal(chan_create(f->dir, "x", NULL), 0);
+	assert_int_equal(chan_open(f->dir, "x", &c), 0);
+	assert_false(chan_destroyed(c));
 	chan_close(c);
 	assert_int_equal(chan_destroy(f->dir, "x"), 0);
-	assert_int_equal(chan_destroy(f->dir, "x"), -ENOENT);
 }
 
 static void test_order_and_boundaries(void **state)
