@@ -75,7 +75,11 @@ bar "agent_lat 8 B deposited / core send_lat" "$(jq '.ratio_to_core_send_lat' "$
 # agent_rate 36-83 kmsg/s, 2.2-11x aggregation off (median 5.2: the engine posting at once made the
 # baseline without aggregation faster too), 0.7-3.2x direct core sends (median 1.5); agent_bw
 # 165-541 MiB/s, 0.1-1.5x core write_bw (median 1.1).
-"$RDMATOOL" -q -j bench agent_rate -s 64 -n 20000 --baseline >"$dir/arate.json"
+# 100000 messages: at 300-500k msg/s 20000 took 40-70 ms, and the agents' start-up swung the ratios.
+# Measured on 2026-11-26 (load 8, helpers walking), 3 runs: 366-498k msg/s through the agents, 5.7-8.2x
+# aggregation off, 1.9-2.5x direct core sends (before the target agent woke a channel's reader once
+# per pass instead of once per message: 191k msg/s, 0.94x direct).
+"$RDMATOOL" -q -j bench agent_rate -s 64 -n 100000 --baseline >"$dir/arate.json"
 bar "agent_rate 64 B aggregation on / off" "$(jq '.ratio_to_no_aggregation' "$dir/arate.json")" ">= 5" \
 	"$(jq -r '"(\(.agent_msgs_per_s | floor) vs \(.no_aggregation_msgs_per_s | floor) msg/s)"' "$dir/arate.json")"
 bar "agent_rate 64 B agents / direct core sends (4 processes)" "$(jq '.ratio_to_direct' "$dir/arate.json")" ">= 2" \
