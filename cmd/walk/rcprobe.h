@@ -141,5 +141,8 @@ void rcp_case_ext(struct rcp *p);
 void rcp_case_resize_cq(struct rcp *p);
 /* rcprobe_keys.c: key rotation, stale keys, a window's hold on its MR */
 void rcp_case_keys(struct rcp *p);
+/* rcprobe_partial.c: a chain refused part-way (*bad_wr), a QP reset or destroyed on a shared CQ */
+void rcp_case_partial_post(struct rcp *p);
+void rcp_case_shared_cq(struct rcp *p);
 
 #endif
