@@ -53,6 +53,11 @@ void rcp_wait_ns(uint64_t ns)
 		;
 }
 
+bool rcp_late(uint64_t end, unsigned *late)
+{
+	return walk_now_ns() > end && ++*late > RCP_LATE_POLLS;
+}
+
 /* Spins a while before yielding: under load a yield gives the CPU away for a whole time slice. */
 void rcp_idle(unsigned *idle)
 {
@@ -465,7 +470,7 @@ static struct ibv_cq *receive_cq(struct rcp *p)
 int rcp_poll_ex(struct rcp *p, struct ibv_cq_ex *cx, struct ibv_wc *wc, int n)
 {
 	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
-	unsigned idle = 0;
+	unsigned idle = 0, late = 0;
 	int got = 0;
 
 	while (got < n) {
@@ -473,7 +478,7 @@ int rcp_poll_ex(struct rcp *p, struct ibv_cq_ex *cx, struct ibv_wc *wc, int n)
 		int rc = ibv_start_poll(cx, &pa);
 
 		if (rc == ENOENT) {
-			if (walk_now_ns() > end)
+			if (rcp_late(end, &late))
 				break;
 			rcp_idle(&idle);
 			continue;
@@ -676,7 +681,7 @@ void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct 
 	struct ibv_wc wc[RCP_MAX_WR];
 	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
 	int got = 0;
-	unsigned idle = 0;
+	unsigned idle = 0, late = 0;
 
 	if (cq == p->rcq && p->rcq_ex) {
 		got = rcp_poll_ex(p, p->rcq_ex, wc, n);
@@ -691,7 +696,7 @@ void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct 
 			return;
 		}
 		got += k;
-		if (!k && walk_now_ns() > end)
+		if (!k && rcp_late(end, &late))
 			break;
 		if (!k)
 			rcp_idle(&idle);
@@ -715,10 +720,10 @@ void rcp_judge(struct rcp *p, struct ibv_cq *cq, const char *who, const struct i
 int rcp_poll1(struct rcp *p, struct ibv_cq *cq, struct ibv_wc *wc)
 {
 	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
-	unsigned idle = 0;
+	unsigned idle = 0, late = 0;
 	int k;
 
-	while ((k = hw_poll_cq(cq, 1, wc)) == 0 && walk_now_ns() <= end)
+	while ((k = hw_poll_cq(cq, 1, wc)) == 0 && !rcp_late(end, &late))
 		rcp_idle(&idle);
 	if (k < 0)
 		rcp_fail(p, "ibv_poll_cq returned %d", k);
@@ -744,10 +749,10 @@ void rcp_expect_state(struct rcp *p, struct ibv_qp *qp, const char *who, enum ib
 	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
 	struct ibv_qp_attr attr;
 	struct ibv_qp_init_attr init;
-	unsigned idle = 0;
+	unsigned idle = 0, late = 0;
 
 	while (hw_query_qp(qp, &attr, IBV_QP_STATE, &init) == 0 && attr.qp_state != st) {
-		if (walk_now_ns() > end) {
+		if (rcp_late(end, &late)) {
 			rcp_fail(p, "%s is in state %d; expected %d", who, attr.qp_state, st);
 			return;
 		}
@@ -767,7 +772,7 @@ int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, ui
 	uint64_t end = walk_now_ns() + wait_ns;
 	struct ibv_async_event ev;
 	int fd = p->c->ctx->async_fd;
-	unsigned idle = 0;
+	unsigned idle = 0, late = 0;
 
 	if (!(fcntl(fd, F_GETFL) & O_NONBLOCK) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK))
 		return -1;
@@ -784,7 +789,7 @@ int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, ui
 				return 1;
 			continue;
 		}
-		if (walk_now_ns() >= end)
+		if (rcp_late(end, &late))
 			return 0;
 		rcp_idle(&idle);
 	}

@@ -119,6 +119,13 @@ int rcp_reconnect(struct rcp *p);
  */
 int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, uint64_t wait_ns);
 void rcp_wait_ns(uint64_t ns);
+/*
+ * True once `end` has passed and the caller has polled RCP_LATE_POLLS more
+ * times: on a loaded machine the process (and the soft device's progress
+ * with it) can stall past a deadline, so time alone does not make a device late.
+ */
+#define RCP_LATE_POLLS 256
+bool rcp_late(uint64_t end, unsigned *late);
 void rcp_idle(unsigned *idle);
 
 /* The scripts (rcprobe_cases.c). */

@@ -31,7 +31,7 @@ static int cq_events(struct rcp *p, struct ibv_comp_channel *ch, uint64_t wait_n
 	struct ibv_cq *cq;
 	void *ctx;
 	int n = 0;
-	unsigned idle = 0;
+	unsigned idle = 0, late = 0;
 
 	for (;;) {
 		if (hw_get_cq_event(ch, &cq, &ctx) == 0) {
@@ -47,7 +47,7 @@ static int cq_events(struct rcp *p, struct ibv_comp_channel *ch, uint64_t wait_n
 			n++;
 			continue;
 		}
-		if (n || walk_now_ns() >= end)
+		if (n || rcp_late(end, &late))
 			return n;
 		rcp_idle(&idle);
 	}
