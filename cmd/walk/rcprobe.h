@@ -123,6 +123,8 @@ void rcp_wait_ns(uint64_t ns);
  * True once `end` has passed and the caller has polled RCP_LATE_POLLS more
  * times: on a loaded machine the process (and the soft device's progress
  * with it) can stall past a deadline, so time alone does not make a device late.
+ * Only for the waits for what must come: a short wait for what must not
+ * come ends on time (polling on would only slow the probes down).
  */
 #define RCP_LATE_POLLS 256
 bool rcp_late(uint64_t end, unsigned *late);

@@ -47,7 +47,7 @@ static int cq_events(struct rcp *p, struct ibv_comp_channel *ch, uint64_t wait_n
 			n++;
 			continue;
 		}
-		if (n || rcp_late(end, &late))
+		if (n || (wait_ns >= RCP_DEADLINE_NS ? rcp_late(end, &late) : walk_now_ns() >= end))
 			return n;
 		rcp_idle(&idle);
 	}
