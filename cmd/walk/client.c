@@ -21,6 +21,8 @@
 #define OWED_MAX	  16 /* draws of one action that could not run, kept for later */
 #define OWED_RETRY_STEPS  2
 #define FLUSH_DEADLINE_NS (3ULL * 1000000000ULL)
+/* Steps past the deadline before a flush is late: a process stalled by a loaded machine polled nothing. */
+#define FLUSH_LATE_STEPS  256
 #define DRAIN_TIMEOUT_NS  (5ULL * 1000000000ULL)
 #define PROBE_PROBABILITY 0.3
 
@@ -387,7 +389,9 @@ static void check_flush_deadlines(struct walk_client *c)
 		if (!r->used || r->state != QP_ERR || !r->err_since_ns ||
 		    !(r->send_inflight + r->recv_inflight))
 			continue;
-		if (now - r->err_since_ns > FLUSH_DEADLINE_NS) {
+		if (now - r->err_since_ns <= FLUSH_DEADLINE_NS) {
+			r->err_late_steps = 0;
+		} else if (++r->err_late_steps > FLUSH_LATE_STEPS) {
 			walk_stats_fail(&c->stats,
 					"client %d: QP %u still has %d send and %d receive WRs 3 s after "
 					"entering ERR (they must flush)",

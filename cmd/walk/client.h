@@ -102,6 +102,7 @@ struct qp_rec {
 	uint32_t credit[CREDITS]; /* bytes of each receive the peer posted for us */
 	int credit_head, credit_count;
 	uint64_t err_since_ns;
+	uint32_t err_late_steps;	/* --verify: steps (each polls) since the flush deadline passed */
 	bool sq_failed;			/* --verify: an error completion came from the send queue */
 	uint8_t tx_imm_seq, rx_imm_seq; /* --verify: RC SEND_WITH_IMM sequence, sent and received */
 	uint32_t tx_seq, rx_seq;	/* --verify: RC messages with a header, sent and received */
@@ -167,6 +168,7 @@ struct walk_devprobe {
 	bool bad_other_pd;
 	int cqe;
 	uint32_t posted, seen;
+	uint32_t late_polls; /* polls since the deadline passed (a starved process is not a late device) */
 	uint64_t base_id, t0, next_ns;
 	enum ibv_wc_status st[DEVPROBE_MAX_WR];
 	unsigned char *rc_mem; /* the RC probes' memory and its model (rcprobe.c) */

@@ -8,6 +8,7 @@
  * client's WRITE or READ can change it.  A small message (up to MSG_CELL
  * bytes) may be all cell, with a pattern from the seed after the header;
  * when it lands in a receive that is all cell too, its content is checked.
+ * On UD the GRH in front of it must name the sender's GID and ours.
  */
 #include "cmd/walk/actions.h"
 
@@ -104,6 +105,22 @@ void walk_msg_recv_fill(struct walk_client *c, int q, uint32_t slot, struct ibv_
 					 walk_sge_count(c, r->cap.max_recv_sge - 1), sge + 1);
 }
 
+/*
+ * A UD receive's GRH (an IPv6 header on RoCE v1/v2 with IPv6 GIDs and on
+ * IB; RoCE v2 with IPv4 GIDs puts an IPv4 header there, not judged): its
+ * SGID at byte 8 is the sender's GID, its DGID at byte 24 ours.
+ */
+static const char *grh_wrong(const struct walk_client *c, const unsigned char *grh, int sender)
+{
+	if (grh[0] >> 4 != 6 || !c->peers[sender].valid)
+		return NULL;
+	if (memcmp(grh + 8, c->peers[sender].gid.raw, 16))
+		return "a GRH whose SGID is not the sending client's GID (differs: 1, same: 0)";
+	if (memcmp(grh + 24, c->peers[c->id].gid.raw, 16))
+		return "a GRH whose DGID is not our GID (differs: 1, same: 0)";
+	return NULL;
+}
+
 /* The first thing wrong with a received message's header, flags or content; NULL if none. */
 static const char *judge(struct walk_client *c, uint32_t slot, struct qp_rec *r, const struct ibv_wc *wc,
 			 const struct msg_hdr *h, uint64_t *expected, uint64_t *got)
@@ -113,6 +130,7 @@ static const char *judge(struct walk_client *c, uint32_t slot, struct qp_rec *r,
 	bool imm = wc->wc_flags & IBV_WC_WITH_IMM, inv = wc->wc_flags & IBV_WC_WITH_INV;
 	const unsigned char *body = cell(c, slot) + grh + MSG_HDR;
 	unsigned char want[MSG_CELL];
+	const char *what;
 
 #define WRONG(what, e, g) (*expected = (e), *got = (g), (what))
 	if (h->magic != MSG_MAGIC)
@@ -125,6 +143,8 @@ static const char *judge(struct walk_client *c, uint32_t slot, struct qp_rec *r,
 		return WRONG("the header of another sender: client", r->peer, h->sender);
 	if (ud ? h->src_qpn != wc->src_qp : h->src_qpn != r->peer_qpn)
 		return WRONG("a source QP unlike the sender's", ud ? wc->src_qp : r->peer_qpn, h->src_qpn);
+	if (ud && (wc->wc_flags & IBV_WC_GRH) && (what = grh_wrong(c, cell(c, slot), h->sender)))
+		return WRONG(what, 0, 1);
 	if (!ud && h->seq != r->rx_seq)
 		return WRONG("a sequence number out of order (RC delivers in order, once)", r->rx_seq,
 			     h->seq);

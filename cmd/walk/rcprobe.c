@@ -53,6 +53,11 @@ void rcp_wait_ns(uint64_t ns)
 		;
 }
 
+bool rcp_late(uint64_t end, unsigned *late)
+{
+	return walk_now_ns() > end && ++*late > RCP_LATE_POLLS;
+}
+
 /* Spins a while before yielding: under load a yield gives the CPU away for a whole time slice. */
 void rcp_idle(unsigned *idle)
 {
@@ -131,6 +136,8 @@ static int check_forbidden_transitions(struct rcp *p, struct ibv_qp *qp, struct 
 
 	if (!hw_post_recv(qp, &rwr, &rbad))
 		bad_what = "a receive posted in RESET";
+	else if (!hw_post_send(qp, &wr, &bad))
+		bad_what = "a send posted in RESET";
 	else if (!hw_modify_qp(qp, &rtr, rtr_mask))
 		bad_what = "RESET -> RTR";
 	else if (!hw_modify_qp(qp, &rts, rts_mask))
@@ -148,12 +155,39 @@ static int check_forbidden_transitions(struct rcp *p, struct ibv_qp *qp, struct 
 	return bad_what ? -1 : 0;
 }
 
+/*
+ * RTR has no send queue yet: a send WR posted there must be refused
+ * (ibv_post_send(3), IBTA 10.8.2); a device that takes it must at least
+ * complete it with an error at once and never execute it.  0: it did.
+ */
+static int check_send_in_rtr(struct rcp *p, struct ibv_qp *qp)
+{
+	struct ibv_send_wr wr = {.wr_id = p->base_id + 0x9f,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_wc wc;
+
+	if (hw_post_send(qp, &wr, &bad))
+		return 0;
+	if (!rcp_poll1(p, qp->send_cq, &wc))
+		rcp_fail(p, "a send posted to QP %u in RTR was accepted and neither completed nor refused",
+			 qp->qp_num);
+	else if (wc.status == IBV_WC_SUCCESS)
+		rcp_fail(p, "a send posted to QP %u in RTR was accepted and completed with SUCCESS",
+			 qp->qp_num);
+	else
+		return 0;
+	return -1;
+}
+
 static int connect_one(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, uint8_t rnr_retry)
 {
 	struct ibv_qp_attr a;
+	bool check = rng_bernoulli(p->rng, 0.2);
 	int mask, rc;
 
-	if (rng_bernoulli(p->rng, 0.2))
+	if (check)
 		rc = check_forbidden_transitions(p, qp, dest);
 	else
 		rc = to_init(p, qp);
@@ -162,6 +196,8 @@ static int connect_one(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, ui
 	rtr_attr(p, dest, &a, &mask);
 	if ((rc = hw_modify_qp(qp, &a, mask)))
 		return rc;
+	if (check && check_send_in_rtr(p, qp))
+		return -1;
 	rts_attr(p, qp, rnr_retry, &a, &mask);
 	return hw_modify_qp(qp, &a, mask);
 }
@@ -299,6 +335,69 @@ static void check_port(struct rcp *p)
 			 p->c->cfg->gid_index);
 }
 
+/*
+ * Up to the limits ibv_query_device reports, creation must succeed (one
+ * limit at a time: the device need not take all at once), with capacities
+ * at least those asked for; the QP then takes a receive of max_sge SGEs.
+ */
+static void check_device_maxima(struct rcp *p)
+{
+	const struct ibv_device_attr *d = &p->c->dattr;
+	struct ibv_qp_init_attr init = {
+	    .send_cq = p->ocq,
+	    .recv_cq = p->ocq,
+	    .qp_type = IBV_QPT_RC,
+	    .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_qp_cap want;
+	struct ibv_qp *qp;
+	const char *what;
+	int rc;
+
+	switch (rng_range(p->rng, 0, 3)) {
+	case 0:
+		init.cap.max_send_wr = (uint32_t)d->max_qp_wr;
+		what = "max_send_wr = max_qp_wr";
+		break;
+	case 1:
+		init.cap.max_recv_wr = (uint32_t)d->max_qp_wr;
+		what = "max_recv_wr = max_qp_wr";
+		break;
+	case 2:
+		init.cap.max_send_sge = (uint32_t)d->max_sge;
+		what = "max_send_sge = max_sge";
+		break;
+	default:
+		init.cap.max_recv_sge = (uint32_t)d->max_sge;
+		what = "max_recv_sge = max_sge";
+		break;
+	}
+	want = init.cap;
+	if (!(qp = hw_create_qp(p->pd, &init))) {
+		rcp_fail(p, "ibv_create_qp with %s (the limit ibv_query_device reports) failed: %s", what,
+			 strerror(errno));
+		return;
+	}
+	if (init.cap.max_send_wr < want.max_send_wr || init.cap.max_recv_wr < want.max_recv_wr ||
+	    init.cap.max_send_sge < want.max_send_sge || init.cap.max_recv_sge < want.max_recv_sge)
+		rcp_fail(p, "ibv_create_qp with %s reported smaller capacities (wr %u/%u, sge %u/%u)", what,
+			 init.cap.max_send_wr, init.cap.max_recv_wr, init.cap.max_send_sge,
+			 init.cap.max_recv_sge);
+	else if (want.max_recv_sge > 1 && want.max_recv_sge <= RCP_MAX_WR && to_init(p, qp) == 0) {
+		struct ibv_sge sge[RCP_MAX_WR];
+		struct ibv_recv_wr wr = {.wr_id = p->base_id + 0x9e,
+					 .sg_list = sge,
+					 .num_sge = (int)want.max_recv_sge},
+				   *bad;
+
+		for (uint32_t i = 0; i < want.max_recv_sge; i++)
+			sge[i] = (struct ibv_sge){(uintptr_t)(p->buf + RCP_RECV + 8 * i), 8, p->mr->lkey};
+		if ((rc = hw_post_recv(qp, &wr, &bad)))
+			rcp_fail(p, "a receive of max_sge = %u SGEs on a QP made with %s was refused: %s",
+				 want.max_recv_sge, what, strerror(rc));
+	}
+	hw_destroy_qp(qp);
+}
+
 /* Beyond the limits ibv_query_device reports, creation must fail. */
 static void check_device_limits(struct rcp *p)
 {
@@ -350,26 +449,30 @@ static void check_device_limits(struct rcp *p)
 		hw_destroy_qp(qp);
 		rcp_fail(p, "ibv_create_qp with %s succeeded", what);
 	}
+	/* Rarer: a QP of max_qp_wr WRs costs the device (the soft one: milliseconds) and the probes' time. */
+	if (rng_bernoulli(p->rng, 0.25))
+		check_device_maxima(p);
 }
 
 /*
- * B's receive CQ: half the time made by ibv_create_cq_ex and read with
- * ibv_wc_read_* (src_qp, imm_data, wc_flags...), so that both faces of a
- * CQ are judged on every field, receives included; ibv_poll_cq otherwise.
+ * B's receive CQ (its cq_context is the probe, for the completion events to name): half the time made by
+ * ibv_create_cq_ex and read with ibv_wc_read_* (src_qp, imm_data, wc_flags...), so that both faces of a CQ
+ * are judged on every field, receives included; ibv_poll_cq otherwise.
  */
 static struct ibv_cq *receive_cq(struct rcp *p)
 {
-	struct ibv_cq_init_attr_ex ca = {.cqe = RCP_CQE, .channel = p->ch, .wc_flags = IBV_WC_STANDARD_FLAGS};
+	struct ibv_cq_init_attr_ex ca = {
+	    .cqe = RCP_CQE, .cq_context = p, .channel = p->ch, .wc_flags = IBV_WC_STANDARD_FLAGS};
 
 	if (rng_bernoulli(p->rng, 0.5) && (p->rcq_ex = ibv_create_cq_ex(p->c->ctx, &ca)))
 		return ibv_cq_ex_to_cq(p->rcq_ex);
-	return hw_create_cq(p->c->ctx, RCP_CQE, NULL, p->ch, 0);
+	return hw_create_cq(p->c->ctx, RCP_CQE, p, p->ch, 0);
 }
 
 int rcp_poll_ex(struct rcp *p, struct ibv_cq_ex *cx, struct ibv_wc *wc, int n)
 {
 	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
-	unsigned idle = 0;
+	unsigned idle = 0, late = 0;
 	int got = 0;
 
 	while (got < n) {
@@ -377,7 +480,7 @@ int rcp_poll_ex(struct rcp *p, struct ibv_cq_ex *cx, struct ibv_wc *wc, int n)
 		int rc = ibv_start_poll(cx, &pa);
 
 		if (rc == ENOENT) {
-			if (walk_now_ns() > end)
+			if (rcp_late(end, &late))
 				break;
 			rcp_idle(&idle);
 			continue;
@@ -434,8 +537,7 @@ int rcp_setup(struct rcp *p)
 		p->scq = ibv_cq_ex_to_cq(p->scq_ex);
 	}
 	if ((!p->scq && !(p->scq = hw_create_cq(c->ctx, s->scqe, NULL, NULL, 0))) ||
-	    (s->channel && !(p->ch = hw_create_comp_channel(c->ctx))) ||
-	    !(p->rcq = receive_cq(p)) ||
+	    (s->channel && !(p->ch = hw_create_comp_channel(c->ctx))) || !(p->rcq = receive_cq(p)) ||
 	    !(p->ocq = hw_create_cq(c->ctx, RCP_CQE, NULL, NULL, 0)))
 		return -1;
 	if (rng_bernoulli(p->rng, 0.25))
@@ -581,7 +683,7 @@ void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct 
 	struct ibv_wc wc[RCP_MAX_WR];
 	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
 	int got = 0;
-	unsigned idle = 0;
+	unsigned idle = 0, late = 0;
 
 	if (cq == p->rcq && p->rcq_ex) {
 		got = rcp_poll_ex(p, p->rcq_ex, wc, n);
@@ -596,7 +698,7 @@ void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct 
 			return;
 		}
 		got += k;
-		if (!k && walk_now_ns() > end)
+		if (!k && rcp_late(end, &late))
 			break;
 		if (!k)
 			rcp_idle(&idle);
@@ -620,10 +722,10 @@ void rcp_judge(struct rcp *p, struct ibv_cq *cq, const char *who, const struct i
 int rcp_poll1(struct rcp *p, struct ibv_cq *cq, struct ibv_wc *wc)
 {
 	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
-	unsigned idle = 0;
+	unsigned idle = 0, late = 0;
 	int k;
 
-	while ((k = hw_poll_cq(cq, 1, wc)) == 0 && walk_now_ns() <= end)
+	while ((k = hw_poll_cq(cq, 1, wc)) == 0 && !rcp_late(end, &late))
 		rcp_idle(&idle);
 	if (k < 0)
 		rcp_fail(p, "ibv_poll_cq returned %d", k);
@@ -649,10 +751,10 @@ void rcp_expect_state(struct rcp *p, struct ibv_qp *qp, const char *who, enum ib
 	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
 	struct ibv_qp_attr attr;
 	struct ibv_qp_init_attr init;
-	unsigned idle = 0;
+	unsigned idle = 0, late = 0;
 
 	while (hw_query_qp(qp, &attr, IBV_QP_STATE, &init) == 0 && attr.qp_state != st) {
-		if (walk_now_ns() > end) {
+		if (rcp_late(end, &late)) {
 			rcp_fail(p, "%s is in state %d; expected %d", who, attr.qp_state, st);
 			return;
 		}
@@ -672,7 +774,7 @@ int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, ui
 	uint64_t end = walk_now_ns() + wait_ns;
 	struct ibv_async_event ev;
 	int fd = p->c->ctx->async_fd;
-	unsigned idle = 0;
+	unsigned idle = 0, late = 0;
 
 	if (!(fcntl(fd, F_GETFL) & O_NONBLOCK) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK))
 		return -1;
@@ -689,7 +791,7 @@ int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, ui
 				return 1;
 			continue;
 		}
-		if (walk_now_ns() >= end)
+		if (wait_ns >= RCP_DEADLINE_NS ? rcp_late(end, &late) : walk_now_ns() >= end)
 			return 0;
 		rcp_idle(&idle);
 	}
@@ -777,7 +879,8 @@ static void check_busy(struct rcp *p)
 		if (!rc)
 			p->ch = NULL;
 		rcp_fail(p,
-			 "ibv_destroy_comp_channel of the channel of B's receive CQ returned %d (%s); expected EBUSY",
+			 "ibv_destroy_comp_channel of the channel of B's receive CQ returned %d (%s); "
+			 "expected EBUSY",
 			 rc, rc ? strerror(rc) : "success");
 		return;
 	}
@@ -794,7 +897,9 @@ static void check_busy(struct rcp *p)
 		if (!rcp_failed(p) && (rc = hw_dereg_mr(p->mr)) != EBUSY) {
 			if (!rc)
 				p->mr = NULL;
-			rcp_fail(p, "ibv_dereg_mr of an MR a type-1 window is bound to returned %d (%s); expected EBUSY",
+			rcp_fail(p,
+				 "ibv_dereg_mr of an MR a type-1 window is bound to returned %d (%s); "
+				 "expected EBUSY",
 				 rc, rc ? strerror(rc) : "success");
 		}
 		if (!rcp_failed(p))
@@ -825,7 +930,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 32);
+	pick = rng_range(p.rng, 0, 34);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -856,8 +961,12 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_ext(&p);
 	else if (pick < 31)
 		rcp_case_keys(&p);
-	else
+	else if (pick < 33)
 		rcp_case_resize_cq(&p);
+	else if (pick < 34)
+		rcp_case_partial_post(&p);
+	else
+		rcp_case_shared_cq(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	/* For the log line: the teardown destroys the QPs. */
@@ -868,8 +977,8 @@ void walk_rcprobe_step(struct walk_client *c)
 	if (walk_now_ns() - now > RCP_PERIOD_NS / RCP_SHARE)
 		d->rc_next_ns = now + (walk_now_ns() - now) * RCP_SHARE;
 	c->stats.devprobes[2] += p.ran;
-	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u%s", c->id, (unsigned long long)c->seq, p.name,
-	    qpn_a, qpn_b, rcp_failed(&p) ? ": FAILED" : "");
+	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u%s", c->id, (unsigned long long)c->seq, p.name, qpn_a,
+	    qpn_b, rcp_failed(&p) ? ": FAILED" : "");
 }
 
 void walk_rcprobe_end(struct walk_client *c)

@@ -119,6 +119,15 @@ int rcp_reconnect(struct rcp *p);
  */
 int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, uint64_t wait_ns);
 void rcp_wait_ns(uint64_t ns);
+/*
+ * True once `end` has passed and the caller has polled RCP_LATE_POLLS more
+ * times: on a loaded machine the process (and the soft device's progress
+ * with it) can stall past a deadline, so time alone does not make a device late.
+ * Only for the waits for what must come: a short wait for what must not
+ * come ends on time (polling on would only slow the probes down).
+ */
+#define RCP_LATE_POLLS 256
+bool rcp_late(uint64_t end, unsigned *late);
 void rcp_idle(unsigned *idle);
 
 /* The scripts (rcprobe_cases.c). */
@@ -141,5 +150,8 @@ void rcp_case_ext(struct rcp *p);
 void rcp_case_resize_cq(struct rcp *p);
 /* rcprobe_keys.c: key rotation, stale keys, a window's hold on its MR */
 void rcp_case_keys(struct rcp *p);
+/* rcprobe_partial.c: a chain refused part-way (*bad_wr), a QP reset or destroyed on a shared CQ */
+void rcp_case_partial_post(struct rcp *p);
+void rcp_case_shared_cq(struct rcp *p);
 
 #endif

@@ -362,6 +362,11 @@ void rcp_case_remote(struct rcp *p)
 	struct ibv_send_wr wr[2], *bad;
 	struct rcp_exp exp[2];
 
+	if (kind == RA_PAST_END && op != 2 && rng_bernoulli(p->rng, 0.5)) {
+		op = 2; /* half of the past-the-end probes are atomics: 8 bytes make the edge a range, not a
+			   byte */
+		len = 8;
+	}
 	p->name = ra_names[kind];
 	p->shape = (struct rcp_shape){
 	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};

@@ -4,9 +4,11 @@
  *
  *  - data: a chain of SENDs, WRITEs (with and without immediate data),
  *    READs and atomics, gathered from and scattered to several SGEs,
- *    inline or not, zero-length or not, signaled or not: the completions
- *    (only the signaled ones on the send side, every field the API
- *    defines), the receive side's, and every byte of the memory;
+ *    inline (up to exactly max_inline_data) or not, zero-length or not,
+ *    signaled or not, receives with empty SGEs whose keys name nothing:
+ *    the completions (only the signaled ones on the send side, every
+ *    field the API defines), the receive side's, and every byte of the
+ *    memory;
  *  - a receive shorter than the message: LOC_LEN_ERR at the receiver,
  *    REM_INV_REQ_ERR at the sender, both QPs in ERR, the rest flushed;
  *  - RNR: a send queue of max_send_wr sends waiting on a receiver without
@@ -72,8 +74,16 @@ static void post_all(struct rcp *p, struct rcp_script *s, int n)
 		p->c->devprobe.rc_no_atomic_write = true; /* a device without it: the script is abandoned */
 		p->abandoned = true;
 	} else if (rc) {
-		rcp_fail(p, "a chain of %d WRs (max_send_wr %u) refused at WR %d: %s", n, p->acap.max_send_wr,
-			 (int)(bad - s->wr) + 1, strerror(rc));
+		uint32_t bytes = 0;
+
+		for (int i = 0; i < bad->num_sge; i++)
+			bytes += bad->sg_list[i].length;
+		rcp_fail(p,
+			 "a chain of %d WRs (max_send_wr %u) refused at WR %d (%d SGEs, %u bytes%s; "
+			 "max_inline_data %u): %s",
+			 n, p->acap.max_send_wr, (int)(bad - s->wr) + 1, bad->num_sge, bytes,
+			 bad->send_flags & IBV_SEND_INLINE ? ", inline" : "", p->acap.max_inline_data,
+			 strerror(rc));
 	}
 }
 
@@ -132,6 +142,29 @@ static uint32_t add_read(struct rcp *p, struct rcp_script *s, int i, struct ibv_
 	return from.len;
 }
 
+/*
+ * An empty SGE names no memory: its lkey and address are never looked at
+ * (consumers post them with lkey 0).  Now and then every empty SGE of a
+ * receive gets a key that names nothing, and one more is slipped in
+ * somewhere, if the QP takes one more.  Returns the new SGE count.
+ */
+static int add_empty_sge(struct rcp *p, struct ibv_sge *sge, int n, int max)
+{
+	if (!rng_bernoulli(p->rng, 0.3))
+		return n;
+	for (int i = 0; i < n; i++)
+		if (!sge[i].length)
+			sge[i].lkey = (uint32_t)rng_next(p->rng);
+	if (n >= max || n >= RCP_MAX_SGE)
+		return n;
+	int at = (int)rng_range(p->rng, 0, (uint64_t)n);
+
+	memmove(sge + at + 1, sge + at, (size_t)(n - at) * sizeof(*sge));
+	sge[at] = (struct ibv_sge){
+	    .addr = rng_bernoulli(p->rng, 0.5) ? 0 : rng_next(p->rng), .length = 0, .lkey = 0};
+	return n + 1;
+}
+
 /* A SEND or WRITE (with or without immediate data) and the receive it consumes, if any. */
 static void add_message(struct rcp *p, struct rcp_script *s, int i, int op, struct ibv_send_wr *w,
 			uint32_t len)
@@ -145,7 +178,8 @@ static void add_message(struct rcp *p, struct rcp_script *s, int i, int op, stru
 
 	rcp_sges(p, src, ns, s->sge[i]);
 	w->num_sge = ns;
-	if (len <= p->acap.max_inline_data && rng_bernoulli(p->rng, 0.3)) {
+	if (len <= p->acap.max_inline_data &&
+	    (len == p->acap.max_inline_data || rng_bernoulli(p->rng, 0.3))) {
 		w->send_flags |= IBV_SEND_INLINE; /* the data is copied at post: no lkey is looked at */
 		for (int j = 0; j < ns; j++)
 			s->sge[i][j].lkey = (uint32_t)rng_next(p->rng);
@@ -171,6 +205,7 @@ static void add_message(struct rcp *p, struct rcp_script *s, int i, int op, stru
 	rcp_sges(p, dst, nd, s->rsge[s->nb]);
 	if (send)
 		rcp_model_move(p, src, ns, dst, nd);
+	nd = add_empty_sge(p, s->rsge[s->nb], nd, (int)p->bcap.max_recv_sge);
 	s->rwr[s->nb] = (struct ibv_recv_wr){
 	    .wr_id = p->base_id + 0x40 + (uint64_t)i, .sg_list = s->rsge[s->nb], .num_sge = nd};
 	s->bexp[s->nb++] = (struct rcp_exp){.wr_id = p->base_id + 0x40 + (uint64_t)i,
@@ -264,6 +299,12 @@ void rcp_case_data(struct rcp *p)
 		if (op == OP_ATOMIC_WRITE && p->c->devprobe.rc_no_atomic_write)
 			op = OP_WRITE;
 		uint32_t len = draw_len(p);
+
+		/* Now and then exactly max_inline_data bytes, sent inline: the QP must take what it reported.
+		 */
+		if (p->acap.max_inline_data && p->acap.max_inline_data <= RCP_MAX_MSG &&
+		    rng_bernoulli(p->rng, 0.1))
+			len = p->acap.max_inline_data;
 		bool signaled = i == n - 1 || rng_bernoulli(p->rng, 0.5);
 		struct ibv_send_wr *w = &s.wr[i];
 
@@ -450,7 +491,8 @@ static void rnr_forever(struct rcp *p, uint32_t sends, bool wimm)
 	 */
 	for (uint64_t end = walk_now_ns() + RCP_RNR_WAIT_NS; walk_now_ns() < end && !rcp_failed(p);) {
 		rcp_wait_ns(1000000);
-		rcp_expect_empty(p, p->scq, "A's send CQ (sends whose receiver has no receive yet, rnr_retry 7)");
+		rcp_expect_empty(p, p->scq,
+				 "A's send CQ (sends whose receiver has no receive yet, rnr_retry 7)");
 	}
 	if (rcp_failed(p))
 		return;

@@ -5,11 +5,14 @@
  *
  *  - completion events: an armed CQ raises exactly one event, for a
  *    solicited message when armed for those only, none once disarmed;
+ *    the event names the CQ and the cq_context it was created with;
  *  - UD: a chain of datagrams with the GRH scattered over several SGEs:
  *    byte_len, IBV_WC_GRH, src_qp, immediate data, the GRH's GIDs and the
  *    payload; one with a wrong Q_Key is dropped, one with the privileged
- *    Q_Key bit takes the receiver's; one larger than the MTU fails;
- *  - RTS -> SQD raises IBV_EVENT_SQ_DRAINED; a responder in ERR makes the
+ *    Q_Key bit takes the receiver's; one of exactly the MTU arrives, one
+ *    byte more fails;
+ *  - RTS -> SQD raises IBV_EVENT_SQ_DRAINED, and the drained QP still
+ *    answers WRITEs and READs; a responder in ERR makes the
  *    requester's transport retries run out.
  */
 #include "cmd/walk/rcprobe.h"
@@ -28,19 +31,23 @@ static int cq_events(struct rcp *p, struct ibv_comp_channel *ch, uint64_t wait_n
 	struct ibv_cq *cq;
 	void *ctx;
 	int n = 0;
-	unsigned idle = 0;
+	unsigned idle = 0, late = 0;
 
 	for (;;) {
 		if (hw_get_cq_event(ch, &cq, &ctx) == 0) {
 			if (cq != p->rcq)
 				rcp_fail(p, "a completion event named another CQ (%p, expected %p)",
 					 (void *)cq, (void *)p->rcq);
+			else if (ctx != p)
+				rcp_fail(
+				    p, "ibv_get_cq_event returned cq_context %p; the CQ was created with %p",
+				    ctx, (void *)p);
 			else
 				++*acked;
 			n++;
 			continue;
 		}
-		if (n || walk_now_ns() >= end)
+		if (n || (wait_ns >= RCP_DEADLINE_NS ? rcp_late(end, &late) : walk_now_ns() >= end))
 			return n;
 		rcp_idle(&idle);
 	}
@@ -178,6 +185,8 @@ void rcp_case_ud(struct rcp *p)
 	struct ibv_ah *ah = NULL;
 	bool too_long = rng_bernoulli(p->rng, 0.2);
 	uint32_t mtu = 128u << p->c->pattr.active_mtu;
+	/* The last datagram carries exactly the MTU, the largest a UD message may be: it must arrive. */
+	bool exact_mtu = !too_long && mtu <= RCP_SLOT && rng_bernoulli(p->rng, 0.3);
 
 	p->name = "UD datagrams";
 	p->shape = (struct rcp_shape){
@@ -198,7 +207,7 @@ void rcp_case_ud(struct rcp *p)
 	if (rng_bernoulli(p->rng, 0.3))
 		short_at = (int)rng_range(p->rng, 0, (uint64_t)n - 1);
 	for (int i = 0; i < n; i++) {
-		uint32_t len = (uint32_t)rng_range(p->rng, 0, RCP_SMALL_MSG),
+		uint32_t len = i == n - 1 && exact_mtu ? mtu : (uint32_t)rng_range(p->rng, 0, RCP_SMALL_MSG),
 			 off = RCP_SRC + (uint32_t)i * RCP_SLOT;
 		int ns = rcp_pieces(p, off, len, (int)rng_range(p->rng, 1, RCP_MAX_SGE), 16, src[i]);
 		bool imm = rng_bernoulli(p->rng, 0.5);
@@ -304,6 +313,37 @@ out:
 		hw_destroy_ah(ah);
 }
 
+/*
+ * SQD stops only the send queue: A, drained, still answers B's WRITE and
+ * READ (IBTA 10.3.1: the receive side of an SQD QP works as in RTS).
+ */
+static void serve_in_sqd(struct rcp *p)
+{
+	struct rcp_piece src = {RCP_SRC + 8 * (uint32_t)rng_range(p->rng, 0, 255), 64},
+			 tgt = {RCP_TGT + 8 * (uint32_t)rng_range(p->rng, 0, 255), 64},
+			 dst = {RCP_RDST + 8 * (uint32_t)rng_range(p->rng, 0, 255), 64};
+	struct ibv_sge sge = {(uintptr_t)(p->buf + src.off), src.len, p->mr->lkey};
+	struct rcp_exp w = rcp_done(p->base_id + 0x50, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE),
+		       r = rcp_done(p->base_id + 0x51, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+
+	/* B may run one WR at a time (max_send_wr 1): each is taken before the next. */
+	if (rcp_post1(p, p->b, IBV_WR_RDMA_WRITE, w.wr_id, sge, (uintptr_t)(p->buf + tgt.off))) {
+		rcp_fail(p, "B's WRITE to A (in SQD) refused at post");
+		return;
+	}
+	rcp_model_move(p, &src, 1, &tgt, 1);
+	rcp_expect(p, p->ocq, "B's send CQ (a WRITE to A in SQD)", &w, 1);
+	sge = (struct ibv_sge){(uintptr_t)(p->buf + dst.off), dst.len, p->mr->lkey};
+	if (rcp_failed(p) ||
+	    rcp_post1(p, p->b, IBV_WR_RDMA_READ, r.wr_id, sge, (uintptr_t)(p->buf + tgt.off)))
+		return;
+	rcp_model_move(p, &tgt, 1, &dst, 1);
+	r.check_len = true;
+	r.byte_len = dst.len;
+	rcp_expect(p, p->ocq, "B's send CQ (a READ from A in SQD)", &r, 1);
+	rcp_check_memory(p);
+}
+
 /* RTS -> SQD with notification: IBV_EVENT_SQ_DRAINED for A, the state SQD; back to RTS a message goes. */
 void rcp_case_sqd(struct rcp *p)
 {
@@ -320,6 +360,8 @@ void rcp_case_sqd(struct rcp *p)
 	if (rcp_async_event(p, IBV_EVENT_SQ_DRAINED, p->a, RCP_EVENT_NS) == 0)
 		rcp_fail(p, "A moved to SQD with en_sqd_async_notify raised no IBV_EVENT_SQ_DRAINED");
 	rcp_expect_state(p, p->a, "A after RTS -> SQD", IBV_QPS_SQD);
+	if (!rcp_failed(p))
+		serve_in_sqd(p);
 	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS};
 	if (rcp_failed(p) || hw_modify_qp(p->a, &a, IBV_QP_STATE))
 		return;
