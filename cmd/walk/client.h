@@ -6,7 +6,7 @@
 #include "cmd/walk/walk.h"
 
 #define BUF_SIZE   (16u << 20) /* the per-client memory MRs are carved from */
-#define CHECK_SLOT (16u << 10) /* --verify: one slot per writer at the end */
+#define CHECK_SLOT (64u << 10) /* --verify: one slot per writer at the end */
 /*
  * --verify: the check zone at the end of every buffer, where no remote
  * WRITE, READ result or receive of the random walk lands: first one
@@ -19,14 +19,16 @@
 #define MSG_CELL_OFF(slot) (ZONE_START + (uint32_t)(slot)*MSG_CELL)
 #define SLOT_OFF(id)	   (ZONE_START + MSG_AREA + (uint32_t)(id)*CHECK_SLOT)
 /*
- * A client's check slot: [0, 4K) checked-WRITE source, [4K, 8K) its
- * read-back, [8K, 12K) the target of its checked WRITE in the peer's
- * buffer, [12K, 12K + 8 * ATOM_WORDS) its atomic words in the peer's
- * buffer, [14K, 16K) the local results of its atomics.
+ * A client's check slot, in quarters: [0, 16K) checked-WRITE source,
+ * [16K, 32K) its read-back, [32K, 48K) the target of its checked WRITE in
+ * the peer's buffer (up to 16 KiB: four packets at the largest MTU, so a
+ * NIC that places only part of a multi-packet WRITE or READ shows), then
+ * its atomic words in the peer's buffer at 48K and the local results of its
+ * atomics at 56K.
  */
 #define ATOM_WORDS	16
-#define ATOM_REMOTE_OFF (12u << 10)
-#define ATOM_LOCAL_OFF	(14u << 10)
+#define ATOM_REMOTE_OFF (CHECK_SLOT / 4 * 3)
+#define ATOM_LOCAL_OFF	(CHECK_SLOT / 8 * 7)
 
 /* Object bounds (the original's): minimums are bootstrapped. */
 #define MIN_CQ		  2
