@@ -335,6 +335,16 @@ static void check_port(struct rcp *p)
 			 p->c->cfg->gid_index);
 }
 
+/* An RC QP of one WR and one SGE each way on the probe's other CQ: the limit checks raise one field. */
+static struct ibv_qp_init_attr smallest_rc(const struct rcp *p)
+{
+	return (struct ibv_qp_init_attr){
+	    .send_cq = p->ocq,
+	    .recv_cq = p->ocq,
+	    .qp_type = IBV_QPT_RC,
+	    .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
+}
+
 /*
  * Up to the limits ibv_query_device reports, creation must succeed (one
  * limit at a time: the device need not take all at once), with capacities
@@ -343,11 +353,7 @@ static void check_port(struct rcp *p)
 static void check_device_maxima(struct rcp *p)
 {
 	const struct ibv_device_attr *d = &p->c->dattr;
-	struct ibv_qp_init_attr init = {
-	    .send_cq = p->ocq,
-	    .recv_cq = p->ocq,
-	    .qp_type = IBV_QPT_RC,
-	    .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_qp_init_attr init = smallest_rc(p);
 	struct ibv_qp_cap want;
 	struct ibv_qp *qp;
 	const char *what;
@@ -402,11 +408,7 @@ static void check_device_maxima(struct rcp *p)
 static void check_device_limits(struct rcp *p)
 {
 	const struct ibv_device_attr *d = &p->c->dattr;
-	struct ibv_qp_init_attr init = {
-	    .send_cq = p->ocq,
-	    .recv_cq = p->ocq,
-	    .qp_type = IBV_QPT_RC,
-	    .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_qp_init_attr init = smallest_rc(p);
 	struct ibv_qp *qp;
 	struct ibv_cq *cq;
 	const char *what = NULL;
