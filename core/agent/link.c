@@ -699,10 +699,6 @@ static void peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 	lk->pending_tail = &lk->pending;
 	while (*lk->pending_tail)
 		lk->pending_tail = &(*lk->pending_tail)->next;
-	/* The pass's deposits wake each channel's receivers once, not once per message. */
-	for (uint32_t i = 0; i < LINK_CHAN_CACHE; i++)
-		if (lk->cache[i].c)
-			chan_wake_owed(lk->cache[i].c);
 }
 
 void links_close(struct agent_links *lk)
