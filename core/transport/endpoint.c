@@ -89,9 +89,12 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 	int rc;
 
 	if (attr->depth < 1 || attr->depth > 4096 || attr->rx_depth < 4 || attr->rx_depth > 4096 ||
-	    attr->eager_max > (1u << 20) || attr->env.tx_stripes < 0 || attr->env.tx_stripes > CORE_MAX_STRIPES) {
-		snprintf(err, errlen, "endpoint attributes out of range (depth 1..4096, rx_depth 4..4096, stripes 0..%d)",
-			 CORE_MAX_STRIPES);
+	    attr->eager_max > CORE_EAGER_MAX_LIMIT || attr->env.eager_max > CORE_EAGER_MAX_LIMIT ||
+	    attr->env.tx_stripes < 0 || attr->env.tx_stripes > CORE_MAX_STRIPES) {
+		snprintf(err, errlen,
+			 "endpoint attributes out of range (depth 1..4096, rx_depth 4..4096, eager_max up to %d, "
+			 "stripes 0..%d)",
+			 CORE_EAGER_MAX_LIMIT, CORE_MAX_STRIPES);
 		return -EINVAL;
 	}
 	if (posix_memalign((void **)&ep, 64, sizeof(*ep)))
