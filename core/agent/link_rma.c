@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/* Large messages in: chunks put together, rma READs of the senders' slots (link_impl.h). */
+#include "core/agent/link_impl.h"
+
+/*
+ * The message a chunk belongs to: chunks of one message come in order (one
+ * link, the sender's ticket order).  NULL when the chunk is dropped: a piece
+ * of a message whose start was lost (answered with -EPROTO if last), or no
+ * memory.  *pp is where the message sits in the list.
+ */
+static struct reasm *reasm_for(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+			       const struct proto_chunk *c, bool last, struct reasm ***pp)
+{
+	struct reasm *r;
+
+	for (*pp = &lk->reasm; **pp; *pp = &(**pp)->next)
+		if ((**pp)->from == from && (**pp)->id == c->id)
+			return **pp;
+	if (c->offset != 0) {
+		struct target_item t = {.from = from, .h = *h};
+
+		lk->errors.count[PROTO_ERR_SIZE]++;
+		if (last)
+			link_answer(lk, &t, -EPROTO, NULL, 0);
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	*r = (struct reasm){.from = from, .id = c->id, .total = c->total, .next = lk->reasm};
+	if (c->total > AGENT_REMOTE_MAX || lk->reasm_bytes + c->total > LINK_REASM_MAX)
+		r->status = -EMSGSIZE;
+	else if (!(r->t = malloc(sizeof(*r->t) + c->total)))
+		r->status = -ENOMEM;
+	else {
+		*r->t = (struct target_item){.from = from};
+		lk->reasm_bytes += c->total;
+	}
+	lk->reasm = r;
+	*pp = &lk->reasm;
+	return r;
+}
+
+/*
+ * The last chunk is in: the message becomes a request like any other, with
+ * its own header (mode, answer), queued now so it keeps its place among its
+ * port's items even while rma reads still fill it.  A message that cannot be
+ * put together is answered with the error.
+ */
+static void reasm_last(struct agent_links *lk, struct reasm *r, struct reasm **pp, uint32_t from,
+		       const struct proto_header *h)
+{
+	struct target_item *t = r->t;
+
+	*pp = r->next;
+	lk->reasm_bytes -= t ? r->total : 0;
+	if (r->status && (!t || !t->reads_left)) {
+		struct target_item err = {.from = from, .h = *h};
+
+		lk->peers[from].stats.last_error = r->status;
+		link_answer(lk, &err, r->status, NULL, 0);
+		free(t);
+	} else {
+		uint32_t reads_left = t->reads_left;
+
+		*t = (struct target_item){.from = from,
+					  .h = *h,
+					  .len = r->total,
+					  .reads_left = reads_left,
+					  .read_status = r->status ? r->status : t->read_status};
+		link_queue_request(lk, t);
+	}
+	free(r);
+}
+
+/* A chunk of a large p2p SENDMSG: appended to its message. */
+void link_take_chunk(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+		     const struct proto_chunk *c, const uint8_t *data, size_t len)
+{
+	bool last = c->offset + len == c->total;
+	struct reasm **pp, *r = reasm_for(lk, from, h, c, last, &pp);
+
+	if (!r)
+		return;
+	if (!r->status && (c->offset != r->got || c->total != r->total))
+		r->status = -EPROTO;
+	if (!r->status) {
+		memcpy(r->t->data + c->offset, data, len);
+		r->got += len;
+	}
+	if (last)
+		reasm_last(lk, r, pp, from, h);
+}
+
+/* Tells the sender its chunk at addr was read (or will never be): it may reuse the slot. */
+static void rma_done(struct agent_links *lk, uint32_t to, uint64_t port, uint64_t addr, int status)
+{
+	struct proto_header h = {.type = PROTO_ACK, .protocol = PROTO_RMA, .port = port};
+	uint8_t done[PROTO_RMA_DONE_SIZE];
+	int32_t s = status;
+	int rc;
+
+	memcpy(done, &s, 4);
+	memcpy(done + 4, &addr, 8);
+	rc = link_tx_item(lk, to, h, done, sizeof(done), LINK_NO_TOKEN, FLOW_INJECTION, 0);
+	if (rc && rc != -EINPROGRESS && rc != -EHOSTDOWN)
+		agent_logf(&lk->cfg.log, "could not tell rank %u a chunk was read: %s", to, strerror(-rc));
+}
+
+/* Posts one READ: 0, or -EAGAIN when core or the ejection cap has no room now. */
+static int read_post(struct agent_links *lk, struct rma_read *rd)
+{
+	int rc;
+
+	if (!flow_fits(&lk->flow[FLOW_EJECTION], rd->rma.len))
+		return -EAGAIN;
+	rc = core_read(lk->ep, lk->peers[rd->from].core_peer, rd->t->data + rd->offset, rd->rma.len,
+		       rd->rma.addr, rd->rma.rkey, rd);
+	if (!rc)
+		flow_take(&lk->flow[FLOW_EJECTION], rd->rma.len);
+	return rc;
+}
+
+/* A READ is over (status 0: done, else a negative errno): the sender gets its slot back. */
+void link_read_finish(struct agent_links *lk, struct rma_read *rd, int status)
+{
+	struct target_item *t = rd->t;
+
+	if (status)
+		t->read_status = status;
+	if (rd->epoch == lk->peers[rd->from].epoch && lk->peers[rd->from].up)
+		rma_done(lk, rd->from, rd->port, rd->rma.addr, status);
+	if (--t->reads_left == 0 && t->orphan)
+		free(t);
+	free(rd);
+}
+
+/* Posts the READs that waited, in order, while there is room. */
+int link_reads_progress(struct agent_links *lk)
+{
+	int n = 0;
+
+	while (lk->reads_waiting) {
+		struct rma_read *rd = lk->reads_waiting;
+		int rc = read_post(lk, rd);
+
+		if (rc == -EAGAIN)
+			break;
+		lk->reads_waiting = rd->next;
+		if (!lk->reads_waiting)
+			lk->reads_tail = &lk->reads_waiting;
+		if (rc)
+			link_read_finish(lk, rd, rc); /* not posted: its message fails */
+		n++;
+	}
+	return n;
+}
+
+/* A READ finished: the sender may reuse its slot; the message may now be complete. */
+void link_read_complete(struct agent_links *lk, struct rma_read *rd, const struct core_cqe *e)
+{
+	int status = e->status == IBV_WC_SUCCESS && !e->err ? 0 : e->err ? e->err : -EIO;
+
+	if (rd->board) {
+		link_steal_complete(lk, rd, status);
+		return;
+	}
+	flow_give(&lk->flow[FLOW_EJECTION], rd->rma.len);
+	link_read_finish(lk, rd, status);
+}
+
+/* A chunk of a large rma SENDMSG: read from the sender's buffer straight into its message. */
+void link_take_rma(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+		   const struct proto_chunk *c, const struct proto_rma *rma)
+{
+	bool last = c->offset + rma->len == c->total;
+	struct reasm **pp, *r = reasm_for(lk, from, h, c, last, &pp);
+	struct rma_read *rd;
+
+	if (!r) {
+		rma_done(lk, from, h->port, rma->addr, -EPROTO);
+		return;
+	}
+	if (!r->status && (c->offset != r->got || c->total != r->total))
+		r->status = -EPROTO;
+	rd = r->status ? NULL : malloc(sizeof(*rd));
+	if (!rd) {
+		r->status = r->status ? r->status : -ENOMEM;
+		rma_done(lk, from, h->port, rma->addr, r->status);
+	} else {
+		*rd = (struct rma_read){.t = r->t,
+					.from = from,
+					.epoch = lk->peers[from].epoch,
+					.offset = c->offset,
+					.port = h->port,
+					.rma = *rma};
+		r->got += rma->len;
+		r->t->reads_left++;
+		if (lk->reads_waiting || read_post(lk, rd)) { /* in order behind the others */
+			*lk->reads_tail = rd;
+			lk->reads_tail = &rd->next;
+		}
+	}
+	if (last)
+		reasm_last(lk, r, pp, from, h);
+}
+
+/* The target read our chunk at the address in body: its slot is free again. */
+void link_take_read_done(struct agent_links *lk, uint32_t from, const uint8_t *body)
+{
+	int32_t status;
+	uint64_t addr;
+
+	memcpy(&status, body, 4);
+	memcpy(&addr, body + 4, 8);
+	if (pool_give_slot(&lk->pool, addr, from)) {
+		lk->errors.count[PROTO_ERR_RESPONSE]++;
+		return;
+	}
+	flow_give(&lk->flow[FLOW_INJECTION], lk->pool.slot_size);
+	if (status < 0)
+		lk->peers[from].stats.last_error = status;
+}

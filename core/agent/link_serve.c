@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/* The target side of the links: channel operations for requests, and their answers (link_impl.h). */
+#include "core/agent/link_impl.h"
+
+void link_answer(struct agent_links *lk, const struct target_item *t, int status, const struct chan_state *st,
+		 size_t msg_len)
+{
+	uint8_t eager[STATE_LEN];
+	uint8_t *body = eager;
+	size_t len = 4;
+	int32_t s = status;
+	struct proto_header h = {.type = t->h.type == PROTO_SENDMSG  ? PROTO_ACK
+					 : t->h.type == PROTO_GETMSG ? PROTO_DATA
+								     : PROTO_STATE,
+				 .protocol = PROTO_EAGER,
+				 .mode = t->h.mode,
+				 .port = t->h.port};
+	int rc;
+
+	if (t->h.type == PROTO_SENDMSG && t->h.mode <= AGENT_SEND_BUFFERED) {
+		/* Nobody waits for it: an error only shows in the counters. */
+		if (status < 0)
+			lk->peers[t->from].stats.last_error = status;
+		return;
+	}
+	memcpy(eager, &s, 4);
+	if (h.type == PROTO_STATE) {
+		uint32_t count = st ? st->count : 0;
+		uint64_t bytes = st ? st->bytes : 0;
+
+		memcpy(eager + 4, &count, 4);
+		memcpy(eager + 8, &bytes, 8);
+		eager[16] = (uint8_t)((st && st->empty) | (st && st->full) << 1);
+		len = STATE_LEN;
+	} else if (h.type == PROTO_DATA) {
+		body = lk->scratch; /* status, then the message chan_recv left at scratch + 4 */
+		memcpy(body, &s, 4);
+		len = 4 + (status ? 0 : msg_len);
+	}
+	rc = link_tx_item(lk, t->from, h, body, len, LINK_NO_TOKEN, FLOW_GETMSG,
+			  h.type == PROTO_DATA ? PROTO_HEADER_SIZE + len : 0);
+	if (rc && rc != -EINPROGRESS)
+		agent_logf(&lk->cfg.log, "could not answer rank %u (port %llx): %s", t->from,
+			   (unsigned long long)t->h.port, strerror(-rc));
+}
+
+/*
+ * The channel named name, from the cache when the file is still the one it
+ * mapped (a channel destroyed and made again is a new file), else opened.
+ * The file is looked at once per progress pass: the items of one buffer for
+ * one channel cost one system call, not one each.
+ */
+static int serve_chan(struct agent_links *lk, const char *name, struct chan **out)
+{
+	char path[4200];
+	struct stat st;
+	struct cached_chan *slot = NULL;
+	uint64_t now = clock_ns();
+	int rc;
+
+	for (uint32_t i = 0; i < LINK_CHAN_CACHE && !slot; i++)
+		if (lk->cache[i].c && !strcmp(lk->cache[i].name, name))
+			slot = &lk->cache[i];
+	/*
+	 * chan_destroy marks the mapping, so a destroyed channel is left at once; the name is
+	 * looked up again (lstat: a microsecond on every request otherwise) only now and then,
+	 * for a file replaced by other means.
+	 */
+	if (slot && !chan_destroyed(slot->c) && now - slot->checked_ns < LINK_CHAN_RECHECK_NS) {
+		*out = slot->c;
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/%s%s", lk->dir, CHAN_FILE_PREFIX, name);
+	if (lstat(path, &st))
+		return -errno;
+	if (slot && !chan_destroyed(slot->c) && slot->dev == st.st_dev && slot->ino == st.st_ino) {
+		slot->checked_ns = now;
+		*out = slot->c;
+		return 0;
+	}
+	if (!slot)
+		slot = &lk->cache[lk->cache_next++ % LINK_CHAN_CACHE];
+	chan_close(slot->c);
+	slot->c = NULL;
+	rc = chan_open(lk->dir, name, &slot->c);
+	if (rc)
+		return rc;
+	snprintf(slot->name, sizeof(slot->name), "%s", name);
+	slot->dev = st.st_dev;
+	slot->ino = st.st_ino;
+	slot->checked_ns = now;
+	*out = slot->c;
+	return 0;
+}
+
+/* Bytes the GETMSG cap counts for an answer of len message bytes: its frames, as they go out. */
+static uint64_t getmsg_charge(size_t len)
+{
+	uint64_t pieces = len > GW_INLINE ? (len + LINK_DATA_PIECE - 1) / LINK_DATA_PIECE : 1;
+
+	return len + pieces * (PROTO_HEADER_SIZE + 4 + PROTO_CHUNK_SIZE);
+}
+
+/*
+ * A GETMSG's message, taken from the channel only when the GETMSG cap has
+ * room for its answer and it fits the caller's buffer (else it stays:
+ * -EAGAIN to try again, -EMSGSIZE to answer).  Up to a slot it lands in
+ * scratch; a larger one in *big (the caller frees it).
+ */
+static int getmsg_take(struct agent_links *lk, const struct target_item *t, struct chan *c, uint8_t **big,
+		       size_t *len)
+{
+	struct flow_gauge *g = &lk->flow[FLOW_GETMSG];
+	uint64_t want = GW_INLINE;
+	size_t got;
+	int rc;
+
+	if (t->len == 8)
+		memcpy(&want, t->data, 8);
+	if (want > AGENT_REMOTE_MAX)
+		want = AGENT_REMOTE_MAX;
+	if (!flow_fits(g, getmsg_charge(GW_INLINE)))
+		return -EAGAIN;
+	rc = chan_recv(c, lk->scratch + 4, want < GW_INLINE ? want : GW_INLINE, len, 0);
+	if (rc != -EMSGSIZE || *len <= GW_INLINE)
+		return rc;
+	if (*len > want || getmsg_charge(*len) > g->cap)
+		return -EMSGSIZE; /* never fits: it stays in the channel */
+	if (!flow_fits(g, getmsg_charge(*len)))
+		return -EAGAIN;
+	*big = malloc(*len);
+	if (!*big)
+		return -EAGAIN;
+	rc = chan_recv(c, *big, *len, &got, 0);
+	if (rc) { /* another receiver took it first */
+		free(*big);
+		*big = NULL;
+		return rc == -EMSGSIZE ? -EAGAIN : rc;
+	}
+	*len = got;
+	return 0;
+}
+
+/*
+ * A GETMSG answer larger than a slot: large DATA frames with mode
+ * PROTO_MODE_CHUNKED, each the status (0), the chunk descriptor and a piece
+ * (proto.h); they go out in order on the link and the origin puts them
+ * together.
+ */
+static void answer_chunks(struct agent_links *lk, const struct target_item *t, const uint8_t *msg, size_t len)
+{
+	struct proto_header h = {
+	    .type = PROTO_DATA, .protocol = PROTO_P2P, .mode = PROTO_MODE_CHUNKED, .port = t->h.port};
+	struct proto_chunk c = {.total = len, .id = t->h.port};
+	uint8_t *body = lk->scratch;
+
+	memset(body, 0, 4);
+	for (size_t off = 0; off < len; off += LINK_DATA_PIECE) {
+		size_t n = len - off < LINK_DATA_PIECE ? len - off : LINK_DATA_PIECE;
+		int rc;
+
+		c.offset = off;
+		proto_chunk_encode(&c, body + 4);
+		memcpy(body + 4 + PROTO_CHUNK_SIZE, msg + off, n);
+		rc = link_tx_item(lk, t->from, h, body, 4 + PROTO_CHUNK_SIZE + n, LINK_NO_TOKEN, FLOW_GETMSG,
+				  PROTO_HEADER_SIZE + 4 + PROTO_CHUNK_SIZE + n);
+		if (rc && rc != -EINPROGRESS) {
+			agent_logf(&lk->cfg.log, "could not answer rank %u (port %llx): %s", t->from,
+				   (unsigned long long)t->h.port, strerror(-rc));
+			return;
+		}
+	}
+}
+
+/* One try at a waiting request: true when it is finished (answered). */
+static bool serve_item(struct agent_links *lk, struct target_item *t, bool *blocks)
+{
+	bool late = t->deadline_ns && clock_ns() >= t->deadline_ns;
+	int64_t timeout = proto_timeout_decode(t->h.timeout);
+	struct chan_state st;
+	struct chan *c = NULL;
+	uint8_t *big = NULL;
+	size_t len = 0;
+	int rc;
+
+	*blocks = false;
+	if (t->reads_left) { /* rma chunks still arriving: later requests for its channel wait too */
+		*blocks = true;
+		return false;
+	}
+	if (t->read_status) {
+		link_answer(lk, t, t->read_status, NULL, 0);
+		return true;
+	}
+	rc = serve_chan(lk, t->name, &c);
+	if (rc) {
+		link_answer(lk, t, rc, NULL, 0);
+		return true;
+	}
+	switch (t->h.type) {
+	case PROTO_SENDMSG:
+		if (!t->deposited) {
+			rc = chan_send_quiet(c, t->data, t->len, &t->seq);
+			t->deposited = rc == 0;
+		}
+		if (t->deposited && t->h.mode == AGENT_SEND_RECEIVED)
+			rc = chan_wait_taken(c, t->seq, 0);
+		break;
+	case PROTO_GETMSG:
+		rc = getmsg_take(lk, t, c, &big, &len);
+		if (big) {
+			answer_chunks(lk, t, big, len);
+			free(big);
+			return true;
+		}
+		break;
+	default:
+		rc = chan_poll(c, &st, 0);
+		if (!rc && st.empty && timeout != 0)
+			rc = -EAGAIN;
+		break;
+	}
+	if (rc == -EAGAIN && !late && timeout != 0) {
+		lk->peers[t->from].stats.retries++;
+		*blocks = !t->deposited; /* later requests for this channel wait behind it */
+		return false;
+	}
+	if (rc == -EAGAIN && timeout != 0)
+		rc = -ETIMEDOUT;
+	link_answer(lk, t, rc, t->h.type == PROTO_POLL && !rc ? &st : NULL, len);
+	return true;
+}
+
+void link_serve_pending(struct agent_links *lk)
+{
+	char blocked[16][PROTO_NAME_MAX + 1];
+	int nblocked = 0;
+
+	for (struct target_item **pp = &lk->pending; *pp;) {
+		struct target_item *t = *pp;
+		bool skip = false, blocks;
+
+		for (int i = 0; i < nblocked && !skip; i++)
+			skip = !strcmp(blocked[i], t->name);
+		if (!skip && serve_item(lk, t, &blocks)) {
+			*pp = t->next;
+			free(t);
+			continue;
+		}
+		if (!skip && blocks && nblocked < 16)
+			snprintf(blocked[nblocked++], sizeof(blocked[0]), "%s", t->name);
+		pp = &t->next;
+	}
+	lk->pending_tail = &lk->pending;
+	while (*lk->pending_tail)
+		lk->pending_tail = &(*lk->pending_tail)->next;
+	/* The pass's deposits wake each channel's receivers once, not once per message. */
+	for (uint32_t i = 0; i < LINK_CHAN_CACHE; i++)
+		if (lk->cache[i].c)
+			chan_wake_owed(lk->cache[i].c);
+}
+
+/* Queues a complete request (t->data filled) behind the others, or answers it when its port is unbound. */
+void link_queue_request(struct agent_links *lk, struct target_item *t)
+{
+	int64_t timeout = proto_timeout_decode(t->h.timeout);
+	const char *name = lk->peers[t->from].bind_in[(t->h.port >> 32) & (PORT_BINDINGS - 1)];
+
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->deadline_ns = timeout > 0 ? clock_ns() + (uint64_t)timeout * 1000000ull : 0;
+	if (!name[0]) { /* a port never bound: answered, never served */
+		lk->errors.count[PROTO_ERR_CONNECT]++;
+		link_answer(lk, t, -EBADMSG, NULL, 0);
+		link_target_free(t);
+		return;
+	}
+	t->next = NULL;
+	*lk->pending_tail = t;
+	lk->pending_tail = &t->next;
+}
+
+/* A request item from a peer: to the queue of requests, in arrival order. */
+void link_take_request(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+		       const uint8_t *payload, size_t payload_len)
+{
+	struct proto_chunk c;
+	struct target_item *t;
+
+	if ((h->type == PROTO_POLL && payload_len) ||
+	    (h->type == PROTO_GETMSG && payload_len != 0 && payload_len != 8) ||
+	    (h->port >> 32) >= PORT_BINDINGS) {
+		lk->errors.count[PROTO_ERR_CONNECT]++;
+		return;
+	}
+	if (h->type == PROTO_SENDMSG && h->protocol == PROTO_RMA) {
+		struct proto_rma rma;
+
+		if (!proto_rma_decode(payload, payload_len, &c, &rma, &lk->errors))
+			link_take_rma(lk, from, h, &c, &rma);
+		return;
+	}
+	if (h->type == PROTO_SENDMSG && h->protocol == PROTO_P2P) {
+		if (proto_chunk_decode(payload, payload_len, &c, &lk->errors))
+			return;
+		payload += PROTO_CHUNK_SIZE;
+		payload_len -= PROTO_CHUNK_SIZE;
+		if (c.offset != 0 || c.total != payload_len) {
+			link_take_chunk(lk, from, h, &c, payload, payload_len);
+			return;
+		}
+	}
+	t = malloc(sizeof(*t) + payload_len);
+	if (!t)
+		return;
+	*t = (struct target_item){.from = from, .h = *h, .len = payload_len};
+	if (payload_len)
+		memcpy(t->data, payload, payload_len);
+	link_queue_request(lk, t);
+}
+
+void link_take_connect(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+		       const uint8_t *eager, size_t len)
+{
+	struct proto_connect bind;
+
+	if ((h->port >> 32) >= PORT_BINDINGS || proto_connect_decode(eager, len, &bind, &lk->errors))
+		return;
+	if (bind.node != lk->cfg.rank) {
+		lk->errors.count[PROTO_ERR_CONNECT]++;
+		return;
+	}
+	snprintf(lk->peers[from].bind_in[h->port >> 32], PROTO_NAME_MAX + 1, "%s", bind.name);
+}
