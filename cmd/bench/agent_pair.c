@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Two linked agent processes with private key, directories and ports (see agent_pair.h). */
 #include "cmd/bench/agent_pair.h"
+#include "cmd/bench/pin.h"
 #include "cmd/cmd.h"
 #include "core/agent/agent_key.h"
 #include "core/agent/engine.h"
@@ -50,7 +51,8 @@ void agent_pair_dir(const struct agent_pair *p, int rank, char *buf, size_t len)
 	snprintf(buf, len, "%s/a%d", p->top, rank);
 }
 
-static pid_t start_agent(const struct agent_pair *p, uint32_t rank, const uint16_t *ports)
+/* cpu >= 0: the agent (all its threads) runs there only. */
+static pid_t start_agent(const struct agent_pair *p, uint32_t rank, const uint16_t *ports, int cpu)
 {
 	static const char hosts[AGENT_PAIR_NODES][GW_HOST_LEN] = {"127.0.0.1", "127.0.0.1"};
 	pid_t pid;
@@ -66,6 +68,8 @@ static pid_t start_agent(const struct agent_pair *p, uint32_t rank, const uint16
 
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGTERM, &sa, NULL);
+		if (cpu >= 0)
+			bench_pin_to(cpu);
 		agent_pair_dir(p, (int)rank, dir, sizeof(dir));
 		cfg.dir = dir;
 		if (agent_engine_open(&cfg, &e, why, sizeof(why))) {
@@ -95,8 +99,9 @@ static bool peer_up(const struct agent_pair *p, int rank)
 	return info.peer_up[1 - rank];
 }
 
-int agent_pair_start(struct agent_pair *p, char *err, size_t errlen)
+int agent_pair_start(struct agent_pair *p, bool pin, char *err, size_t errlen)
 {
+	int cpu[2];
 	char path[128];
 	uint16_t ports[AGENT_PAIR_NODES];
 	uint64_t deadline;
@@ -127,8 +132,9 @@ int agent_pair_start(struct agent_pair *p, char *err, size_t errlen)
 	}
 	if (rc)
 		snprintf(err, errlen, "cannot prepare the agents' directories and ports under %s", p->top);
+	pin = pin && bench_two_cpus(cpu);
 	for (uint32_t r = 0; r < AGENT_PAIR_NODES && !rc; r++)
-		if ((p->pids[r] = start_agent(p, r, ports)) < 0) {
+		if ((p->pids[r] = start_agent(p, r, ports, pin ? cpu[r] : -1)) < 0) {
 			rc = -errno;
 			snprintf(err, errlen, "cannot start agent %u: %s", r, strerror(errno));
 		}

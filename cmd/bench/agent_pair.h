@@ -18,9 +18,13 @@ struct agent_pair {
 	pid_t pids[AGENT_PAIR_NODES];
 };
 
-/* Starts both agents (inheriting this process's environment) and waits until they are linked.
- * 0 or a negative errno with err filled; on error everything started is stopped. */
-int agent_pair_start(struct agent_pair *p, char *err, size_t errlen);
+/*
+ * Starts both agents (inheriting this process's environment) and waits until they are linked;
+ * with pin, agent r runs on the r-th of the first two CPUs, as the pair baselines' two processes
+ * do (cmd/bench/pin.h).  0 or a negative errno with err filled; on error everything started is
+ * stopped.
+ */
+int agent_pair_start(struct agent_pair *p, bool pin, char *err, size_t errlen);
 /* Stops both agents and removes the private directory. */
 void agent_pair_stop(struct agent_pair *p);
 /* The gateway directory of node rank. */

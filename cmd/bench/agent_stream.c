@@ -143,7 +143,7 @@ static int stream(size_t size, long iters, int procs, enum agent_send_mode mode,
 	struct agent_pair pair;
 	pid_t drainer = -1, senders[STREAM_MAX_PROCS];
 	uint64_t t0, t1;
-	int status = 0, started = 0, rc = agent_pair_start(&pair, err, errlen);
+	int status = 0, started = 0, rc = agent_pair_start(&pair, false, err, errlen);
 
 	if (rc)
 		return rc;

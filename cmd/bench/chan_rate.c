@@ -7,6 +7,7 @@
  * the channel's only system calls, where a pipe makes two per message.
  */
 #include "cmd/bench/bench.h"
+#include "cmd/bench/pin.h"
 #include "cmd/cmd.h"
 #include "cmd/print.h"
 #include "core/agent/channel.h"
@@ -33,31 +34,12 @@ struct rate_run {
  * alike: left alone, the scheduler's wake-affine placement tends to stack
  * them on one CPU, and then every message is a context switch for both.
  */
-static int bench_cpus[2] = {-1, -1}; /* the first two CPUs this process may use */
-
-static void find_cpus(void)
-{
-	cpu_set_t all;
-	int n = 0;
-
-	if (sched_getaffinity(0, sizeof(all), &all))
-		return;
-	for (int cpu = 0; cpu < CPU_SETSIZE && n < 2; cpu++)
-		if (CPU_ISSET(cpu, &all))
-			bench_cpus[n++] = cpu;
-	if (n < 2)
-		bench_cpus[0] = bench_cpus[1] = -1; /* one CPU: nothing to spread */
-}
+static int bench_cpus[2] = {-1, -1}; /* the first two CPUs this process may use; -1: only one */
 
 static void pin_to_cpu(int index)
 {
-	cpu_set_t one;
-
-	if (bench_cpus[index] < 0)
-		return;
-	CPU_ZERO(&one);
-	CPU_SET(bench_cpus[index], &one);
-	sched_setaffinity(0, sizeof(one), &one);
+	if (bench_cpus[index] >= 0)
+		bench_pin_to(bench_cpus[index]);
 }
 
 static int full_io(int fd, char *buf, size_t len, bool rd)
@@ -284,7 +266,8 @@ int bench_chan_rate(size_t size, long iters, bool baseline, int rounds)
 	cpu_set_t saved;
 	bool restore = sched_getaffinity(0, sizeof(saved), &saved) == 0;
 
-	find_cpus();
+	if (!bench_two_cpus(bench_cpus))
+		bench_cpus[0] = bench_cpus[1] = -1; /* one CPU: nothing to spread */
 	pin_to_cpu(0);
 	print_begin();
 	print_string(PRINT_JSON, "test", NULL, "chan_rate");

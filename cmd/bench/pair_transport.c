@@ -7,6 +7,7 @@
  * never crosses the wire, which no path through agents can compare with.
  */
 #include "cmd/bench/pair_transport.h"
+#include "cmd/bench/pin.h"
 #include "core/stats/stats.h"
 
 #include <errno.h>
@@ -36,36 +37,6 @@ static int free_loopback_port(void)
 	return port;
 }
 
-/*
- * The first two CPUs this process may run on, when it may run on two: the
- * baseline's server and client each get one.  Both ends poll without
- * yielding, as perftest does; left to the scheduler on a busy machine they
- * sometimes share a CPU and each hop waits for the other's time slice
- * (send_lat measured 4.7 us apart, 40-50 us together), which would flatter
- * whatever is compared with the baseline.
- */
-static bool two_cpus(int cpu[2])
-{
-	cpu_set_t set;
-	int found = 0;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return false;
-	for (int c = 0; c < CPU_SETSIZE && found < 2; c++)
-		if (CPU_ISSET(c, &set))
-			cpu[found++] = c;
-	return found == 2;
-}
-
-static void pin_to(int cpu)
-{
-	cpu_set_t one;
-
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	sched_setaffinity(0, sizeof(one), &one);
-}
-
 int pair_transport(const char *test, size_t size, double seconds, long iters, struct bench_result *r,
 		   char *err, size_t errlen)
 {
@@ -77,7 +48,7 @@ int pair_transport(const char *test, size_t size, double seconds, long iters, st
 			       .lock = CORE_LOCK_STRIPED};
 	char addr[32];
 	int port = free_loopback_port(), rc, status, cpu[2];
-	bool pin = two_cpus(cpu);
+	bool pin = bench_two_cpus(cpu);
 	cpu_set_t was;
 	pid_t server;
 
@@ -102,13 +73,13 @@ int pair_transport(const char *test, size_t size, double seconds, long iters, st
 		if (null >= 0)
 			dup2(null, STDERR_FILENO); /* its "listening on" lines are not ours to print */
 		if (pin)
-			pin_to(cpu[1]);
+			bench_pin_to(cpu[1]);
 		rc = bench_server(addr, &o, why, sizeof(why));
 		stats_segment_close(); /* _exit skips the atexit that would */
 		_exit(rc ? 1 : 0);
 	}
 	if (pin && !sched_getaffinity(0, sizeof(was), &was))
-		pin_to(cpu[0]);
+		bench_pin_to(cpu[0]);
 	else
 		pin = false;
 	rc = bench_client_open(addr, err, errlen);
