@@ -2,6 +2,8 @@
 /* Links between agents (link.h): peers going down, the progress pass, stats and sleeping. */
 #include "core/agent/link_impl.h"
 
+#define LINK_OOB_CHECK_NS 5000000ull /* accepting, and noticing a peer that died */
+
 /* A link rank as the user knows it: the node's rank, and "R.S" when the node runs several agents. */
 const char *link_peer_name(const struct agent_links *lk, uint32_t rank, char *out, size_t len)
 {

@@ -2,6 +2,32 @@
 /* The links' out-of-band handshake: ranks, the key's proof, endpoint addresses (link_impl.h). */
 #include "core/agent/link_impl.h"
 
+#define LINK_HELLO     0x4148 /* OOB frame types of the handshake */
+#define LINK_CHALLENGE 0x4143
+#define LINK_PROOF     0x4150
+#define NONCE_LEN      16
+
+/*
+ * Both sides say their node rank and how many agents their node runs: link
+ * ranks are virtual (node x agents per node + sibling), so two nodes that
+ * disagree on the count disagree on every rank but the node's own.  The
+ * count is checked after the key is proven (an outsider cannot mark a node
+ * mismatched), and a mismatch is a state of the peer node, not a retry loop.
+ */
+struct hello {
+	uint32_t rank, node, siblings;
+	uint8_t nonce[NONCE_LEN];
+};
+
+struct challenge {
+	uint32_t rank, node, siblings;
+	uint8_t nonce[NONCE_LEN];
+	uint8_t mac[32];
+};
+
+#define LINK_MISMATCH                                                                                        \
+	(-0x10000) /* link_handshake(): the key is proven, the agents per node differ (no errno) */
+
 /*
  * HMAC(key, role | our rank | their rank | our agents per node | theirs | their nonce): proves we hold
  * the key, bound to this exchange and to the counts each side said.

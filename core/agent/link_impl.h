@@ -41,36 +41,17 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#define LINK_RX_MAX  128
-#define LINK_TX_BUFS 4 /* eager buffers per target node */
-#define LINK_RX_LARGE_MAX                                                                                    \
-	32 /* posted receives for large frames, at most (the ejection cap may allow fewer) */
-#define LINK_LARGE_MAX	     (PROTO_HEADER_SIZE + PROTO_CHUNK_SIZE + GW_INLINE) /* a chunk, or a DATA answer */
-#define LINK_TAG_EAGER	     1 /* core tags: eager buffers and large frames land in their own receives */
-#define LINK_TAG_LARGE	     2
-#define LINK_TAG_KIND	     0xffull /* the rest of a core tag: the message's sequence number on its link */
-#define LINK_TAG_SEQ_SHIFT   8
-#define LINK_ORIGIN_MAX	     1024 /* requests in flight from this agent */
-#define LINK_RETRY_NS	     200000000ull
-#define LINK_OOB_CHECK_NS    5000000ull /* accepting, and noticing a peer that died */
-#define LINK_HELLO	     0x4148	/* OOB frame types of the handshake */
-#define LINK_CHALLENGE	     0x4143
-#define LINK_PROOF	     0x4150
-#define NONCE_LEN	     16
-#define LINK_CHAN_CACHE	     32
-#define LINK_CHAN_RECHECK_NS 10000000ull /* a served channel's name is looked up again after 10 ms */
-#define STATE_LEN	     (4 + 4 + 8 + 1)
-#define PORT_BIND_BITS	     10 /* a port's binding: a slot of a direct-mapped table per peer */
-#define PORT_BINDINGS	     (1u << PORT_BIND_BITS)
-#define PORT_TAG_MASK	     0xffffffffull
-#define LINK_REASM_MAX	     (1ull << 30) /* bytes of large messages being put together at once */
-#define LINK_DATA_PIECE	     (GW_INLINE - 4 - PROTO_CHUNK_SIZE) /* message bytes per chunk of a GETMSG answer */
-#define LINK_RMA_SLOTS_MIN   4 /* staging slots of the rma transport: the injection cap's worth */
-#define LINK_RMA_SLOTS_MAX   4096
-#define LINK_FRAMES_MIN	     4 /* pooled large frames: the GETMSG cap's worth (and p2p's injection cap's) */
-#define LINK_FRAMES_MAX	     1024
-#define LINK_HEAP_KEEP	     (256 << 20) /* freed heap the agent keeps for the next large messages */
-#define LINK_MMAP_FROM	     (32 << 20)	 /* allocations that still get a mapping of their own */
+#define LINK_TX_BUFS	   4 /* eager buffers per target node */
+#define LINK_LARGE_MAX	   (PROTO_HEADER_SIZE + PROTO_CHUNK_SIZE + GW_INLINE) /* a chunk, or a DATA answer */
+#define LINK_TAG_EAGER	   1 /* core tags: eager buffers and large frames land in their own receives */
+#define LINK_TAG_LARGE	   2
+#define LINK_TAG_SEQ_SHIFT 8
+#define LINK_ORIGIN_MAX	   1024 /* requests in flight from this agent */
+#define LINK_RETRY_NS	   200000000ull
+#define LINK_CHAN_CACHE	   32
+#define STATE_LEN	   (4 + 4 + 8 + 1)
+#define PORT_BIND_BITS	   10 /* a port's binding: a slot of a direct-mapped table per peer */
+#define PORT_BINDINGS	   (1u << PORT_BIND_BITS)
 
 /* What went out to a peer, waiting for its send completion (the core context of the send). */
 enum unit_kind { UNIT_EAGER, UNIT_LARGE };
@@ -240,27 +221,6 @@ struct agent_links {
 	} cache[LINK_CHAN_CACHE];
 	uint32_t cache_next;
 };
-
-/*
- * Both sides say their node rank and how many agents their node runs: link
- * ranks are virtual (node x agents per node + sibling), so two nodes that
- * disagree on the count disagree on every rank but the node's own.  The
- * count is checked after the key is proven (an outsider cannot mark a node
- * mismatched), and a mismatch is a state of the peer node, not a retry loop.
- */
-struct hello {
-	uint32_t rank, node, siblings;
-	uint8_t nonce[NONCE_LEN];
-};
-
-struct challenge {
-	uint32_t rank, node, siblings;
-	uint8_t nonce[NONCE_LEN];
-	uint8_t mac[32];
-};
-
-#define LINK_MISMATCH                                                                                        \
-	(-0x10000) /* link_handshake(): the key is proven, the agents per node differ (no errno) */
 
 /* Ranks of one node are siblings: they never link (they share work through memory instead). */
 static inline bool same_node(const struct agent_links *lk, uint32_t a, uint32_t b)

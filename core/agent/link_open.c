@@ -2,6 +2,16 @@
 /* Opening and closing an agent's links: the pool, the receives, the peers (link_impl.h). */
 #include "core/agent/link_impl.h"
 
+#define LINK_RX_MAX 128
+#define LINK_RX_LARGE_MAX                                                                                    \
+	32 /* posted receives for large frames, at most (the ejection cap may allow fewer) */
+#define LINK_RMA_SLOTS_MIN 4 /* staging slots of the rma transport: the injection cap's worth */
+#define LINK_RMA_SLOTS_MAX 4096
+#define LINK_FRAMES_MIN	   4 /* pooled large frames: the GETMSG cap's worth (and p2p's injection cap's) */
+#define LINK_FRAMES_MAX	   1024
+#define LINK_HEAP_KEEP	   (256 << 20) /* freed heap the agent keeps for the next large messages */
+#define LINK_MMAP_FROM	   (32 << 20)  /* allocations that still get a mapping of their own */
+
 /* A fresh set of eager buffers for a peer (the old ones may still be in flight on a dead link). */
 int link_peer_tx_init(struct agent_links *lk, uint32_t rank)
 {

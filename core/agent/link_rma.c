@@ -2,6 +2,8 @@
 /* Large messages in: chunks put together, rma READs of the senders' slots (link_impl.h). */
 #include "core/agent/link_impl.h"
 
+#define LINK_REASM_MAX (1ull << 30) /* bytes of large messages being put together at once */
+
 /*
  * The message a chunk belongs to: chunks of one message come in order (one
  * link, the sender's ticket order).  NULL when the chunk is dropped: a piece

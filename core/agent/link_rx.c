@@ -2,6 +2,8 @@
 /* The links' receives: read in the order sent, parsed into items (link_impl.h). */
 #include "core/agent/link_impl.h"
 
+#define LINK_TAG_KIND 0xffull /* the rest of a core tag: the message's sequence number on its link */
+
 uint8_t *link_rx_buf(struct agent_links *lk, int i)
 {
 	return i < lk->nrx ? lk->rx_pool + (size_t)i * PROTO_EAGER_BUFFER

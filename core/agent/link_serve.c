@@ -2,6 +2,9 @@
 /* The target side of the links: channel operations for requests, and their answers (link_impl.h). */
 #include "core/agent/link_impl.h"
 
+#define LINK_CHAN_RECHECK_NS 10000000ull /* a served channel's name is looked up again after 10 ms */
+#define LINK_DATA_PIECE	     (GW_INLINE - 4 - PROTO_CHUNK_SIZE) /* message bytes per chunk of a GETMSG answer */
+
 void link_answer(struct agent_links *lk, const struct target_item *t, int status, const struct chan_state *st,
 		 size_t msg_len)
 {
