@@ -663,16 +663,6 @@ static void one_step(struct walk_client *c, bool lockstep)
 		if (walk_toward(c, (enum walk_action)a))
 			break;
 		c->stats.redraws[a]++;
-		/*
-		 * Nothing moves the state toward this action now: it waits for
-		 * work in flight (a handshake, a flush, a bind behind a send
-		 * queue, a peer's key or credit).  Give the CPU away, once a
-		 * step: where the device's progress (or a peer process's) shares
-		 * the cores with spinning walkers, that work otherwise waits
-		 * whole time slices, and multinode a type-2 bind took ~25 ms.
-		 */
-		if (!tries)
-			sched_yield();
 		a = rng_weighted(&c->rng, c->weight, ACT_COUNT);
 	}
 	walk_probe_step(c);
