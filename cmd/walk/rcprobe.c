@@ -932,7 +932,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 38);
+	pick = rng_range(p.rng, 0, 41);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -969,8 +969,10 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_partial_post(&p);
 	else if (pick < 35)
 		rcp_case_shared_cq(&p);
-	else
+	else if (pick < 39)
 		rcp_case_refuse(&p);
+	else
+		rcp_case_hold(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	/* For the log line: the teardown destroys the QPs. */

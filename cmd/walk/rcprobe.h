@@ -166,5 +166,7 @@ void rcp_case_partial_post(struct rcp *p);
 void rcp_case_shared_cq(struct rcp *p);
 /* rcprobe_refuse.c: what a device must refuse and leave as it was (binds, stale keys, modify_qp, events) */
 void rcp_case_refuse(struct rcp *p);
+/* rcprobe_hold.c: work a device must hold back, what it must leave alone (SQD, UC drops, LOCAL_INV's PD) */
+void rcp_case_hold(struct rcp *p);
 
 #endif
