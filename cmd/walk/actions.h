@@ -91,6 +91,8 @@ bool walk_mw_match(struct walk_client *c, int i, const void *arg);
 bool walk_can_post_send(struct walk_client *c, int q);
 bool walk_qp_match(struct walk_client *c, int i, const void *arg);
 int walk_pick_mr(struct walk_client *c, int pd, uint32_t min_len);
+/* An MR for work that will be in flight: mostly the one already pinned most. */
+int walk_pick_busy_mr(struct walk_client *c, int pd, uint32_t min_len);
 int walk_make_sges(struct walk_client *c, uint32_t lkey, uint32_t start, uint32_t len, int n,
 		   struct ibv_sge *sge);
 int walk_sge_count(struct walk_client *c, uint32_t max);

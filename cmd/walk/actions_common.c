@@ -135,6 +135,23 @@ int walk_pick_mr(struct walk_client *c, int pd, uint32_t min_len)
 	return walk_pick_index(c, MAX_MR, mr_on_pd, &w);
 }
 
+/*
+ * Work in flight pins its local MR until it completes (receives until a
+ * peer sends, and a peer across processes takes milliseconds): mostly the
+ * MR that already holds the most, so the others stay free to deregister.
+ */
+int walk_pick_busy_mr(struct walk_client *c, int pd, uint32_t min_len)
+{
+	int m = -1;
+
+	if (rng_range(&c->rng, 0, 3))
+		for (int i = 0; i < MAX_MR; i++)
+			if (c->mr[i].used && c->mr[i].pd == pd && c->mr[i].len >= min_len &&
+			    (m < 0 || c->mr[i].inflight > c->mr[m].inflight))
+				m = i;
+	return m >= 0 ? m : walk_pick_mr(c, pd, min_len);
+}
+
 /* ---- ranges and scatter lists ---- */
 
 /*

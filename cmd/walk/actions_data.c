@@ -54,7 +54,7 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, const 
 	if (small) {
 		len = (uint32_t)rng_range(&c->rng, MSG_HDR, most < MSG_CELL ? most : MSG_CELL);
 	} else if (!empty) {
-		if ((m = walk_pick_mr(c, r->pd, 1)) < 0)
+		if ((m = walk_pick_busy_mr(c, r->pd, 1)) < 0)
 			return 0;
 		len = walk_choose_range(c, c->mr[m].off, c->mr[m].len,
 					(uint32_t)rng_range(&c->rng, 1, most - head), false, 1, &start);
@@ -129,7 +129,7 @@ int walk_do_send(struct walk_client *c)
 	if (head && (!c->pd[d.pd].msg_mr || c->qp[q].cap.max_send_sge < 2))
 		return 0;
 	if ((ah = walk_pick_index(c, MAX_AH, ah_with_target, &d)) < 0 ||
-	    (m = walk_pick_mr(c, d.pd, UD_SEND_BYTES - head)) < 0)
+	    (m = walk_pick_busy_mr(c, d.pd, UD_SEND_BYTES - head)) < 0)
 		return 0;
 	rud = walk_pick_index(c, MAX_REMOTE_UD, rud_of, &c->ah[ah].target);
 	if (rud < 0 ||
@@ -242,22 +242,6 @@ int walk_do_send_with_inv(struct walk_client *c)
 	return 1;
 }
 
-/*
- * Receives stay posted until a peer sends, and pin their MR: mostly the MR
- * that already holds the most, so the others stay free to deregister.
- */
-static int pick_recv_mr(struct walk_client *c, int pd, uint32_t min_len)
-{
-	int m = -1;
-
-	if (rng_range(&c->rng, 0, 3))
-		for (int i = 0; i < MAX_MR; i++)
-			if (c->mr[i].used && c->mr[i].pd == pd && c->mr[i].len >= min_len &&
-			    (m < 0 || c->mr[i].inflight > c->mr[m].inflight))
-				m = i;
-	return m >= 0 ? m : walk_pick_mr(c, pd, min_len);
-}
-
 int walk_do_recv(struct walk_client *c)
 {
 	bool ud = rng_bernoulli(&c->rng, MSG_UD_PROBABILITY);
@@ -289,7 +273,7 @@ int walk_do_recv(struct walk_client *c)
 		len = want;
 		start = 0;
 	} else {
-		if ((m = pick_recv_mr(c, c->qp[q].pd, ud ? UD_RECV_BYTES - head : 1)) < 0)
+		if ((m = walk_pick_busy_mr(c, c->qp[q].pd, ud ? UD_RECV_BYTES - head : 1)) < 0)
 			return 0;
 		len = walk_choose_range(c, c->mr[m].off, c->mr[m].len, want - head, true, 1, &start);
 		if (!len || (ud && len < UD_RECV_BYTES - head))
@@ -403,7 +387,7 @@ static bool pick_target(struct walk_client *c, uint32_t min_len, uint32_t access
 	w = (struct reach){&c->rkeys[t->k], false, access};
 	if ((t->q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return false;
-	return (t->m = walk_pick_mr(c, c->qp[t->q].pd, min_len)) >= 0;
+	return (t->m = walk_pick_busy_mr(c, c->qp[t->q].pd, min_len)) >= 0;
 }
 
 struct check_want {

@@ -241,9 +241,14 @@ static bool qp_for_error(struct walk_client *c, int i, const void *arg)
 	const struct qp_rec *r = &c->qp[i];
 
 	(void)arg;
-	/* Posted receives do not pin a QP: they must flush (--verify checks that they do). */
+	/*
+	 * Posted receives do not pin a QP: they must flush (--verify checks that
+	 * they do).  Nor do sends to a peer that announced its side down: no ACK
+	 * will come for them, and they would otherwise hold their MRs and CQ
+	 * entries through every retry (timeout x retry_cnt) before failing.
+	 */
 	return r->used && r->state != QP_ERR && r->state != QP_CONNECTING &&
-	       (c->cfg->allow_outstanding_ops || !r->send_inflight);
+	       (c->cfg->allow_outstanding_ops || !r->send_inflight || r->state == QP_PEER_DOWN);
 }
 
 int walk_do_modify_qp_error(struct walk_client *c)

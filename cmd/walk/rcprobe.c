@@ -70,7 +70,7 @@ static int access_of(const struct ibv_qp *qp)
 	return qp->qp_type == IBV_QPT_UC ? IBV_ACCESS_REMOTE_WRITE : RCP_QP_ACCESS;
 }
 
-static int to_init(struct rcp *p, struct ibv_qp *qp)
+int rcp_to_init(struct rcp *p, struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = {
 	    .qp_state = IBV_QPS_INIT, .port_num = (uint8_t)p->c->cfg->port, .qp_access_flags = access_of(qp)};
@@ -83,7 +83,7 @@ static uint32_t psn_of(const struct rcp *p, const struct ibv_qp *qp)
 	return qp == p->a ? p->psn_a : p->psn_b;
 }
 
-static void rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a, int *mask)
+void rcp_rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a, int *mask)
 {
 	const struct walk_peer_addr *me = &p->c->peers[p->c->id];
 
@@ -129,7 +129,7 @@ static int check_forbidden_transitions(struct rcp *p, struct ibv_qp *qp, struct 
 	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND}, *bad;
 	const char *bad_what = NULL;
 
-	rtr_attr(p, dest, &rtr, &rtr_mask);
+	rcp_rtr_attr(p, dest, &rtr, &rtr_mask);
 	rts_attr(p, qp, 7, &rts, &rts_mask);
 	struct ibv_sge sge = {(uintptr_t)p->buf, 8, p->mr->lkey};
 	struct ibv_recv_wr rwr = {.sg_list = &sge, .num_sge = 1}, *rbad;
@@ -142,7 +142,7 @@ static int check_forbidden_transitions(struct rcp *p, struct ibv_qp *qp, struct 
 		bad_what = "RESET -> RTR";
 	else if (!hw_modify_qp(qp, &rts, rts_mask))
 		bad_what = "RESET -> RTS";
-	else if (to_init(p, qp))
+	else if (rcp_to_init(p, qp))
 		return -1;
 	else if (!hw_modify_qp(qp, &rts, rts_mask))
 		bad_what = "INIT -> RTS";
@@ -190,10 +190,10 @@ static int connect_one(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, ui
 	if (check)
 		rc = check_forbidden_transitions(p, qp, dest);
 	else
-		rc = to_init(p, qp);
+		rc = rcp_to_init(p, qp);
 	if (rc)
 		return rc;
-	rtr_attr(p, dest, &a, &mask);
+	rcp_rtr_attr(p, dest, &a, &mask);
 	if ((rc = hw_modify_qp(qp, &a, mask)))
 		return rc;
 	if (check && check_send_in_rtr(p, qp))
@@ -233,7 +233,7 @@ static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, c
 		rcp_fail(p, "ibv_query_qp of %s failed", who);
 		return;
 	}
-	rtr_attr(p, dest, &rtr, &mask);
+	rcp_rtr_attr(p, dest, &rtr, &mask);
 	rts_attr(p, qp, rnr_retry, &rts, &mask);
 	if (got.qp_state != IBV_QPS_RTS)
 		bad = "qp_state";
@@ -388,7 +388,7 @@ static void check_device_maxima(struct rcp *p)
 		rcp_fail(p, "ibv_create_qp with %s reported smaller capacities (wr %u/%u, sge %u/%u)", what,
 			 init.cap.max_send_wr, init.cap.max_recv_wr, init.cap.max_send_sge,
 			 init.cap.max_recv_sge);
-	else if (want.max_recv_sge > 1 && want.max_recv_sge <= RCP_MAX_WR && to_init(p, qp) == 0) {
+	else if (want.max_recv_sge > 1 && want.max_recv_sge <= RCP_MAX_WR && rcp_to_init(p, qp) == 0) {
 		struct ibv_sge sge[RCP_MAX_WR];
 		struct ibv_recv_wr wr = {.wr_id = p->base_id + 0x9e,
 					 .sg_list = sge,
@@ -932,7 +932,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 34);
+	pick = rng_range(p.rng, 0, 41);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -967,8 +967,12 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_resize_cq(&p);
 	else if (pick < 34)
 		rcp_case_partial_post(&p);
-	else
+	else if (pick < 35)
 		rcp_case_shared_cq(&p);
+	else if (pick < 39)
+		rcp_case_refuse(&p);
+	else
+		rcp_case_hold(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	/* For the log line: the teardown destroys the QPs. */

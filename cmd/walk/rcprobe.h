@@ -130,6 +130,17 @@ void rcp_wait_ns(uint64_t ns);
 bool rcp_late(uint64_t end, unsigned *late);
 void rcp_idle(unsigned *idle);
 
+/* RESET -> INIT with the probe's port and access flags; the RTR attributes toward dest, and their mask. */
+int rcp_to_init(struct rcp *p, struct ibv_qp *qp);
+void rcp_rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a, int *mask);
+/* One signaled WR on A (a type-2 bind or a LOCAL_INV) that must succeed, and its completion; 0: it did. */
+int rcp_post_a(struct rcp *p, struct ibv_send_wr *wr, enum ibv_wc_opcode op, const char *what);
+/* ibv_dereg_mr of *mr must return want (0 or EBUSY); *mr is NULL once gone. */
+void rcp_dereg_expect(struct rcp *p, struct ibv_mr **mr, int want, const char *why);
+/* Completion events of ch (each must name the probe's receive CQ) within wait_ns; *acked counts them. */
+#define RCP_EVENT_NS (3000 * 1000000ull)
+int rcp_cq_events(struct rcp *p, struct ibv_comp_channel *ch, uint64_t wait_ns, unsigned *acked);
+
 /* The scripts (rcprobe_cases.c). */
 void rcp_case_data(struct rcp *p);
 void rcp_case_recv_short(struct rcp *p);
@@ -153,5 +164,9 @@ void rcp_case_keys(struct rcp *p);
 /* rcprobe_partial.c: a chain refused part-way (*bad_wr), a QP reset or destroyed on a shared CQ */
 void rcp_case_partial_post(struct rcp *p);
 void rcp_case_shared_cq(struct rcp *p);
+/* rcprobe_refuse.c: what a device must refuse and leave as it was (binds, stale keys, modify_qp, events) */
+void rcp_case_refuse(struct rcp *p);
+/* rcprobe_hold.c: work a device must hold back, what it must leave alone (SQD, UC drops, LOCAL_INV's PD) */
+void rcp_case_hold(struct rcp *p);
 
 #endif

@@ -29,7 +29,7 @@ static struct ibv_mr *small_mr(struct rcp *p, uint32_t slot)
 }
 
 /* ibv_dereg_mr of *mr must return want (0 or EBUSY); *mr is NULL once gone. */
-static void dereg_expect(struct rcp *p, struct ibv_mr **mr, int want, const char *why)
+void rcp_dereg_expect(struct rcp *p, struct ibv_mr **mr, int want, const char *why)
 {
 	uint32_t lkey = (*mr)->lkey;
 	int rc = hw_dereg_mr(*mr);
@@ -59,8 +59,8 @@ static int bind1(struct rcp *p, struct ibv_mw *mw, struct ibv_mr *mr, uint64_t i
 	return rcp_failed(p) ? -1 : 0;
 }
 
-/* One signaled WR on A (a type-2 bind or a LOCAL_INV) and its completion. */
-static int post_a(struct rcp *p, struct ibv_send_wr *wr, enum ibv_wc_opcode op, const char *what)
+/* One signaled WR on A (a type-2 bind or a LOCAL_INV) that must succeed, and its completion. */
+int rcp_post_a(struct rcp *p, struct ibv_send_wr *wr, enum ibv_wc_opcode op, const char *what)
 {
 	struct rcp_exp e = rcp_done(wr->wr_id, IBV_WC_SUCCESS, op);
 	struct ibv_send_wr *bad;
@@ -85,9 +85,9 @@ static void hold_type1(struct rcp *p, struct ibv_mr **x, struct ibv_mr **y)
 	if (bind1(p, mw, *x, 0x90, "A's send CQ (a type-1 window bound to MR X)") ||
 	    bind1(p, mw, *y, 0x91, "A's send CQ (the window rebound to MR Y)"))
 		goto out;
-	dereg_expect(p, x, 0, "MR X, whose only window was rebound to MR Y");
+	rcp_dereg_expect(p, x, 0, "MR X, whose only window was rebound to MR Y");
 	if (!rcp_failed(p))
-		dereg_expect(p, y, EBUSY, "MR Y, a type-1 window is bound to it");
+		rcp_dereg_expect(p, y, EBUSY, "MR Y, a type-1 window is bound to it");
 	if (rcp_failed(p))
 		goto out;
 	if (unbind) {
@@ -97,7 +97,7 @@ static void hold_type1(struct rcp *p, struct ibv_mr **x, struct ibv_mr **y)
 		hw_dealloc_mw(mw);
 		mw = NULL;
 	}
-	dereg_expect(p, y, 0,
+	rcp_dereg_expect(p, y, 0,
 		     unbind ? "MR Y, its window was unbound by a zero-length bind" : "MR Y, its window was deallocated");
 out:
 	if (mw)
@@ -117,15 +117,15 @@ static void hold_type2(struct rcp *p, struct ibv_mr **x)
 	wr.bind_mw.rkey = rkey;
 	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
 	    .mr = *x, .addr = (uintptr_t)(*x)->addr, .length = 64, .mw_access_flags = IBV_ACCESS_REMOTE_WRITE};
-	if (post_a(p, &wr, IBV_WC_BIND_MW, "A's send CQ (a type-2 window bound to MR X)"))
+	if (rcp_post_a(p, &wr, IBV_WC_BIND_MW, "A's send CQ (a type-2 window bound to MR X)"))
 		goto out;
-	dereg_expect(p, x, EBUSY, "MR X, a type-2 window is bound to it");
+	rcp_dereg_expect(p, x, EBUSY, "MR X, a type-2 window is bound to it");
 	if (rcp_failed(p))
 		goto out;
 	wr = (struct ibv_send_wr){.wr_id = p->base_id + 0x94, .opcode = IBV_WR_LOCAL_INV, .invalidate_rkey = rkey};
-	if (post_a(p, &wr, IBV_WC_LOCAL_INV, "A's send CQ (LOCAL_INV of the type-2 window)"))
+	if (rcp_post_a(p, &wr, IBV_WC_LOCAL_INV, "A's send CQ (LOCAL_INV of the type-2 window)"))
 		goto out;
-	dereg_expect(p, x, 0, "MR X, its type-2 window was invalidated");
+	rcp_dereg_expect(p, x, 0, "MR X, its type-2 window was invalidated");
 out:
 	hw_dealloc_mw(mw);
 }

@@ -20,12 +20,11 @@
 #include <fcntl.h>
 
 #define RCP_QKEY     0x2a6b0000u
-#define RCP_EVENT_NS (3000 * 1000000ull)
 #define RCP_QUIET_NS (2 * 1000000ull)
 #define RCP_UD_WR    6
 #define RCP_GRH	     40u
 
-static int cq_events(struct rcp *p, struct ibv_comp_channel *ch, uint64_t wait_ns, unsigned *acked)
+int rcp_cq_events(struct rcp *p, struct ibv_comp_channel *ch, uint64_t wait_ns, unsigned *acked)
 {
 	uint64_t end = walk_now_ns() + wait_ns;
 	struct ibv_cq *cq;
@@ -97,7 +96,7 @@ void rcp_case_notify(struct rcp *p)
 	    hw_req_notify_cq(p->rcq, only_solicited))
 		return;
 	message(p, 0, first_solicited);
-	n = cq_events(p, p->ch, first_wakes ? RCP_EVENT_NS : RCP_QUIET_NS, &acked);
+	n = rcp_cq_events(p, p->ch, first_wakes ? RCP_EVENT_NS : RCP_QUIET_NS, &acked);
 	if (n != (first_wakes ? 1 : 0))
 		rcp_fail(
 		    p,
@@ -105,7 +104,7 @@ void rcp_case_notify(struct rcp *p)
 		    first_solicited ? "" : "not ", only_solicited, n, first_wakes);
 	if (!rcp_failed(p)) {
 		message(p, 1, true);
-		n = cq_events(p, p->ch, first_wakes ? RCP_QUIET_NS : RCP_EVENT_NS, &acked);
+		n = rcp_cq_events(p, p->ch, first_wakes ? RCP_QUIET_NS : RCP_EVENT_NS, &acked);
 		if (n != (first_wakes ? 0 : 1))
 			rcp_fail(p, "a solicited message to a CQ %s raised %d events; expected %d",
 				 first_wakes ? "whose one arming was used" : "armed for solicited messages",

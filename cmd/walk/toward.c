@@ -83,7 +83,8 @@ static int retire_qp(struct walk_client *c, int q, int depth)
 	if (!r->used || r->state == QP_CONNECTING)
 		return 0; /* the handshake decides first */
 	if (r->state != QP_ERR)
-		return r->send_inflight ? 0 : step(c, ACT_MODIFY_QP_ERROR, hint_qp(q), depth);
+		return r->send_inflight && r->state != QP_PEER_DOWN ? 0
+								    : step(c, ACT_MODIFY_QP_ERROR, hint_qp(q), depth);
 	if (r->type2_bound) {
 		for (int i = 0; i < 2 * MAX_MW; i++)
 			if (c->mw[i].used && c->mw[i].type == 2 && c->mw[i].state == MW_BOUND &&
