@@ -104,7 +104,7 @@ void rcp_rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a, int
 		*mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 }
 
-static void rts_attr(struct rcp *p, struct ibv_qp *qp, uint8_t rnr_retry, struct ibv_qp_attr *a, int *mask)
+void rcp_rts_attr(struct rcp *p, struct ibv_qp *qp, uint8_t rnr_retry, struct ibv_qp_attr *a, int *mask)
 {
 	*a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
 				  .timeout = RCP_TIMEOUT,
@@ -130,7 +130,7 @@ static int check_forbidden_transitions(struct rcp *p, struct ibv_qp *qp, struct 
 	const char *bad_what = NULL;
 
 	rcp_rtr_attr(p, dest, &rtr, &rtr_mask);
-	rts_attr(p, qp, 7, &rts, &rts_mask);
+	rcp_rts_attr(p, qp, 7, &rts, &rts_mask);
 	struct ibv_sge sge = {(uintptr_t)p->buf, 8, p->mr->lkey};
 	struct ibv_recv_wr rwr = {.sg_list = &sge, .num_sge = 1}, *rbad;
 
@@ -198,7 +198,7 @@ static int connect_one(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, ui
 		return rc;
 	if (check && check_send_in_rtr(p, qp))
 		return -1;
-	rts_attr(p, qp, rnr_retry, &a, &mask);
+	rcp_rts_attr(p, qp, rnr_retry, &a, &mask);
 	return hw_modify_qp(qp, &a, mask);
 }
 
@@ -234,7 +234,7 @@ static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, c
 		return;
 	}
 	rcp_rtr_attr(p, dest, &rtr, &mask);
-	rts_attr(p, qp, rnr_retry, &rts, &mask);
+	rcp_rts_attr(p, qp, rnr_retry, &rts, &mask);
 	if (got.qp_state != IBV_QPS_RTS)
 		bad = "qp_state";
 	else if (got.qp_access_flags != (unsigned)access_of(qp))

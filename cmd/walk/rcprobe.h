@@ -133,6 +133,8 @@ void rcp_idle(unsigned *idle);
 /* RESET -> INIT with the probe's port and access flags; the RTR attributes toward dest, and their mask. */
 int rcp_to_init(struct rcp *p, struct ibv_qp *qp);
 void rcp_rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a, int *mask);
+/* The RTR -> RTS attributes of qp (its send PSN is the one rcp_rtr_attr gives its peer), and their mask. */
+void rcp_rts_attr(struct rcp *p, struct ibv_qp *qp, uint8_t rnr_retry, struct ibv_qp_attr *a, int *mask);
 /* One signaled WR on A (a type-2 bind or a LOCAL_INV) that must succeed, and its completion; 0: it did. */
 int rcp_post_a(struct rcp *p, struct ibv_send_wr *wr, enum ibv_wc_opcode op, const char *what);
 /* ibv_dereg_mr of *mr must return want (0 or EBUSY); *mr is NULL once gone. */

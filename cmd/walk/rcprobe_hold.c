@@ -141,15 +141,8 @@ static struct ibv_qp *self_connected(struct rcp *p, struct ibv_pd *pd, struct ib
 	rcp_rtr_attr(p, qp, &a, &mask);
 	if (hw_modify_qp(qp, &a, mask))
 		goto fail;
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
-				 .timeout = 14,
-				 .retry_cnt = 7,
-				 .rnr_retry = 7,
-				 .sq_psn = a.rq_psn,
-				 .max_rd_atomic = 1};
-	if (hw_modify_qp(qp, &a,
-			 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			     IBV_QP_MAX_QP_RD_ATOMIC))
+	rcp_rts_attr(p, qp, 7, &a, &mask); /* its send PSN is the one its RTR expects: it is its own peer */
+	if (hw_modify_qp(qp, &a, mask))
 		goto fail;
 	return qp;
 fail:
