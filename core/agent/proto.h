@@ -30,7 +30,7 @@
  * header (mode, port) counts.  A large DATA body is the status and message.
  * A GETMSG carries 8 bytes of eager data: the receiver's buffer size (u64),
  * so a larger message stays in the channel (-EMSGSIZE).  A GETMSG answer
- * larger than a gateway slot (256 KiB) comes as large DATA frames in order, mode
+ * larger than a gateway slot (512 KiB) comes as large DATA frames in order, mode
  * PROTO_MODE_CHUNKED, each body: status (0), the chunk descriptor, a piece.
  *
  * Large SENDMSGs with RDMATOOL_AGENT_TRANSPORT_TYPE=rma: each chunk is an
@@ -110,7 +110,7 @@ struct proto_chunk {
 };
 
 #define PROTO_RMA_SIZE	    16
-#define PROTO_RMA_MAX	    (256u << 10)				/* bytes one READ moves */
+#define PROTO_RMA_MAX	    (508u << 10)				/* bytes one READ moves: a chunk */
 #define PROTO_RMA_ITEM_SIZE (PROTO_CHUNK_SIZE + PROTO_RMA_SIZE) /* a rma SENDMSG's eager data */
 #define PROTO_RMA_DONE_SIZE 12					/* a rma ACK's: status, address */
 
