@@ -932,7 +932,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 41);
+	pick = rng_range(p.rng, 0, 55);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -971,8 +971,20 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_shared_cq(&p);
 	else if (pick < 39)
 		rcp_case_refuse(&p);
-	else
+	else if (pick < 42)
 		rcp_case_hold(&p);
+	else if (pick < 45)
+		rcp_case_transitions(&p);
+	else if (pick < 48)
+		rcp_case_serve(&p);
+	else if (pick < 50)
+		rcp_case_stranger(&p);
+	else if (pick < 52)
+		rcp_case_limits(&p);
+	else if (pick < 54)
+		rcp_case_retry(&p);
+	else
+		rcp_case_zero(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	/* For the log line: the teardown destroys the QPs. */
