@@ -995,8 +995,8 @@ void walk_rcprobe_step(struct walk_client *c)
 	if (walk_now_ns() - now > RCP_PERIOD_NS / RCP_SHARE)
 		d->rc_next_ns = now + (walk_now_ns() - now) * RCP_SHARE;
 	c->stats.devprobes[2] += p.ran;
-	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u%s", c->id, (unsigned long long)c->seq, p.name, qpn_a,
-	    qpn_b, rcp_failed(&p) ? ": FAILED" : "");
+	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u, %llu us%s", c->id, (unsigned long long)c->seq, p.name,
+	    qpn_a, qpn_b, (unsigned long long)(walk_now_ns() - now) / 1000, rcp_failed(&p) ? ": FAILED" : "");
 }
 
 void walk_rcprobe_end(struct walk_client *c)

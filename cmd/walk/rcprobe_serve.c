@@ -7,6 +7,9 @@
  *    queue's alone) takes A's SEND into its receive, and an RC or UC B
  *    has A's WRITE placed (and an RC B answers A's READ), all checked
  *    byte for byte; a UD B moved from SQE back to RTS sends again;
+ *  - deaf: a QP in INIT has no receive side yet: A's SEND to B in INIT
+ *    (a receive posted, as INIT allows) is not delivered (RC: A runs out of
+ *    transport retries, UC and UD: the message is lost);
  *  - stranger: an RC or UC QP serves only the QP it is connected to (IBTA
  *    9.6.1.1: the destination QP and the source QPN must match): a third
  *    QP C connected toward B, with the PSN B expects, sends, writes or
@@ -117,14 +120,14 @@ static void ud_recovered(struct rcp *p, struct ibv_ah *ah)
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS, .cur_qp_state = IBV_QPS_SQE};
 	struct ibv_qp *ua = p->a;
 	struct rcp_exp s, r;
-	uint32_t len = (uint32_t)rng_range(p->rng, 0, 200), dst = RCP_RECV + 2 * RCP_SLOT;
+	uint32_t len = (uint32_t)rng_range(p->rng, 0, 200), dst = RCP_RECV + 5 * RCP_SLOT;
 
 	if (hw_modify_qp(p->b, &a, IBV_QP_STATE | (rng_bernoulli(p->rng, 0.5) ? IBV_QP_CUR_STATE : 0))) {
 		rcp_fail(p, "UD QP %u: modify_qp SQE -> RTS failed; the transition is legal", p->b->qp_num);
 		return;
 	}
 	p->a = p->b; /* B sends to itself: its send completion on the other CQ */
-	if (!send_to_b(p, ah, RCP_SRC + 2 * RCP_SLOT, dst, len, 2, &s, &r)) {
+	if (!send_to_b(p, ah, RCP_SRC + 5 * RCP_SLOT, dst, len, 5, &s, &r)) {
 		rcp_expect(p, p->ocq, "B's send CQ (UD, back in RTS from SQE)", &s, 1);
 		rcp_expect(p, p->rcq, "B's receive CQ (its own datagram)", &r, 1);
 		take_grh(p, dst);
@@ -132,17 +135,77 @@ static void ud_recovered(struct rcp *p, struct ibv_ah *ah)
 	p->a = ua;
 }
 
+/* B in INIT: A's SEND is not taken (RC: RETRY_EXC_ERR), B's receive stays posted and untouched. */
+static void deaf_b(struct rcp *p, struct ibv_ah *ah)
+{
+	enum ibv_qp_type t = p->b->qp_type;
+	struct ibv_sge sge = {(uintptr_t)(p->buf + RCP_SRC), 64, p->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = p->base_id + 0x10,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct rcp_exp e = rcp_done(wr.wr_id, t == IBV_QPT_RC ? IBV_WC_RETRY_EXC_ERR : IBV_WC_SUCCESS, IBV_WC_SEND);
+
+	if (ah) {
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = p->b->qp_num;
+		wr.wr.ud.remote_qkey = RCP_UD_QKEY;
+	}
+	if (rcp_recv1(p->b, p->base_id + 0x20, (struct ibv_sge){(uintptr_t)(p->buf + RCP_RECV), 128, p->mr->lkey})) {
+		rcp_fail(p, "a receive posted to B in INIT was refused (INIT takes receives)");
+		return;
+	}
+	if (hw_post_send(p->a, &wr, &bad))
+		return;
+	rcp_expect(p, p->scq, "A's send CQ (a SEND to B in INIT)", &e, 1);
+	rcp_wait_ns(2 * 1000000ull);
+	rcp_expect_empty(p, p->rcq, "B's receive CQ (B in INIT has no receive side)");
+	rcp_check_memory(p);
+}
+
+/* B brought to st (RC/UC: A reconnected too, both fresh), then A's SEND (and WRITE, READ) served; 0: all well. */
+static int serve_in(struct rcp *p, struct ibv_ah *ah, enum ibv_qp_state st, int i)
+{
+	uint32_t len = (uint32_t)rng_range(p->rng, 0, RCP_SMALL_MSG), dst = RCP_RECV + (uint32_t)i * RCP_SLOT;
+	struct rcp_exp s, r;
+	char who[96];
+
+	if (rcp_bring(p, p->b, p->a, st) || (!ah && rcp_bring(p, p->a, p->b, IBV_QPS_RTS))) {
+		if (!rcp_failed(p))
+			rcp_fail(p, "B could not be brought to %s (and A to RTS) along the legal path",
+				 rcp_state_name(st));
+		return -1;
+	}
+	if (send_to_b(p, ah, RCP_SRC + (uint32_t)i * RCP_SLOT, dst, len, i, &s, &r))
+		return -1;
+	snprintf(who, sizeof(who), "B's receive CQ (B in %s)", rcp_state_name(st));
+	rcp_expect(p, p->rcq, who, &r, 1);
+	snprintf(who, sizeof(who), "A's send CQ (a SEND to B in %s)", rcp_state_name(st));
+	rcp_expect(p, p->scq, who, &s, 1);
+	if (ah)
+		take_grh(p, dst);
+	if (!rcp_failed(p) && !ah)
+		rdma_to_b(p, st);
+	if (!rcp_failed(p)) {
+		snprintf(who, sizeof(who), "B after it served in %s", rcp_state_name(st));
+		rcp_expect_state(p, p->b, who, st);
+	}
+	if (!rcp_failed(p) && st == IBV_QPS_SQE)
+		ud_recovered(p, ah);
+	return rcp_failed(p) ? -1 : 0;
+}
+
 void rcp_case_serve(struct rcp *p)
 {
 	static const enum ibv_qp_type types[] = {IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD};
-	static const enum ibv_qp_state states[] = {IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE};
+	enum ibv_qp_state states[] = {IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE};
 	enum ibv_qp_type t = types[rng_range(p->rng, 0, 2)];
-	enum ibv_qp_state st = states[rng_range(p->rng, 0, t == IBV_QPT_UD ? 3 : 2)];
+	int nst = t == IBV_QPT_UD ? 4 : 3;
+	bool deaf = rng_bernoulli(p->rng, 0.2);
 	struct ibv_qp *rc_a, *rc_b, *ua = NULL, *ub = NULL;
 	struct ibv_ah *ah = NULL;
-	struct rcp_exp s, r;
-	uint32_t len = (uint32_t)rng_range(p->rng, 0, RCP_SMALL_MSG);
-	char who[96];
 
 	p->name = t == IBV_QPT_UD ? "serve: a UD QP receives in RTR, RTS, SQD and SQE"
 		  : t == IBV_QPT_UC ? "serve: a UC QP receives in RTR, RTS and SQD"
@@ -153,6 +216,11 @@ void rcp_case_serve(struct rcp *p)
 				      .b_recv_wr = 4,
 				      .a_rnr_retry = 7,
 				      .uc = t == IBV_QPT_UC};
+	if (deaf) { /* B deaf: A's transport retries run out soon */
+		p->name = "serve: a QP in INIT receives nothing";
+		p->shape.timeout = (uint8_t)rng_range(p->rng, 1, 4);
+		p->shape.retry_cnt = (uint8_t)rng_range(p->rng, 0, 1);
+	}
 	if (rcp_setup(p))
 		return;
 	rc_a = p->a;
@@ -164,26 +232,21 @@ void rcp_case_serve(struct rcp *p)
 		p->a = ua;
 		p->b = ub;
 	}
-	if (rcp_bring(p, p->b, p->a, st)) {
-		if (!rcp_failed(p))
-			rcp_fail(p, "B could not be brought to %s along the legal path", rcp_state_name(st));
+	if (deaf) {
+		if (rcp_bring(p, p->b, p->a, IBV_QPS_INIT) == 0)
+			deaf_b(p, ah);
 		goto out;
 	}
-	if (send_to_b(p, ah, RCP_SRC, RCP_RECV, len, 0, &s, &r))
-		goto out;
-	snprintf(who, sizeof(who), "B's receive CQ (B in %s)", rcp_state_name(st));
-	rcp_expect(p, p->rcq, who, &r, 1);
-	rcp_expect(p, p->scq, "A's send CQ (a SEND to B)", &s, 1);
-	if (ah)
-		take_grh(p, RCP_RECV);
-	if (!rcp_failed(p) && t != IBV_QPT_UD)
-		rdma_to_b(p, st);
-	if (!rcp_failed(p)) {
-		snprintf(who, sizeof(who), "B after it served in %s", rcp_state_name(st));
-		rcp_expect_state(p, p->b, who, st);
+	/* Every state that receives, in a random order. */
+	for (int i = nst - 1; i > 0; i--) {
+		int j = (int)rng_range(p->rng, 0, (uint64_t)i);
+		enum ibv_qp_state x = states[i];
+
+		states[i] = states[j];
+		states[j] = x;
 	}
-	if (!rcp_failed(p) && st == IBV_QPS_SQE)
-		ud_recovered(p, ah);
+	for (int i = 0; i < nst && !serve_in(p, ah, states[i], i); i++)
+		;
 	rcp_check_memory(p);
 out:
 	p->a = rc_a;

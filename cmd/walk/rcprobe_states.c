@@ -2,13 +2,18 @@
 /*
  * Probe script (rcprobe.h): the QP state machine as a whole (IBTA 11.2.1,
  * ibv_modify_qp(3), the kernel's qp_state_table).  For an RC, UC or UD QP,
- * a handful of (from, to) pairs drawn from every state to every state:
+ * every (from, to) pair of its states, the whole table:
  *
  *  - a legal transition with the attributes it requires (and, at random,
  *    the optional ones it allows, IBV_QP_CUR_STATE included) succeeds;
  *    ibv_query_qp then reports the new state and the optional values set;
  *  - an illegal one (RESET -> RTR, RTR -> RTR, RTS -> INIT, ERR -> RTS,
- *    anything -> SQE...) fails, and the QP stays in its state.
+ *    anything -> SQE...) fails, and the QP stays in its state;
+ *  - a legal transition missing one attribute it requires, or given one
+ *    value out of its range (a port or P_Key index the device does not have,
+ *    a path MTU above the port's, a 3-bit or 5-bit field too large, a QPN over
+ *    24 bits, more RDMA READ resources than the device has), fails
+ *    and leaves the QP in its state.
  *
  * SQE is reached the one way it can be: a UD send that breaks a local
  * rule.  The helpers that bring a fresh QP of any type to any state serve
@@ -20,7 +25,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ST_PAIRS 8
 #define ST_NSTATE (IBV_QPS_ERR + 1)
 
 static const char *const st_names[ST_NSTATE] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
@@ -110,7 +114,7 @@ static int optional(enum ibv_qp_state from, enum ibv_qp_state to, enum ibv_qp_ty
 	if (from == IBV_QPS_INIT)
 		return to == IBV_QPS_INIT ? flags | IBV_QP_PKEY_INDEX | IBV_QP_PORT : flags;
 	if (to == IBV_QPS_RTS) /* from RTR, RTS, SQD, SQE */
-		return (from == IBV_QPS_SQE ? 0 : IBV_QP_CUR_STATE) | flags |
+		return IBV_QP_CUR_STATE | flags |
 		       (rc && from != IBV_QPS_SQE ? IBV_QP_MIN_RNR_TIMER : 0);
 	if (from == IBV_QPS_SQD && to == IBV_QPS_SQD)
 		return flags | (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER |
@@ -257,6 +261,96 @@ static int usual(enum ibv_qp_state to, enum ibv_qp_type t)
 				   : 0;
 }
 
+/* Puts one attribute of `mask` out of its range; its name, or NULL when none of mask has a range to leave. */
+static const char *out_of_range(struct rcp *p, struct ibv_qp_attr *a, int mask)
+{
+	const struct ibv_device_attr *d = &p->c->dattr;
+	const char *what[8];
+	int bits[8], n = 0, k;
+
+#define OOR(b, name)                                                                                                   \
+	do {                                                                                                           \
+		if (mask & (b)) {                                                                                      \
+			bits[n] = (b);                                                                                 \
+			what[n++] = (name);                                                                            \
+		}                                                                                                      \
+	} while (0)
+	OOR(IBV_QP_PORT, "port_num = phys_port_cnt + 1");
+	if (d->max_pkeys > 0 && d->max_pkeys < 0xffff)
+		OOR(IBV_QP_PKEY_INDEX, "pkey_index = max_pkeys");
+	if (p->c->pattr.max_mtu < IBV_MTU_4096)
+		OOR(IBV_QP_PATH_MTU, "path_mtu above the port's max_mtu");
+	OOR(IBV_QP_MIN_RNR_TIMER, "min_rnr_timer = 32 (a 5-bit field)");
+	OOR(IBV_QP_RETRY_CNT, "retry_cnt = 8 (a 3-bit field)");
+	OOR(IBV_QP_RNR_RETRY, "rnr_retry = 8 (a 3-bit field)");
+	OOR(IBV_QP_DEST_QPN, "dest_qp_num = 2^24");
+	if (d->max_qp_init_rd_atom > 0 && d->max_qp_init_rd_atom < 255)
+		OOR(IBV_QP_MAX_QP_RD_ATOMIC, "max_rd_atomic = max_qp_init_rd_atom + 1");
+#undef OOR
+	if (!n)
+		return NULL;
+	k = (int)rng_range(p->rng, 0, (uint64_t)n - 1);
+	switch (bits[k]) {
+	case IBV_QP_PORT:
+		a->port_num = (uint8_t)(d->phys_port_cnt + 1);
+		break;
+	case IBV_QP_PKEY_INDEX:
+		a->pkey_index = (uint16_t)d->max_pkeys;
+		break;
+	case IBV_QP_PATH_MTU:
+		a->path_mtu = (enum ibv_mtu)(p->c->pattr.max_mtu + 1);
+		break;
+	case IBV_QP_MIN_RNR_TIMER:
+		a->min_rnr_timer = 32;
+		break;
+	case IBV_QP_RETRY_CNT:
+		a->retry_cnt = 8;
+		break;
+	case IBV_QP_RNR_RETRY:
+		a->rnr_retry = 8;
+		break;
+	case IBV_QP_DEST_QPN:
+		a->dest_qp_num = 1u << 24;
+		break;
+	default:
+		a->max_rd_atomic = (uint8_t)(d->max_qp_init_rd_atom + 1);
+	}
+	return what[k];
+}
+
+/* A legal transition given too little or a value out of range must fail and change nothing. */
+static void refuse_malformed(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state from, enum ibv_qp_state to, int req)
+{
+	struct ibv_qp_attr a;
+	const char *why = NULL;
+	char buf[64];
+	int mask = IBV_QP_STATE | req, rc, nbits = __builtin_popcount((unsigned)req);
+	enum ibv_qp_state now;
+
+	fill_attr(p, qp, p->a, &a);
+	a.qp_state = to;
+	if (nbits && rng_bernoulli(p->rng, 0.5)) {
+		int drop = (int)rng_range(p->rng, 0, (uint64_t)nbits - 1), bit = req;
+
+		while (drop--)
+			bit &= bit - 1;
+		bit &= -bit;
+		mask &= ~bit;
+		snprintf(buf, sizeof(buf), "without the required attribute %#x", bit);
+		why = buf;
+	} else if (!(why = out_of_range(p, &a, req))) {
+		return;
+	}
+	rc = hw_modify_qp(qp, &a, mask);
+	now = state_of(qp);
+	if (!rc)
+		rcp_fail(p, "%s QP %u: modify_qp %s -> %s %s succeeded", type_name(qp->qp_type), qp->qp_num,
+			 rcp_state_name(from), rcp_state_name(to), why);
+	else if (now != from)
+		rcp_fail(p, "%s QP %u: a refused modify_qp %s -> %s (%s) left it in %s", type_name(qp->qp_type),
+			 qp->qp_num, rcp_state_name(from), rcp_state_name(to), why, rcp_state_name(now));
+}
+
 static void one_pair(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state from, enum ibv_qp_state to)
 {
 	enum ibv_qp_type t = qp->qp_type;
@@ -285,6 +379,11 @@ static void one_pair(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state from, e
 				 type_name(t), qp->qp_num, rcp_state_name(from), rcp_state_name(to), strerror(rc),
 				 rcp_state_name(now), rcp_state_name(from));
 		return;
+	}
+	if (req && rng_bernoulli(p->rng, 0.4)) {
+		refuse_malformed(p, qp, from, to, req);
+		if (rcp_failed(p))
+			return;
 	}
 	mask = IBV_QP_STATE | req | (int)(rng_next(p->rng) & (uint64_t)optional(from, to, t));
 	vary(p, qp, &a, mask & ~req, from);
@@ -317,13 +416,12 @@ void rcp_case_transitions(struct rcp *p)
 		return;
 	if (!(qp = rcp_qp(p, t, p->ocq, p->ocq)))
 		return;
-	for (int i = 0; i < ST_PAIRS && !rcp_failed(p); i++) {
-		enum ibv_qp_state from = (enum ibv_qp_state)rng_range(p->rng, 0, ST_NSTATE - 1),
-				  to = (enum ibv_qp_state)rng_range(p->rng, 0, ST_NSTATE - 1);
+	/* The whole table, every state to every state (SQE only where a send error leads: UD). */
+	for (int i = 0; i < ST_NSTATE * ST_NSTATE && !rcp_failed(p); i++) {
+		enum ibv_qp_state from = (enum ibv_qp_state)(i / ST_NSTATE), to = (enum ibv_qp_state)(i % ST_NSTATE);
 
-		if (from == IBV_QPS_SQE && t != IBV_QPT_UD) /* only a UD send error leads there */
-			from = IBV_QPS_SQD;
-		one_pair(p, qp, from, to);
+		if (from != IBV_QPS_SQE || t == IBV_QPT_UD)
+			one_pair(p, qp, from, to);
 	}
 	hw_destroy_qp(qp);
 }
