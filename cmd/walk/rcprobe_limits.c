@@ -13,6 +13,10 @@
  *  - resize: ibv_resize_cq to exactly the number of completions waiting
  *    succeeds and keeps them all, in order (ibv_resize_cq(3): cqe must be
  *    at least that number);
+ *    A resize below that number fails, or keeps them all (cqe at least
+ *    that number);
+ *  - cqe: a CQ of exactly max_cqe entries is created, a CQ resized to
+ *    exactly max_cqe, and neither to max_cqe + 1;
  *  - inline: an inline SEND of exactly the max_inline_data ibv_create_qp
  *    reported arrives intact; one byte more is refused at post;
  *  - sge: a SEND gathered from exactly max_send_sge SGEs into a receive
@@ -27,13 +31,14 @@
 #define LIM_OPS 24
 #define LIM_MAX_SGE 32
 
-enum { LIM_RD_ATOMIC, LIM_RESIZE, LIM_INLINE, LIM_SGE, LIM_KINDS };
+enum { LIM_RD_ATOMIC, LIM_RESIZE, LIM_INLINE, LIM_SGE, LIM_CQE, LIM_KINDS };
 
 static const char *const lim_names[LIM_KINDS] = {
     "limits: max_rd_atomic and max_dest_rd_atomic at the device's maximum",
     "limits: ibv_resize_cq to exactly the completions waiting",
     "limits: an inline SEND of exactly max_inline_data",
     "limits: a SEND of exactly max_send_sge SGEs",
+    "limits: a CQ of exactly max_cqe entries",
 };
 
 static enum ibv_qp_state state_now(struct ibv_qp *qp)
@@ -186,6 +191,11 @@ static void resize_exact(struct rcp *p)
 	rcp_expect(p, p->scq, "A's send CQ", s, (int)k);
 	if (rcp_failed(p))
 		return;
+	if (k > 1 && rng_bernoulli(p->rng, 0.3) && hw_resize_cq(p->rcq, (int)k - 1) == 0 && p->rcq->cqe < (int)k) {
+		rcp_fail(p, "ibv_resize_cq to %u entries, below the %u completions waiting, succeeded with cq->cqe %d",
+			 k - 1, k, p->rcq->cqe);
+		return;
+	}
 	if ((rc = hw_resize_cq(p->rcq, (int)k))) {
 		rcp_fail(p, "ibv_resize_cq of B's receive CQ to exactly the %u completions it holds failed: %s", k,
 			 strerror(rc));
@@ -284,6 +294,36 @@ static void sge_exact(struct rcp *p)
 	rcp_check_memory(p);
 }
 
+static void cqe_exact(struct rcp *p)
+{
+	int max = p->c->dattr.max_cqe, rc;
+	struct ibv_cq *cq;
+
+	if (max <= 0 || max > 1 << 20)
+		return;
+	if (!(cq = hw_create_cq(p->c->ctx, max, NULL, NULL, 0))) {
+		rcp_fail(p, "ibv_create_cq of exactly max_cqe = %d entries failed: %s", max, strerror(errno));
+		return;
+	}
+	if (cq->cqe < max)
+		rcp_fail(p, "ibv_create_cq of max_cqe = %d entries reported cqe %d", max, cq->cqe);
+	hw_destroy_cq(cq);
+	if (rcp_failed(p))
+		return;
+	if ((cq = hw_create_cq(p->c->ctx, max + 1, NULL, NULL, 0))) {
+		hw_destroy_cq(cq);
+		rcp_fail(p, "ibv_create_cq of max_cqe + 1 = %d entries succeeded", max + 1);
+		return;
+	}
+	if (!hw_resize_cq(p->ocq, max + 1))
+		rcp_fail(p, "ibv_resize_cq to max_cqe + 1 = %d entries succeeded", max + 1);
+	else if ((rc = hw_resize_cq(p->ocq, max)))
+		rcp_fail(p, "ibv_resize_cq of an empty CQ to exactly max_cqe = %d entries failed: %s", max,
+			 strerror(rc));
+	else if (p->ocq->cqe < max)
+		rcp_fail(p, "ibv_resize_cq to max_cqe = %d entries left cq->cqe at %d", max, p->ocq->cqe);
+}
+
 void rcp_case_limits(struct rcp *p)
 {
 	int kind = (int)rng_range(p->rng, 0, LIM_KINDS - 1);
@@ -305,6 +345,9 @@ void rcp_case_limits(struct rcp *p)
 		break;
 	case LIM_INLINE:
 		inline_exact(p);
+		break;
+	case LIM_CQE:
+		cqe_exact(p);
 		break;
 	default:
 		sge_exact(p);

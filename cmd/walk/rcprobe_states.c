@@ -15,6 +15,12 @@
  *    24 bits, more RDMA READ resources than the device has), fails
  *    and leaves the QP in its state.
  *
+ *  - what posting does in the state a transition reached (IBTA 10.8.2,
+ *    11.4.1): a receive is refused in RESET and taken in every other
+ *    state (in ERR it flushes at once); a send is refused in RESET, INIT
+ *    and RTR (or completed at once with an error), flushed in SQE and ERR
+ *    (or refused), never executed.
+ *
  * SQE is reached the one way it can be: a UD send that breaks a local
  * rule.  The helpers that bring a fresh QP of any type to any state serve
  * the other scripts too (rcprobe_serve.c).
@@ -351,7 +357,77 @@ static void refuse_malformed(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state
 			 qp->qp_num, rcp_state_name(from), rcp_state_name(to), why, rcp_state_name(now));
 }
 
-static void one_pair(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state from, enum ibv_qp_state to)
+/* Takes the one completion a post in `st` must give (a flush): 0 when it is one. */
+static int flushed(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state st, uint64_t wr_id, const char *what)
+{
+	struct ibv_wc wc;
+
+	if (!rcp_poll1(p, qp->send_cq, &wc))
+		return -1;
+	if (wc.wr_id != wr_id || wc.status == IBV_WC_SUCCESS || wc.qp_num != qp->qp_num ||
+	    (st != IBV_QPS_RTR && wc.status != IBV_WC_WR_FLUSH_ERR)) {
+		rcp_fail(p, "%s QP %u in %s: %s completed with %s (wr_id %llx, qp_num %u); expected WR_FLUSH_ERR",
+			 type_name(qp->qp_type), qp->qp_num, rcp_state_name(st), what,
+			 ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id, wc.qp_num);
+		return -1;
+	}
+	return 0;
+}
+
+/* A receive and a send posted to qp in st (the state it was just moved to). */
+static void post_in_state(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state st, struct ibv_ah *ah)
+{
+	struct ibv_sge sge = {(uintptr_t)(p->buf + RCP_RDST), 64, p->mr->lkey};
+	struct ibv_recv_wr rw = {.wr_id = p->base_id + 0xd0, .sg_list = &sge, .num_sge = 1}, *rbad;
+	struct ibv_send_wr wr = {.wr_id = p->base_id + 0xd1,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	bool sendable = st == IBV_QPS_RTS || st == IBV_QPS_SQD;
+	int rc;
+
+	rc = hw_post_recv(qp, &rw, &rbad);
+	if (st == IBV_QPS_RESET && !rc) {
+		rcp_fail(p, "%s QP %u in RESET took a receive", type_name(qp->qp_type), qp->qp_num);
+		return;
+	}
+	if (st != IBV_QPS_RESET && rc) {
+		rcp_fail(p, "%s QP %u in %s refused a receive: %s", type_name(qp->qp_type), qp->qp_num,
+			 rcp_state_name(st), strerror(rc));
+		return;
+	}
+	if (st == IBV_QPS_ERR) {
+		struct ibv_wc wc;
+
+		if (rcp_poll1(p, qp->recv_cq, &wc) &&
+		    (wc.wr_id != rw.wr_id || wc.status != IBV_WC_WR_FLUSH_ERR || wc.qp_num != qp->qp_num))
+			rcp_fail(p, "%s QP %u in ERR: a receive posted completed with %s (wr_id %llx, qp_num %u); "
+				    "expected WR_FLUSH_ERR",
+				 type_name(qp->qp_type), qp->qp_num, ibv_wc_status_str(wc.status),
+				 (unsigned long long)wc.wr_id, wc.qp_num);
+		if (rcp_failed(p))
+			return;
+	}
+	if (sendable) /* a send there would execute (RTS) or wait (SQD): other scripts judge those */
+		return;
+	if (qp->qp_type == IBV_QPT_UD) {
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = qp->qp_num;
+		wr.wr.ud.remote_qkey = RCP_UD_QKEY;
+	}
+	rc = hw_post_send(qp, &wr, &bad);
+	if (!rc && (st == IBV_QPS_RESET || st == IBV_QPS_INIT)) {
+		rcp_fail(p, "%s QP %u in %s took a send", type_name(qp->qp_type), qp->qp_num, rcp_state_name(st));
+		return;
+	}
+	if (!rc)
+		flushed(p, qp, st, wr.wr_id, "a send posted there");
+}
+
+static void one_pair(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state from, enum ibv_qp_state to,
+		     struct ibv_ah *ah)
 {
 	enum ibv_qp_type t = qp->qp_type;
 	int req = required(from, to, t), mask, rc;
@@ -399,6 +475,8 @@ static void one_pair(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state from, e
 		rcp_fail(p, "%s QP %u: after modify_qp %s -> %s with optional mask %#x, ibv_query_qp reports "
 			    "another %s than was set",
 			 type_name(t), qp->qp_num, rcp_state_name(from), rcp_state_name(to), mask & ~req, bad);
+	else if (rng_bernoulli(p->rng, 0.5))
+		post_in_state(p, qp, to, ah);
 }
 
 void rcp_case_transitions(struct rcp *p)
@@ -406,6 +484,13 @@ void rcp_case_transitions(struct rcp *p)
 	static const enum ibv_qp_type types[] = {IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD};
 	enum ibv_qp_type t = types[rng_range(p->rng, 0, 2)];
 	struct ibv_qp *qp;
+	struct ibv_ah_attr aha = {.dlid = p->c->peers[p->c->id].lid,
+				  .port_num = (uint8_t)p->c->cfg->port,
+				  .is_global = 1,
+				  .grh = {.dgid = p->c->peers[p->c->id].gid,
+					  .sgid_index = (uint8_t)p->c->cfg->gid_index,
+					  .hop_limit = 64}};
+	struct ibv_ah *ah = NULL;
 
 	p->name = t == IBV_QPT_UD ? "states: the UD QP state machine"
 		  : t == IBV_QPT_UC ? "states: the UC QP state machine"
@@ -416,12 +501,18 @@ void rcp_case_transitions(struct rcp *p)
 		return;
 	if (!(qp = rcp_qp(p, t, p->ocq, p->ocq)))
 		return;
+	if (t == IBV_QPT_UD && !(ah = hw_create_ah(p->pd, &aha))) {
+		hw_destroy_qp(qp);
+		return;
+	}
 	/* The whole table, every state to every state (SQE only where a send error leads: UD). */
 	for (int i = 0; i < ST_NSTATE * ST_NSTATE && !rcp_failed(p); i++) {
 		enum ibv_qp_state from = (enum ibv_qp_state)(i / ST_NSTATE), to = (enum ibv_qp_state)(i % ST_NSTATE);
 
 		if (from != IBV_QPS_SQE || t == IBV_QPT_UD)
-			one_pair(p, qp, from, to);
+			one_pair(p, qp, from, to, ah);
 	}
 	hw_destroy_qp(qp);
+	if (ah)
+		hw_destroy_ah(ah);
 }
