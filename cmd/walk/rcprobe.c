@@ -932,7 +932,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 55);
+	pick = rng_range(p.rng, 0, 57);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -983,8 +983,10 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_limits(&p);
 	else if (pick < 54)
 		rcp_case_retry(&p);
-	else
+	else if (pick < 56)
 		rcp_case_zero(&p);
+	else
+		rcp_case_psn(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	/* For the log line: the teardown destroys the QPs. */

@@ -185,6 +185,8 @@ void rcp_case_stranger(struct rcp *p);
 void rcp_case_limits(struct rcp *p);
 /* rcprobe_retry.c: rnr_retry and retry_cnt counted */
 void rcp_case_retry(struct rcp *p);
+/* rcprobe_psn.c: an RC responder goes by PSN (duplicates acknowledged, not executed; a gap waits) */
+void rcp_case_psn(struct rcp *p);
 /* rcprobe_zero.c: zero-length operations */
 void rcp_case_zero(struct rcp *p);
 
