@@ -28,7 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define LIM_OPS 24
+#define LIM_OPS	    24
 #define LIM_MAX_SGE 32
 
 enum { LIM_RD_ATOMIC, LIM_RESIZE, LIM_INLINE, LIM_SGE, LIM_CQE, LIM_KINDS };
@@ -46,12 +46,12 @@ static enum ibv_qp_state state_now(struct ibv_qp *qp)
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr init;
 
-	return hw_query_qp(qp, &a, IBV_QP_STATE, &init) ? (enum ibv_qp_state)-1 : a.qp_state;
+	return hw_query_qp(qp, &a, IBV_QP_STATE, &init) ? (enum ibv_qp_state) - 1 : a.qp_state;
 }
 
 /* modify_qp with `field` one above its limit must fail and leave qp in `st`. */
-static void refuse_one_more(struct rcp *p, struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, const char *field,
-			    int limit, enum ibv_qp_state st)
+static void refuse_one_more(struct rcp *p, struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
+			    const char *field, int limit, enum ibv_qp_state st)
 {
 	int rc = hw_modify_qp(qp, a, mask);
 
@@ -59,9 +59,9 @@ static void refuse_one_more(struct rcp *p, struct ibv_qp *qp, struct ibv_qp_attr
 		rcp_fail(p, "QP %u: modify_qp to %s with %s = %d, one above the device's limit, succeeded",
 			 qp->qp_num, rcp_state_name(a->qp_state), field, limit + 1);
 	else if (state_now(qp) != st)
-		rcp_fail(p, "QP %u: a refused modify_qp to %s (%s = %d) left it in %s; expected %s", qp->qp_num,
-			 rcp_state_name(a->qp_state), field, limit + 1, rcp_state_name(state_now(qp)),
-			 rcp_state_name(st));
+		rcp_fail(p, "QP %u: a refused modify_qp to %s (%s = %d) left it in %s; expected %s",
+			 qp->qp_num, rcp_state_name(a->qp_state), field, limit + 1,
+			 rcp_state_name(state_now(qp)), rcp_state_name(st));
 }
 
 /* RESET -> INIT -> RTR -> RTS with max_dest_rd_atomic kd and max_rd_atomic k; 0: done. */
@@ -80,7 +80,9 @@ static int connect_rd(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, int
 	}
 	a.max_dest_rd_atomic = (uint8_t)kd;
 	if ((rc = hw_modify_qp(qp, &a, mask))) {
-		rcp_fail(p, "QP %u: modify_qp INIT -> RTR with max_dest_rd_atomic = %d (max_qp_rd_atom %d) failed: %s",
+		rcp_fail(p,
+			 "QP %u: modify_qp INIT -> RTR with max_dest_rd_atomic = %d (max_qp_rd_atom %d) "
+			 "failed: %s",
 			 qp->qp_num, kd, d->max_qp_rd_atom, strerror(rc));
 		return -1;
 	}
@@ -91,15 +93,20 @@ static int connect_rd(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, int
 	}
 	a.max_rd_atomic = (uint8_t)k;
 	if ((rc = hw_modify_qp(qp, &a, mask))) {
-		rcp_fail(p, "QP %u: modify_qp RTR -> RTS with max_rd_atomic = %d (max_qp_init_rd_atom %d) failed: %s",
-			 qp->qp_num, k, d->max_qp_init_rd_atom, strerror(rc));
+		rcp_fail(
+		    p,
+		    "QP %u: modify_qp RTR -> RTS with max_rd_atomic = %d (max_qp_init_rd_atom %d) failed: %s",
+		    qp->qp_num, k, d->max_qp_init_rd_atom, strerror(rc));
 		return -1;
 	}
-	if (hw_query_qp(qp, &a, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC, &(struct ibv_qp_init_attr){0}))
+	if (hw_query_qp(qp, &a, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC,
+			&(struct ibv_qp_init_attr){0}))
 		return -1;
 	if (a.max_rd_atomic != k || a.max_dest_rd_atomic != kd)
-		rcp_fail(p, "QP %u: ibv_query_qp reports max_rd_atomic %u, max_dest_rd_atomic %u; %d and %d were set",
-			 qp->qp_num, a.max_rd_atomic, a.max_dest_rd_atomic, k, kd);
+		rcp_fail(
+		    p,
+		    "QP %u: ibv_query_qp reports max_rd_atomic %u, max_dest_rd_atomic %u; %d and %d were set",
+		    qp->qp_num, a.max_rd_atomic, a.max_dest_rd_atomic, k, kd);
 	return rcp_failed(p) ? -1 : 0;
 }
 
@@ -112,16 +119,18 @@ static void many_reads(struct rcp *p, int n)
 
 	for (int i = 0; i < n; i++) {
 		bool atomic = rng_bernoulli(p->rng, 0.3);
-		struct rcp_piece from = {RCP_TGT + 64 * (uint32_t)i, atomic ? 8 : 64}, to = {RCP_RDST + 64 * (uint32_t)i, from.len};
+		struct rcp_piece from = {RCP_TGT + 64 * (uint32_t)i, atomic ? 8 : 64},
+				 to = {RCP_RDST + 64 * (uint32_t)i, from.len};
 		uint64_t old;
 
 		sge[i] = (struct ibv_sge){(uintptr_t)(p->buf + to.off), to.len, p->mr->lkey};
-		wr[i] = (struct ibv_send_wr){.wr_id = p->base_id + (uint64_t)i,
-					     .next = i + 1 < n ? &wr[i + 1] : NULL,
-					     .sg_list = sge + i,
-					     .num_sge = 1,
-					     .opcode = atomic ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_RDMA_READ,
-					     .send_flags = IBV_SEND_SIGNALED};
+		wr[i] =
+		    (struct ibv_send_wr){.wr_id = p->base_id + (uint64_t)i,
+					 .next = i + 1 < n ? &wr[i + 1] : NULL,
+					 .sg_list = sge + i,
+					 .num_sge = 1,
+					 .opcode = atomic ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_RDMA_READ,
+					 .send_flags = IBV_SEND_SIGNALED};
 		e[i] = rcp_done(wr[i].wr_id, IBV_WC_SUCCESS, atomic ? IBV_WC_FETCH_ADD : IBV_WC_RDMA_READ);
 		if (atomic) {
 			wr[i].wr.atomic.remote_addr = (uintptr_t)(p->buf + from.off);
@@ -182,7 +191,8 @@ static void resize_exact(struct rcp *p)
 		r[i].check_len = true;
 		r[i].byte_len = 32;
 		s[i] = rcp_done(p->base_id + i, IBV_WC_SUCCESS, IBV_WC_SEND);
-		if (rcp_recv1(p->b, r[i].wr_id, (struct ibv_sge){(uintptr_t)(p->buf + to.off), 64, p->mr->lkey}) ||
+		if (rcp_recv1(p->b, r[i].wr_id,
+			      (struct ibv_sge){(uintptr_t)(p->buf + to.off), 64, p->mr->lkey}) ||
 		    rcp_post1(p, p->a, IBV_WR_SEND, s[i].wr_id, sge, 0))
 			return;
 		rcp_model_move(p, &from, 1, &to, 1);
@@ -191,14 +201,18 @@ static void resize_exact(struct rcp *p)
 	rcp_expect(p, p->scq, "A's send CQ", s, (int)k);
 	if (rcp_failed(p))
 		return;
-	if (k > 1 && rng_bernoulli(p->rng, 0.3) && hw_resize_cq(p->rcq, (int)k - 1) == 0 && p->rcq->cqe < (int)k) {
-		rcp_fail(p, "ibv_resize_cq to %u entries, below the %u completions waiting, succeeded with cq->cqe %d",
+	if (k > 1 && rng_bernoulli(p->rng, 0.3) && hw_resize_cq(p->rcq, (int)k - 1) == 0 &&
+	    p->rcq->cqe < (int)k) {
+		rcp_fail(p,
+			 "ibv_resize_cq to %u entries, below the %u completions waiting, succeeded with "
+			 "cq->cqe %d",
 			 k - 1, k, p->rcq->cqe);
 		return;
 	}
 	if ((rc = hw_resize_cq(p->rcq, (int)k))) {
-		rcp_fail(p, "ibv_resize_cq of B's receive CQ to exactly the %u completions it holds failed: %s", k,
-			 strerror(rc));
+		rcp_fail(p,
+			 "ibv_resize_cq of B's receive CQ to exactly the %u completions it holds failed: %s",
+			 k, strerror(rc));
 		return;
 	}
 	if (p->rcq->cqe < (int)k)
@@ -235,9 +249,11 @@ static void inline_exact(struct rcp *p)
 	}
 	sge.length = max;
 	if ((rc = hw_post_send(p->a, &wr, &bad))) {
-		rcp_fail(p, "an inline SEND of exactly max_inline_data = %u bytes (as ibv_create_qp reported) was "
-			    "refused: %s",
-			 max, strerror(rc));
+		rcp_fail(
+		    p,
+		    "an inline SEND of exactly max_inline_data = %u bytes (as ibv_create_qp reported) was "
+		    "refused: %s",
+		    max, strerror(rc));
 		return;
 	}
 	/* Inline: the source may change once posted; what was there at post must arrive. */
@@ -257,19 +273,25 @@ static void sge_exact(struct rcp *p)
 	int ns = (int)p->acap.max_send_sge, nr = (int)p->bcap.max_recv_sge, rc;
 	struct rcp_piece src[LIM_MAX_SGE + 1], dst[LIM_MAX_SGE];
 	struct ibv_sge ss[LIM_MAX_SGE + 1], rs[LIM_MAX_SGE];
-	struct ibv_send_wr wr = {.wr_id = p->base_id, .sg_list = ss, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED},
+	struct ibv_send_wr wr = {.wr_id = p->base_id,
+				 .sg_list = ss,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
 			   *bad;
 	struct ibv_recv_wr rw = {.wr_id = p->base_id + 0x40, .sg_list = rs, .num_sge = nr}, *rbad;
-	struct rcp_exp s = rcp_done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_SEND), r = rcp_done(rw.wr_id, IBV_WC_SUCCESS, IBV_WC_RECV);
+	struct rcp_exp s = rcp_done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_SEND),
+		       r = rcp_done(rw.wr_id, IBV_WC_SUCCESS, IBV_WC_RECV);
 
 	if (ns < 1 || ns > LIM_MAX_SGE || nr < 1 || nr > LIM_MAX_SGE)
 		return;
 	for (int i = 0; i <= ns; i++) {
-		src[i] = (struct rcp_piece){RCP_SRC + 128 * (uint32_t)i + (uint32_t)rng_range(p->rng, 0, 7), 40};
+		src[i] =
+		    (struct rcp_piece){RCP_SRC + 128 * (uint32_t)i + (uint32_t)rng_range(p->rng, 0, 7), 40};
 		ss[i] = (struct ibv_sge){(uintptr_t)(p->buf + src[i].off), src[i].len, p->mr->lkey};
 	}
 	for (int i = 0; i < nr; i++) {
-		dst[i] = (struct rcp_piece){RCP_RECV + 256 * (uint32_t)i + (uint32_t)rng_range(p->rng, 0, 7), 64};
+		dst[i] =
+		    (struct rcp_piece){RCP_RECV + 256 * (uint32_t)i + (uint32_t)rng_range(p->rng, 0, 7), 64};
 		rs[i] = (struct ibv_sge){(uintptr_t)(p->buf + dst[i].off), dst[i].len, p->mr->lkey};
 	}
 	if ((rc = hw_post_recv(p->b, &rw, &rbad))) {

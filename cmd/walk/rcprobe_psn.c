@@ -50,7 +50,8 @@ void rcp_case_psn(struct rcp *p)
 	for (int i = 0; i < n; i++) {
 		bool send = rng_bernoulli(p->rng, 0.5), runs = !ahead && i >= (int)d;
 		struct rcp_piece from = {RCP_SRC + 64 * (uint32_t)i, (uint32_t)rng_range(p->rng, 1, 64)},
-				 to = {(send ? RCP_RECV : RCP_TGT) + 128 * (uint32_t)(send ? nr : i), from.len};
+				 to = {(send ? RCP_RECV : RCP_TGT) + 128 * (uint32_t)(send ? nr : i),
+				       from.len};
 
 		sge[i] = (struct ibv_sge){(uintptr_t)(p->buf + from.off), from.len, p->mr->lkey};
 		wr[i] = (struct ibv_send_wr){.wr_id = p->base_id + (uint64_t)i,
@@ -62,12 +63,17 @@ void rcp_case_psn(struct rcp *p)
 		wr[i].wr.rdma.remote_addr = (uintptr_t)(p->buf + RCP_TGT + 128 * (uint32_t)i);
 		wr[i].wr.rdma.rkey = p->mr->rkey;
 		s[i] = rcp_done(wr[i].wr_id,
-				!ahead ? IBV_WC_SUCCESS : i ? IBV_WC_WR_FLUSH_ERR : IBV_WC_RETRY_EXC_ERR,
+				!ahead ? IBV_WC_SUCCESS
+				: i    ? IBV_WC_WR_FLUSH_ERR
+				       : IBV_WC_RETRY_EXC_ERR,
 				send ? IBV_WC_SEND : IBV_WC_RDMA_WRITE);
 		if (send) {
 			/* Every SEND gets a receive at B; only those that execute may take one. */
-			struct ibv_sge rs = {(uintptr_t)(p->buf + RCP_RECV + 128 * (uint32_t)ns), 128, p->mr->lkey};
-			struct ibv_recv_wr rw = {.wr_id = p->base_id + 0x40 + (uint64_t)ns++, .sg_list = &rs, .num_sge = 1},
+			struct ibv_sge rs = {(uintptr_t)(p->buf + RCP_RECV + 128 * (uint32_t)ns), 128,
+					     p->mr->lkey};
+			struct ibv_recv_wr rw = {.wr_id = p->base_id + 0x40 + (uint64_t)ns++,
+						 .sg_list = &rs,
+						 .num_sge = 1},
 					   *rbad;
 
 			if (hw_post_recv(p->b, &rw, &rbad))
@@ -96,8 +102,9 @@ void rcp_case_psn(struct rcp *p)
 	if (!rcp_failed(p)) {
 		if (ahead)
 			rcp_wait_ns(2 * 1000000ull);
-		rcp_expect_empty(p, p->rcq, ahead ? "B's receive CQ (requests beyond B's PSN)"
-						  : "B's receive CQ (duplicate SENDs take no receive)");
+		rcp_expect_empty(p, p->rcq,
+				 ahead ? "B's receive CQ (requests beyond B's PSN)"
+				       : "B's receive CQ (duplicate SENDs take no receive)");
 	}
 	rcp_check_memory(p);
 }

@@ -25,9 +25,10 @@
 /* B's min_rnr_timer (IB encoding) in ns, as IBTA table 45 gives it. */
 static uint64_t rnr_ns(uint8_t t)
 {
-	static const uint32_t us[32] = {655360, 10,   20,   30,	  40,	 60,	80,    120,   160,   240,   320,
-					480,	640,  960,  1280, 1920,	 2560,	3840,  5120,  7680,  10240, 15360,
-					20480,	30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520};
+	static const uint32_t us[32] = {655360, 10,    20,    30,     40,     60,     80,     120,
+					160,	240,   320,   480,    640,    960,    1280,   1920,
+					2560,	3840,  5120,  7680,   10240,  15360,  20480,  30720,
+					40960,	61440, 81920, 122880, 163840, 245760, 327680, 491520};
 
 	return (uint64_t)us[t & 31] * 1000;
 }
@@ -70,8 +71,9 @@ static void rnr_zero(struct rcp *p)
 		return;
 	if (poll_for(p, RT_LATE_NS, true, &wc)) {
 		if (wc.status != IBV_WC_RNR_RETRY_EXC_ERR)
-			rcp_fail(p, "a SEND with rnr_retry 0 to B without a receive completed with %s; expected "
-				    "RNR_RETRY_EXC_ERR",
+			rcp_fail(p,
+				 "a SEND with rnr_retry 0 to B without a receive completed with %s; expected "
+				 "RNR_RETRY_EXC_ERR",
 				 ibv_wc_status_str(wc.status));
 		else
 			rcp_expect_state(p, p->a, "A after its RNR retries ran out", IBV_QPS_ERR);
@@ -83,13 +85,15 @@ static void rnr_zero(struct rcp *p)
 	if (!rcp_poll1(p, p->scq, &wc))
 		return;
 	if (wc.status == IBV_WC_SUCCESS)
-		rcp_fail(p,
-			 "a SEND with rnr_retry 0 to B without a receive (RNR timer 655 ms) did not complete "
-			 "within %llu ms, then succeeded once B posted a receive: it was retried after an RNR NAK",
-			 RT_LATE_NS / 1000000);
+		rcp_fail(
+		    p,
+		    "a SEND with rnr_retry 0 to B without a receive (RNR timer 655 ms) did not complete "
+		    "within %llu ms, then succeeded once B posted a receive: it was retried after an RNR NAK",
+		    RT_LATE_NS / 1000000);
 	else if (wc.status != IBV_WC_RNR_RETRY_EXC_ERR)
-		rcp_fail(p, "a SEND with rnr_retry 0 to B without a receive completed with %s; expected "
-			    "RNR_RETRY_EXC_ERR",
+		rcp_fail(p,
+			 "a SEND with rnr_retry 0 to B without a receive completed with %s; expected "
+			 "RNR_RETRY_EXC_ERR",
 			 ibv_wc_status_str(wc.status));
 }
 
@@ -107,15 +111,17 @@ static void rnr_n(struct rcp *p, uint8_t n)
 		return;
 	dt = walk_now_ns() - t0;
 	if (wc.status != IBV_WC_RNR_RETRY_EXC_ERR)
-		rcp_fail(p, "a %s with rnr_retry %u to B without a receive completed with %s; expected "
-			    "RNR_RETRY_EXC_ERR",
+		rcp_fail(p,
+			 "a %s with rnr_retry %u to B without a receive completed with %s; expected "
+			 "RNR_RETRY_EXC_ERR",
 			 wimm ? "WRITE_WITH_IMM" : "SEND", n, ibv_wc_status_str(wc.status));
 	else if (dt < n * rnr_ns(t))
-		rcp_fail(p,
-			 "a %s with rnr_retry %u to B without a receive (B's RNR timer %u: %llu us) failed after "
-			 "%llu us; %u retries take at least %llu us",
-			 wimm ? "WRITE_WITH_IMM" : "SEND", n, t, (unsigned long long)rnr_ns(t) / 1000,
-			 (unsigned long long)dt / 1000, n, (unsigned long long)(n * rnr_ns(t)) / 1000);
+		rcp_fail(
+		    p,
+		    "a %s with rnr_retry %u to B without a receive (B's RNR timer %u: %llu us) failed after "
+		    "%llu us; %u retries take at least %llu us",
+		    wimm ? "WRITE_WITH_IMM" : "SEND", n, t, (unsigned long long)rnr_ns(t) / 1000,
+		    (unsigned long long)dt / 1000, n, (unsigned long long)(n * rnr_ns(t)) / 1000);
 }
 
 static void transport(struct rcp *p)
@@ -126,20 +132,24 @@ static void transport(struct rcp *p)
 	if (rcp_to_err(p->b))
 		return;
 	t0 = walk_now_ns();
-	if (post_send(p, rng_bernoulli(p->rng, 0.5) ? IBV_WR_SEND : IBV_WR_RDMA_WRITE) || !rcp_poll1(p, p->scq, &wc))
+	if (post_send(p, rng_bernoulli(p->rng, 0.5) ? IBV_WR_SEND : IBV_WR_RDMA_WRITE) ||
+	    !rcp_poll1(p, p->scq, &wc))
 		return;
 	dt = walk_now_ns() - t0;
 	min = (uint64_t)(p->shape.retry_cnt + 1) * (4096ull << p->shape.timeout);
 	if (wc.status != IBV_WC_RETRY_EXC_ERR)
-		rcp_fail(p, "a request to B in ERR (retry_cnt %u, timeout %u) completed with %s; expected "
-			    "RETRY_EXC_ERR",
+		rcp_fail(p,
+			 "a request to B in ERR (retry_cnt %u, timeout %u) completed with %s; expected "
+			 "RETRY_EXC_ERR",
 			 p->shape.retry_cnt, p->shape.timeout, ibv_wc_status_str(wc.status));
 	else if (dt < min)
-		rcp_fail(p,
-			 "a request to B in ERR with retry_cnt %u and timeout %u (%llu us) failed after %llu us; "
-			 "%u transport timeouts take at least %llu us",
-			 p->shape.retry_cnt, p->shape.timeout, (unsigned long long)(4096ull << p->shape.timeout) / 1000,
-			 (unsigned long long)dt / 1000, p->shape.retry_cnt + 1, (unsigned long long)min / 1000);
+		rcp_fail(
+		    p,
+		    "a request to B in ERR with retry_cnt %u and timeout %u (%llu us) failed after %llu us; "
+		    "%u transport timeouts take at least %llu us",
+		    p->shape.retry_cnt, p->shape.timeout,
+		    (unsigned long long)(4096ull << p->shape.timeout) / 1000, (unsigned long long)dt / 1000,
+		    p->shape.retry_cnt + 1, (unsigned long long)min / 1000);
 }
 
 void rcp_case_retry(struct rcp *p)
@@ -147,13 +157,11 @@ void rcp_case_retry(struct rcp *p)
 	int kind = (int)rng_range(p->rng, 0, 3); /* rnr_retry 0 twice as often: its check is the sharpest */
 	uint8_t n = kind == 2 ? (uint8_t)rng_range(p->rng, 1, 3) : 0;
 
-	p->name = kind < 2 ? "retry: rnr_retry 0 allows no retry" : kind == 2 ? "retry: rnr_retry N counted"
-									       : "retry: retry_cnt counted";
-	p->shape = (struct rcp_shape){.scqe = RCP_CQE,
-				      .a_send_wr = 2,
-				      .a_recv_wr = 1,
-				      .b_recv_wr = 2,
-				      .a_rnr_retry = n};
+	p->name = kind < 2    ? "retry: rnr_retry 0 allows no retry"
+		  : kind == 2 ? "retry: rnr_retry N counted"
+			      : "retry: retry_cnt counted";
+	p->shape = (struct rcp_shape){
+	    .scqe = RCP_CQE, .a_send_wr = 2, .a_recv_wr = 1, .b_recv_wr = 2, .a_rnr_retry = n};
 	if (kind == 3) {
 		p->shape.timeout = (uint8_t)rng_range(p->rng, 8, 10);
 		p->shape.retry_cnt = (uint8_t)rng_range(p->rng, 0, 2);

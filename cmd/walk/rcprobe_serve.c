@@ -51,7 +51,8 @@ static int send_to_b(struct rcp *p, struct ibv_ah *ah, uint32_t src, uint32_t ds
 		wr.wr.ud.remote_qkey = RCP_UD_QKEY;
 		r->src_qp = p->a->qp_num;
 	}
-	if (rcp_recv1(p->b, r->wr_id, (struct ibv_sge){(uintptr_t)(p->buf + dst), len + grh + 16, p->mr->lkey})) {
+	if (rcp_recv1(p->b, r->wr_id,
+		      (struct ibv_sge){(uintptr_t)(p->buf + dst), len + grh + 16, p->mr->lkey})) {
 		rcp_fail(p, "a receive posted to B in its state was refused");
 		return -1;
 	}
@@ -146,14 +147,16 @@ static void deaf_b(struct rcp *p, struct ibv_ah *ah)
 				 .opcode = IBV_WR_SEND,
 				 .send_flags = IBV_SEND_SIGNALED},
 			   *bad;
-	struct rcp_exp e = rcp_done(wr.wr_id, t == IBV_QPT_RC ? IBV_WC_RETRY_EXC_ERR : IBV_WC_SUCCESS, IBV_WC_SEND);
+	struct rcp_exp e =
+	    rcp_done(wr.wr_id, t == IBV_QPT_RC ? IBV_WC_RETRY_EXC_ERR : IBV_WC_SUCCESS, IBV_WC_SEND);
 
 	if (ah) {
 		wr.wr.ud.ah = ah;
 		wr.wr.ud.remote_qpn = p->b->qp_num;
 		wr.wr.ud.remote_qkey = RCP_UD_QKEY;
 	}
-	if (rcp_recv1(p->b, p->base_id + 0x20, (struct ibv_sge){(uintptr_t)(p->buf + RCP_RECV), 128, p->mr->lkey})) {
+	if (rcp_recv1(p->b, p->base_id + 0x20,
+		      (struct ibv_sge){(uintptr_t)(p->buf + RCP_RECV), 128, p->mr->lkey})) {
 		rcp_fail(p, "a receive posted to B in INIT was refused (INIT takes receives)");
 		return;
 	}
@@ -165,7 +168,8 @@ static void deaf_b(struct rcp *p, struct ibv_ah *ah)
 	rcp_check_memory(p);
 }
 
-/* B brought to st (RC/UC: A reconnected too, both fresh), then A's SEND (and WRITE, READ) served; 0: all well. */
+/* B brought to st (RC/UC: A reconnected too, both fresh), then A's SEND (and WRITE, READ) served; 0: all
+ * well. */
 static int serve_in(struct rcp *p, struct ibv_ah *ah, enum ibv_qp_state st, int i)
 {
 	uint32_t len = (uint32_t)rng_range(p->rng, 0, RCP_SMALL_MSG), dst = RCP_RECV + (uint32_t)i * RCP_SLOT;
@@ -207,7 +211,7 @@ void rcp_case_serve(struct rcp *p)
 	struct ibv_qp *rc_a, *rc_b, *ua = NULL, *ub = NULL;
 	struct ibv_ah *ah = NULL;
 
-	p->name = t == IBV_QPT_UD ? "serve: a UD QP receives in RTR, RTS, SQD and SQE"
+	p->name = t == IBV_QPT_UD   ? "serve: a UD QP receives in RTR, RTS, SQD and SQE"
 		  : t == IBV_QPT_UC ? "serve: a UC QP receives in RTR, RTS and SQD"
 				    : "serve: an RC QP answers in RTR, RTS and SQD";
 	p->shape = (struct rcp_shape){.scqe = RCP_CQE,
@@ -323,8 +327,10 @@ void rcp_case_stranger(struct rcp *p)
 	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7, .uc = uc};
 	if (rcp_setup(p) || !(c = stranger(p)))
 		return;
-	sge = (struct ibv_sge){(uintptr_t)(p->buf + (kind == 2 ? RCP_RDST : RCP_SRC + RCP_SLOT)), 64, p->mr->lkey};
-	if (rcp_recv1(p->b, p->base_id + 0x20, (struct ibv_sge){(uintptr_t)(p->buf + RCP_RECV), 128, p->mr->lkey}) ||
+	sge = (struct ibv_sge){(uintptr_t)(p->buf + (kind == 2 ? RCP_RDST : RCP_SRC + RCP_SLOT)), 64,
+			       p->mr->lkey};
+	if (rcp_recv1(p->b, p->base_id + 0x20,
+		      (struct ibv_sge){(uintptr_t)(p->buf + RCP_RECV), 128, p->mr->lkey}) ||
 	    rcp_post1(p, c, ops[kind], p->base_id + 0x70, sge, (uintptr_t)(p->buf + tgt))) {
 		hw_destroy_qp(c);
 		return;
@@ -333,8 +339,8 @@ void rcp_case_stranger(struct rcp *p)
 		rcp_fail(p,
 			 "QP %u (C), connected toward B but B not toward it: its %s to B completed with %s "
 			 "(wr_id %llx); expected %s (B serves only QP %u)",
-			 c->qp_num, op_names[kind], ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id,
-			 ibv_wc_status_str(want), p->a->qp_num);
+			 c->qp_num, op_names[kind], ibv_wc_status_str(wc.status),
+			 (unsigned long long)wc.wr_id, ibv_wc_status_str(want), p->a->qp_num);
 	rcp_expect_empty(p, p->rcq, "B's receive CQ (only a QP B is not connected to sent)");
 	if (!rcp_failed(p))
 		rcp_check_memory(p);

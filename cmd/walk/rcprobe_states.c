@@ -47,10 +47,11 @@ static const char *type_name(enum ibv_qp_type t)
 
 struct ibv_qp *rcp_qp(struct rcp *p, enum ibv_qp_type t, struct ibv_cq *scq, struct ibv_cq *rcq)
 {
-	struct ibv_qp_init_attr init = {.send_cq = scq,
-					.recv_cq = rcq,
-					.qp_type = t,
-					.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_qp_init_attr init = {
+	    .send_cq = scq,
+	    .recv_cq = rcq,
+	    .qp_type = t,
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
 
 	return hw_create_qp(p->pd, &init);
 }
@@ -98,7 +99,8 @@ static int required(enum ibv_qp_state from, enum ibv_qp_state to, enum ibv_qp_ty
 		if (to != IBV_QPS_RTS)
 			return -1;
 		return IBV_QP_SQ_PSN |
-		       (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC : 0);
+		       (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC
+			   : 0);
 	case IBV_QPS_RTS:
 	case IBV_QPS_SQD:
 		return to == IBV_QPS_RTS || to == IBV_QPS_SQD ? 0 : -1;
@@ -120,12 +122,12 @@ static int optional(enum ibv_qp_state from, enum ibv_qp_state to, enum ibv_qp_ty
 	if (from == IBV_QPS_INIT)
 		return to == IBV_QPS_INIT ? flags | IBV_QP_PKEY_INDEX | IBV_QP_PORT : flags;
 	if (to == IBV_QPS_RTS) /* from RTR, RTS, SQD, SQE */
-		return IBV_QP_CUR_STATE | flags |
-		       (rc && from != IBV_QPS_SQE ? IBV_QP_MIN_RNR_TIMER : 0);
+		return IBV_QP_CUR_STATE | flags | (rc && from != IBV_QPS_SQE ? IBV_QP_MIN_RNR_TIMER : 0);
 	if (from == IBV_QPS_SQD && to == IBV_QPS_SQD)
-		return flags | (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER |
-					 IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC
-				   : 0);
+		return flags |
+		       (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER |
+				 IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC
+			   : 0);
 	return 0;
 }
 
@@ -218,9 +220,12 @@ static void vary(struct rcp *p, struct ibv_qp *qp, struct ibv_qp_attr *a, int ma
 	if (mask & IBV_QP_RNR_RETRY)
 		a->rnr_retry = (uint8_t)rng_range(p->rng, 0, 7);
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
-		a->max_rd_atomic = (uint8_t)rng_range(p->rng, 1, (uint64_t)(p->c->dattr.max_qp_init_rd_atom > 1 ? p->c->dattr.max_qp_init_rd_atom : 1));
+		a->max_rd_atomic = (uint8_t)rng_range(
+		    p->rng, 1,
+		    (uint64_t)(p->c->dattr.max_qp_init_rd_atom > 1 ? p->c->dattr.max_qp_init_rd_atom : 1));
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
-		a->max_dest_rd_atomic = (uint8_t)rng_range(p->rng, 1, (uint64_t)(p->c->dattr.max_qp_rd_atom > 1 ? p->c->dattr.max_qp_rd_atom : 1));
+		a->max_dest_rd_atomic = (uint8_t)rng_range(
+		    p->rng, 1, (uint64_t)(p->c->dattr.max_qp_rd_atom > 1 ? p->c->dattr.max_qp_rd_atom : 1));
 }
 
 /* ibv_query_qp shows the optional values a legal transition took; NULL: it does. */
@@ -255,10 +260,11 @@ static enum ibv_qp_state state_of(struct ibv_qp *qp)
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr init;
 
-	return hw_query_qp(qp, &a, IBV_QP_STATE, &init) ? (enum ibv_qp_state)-1 : a.qp_state;
+	return hw_query_qp(qp, &a, IBV_QP_STATE, &init) ? (enum ibv_qp_state) - 1 : a.qp_state;
 }
 
-/* The attributes one would give to enter `to` by its usual way in: an illegal move is refused for its states. */
+/* The attributes one would give to enter `to` by its usual way in: an illegal move is refused for its states.
+ */
 static int usual(enum ibv_qp_state to, enum ibv_qp_type t)
 {
 	return to == IBV_QPS_INIT  ? required(IBV_QPS_RESET, to, t)
@@ -274,12 +280,12 @@ static const char *out_of_range(struct rcp *p, struct ibv_qp_attr *a, int mask)
 	const char *what[8];
 	int bits[8], n = 0, k;
 
-#define OOR(b, name)                                                                                                   \
-	do {                                                                                                           \
-		if (mask & (b)) {                                                                                      \
-			bits[n] = (b);                                                                                 \
-			what[n++] = (name);                                                                            \
-		}                                                                                                      \
+#define OOR(b, name)                                                                                         \
+	do {                                                                                                 \
+		if (mask & (b)) {                                                                            \
+			bits[n] = (b);                                                                       \
+			what[n++] = (name);                                                                  \
+		}                                                                                            \
 	} while (0)
 	OOR(IBV_QP_PORT, "port_num = phys_port_cnt + 1");
 	if (d->max_pkeys > 0 && d->max_pkeys < 0xffff)
@@ -325,7 +331,8 @@ static const char *out_of_range(struct rcp *p, struct ibv_qp_attr *a, int mask)
 }
 
 /* A legal transition given too little or a value out of range must fail and change nothing. */
-static void refuse_malformed(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state from, enum ibv_qp_state to, int req)
+static void refuse_malformed(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state from, enum ibv_qp_state to,
+			     int req)
 {
 	struct ibv_qp_attr a;
 	const char *why = NULL;
@@ -353,8 +360,9 @@ static void refuse_malformed(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state
 		rcp_fail(p, "%s QP %u: modify_qp %s -> %s %s succeeded", type_name(qp->qp_type), qp->qp_num,
 			 rcp_state_name(from), rcp_state_name(to), why);
 	else if (now != from)
-		rcp_fail(p, "%s QP %u: a refused modify_qp %s -> %s (%s) left it in %s", type_name(qp->qp_type),
-			 qp->qp_num, rcp_state_name(from), rcp_state_name(to), why, rcp_state_name(now));
+		rcp_fail(p, "%s QP %u: a refused modify_qp %s -> %s (%s) left it in %s",
+			 type_name(qp->qp_type), qp->qp_num, rcp_state_name(from), rcp_state_name(to), why,
+			 rcp_state_name(now));
 }
 
 /* Takes the one completion a post in `st` must give (a flush): 0 when it is one. */
@@ -366,9 +374,10 @@ static int flushed(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state st, uint6
 		return -1;
 	if (wc.wr_id != wr_id || wc.status == IBV_WC_SUCCESS || wc.qp_num != qp->qp_num ||
 	    (st != IBV_QPS_RTR && wc.status != IBV_WC_WR_FLUSH_ERR)) {
-		rcp_fail(p, "%s QP %u in %s: %s completed with %s (wr_id %llx, qp_num %u); expected WR_FLUSH_ERR",
-			 type_name(qp->qp_type), qp->qp_num, rcp_state_name(st), what,
-			 ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id, wc.qp_num);
+		rcp_fail(
+		    p, "%s QP %u in %s: %s completed with %s (wr_id %llx, qp_num %u); expected WR_FLUSH_ERR",
+		    type_name(qp->qp_type), qp->qp_num, rcp_state_name(st), what,
+		    ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id, wc.qp_num);
 		return -1;
 	}
 	return 0;
@@ -403,10 +412,12 @@ static void post_in_state(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state st
 
 		if (rcp_poll1(p, qp->recv_cq, &wc) &&
 		    (wc.wr_id != rw.wr_id || wc.status != IBV_WC_WR_FLUSH_ERR || wc.qp_num != qp->qp_num))
-			rcp_fail(p, "%s QP %u in ERR: a receive posted completed with %s (wr_id %llx, qp_num %u); "
-				    "expected WR_FLUSH_ERR",
-				 type_name(qp->qp_type), qp->qp_num, ibv_wc_status_str(wc.status),
-				 (unsigned long long)wc.wr_id, wc.qp_num);
+			rcp_fail(
+			    p,
+			    "%s QP %u in ERR: a receive posted completed with %s (wr_id %llx, qp_num %u); "
+			    "expected WR_FLUSH_ERR",
+			    type_name(qp->qp_type), qp->qp_num, ibv_wc_status_str(wc.status),
+			    (unsigned long long)wc.wr_id, wc.qp_num);
 		if (rcp_failed(p))
 			return;
 	}
@@ -419,7 +430,8 @@ static void post_in_state(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state st
 	}
 	rc = hw_post_send(qp, &wr, &bad);
 	if (!rc && (st == IBV_QPS_RESET || st == IBV_QPS_INIT)) {
-		rcp_fail(p, "%s QP %u in %s took a send", type_name(qp->qp_type), qp->qp_num, rcp_state_name(st));
+		rcp_fail(p, "%s QP %u in %s took a send", type_name(qp->qp_type), qp->qp_num,
+			 rcp_state_name(st));
 		return;
 	}
 	if (!rc)
@@ -448,12 +460,13 @@ static void one_pair(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state from, e
 		rc = hw_modify_qp(qp, &a, mask);
 		now = state_of(qp);
 		if (!rc)
-			rcp_fail(p, "%s QP %u: modify_qp %s -> %s (mask %#x) succeeded; the transition is illegal",
-				 type_name(t), qp->qp_num, rcp_state_name(from), rcp_state_name(to), mask);
+			rcp_fail(
+			    p, "%s QP %u: modify_qp %s -> %s (mask %#x) succeeded; the transition is illegal",
+			    type_name(t), qp->qp_num, rcp_state_name(from), rcp_state_name(to), mask);
 		else if (now != from)
 			rcp_fail(p, "%s QP %u: a refused modify_qp %s -> %s (%s) left it in %s; expected %s",
-				 type_name(t), qp->qp_num, rcp_state_name(from), rcp_state_name(to), strerror(rc),
-				 rcp_state_name(now), rcp_state_name(from));
+				 type_name(t), qp->qp_num, rcp_state_name(from), rcp_state_name(to),
+				 strerror(rc), rcp_state_name(now), rcp_state_name(from));
 		return;
 	}
 	if (req && rng_bernoulli(p->rng, 0.4)) {
@@ -465,16 +478,20 @@ static void one_pair(struct rcp *p, struct ibv_qp *qp, enum ibv_qp_state from, e
 	vary(p, qp, &a, mask & ~req, from);
 	if ((rc = hw_modify_qp(qp, &a, mask))) {
 		rcp_fail(p, "%s QP %u: modify_qp %s -> %s (mask %#x) failed: %s; the transition is legal",
-			 type_name(t), qp->qp_num, rcp_state_name(from), rcp_state_name(to), mask, strerror(rc));
+			 type_name(t), qp->qp_num, rcp_state_name(from), rcp_state_name(to), mask,
+			 strerror(rc));
 		return;
 	}
 	if ((now = state_of(qp)) != to)
-		rcp_fail(p, "%s QP %u: after modify_qp %s -> %s succeeded, ibv_query_qp reports %s", type_name(t),
-			 qp->qp_num, rcp_state_name(from), rcp_state_name(to), rcp_state_name(now));
+		rcp_fail(p, "%s QP %u: after modify_qp %s -> %s succeeded, ibv_query_qp reports %s",
+			 type_name(t), qp->qp_num, rcp_state_name(from), rcp_state_name(to),
+			 rcp_state_name(now));
 	else if ((bad = taken(qp, &a, mask & ~req & ~IBV_QP_CUR_STATE & ~IBV_QP_PORT & ~IBV_QP_PKEY_INDEX)))
-		rcp_fail(p, "%s QP %u: after modify_qp %s -> %s with optional mask %#x, ibv_query_qp reports "
-			    "another %s than was set",
-			 type_name(t), qp->qp_num, rcp_state_name(from), rcp_state_name(to), mask & ~req, bad);
+		rcp_fail(p,
+			 "%s QP %u: after modify_qp %s -> %s with optional mask %#x, ibv_query_qp reports "
+			 "another %s than was set",
+			 type_name(t), qp->qp_num, rcp_state_name(from), rcp_state_name(to), mask & ~req,
+			 bad);
 	else if (rng_bernoulli(p->rng, 0.5))
 		post_in_state(p, qp, to, ah);
 }
@@ -492,7 +509,7 @@ void rcp_case_transitions(struct rcp *p)
 					  .hop_limit = 64}};
 	struct ibv_ah *ah = NULL;
 
-	p->name = t == IBV_QPT_UD ? "states: the UD QP state machine"
+	p->name = t == IBV_QPT_UD   ? "states: the UD QP state machine"
 		  : t == IBV_QPT_UC ? "states: the UC QP state machine"
 				    : "states: the RC QP state machine";
 	p->shape = (struct rcp_shape){
@@ -507,7 +524,8 @@ void rcp_case_transitions(struct rcp *p)
 	}
 	/* The whole table, every state to every state (SQE only where a send error leads: UD). */
 	for (int i = 0; i < ST_NSTATE * ST_NSTATE && !rcp_failed(p); i++) {
-		enum ibv_qp_state from = (enum ibv_qp_state)(i / ST_NSTATE), to = (enum ibv_qp_state)(i % ST_NSTATE);
+		enum ibv_qp_state from = (enum ibv_qp_state)(i / ST_NSTATE),
+				  to = (enum ibv_qp_state)(i % ST_NSTATE);
 
 		if (from != IBV_QPS_SQE || t == IBV_QPT_UD)
 			one_pair(p, qp, from, to, ah);

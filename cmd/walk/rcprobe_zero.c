@@ -46,10 +46,10 @@ static uint64_t odd_addr(struct rcp *p)
 
 static const char *op_name(enum ibv_wr_opcode op)
 {
-	return op == IBV_WR_RDMA_WRITE		? "WRITE"
+	return op == IBV_WR_RDMA_WRITE		  ? "WRITE"
 	       : op == IBV_WR_RDMA_WRITE_WITH_IMM ? "WRITE_WITH_IMM"
-	       : op == IBV_WR_RDMA_READ		? "READ"
-						: "SEND";
+	       : op == IBV_WR_RDMA_READ		  ? "READ"
+						  : "SEND";
 }
 
 /* After the zero-length chain: a WRITE and (RC) a READ of 64 bytes through the right key. */
@@ -94,8 +94,8 @@ void rcp_case_zero(struct rcp *p)
 	if (rcp_setup(p))
 		return;
 	for (int i = 0; i < n; i++) {
-		static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND,
-							 IBV_WR_RDMA_READ};
+		static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM,
+							 IBV_WR_SEND, IBV_WR_RDMA_READ};
 		enum ibv_wr_opcode op = ops[rng_range(p->rng, 0, uc ? 2 : 3)];
 		bool recv = op == IBV_WR_SEND || op == IBV_WR_RDMA_WRITE_WITH_IMM;
 
@@ -109,11 +109,12 @@ void rcp_case_zero(struct rcp *p)
 		wr[i].num_sge = wr[i].sg_list ? 1 : 0;
 		wr[i].wr.rdma.rkey = odd_rkey(p);
 		wr[i].wr.rdma.remote_addr = odd_addr(p);
-		snprintf(desc + strlen(desc), sizeof(desc) - strlen(desc), "%s%s", i ? ", " : "", op_name(op));
+		snprintf(desc + strlen(desc), sizeof(desc) - strlen(desc), "%s%s", i ? ", " : "",
+			 op_name(op));
 		s[i] = rcp_done(wr[i].wr_id, IBV_WC_SUCCESS,
-				op == IBV_WR_RDMA_READ	 ? IBV_WC_RDMA_READ
-				: op == IBV_WR_SEND	 ? IBV_WC_SEND
-							 : IBV_WC_RDMA_WRITE);
+				op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ
+				: op == IBV_WR_SEND    ? IBV_WC_SEND
+						       : IBV_WC_RDMA_WRITE);
 		if (!recv)
 			continue;
 		r[nr] = rcp_done(p->base_id + 0x40 + (uint64_t)nr, IBV_WC_SUCCESS,
@@ -123,7 +124,8 @@ void rcp_case_zero(struct rcp *p)
 		r[nr].imm = op == IBV_WR_RDMA_WRITE_WITH_IMM;
 		r[nr].imm_data = wr[i].imm_data;
 		{
-			struct ibv_sge rs = {(uintptr_t)(p->buf + RCP_RECV + 64 * (uint32_t)nr), 16, p->mr->lkey};
+			struct ibv_sge rs = {(uintptr_t)(p->buf + RCP_RECV + 64 * (uint32_t)nr), 16,
+					     p->mr->lkey};
 			struct ibv_recv_wr rw = {.wr_id = r[nr].wr_id,
 						 .sg_list = &rs,
 						 .num_sge = rng_bernoulli(p->rng, 0.3) ? 0 : 1},
