@@ -187,6 +187,8 @@ void rcp_case_limits(struct rcp *p);
 void rcp_case_retry(struct rcp *p);
 /* rcprobe_psn.c: an RC responder goes by PSN (duplicates acknowledged, not executed; a gap waits) */
 void rcp_case_psn(struct rcp *p);
+/* rcprobe_opcodes.c: opcodes a transport does not have (UC: READ, atomics; UD: RDMA, atomics) */
+void rcp_case_opcodes(struct rcp *p);
 /* rcprobe_zero.c: zero-length operations */
 void rcp_case_zero(struct rcp *p);
 
