@@ -228,7 +228,7 @@ static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, c
 			IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PORT | IBV_QP_AV |
 			    IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			    IBV_QP_MIN_RNR_TIMER | IBV_QP_DEST_QPN | IBV_QP_MAX_QP_RD_ATOMIC |
-			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_CAP,
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_CAP | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN,
 			&init)) {
 		rcp_fail(p, "ibv_query_qp of %s failed", who);
 		return;
@@ -257,10 +257,15 @@ static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, c
 		bad = "rnr_retry";
 	else if (rc && got.max_rd_atomic != rts.max_rd_atomic)
 		bad = "max_rd_atomic";
+	else if (got.sq_psn != rts.sq_psn) /* nothing was sent yet */
+		bad = "sq_psn";
+	else if (got.rq_psn != rtr.rq_psn)
+		bad = "rq_psn";
 	else if (memcmp(&got.ah_attr.grh.dgid, &rtr.ah_attr.grh.dgid, sizeof(union ibv_gid)))
 		bad = "ah_attr.grh.dgid";
 	else if (init.cap.max_send_wr != cap->max_send_wr || init.cap.max_recv_wr != cap->max_recv_wr ||
-		 init.cap.max_send_sge != cap->max_send_sge || init.cap.max_recv_sge != cap->max_recv_sge)
+		 init.cap.max_send_sge != cap->max_send_sge || init.cap.max_recv_sge != cap->max_recv_sge ||
+		 init.cap.max_inline_data != cap->max_inline_data)
 		bad = "init_attr.cap (not what ibv_create_qp reported)";
 	else if (init.send_cq != qp->send_cq || init.recv_cq != qp->recv_cq || init.qp_type != qp->qp_type ||
 		 !init.sq_sig_all != !(qp == p->a && p->shape.sig_all))
@@ -932,7 +937,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 41);
+	pick = rng_range(p.rng, 0, 58);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -971,8 +976,24 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_shared_cq(&p);
 	else if (pick < 39)
 		rcp_case_refuse(&p);
-	else
+	else if (pick < 42)
 		rcp_case_hold(&p);
+	else if (pick < 45)
+		rcp_case_transitions(&p);
+	else if (pick < 48)
+		rcp_case_serve(&p);
+	else if (pick < 50)
+		rcp_case_stranger(&p);
+	else if (pick < 52)
+		rcp_case_limits(&p);
+	else if (pick < 54)
+		rcp_case_retry(&p);
+	else if (pick < 56)
+		rcp_case_zero(&p);
+	else if (pick < 58)
+		rcp_case_psn(&p);
+	else
+		rcp_case_opcodes(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	/* For the log line: the teardown destroys the QPs. */
@@ -983,8 +1004,8 @@ void walk_rcprobe_step(struct walk_client *c)
 	if (walk_now_ns() - now > RCP_PERIOD_NS / RCP_SHARE)
 		d->rc_next_ns = now + (walk_now_ns() - now) * RCP_SHARE;
 	c->stats.devprobes[2] += p.ran;
-	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u%s", c->id, (unsigned long long)c->seq, p.name, qpn_a,
-	    qpn_b, rcp_failed(&p) ? ": FAILED" : "");
+	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u, %llu us%s", c->id, (unsigned long long)c->seq, p.name,
+	    qpn_a, qpn_b, (unsigned long long)(walk_now_ns() - now) / 1000, rcp_failed(&p) ? ": FAILED" : "");
 }
 
 void walk_rcprobe_end(struct walk_client *c)

@@ -72,6 +72,7 @@ struct rcp_piece {
 	uint32_t off, len;
 };
 
+#define RCP_UD_QKEY 0x2a6b0000u /* the Q_Key of the probes' UD QPs */
 #define RCP_REMOTE_RIGHTS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 static inline struct rcp_exp rcp_done(uint64_t wr_id, enum ibv_wc_status st, enum ibv_wc_opcode op)
@@ -170,5 +171,25 @@ void rcp_case_shared_cq(struct rcp *p);
 void rcp_case_refuse(struct rcp *p);
 /* rcprobe_hold.c: work a device must hold back, what it must leave alone (SQD, UC drops, LOCAL_INV's PD) */
 void rcp_case_hold(struct rcp *p);
+/* rcprobe_states.c: the QP state machine; a fresh QP of any type brought to any state */
+const char *rcp_state_name(enum ibv_qp_state s);
+/* A QP of type t on the probe's PD, 4 WRs and 1 SGE each way. */
+struct ibv_qp *rcp_qp(struct rcp *p, enum ibv_qp_type t, struct ibv_cq *scq, struct ibv_cq *rcq);
+/* RESET, then along the legal path to st (RC/UC: connected toward dest; SQE: UD only, by a send error). */
+int rcp_bring(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, enum ibv_qp_state st);
+void rcp_case_transitions(struct rcp *p);
+/* rcprobe_serve.c: the receive side in every state that receives; requests from a QP not connected */
+void rcp_case_serve(struct rcp *p);
+void rcp_case_stranger(struct rcp *p);
+/* rcprobe_limits.c: device and QP limits at exactly their value */
+void rcp_case_limits(struct rcp *p);
+/* rcprobe_retry.c: rnr_retry and retry_cnt counted */
+void rcp_case_retry(struct rcp *p);
+/* rcprobe_psn.c: an RC responder goes by PSN (duplicates acknowledged, not executed; a gap waits) */
+void rcp_case_psn(struct rcp *p);
+/* rcprobe_opcodes.c: opcodes a transport does not have (UC: READ, atomics; UD: RDMA, atomics) */
+void rcp_case_opcodes(struct rcp *p);
+/* rcprobe_zero.c: zero-length operations */
+void rcp_case_zero(struct rcp *p);
 
 #endif
