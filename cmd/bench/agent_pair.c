@@ -133,6 +133,8 @@ int agent_pair_start(struct agent_pair *p, bool pin, char *err, size_t errlen)
 	if (rc)
 		snprintf(err, errlen, "cannot prepare the agents' directories and ports under %s", p->top);
 	pin = pin && bench_two_cpus(cpu);
+	for (int r = 0; r < AGENT_PAIR_NODES; r++)
+		p->cpus[r] = pin ? cpu[r] : -1;
 	for (uint32_t r = 0; r < AGENT_PAIR_NODES && !rc; r++)
 		if ((p->pids[r] = start_agent(p, r, ports, pin ? cpu[r] : -1)) < 0) {
 			rc = -errno;

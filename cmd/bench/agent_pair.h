@@ -16,11 +16,12 @@
 struct agent_pair {
 	char top[64]; /* private directory: key, a0/, a1/ */
 	pid_t pids[AGENT_PAIR_NODES];
+	int cpus[AGENT_PAIR_NODES]; /* the CPU agent r runs on, -1: not pinned */
 };
 
 /*
  * Starts both agents (inheriting this process's environment) and waits until they are linked;
- * with pin, agent r runs on the r-th of the first two CPUs, as the pair baselines' two processes
+ * with pin, agent r runs on the r-th of the first two CPUs (p->cpus[r], else -1), as the pair baselines' two processes
  * do (cmd/bench/pin.h).  0 or a negative errno with err filled; on error everything started is
  * stopped.
  */

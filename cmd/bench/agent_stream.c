@@ -17,6 +17,7 @@
 #include "cmd/bench/bench.h"
 #include "cmd/bench/direct_rate.h"
 #include "cmd/bench/pair_transport.h"
+#include "cmd/bench/pin.h"
 #include "cmd/cmd.h"
 #include "cmd/print.h"
 #include "core/agent/agent.h"
@@ -72,7 +73,7 @@ static double aggregation_factor(const char *dir0, long items)
 }
 
 /* The drainer on node 1: receives iters messages of size bytes, checks their length. */
-static pid_t start_drainer(const char *dir1, size_t size, long iters)
+static pid_t start_drainer(const char *dir1, size_t size, long iters, int cpu)
 {
 	pid_t pid;
 
@@ -83,6 +84,9 @@ static pid_t start_drainer(const char *dir1, size_t size, long iters)
 		char *buf = malloc(size ? size : 1);
 		size_t len;
 		int rc = buf ? chan_open(dir1, "stream", &c) : -ENOMEM;
+
+		if (cpu >= 0)
+			bench_pin_to(cpu);
 
 		for (long i = 0; i < iters && !rc; i++) {
 			rc = chan_recv(c, buf, size ? size : 1, &len, STREAM_TIMEOUT_MS);
@@ -96,7 +100,7 @@ static pid_t start_drainer(const char *dir1, size_t size, long iters)
 }
 
 /* A sender on node 0: its own client of agent 0, n sends in mode; exits 0 when all went. */
-static pid_t start_sender(const char *dir0, size_t size, long n, enum agent_send_mode mode)
+static pid_t start_sender(const char *dir0, size_t size, long n, enum agent_send_mode mode, int cpu)
 {
 	pid_t pid;
 
@@ -108,6 +112,8 @@ static pid_t start_sender(const char *dir0, size_t size, long n, enum agent_send
 		char *buf = calloc(1, size ? size : 1), why[512];
 		int rc = buf ? 0 : -ENOMEM;
 
+		if (cpu >= 0)
+			bench_pin_to(cpu);
 		setenv("RDMATOOL_AGENT_DIR", dir0, 1);
 		if (!rc)
 			rc = agent_attach(0, &cl, why, sizeof(why));
@@ -135,8 +141,11 @@ static pid_t start_sender(const char *dir0, size_t size, long n, enum agent_send
 /*
  * Sends iters messages from procs processes through a fresh agent pair and times them until the drainer
  * has them all.  One sender (agent_bw): the agents run pinned, one per CPU, like the two processes of
- * its write_bw baseline (measured: 0.46-0.53x pinned, 0.33-0.49x not, 8 interleaved runs each); four
- * (agent_rate) leave them free, since neither way measured better.
+ * its write_bw baseline (measured: 0.46-0.53x pinned, 0.33-0.49x not, 8 interleaved runs each), and
+ * each node's client with its agent, the sender on node 0's CPU and the drainer on node 1's, as on two
+ * machines (measured 1.03-1.05x left to the scheduler, which at times put the drainer on node 0's CPU,
+ * the busier one: 0.86x when placed there always); four (agent_rate) leave them free, since neither
+ * way measured better.
  */
 static int stream(size_t size, long iters, int procs, enum agent_send_mode mode, struct stream_result *r,
 		  char *err, size_t errlen)
@@ -152,13 +161,13 @@ static int stream(size_t size, long iters, int procs, enum agent_send_mode mode,
 	agent_pair_dir(&pair, 0, dir0, sizeof(dir0));
 	agent_pair_dir(&pair, 1, dir1, sizeof(dir1));
 	rc = chan_create(dir1, "stream", NULL);
-	if (!rc && (drainer = start_drainer(dir1, size, iters)) < 0)
+	if (!rc && (drainer = start_drainer(dir1, size, iters, pair.cpus[1])) < 0)
 		rc = -errno;
 	t0 = clock_ns();
 	for (int i = 0; i < procs && !rc; i++) {
 		long n = iters / procs + (i < iters % procs);
 
-		if ((senders[i] = start_sender(dir0, size, n, mode)) < 0)
+		if ((senders[i] = start_sender(dir0, size, n, mode, pair.cpus[0])) < 0)
 			rc = -errno;
 		else
 			started++;

@@ -40,7 +40,7 @@
 
 /*
  * A message to another node is cut into chunks of RDMATOOL_AGENT_CHUNK_KB
- * KiB (1..64, default 64) on its way, and put together again at the target:
+ * KiB (1..508, default 508) on its way, and put together again at the target:
  * it reaches the channel whole, once, in order with the port's other
  * messages.  At most AGENT_REMOTE_MAX bytes (the target channel's max_msg
  * applies too).  A GETMSG brings back messages of any such size that fit
@@ -48,7 +48,12 @@
  */
 #define AGENT_REMOTE_MAX   (256ull << 20)
 #define AGENT_CHUNK_ENV	   "RDMATOOL_AGENT_CHUNK_KB"
-#define AGENT_CHUNK_MAX_KB 64
+/*
+ * A chunk is one RDMA READ (PROTO_RMA_MAX): a gateway slot less 4 KiB, so
+ * that one READ fits beside one posted large receive (a slot and its
+ * headers) under the smallest ejection cap, 1 MiB (link_open.c).
+ */
+#define AGENT_CHUNK_MAX_KB 508
 
 enum agent_send_mode {
 	AGENT_SEND_IMMEDIATELY = 0,

@@ -310,7 +310,7 @@ static size_t chunk_bytes(void)
 	unsigned long kb;
 
 	if (!v || !*v)
-		return GW_INLINE;
+		return (size_t)AGENT_CHUNK_MAX_KB << 10;
 	kb = strtoul(v, &end, 10);
 	if (*end || kb == 0 || kb > AGENT_CHUNK_MAX_KB)
 		return 0;

@@ -236,6 +236,8 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
  * may come after messages sent later).  Chunked like a client's when larger
  * than a slot.
  */
+#define ENGINE_CHUNK ((size_t)AGENT_CHUNK_MAX_KB << 10) /* what one READ moves (proto.h) */
+
 static void engine_return(struct agent_engine *e, const struct gw_request *get, const uint8_t *data, size_t len)
 {
 	static uint32_t counter;
@@ -246,13 +248,13 @@ static void engine_return(struct agent_engine *e, const struct gw_request *get, 
 	int rc = 0;
 
 	memcpy(s.name, get->name, sizeof(s.name));
-	if (len > GW_INLINE) {
+	if (len > ENGINE_CHUNK) {
 		s.msg_total = len;
 		s.msg_id = (uint64_t)getpid() << 32 | 0x80000000u | counter++;
 	}
-	for (size_t off = 0; off < len && (!rc || rc == -EINPROGRESS); off += GW_INLINE) {
+	for (size_t off = 0; off < len && (!rc || rc == -EINPROGRESS); off += ENGINE_CHUNK) {
 		s.msg_offset = off;
-		rc = links_request(e->links, &s, data + off, len - off < GW_INLINE ? len - off : GW_INLINE,
+		rc = links_request(e->links, &s, data + off, len - off < ENGINE_CHUNK ? len - off : ENGINE_CHUNK,
 				   LINK_NO_TOKEN);
 	}
 	agent_logf(&e->cfg.log, "a GETMSG of %u/%s came back (%zu bytes) for a client that died: %s", get->node,

@@ -38,7 +38,7 @@
 #include <sys/types.h>
 
 #define GW_SLOTS       32
-#define GW_INLINE      (64u << 10) /* payload carried in a slot */
+#define GW_INLINE      (512u << 10) /* payload carried in a slot */
 #define GW_FILE_PREFIX "gateway."
 #define GW_MAX_NODES   256
 #define GW_HOST_LEN    64

@@ -83,7 +83,7 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 	} else if (req->op != GW_OP_SEND) {
 		len = 0;
 	} else if ((chunked || PROTO_HEADER_SIZE + len > PROTO_EAGER_BUFFER) && lk->rma && len &&
-		   (slot_mem = pool_take_slot(&lk->pool, req->node))) {
+		   len <= PROTO_RMA_MAX && (slot_mem = pool_take_slot(&lk->pool, req->node))) {
 		/* A copy the target reads, announced by an eager item (proto.h). */
 		struct proto_chunk c = {.total = chunked ? req->msg_total : len,
 					.offset = chunked ? req->msg_offset : 0,

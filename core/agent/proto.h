@@ -30,7 +30,7 @@
  * header (mode, port) counts.  A large DATA body is the status and message.
  * A GETMSG carries 8 bytes of eager data: the receiver's buffer size (u64),
  * so a larger message stays in the channel (-EMSGSIZE).  A GETMSG answer
- * larger than 64 KiB comes as large DATA frames in order, mode
+ * larger than a gateway slot (512 KiB) comes as large DATA frames in order, mode
  * PROTO_MODE_CHUNKED, each body: status (0), the chunk descriptor, a piece.
  *
  * Large SENDMSGs with RDMATOOL_AGENT_TRANSPORT_TYPE=rma: each chunk is an
@@ -72,7 +72,7 @@ enum proto_type {
 
 enum proto_protocol { PROTO_EAGER = 0, PROTO_P2P = 1, PROTO_RMA = 2 };
 
-/* The mode of a DATA frame that is one chunk of a GETMSG answer larger than 64 KiB. */
+/* The mode of a DATA frame that is one chunk of a GETMSG answer larger than a gateway slot. */
 #define PROTO_MODE_CHUNKED 3
 
 struct proto_header {
@@ -110,7 +110,7 @@ struct proto_chunk {
 };
 
 #define PROTO_RMA_SIZE	    16
-#define PROTO_RMA_MAX	    (64u << 10)				/* bytes one READ moves */
+#define PROTO_RMA_MAX	    (508u << 10)				/* bytes one READ moves: a chunk */
 #define PROTO_RMA_ITEM_SIZE (PROTO_CHUNK_SIZE + PROTO_RMA_SIZE) /* a rma SENDMSG's eager data */
 #define PROTO_RMA_DONE_SIZE 12					/* a rma ACK's: status, address */
 

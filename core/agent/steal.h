@@ -25,7 +25,7 @@
 #include <sys/types.h>
 
 #define STEAL_SLOTS	  8
-#define STEAL_SLOT_MAX	  (64u << 10) /* a chunk: PROTO_RMA_MAX */
+#define STEAL_SLOT_MAX	  (508u << 10) /* a chunk: PROTO_RMA_MAX */
 #define STEAL_FILE_PREFIX "steal."
 
 /* A READ to do: from the sending agent's link rank, len bytes at its addr/rkey. */

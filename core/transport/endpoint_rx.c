@@ -42,6 +42,45 @@ int rx_post_buffer(struct conn *c, uint32_t slot)
 	return -hw_post_recv(c->qp, &wr, &bad);
 }
 
+/*
+ * The buffers a poll emptied, posted again with one call per connection: one
+ * doorbell (on the soft device, one lock) for a batch instead of one each.
+ * A connection's credits count a buffer once it is posted (c->consumed).
+ */
+static void rx_repost(struct conn **conn, const uint32_t *slot, int n)
+{
+	struct ibv_recv_wr wr[16], *bad;
+	struct ibv_sge sge[16];
+	bool done[16] = {false};
+
+	for (int i = 0; i < n; i++) {
+		struct conn *c = conn[i];
+		int k = 0;
+
+		if (done[i])
+			continue;
+		for (int j = i; j < n; j++) {
+			if (done[j] || conn[j] != c)
+				continue;
+			done[j] = true;
+			sge[k] = (struct ibv_sge){.addr = (uintptr_t)(c->rxbuf + (size_t)slot[j] * c->slot_size),
+						  .length = c->slot_size,
+						  .lkey = c->rx_mr->lkey};
+			wr[k] = (struct ibv_recv_wr){.wr_id = recv_wr_id(c, slot[j]), .sg_list = &sge[k], .num_sge = 1};
+			if (k)
+				wr[k - 1].next = &wr[k];
+			k++;
+		}
+		/* On a failure the WRs before bad were posted: only those count. */
+		bad = NULL;
+		if (hw_post_recv(c->qp, wr, &bad) == 0)
+			bad = NULL;
+		else if (!bad)
+			bad = wr;
+		atomic_fetch_add_explicit(&c->consumed, (uint32_t)(bad ? bad - wr : k), memory_order_release);
+	}
+}
+
 int rx_init(struct core_ep *ep)
 {
 	uint32_t cap = 2;
@@ -401,7 +440,9 @@ int rx_progress(struct core_ep *ep)
 {
 	struct stripe *s = rx_stripe(ep);
 	struct ibv_wc wc[16];
-	int n, work;
+	struct conn *emptied[16];
+	uint32_t emptied_slot[16];
+	int n, work, nempty = 0;
 
 	if (!progress_flush_backlog(ep, s))
 		return 0;
@@ -439,9 +480,10 @@ int rx_progress(struct core_ep *ep)
 			arrived(ep, c, h);
 		else
 			stats_error(s->stats, STATS_ERR_REMOTE);
-		if (rx_post_buffer(c, slot) == 0)
-			atomic_fetch_add_explicit(&c->consumed, 1, memory_order_release);
+		emptied[nempty] = c;
+		emptied_slot[nempty++] = slot;
 	}
+	rx_repost(emptied, emptied_slot, nempty);
 	return_credits(ep);
 	return work + n;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Messages larger than a gateway slot (64 KiB) to another node, cut into
+# Messages larger than a chunk (508 KiB by default) to another node, cut into
 # chunks (RDMATOOL_AGENT_CHUNK_KB, different per sender) and put together at
 # the target: three agents on one machine, two client processes on each of
 # nodes 0 and 2 sending numbered messages of sizes from 10 B to 4 MiB (around
@@ -21,8 +21,8 @@ python3 - "$T" <<'PY'
 import hashlib, os, random, sys
 t = sys.argv[1]
 rng = random.Random(13)
-sizes = [0, 1, 100, 2035, 2036, 2037, 8192, 8193, 65535, 65536, 65537, 65560, 200000, 1 << 20,
-         (1 << 20) + 7, 3000001, (4 << 20)]
+sizes = [0, 1, 100, 2035, 2036, 2037, 8192, 8193, 65535, 65536, 65537, 65560, 200000, 520191, 520192,
+         520193, 524288, 1 << 20, (1 << 20) + 7, 3000001, (4 << 20)]
 with open(f"{t}/manifest", "w") as man:
     for node in (0, 2):
         for p in (1, 2):
@@ -38,7 +38,7 @@ with open(f"{t}/manifest", "w") as man:
 PY
 total=$(wc -l <"$T/manifest")
 pids=()
-kb=(64 1 7 16)
+kb=(508 1 7 64)
 k=0
 for node in 0 2; do
 	for p in 1 2; do

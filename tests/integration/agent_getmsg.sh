@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GETMSG from another node: messages larger than a gateway slot (64 KiB, up
+# GETMSG from another node: messages larger than a gateway slot (512 KiB, up
 # to 4 MiB) come back whole (chunked answers, a spill file to the client),
 # and a GETMSG that times out never loses a message.  Three agents on one
 # machine; two processes on node 1 put numbered, checksummed messages into a
@@ -39,15 +39,15 @@ for f in glob.glob(f"{t}/get.*"):
             timeouts += int(w[3])
             continue
         got.append((int(w[0]), int(w[1])))
-        big += int(w[2]) > 65536
+        big += int(w[2]) > 524288
 want = {(i, s) for i in (101, 102) for s in range(fills)}
 if len(got) != len(set(got)) or set(got) != want:
     sys.exit(f"FAIL: {len(set(got))} distinct of {len(want)} messages, {len(got) - len(set(got))} twice")
 if big == 0:
-    sys.exit("FAIL: no message over 64 KiB was received (the mix should hold some)")
+    sys.exit("FAIL: no message over 512 KiB was received (the mix should hold some)")
 if timeouts == 0:
     sys.exit("FAIL: no GETMSG timed out: the test did not race timeouts with arrivals")
-print(f"agent getmsg: {len(got)} messages ({big} over 64 KiB) each once, in order, "
+print(f"agent getmsg: {len(got)} messages ({big} over 512 KiB) each once, in order, "
       f"across {timeouts} GETMSG timeouts")
 PY
 ls "$T/a0" | grep -q spill && fail "spill files left on node 0: $(ls "$T/a0")"

@@ -338,11 +338,24 @@ static void secret_required_before_any_packet(void **state)
 	free(l);
 }
 
+/* The secret file of secret_file_must_be_private: removed by its teardown even when an assertion failed. */
+static char secret_path[] = "/tmp/rdmatool-secret.XXXXXX";
+
+static int secret_file_teardown(void **state)
+{
+	(void)state;
+	unsetenv("RDMATOOL_SOFT_SECRET");
+	unsetenv("RDMATOOL_SOFT_SECRET_FILE");
+	if (strcmp(secret_path + strlen(secret_path) - 6, "XXXXXX"))
+		unlink(secret_path);
+	return 0;
+}
+
 /* Item 7: a secret file must be the user's own, unreadable by others. */
 static void secret_file_must_be_private(void **state)
 {
 	(void)state;
-	char path[] = "/tmp/rdmatool-secret.XXXXXX";
+	char *path = secret_path;
 	int fd = mkstemp(path);
 
 	assert_true(fd >= 0);
@@ -362,9 +375,6 @@ static void secret_file_must_be_private(void **state)
 	setenv("RDMATOOL_SOFT_SECRET", "other", 1);
 	assert_null(hw_open_device("soft0", NULL));
 	assert_non_null(strstr(hw_open_error(), "both set"));
-	unsetenv("RDMATOOL_SOFT_SECRET");
-	unsetenv("RDMATOOL_SOFT_SECRET_FILE");
-	unlink(path);
 }
 
 /* Item 15: a malformed RDMATOOL_SOFT_FAULTS makes the device open fail with a message naming it. */
@@ -395,7 +405,7 @@ int main(void)
 	    cmocka_unit_test(identifiers_are_random),
 	    cmocka_unit_test(malformed_faults_are_an_error),
 	    cmocka_unit_test(secret_required_before_any_packet),
-	    cmocka_unit_test(secret_file_must_be_private),
+	    cmocka_unit_test_teardown(secret_file_must_be_private, secret_file_teardown),
 	    cmocka_unit_test(out_of_fds_backs_off),
 	};
 

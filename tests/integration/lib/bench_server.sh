@@ -6,6 +6,8 @@
 bench_server_start() {
 	local err=$1 i
 	shift
+	# Created here: the background child opens it later, and sed must not find it missing.
+	: >"$err"
 	"$@" 2>"$err" &
 	server=$!
 	port=
