@@ -225,21 +225,10 @@ static void soft_build_req(struct soft_qp *qp, struct soft_swqe *w, struct soft_
 }
 
 /*
- * What a direct poster (soft_send_direct) executes: requests whose responder
- * only reads the key tables and writes memory and the responder QP.  Binds,
- * invalidations and atomics stay with the rounds, which run one at a time.
- */
-static bool soft_direct_opcode(enum ibv_wr_opcode op)
-{
-	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE ||
-	       op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_RDMA_READ;
-}
-
-/*
  * Sends (or, in-process, executes) the WR at sq_next.  Returns false when a
  * local error must wait for the work before it to complete first.
  */
-static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w, uint64_t now, bool direct)
+static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w, uint64_t now)
 {
 	struct soft_nic *nic = qp->nic;
 	struct soft_req req;
@@ -269,15 +258,10 @@ static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w, uint64_t now,
 	req.length = (uint32_t)total;
 	req.nseg = is_read || is_atomic ? 0 : is_inline ? 1 : w->wr.num_sge;
 	local = soft_gid_is_local(nic, &req.dgid);
-	/* A direct poster leaves the wire, and a responder QP busy elsewhere, to the rounds. */
-	if (direct && (!local || !soft_respond_try(nic, qp, &req, &resp)))
-		return false;
 	w->sent = true;
 	w->deadline_ns = soft_timeout_ns(qp) ? now + soft_timeout_ns(qp) : 0;
 	qp->sq_next++;
-	if (direct) {
-		/* answered above */
-	} else if (local && soft_delay_req(nic, &req, 0)) {
+	if (local && soft_delay_req(nic, &req, 0)) {
 		local = false; /* held on the delay line: the answer comes later (delay.c) */
 	} else if (local) {
 		soft_respond(nic, qp, &req, &resp);
@@ -319,7 +303,7 @@ void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer)
  * or about SOFT_BATCH_BYTES (so the poster and other QPs get their turn); qp->lock held.  Returns
  * whether it stopped on that budget with sendable work left.
  */
-static bool soft_qp_progress(struct soft_qp *qp, uint64_t now, bool direct)
+static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 {
 	struct soft_nic *nic = qp->nic;
 	int budget = SOFT_BATCH;
@@ -358,8 +342,6 @@ static bool soft_qp_progress(struct soft_qp *qp, uint64_t now, bool direct)
 
 		if (w->rnr_until_ns && now < w->rnr_until_ns)
 			break;
-		if (direct && !soft_direct_opcode(w->wr.opcode))
-			break;
 		if (w->wr.opcode == IBV_WR_BIND_MW || w->wr.opcode == IBV_WR_LOCAL_INV) {
 			enum ibv_wc_status st;
 
@@ -381,7 +363,7 @@ static bool soft_qp_progress(struct soft_qp *qp, uint64_t now, bool direct)
 		if (!budget-- || bytes >= SOFT_BATCH_BYTES)
 			return true;
 		bytes += soft_payload_len(w);
-		if (!soft_transmit(qp, w, now, direct) || atomic_load(&nic->stop))
+		if (!soft_transmit(qp, w, now) || atomic_load(&nic->stop))
 			break;
 	}
 	if (qp->attr.qp_state == IBV_QPS_SQD && qp->sqd_notify && qp->sq_head == qp->sq_next) {
@@ -435,7 +417,7 @@ static bool soft_run_queue(struct soft_nic *nic, bool *waiting)
 
 		ran = true;
 		soft_lock(&qp->lock);
-		more = soft_qp_progress(qp, now, false);
+		more = soft_qp_progress(qp, now);
 		*waiting |= soft_qp_waits(qp);
 		soft_unlock(&qp->lock);
 		/* Its budget is spent: back to the end of the queue, after this round. */
@@ -446,33 +428,6 @@ static bool soft_run_queue(struct soft_nic *nic, bool *waiting)
 		soft_ring_doorbell(again[i]);
 	pthread_rwlock_unlock(&nic->obj_lock);
 	return ran;
-}
-
-/*
- * A poster's own send queue, run on its thread when its requests stay on
- * this NIC: no hand-off to the engine thread, and posters on different QPs
- * run in parallel instead of one round at a time.  Only while the NIC has no
- * memory windows (a bind in a round changes what a key reaches) and no
- * faults (their random stream and delay line belong to the round owner).
- */
-bool soft_send_direct(struct soft_qp *qp)
-{
-	struct soft_nic *nic = qp->nic;
-	const struct soft_faults *f = &nic->faults;
-	bool left = true;
-
-	if (f->drop > 0 || f->corrupt > 0 || f->error > 0 || f->delay_us)
-		return true;
-	pthread_rwlock_rdlock(&nic->obj_lock);
-	/* Read under the lock: a window's key is published under the write lock. */
-	if (!atomic_load_explicit(&nic->n_mw, memory_order_relaxed)) {
-		soft_lock(&qp->lock);
-		soft_qp_progress(qp, soft_now_ns(), true);
-		left = soft_qp_waits(qp);
-		soft_unlock(&qp->lock);
-	}
-	pthread_rwlock_unlock(&nic->obj_lock);
-	return left;
 }
 
 static bool soft_run_timers(struct soft_nic *nic)
@@ -489,7 +444,7 @@ static bool soft_run_timers(struct soft_nic *nic)
 			continue;
 		pthread_mutex_lock(&qp->lock);
 		if (soft_qp_waits(qp)) {
-			more = soft_qp_progress(qp, now, false);
+			more = soft_qp_progress(qp, now);
 			waiting |= soft_qp_waits(qp);
 		}
 		pthread_mutex_unlock(&qp->lock);

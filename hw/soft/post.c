@@ -203,8 +203,6 @@ int soft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	 * (soft_app_round); otherwise whoever runs rounds, or the engine
 	 * woken here, takes it.
 	 */
-	if (posted && !remote && !soft_send_direct(qp))
-		return err;
 	if (posted && soft_runq_add(qp)) {
 		bool sent = remote && soft_app_round(qp->nic, false) &&
 			    !atomic_load_explicit(&qp->nic->runq_nonempty, memory_order_relaxed);

@@ -3,8 +3,7 @@
  * The responder: executes one request against this NIC's memory and QPs,
  * exactly once per PSN (RC duplicates are answered, not re-executed, except
  * READ which has no side effect), and says what the requester gets back.
- * Runs with obj_lock held for reading: by the round owner (engine.c), or
- * by a poster running its own send queue (soft_respond_try).
+ * Runs on the engine thread with obj_lock held for reading.
  */
 #include "hw/soft/soft.h"
 
@@ -353,12 +352,28 @@ static void soft_respond_uc(struct soft_nic *nic, struct soft_qp *qp, const stru
 	soft_execute_rc(nic, qp, req, &ignored);
 }
 
-/* Executes req at qp, the responder QP of this NIC, locked by the caller. */
-static void soft_respond_at(struct soft_nic *nic, struct soft_qp *qp, const struct soft_req *req,
-			    struct soft_resp *resp)
+void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct soft_req *req,
+		  struct soft_resp *resp)
 {
-	enum ibv_qp_state state = qp->attr.qp_state;
+	struct soft_qp *qp;
+	enum ibv_qp_state state;
 
+	memset(resp, 0, sizeof(*resp));
+	resp->kind = SOFT_RESP_NONE;
+	resp->psn = req->psn;
+	if (soft_fault_hit(&nic->faults, nic->faults.drop)) {
+		atomic_fetch_add(&nic->fault_drops, 1);
+		return;
+	}
+	qp = soft_lookup_qp(nic, req->dst_qpn);
+	if (!qp || qp->ibv.qp_type != req->qp_type) {
+		if (req->qp_type == IBV_QPT_UD)
+			atomic_fetch_add(&nic->ud_drops, 1);
+		return;
+	}
+	if (qp != requester)
+		soft_lock_nested(&qp->lock);
+	state = qp->attr.qp_state;
 	if (state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD ||
 	    (state == IBV_QPS_SQE && req->qp_type == IBV_QPT_UD)) {
 		if (req->qp_type == IBV_QPT_UD) {
@@ -372,64 +387,6 @@ static void soft_respond_at(struct soft_nic *nic, struct soft_qp *qp, const stru
 	} else if (req->qp_type == IBV_QPT_UD) {
 		atomic_fetch_add(&nic->ud_drops, 1);
 	}
-}
-
-/* The responder QP of req, NULL when the request is dropped for want of one. */
-static struct soft_qp *soft_responder_qp(struct soft_nic *nic, const struct soft_req *req)
-{
-	struct soft_qp *qp = soft_lookup_qp(nic, req->dst_qpn);
-
-	if (!qp || qp->ibv.qp_type != req->qp_type) {
-		if (req->qp_type == IBV_QPT_UD)
-			atomic_fetch_add(&nic->ud_drops, 1);
-		return NULL;
-	}
-	return qp;
-}
-
-void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct soft_req *req,
-		  struct soft_resp *resp)
-{
-	struct soft_qp *qp;
-
-	memset(resp, 0, sizeof(*resp));
-	resp->kind = SOFT_RESP_NONE;
-	resp->psn = req->psn;
-	if (soft_fault_hit(&nic->faults, nic->faults.drop)) {
-		atomic_fetch_add(&nic->fault_drops, 1);
-		return;
-	}
-	qp = soft_responder_qp(nic, req);
-	if (!qp)
-		return;
-	if (qp != requester)
-		soft_lock_nested(&qp->lock);
-	soft_respond_at(nic, qp, req, resp);
 	if (qp != requester)
 		soft_unlock(&qp->lock);
-}
-
-/*
- * soft_respond for a poster running its own send queue (soft_send_direct):
- * no faults are configured, and it must not wait for the responder QP's
- * lock, which a round may hold while it waits for the requester's.
- * Returns false, having done nothing, when that lock is taken.
- */
-bool soft_respond_try(struct soft_nic *nic, struct soft_qp *requester, const struct soft_req *req,
-		      struct soft_resp *resp)
-{
-	struct soft_qp *qp = soft_lookup_qp(nic, req->dst_qpn);
-
-	if (qp && qp != requester && pthread_mutex_trylock(&qp->lock))
-		return false;
-	memset(resp, 0, sizeof(*resp));
-	resp->kind = SOFT_RESP_NONE;
-	resp->psn = req->psn;
-	if (qp && qp->ibv.qp_type == req->qp_type)
-		soft_respond_at(nic, qp, req, resp);
-	else if (req->qp_type == IBV_QPT_UD)
-		atomic_fetch_add(&nic->ud_drops, 1);
-	if (qp && qp != requester)
-		soft_unlock(&qp->lock);
-	return true;
 }

@@ -476,11 +476,9 @@ struct soft_resp {
 	uint32_t read_len;
 };
 
-/* resp.c: the responder; runs with obj_lock held for reading, by the round owner or a direct poster. */
+/* resp.c: the responder; runs on the engine with obj_lock held for reading. */
 void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct soft_req *req,
 		  struct soft_resp *resp);
-bool soft_respond_try(struct soft_nic *nic, struct soft_qp *requester, const struct soft_req *req,
-		      struct soft_resp *resp);
 
 /* engine.c */
 int soft_engine_start(struct soft_nic *nic);
@@ -493,12 +491,6 @@ void soft_engine_wake(struct soft_nic *nic);
  * poll receives what arrived (poll_wire true).  Returns whether it did work.
  */
 bool soft_app_round(struct soft_nic *nic, bool poll_wire);
-/*
- * The poster of work that stays on this NIC runs its QP's send queue itself,
- * in parallel with other posters and with rounds (engine.c says when it
- * may).  Returns whether work is left for a round.
- */
-bool soft_send_direct(struct soft_qp *qp);
 /*
  * Runs the work posted so far (the send queues waiting on the run queue)
  * on the calling thread: a control call whose answer depends on the
