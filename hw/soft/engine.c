@@ -6,8 +6,7 @@
  * (SOFT_BATCH requests per QP per turn) and busy-polls RDMATOOL_SOFT_SPIN_US
  * (default 50) after its last work before it sleeps, so a steady stream of
  * doorbells costs no system call on either side.  It holds obj_lock for reading while it
- * works, so a QP, MR or MW is never freed under it.  A poster whose work
- * stays on this NIC runs its own send queue instead (soft_send_direct).
+ * works, so a QP, MR or MW is never freed under it.
  */
 #include "hw/soft/soft.h"
 

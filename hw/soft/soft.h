@@ -11,9 +11,7 @@
  * wire, an application thread that posts to a remote peer or polls an
  * empty CQ runs a round itself when nobody else does, and the progress
  * thread naps meanwhile (engine.c), so a message crosses no thread
- * hand-off on either side.  Work that stays on this NIC (SEND, WRITE, READ
- * between its own QPs) runs on the posting thread outside the rounds, in
- * parallel with other posters (soft_send_direct).
+ * hand-off on either side.
  *
  * Addressing (like rxe/RoCE): the port's link layer is Ethernet, its LID is
  * 0, and GID[0] names the NIC's TCP "wire" endpoint:
