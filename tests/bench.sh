@@ -27,11 +27,10 @@ bar "ring 2P+1C lock-free / mutex" "$(jq '.ratios[0].lockfree_over_mutex' "$dir/
 
 # Nine short interleaved rounds per thread count, the median ratio: one run of
 # each lock let a busy spell of the shared machine swing the 1-thread ratio 0.7..1.6.
-# Measured on 2026-11-26 (load 4-11), three runs each, interleaved: before the soft device let a
-# poster run its own in-process send queue, 2 threads 1.65-1.73 Mpps striped, 1.27-1.35 global,
-# ratio 1.20-1.53; after, 1.90-1.99 striped, 1.55-1.56 global, ratio 1.17-1.23.  Both locks got
-# faster; the global one more, as each sender's own device work now runs inside its lock, and on
-# two CPUs the two senders and the receiving thread share them whatever the lock.
+# Measured on 2026-11-26: a soft device that let a poster run its own in-process send queue
+# (no engine thread between) halved one-process send_lat (1.15 -> 0.55 us) but brought this ratio
+# from 1.20-1.53 to 1.17-1.23 under load and from 1.22-1.28 to 1.03-1.05 on a quiet machine (2 threads;
+# the posters then contend inside the device, on the receiving CQ): it was reverted.
 "$RDMATOOL" -q -j bench msg_rate -s 8 --threads=1,2 -D 0.3 --rounds=9 >"$dir/rate.json"
 bar "msg_rate 8 B 1 thread striped / global" "$(jq '.ratios[] | select(.threads == 1) | .striped_over_global' "$dir/rate.json")" ">= 0.95"
 bar "msg_rate 8 B 2 threads striped / global" "$(jq '.ratios[] | select(.threads == 2) | .striped_over_global' "$dir/rate.json")" ">= 1.5"
