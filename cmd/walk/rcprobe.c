@@ -776,6 +776,19 @@ int rcp_to_err(struct ibv_qp *qp)
 	return hw_modify_qp(qp, &a, IBV_QP_STATE);
 }
 
+void rcp_ud_pair_free(struct rcp *p, struct ibv_qp *rc_a, struct ibv_qp *rc_b, struct ibv_qp *ua,
+		      struct ibv_qp *ub, struct ibv_ah *ah)
+{
+	p->a = rc_a;
+	p->b = rc_b;
+	if (ua)
+		hw_destroy_qp(ua);
+	if (ub)
+		hw_destroy_qp(ub);
+	if (ah)
+		hw_destroy_ah(ah);
+}
+
 int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, uint64_t wait_ns)
 {
 	uint64_t end = walk_now_ns() + wait_ns;

@@ -112,6 +112,9 @@ void rcp_expect_empty(struct rcp *p, struct ibv_cq *cq, const char *who);
 void rcp_expect_state(struct rcp *p, struct ibv_qp *qp, const char *who, enum ibv_qp_state st);
 void rcp_check_memory(struct rcp *p);
 int rcp_to_err(struct ibv_qp *qp);
+/* The end of a script that swapped a UD (or UC) pair in for p's RC pair: the RC pair back, the rest freed. */
+void rcp_ud_pair_free(struct rcp *p, struct ibv_qp *rc_a, struct ibv_qp *rc_b, struct ibv_qp *ua,
+		      struct ibv_qp *ub, struct ibv_ah *ah);
 int rcp_reconnect(struct rcp *p);
 /*
  * Waits up to wait_ns for an async event of this type on obj (a CQ for

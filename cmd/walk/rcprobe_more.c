@@ -302,14 +302,7 @@ void rcp_case_ud(struct rcp *p)
 			check_grh(p, k, dst[k], nd[k]);
 	rcp_check_memory(p);
 out:
-	p->a = rc_a;
-	p->b = rc_b;
-	if (ua)
-		hw_destroy_qp(ua);
-	if (ub)
-		hw_destroy_qp(ub);
-	if (ah)
-		hw_destroy_ah(ah);
+	rcp_ud_pair_free(p, rc_a, rc_b, ua, ub, ah);
 }
 
 /*

@@ -253,14 +253,7 @@ void rcp_case_serve(struct rcp *p)
 		;
 	rcp_check_memory(p);
 out:
-	p->a = rc_a;
-	p->b = rc_b;
-	if (ua)
-		hw_destroy_qp(ua);
-	if (ub)
-		hw_destroy_qp(ub);
-	if (ah)
-		hw_destroy_ah(ah);
+	rcp_ud_pair_free(p, rc_a, rc_b, ua, ub, ah);
 }
 
 /* A's SEND of 64 bytes, into the receive B posted before C's request. */
