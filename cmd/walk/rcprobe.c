@@ -776,6 +776,18 @@ int rcp_to_err(struct ibv_qp *qp)
 	return hw_modify_qp(qp, &a, IBV_QP_STATE);
 }
 
+struct ibv_ah *rcp_self_ah(struct rcp *p)
+{
+	struct ibv_ah_attr aha = {.dlid = p->c->peers[p->c->id].lid,
+				  .port_num = (uint8_t)p->c->cfg->port,
+				  .is_global = 1,
+				  .grh = {.dgid = p->c->peers[p->c->id].gid,
+					  .sgid_index = (uint8_t)p->c->cfg->gid_index,
+					  .hop_limit = 64}};
+
+	return hw_create_ah(p->pd, &aha);
+}
+
 void rcp_ud_pair_free(struct rcp *p, struct ibv_qp *rc_a, struct ibv_qp *rc_b, struct ibv_qp *ua,
 		      struct ibv_qp *ub, struct ibv_ah *ah)
 {

@@ -112,6 +112,8 @@ void rcp_expect_empty(struct rcp *p, struct ibv_cq *cq, const char *who);
 void rcp_expect_state(struct rcp *p, struct ibv_qp *qp, const char *who, enum ibv_qp_state st);
 void rcp_check_memory(struct rcp *p);
 int rcp_to_err(struct ibv_qp *qp);
+/* An address handle to this client's own port, as a UD QP's datagrams to itself need. */
+struct ibv_ah *rcp_self_ah(struct rcp *p);
 /* The end of a script that swapped a UD (or UC) pair in for p's RC pair: the RC pair back, the rest freed. */
 void rcp_ud_pair_free(struct rcp *p, struct ibv_qp *rc_a, struct ibv_qp *rc_b, struct ibv_qp *ua,
 		      struct ibv_qp *ub, struct ibv_ah *ah);

@@ -91,12 +91,6 @@ void rcp_case_opcodes(struct rcp *p)
 	int n = ud ? 5 : 3, order[5];
 	struct ibv_qp *rc_a, *rc_b, *ua = NULL, *ub = NULL;
 	struct ibv_ah *ah = NULL;
-	struct ibv_ah_attr aha = {.dlid = p->c->peers[p->c->id].lid,
-				  .port_num = (uint8_t)p->c->cfg->port,
-				  .is_global = 1,
-				  .grh = {.dgid = p->c->peers[p->c->id].gid,
-					  .sgid_index = (uint8_t)p->c->cfg->gid_index,
-					  .hop_limit = 64}};
 
 	p->name = ud ? "opcodes: a UD QP has no RDMA and no atomics"
 		     : "opcodes: a UC QP has no READ and no atomics";
@@ -108,7 +102,7 @@ void rcp_case_opcodes(struct rcp *p)
 	rc_b = p->b;
 	if (ud) {
 		if (!(ua = rcp_qp(p, IBV_QPT_UD, p->scq, p->ocq)) ||
-		    !(ub = rcp_qp(p, IBV_QPT_UD, p->ocq, p->rcq)) || !(ah = hw_create_ah(p->pd, &aha)) ||
+		    !(ub = rcp_qp(p, IBV_QPT_UD, p->ocq, p->rcq)) || !(ah = rcp_self_ah(p)) ||
 		    rcp_bring(p, ua, NULL, IBV_QPS_RTS) || rcp_bring(p, ub, NULL, IBV_QPS_RTS))
 			goto out;
 		p->a = ua;

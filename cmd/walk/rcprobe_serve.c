@@ -103,18 +103,6 @@ static void rdma_to_b(struct rcp *p, enum ibv_qp_state st)
 	rcp_expect(p, p->scq, who, &r, 1);
 }
 
-static struct ibv_ah *self_ah(struct rcp *p)
-{
-	struct ibv_ah_attr aha = {.dlid = p->c->peers[p->c->id].lid,
-				  .port_num = (uint8_t)p->c->cfg->port,
-				  .is_global = 1,
-				  .grh = {.dgid = p->c->peers[p->c->id].gid,
-					  .sgid_index = (uint8_t)p->c->cfg->gid_index,
-					  .hop_limit = 64}};
-
-	return hw_create_ah(p->pd, &aha);
-}
-
 /* A UD B back from SQE to RTS sends a datagram to itself: the send and its receive both complete. */
 static void ud_recovered(struct rcp *p, struct ibv_ah *ah)
 {
@@ -231,7 +219,7 @@ void rcp_case_serve(struct rcp *p)
 	rc_b = p->b;
 	if (t == IBV_QPT_UD) {
 		if (!(ua = rcp_qp(p, t, p->scq, p->ocq)) || !(ub = rcp_qp(p, t, p->ocq, p->rcq)) ||
-		    !(ah = self_ah(p)) || rcp_bring(p, ua, NULL, IBV_QPS_RTS))
+		    !(ah = rcp_self_ah(p)) || rcp_bring(p, ua, NULL, IBV_QPS_RTS))
 			goto out;
 		p->a = ua;
 		p->b = ub;

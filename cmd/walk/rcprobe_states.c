@@ -134,12 +134,6 @@ static int optional(enum ibv_qp_state from, enum ibv_qp_state to, enum ibv_qp_ty
 /* A UD send that reads past its MR's end: LOC_PROT_ERR, and the QP goes to SQE (IBTA 10.8.3.2). */
 static int ud_to_sqe(struct rcp *p, struct ibv_qp *qp)
 {
-	struct ibv_ah_attr aha = {.dlid = p->c->peers[p->c->id].lid,
-				  .port_num = (uint8_t)p->c->cfg->port,
-				  .is_global = 1,
-				  .grh = {.dgid = p->c->peers[p->c->id].gid,
-					  .sgid_index = (uint8_t)p->c->cfg->gid_index,
-					  .hop_limit = 64}};
 	struct ibv_sge sge = {(uintptr_t)(p->buf + RCP_BYTES - 8), 64, p->mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = p->base_id + 0xe0,
 				 .sg_list = &sge,
@@ -147,7 +141,7 @@ static int ud_to_sqe(struct rcp *p, struct ibv_qp *qp)
 				 .opcode = IBV_WR_SEND,
 				 .send_flags = IBV_SEND_SIGNALED},
 			   *bad;
-	struct ibv_ah *ah = hw_create_ah(p->pd, &aha);
+	struct ibv_ah *ah = rcp_self_ah(p);
 	struct ibv_wc wc;
 	int rc = -1;
 
@@ -501,12 +495,6 @@ void rcp_case_transitions(struct rcp *p)
 	static const enum ibv_qp_type types[] = {IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD};
 	enum ibv_qp_type t = types[rng_range(p->rng, 0, 2)];
 	struct ibv_qp *qp;
-	struct ibv_ah_attr aha = {.dlid = p->c->peers[p->c->id].lid,
-				  .port_num = (uint8_t)p->c->cfg->port,
-				  .is_global = 1,
-				  .grh = {.dgid = p->c->peers[p->c->id].gid,
-					  .sgid_index = (uint8_t)p->c->cfg->gid_index,
-					  .hop_limit = 64}};
 	struct ibv_ah *ah = NULL;
 
 	p->name = t == IBV_QPT_UD   ? "states: the UD QP state machine"
@@ -518,7 +506,7 @@ void rcp_case_transitions(struct rcp *p)
 		return;
 	if (!(qp = rcp_qp(p, t, p->ocq, p->ocq)))
 		return;
-	if (t == IBV_QPT_UD && !(ah = hw_create_ah(p->pd, &aha))) {
+	if (t == IBV_QPT_UD && !(ah = rcp_self_ah(p))) {
 		hw_destroy_qp(qp);
 		return;
 	}
