@@ -30,15 +30,23 @@ static inline uint64_t recv_wr_id(const struct conn *c, uint32_t slot)
 	return ((uint64_t)c->peer << 32) | ((uint64_t)c->stripe << 16) | slot;
 }
 
-int rx_post_buffer(struct conn *c, uint32_t slot)
+/* The receive WR of one buffer slot, in wr and its sge. */
+static void rx_recv_wr(const struct conn *c, uint32_t slot, struct ibv_recv_wr *wr, struct ibv_sge *sge)
 {
-	struct ibv_sge sge = {
+	*sge = (struct ibv_sge){
 		.addr = (uintptr_t)(c->rxbuf + (size_t)slot * c->slot_size),
 		.length = c->slot_size,
 		.lkey = c->rx_mr->lkey,
 	};
-	struct ibv_recv_wr wr = { .wr_id = recv_wr_id(c, slot), .sg_list = &sge, .num_sge = 1 }, *bad;
+	*wr = (struct ibv_recv_wr){.wr_id = recv_wr_id(c, slot), .sg_list = sge, .num_sge = 1};
+}
 
+int rx_post_buffer(struct conn *c, uint32_t slot)
+{
+	struct ibv_recv_wr wr, *bad;
+	struct ibv_sge sge;
+
+	rx_recv_wr(c, slot, &wr, &sge);
 	return -hw_post_recv(c->qp, &wr, &bad);
 }
 
@@ -63,21 +71,16 @@ static void rx_repost(struct conn **conn, const uint32_t *slot, int n)
 			if (done[j] || conn[j] != c)
 				continue;
 			done[j] = true;
-			sge[k] = (struct ibv_sge){.addr = (uintptr_t)(c->rxbuf + (size_t)slot[j] * c->slot_size),
-						  .length = c->slot_size,
-						  .lkey = c->rx_mr->lkey};
-			wr[k] = (struct ibv_recv_wr){.wr_id = recv_wr_id(c, slot[j]), .sg_list = &sge[k], .num_sge = 1};
+			rx_recv_wr(c, slot[j], &wr[k], &sge[k]);
 			if (k)
 				wr[k - 1].next = &wr[k];
 			k++;
 		}
 		/* On a failure the WRs before bad were posted: only those count. */
 		bad = NULL;
-		if (hw_post_recv(c->qp, wr, &bad) == 0)
-			bad = NULL;
-		else if (!bad)
-			bad = wr;
-		atomic_fetch_add_explicit(&c->consumed, (uint32_t)(bad ? bad - wr : k), memory_order_release);
+		if (hw_post_recv(c->qp, wr, &bad))
+			k = bad ? (int)(bad - wr) : 0;
+		atomic_fetch_add_explicit(&c->consumed, (uint32_t)k, memory_order_release);
 	}
 }
 
