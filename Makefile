@@ -146,7 +146,7 @@ tsan:
 	TSAN_OPTIONS="suppressions=$(CURDIR)/tests/sanitizers/tsan.supp $$TSAN_OPTIONS" \
 	  $(MAKE) BUILD=build-tsan SAN_CFLAGS="-fsanitize=thread" CFLAGS="-O1 -g" check
 
-bench: check-deps all
+bench: check-deps all $(BUILD)/tests/tools/cpu_line_rtt
 	@BUILD=$(BUILD) tests/bench.sh
 	@BUILD=$(BUILD) tests/perftest_bench.sh
 
