@@ -174,6 +174,8 @@ static void arm_cqs(struct core_ep *ep)
 	for (int i = 0; i < ep->nstripes; i++)
 		hw_req_notify_cq(ep->stripes[i].cq, 0);
 	hw_req_notify_cq(ep->rx_cq, 0);
+	/* What landed before arming raises no event: into the ring with it, where the next read finds it. */
+	progress_all(ep);
 	ep_unlock(ep);
 }
 

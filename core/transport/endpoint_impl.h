@@ -222,7 +222,12 @@ void cq_channel_drain(struct core_ep *ep);
 /* progress.c */
 int progress_start(struct core_ep *ep, char *err, size_t errlen);
 void progress_stop(struct core_ep *ep);
+/* Drains this thread's own stripe, and every PROGRESS_FULL_EVERY calls all of them (progress.c). */
 int progress_once(struct core_ep *ep);
+/* Drains every stripe: the progress thread, core_progress(), and before a sleep. */
+int progress_all(struct core_ep *ep);
+/* The stripe this thread posts on (endpoint_ops.c), or -1: none yet, or only one stripe. */
+int progress_own_stripe(const struct core_ep *ep);
 bool progress_flush_backlog(struct core_ep *ep, struct stripe *s);
 void progress_emit(struct core_ep *ep, struct stripe *s, const struct core_cqe *e);
 /* r (of stripe owner) completed with status: its registration and slot go back, the user hears. */

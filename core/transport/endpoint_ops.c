@@ -19,6 +19,11 @@ void core_thread_set_stripe(int index)
 	tls_stripe = index < 0 ? -1 : index;
 }
 
+int progress_own_stripe(const struct core_ep *ep)
+{
+	return tls_stripe < 0 || ep->nstripes == 1 ? -1 : tls_stripe % ep->nstripes;
+}
+
 static inline struct stripe *my_stripe(struct core_ep *ep)
 {
 	if (ep->nstripes == 1)

@@ -209,13 +209,29 @@ static int drain_stripe(struct core_ep *ep, struct stripe *s)
 	return n;
 }
 
-int progress_once(struct core_ep *ep)
+/*
+ * A thread that posts on a stripe drains that stripe's CQ on every call and
+ * the other stripes' only on every PROGRESS_FULL_EVERY-th: draining another
+ * thread's stripe completes its requests here, so its request pool, counters
+ * and CQ lock move to this CPU and back.  Measured on 2026-11-26 (msg_rate,
+ * 2 threads, striped) when the host placed the two CPUs far apart (a cache
+ * line round trip of about 400 ns): 0.7 -> 0.8-1.0 Mmsg/s, the ratio over
+ * the global lock 1.1 -> 1.4-1.75.  The periodic full pass, and threads that
+ * never posted (a progress thread, a thread that only polls), keep a stripe
+ * whose thread stopped polling drained; so does arming before a sleep
+ * (progress_all), since a completion that is already there raises no event.
+ */
+#define PROGRESS_FULL_EVERY 64
+
+static int progress_pass(struct core_ep *ep, int only)
 {
 	int n = 0;
 
 	for (int i = 0; i < ep->nstripes; i++) {
 		struct stripe *s = &ep->stripes[i];
 
+		if (only >= 0 && i != only)
+			continue;
 		if (try_own(ep, &s->draining)) {
 			n += drain_stripe(ep, s);
 			release_own(ep, &s->draining);
@@ -228,12 +244,25 @@ int progress_once(struct core_ep *ep)
 	return n;
 }
 
+int progress_once(struct core_ep *ep)
+{
+	static __thread unsigned calls;
+	int own = progress_own_stripe(ep);
+
+	return progress_pass(ep, own >= 0 && ++calls % PROGRESS_FULL_EVERY ? own : -1);
+}
+
+int progress_all(struct core_ep *ep)
+{
+	return progress_pass(ep, -1);
+}
+
 int core_progress(struct core_ep *ep)
 {
 	int n;
 
 	ep_lock(ep);
-	n = progress_once(ep);
+	n = progress_all(ep);
 	ep_unlock(ep);
 	return n;
 }

@@ -153,12 +153,120 @@ static void test_sread_wakes_on_posted_recv(void **state)
 	close_pair(&p);
 }
 
+#define OTHER_STRIPE_SENDS 8
+
+struct stripe_poster {
+	struct pair *p;
+	int stripe, base;
+};
+
+/* Posts OTHER_STRIPE_SENDS sends on its stripe, contexts base.., and leaves: nobody polls that stripe for it. */
+static void *post_on_stripe(void *arg)
+{
+	struct stripe_poster *sp = arg;
+
+	core_thread_set_stripe(sp->stripe);
+	for (int i = 0; i < OTHER_STRIPE_SENDS; i++)
+		if (core_send(sp->p->a, sp->p->pa, "x", 2, (void *)(uintptr_t)(sp->base + i)))
+			return (void *)1;
+	return NULL;
+}
+
+static void post_from_other_stripe(struct pair *p, int base, char (*rbuf)[8])
+{
+	struct stripe_poster sp = { .p = p, .stripe = 1, .base = base };
+	pthread_t tid;
+	void *rc;
+
+	for (int i = 0; i < OTHER_STRIPE_SENDS; i++)
+		assert_int_equal(core_recv(p->b, rbuf[i], sizeof(rbuf[i]), NULL), 0);
+	assert_int_equal(pthread_create(&tid, NULL, post_on_stripe, &sp), 0);
+	assert_int_equal(pthread_join(tid, &rc), 0);
+	assert_null(rc);
+}
+
+/* Each context base..base+OTHER_STRIPE_SENDS-1 exactly once, successful. */
+static void check_contexts(const struct core_cqe *e, int n, int base)
+{
+	unsigned char seen[OTHER_STRIPE_SENDS] = { 0 };
+
+	for (int i = 0; i < n; i++) {
+		uintptr_t c = (uintptr_t)e[i].context - (uintptr_t)base;
+
+		assert_int_equal(e[i].status, 0);
+		assert_true(c < OTHER_STRIPE_SENDS);
+		assert_int_equal(seen[c], 0);
+		seen[c] = 1;
+	}
+}
+
+/*
+ * A thread that posts on stripe 0 mostly drains only its own stripe's CQ;
+ * the completions of stripe 1, whose thread is gone, still reach it when it
+ * keeps polling.
+ */
+static void test_other_stripe_drained_by_poller(void **state)
+{
+	struct pair p;
+	struct core_cqe e[OTHER_STRIPE_SENDS];
+	char rbuf[OTHER_STRIPE_SENDS][8];
+	uint64_t deadline;
+	int got = 0;
+
+	(void)state;
+	open_manual_pair(&p);
+	core_thread_set_stripe(0);
+	post_from_other_stripe(&p, 100, rbuf);
+	deadline = ns_of(CLOCK_MONOTONIC) + 5000000000ull;
+	while (got < OTHER_STRIPE_SENDS && ns_of(CLOCK_MONOTONIC) < deadline)
+		got += core_cq_read(p.a, e + got, OTHER_STRIPE_SENDS - got);
+	assert_int_equal(got, OTHER_STRIPE_SENDS);
+	check_contexts(e, got, 100);
+	core_thread_set_stripe(-1);
+	close_pair(&p);
+}
+
+/*
+ * The same completions, already in stripe 1's CQ when a stripe-0 thread goes
+ * to sleep in sread: arming raises no event for them, so they must be
+ * drained before the sleep, not after the timeout.
+ */
+static void test_other_stripe_drained_before_sleep(void **state)
+{
+	struct pair p;
+	struct core_cqe e[OTHER_STRIPE_SENDS];
+	char rbuf[OTHER_STRIPE_SENDS][8];
+	struct timespec nap = { .tv_nsec = 50000000 };
+	uint64_t start;
+	int got = 0;
+
+	(void)state;
+	open_manual_pair(&p);
+	core_thread_set_stripe(0);
+	post_from_other_stripe(&p, 200, rbuf);
+	nanosleep(&nap, NULL); /* the device completes them meanwhile (the test holds without it) */
+	start = ns_of(CLOCK_MONOTONIC);
+	while (got < OTHER_STRIPE_SENDS) {
+		int n = core_cq_sread(p.a, e + got, OTHER_STRIPE_SENDS - got, 3000);
+
+		assert_true(n > 0);
+		got += n;
+	}
+	check_contexts(e, got, 200);
+	/* Well within one timeout: a missed completion would cost the whole 3 s. */
+	assert_true(ns_of(CLOCK_MONOTONIC) - start < 2000000000ull);
+	core_thread_set_stripe(-1);
+	close_pair(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sread_timeout_sleeps),
 		cmocka_unit_test(test_sread_wakes_on_completion),
 		cmocka_unit_test(test_sread_wakes_on_posted_recv),
+		cmocka_unit_test(test_other_stripe_drained_by_poller),
+		cmocka_unit_test(test_other_stripe_drained_before_sleep),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
