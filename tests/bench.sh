@@ -33,8 +33,9 @@ bar "ring 2P+1C lock-free / mutex" "$(jq '.ratios[0].lockfree_over_mutex' "$dir/
 # the posters then contend inside the device, on the receiving CQ): it was reverted.
 # The 2-thread ratio also depends on where the host puts this machine's two virtual CPUs:
 # cpu_line_rtt, a cache line's round trip between them, was 80-120 ns or 370-420 ns on
-# 2026-11-26, switching every few minutes, and the ratio 1.6-1.9 or 1.0-1.2 with it.  Printed
-# before and after, so a reader knows which machine the ratio was measured on.
+# 2026-11-26, switching every few minutes, and the ratio 1.6-1.9 or 1.0-1.2 with it; once
+# a posting thread drained mostly its own stripe (core/transport/progress.c), 1.6-1.9 or
+# 1.45-1.6.  Printed before and after, so a reader knows which machine the ratio was measured on.
 line_rtt() { "$top/${BUILD:-build}/tests/tools/cpu_line_rtt" 2>/dev/null || echo "?"; }
 rtt_before=$(line_rtt)
 "$RDMATOOL" -q -j bench msg_rate -s 8 --threads=1,2 -D 0.3 --rounds=9 >"$dir/rate.json"
