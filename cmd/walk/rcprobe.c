@@ -116,6 +116,8 @@ void rcp_rts_attr(struct rcp *p, struct ibv_qp *qp, uint8_t rnr_retry, struct ib
 		a->timeout = p->shape.timeout;
 		a->retry_cnt = p->shape.retry_cnt;
 	}
+	if (qp == p->a && p->shape.timeout0)
+		a->timeout = 0;
 	*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (qp->qp_type == IBV_QPT_RC)
 		*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
@@ -962,7 +964,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 58);
+	pick = rng_range(p.rng, 0, 62);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -1017,8 +1019,10 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_zero(&p);
 	else if (pick < 58)
 		rcp_case_psn(&p);
-	else
+	else if (pick < 59)
 		rcp_case_opcodes(&p);
+	else
+		rcp_case_rules(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	/* For the log line: the teardown destroys the QPs. */
@@ -1029,8 +1033,9 @@ void walk_rcprobe_step(struct walk_client *c)
 	if (walk_now_ns() - now > RCP_PERIOD_NS / RCP_SHARE)
 		d->rc_next_ns = now + (walk_now_ns() - now) * RCP_SHARE;
 	c->stats.devprobes[2] += p.ran;
-	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u, %llu us%s", c->id, (unsigned long long)c->seq, p.name,
-	    qpn_a, qpn_b, (unsigned long long)(walk_now_ns() - now) / 1000, rcp_failed(&p) ? ": FAILED" : "");
+	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u, %llu us%s", c->id, (unsigned long long)c->seq,
+	    p.name, qpn_a, qpn_b, (unsigned long long)(walk_now_ns() - now) / 1000,
+	    rcp_failed(&p) ? ": FAILED" : "");
 }
 
 void walk_rcprobe_end(struct walk_client *c)
