@@ -964,7 +964,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 62);
+	pick = rng_range(p.rng, 0, 64);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -1021,8 +1021,10 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_psn(&p);
 	else if (pick < 59)
 		rcp_case_opcodes(&p);
-	else
+	else if (pick < 63)
 		rcp_case_rules(&p);
+	else
+		rcp_case_claims(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	/* For the log line: the teardown destroys the QPs. */

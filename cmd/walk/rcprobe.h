@@ -199,5 +199,7 @@ void rcp_case_opcodes(struct rcp *p);
 void rcp_case_zero(struct rcp *p);
 /* rcprobe_rules.c: attribute ranges, table indexes, timeout 0, unsignaled local work, ibv_wr_abort, rereg */
 void rcp_case_rules(struct rcp *p);
+/* rcprobe_claims.c: what ibv_query_device claims works; an unsignaled WR that fails completes */
+void rcp_case_claims(struct rcp *p);
 
 #endif

@@ -11,7 +11,8 @@
  *  - timeout 0: an RC request with IBV_QP_TIMEOUT 0 ("infinite") toward a
  *    responder in ERR never times out; it flushes when A enters ERR;
  *  - unsignaled local work: a BIND_MW and a LOCAL_INV posted without
- *    IBV_SEND_SIGNALED complete silently (ibv_post_send(3));
+ *    IBV_SEND_SIGNALED complete silently (ibv_post_send(3)), and on an
+ *    sq_sig_all QP they complete;
  *  - a type-2 bind with no MR is no unbind (only LOCAL_INV or
  *    SEND_WITH_INV unbinds a type-2 window): it must not succeed;
  *  - ibv_wr_abort drops every WR built since ibv_wr_start: none executes;
@@ -158,8 +159,14 @@ static void unsignaled_local(struct rcp *p)
 				 (int)(bad - wr) + 1, strerror(rc));
 		goto out;
 	}
-	rcp_expect(p, p->scq, "A's send CQ (an unsignaled BIND_MW and LOCAL_INV, then a signaled WRITE)", &e,
-		   1);
+	if (p->shape.sig_all) { /* sq_sig_all: every WR completes, signaled or not */
+		struct rcp_exp all[3] = {rcp_done(wr[0].wr_id, IBV_WC_SUCCESS, IBV_WC_BIND_MW),
+					 rcp_done(wr[1].wr_id, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV), e};
+
+		rcp_expect(p, p->scq, "A's send CQ (sq_sig_all: a BIND_MW, a LOCAL_INV and a WRITE)", all, 3);
+	} else
+		rcp_expect(p, p->scq,
+			   "A's send CQ (an unsignaled BIND_MW and LOCAL_INV, then a signaled WRITE)", &e, 1);
 	rcp_wait_ns(1000000);
 	rcp_expect_empty(p, p->scq, "A's send CQ (unsignaled BIND_MW and LOCAL_INV complete silently)");
 	rcp_check_memory(p);
@@ -281,6 +288,7 @@ void rcp_case_rules(struct rcp *p)
 				      .b_recv_wr = 2,
 				      .a_rnr_retry = 7,
 				      .ext = kind == 5,
+				      .sig_all = kind == 3 && rng_bernoulli(p->rng, 0.3),
 				      .timeout0 = kind == 2};
 	if (rcp_setup(p))
 		return;
