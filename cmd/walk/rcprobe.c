@@ -280,17 +280,17 @@ static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, c
 /* ext: by ibv_create_qp_ex, with the ibv_wr_* operations the probes use. */
 static struct ibv_qp *create_qp_of(struct rcp *p, struct ibv_qp_init_attr *init, bool ext)
 {
-	struct ibv_qp_init_attr_ex x = {.send_cq = init->send_cq,
-					.recv_cq = init->recv_cq,
-					.cap = init->cap,
-					.qp_type = init->qp_type,
-					.sq_sig_all = init->sq_sig_all,
-					.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-					.pd = p->pd,
-					.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND |
-							  IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-							  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-							  IBV_QP_EX_WITH_RDMA_READ};
+	struct ibv_qp_init_attr_ex x = {
+	    .send_cq = init->send_cq,
+	    .recv_cq = init->recv_cq,
+	    .cap = init->cap,
+	    .qp_type = init->qp_type,
+	    .sq_sig_all = init->sq_sig_all,
+	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+	    .pd = p->pd,
+	    .send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+			      IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+			      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_RDMA_READ};
 	struct ibv_qp *qp;
 
 	if (!ext)
@@ -964,7 +964,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 64);
+	pick = rng_range(p.rng, 0, 66);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -1023,8 +1023,10 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_opcodes(&p);
 	else if (pick < 63)
 		rcp_case_rules(&p);
-	else
+	else if (pick < 65)
 		rcp_case_claims(&p);
+	else
+		rcp_case_wrapi(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	/* For the log line: the teardown destroys the QPs. */

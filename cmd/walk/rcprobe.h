@@ -201,5 +201,7 @@ void rcp_case_zero(struct rcp *p);
 void rcp_case_rules(struct rcp *p);
 /* rcprobe_claims.c: what ibv_query_device claims works; an unsignaled WR that fails completes */
 void rcp_case_claims(struct rcp *p);
+/* rcprobe_wrapi.c: ibv_wr_send/send_imm/rdma_write_imm/rdma_read with SGE and inline lists */
+void rcp_case_wrapi(struct rcp *p);
 
 #endif
