@@ -33,47 +33,52 @@ static uint8_t attr_of(const struct ibv_qp_attr *a, int k)
 	return k == 0 ? a->timeout : k == 1 ? a->retry_cnt : k == 2 ? a->rnr_retry : a->min_rnr_timer;
 }
 
-/* A fresh RC QP in RTR toward B; RTS with one attribute at v (min_rnr_timer: then RTS -> RTS). */
-static int try_attr(struct rcp *p, struct ibv_qp *qp, int k, uint8_t v)
+/*
+ * qp in RTR toward B (*rts: already moved on to RTS): RTS with one attribute
+ * at v; min_rnr_timer is set by RTS -> RTS once the QP is in RTS.
+ */
+static int try_attr(struct rcp *p, struct ibv_qp *qp, int k, uint8_t v, bool *rts)
 {
 	struct ibv_qp_attr a;
 	int mask, rc;
 
-	rcp_rts_attr(p, qp, 0, &a, &mask);
-	if (k == 0)
-		a.timeout = v;
-	else if (k == 1)
-		a.retry_cnt = v;
-	else if (k == 2)
-		a.rnr_retry = v;
-	if ((rc = hw_modify_qp(qp, &a, mask)) || k != 3)
-		return rc;
+	if (!*rts) {
+		rcp_rts_attr(p, qp, 0, &a, &mask);
+		if (k == 0)
+			a.timeout = v;
+		else if (k == 1)
+			a.retry_cnt = v;
+		else if (k == 2)
+			a.rnr_retry = v;
+		if ((rc = hw_modify_qp(qp, &a, mask)) || k != 3)
+			return rc;
+		*rts = true;
+	}
 	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .min_rnr_timer = v};
 	return hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER);
 }
 
-static void ranges(struct rcp *p)
+/* One attribute: one past its range refused (the QP left as it was), then v taken and reported back. */
+static void range_of(struct rcp *p, int k)
 {
-	int k = (int)rng_range(p->rng, 0, 3);
 	uint8_t max = attr_max[k];
-	uint8_t v = rng_bernoulli(p->rng, 0.5) ? max : (uint8_t)rng_range(p->rng, 0, max);
-	bool beyond = rng_bernoulli(p->rng, 0.5);
+	uint8_t v = rng_bernoulli(p->rng, 0.75) ? max : (uint8_t)rng_range(p->rng, 0, max);
 	struct ibv_qp *qp = rcp_qp(p, IBV_QPT_RC, p->ocq, p->ocq);
 	struct ibv_qp_attr got;
 	struct ibv_qp_init_attr init;
+	bool rts = false;
 	int rc;
 
 	if (!qp)
 		return;
 	if (rcp_bring(p, qp, p->b, IBV_QPS_RTR))
 		goto out;
-	if (beyond) {
-		if (!try_attr(p, qp, k, (uint8_t)(max + 1)))
-			rcp_fail(p, "a fresh RC QP (qpn %u) took %s %u; the IB range is 0..%u", qp->qp_num,
-				 attr_name[k], max + 1, max);
+	if (!try_attr(p, qp, k, (uint8_t)(max + 1), &rts)) {
+		rcp_fail(p, "a fresh RC QP (qpn %u) took %s %u; the IB range is 0..%u", qp->qp_num,
+			 attr_name[k], max + 1, max);
 		goto out;
 	}
-	if ((rc = try_attr(p, qp, k, v))) {
+	if ((rc = try_attr(p, qp, k, v, &rts))) {
 		rcp_fail(p, "a fresh RC QP (qpn %u) refused %s %u (%s); the IB range is 0..%u", qp->qp_num,
 			 attr_name[k], v, strerror(rc), max);
 		goto out;
@@ -88,6 +93,12 @@ static void ranges(struct rcp *p)
 			 attr_name[k], v, attr_of(&got, k));
 out:
 	hw_destroy_qp(qp);
+}
+
+static void ranges(struct rcp *p)
+{
+	for (int k = 0; k < 4 && !rcp_failed(p); k++)
+		range_of(p, k);
 }
 
 static void indexes(struct rcp *p)
