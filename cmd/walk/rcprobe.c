@@ -195,13 +195,25 @@ static int connect_one(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, ui
 		rc = rcp_to_init(p, qp);
 	if (rc)
 		return rc;
+	/* Every attribute below is legal (IB ranges, the port's MTU): a refusal is the device's fault. */
 	rcp_rtr_attr(p, dest, &a, &mask);
-	if ((rc = hw_modify_qp(qp, &a, mask)))
+	if ((rc = hw_modify_qp(qp, &a, mask))) {
+		rcp_fail(p,
+			 "modify_qp of QP %u INIT->RTR with legal attributes (path_mtu %d, min_rnr_timer %u) "
+			 "refused: %s",
+			 qp->qp_num, a.path_mtu, a.min_rnr_timer, strerror(rc));
 		return rc;
+	}
 	if (check && check_send_in_rtr(p, qp))
 		return -1;
 	rcp_rts_attr(p, qp, rnr_retry, &a, &mask);
-	return hw_modify_qp(qp, &a, mask);
+	if ((rc = hw_modify_qp(qp, &a, mask)))
+		rcp_fail(
+		    p,
+		    "modify_qp of QP %u RTR->RTS with legal attributes (timeout %u, retry_cnt %u, rnr_retry "
+		    "%u, max_rd_atomic %u) refused: %s",
+		    qp->qp_num, a.timeout, a.retry_cnt, a.rnr_retry, a.max_rd_atomic, strerror(rc));
+	return rc;
 }
 
 /* RESET, then RESET -> INIT -> RTR -> RTS again with new PSNs; 0: both QPs back in RTS. */
