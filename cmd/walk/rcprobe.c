@@ -116,6 +116,8 @@ void rcp_rts_attr(struct rcp *p, struct ibv_qp *qp, uint8_t rnr_retry, struct ib
 		a->timeout = p->shape.timeout;
 		a->retry_cnt = p->shape.retry_cnt;
 	}
+	if (qp == p->a && p->shape.timeout0)
+		a->timeout = 0;
 	*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (qp->qp_type == IBV_QPT_RC)
 		*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
@@ -193,13 +195,25 @@ static int connect_one(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, ui
 		rc = rcp_to_init(p, qp);
 	if (rc)
 		return rc;
+	/* Every attribute below is legal (IB ranges, the port's MTU): a refusal is the device's fault. */
 	rcp_rtr_attr(p, dest, &a, &mask);
-	if ((rc = hw_modify_qp(qp, &a, mask)))
+	if ((rc = hw_modify_qp(qp, &a, mask))) {
+		rcp_fail(p,
+			 "modify_qp of QP %u INIT->RTR with legal attributes (path_mtu %d, min_rnr_timer %u) "
+			 "refused: %s",
+			 qp->qp_num, a.path_mtu, a.min_rnr_timer, strerror(rc));
 		return rc;
+	}
 	if (check && check_send_in_rtr(p, qp))
 		return -1;
 	rcp_rts_attr(p, qp, rnr_retry, &a, &mask);
-	return hw_modify_qp(qp, &a, mask);
+	if ((rc = hw_modify_qp(qp, &a, mask)))
+		rcp_fail(
+		    p,
+		    "modify_qp of QP %u RTR->RTS with legal attributes (timeout %u, retry_cnt %u, rnr_retry "
+		    "%u, max_rd_atomic %u) refused: %s",
+		    qp->qp_num, a.timeout, a.retry_cnt, a.rnr_retry, a.max_rd_atomic, strerror(rc));
+	return rc;
 }
 
 /* RESET, then RESET -> INIT -> RTR -> RTS again with new PSNs; 0: both QPs back in RTS. */
@@ -278,17 +292,17 @@ static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, c
 /* ext: by ibv_create_qp_ex, with the ibv_wr_* operations the probes use. */
 static struct ibv_qp *create_qp_of(struct rcp *p, struct ibv_qp_init_attr *init, bool ext)
 {
-	struct ibv_qp_init_attr_ex x = {.send_cq = init->send_cq,
-					.recv_cq = init->recv_cq,
-					.cap = init->cap,
-					.qp_type = init->qp_type,
-					.sq_sig_all = init->sq_sig_all,
-					.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-					.pd = p->pd,
-					.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND |
-							  IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-							  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-							  IBV_QP_EX_WITH_RDMA_READ};
+	struct ibv_qp_init_attr_ex x = {
+	    .send_cq = init->send_cq,
+	    .recv_cq = init->recv_cq,
+	    .cap = init->cap,
+	    .qp_type = init->qp_type,
+	    .sq_sig_all = init->sq_sig_all,
+	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+	    .pd = p->pd,
+	    .send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+			      IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+			      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_RDMA_READ};
 	struct ibv_qp *qp;
 
 	if (!ext)
@@ -962,7 +976,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 58);
+	pick = rng_range(p.rng, 0, 66);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -1017,8 +1031,14 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_zero(&p);
 	else if (pick < 58)
 		rcp_case_psn(&p);
-	else
+	else if (pick < 59)
 		rcp_case_opcodes(&p);
+	else if (pick < 63)
+		rcp_case_rules(&p);
+	else if (pick < 65)
+		rcp_case_claims(&p);
+	else
+		rcp_case_wrapi(&p);
 	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	/* For the log line: the teardown destroys the QPs. */
@@ -1029,8 +1049,9 @@ void walk_rcprobe_step(struct walk_client *c)
 	if (walk_now_ns() - now > RCP_PERIOD_NS / RCP_SHARE)
 		d->rc_next_ns = now + (walk_now_ns() - now) * RCP_SHARE;
 	c->stats.devprobes[2] += p.ran;
-	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u, %llu us%s", c->id, (unsigned long long)c->seq, p.name,
-	    qpn_a, qpn_b, (unsigned long long)(walk_now_ns() - now) / 1000, rcp_failed(&p) ? ": FAILED" : "");
+	LOG(c, "c%d #%llu RC probe \"%s\" on qp %u -> %u, %llu us%s", c->id, (unsigned long long)c->seq,
+	    p.name, qpn_a, qpn_b, (unsigned long long)(walk_now_ns() - now) / 1000,
+	    rcp_failed(&p) ? ": FAILED" : "");
 }
 
 void walk_rcprobe_end(struct walk_client *c)

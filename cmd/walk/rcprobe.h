@@ -32,6 +32,7 @@ struct rcp_shape {
 	bool channel;	  /* B's receive CQ has a completion channel */
 	bool ext;	  /* A's send CQ made by ibv_create_cq_ex, A by ibv_create_qp_ex (the ibv_wr_* API) */
 	uint8_t timeout, retry_cnt; /* A's, when timeout is not 0 */
+	bool timeout0;		    /* A's timeout is 0: infinite */
 };
 
 /* An expected completion. */
@@ -72,7 +73,7 @@ struct rcp_piece {
 	uint32_t off, len;
 };
 
-#define RCP_UD_QKEY 0x2a6b0000u /* the Q_Key of the probes' UD QPs */
+#define RCP_UD_QKEY	  0x2a6b0000u /* the Q_Key of the probes' UD QPs */
 #define RCP_REMOTE_RIGHTS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 static inline struct rcp_exp rcp_done(uint64_t wr_id, enum ibv_wc_status st, enum ibv_wc_opcode op)
@@ -196,5 +197,11 @@ void rcp_case_psn(struct rcp *p);
 void rcp_case_opcodes(struct rcp *p);
 /* rcprobe_zero.c: zero-length operations */
 void rcp_case_zero(struct rcp *p);
+/* rcprobe_rules.c: attribute ranges, table indexes, timeout 0, unsignaled local work, ibv_wr_abort, rereg */
+void rcp_case_rules(struct rcp *p);
+/* rcprobe_claims.c: what ibv_query_device claims works; an unsignaled WR that fails completes */
+void rcp_case_claims(struct rcp *p);
+/* rcprobe_wrapi.c: ibv_wr_send/send_imm/rdma_write_imm/rdma_read with SGE and inline lists */
+void rcp_case_wrapi(struct rcp *p);
 
 #endif

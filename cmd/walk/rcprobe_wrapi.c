@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Probe script (rcprobe.h): the ibv_wr_* helpers the ext probe does not
+ * use, in one batch of A's (made by ibv_create_qp_ex): ibv_wr_send with
+ * ibv_wr_set_sge_list, ibv_wr_send_imm with ibv_wr_set_inline_data_list
+ * (or an SGE list when the QP has no room inline), ibv_wr_rdma_write_imm
+ * with ibv_wr_set_inline_data (or one SGE), ibv_wr_rdma_read with
+ * ibv_wr_set_sge_list.  Every completion of both sides (wr_id, opcode,
+ * byte_len, immediate data) and every byte must be as the verbs say.
+ */
+#include "cmd/walk/rcprobe.h"
+
+#include <string.h>
+
+#define WRAPI_N 4
+
+/* Up to 3 pieces of `len` bytes at `off` (gaps between them), as SGEs or as inline buffers. */
+static void data_of(struct rcp *p, struct ibv_qp_ex *qx, uint32_t off, uint32_t len, bool inl,
+		    struct rcp_piece *pc, int *n)
+{
+	struct ibv_sge sge[RCP_MAX_SGE];
+	struct ibv_data_buf db[RCP_MAX_SGE];
+	int k = (int)rng_range(p->rng, 1, (uint64_t)imin(3, (int)p->acap.max_send_sge));
+
+	*n = rcp_pieces(p, off, len, k, 16, pc);
+	rcp_sges(p, pc, *n, sge);
+	if (!inl) {
+		ibv_wr_set_sge_list(qx, (size_t)*n, sge);
+		return;
+	}
+	for (int i = 0; i < *n; i++)
+		db[i] =
+		    (struct ibv_data_buf){.addr = (void *)(uintptr_t)sge[i].addr, .length = sge[i].length};
+	if (*n == 1)
+		ibv_wr_set_inline_data(qx, db[0].addr, db[0].length);
+	else
+		ibv_wr_set_inline_data_list(qx, (size_t)*n, db);
+}
+
+void rcp_case_wrapi(struct rcp *p)
+{
+	struct rcp_exp a[WRAPI_N], b[WRAPI_N];
+	struct rcp_piece src[RCP_MAX_SGE], dst;
+	struct ibv_wc wc[WRAPI_N];
+	struct ibv_qp_ex *qx;
+	int ns, nb = 0, rc;
+
+	p->name = "extended verbs: ibv_wr_send/send_imm/rdma_write_imm/rdma_read, SGE and inline lists";
+	p->shape = (struct rcp_shape){
+	    .scqe = RCP_CQE, .a_send_wr = 8, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7, .ext = true};
+	if (rcp_setup(p) || !(qx = hw_qp_to_qp_ex(p->a)))
+		return;
+	ibv_wr_start(qx);
+	for (int i = 0; i < WRAPI_N; i++) {
+		uint32_t len = (uint32_t)rng_range(p->rng, 1, RCP_SMALL_MSG);
+		bool inl = (i == 1 || i == 2) && len <= p->acap.max_inline_data;
+		uint32_t imm = (uint32_t)rng_next(p->rng);
+		enum ibv_wc_opcode op = i < 2 ? IBV_WC_SEND : i == 2 ? IBV_WC_RDMA_WRITE : IBV_WC_RDMA_READ;
+
+		qx->wr_id = p->base_id + (uint64_t)i;
+		qx->wr_flags = IBV_SEND_SIGNALED | (inl ? IBV_SEND_INLINE : 0);
+		dst = (struct rcp_piece){(i == 2 ? RCP_TGT : RCP_RECV) + (uint32_t)i * RCP_SLOT, len};
+		if (i == 0)
+			ibv_wr_send(qx);
+		else if (i == 1)
+			ibv_wr_send_imm(qx, imm);
+		else if (i == 2)
+			ibv_wr_rdma_write_imm(qx, p->mr->rkey, (uintptr_t)(p->buf + dst.off), imm);
+		if (i < 3) {
+			data_of(p, qx, RCP_SRC + (uint32_t)i * 512, len, inl, src, &ns);
+			rcp_model_move(p, src, ns, &dst, 1);
+			if (rcp_recv1(
+				p->b, p->base_id + 0x40 + (uint64_t)i,
+				(struct ibv_sge){(uintptr_t)(p->buf + RCP_RECV + (uint32_t)i * RCP_SLOT),
+						 RCP_SMALL_MSG, p->mr->lkey})) {
+				rcp_fail(p, "a receive refused");
+				ibv_wr_abort(qx);
+				return;
+			}
+			b[nb] = rcp_done(p->base_id + 0x40 + (uint64_t)i, IBV_WC_SUCCESS,
+					 i == 2 ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV);
+			b[nb].check_len = true;
+			b[nb].byte_len = len;
+			b[nb].imm = i > 0;
+			b[nb++].imm_data = imm;
+		} else {
+			struct rcp_piece from = {RCP_SRC + 3 * 512, len};
+			struct ibv_sge sge[RCP_MAX_SGE];
+			int k = (int)rng_range(p->rng, 1, (uint64_t)imin(3, (int)p->acap.max_send_sge));
+
+			ibv_wr_rdma_read(qx, p->mr->rkey, (uintptr_t)(p->buf + from.off));
+			ns = rcp_pieces(p, RCP_RDST, len, k, 16, src);
+			rcp_sges(p, src, ns, sge);
+			ibv_wr_set_sge_list(qx, (size_t)ns, sge);
+			rcp_model_move(p, &from, 1, src, ns);
+		}
+		a[i] = rcp_done(qx->wr_id, IBV_WC_SUCCESS, op);
+		a[i].check_len = i == 3;
+		a[i].byte_len = len;
+	}
+	if ((rc = ibv_wr_complete(qx))) {
+		rcp_fail(p, "ibv_wr_complete of %d WRs (max_send_wr %u) returned %d", WRAPI_N,
+			 p->acap.max_send_wr, rc);
+		return;
+	}
+	rcp_expect(p, p->rcq, "B's receive CQ (a batch of ibv_wr_* sends and a WRITE_WITH_IMM)", b, nb);
+	rcp_judge(p, p->scq, "A's extended send CQ (ibv_wr_send, send_imm, rdma_write_imm, rdma_read)", wc,
+		  rcp_poll_ex(p, p->scq_ex, wc, WRAPI_N), a, WRAPI_N);
+	rcp_expect_empty(p, p->rcq, "B's receive CQ");
+	rcp_check_memory(p);
+}
