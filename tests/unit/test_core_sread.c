@@ -208,7 +208,7 @@ static void check_contexts(const struct core_cqe *e, int n, int base)
 static void test_other_stripe_drained_by_poller(void **state)
 {
 	struct pair p;
-	struct core_cqe e[OTHER_STRIPE_SENDS];
+	struct core_cqe e[OTHER_STRIPE_SENDS] = { 0 };
 	char rbuf[OTHER_STRIPE_SENDS][8];
 	uint64_t deadline;
 	int got = 0;
@@ -234,7 +234,7 @@ static void test_other_stripe_drained_by_poller(void **state)
 static void test_other_stripe_drained_before_sleep(void **state)
 {
 	struct pair p;
-	struct core_cqe e[OTHER_STRIPE_SENDS];
+	struct core_cqe e[OTHER_STRIPE_SENDS] = { 0 };
 	char rbuf[OTHER_STRIPE_SENDS][8];
 	struct timespec nap = { .tv_nsec = 50000000 };
 	uint64_t start;
