@@ -94,9 +94,9 @@ $(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPER_OBJ) $(CMD_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(UNIT_HELPER_OBJ) $(CMD_LIB) $(CORE_LIB) $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
 
-$(BUILD)/tests/tools/%: tests/tools/%.c $(CORE_LIB)
+$(BUILD)/tests/tools/%: tests/tools/%.c $(CMD_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_LIB) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CMD_LIB) $(CORE_LIB) $(LDFLAGS) $(LDLIBS)
 
 check-deps:
 	@tests/deps.sh check

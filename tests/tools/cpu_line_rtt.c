@@ -9,8 +9,9 @@
  * ratio follows (measured on 2026-11-26: 1.6-1.9 close, 1.0-1.2 far; 1.45-1.6
  * far once posting threads drained mostly their own stripes).
  */
+#include "cmd/bench/pin.h"
+
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,19 +31,10 @@ static double now_ns(void)
 	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
-static void pin(int cpu)
-{
-	cpu_set_t one;
-
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	sched_setaffinity(0, sizeof(one), &one);
-}
-
 static void *far_side(void *arg)
 {
 	(void)arg;
-	pin(cpus[1]);
+	bench_pin_to(cpus[1]);
 	for (int i = 0; i < ROUND_TRIPS * BATCHES; i++) {
 		while (atomic_load_explicit(&ball, memory_order_acquire) != 1)
 			;
@@ -61,20 +53,13 @@ static int cmp_double(const void *a, const void *b)
 int main(void)
 {
 	double batch[BATCHES];
-	cpu_set_t set;
 	pthread_t t;
-	int found = 0;
 
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return 1;
-	for (int c = 0; c < CPU_SETSIZE && found < 2; c++)
-		if (CPU_ISSET(c, &set))
-			cpus[found++] = c;
-	if (found < 2) {
+	if (!bench_two_cpus(cpus)) {
 		fprintf(stderr, "cpu_line_rtt: needs two CPUs\n");
 		return 1;
 	}
-	pin(cpus[0]);
+	bench_pin_to(cpus[0]);
 	if (pthread_create(&t, NULL, far_side, NULL))
 		return 1;
 	for (int b = 0; b < BATCHES; b++) {
