@@ -21,16 +21,27 @@
  */
 #include "cmd/walk/rcprobe.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #define RULES_QUIET_NS (30 * 1000000ull) /* how long a request with timeout 0 must stay outstanding */
 
-static const char *const attr_name[4] = {"timeout", "retry_cnt", "rnr_retry", "min_rnr_timer"};
-static const uint8_t attr_max[4] = {31, 7, 7, 31};
+/* The four attributes with an IB range; MIN_RNR_TIMER last: it is set by RTS -> RTS (try_attr). */
+#define RULES_MIN_RNR_TIMER 3
+static const struct {
+	const char *name;
+	uint8_t max;
+	size_t offset; /* of the uint8_t in struct ibv_qp_attr */
+} rules_attr[4] = {
+    {"timeout", 31, offsetof(struct ibv_qp_attr, timeout)},
+    {"retry_cnt", 7, offsetof(struct ibv_qp_attr, retry_cnt)},
+    {"rnr_retry", 7, offsetof(struct ibv_qp_attr, rnr_retry)},
+    {"min_rnr_timer", 31, offsetof(struct ibv_qp_attr, min_rnr_timer)},
+};
 
-static uint8_t attr_of(const struct ibv_qp_attr *a, int k)
+static uint8_t *attr_field(struct ibv_qp_attr *a, int k)
 {
-	return k == 0 ? a->timeout : k == 1 ? a->retry_cnt : k == 2 ? a->rnr_retry : a->min_rnr_timer;
+	return (uint8_t *)a + rules_attr[k].offset;
 }
 
 /*
@@ -44,13 +55,9 @@ static int try_attr(struct rcp *p, struct ibv_qp *qp, int k, uint8_t v, bool *rt
 
 	if (!*rts) {
 		rcp_rts_attr(p, qp, 0, &a, &mask);
-		if (k == 0)
-			a.timeout = v;
-		else if (k == 1)
-			a.retry_cnt = v;
-		else if (k == 2)
-			a.rnr_retry = v;
-		if ((rc = hw_modify_qp(qp, &a, mask)) || k != 3)
+		if (k != RULES_MIN_RNR_TIMER)
+			*attr_field(&a, k) = v;
+		if ((rc = hw_modify_qp(qp, &a, mask)) || k != RULES_MIN_RNR_TIMER)
 			return rc;
 		*rts = true;
 	}
@@ -61,7 +68,7 @@ static int try_attr(struct rcp *p, struct ibv_qp *qp, int k, uint8_t v, bool *rt
 /* One attribute: one past its range refused (the QP left as it was), then v taken and reported back. */
 static void range_of(struct rcp *p, int k)
 {
-	uint8_t max = attr_max[k];
+	uint8_t max = rules_attr[k].max;
 	uint8_t v = rng_bernoulli(p->rng, 0.75) ? max : (uint8_t)rng_range(p->rng, 0, max);
 	struct ibv_qp *qp = rcp_qp(p, IBV_QPT_RC, p->ocq, p->ocq);
 	struct ibv_qp_attr got;
@@ -75,12 +82,12 @@ static void range_of(struct rcp *p, int k)
 		goto out;
 	if (!try_attr(p, qp, k, (uint8_t)(max + 1), &rts)) {
 		rcp_fail(p, "a fresh RC QP (qpn %u) took %s %u; the IB range is 0..%u", qp->qp_num,
-			 attr_name[k], max + 1, max);
+			 rules_attr[k].name, max + 1, max);
 		goto out;
 	}
 	if ((rc = try_attr(p, qp, k, v, &rts))) {
 		rcp_fail(p, "a fresh RC QP (qpn %u) refused %s %u (%s); the IB range is 0..%u", qp->qp_num,
-			 attr_name[k], v, strerror(rc), max);
+			 rules_attr[k].name, v, strerror(rc), max);
 		goto out;
 	}
 	if (hw_query_qp(qp, &got,
@@ -88,9 +95,9 @@ static void range_of(struct rcp *p, int k)
 			    IBV_QP_MIN_RNR_TIMER,
 			&init))
 		goto out;
-	if (attr_of(&got, k) != v)
+	if (*attr_field(&got, k) != v)
 		rcp_fail(p, "a fresh RC QP (qpn %u) given %s %u: ibv_query_qp reports %u", qp->qp_num,
-			 attr_name[k], v, attr_of(&got, k));
+			 rules_attr[k].name, v, *attr_field(&got, k));
 out:
 	hw_destroy_qp(qp);
 }
