@@ -71,6 +71,8 @@ bar "chan_rate 64 B channel / pipe (same 2 processes)" "$(jq '.channel_over_pipe
 # half of one: the wire alone makes the ratio 2.  Measured on 2026-11-26 at load 8-9 (helpers
 # building and walking): 18-21 us against 4.5-6.3 us, 3.2-3.5x.  Later that day the agents run pinned
 # one per CPU as the baseline's processes do (load 9-12): 16.5-20 us against 6.2-6.4 us, 2.6-3.2x.
+# Later still the client shares the target agent's CPU (cmd/bench/agent_lat.c says why; the client
+# had floated, landing beside agent 0 as often as not): 15.8-16.0 us against 6.1-6.2 us, 2.6x.
 # Figures before that date:
 # Measured on 2026-11-23 (2 shared cores, load 9-12 from other builds): a run's median 80-230 us
 # (median of 7 runs 103-138 us; core send_lat 9 us typical), ratio median 13-22x; before the agents'

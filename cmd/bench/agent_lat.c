@@ -8,11 +8,13 @@
  * agent, deposit, acknowledgement back; send_lat is half a round trip, so
  * the wire alone puts the ratio at 2.  The agents run pinned, one per CPU,
  * as the baseline's two processes do (measured under load, 6 interleaved
- * runs: 16.5-16.9 us pinned in 5, 19.6-19.8 unpinned in 5).
+ * runs: 16.5-16.9 us pinned in 5, 19.6-19.8 unpinned in 5), and the client
+ * beside the target agent (see measure).
  */
 #include "cmd/bench/agent_pair.h"
 #include "cmd/bench/bench.h"
 #include "cmd/bench/pair_transport.h"
+#include "cmd/bench/pin.h"
 #include "cmd/cmd.h"
 #include "cmd/print.h"
 #include "core/agent/agent.h"
@@ -46,6 +48,8 @@ static int measure(const struct agent_pair *p, size_t size, long iters, struct l
 	double *t = calloc((size_t)iters, sizeof(*t));
 	char *buf = calloc(1, size ? size : 1);
 	size_t len;
+	cpu_set_t cpus;
+	bool pinned = false;
 	int rc;
 
 	agent_pair_dir(p, 0, dir0, sizeof(dir0));
@@ -54,6 +58,15 @@ static int measure(const struct agent_pair *p, size_t size, long iters, struct l
 	if (!rc)
 		rc = chan_open(dir1, "lat", &far);
 	setenv("RDMATOOL_AGENT_DIR", dir0, 1);
+	/*
+	 * Three processes on two CPUs: this client shares the target agent's CPU.  Agent 0 works at
+	 * both ends of a round trip, exactly when the client does (taking the request, answering
+	 * it), so beside it every hand-off would be a context switch; agent 1 works in the middle,
+	 * while the client sleeps (6 interleaved runs: 14.2-17.0 us median beside agent 1, 16.7-19.8
+	 * unpinned, 18.2-20.0 beside agent 0).
+	 */
+	if (p->cpus[1] >= 0 && (pinned = bench_pin_save(&cpus)))
+		bench_pin_to(p->cpus[1]);
 	if (!rc)
 		rc = agent_attach(0, &cl, why, sizeof(why));
 	if (!rc)
@@ -74,6 +87,8 @@ static int measure(const struct agent_pair *p, size_t size, long iters, struct l
 		lat->median = t[iters / 2];
 		lat->p90 = t[iters * 9 / 10];
 	}
+	if (pinned) /* the baseline that follows picks its own two CPUs */
+		bench_pin_restore(&cpus);
 	agent_chan_close(h);
 	agent_detach(cl);
 	chan_close(far);

@@ -31,3 +31,13 @@ void bench_pin_to(int cpu)
 	CPU_SET(cpu, &one);
 	sched_setaffinity(0, sizeof(one), &one);
 }
+
+bool bench_pin_save(cpu_set_t *set)
+{
+	return !sched_getaffinity(0, sizeof(*set), set);
+}
+
+void bench_pin_restore(const cpu_set_t *set)
+{
+	sched_setaffinity(0, sizeof(*set), set);
+}
