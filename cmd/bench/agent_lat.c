@@ -74,12 +74,20 @@ static int measure(const struct agent_pair *p, size_t size, long iters, struct l
 	for (long i = 0; i < iters && !rc; i++) {
 		uint64_t t0 = clock_ns();
 
+		if (bench_interrupted) {
+			rc = -EINTR;
+			break;
+		}
+
 		rc = agent_send(h, buf, size, AGENT_SEND_DEPOSITED, 5000);
 		t[i] = (double)(clock_ns() - t0) / 1e3;
 		if (!rc)
 			rc = chan_recv(far, buf, size ? size : 1, &len, 1000);
 	}
-	if (rc) {
+	if (rc && bench_interrupted) { /* the agents, Ctrl-C'd too, may have failed the send first */
+		snprintf(err, errlen, "interrupted");
+		rc = -EINTR;
+	} else if (rc) {
 		snprintf(err, errlen, "a deposited send through the agents failed: %s", strerror(-rc));
 	} else {
 		qsort(t, (size_t)iters, sizeof(*t), cmp_double);

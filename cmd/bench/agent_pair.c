@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Two linked agent processes with private key, directories and ports (see agent_pair.h). */
 #include "cmd/bench/agent_pair.h"
+#include "cmd/bench/bench.h"
+#include "cmd/bench/child.h"
 #include "cmd/bench/pin.h"
 #include "cmd/cmd.h"
 #include "core/agent/agent_key.h"
@@ -68,6 +70,7 @@ static pid_t start_agent(const struct agent_pair *p, uint32_t rank, const uint16
 
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGINT, &sa, NULL); /* Ctrl-C reaches the whole process group */
 		if (cpu >= 0)
 			bench_pin_to(cpu);
 		agent_pair_dir(p, (int)rank, dir, sizeof(dir));
@@ -142,7 +145,10 @@ int agent_pair_start(struct agent_pair *p, bool pin, char *err, size_t errlen)
 		}
 	deadline = clock_ns() + LINK_DEADLINE_NS;
 	while (!rc && !(peer_up(p, 0) && peer_up(p, 1))) {
-		if (clock_ns() > deadline) {
+		if (bench_interrupted) {
+			snprintf(err, errlen, "interrupted");
+			rc = -EINTR;
+		} else if (clock_ns() > deadline) {
 			snprintf(err, errlen, "the two agents did not link within 15 s");
 			rc = -ETIMEDOUT;
 		}
@@ -159,8 +165,10 @@ void agent_pair_stop(struct agent_pair *p)
 
 	for (int r = 0; r < AGENT_PAIR_NODES; r++)
 		if (p->pids[r] > 0) {
+			int status;
+
 			kill(p->pids[r], SIGTERM);
-			waitpid(p->pids[r], NULL, 0);
+			bench_wait_child(p->pids[r], &status);
 			p->pids[r] = 0;
 		}
 	if (!p->top[0])

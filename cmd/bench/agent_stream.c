@@ -15,6 +15,7 @@
  */
 #include "cmd/bench/agent_pair.h"
 #include "cmd/bench/bench.h"
+#include "cmd/bench/child.h"
 #include "cmd/bench/direct_rate.h"
 #include "cmd/bench/pair_transport.h"
 #include "cmd/bench/pin.h"
@@ -80,6 +81,7 @@ static pid_t start_drainer(const char *dir1, size_t size, long iters, int cpu)
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
+		bench_child_default_signals();
 		struct chan *c = NULL;
 		char *buf = malloc(size ? size : 1);
 		size_t len;
@@ -107,6 +109,7 @@ static pid_t start_sender(const char *dir0, size_t size, long n, enum agent_send
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
+		bench_child_default_signals();
 		struct agent_client *cl = NULL;
 		struct agent_chan *h = NULL;
 		char *buf = calloc(1, size ? size : 1), why[512];
@@ -173,19 +176,21 @@ static int stream(size_t size, long iters, int procs, enum agent_send_mode mode,
 			started++;
 	}
 	for (int i = 0; i < started; i++) {
-		waitpid(senders[i], &status, 0);
+		bench_wait_child(senders[i], &status);
 		if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
 			rc = -EIO;
 	}
 	if (drainer > 0) {
 		if (rc)
 			kill(drainer, SIGKILL);
-		waitpid(drainer, &status, 0);
+		bench_wait_child(drainer, &status);
 		if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
 			rc = -EPROTO;
 	}
 	t1 = clock_ns();
-	if (rc)
+	if (bench_interrupted)
+		snprintf(err, errlen, "interrupted"), rc = -EINTR;
+	else if (rc)
 		snprintf(err, errlen, "%s through the agents failed: %s",
 			 rc == -EPROTO ? "receiving the stream" : "a send", strerror(-rc));
 	else {

@@ -7,6 +7,7 @@
  * the channel's only system calls, where a pipe makes two per message.
  */
 #include "cmd/bench/bench.h"
+#include "cmd/bench/child.h"
 #include "cmd/bench/pin.h"
 #include "cmd/cmd.h"
 #include "cmd/print.h"
@@ -88,7 +89,7 @@ static int finish_consumer(pid_t pid, char *err, size_t errlen)
 {
 	int status;
 
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+	if (bench_wait_child(pid, &status) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
 		snprintf(err, errlen, "the consumer process failed (status %d)", status);
 		return -EIO;
 	}
@@ -128,6 +129,7 @@ static int run_channel(const char *dir, size_t size, long iters, struct rate_run
 	fflush(NULL); /* the child must not write what stdio holds for the parent */
 	pid = fork();
 	if (pid == 0) {
+		bench_child_default_signals();
 		close(ready[0]);
 		_exit(consume_channel(&cc));
 	}
@@ -137,7 +139,7 @@ static int run_channel(const char *dir, size_t size, long iters, struct rate_run
 	if (pid < 0 || read(ready[0], &byte, 1) != 1) {
 		close(ready[0]);
 		if (pid > 0)
-			waitpid(pid, NULL, 0);
+			bench_wait_child(pid, &(int){0});
 		snprintf(err, errlen, "the consumer process did not start");
 		rc = -EIO;
 		goto out;
@@ -149,7 +151,7 @@ static int run_channel(const char *dir, size_t size, long iters, struct rate_run
 		rc = chan_send(c, buf, size, PEER_TIMEOUT_MS, NULL);
 	if (rc) {
 		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+		bench_wait_child(pid, &(int){0});
 		snprintf(err, errlen, "sending into the channel failed: %s", strerror(-rc));
 		goto out;
 	}
@@ -211,6 +213,7 @@ static int run_pipe(size_t size, long iters, struct rate_run *r, char *err, size
 	fflush(NULL); /* the child must not write what stdio holds for the parent */
 	pid = fork();
 	if (pid == 0) {
+		bench_child_default_signals();
 		close(fds[1]);
 		close(ready[0]);
 		_exit(consume_pipe(&pc));
@@ -264,7 +267,7 @@ int bench_chan_rate(size_t size, long iters, bool baseline, int rounds)
 		return run_error("bench", "cannot create a private directory under /dev/shm: %s",
 				 strerror(errno));
 	cpu_set_t saved;
-	bool restore = sched_getaffinity(0, sizeof(saved), &saved) == 0;
+	bool restore = bench_pin_save(&saved);
 
 	if (!bench_two_cpus(bench_cpus))
 		bench_cpus[0] = bench_cpus[1] = -1; /* one CPU: nothing to spread */
@@ -278,7 +281,7 @@ int bench_chan_rate(size_t size, long iters, bool baseline, int rounds)
 	print_text(" %-6s %-16s %-16s %-14s %s\n", "round", "channel[Mmsg/s]", baseline ? "pipe[Mmsg/s]" : "",
 		   baseline ? "channel/pipe" : "", "futex calls/msg");
 	print_open_array("results");
-	for (int round = 0; round < rounds; round++) {
+	for (int round = 0; round < rounds && !bench_interrupted; round++) {
 		struct rate_run ch = {0}, pp = {0};
 		int rc = 0;
 
@@ -290,7 +293,7 @@ int bench_chan_rate(size_t size, long iters, bool baseline, int rounds)
 		if (!rc && baseline && round % 2 == 0)
 			rc = run_pipe(size, iters, &pp, err, sizeof(err));
 		if (rc) {
-			status = run_error("bench", "%s", err);
+			status = run_error("bench", "%s", bench_interrupted ? "interrupted" : err);
 			break;
 		}
 		ratios[round] = baseline ? ch.msgs_per_s / pp.msgs_per_s : 0;
@@ -310,8 +313,10 @@ int bench_chan_rate(size_t size, long iters, bool baseline, int rounds)
 	}
 	rmdir(dir);
 	if (restore)
-		sched_setaffinity(0, sizeof(saved), &saved);
+		bench_pin_restore(&saved);
 	print_close_array();
+	if (bench_interrupted && status == EXIT_OK)
+		status = run_error("bench", "interrupted: the results above are partial");
 	if (baseline && status == EXIT_OK) {
 		print_text("channel/pipe message rate (median of %d round%s): ", rounds,
 			   rounds > 1 ? "s" : "");

@@ -521,10 +521,10 @@ static int bench_run(const struct bench_cli *c)
 	int status;
 
 	stats_segment_open("bench"); /* cqstat -c bench; without a segment bench still runs */
+	catch_interrupts(on_interrupt);
 	if (c->is_server) {
 		struct bench_opts d = {.device = c->device, .env = c->env};
 
-		catch_interrupts(on_interrupt);
 		return bench_server(c->addr, &d, err, sizeof(err)) ? run_error(CMD, "%s", err) : EXIT_OK;
 	}
 	if (!strcmp(c->test, "agent_lat"))
@@ -537,14 +537,12 @@ static int bench_run(const struct bench_cli *c)
 	if (!strcmp(c->test, "conn_rate")) {
 		struct bench_opts o = {.device = c->device, .env = c->env};
 
-		catch_interrupts(on_interrupt);
 		return bench_conn_rate(&o, c->iters_given ? c->iters : 100, err, sizeof(err))
 			   ? run_error(CMD, "%s", err)
 			   : EXIT_OK;
 	}
 	if (c->client && bench_client_open(c->addr, err, sizeof(err)))
 		return run_error(CMD, "%s", err);
-	catch_interrupts(on_interrupt);
 	report_begin(&rep, c);
 	status = bench_sweep(c, &rep);
 	if (c->client)

@@ -7,6 +7,7 @@
  * not count against the baseline.
  */
 #include "cmd/bench/direct_rate.h"
+#include "cmd/bench/child.h"
 
 #include "core/oob/oob.h"
 #include "core/stats/stats.h"
@@ -187,6 +188,7 @@ int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *er
 	fflush(NULL);
 	recv_pid = fork();
 	if (recv_pid == 0) {
+		bench_child_default_signals();
 		close(senders_done[1]);
 		child_exit(receive(l, procs, size, iters, elapsed, senders_done[0]));
 	}
@@ -196,6 +198,7 @@ int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *er
 		pid_t pid = fork();
 
 		if (pid == 0) {
+			bench_child_default_signals();
 			close(senders_done[1]);
 			child_exit(send_stream(oob_listener_port(l), size, n));
 		}
@@ -206,7 +209,7 @@ int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *er
 	const char *who = NULL;
 
 	for (int i = 0; i < started; i++) {
-		waitpid(senders[i], &status, 0);
+		bench_wait_child(senders[i], &status);
 		if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
 			rc = WIFEXITED(status) ? -WEXITSTATUS(status) : -EINTR;
 			who = "a sender";
@@ -214,7 +217,7 @@ int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *er
 	}
 	close(senders_done[1]);
 	if (recv_pid > 0) {
-		waitpid(recv_pid, &status, 0);
+		bench_wait_child(recv_pid, &status);
 		if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
 			rc = WIFEXITED(status) ? -WEXITSTATUS(status) : -EINTR;
 			who = "the receiver";

@@ -7,6 +7,7 @@
  * never crosses the wire, which no path through agents can compare with.
  */
 #include "cmd/bench/pair_transport.h"
+#include "cmd/bench/child.h"
 #include "cmd/bench/pin.h"
 #include "core/stats/stats.h"
 
@@ -78,7 +79,7 @@ int pair_transport(const char *test, size_t size, double seconds, long iters, st
 		stats_segment_close(); /* _exit skips the atexit that would */
 		_exit(rc ? 1 : 0);
 	}
-	if (pin && !sched_getaffinity(0, sizeof(was), &was))
+	if (pin && bench_pin_save(&was))
 		bench_pin_to(cpu[0]);
 	else
 		pin = false;
@@ -88,9 +89,9 @@ int pair_transport(const char *test, size_t size, double seconds, long iters, st
 		bench_client_close();
 	}
 	if (pin)
-		sched_setaffinity(0, sizeof(was), &was);
+		bench_pin_restore(&was);
 	if (rc)
 		kill(server, SIGKILL);
-	waitpid(server, &status, 0);
+	bench_wait_child(server, &status);
 	return rc;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench agent_rate and agent_bw with tiny counts: the JSON has the documented
 # shape and positive figures and ratios (never their speed); bad sizes are
-# usage errors; nothing is left behind in /tmp.
+# usage errors; Ctrl-C ends a run cleanly; nothing is left behind in /tmp.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v jq >/dev/null || fail "jq missing; run 'make deps'"
@@ -39,6 +39,41 @@ rc=0
 "$RDMATOOL" -q bench agent_bw -s 5000000 -n 2 2>"$dir/err" || rc=$?
 [ "$rc" = 2 ] || fail "agent_bw -s 5 MB: exit $rc, expected 2"
 grep -q "up to" "$dir/err" || fail "agent_bw -s 5 MB: message does not name the limit: $(cat "$dir/err")"
+
+# Ctrl-C, which the terminal sends to the whole process group, in the middle of a run: the bench
+# says it was interrupted (exit 1), and its agents, senders and drainer all end, their stats
+# segments and private directory removed.  Both ways a test can be waiting: in its own loop
+# (agent_lat) and on the processes it forked (agent_bw).
+interrupt() {
+	local what=$1 pid rc=0
+	shift
+	set -m # the bench leads a process group of its own, as a shell job does
+	"$RDMATOOL" -q bench "$@" >/dev/null 2>"$dir/int.err" &
+	pid=$!
+	set +m
+	# Interrupt once both agents are up: the bench's segment and one for each agent.
+	for _ in $(seq 150); do
+		[ "$(ls "$dir" | grep -c '^rdmatool-stats\.')" -ge 3 ] && break
+		sleep 0.1
+	done
+	[ "$(ls "$dir" | grep -c '^rdmatool-stats\.')" -ge 3 ] || fail "$what: the agents did not come up"
+	kill -INT -- "-$pid"
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -9 -- "-$pid"
+		fail "$what: still running 10 s after Ctrl-C"
+	fi
+	wait "$pid" || rc=$?
+	[ "$rc" = 1 ] || fail "$what interrupted: exit $rc, want 1: $(cat "$dir/int.err")"
+	grep -q "interrupted" "$dir/int.err" || fail "$what interrupted: no notice: $(cat "$dir/int.err")"
+	! pgrep -g "$pid" >/dev/null || fail "$what interrupted: processes left: $(pgrep -a -g "$pid")"
+	! ls "$dir" | grep -q '^rdmatool-stats\.' || fail "$what interrupted: stats segments left: $(ls "$dir")"
+}
+interrupt agent_lat agent_lat -s 8 -n 100000000
+interrupt agent_bw agent_bw -s 1048576 -n 1000000
 
 after=$(ls -d /tmp/rdmatool-bench-agent.* 2>/dev/null | sort || true)
 [ "$before" = "$after" ] || fail "left behind: $(comm -13 <(echo "$before") <(echo "$after"))"

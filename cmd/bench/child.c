@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The parent catches the first Ctrl-C (bench_interrupted) so that it can stop
+ * its agents and remove their private directory; the helpers it forked
+ * inherit that handler, which would let them run on to the end of their
+ * stream instead.  They take the default back, and the parent reaps them.
+ */
+#include "cmd/bench/child.h"
+#include "core/stats/stats_reader.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+void bench_child_default_signals(void)
+{
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+}
+
+pid_t bench_wait_child(pid_t pid, int *status)
+{
+	pid_t got;
+
+	do
+		got = waitpid(pid, status, 0);
+	while (got < 0 && errno == EINTR);
+	if (got == pid && WIFSIGNALED(*status))
+		stats_segment_remove(pid);
+	return got;
+}
