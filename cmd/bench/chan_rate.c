@@ -147,7 +147,7 @@ static int run_channel(const char *dir, size_t size, long iters, struct rate_run
 	close(ready[0]);
 	chan_poll(c, &before, 0);
 	t0 = clock_ns();
-	for (long i = 0; i < iters && !rc; i++)
+	for (long i = 0; i < iters && !rc && !bench_interrupted; i++)
 		rc = chan_send(c, buf, size, PEER_TIMEOUT_MS, NULL);
 	if (rc) {
 		kill(pid, SIGKILL);
@@ -224,7 +224,7 @@ static int run_pipe(size_t size, long iters, struct rate_run *r, char *err, size
 		rc = -EIO;
 	close(ready[0]);
 	t0 = clock_ns();
-	for (long i = 0; i < iters && !rc; i++)
+	for (long i = 0; i < iters && !rc && !bench_interrupted; i++)
 		rc = full_io(fds[1], buf, size, false);
 	close(fds[1]);
 	if (pid > 0) {

@@ -3,13 +3,16 @@
  * The parent catches the first Ctrl-C (bench_interrupted) so that it can stop
  * its agents and remove their private directory; the helpers it forked
  * inherit that handler, which would let them run on to the end of their
- * stream instead.  They take the default back, and the parent reaps them.
+ * stream instead.  They take the default back, and the parent reaps them,
+ * stopping them itself when the signal was for it alone.
  */
 #include "cmd/bench/child.h"
+#include "cmd/bench/bench.h"
 #include "core/stats/stats_reader.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 
 void bench_child_default_signals(void)
@@ -21,10 +24,12 @@ void bench_child_default_signals(void)
 pid_t bench_wait_child(pid_t pid, int *status)
 {
 	pid_t got;
+	/* A signal for the parent alone (timeout(1), kill) ends the child too. */
+	bool told = bench_interrupted && kill(pid, SIGTERM) == 0;
 
-	do
-		got = waitpid(pid, status, 0);
-	while (got < 0 && errno == EINTR);
+	while ((got = waitpid(pid, status, 0)) < 0 && errno == EINTR)
+		if (bench_interrupted && !told)
+			told = kill(pid, SIGTERM) == 0;
 	if (got == pid && WIFSIGNALED(*status))
 		stats_segment_remove(pid);
 	return got;

@@ -11,8 +11,9 @@
 /* In a forked helper: SIGINT and SIGTERM end it at once (it holds nothing the parent does not clean up). */
 void bench_child_default_signals(void);
 /*
- * waitpid through the parent's own interruptions.  A child a signal ended could not remove its stats
- * segment: removed here.  Returns pid, or -1 with errno.
+ * waitpid through the parent's own interruptions; once bench_interrupted is set the child is sent
+ * SIGTERM.  A child a signal ended could not remove its stats segment: removed here.
+ * Returns pid, or -1 with errno.
  */
 pid_t bench_wait_child(pid_t pid, int *status);
 

@@ -43,21 +43,24 @@ grep -q "up to" "$dir/err" || fail "agent_bw -s 5 MB: message does not name the 
 # Ctrl-C, which the terminal sends to the whole process group, in the middle of a run: the bench
 # says it was interrupted (exit 1), and its agents, senders and drainer all end, their stats
 # segments and private directory removed.  Both ways a test can be waiting: in its own loop
-# (agent_lat) and on the processes it forked (agent_bw).
+# (agent_lat) and on the processes it forked (agent_bw).  And SIGTERM to the bench alone, as
+# kill(1) sends it: the bench stops the processes it started.
 interrupt() {
-	local what=$1 pid rc=0
-	shift
+	local what=$1 procs=$2 target=$3 sig=$4 pid rc=0
+	shift 4
 	set -m # the bench leads a process group of its own, as a shell job does
 	"$RDMATOOL" -q bench "$@" >/dev/null 2>"$dir/int.err" &
 	pid=$!
 	set +m
-	# Interrupt once both agents are up: the bench's segment and one for each agent.
+	# Interrupt once every process of the test is up (the bench, two agents, and the drainer and
+	# senders of a stream), and both agents have their stats segment.
+	up() { [ "$(pgrep -c -g "$pid")" -ge "$procs" ] && [ "$(ls "$dir" | grep -c '^rdmatool-stats\.')" -ge 3 ]; }
 	for _ in $(seq 150); do
-		[ "$(ls "$dir" | grep -c '^rdmatool-stats\.')" -ge 3 ] && break
+		up && break
 		sleep 0.1
 	done
-	[ "$(ls "$dir" | grep -c '^rdmatool-stats\.')" -ge 3 ] || fail "$what: the agents did not come up"
-	kill -INT -- "-$pid"
+	up || fail "$what: the test's $procs processes did not come up: $(pgrep -a -g "$pid")"
+	if [ "$target" = group ]; then kill "-$sig" -- "-$pid"; else kill "-$sig" "$pid"; fi
 	for _ in $(seq 100); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
@@ -72,8 +75,9 @@ interrupt() {
 	! pgrep -g "$pid" >/dev/null || fail "$what interrupted: processes left: $(pgrep -a -g "$pid")"
 	! ls "$dir" | grep -q '^rdmatool-stats\.' || fail "$what interrupted: stats segments left: $(ls "$dir")"
 }
-interrupt agent_lat agent_lat -s 8 -n 100000000
-interrupt agent_bw agent_bw -s 1048576 -n 1000000
+interrupt agent_lat 3 group INT agent_lat -s 8 -n 100000000
+interrupt agent_bw 5 group INT agent_bw -s 1048576 -n 1000000
+interrupt agent_rate 8 bench TERM agent_rate -s 64 -n 100000000
 
 after=$(ls -d /tmp/rdmatool-bench-agent.* 2>/dev/null | sort || true)
 [ "$before" = "$after" ] || fail "left behind: $(comm -13 <(echo "$before") <(echo "$after"))"
