@@ -118,6 +118,8 @@ int bench_agent_lat(size_t size, long iters, bool baseline)
 	if (size > GW_INLINE)
 		return usage_error(
 		    "bench", "agent_lat takes --size up to %u bytes (a message to another node)", GW_INLINE);
+	if (agent_client_env_check(err, sizeof(err)))
+		return usage_error("bench", "%s", err);
 	rc = agent_pair_start(&pair, true, err, sizeof(err));
 	if (!rc) {
 		rc = measure(&pair, size, iters, &agent, err, sizeof(err));

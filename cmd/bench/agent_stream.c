@@ -277,6 +277,10 @@ static int run(const char *test, size_t size, long iters, int procs, enum agent_
 				   with_no_aggregation ? "what one SENDMSG carries"
 						       : "the largest message of a channel");
 	}
+	if (agent_client_env_check(err, sizeof(err))) {
+		free(keep);
+		return usage_error("bench", "%s", err);
+	}
 	rc = stream(size, iters, procs, mode, &on, err, sizeof(err));
 	if (!rc && baseline && with_no_aggregation) {
 		setenv("RDMATOOL_AGENT_AGGREGATE", "0", 1); /* inherited by the agents of this pair */

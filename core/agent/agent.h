@@ -83,9 +83,12 @@ struct agent_chan;
  * Attaches to this node's agent directory (core/agent/agent_dir.h), and to
  * its agent when one runs (rank: the local agent's rank, 0 unless several
  * agents share the machine).  Local channels work without an agent.  why
- * gets a message for the user on failure.
+ * gets a message for the user on failure; -EINVAL is the user's to fix (a
+ * bad RDMATOOL_AGENT_CHUNK_KB, see agent_client_env_check).
  */
 int agent_attach(uint32_t rank, struct agent_client **out, char *why, size_t whylen);
+/* The sending process's own settings (RDMATOOL_AGENT_CHUNK_KB): 0, or -EINVAL with why saying what to give. */
+int agent_client_env_check(char *why, size_t whylen);
 void agent_detach(struct agent_client *cl);
 /* The agent directory in use. */
 const char *agent_client_dir(const struct agent_client *cl);

@@ -86,7 +86,9 @@ int agent_attach(uint32_t rank, struct agent_client **out, char *why, size_t why
 
 	if (!cl)
 		return -ENOMEM;
-	rc = agent_dir_resolve(cl->dir, sizeof(cl->dir), true, why, whylen);
+	rc = agent_client_env_check(why, whylen);
+	if (!rc)
+		rc = agent_dir_resolve(cl->dir, sizeof(cl->dir), true, why, whylen);
 	if (rc) {
 		free(cl);
 		return rc;
@@ -315,6 +317,17 @@ static size_t chunk_bytes(void)
 	if (*end || kb == 0 || kb > AGENT_CHUNK_MAX_KB)
 		return 0;
 	return kb << 10;
+}
+
+int agent_client_env_check(char *why, size_t whylen)
+{
+	const char *v = getenv(AGENT_CHUNK_ENV);
+
+	if (chunk_bytes())
+		return 0;
+	snprintf(why, whylen, "%s=%s is not a chunk size: give 1 to %u (KiB), or unset it for %u", AGENT_CHUNK_ENV,
+		 v, AGENT_CHUNK_MAX_KB, AGENT_CHUNK_MAX_KB);
+	return -EINVAL;
 }
 
 /*

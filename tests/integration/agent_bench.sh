@@ -40,6 +40,20 @@ rc=0
 [ "$rc" = 2 ] || fail "agent_bw -s 5 MB: exit $rc, expected 2"
 grep -q "up to" "$dir/err" || fail "agent_bw -s 5 MB: message does not name the limit: $(cat "$dir/err")"
 
+# A chunk size the agents cannot carry: exit 2 naming the variable and its range, before any agent
+# starts (it used to fail every send with "Invalid argument"); the same from a client command.
+for bad in 0 509 1024 12k; do
+	rc=0
+	RDMATOOL_AGENT_CHUNK_KB=$bad "$RDMATOOL" -q bench agent_bw -s 1048576 -n 2 2>"$dir/err" || rc=$?
+	[ "$rc" = 2 ] || fail "RDMATOOL_AGENT_CHUNK_KB=$bad: exit $rc, expected 2: $(cat "$dir/err")"
+	grep -q "RDMATOOL_AGENT_CHUNK_KB=$bad is not a chunk size: give 1 to 508" "$dir/err" ||
+		fail "RDMATOOL_AGENT_CHUNK_KB=$bad: $(cat "$dir/err")"
+done
+rc=0
+RDMATOOL_AGENT_DIR=$dir RDMATOOL_AGENT_CHUNK_KB=1024 "$RDMATOOL" agent send 1/q /dev/null 2>"$dir/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "RDMATOOL_AGENT_CHUNK_KB=1024" "$dir/err" ||
+	fail "agent send with RDMATOOL_AGENT_CHUNK_KB=1024: exit $rc: $(cat "$dir/err")"
+
 # Ctrl-C, which the terminal sends to the whole process group, in the middle of a run: the bench
 # says it was interrupted (exit 1), and its agents, senders and drainer all end, their stats
 # segments and private directory removed.  Both ways a test can be waiting: in its own loop
