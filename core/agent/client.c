@@ -325,7 +325,7 @@ int agent_client_env_check(char *why, size_t whylen)
 
 	if (chunk_bytes())
 		return 0;
-	snprintf(why, whylen, "%s=%s is not a chunk size: give 1 to %u (KiB), or unset it for %u", AGENT_CHUNK_ENV,
+	snprintf(why, whylen, "%s=%s is not a chunk size: give 1 to %d (KiB), or unset it for %d", AGENT_CHUNK_ENV,
 		 v, AGENT_CHUNK_MAX_KB, AGENT_CHUNK_MAX_KB);
 	return -EINVAL;
 }
