@@ -35,9 +35,13 @@ void rcp_fail(struct rcp *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	walk_stats_fail(&p->c->stats, "client %d #%llu: RC probe \"%s\", QP %u (A) -> QP %u (B): %s",
-			p->c->id, (unsigned long long)p->c->seq, p->name, p->a ? p->a->qp_num : 0,
-			p->b ? p->b->qp_num : 0, what);
+	if (!p->a) /* a script without the pair */
+		walk_stats_fail(&p->c->stats, "client %d #%llu: RC probe \"%s\": %s", p->c->id,
+				(unsigned long long)p->c->seq, p->name, what);
+	else
+		walk_stats_fail(&p->c->stats, "client %d #%llu: RC probe \"%s\", QP %u (A) -> QP %u (B): %s",
+				p->c->id, (unsigned long long)p->c->seq, p->name, p->a->qp_num,
+				p->b ? p->b->qp_num : 0, what);
 }
 
 bool rcp_failed(const struct rcp *p)
@@ -976,7 +980,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 66);
+	pick = rng_range(p.rng, 0, 68);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -1037,9 +1041,12 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_rules(&p);
 	else if (pick < 65)
 		rcp_case_claims(&p);
-	else
+	else if (pick < 67)
 		rcp_case_wrapi(&p);
-	if (p.ran && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
+	else
+		rcp_case_life(&p);
+	/* Scripts without the pair (rcprobe_life.c's PD checks) have no CQ to hold busy. */
+	if (p.ran && p.scq && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
 	/* For the log line: the teardown destroys the QPs. */
 	uint32_t qpn_a = p.a ? p.a->qp_num : 0, qpn_b = p.b ? p.b->qp_num : 0;
