@@ -16,6 +16,9 @@
  *  - a type-2 bind with no MR is no unbind (only LOCAL_INV or
  *    SEND_WITH_INV unbinds a type-2 window): it must not succeed;
  *  - ibv_wr_abort drops every WR built since ibv_wr_start: none executes;
+ *    so does a builder call that failed (an SGE list longer than
+ *    max_send_sge, inline data past max_inline_data), after which
+ *    ibv_wr_complete fails and posts nothing of the batch (ibv_wr_post(3));
  *  - ibv_rereg_mr(IBV_REREG_MR_CHANGE_TRANSLATION): the MR then covers
  *    exactly the new [addr, addr + length), for local and remote access.
  */
@@ -216,11 +219,40 @@ static void type2_no_mr(struct rcp *p)
 	hw_dealloc_mw(mw);
 }
 
+#define RULES_MAX_SGE_LIST 64 /* a longer max_send_sge is tried with inline data instead */
+
+/*
+ * The last WR of a batch given what it cannot take: an SGE list one entry longer than max_send_sge,
+ * or inline data one byte past max_inline_data.  False when neither fits the probe.
+ */
+static bool wr_overflow(struct rcp *p, struct ibv_qp_ex *qx)
+{
+	struct ibv_sge sge[RULES_MAX_SGE_LIST + 1];
+	uint32_t nsge = p->acap.max_send_sge + 1, inl = p->acap.max_inline_data + 1;
+	bool use_sges = nsge <= RULES_MAX_SGE_LIST && (inl > RCP_AREA || rng_bernoulli(p->rng, 0.5));
+
+	if (!use_sges && inl > RCP_AREA)
+		return false;
+	qx->wr_id = p->base_id + 9;
+	qx->wr_flags = IBV_SEND_SIGNALED | (use_sges ? 0 : IBV_SEND_INLINE);
+	ibv_wr_rdma_write(qx, p->mr->rkey, (uintptr_t)(p->buf + RCP_TGT + 4 * RCP_SLOT));
+	if (!use_sges) {
+		ibv_wr_set_inline_data(qx, p->buf + RCP_SRC, inl);
+		return true;
+	}
+	for (uint32_t i = 0; i < nsge; i++)
+		sge[i] = (struct ibv_sge){(uintptr_t)(p->buf + RCP_SRC + 8 * i), 8, p->mr->lkey};
+	ibv_wr_set_sge_list(qx, nsge, sge);
+	return true;
+}
+
+/* A batch of WRITEs dropped, by ibv_wr_abort or by a builder call that failed; then one WRITE works. */
 static void wr_abort(struct rcp *p)
 {
 	struct ibv_qp_ex *qx = hw_qp_to_qp_ex(p->a);
 	int k = (int)rng_range(p->rng, 1, 3), rc;
 	struct rcp_exp e = rcp_done(p->base_id + 0x10, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	bool by_error = rng_bernoulli(p->rng, 0.5);
 	struct ibv_wc wc;
 
 	if (!qx)
@@ -232,7 +264,21 @@ static void wr_abort(struct rcp *p)
 		ibv_wr_rdma_write(qx, p->mr->rkey, (uintptr_t)(p->buf + RCP_TGT + (uint32_t)i * RCP_SLOT));
 		ibv_wr_set_sge(qx, p->mr->lkey, (uintptr_t)(p->buf + RCP_SRC + (uint32_t)i * 64), 64);
 	}
-	ibv_wr_abort(qx);
+	if (by_error && wr_overflow(p, qx)) {
+		if (!(rc = ibv_wr_complete(qx))) {
+			rcp_fail(p, "ibv_wr_complete of %d WRITEs and one given more SGEs or inline data than the "
+				    "QP takes returned 0; expected an error, and nothing of the batch posted",
+				 k);
+			return;
+		}
+		rcp_wait_ns(1000000);
+		rcp_expect_empty(p, p->scq, "A's send CQ (the WRs of an ibv_wr_* batch whose ibv_wr_complete failed)");
+		rcp_check_memory(p);
+		if (rcp_failed(p))
+			return;
+	} else {
+		ibv_wr_abort(qx);
+	}
 	ibv_wr_start(qx);
 	qx->wr_id = e.wr_id;
 	qx->wr_flags = IBV_SEND_SIGNALED;
@@ -295,7 +341,7 @@ void rcp_case_rules(struct rcp *p)
 	    "rules: timeout 0 never times out",
 	    "rules: unsignaled BIND_MW and LOCAL_INV complete silently",
 	    "rules: a type-2 bind without an MR",
-	    "rules: ibv_wr_abort drops the batch",
+	    "rules: ibv_wr_abort, or a builder call that failed, drops the batch",
 	    "rules: ibv_rereg_mr(CHANGE_TRANSLATION) moves the MR"};
 	int kind = (int)rng_range(p->rng, 0, 6);
 
