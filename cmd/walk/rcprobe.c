@@ -311,6 +311,8 @@ static struct ibv_qp *create_qp_of(struct rcp *p, struct ibv_qp_init_attr *init,
 
 	if (!ext)
 		return hw_create_qp(p->pd, init);
+	if (p->shape.ext_inv)
+		x.send_ops_flags |= IBV_QP_EX_WITH_SEND_WITH_INV;
 	if ((qp = ibv_create_qp_ex(p->c->ctx, &x)))
 		init->cap = x.cap;
 	return qp;
@@ -528,6 +530,8 @@ int rcp_poll_ex(struct rcp *p, struct ibv_cq_ex *cx, struct ibv_wc *wc, int n)
 					     .sl = ibv_wc_read_sl(cx)};
 			if (w->wc_flags & IBV_WC_WITH_IMM)
 				w->imm_data = ibv_wc_read_imm_data(cx);
+			else if (w->wc_flags & IBV_WC_WITH_INV)
+				w->invalidated_rkey = ibv_wc_read_invalidated_rkey(cx);
 		} while (got < n && (rc = ibv_next_poll(cx)) == 0);
 		ibv_end_poll(cx);
 		if (rc && rc != ENOENT) {
@@ -694,8 +698,12 @@ static void check_one(struct rcp *p, const char *who, int i, const struct ibv_wc
 		f = "imm_data", got = wc->imm_data, want = e->imm_data;
 	else if (recv && !!(wc->wc_flags & IBV_WC_GRH) != e->ud)
 		f = "IBV_WC_GRH flag", got = !!(wc->wc_flags & IBV_WC_GRH), want = e->ud;
-	else if (recv && (wc->wc_flags & IBV_WC_WITH_INV))
-		f = "IBV_WC_WITH_INV flag (no SEND_WITH_INV was sent)", got = 1, want = 0;
+	else if (recv && !!(wc->wc_flags & IBV_WC_WITH_INV) != e->inv)
+		f = e->inv ? "IBV_WC_WITH_INV flag (a SEND_WITH_INV was sent)"
+			   : "IBV_WC_WITH_INV flag (no SEND_WITH_INV was sent)",
+		got = !e->inv, want = e->inv;
+	else if (e->inv && wc->invalidated_rkey != e->inv_rkey)
+		f = "invalidated_rkey", got = wc->invalidated_rkey, want = e->inv_rkey;
 	else if (e->src_qp && wc->src_qp != e->src_qp)
 		f = "src_qp", got = wc->src_qp, want = e->src_qp;
 	if (f)

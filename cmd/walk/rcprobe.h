@@ -31,6 +31,7 @@ struct rcp_shape {
 	bool sig_all, uc; /* A signals every WR; the pair is UC */
 	bool channel;	  /* B's receive CQ has a completion channel */
 	bool ext;	  /* A's send CQ made by ibv_create_cq_ex, A by ibv_create_qp_ex (the ibv_wr_* API) */
+	bool ext_inv;	  /* ext: A also takes ibv_wr_send_inv */
 	uint8_t timeout, retry_cnt; /* A's, when timeout is not 0 */
 	bool timeout0;		    /* A's timeout is 0: infinite */
 };
@@ -41,8 +42,9 @@ struct rcp_exp {
 	enum ibv_wc_status status;
 	enum ibv_wc_opcode opcode;
 	bool check_len, imm;
-	bool ud; /* a receive: IBV_WC_GRH is set exactly on UD */
-	uint32_t byte_len, imm_data;
+	bool ud;  /* a receive: IBV_WC_GRH is set exactly on UD */
+	bool inv; /* a receive: IBV_WC_WITH_INV set, invalidated_rkey inv_rkey (else the flag is clear) */
+	uint32_t byte_len, imm_data, inv_rkey;
 	uint32_t src_qp; /* UD receive: the sender's QP number (0: not checked) */
 };
 

@@ -5,14 +5,38 @@
  * ibv_wr_set_sge_list, ibv_wr_send_imm with ibv_wr_set_inline_data_list
  * (or an SGE list when the QP has no room inline), ibv_wr_rdma_write_imm
  * with ibv_wr_set_inline_data (or one SGE), ibv_wr_rdma_read with
- * ibv_wr_set_sge_list.  Every completion of both sides (wr_id, opcode,
- * byte_len, immediate data) and every byte must be as the verbs say.
+ * ibv_wr_set_sge_list; and, where the device has type-2 windows, half the
+ * time ibv_wr_send_inv of a window B bound on its QP.  Every completion of
+ * both sides (wr_id, opcode, byte_len, immediate data, the invalidated
+ * rkey) and every byte must be as the verbs say.
  */
 #include "cmd/walk/rcprobe.h"
 
 #include <string.h>
 
-#define WRAPI_N 4
+#define WRAPI_N 5 /* the last one, ibv_wr_send_inv, only with a window to invalidate */
+
+/* A type-2 window over 64 bytes of B's memory, bound on B's QP (SEND_WITH_INV's target); 0: done. */
+static int bind_b_window(struct rcp *p, struct ibv_mw **mw, uint32_t *rkey)
+{
+	struct ibv_send_wr wr = {.wr_id = p->base_id + 0x95, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct rcp_exp e = rcp_done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+
+	if (!(*mw = hw_alloc_mw(p->pd, IBV_MW_TYPE_2)))
+		return -1;
+	*rkey = ibv_inc_rkey((*mw)->rkey);
+	wr.bind_mw.mw = *mw;
+	wr.bind_mw.rkey = *rkey;
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){.mr = p->mr,
+							 .addr = (uintptr_t)(p->buf + RCP_TGT + 7 * RCP_SLOT),
+							 .length = 64,
+							 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE};
+	if (hw_post_send(p->b, &wr, &bad))
+		return -1;
+	rcp_expect(p, p->ocq, "B's send CQ (a type-2 bind on B's QP)", &e, 1);
+	return rcp_failed(p) ? -1 : 0;
+}
 
 /* Up to 3 pieces of `len` bytes at `off` (gaps between them), as SGEs or as inline buffers. */
 static void data_of(struct rcp *p, struct ibv_qp_ex *qx, uint32_t off, uint32_t len, bool inl,
@@ -43,19 +67,34 @@ void rcp_case_wrapi(struct rcp *p)
 	struct rcp_piece src[RCP_MAX_SGE], dst;
 	struct ibv_wc wc[WRAPI_N];
 	struct ibv_qp_ex *qx;
-	int ns, nb = 0, rc;
+	struct ibv_mw *mw = NULL;
+	uint32_t inv_rkey = 0;
+	bool inv = (p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) && rng_bernoulli(p->rng, 0.5);
+	int ns, nb = 0, rc, n = inv ? WRAPI_N : WRAPI_N - 1;
 
-	p->name = "extended verbs: ibv_wr_send/send_imm/rdma_write_imm/rdma_read, SGE and inline lists";
-	p->shape = (struct rcp_shape){
-	    .scqe = RCP_CQE, .a_send_wr = 8, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7, .ext = true};
+	p->name = inv ? "extended verbs: ibv_wr_send/send_imm/rdma_write_imm/rdma_read/send_inv, SGE and inline "
+			"lists"
+		      : "extended verbs: ibv_wr_send/send_imm/rdma_write_imm/rdma_read, SGE and inline lists";
+	p->shape = (struct rcp_shape){.scqe = RCP_CQE,
+				      .a_send_wr = 8,
+				      .a_recv_wr = 1,
+				      .b_recv_wr = 5,
+				      .a_rnr_retry = 7,
+				      .ext = true,
+				      .ext_inv = inv};
 	if (rcp_setup(p) || !(qx = hw_qp_to_qp_ex(p->a)))
 		return;
+	if (inv && bind_b_window(p, &mw, &inv_rkey)) {
+		if (mw)
+			hw_dealloc_mw(mw);
+		return;
+	}
 	ibv_wr_start(qx);
-	for (int i = 0; i < WRAPI_N; i++) {
+	for (int i = 0; i < n; i++) {
 		uint32_t len = (uint32_t)rng_range(p->rng, 1, RCP_SMALL_MSG);
 		bool inl = (i == 1 || i == 2) && len <= p->acap.max_inline_data;
 		uint32_t imm = (uint32_t)rng_next(p->rng);
-		enum ibv_wc_opcode op = i < 2 ? IBV_WC_SEND : i == 2 ? IBV_WC_RDMA_WRITE : IBV_WC_RDMA_READ;
+		enum ibv_wc_opcode op = i < 2 || i == 4 ? IBV_WC_SEND : i == 2 ? IBV_WC_RDMA_WRITE : IBV_WC_RDMA_READ;
 
 		qx->wr_id = p->base_id + (uint64_t)i;
 		qx->wr_flags = IBV_SEND_SIGNALED | (inl ? IBV_SEND_INLINE : 0);
@@ -66,7 +105,9 @@ void rcp_case_wrapi(struct rcp *p)
 			ibv_wr_send_imm(qx, imm);
 		else if (i == 2)
 			ibv_wr_rdma_write_imm(qx, p->mr->rkey, (uintptr_t)(p->buf + dst.off), imm);
-		if (i < 3) {
+		else if (i == 4)
+			ibv_wr_send_inv(qx, inv_rkey);
+		if (i != 3) {
 			data_of(p, qx, RCP_SRC + (uint32_t)i * 512, len, inl, src, &ns);
 			rcp_model_move(p, src, ns, &dst, 1);
 			if (rcp_recv1(
@@ -75,14 +116,16 @@ void rcp_case_wrapi(struct rcp *p)
 						 RCP_SMALL_MSG, p->mr->lkey})) {
 				rcp_fail(p, "a receive refused");
 				ibv_wr_abort(qx);
-				return;
+				goto out;
 			}
 			b[nb] = rcp_done(p->base_id + 0x40 + (uint64_t)i, IBV_WC_SUCCESS,
 					 i == 2 ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV);
 			b[nb].check_len = true;
 			b[nb].byte_len = len;
-			b[nb].imm = i > 0;
-			b[nb++].imm_data = imm;
+			b[nb].imm = i > 0 && i < 4;
+			b[nb].imm_data = imm;
+			b[nb].inv = i == 4;
+			b[nb++].inv_rkey = inv_rkey;
 		} else {
 			struct rcp_piece from = {RCP_SRC + 3 * 512, len};
 			struct ibv_sge sge[RCP_MAX_SGE];
@@ -99,13 +142,15 @@ void rcp_case_wrapi(struct rcp *p)
 		a[i].byte_len = len;
 	}
 	if ((rc = ibv_wr_complete(qx))) {
-		rcp_fail(p, "ibv_wr_complete of %d WRs (max_send_wr %u) returned %d", WRAPI_N,
-			 p->acap.max_send_wr, rc);
-		return;
+		rcp_fail(p, "ibv_wr_complete of %d WRs (max_send_wr %u) returned %d", n, p->acap.max_send_wr, rc);
+		goto out;
 	}
 	rcp_expect(p, p->rcq, "B's receive CQ (a batch of ibv_wr_* sends and a WRITE_WITH_IMM)", b, nb);
 	rcp_judge(p, p->scq, "A's extended send CQ (ibv_wr_send, send_imm, rdma_write_imm, rdma_read)", wc,
-		  rcp_poll_ex(p, p->scq_ex, wc, WRAPI_N), a, WRAPI_N);
+		  rcp_poll_ex(p, p->scq_ex, wc, n), a, n);
 	rcp_expect_empty(p, p->rcq, "B's receive CQ");
 	rcp_check_memory(p);
+out:
+	if (mw)
+		hw_dealloc_mw(mw);
 }
