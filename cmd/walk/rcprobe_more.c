@@ -10,7 +10,8 @@
  *    byte_len, IBV_WC_GRH, src_qp, immediate data, the GRH's GIDs and the
  *    payload; one with a wrong Q_Key is dropped, one with the privileged
  *    Q_Key bit takes the receiver's; one of exactly the MTU arrives, one
- *    byte more fails;
+ *    byte more fails; half the time the chain is posted with ibv_wr_send
+ *    and ibv_wr_set_ud_addr from a QP made by ibv_create_qp_ex;
  *  - RTS -> SQD raises IBV_EVENT_SQ_DRAINED, and the drained QP still
  *    answers WRITEs and READs; a responder in ERR makes the
  *    requester's transport retries run out.
@@ -114,7 +115,8 @@ void rcp_case_notify(struct rcp *p)
 	hw_ack_cq_events(p->rcq, acked);
 }
 
-static int ud_qp(struct rcp *p, struct ibv_cq *scq, struct ibv_cq *rcq, struct ibv_qp **out)
+/* ext: made by ibv_create_qp_ex to post with ibv_wr_* (ibv_wr_set_ud_addr); a plain QP when it cannot be. */
+static int ud_qp(struct rcp *p, struct ibv_cq *scq, struct ibv_cq *rcq, bool ext, struct ibv_qp **out)
 {
 	struct ibv_qp_init_attr init = {
 	    .send_cq = scq,
@@ -126,8 +128,17 @@ static int ud_qp(struct rcp *p, struct ibv_cq *scq, struct ibv_cq *rcq, struct i
 		    .max_recv_sge = (uint32_t)imin(RCP_MAX_SGE, p->c->dattr.max_sge)}};
 	struct ibv_qp_attr a = {
 	    .qp_state = IBV_QPS_INIT, .port_num = (uint8_t)p->c->cfg->port, .qkey = RCP_QKEY};
-	struct ibv_qp *qp = hw_create_qp(p->pd, &init);
+	struct ibv_qp_init_attr_ex x = {.send_cq = scq,
+					.recv_cq = rcq,
+					.qp_type = IBV_QPT_UD,
+					.cap = init.cap,
+					.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+					.pd = p->pd,
+					.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM};
+	struct ibv_qp *qp = ext ? ibv_create_qp_ex(p->c->ctx, &x) : NULL;
 
+	if (!qp)
+		qp = hw_create_qp(p->pd, &init);
 	if (!(*out = qp) ||
 	    hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
 		return -1;
@@ -170,6 +181,30 @@ static void check_grh(struct rcp *p, int i, const struct rcp_piece *pc, int n)
 	}
 }
 
+/*
+ * The chain posted through the ibv_wr_* API when qp was made by ibv_create_qp_ex: the address by
+ * ibv_wr_set_ud_addr, the data by ibv_wr_set_sge_list.  1 posted, -1 refused, 0 not an extended QP.
+ */
+static int post_datagrams(struct ibv_qp *qp, const struct ibv_send_wr *wr)
+{
+	struct ibv_qp_ex *qx = hw_qp_to_qp_ex(qp);
+
+	if (!qx || !qx->wr_start)
+		return 0;
+	ibv_wr_start(qx);
+	for (; wr; wr = wr->next) {
+		qx->wr_id = wr->wr_id;
+		qx->wr_flags = wr->send_flags;
+		if (wr->opcode == IBV_WR_SEND_WITH_IMM)
+			ibv_wr_send_imm(qx, wr->imm_data);
+		else
+			ibv_wr_send(qx);
+		ibv_wr_set_ud_addr(qx, wr->wr.ud.ah, wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
+		ibv_wr_set_sge_list(qx, (size_t)wr->num_sge, wr->sg_list);
+	}
+	return ibv_wr_complete(qx) ? -1 : 1;
+}
+
 void rcp_case_ud(struct rcp *p)
 {
 	struct ibv_ah_attr aha = {
@@ -179,6 +214,8 @@ void rcp_case_ud(struct rcp *p)
 	struct rcp_piece src[RCP_UD_WR][RCP_MAX_SGE], dst[RCP_UD_WR][RCP_MAX_SGE];
 	int nd[RCP_UD_WR], n = (int)rng_range(p->rng, 1, RCP_UD_WR - 1), nb = 0, wrong = -1;
 	int short_at = -1, short_nb = -1; /* a receive with room for the payload but not for the GRH too */
+	int posted = 0;
+	bool ext = rng_bernoulli(p->rng, 0.5); /* the sender posts with ibv_wr_* (where it can) */
 	struct rcp_exp aexp[RCP_UD_WR], bexp[RCP_UD_WR];
 	struct ibv_qp *ua = NULL, *ub = NULL, *rc_a, *rc_b;
 	struct ibv_ah *ah = NULL;
@@ -194,7 +231,7 @@ void rcp_case_ud(struct rcp *p)
 		return;
 	rc_a = p->a;
 	rc_b = p->b;
-	if (ud_qp(p, p->scq, p->ocq, &ua) || ud_qp(p, p->ocq, p->rcq, &ub))
+	if (ud_qp(p, p->scq, p->ocq, ext, &ua) || ud_qp(p, p->ocq, p->rcq, false, &ub))
 		goto out;
 	aha.grh.dgid = p->c->peers[p->c->id].gid;
 	aha.grh.sgid_index = (uint8_t)p->c->cfg->gid_index;
@@ -286,7 +323,7 @@ void rcp_case_ud(struct rcp *p)
 			goto out;
 		}
 	}
-	if (hw_post_send(ua, wr, &bad)) {
+	if ((ext && (posted = post_datagrams(ua, wr)) < 0) || (!posted && hw_post_send(ua, wr, &bad))) {
 		rcp_fail(p, "a chain of %d datagrams refused at post", n);
 		goto out;
 	}
