@@ -95,7 +95,8 @@ int walk_do_dealloc_pd(struct walk_client *c)
 	return 1;
 }
 
-static void send_rkey(struct walk_client *c, int type, int kind, uint32_t rkey, uint32_t pd_id, uint32_t qpn,
+/* qp: the local QP a type-2 window is bound to, else -1 */
+static void send_rkey(struct walk_client *c, int type, int kind, uint32_t rkey, uint32_t pd_id, int qp,
 		      uint32_t off, uint32_t len, int access)
 {
 	struct walk_msg m = {
@@ -104,14 +105,14 @@ static void send_rkey(struct walk_client *c, int type, int kind, uint32_t rkey, 
 	    .kind = (uint16_t)kind,
 	    .rkey = rkey,
 	    .pd_id = pd_id,
-	    .qpn = qpn,
+	    .qpn = qp >= 0 ? c->qp[qp].qp->qp_num : 0,
 	    .bytes = off,
 	    .addr = (uintptr_t)(c->buf + off),
 	    .length = len,
 	    .event = c->nkey_events - 1, /* REMOVE_RKEY: the removal was the last key event */
 	};
 
-	walk_broadcast(c, &m);
+	walk_publish_key(c, &m, qp);
 }
 
 int walk_do_reg_mr(struct walk_client *c)
@@ -139,7 +140,7 @@ int walk_do_reg_mr(struct walk_client *c)
 	LOG_STEP(c, "reg_mr pd[%d] off=%u len=%u access=%x -> lkey=%x rkey=%x event %llu", p, off, len,
 		 access, mr->lkey, mr->rkey, (unsigned long long)c->nkey_events);
 	walk_note_key(c, mr->rkey, true);
-	send_rkey(c, MSG_ADD_RKEY, 0, mr->rkey, c->pd[p].id, 0, off, len, access);
+	send_rkey(c, MSG_ADD_RKEY, 0, mr->rkey, c->pd[p].id, -1, off, len, access);
 	return 1;
 }
 
@@ -169,7 +170,7 @@ int walk_do_dereg_mr(struct walk_client *c)
 	c->mr[i].used = false;
 	walk_count_ok(c, ACT_DEREG_MR);
 	walk_note_key(c, rkey, false);
-	send_rkey(c, MSG_REMOVE_RKEY, 0, rkey, pd_id, 0, off, len, c->mr[i].access);
+	send_rkey(c, MSG_REMOVE_RKEY, 0, rkey, pd_id, -1, off, len, c->mr[i].access);
 	return 1;
 }
 
@@ -239,7 +240,7 @@ int walk_do_dealloc_mw(struct walk_client *c, int type)
 		if (m->qp >= 0)
 			c->qp[m->qp].type2_bound--;
 		send_rkey(c, MSG_REMOVE_RKEY, type, m->rkey, c->pd[m->pd].id,
-			  m->qp >= 0 ? c->qp[m->qp].qp->qp_num : 0, (uint32_t)(m->addr - (uintptr_t)c->buf),
+			  m->qp, (uint32_t)(m->addr - (uintptr_t)c->buf),
 			  (uint32_t)m->len, m->access);
 	}
 	m->used = false;

@@ -91,7 +91,7 @@ static void publish_mw(struct walk_client *c, int i, int type)
 			       /* a removal follows its key event; an add names the bind's */
 			       .event = type == MSG_ADD_RKEY ? m->key_event : c->nkey_events - 1};
 
-	walk_broadcast(c, &msg);
+	walk_publish_key(c, &msg, m->qp);
 }
 
 static void unbind_mw(struct walk_client *c, int i)

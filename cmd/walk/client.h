@@ -261,6 +261,8 @@ void walk_client_close(struct walk_client *c);
 uint64_t walk_now_ns(void);
 
 /* objects.c: bookkeeping */
+/* A key update: a type-2 key to the bound QP's peer only (unless --verify), else everyone. */
+void walk_publish_key(struct walk_client *c, struct walk_msg *m, int qp);
 int walk_pick_index(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *),
 		    const void *arg);
 /* The hinted index if hints are on and it is eligible, else walk_pick_index. */

@@ -153,6 +153,23 @@ void walk_broadcast(struct walk_client *c, struct walk_msg *m)
 	}
 }
 
+/*
+ * A type-2 window's key is only usable by the peer of the QP it is bound to:
+ * without --verify it goes to that client alone, so the bus carries fewer
+ * updates and the peer gets it before the window is gone. --verify keeps the
+ * broadcast: its probes use the key from beside the bound QP.
+ */
+void walk_publish_key(struct walk_client *c, struct walk_msg *m, int qp)
+{
+	if (c->cfg->verify || m->kind != 2 || qp < 0 || !c->qp[qp].used || c->qp[qp].peer < 0 ||
+	    c->qp[qp].peer >= c->clients) {
+		walk_broadcast(c, m);
+		return;
+	}
+	m->dst = (uint16_t)c->qp[qp].peer;
+	walk_publish(c, m);
+}
+
 /* Sends queued messages in order; a full destination holds back the rest. */
 void walk_flush_outbox(struct walk_client *c)
 {
