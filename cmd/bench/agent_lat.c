@@ -71,20 +71,15 @@ static int measure(const struct agent_pair *p, size_t size, long iters, struct l
 		rc = agent_attach(0, &cl, why, sizeof(why));
 	if (!rc)
 		rc = agent_chan_open(cl, "1/lat", &h);
-	for (long i = 0; i < iters && !rc; i++) {
+	for (long i = 0; i < iters && !rc && !bench_interrupted; i++) {
 		uint64_t t0 = clock_ns();
-
-		if (bench_interrupted) {
-			rc = -EINTR;
-			break;
-		}
 
 		rc = agent_send(h, buf, size, AGENT_SEND_DEPOSITED, 5000);
 		t[i] = (double)(clock_ns() - t0) / 1e3;
 		if (!rc)
 			rc = chan_recv(far, buf, size ? size : 1, &len, 1000);
 	}
-	if (rc && bench_interrupted) { /* the agents, Ctrl-C'd too, may have failed the send first */
+	if (bench_interrupted) { /* the agents, Ctrl-C'd too, may have failed the send first */
 		snprintf(err, errlen, "interrupted");
 		rc = -EINTR;
 	} else if (rc) {

@@ -165,10 +165,8 @@ void agent_pair_stop(struct agent_pair *p)
 
 	for (int r = 0; r < AGENT_PAIR_NODES; r++)
 		if (p->pids[r] > 0) {
-			int status;
-
 			kill(p->pids[r], SIGTERM);
-			bench_wait_child(p->pids[r], &status);
+			bench_wait_child(p->pids[r], NULL);
 			p->pids[r] = 0;
 		}
 	if (!p->top[0])

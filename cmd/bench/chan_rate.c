@@ -139,7 +139,7 @@ static int run_channel(const char *dir, size_t size, long iters, struct rate_run
 	if (pid < 0 || read(ready[0], &byte, 1) != 1) {
 		close(ready[0]);
 		if (pid > 0)
-			bench_wait_child(pid, &(int){0});
+			bench_wait_child(pid, NULL);
 		snprintf(err, errlen, "the consumer process did not start");
 		rc = -EIO;
 		goto out;
@@ -151,7 +151,7 @@ static int run_channel(const char *dir, size_t size, long iters, struct rate_run
 		rc = chan_send(c, buf, size, PEER_TIMEOUT_MS, NULL);
 	if (rc) {
 		kill(pid, SIGKILL);
-		bench_wait_child(pid, &(int){0});
+		bench_wait_child(pid, NULL);
 		snprintf(err, errlen, "sending into the channel failed: %s", strerror(-rc));
 		goto out;
 	}

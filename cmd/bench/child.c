@@ -23,10 +23,13 @@ void bench_child_default_signals(void)
 
 pid_t bench_wait_child(pid_t pid, int *status)
 {
+	int mine;
 	pid_t got;
 	/* A signal for the parent alone (timeout(1), kill) ends the child too. */
 	bool told = bench_interrupted && kill(pid, SIGTERM) == 0;
 
+	if (!status)
+		status = &mine;
 	while ((got = waitpid(pid, status, 0)) < 0 && errno == EINTR)
 		if (bench_interrupted && !told)
 			told = kill(pid, SIGTERM) == 0;

@@ -13,7 +13,7 @@ void bench_child_default_signals(void);
 /*
  * waitpid through the parent's own interruptions; once bench_interrupted is set the child is sent
  * SIGTERM.  A child a signal ended could not remove its stats segment: removed here.
- * Returns pid, or -1 with errno.
+ * status may be NULL, as for waitpid.  Returns pid, or -1 with errno.
  */
 pid_t bench_wait_child(pid_t pid, int *status);
 
