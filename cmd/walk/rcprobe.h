@@ -161,6 +161,8 @@ void rcp_case_cq_overflow(struct rcp *p);
 /* rcprobe_more.c: events, UD, SQD, a dead peer; rcprobe_access.c: access rights, windows */
 void rcp_case_local(struct rcp *p);
 void rcp_case_notify(struct rcp *p);
+/* B's receive CQ armed with a completion waiting (or, resize, armed and then resized): one event next. */
+void rcp_notify_after(struct rcp *p, bool resize);
 void rcp_case_ud(struct rcp *p);
 void rcp_case_window(struct rcp *p);
 void rcp_case_sqd(struct rcp *p);

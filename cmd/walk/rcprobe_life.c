@@ -13,79 +13,10 @@
  *    can then be deallocated, the new one cannot until the MR is gone.
  *
  * A device may refuse a resize or a PD change; then there is nothing to
- * judge, and the script says so (abandoned), never fails.
+ * judge, and the script says so (abandoned), never fails.  The two arming
+ * scripts live beside the other completion-event ones (rcprobe_more.c).
  */
 #include "cmd/walk/rcprobe.h"
-
-#include <fcntl.h>
-
-#define LIFE_MSG_BYTES 16u
-
-/* Posts B's receive i and A's send i of a short message; the model expects its bytes in B's slot i. */
-static int post_message(struct rcp *p, int i, struct rcp_exp *r, struct rcp_exp *s)
-{
-	uint32_t dst = RCP_RECV + 64 * (uint32_t)i, src = RCP_SRC + 64 * (uint32_t)i;
-
-	*r = rcp_done(p->base_id + 0x40 + (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV);
-	r->check_len = true;
-	r->byte_len = LIFE_MSG_BYTES;
-	*s = rcp_done(p->base_id + (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_SEND);
-	memcpy(p->model + dst, p->model + src, LIFE_MSG_BYTES);
-	if (rcp_recv1(p->b, r->wr_id, (struct ibv_sge){(uintptr_t)(p->buf + dst), 64, p->mr->lkey}) ||
-	    rcp_post1(p, p->a, IBV_WR_SEND, s->wr_id,
-		      (struct ibv_sge){(uintptr_t)(p->buf + src), LIFE_MSG_BYTES, p->mr->lkey}, 0)) {
-		rcp_fail(p, "message %d refused at post", i + 1);
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * B's receive CQ armed with a completion still in it (resize false), or armed and then resized: the
- * next message must raise exactly one event.  If the waiting completion had not landed yet when the
- * CQ was armed, the check is only weaker: a correct device raises the event either way.
- */
-static void notify_after(struct rcp *p, bool resize)
-{
-	struct rcp_exp r[3], s[3];
-	unsigned acked = 0;
-	int n, next = 0, cqe = (int)rng_range(p->rng, 16, 3 * RCP_CQE);
-
-	p->name = resize ? "completion events: a CQ armed, then resized"
-			 : "completion events: a CQ armed with a completion waiting";
-	p->shape = (struct rcp_shape){
-	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7, .channel = true};
-	if (rcp_setup(p) || !p->ch || fcntl(p->ch->fd, F_SETFL, fcntl(p->ch->fd, F_GETFL) | O_NONBLOCK))
-		return;
-	if (!resize) {
-		/* Two messages, one receive completion taken: the other waits in the CQ. */
-		if (post_message(p, 0, &r[0], &s[0]) || post_message(p, 1, &r[1], &s[1]))
-			return;
-		rcp_expect(p, p->scq, "A's send CQ", s, 2);
-		rcp_expect(p, p->rcq, "B's receive CQ (one of two)", r, 1);
-		next = 2;
-	}
-	if (rcp_failed(p) || hw_req_notify_cq(p->rcq, 0))
-		return;
-	if (resize && hw_resize_cq(p->rcq, cqe)) {
-		p->abandoned = true; /* a device need not resize */
-		return;
-	}
-	if (post_message(p, next, &r[next], &s[next]))
-		return;
-	rcp_expect(p, p->scq, "A's send CQ", &s[next], 1);
-	n = rcp_cq_events(p, p->ch, RCP_EVENT_NS, &acked);
-	if (n != 1 && resize)
-		rcp_fail(p, "a message to a CQ armed and then resized (to %d entries) raised %d completion events; "
-			    "expected 1", cqe, n);
-	else if (n != 1)
-		rcp_fail(p, "a message to a CQ armed with a completion waiting raised %d completion events; "
-			    "expected 1", n);
-	rcp_expect(p, p->rcq, "B's receive CQ", resize ? r : r + 1, resize ? 1 : 2);
-	rcp_expect_empty(p, p->rcq, "B's receive CQ");
-	rcp_check_memory(p);
-	hw_ack_cq_events(p->rcq, acked);
-}
 
 enum pd_user { USER_MR, USER_MW, USER_QP };
 
@@ -201,10 +132,10 @@ void rcp_case_life(struct rcp *p)
 {
 	switch (rng_range(p->rng, 0, 3)) {
 	case 0:
-		notify_after(p, false);
+		rcp_notify_after(p, false);
 		break;
 	case 1:
-		notify_after(p, true);
+		rcp_notify_after(p, true);
 		break;
 	case 2:
 		pd_in_use(p);

@@ -5,7 +5,9 @@
  *
  *  - completion events: an armed CQ raises exactly one event, for a
  *    solicited message when armed for those only, none once disarmed;
- *    the event names the CQ and the cq_context it was created with;
+ *    the event names the CQ and the cq_context it was created with; a CQ
+ *    armed while a completion waits in it, or armed and then resized,
+ *    raises one for the next completion (rcprobe_life.c picks these two);
  *  - UD: a chain of datagrams with the GRH scattered over several SGEs:
  *    byte_len, IBV_WC_GRH, src_qp, immediate data, the GRH's GIDs and the
  *    payload; one with a wrong Q_Key is dropped, one with the privileged
@@ -53,8 +55,8 @@ int rcp_cq_events(struct rcp *p, struct ibv_comp_channel *ch, uint64_t wait_ns, 
 	}
 }
 
-/* Sends one message to B, solicited or not, and takes its receive completion. */
-static void message(struct rcp *p, int i, bool solicited)
+/* Posts B's receive i and A's 16-byte send i, solicited or not; *r and *s: their completions.  0: posted. */
+static int post_message(struct rcp *p, int i, bool solicited, struct rcp_exp *r, struct rcp_exp *s)
 {
 	struct ibv_sge sge = {(uintptr_t)(p->buf + RCP_SRC), 16, p->mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = p->base_id + (uint64_t)i,
@@ -63,16 +65,28 @@ static void message(struct rcp *p, int i, bool solicited)
 				 .opcode = IBV_WR_SEND,
 				 .send_flags = IBV_SEND_SIGNALED | (solicited ? IBV_SEND_SOLICITED : 0)},
 			   *bad;
-	struct rcp_exp r = rcp_done(p->base_id + 0x40 + (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV),
-		       s = rcp_done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_SEND);
 
+	*r = rcp_done(p->base_id + 0x40 + (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV);
+	r->check_len = true;
+	r->byte_len = 16;
+	*s = rcp_done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_SEND);
 	memcpy(p->model + RCP_RECV + 64 * (uint32_t)i, p->model + RCP_SRC, 16);
-	if (rcp_recv1(p->b, r.wr_id,
+	if (rcp_recv1(p->b, r->wr_id,
 		      (struct ibv_sge){(uintptr_t)(p->buf + RCP_RECV + 64 * (uint32_t)i), 64, p->mr->lkey}) ||
 	    hw_post_send(p->a, &wr, &bad)) {
 		rcp_fail(p, "message %d refused at post", i + 1);
-		return;
+		return -1;
 	}
+	return 0;
+}
+
+/* Sends one message to B, solicited or not, and takes its receive completion. */
+static void message(struct rcp *p, int i, bool solicited)
+{
+	struct rcp_exp r, s;
+
+	if (post_message(p, i, solicited, &r, &s))
+		return;
 	rcp_expect(p, p->rcq, "B's receive CQ", &r, 1);
 	rcp_expect(p, p->scq, "A's send CQ", &s, 1);
 }
@@ -111,6 +125,53 @@ void rcp_case_notify(struct rcp *p)
 				 first_wakes ? "whose one arming was used" : "armed for solicited messages",
 				 n, !first_wakes);
 	}
+	rcp_check_memory(p);
+	hw_ack_cq_events(p->rcq, acked);
+}
+
+/*
+ * B's receive CQ armed with a completion still in it (resize false), or armed and then resized: the
+ * next message must raise exactly one event.  If the waiting completion had not landed yet when the
+ * CQ was armed, the check is only weaker: a correct device raises the event either way.
+ */
+void rcp_notify_after(struct rcp *p, bool resize)
+{
+	struct rcp_exp r[3], s[3];
+	unsigned acked = 0;
+	int n, next = 0, cqe = (int)rng_range(p->rng, 16, 3 * RCP_CQE);
+
+	p->name = resize ? "completion events: a CQ armed, then resized"
+			 : "completion events: a CQ armed with a completion waiting";
+	p->shape = (struct rcp_shape){
+	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7, .channel = true};
+	if (rcp_setup(p) || !p->ch || fcntl(p->ch->fd, F_SETFL, fcntl(p->ch->fd, F_GETFL) | O_NONBLOCK))
+		return;
+	if (!resize) {
+		/* Two messages, one receive completion taken: the other waits in the CQ. */
+		if (post_message(p, 0, false, &r[0], &s[0]) || post_message(p, 1, false, &r[1], &s[1]))
+			return;
+		rcp_expect(p, p->scq, "A's send CQ", s, 2);
+		rcp_expect(p, p->rcq, "B's receive CQ (one of two)", r, 1);
+		next = 2;
+	}
+	if (rcp_failed(p) || hw_req_notify_cq(p->rcq, 0))
+		return;
+	if (resize && hw_resize_cq(p->rcq, cqe)) {
+		p->abandoned = true; /* a device need not resize */
+		return;
+	}
+	if (post_message(p, next, false, &r[next], &s[next]))
+		return;
+	rcp_expect(p, p->scq, "A's send CQ", &s[next], 1);
+	n = rcp_cq_events(p, p->ch, RCP_EVENT_NS, &acked);
+	if (n != 1 && resize)
+		rcp_fail(p, "a message to a CQ armed and then resized (to %d entries) raised %d completion events; "
+			    "expected 1", cqe, n);
+	else if (n != 1)
+		rcp_fail(p, "a message to a CQ armed with a completion waiting raised %d completion events; "
+			    "expected 1", n);
+	rcp_expect(p, p->rcq, "B's receive CQ", resize ? r : r + 1, resize ? 1 : 2);
+	rcp_expect_empty(p, p->rcq, "B's receive CQ");
 	rcp_check_memory(p);
 	hw_ack_cq_events(p->rcq, acked);
 }
