@@ -313,6 +313,8 @@ static struct ibv_qp *create_qp_of(struct rcp *p, struct ibv_qp_init_attr *init,
 		return hw_create_qp(p->pd, init);
 	if (p->shape.ext_inv)
 		x.send_ops_flags |= IBV_QP_EX_WITH_SEND_WITH_INV;
+	if (p->shape.ext_aw)
+		x.send_ops_flags |= IBV_QP_EX_WITH_ATOMIC_WRITE;
 	if ((qp = ibv_create_qp_ex(p->c->ctx, &x)))
 		init->cap = x.cap;
 	return qp;
@@ -724,10 +726,22 @@ void rcp_expect(struct rcp *p, struct ibv_cq *cq, const char *who, const struct 
 		return;
 	}
 	while (got < n) {
-		int k = hw_poll_cq(cq, n - got, wc + got);
+		/* Half the time fewer than may be waiting: ibv_poll_cq returns at most num_entries, the rest stay. */
+		int ask = n - got > 1 && rng_bernoulli(p->rng, 0.5) ? (int)rng_range(p->rng, 1, (uint64_t)(n - got))
+								    : n - got;
+		const struct ibv_wc canary = {.wr_id = 0xc0ffee5a5a5a5a5aull, .status = IBV_WC_GENERAL_ERR};
+		int k;
 
-		if (k < 0) {
-			rcp_fail(p, "ibv_poll_cq on %s's CQ returned %d", who, k);
+		if (got + ask < RCP_MAX_WR)
+			wc[got + ask] = canary;
+		k = hw_poll_cq(cq, ask, wc + got);
+		if (k < 0 || k > ask) {
+			rcp_fail(p, "ibv_poll_cq of %d entries on %s's CQ returned %d", ask, who, k);
+			return;
+		}
+		if (got + ask < RCP_MAX_WR && (wc[got + ask].wr_id != canary.wr_id || wc[got + ask].status != canary.status)) {
+			rcp_fail(p, "ibv_poll_cq of %d entries on %s's CQ wrote a work completion past them", ask,
+				 who);
 			return;
 		}
 		got += k;

@@ -32,6 +32,7 @@ struct rcp_shape {
 	bool channel;	  /* B's receive CQ has a completion channel */
 	bool ext;	  /* A's send CQ made by ibv_create_cq_ex, A by ibv_create_qp_ex (the ibv_wr_* API) */
 	bool ext_inv;	  /* ext: A also takes ibv_wr_send_inv */
+	bool ext_aw;	  /* ext: A also takes ibv_wr_atomic_write */
 	uint8_t timeout, retry_cnt; /* A's, when timeout is not 0 */
 	bool timeout0;		    /* A's timeout is 0: infinite */
 };

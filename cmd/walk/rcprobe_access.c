@@ -25,6 +25,7 @@ enum {
 	LA_SEND_FROM_RO,
 	LA_SEND_STALE_REUSED,
 	LA_RECV_PAST_END,
+	LA_ATOMIC_WRITE_LEN,
 	LA_KINDS
 };
 
@@ -38,7 +39,32 @@ static const char *const la_names[LA_KINDS] = {
     "local access: a SEND gathered from an MR without LOCAL_WRITE",
     "local access: a SEND from a deregistered lkey whose table slot a new MR took",
     "local access: a receive SGE ending one byte past its MR",
+    "local access: an ATOMIC_WRITE of 4 or 16 bytes",
 };
+
+/*
+ * IBV_WR_ATOMIC_WRITE carries exactly 8 bytes (IBTA 1.5, 9.4.6): a gather
+ * list of 4 or 16 is refused at post or completes in error, and the target
+ * keeps every byte.  What the error is, the rules leave to the device.
+ */
+static void atomic_write_len(struct rcp *p)
+{
+	uint32_t len = rng_bernoulli(p->rng, 0.5) ? 4 : 16, at = RCP_TGT + 8 * (uint32_t)rng_range(p->rng, 1, 60);
+	struct ibv_sge sge = {(uintptr_t)(p->buf + RCP_SRC + 64), len, p->mr->lkey};
+	struct ibv_wc wc;
+
+	if (p->c->devprobe.rc_no_atomic_write ||
+	    rcp_post1(p, p->a, IBV_WR_ATOMIC_WRITE, p->base_id, sge, (uintptr_t)(p->buf + at)))
+		return; /* refused at post: right */
+	if (!rcp_poll1(p, p->scq, &wc))
+		return;
+	if (wc.wr_id != p->base_id)
+		rcp_fail(p, "A's send CQ: wr_id %#llx, expected %#llx (an ATOMIC_WRITE of %u bytes)",
+			 (unsigned long long)wc.wr_id, (unsigned long long)p->base_id, len);
+	else if (wc.status == IBV_WC_SUCCESS)
+		rcp_fail(p, "an ATOMIC_WRITE of %u bytes (it carries exactly 8) completed with SUCCESS", len);
+	rcp_check_memory(p);
+}
 
 void rcp_case_local(struct rcp *p)
 {
@@ -55,6 +81,10 @@ void rcp_case_local(struct rcp *p)
 	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
 	if (rcp_setup(p))
 		return;
+	if (kind == LA_ATOMIC_WRITE_LEN) {
+		atomic_write_len(p);
+		return;
+	}
 	if (kind == LA_SEND_OTHER_PD || kind == LA_RECV_OTHER_PD) {
 		if ((pd2 = hw_alloc_pd(p->c->ctx)))
 			odd = hw_reg_mr(pd2, p->buf + at, RCP_SLOT, IBV_ACCESS_LOCAL_WRITE);
@@ -204,7 +234,8 @@ out:
 
 /*
  * A type-2 window bound to A over 64 bytes of its memory: B writes through
- * it; A invalidates it locally (IBV_WC_LOCAL_INV); B's next write through
+ * it; A, or half the time B (another QP of the PD), invalidates it locally
+ * (IBV_WC_LOCAL_INV); B's next write through
  * the old rkey fails with REM_ACCESS_ERR and lands nowhere.  A's own WRITE
  * after the bind works: a bind sends nothing and takes no PSN.
  */
@@ -219,8 +250,11 @@ void rcp_case_window(struct rcp *p)
 	struct rcp_exp e = rcp_done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
 	struct rcp_piece from = {RCP_SRC + 64, 16}, to = {at + 8, 16};
 	uint32_t rkey;
+	/* A local invalidation needs only the window's PD (IBTA 10.6.7.2.4): B, the other QP, may do it. */
+	bool by_b = rng_bernoulli(p->rng, 0.5);
 
-	p->name = "a type-2 window, invalidated locally";
+	p->name = by_b ? "a type-2 window bound on A, invalidated locally through B (same PD)"
+		       : "a type-2 window, invalidated locally";
 	p->shape = (struct rcp_shape){
 	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
 	if (rng_bernoulli(p->rng, 0.3)) {
@@ -265,10 +299,13 @@ void rcp_case_window(struct rcp *p)
 				  .opcode = IBV_WR_LOCAL_INV,
 				  .send_flags = IBV_SEND_SIGNALED,
 				  .invalidate_rkey = rkey};
-	if (rcp_failed(p) || hw_post_send(p->a, &wr, &bad))
+	if (rcp_failed(p) || hw_post_send(by_b ? p->b : p->a, &wr, &bad))
 		goto out;
 	e = rcp_done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
-	rcp_expect(p, p->scq, "A's send CQ (LOCAL_INV of the window)", &e, 1);
+	rcp_expect(p, by_b ? p->ocq : p->scq,
+		   by_b ? "B's send CQ (LOCAL_INV of a window bound on A, B on the same PD)"
+			: "A's send CQ (LOCAL_INV of the window)",
+		   &e, 1);
 	if (rcp_failed(p) || rcp_post1_rkey(p, p->b, p->base_id + 0x21, from, (uintptr_t)(p->buf + at), rkey))
 		goto out;
 	e = rcp_done(p->base_id + 0x21, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE);
@@ -461,16 +498,21 @@ out:
 		hw_dealloc_pd(pd2);
 }
 
-enum { BE_NO_MW_BIND, BE_PAST_END, BE_BOUND_TWICE, BE_WRITE_NO_LOCAL, BE_KINDS };
+enum { BE_NO_MW_BIND, BE_PAST_END, BE_BOUND_TWICE, BE_WRITE_NO_LOCAL, BE_EXTRA_RIGHTS, BE_KINDS };
 
 static const char *const be_names[BE_KINDS] = {
     "a window bind: an MR without MW_BIND",
     "a window bind: one byte past the MR's end",
     "a window bind: a type-2 window bound twice",
     "a window bind: remote write on an MR without LOCAL_WRITE",
+    "a window bind: MW_BIND among the window's rights",
 };
 
-/* Binds the rules forbid complete with MW_BIND_ERR; A goes to ERR and the WR behind the bind flushes. */
+/*
+ * Binds the rules forbid complete with MW_BIND_ERR; A goes to ERR and the WR
+ * behind the bind flushes.  A window's rights are remote ones (ibv_bind_mw(3));
+ * a bind asking for MW_BIND as well may also be refused at post.
+ */
 void rcp_case_bind_error(struct rcp *p)
 {
 	int kind = (int)rng_range(p->rng, 0, BE_KINDS - 1), rc;
@@ -506,8 +548,9 @@ void rcp_case_bind_error(struct rcp *p)
 		    .mr = odd,
 		    .addr = (uintptr_t)(p->buf + at),
 		    .length = kind == BE_PAST_END ? RCP_SLOT + 1 : 64,
-		    .mw_access_flags =
-			kind == BE_WRITE_NO_LOCAL ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ};
+		    .mw_access_flags = kind == BE_WRITE_NO_LOCAL  ? IBV_ACCESS_REMOTE_WRITE
+				       : kind == BE_EXTRA_RIGHTS ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND
+								 : IBV_ACCESS_REMOTE_READ};
 		exp[i] = rcp_done(wr[i].wr_id, IBV_WC_MW_BIND_ERR, IBV_WC_BIND_MW);
 	}
 	if (kind == BE_BOUND_TWICE) {
@@ -523,7 +566,9 @@ void rcp_case_bind_error(struct rcp *p)
 		wr[0].next = &wr[1];
 		exp[1] = rcp_done(wr[1].wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_WRITE);
 	}
-	if ((rc = hw_post_send(p->a, wr, &bad))) {
+	if ((rc = hw_post_send(p->a, wr, &bad)) && kind == BE_EXTRA_RIGHTS && bad == wr)
+		goto out;
+	if (rc) {
 		rcp_fail(p, "a bind and a WR behind it refused at post: %s", strerror(rc));
 		goto out;
 	}

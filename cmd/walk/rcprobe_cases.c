@@ -56,6 +56,33 @@ struct rcp_script {
 	struct rcp_piece last_write;
 };
 
+/*
+ * An inline WR's data is its own copy once ibv_post_send returns
+ * (ibv_post_send(3)): its source bytes change at once, in memory and in the
+ * model, except those a WR without INLINE still has to gather.
+ */
+static void scribble_inline(struct rcp *p, const struct rcp_script *s, int n)
+{
+	static _Thread_local unsigned char gathered[RCP_AREA];
+
+	memset(gathered, 0, sizeof(gathered));
+	for (int i = 0; i < n; i++)
+		for (int j = 0; !(s->wr[i].send_flags & IBV_SEND_INLINE) && j < s->wr[i].num_sge; j++) {
+			uint64_t off = s->sge[i][j].addr - (uintptr_t)p->buf;
+
+			for (uint64_t k = off; k < off + s->sge[i][j].length && k < RCP_SRC + RCP_AREA; k++)
+				gathered[k - RCP_SRC] = 1;
+		}
+	for (int i = 0; i < n; i++)
+		for (int j = 0; (s->wr[i].send_flags & IBV_SEND_INLINE) && j < s->wr[i].num_sge; j++) {
+			uint64_t off = s->sge[i][j].addr - (uintptr_t)p->buf;
+
+			for (uint64_t k = off; k < off + s->sge[i][j].length && k < RCP_SRC + RCP_AREA; k++)
+				if (!gathered[k - RCP_SRC])
+					p->buf[k] = p->model[k] = (unsigned char)(p->buf[k] ^ 0xa5);
+		}
+}
+
 static void post_all(struct rcp *p, struct rcp_script *s, int n)
 {
 	struct ibv_send_wr *bad;
@@ -331,6 +358,8 @@ void rcp_case_data(struct rcp *p)
 	post_all(p, &s, n);
 	if (rcp_failed(p) || p->abandoned)
 		return;
+	if (rng_bernoulli(p->rng, 0.5))
+		scribble_inline(p, &s, n);
 	rcp_expect(p, p->rcq, "B's receive CQ", s.bexp, s.nb);
 	rcp_expect(p, p->scq, "A's send CQ", s.aexp, s.na);
 	rcp_expect_empty(p, p->scq, "A's send CQ (unsignaled WRs complete silently)");

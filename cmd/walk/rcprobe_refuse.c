@@ -2,10 +2,10 @@
 /*
  * Probe script (rcprobe.h): what a device must refuse, and leave as it was.
  *
- *  - a bind through a QP of another PD (ibv_bind_mw(3), IBTA 10.6.7.2.2:
- *    the QP, the window and the MR share one PD): the window and its MR
- *    are on a second PD, A is not: MW_BIND_ERR, A in ERR, the WR behind the
- *    bind flushed (a refusal at post is right too);
+ *  - a bind across PDs (ibv_bind_mw(3), IBTA 10.6.7.2.2: the QP, the
+ *    window and the MR share one PD): the MR is on a second PD, and the
+ *    window either with it or with A: MW_BIND_ERR, A in ERR, the WR behind
+ *    the bind flushed (a refusal at post is right too);
  *  - an error completion is solicited (ibv_req_notify_cq(3)): it wakes a CQ
  *    armed with solicited_only=1, a receive flushed by its QP's move to ERR
  *    as much as one too short for the message it takes;
@@ -45,6 +45,7 @@ static void bind_other_pd(struct rcp *p)
 		     (!(caps & IBV_DEVICE_MEM_WINDOW) || rng_bernoulli(p->rng, 0.5));
 	uint32_t at = RCP_TGT + RF_SLOT_MR * RCP_SLOT;
 	struct ibv_pd *pd2 = hw_alloc_pd(p->c->ctx);
+	bool mw_with_qp = rng_bernoulli(p->rng, 0.5); /* the window on A's PD: only the MR is foreign */
 	struct ibv_mr *mr2 = NULL;
 	struct ibv_mw *mw = NULL;
 	struct ibv_mw_bind_info info;
@@ -56,8 +57,10 @@ static void bind_other_pd(struct rcp *p)
 	if (!(caps & (IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B)) || !pd2 ||
 	    !(mr2 = hw_reg_mr(pd2, p->buf + at, RCP_SLOT,
 			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND | RCP_REMOTE_RIGHTS)) ||
-	    !(mw = hw_alloc_mw(pd2, type2 ? IBV_MW_TYPE_2 : IBV_MW_TYPE_1)))
+	    !(mw = hw_alloc_mw(mw_with_qp ? p->pd : pd2, type2 ? IBV_MW_TYPE_2 : IBV_MW_TYPE_1)))
 		goto out;
+	if (mw_with_qp)
+		p->name = "refuse: a window of A's PD bound to an MR of another PD";
 	info = (struct ibv_mw_bind_info){.mr = mr2,
 					 .addr = (uintptr_t)(p->buf + at),
 					 .length = 64,
@@ -97,8 +100,10 @@ static void bind_other_pd(struct rcp *p)
 		goto out;
 	}
 	rcp_expect(p, p->scq,
-		   type2 ? "A's send CQ (a type-2 window of PD 2 bound through A on PD 1, then a WRITE)"
-			 : "A's send CQ (a type-1 window of PD 2 bound through A on PD 1, then a WRITE)",
+		   mw_with_qp ? (type2 ? "A's send CQ (a type-2 window of PD 1 bound to an MR of PD 2, then a WRITE)"
+				       : "A's send CQ (a type-1 window of PD 1 bound to an MR of PD 2, then a WRITE)")
+		   : type2    ? "A's send CQ (a type-2 window of PD 2 bound through A on PD 1, then a WRITE)"
+			      : "A's send CQ (a type-1 window of PD 2 bound through A on PD 1, then a WRITE)",
 		   exp, 2);
 	rcp_expect_state(p, p->a, "A after a bind through a QP of another PD", IBV_QPS_ERR);
 	rcp_check_memory(p);

@@ -6,15 +6,18 @@
  * (or an SGE list when the QP has no room inline), ibv_wr_rdma_write_imm
  * with ibv_wr_set_inline_data (or one SGE), ibv_wr_rdma_read with
  * ibv_wr_set_sge_list; and, where the device has type-2 windows, half the
- * time ibv_wr_send_inv of a window B bound on its QP.  Every completion of
- * both sides (wr_id, opcode, byte_len, immediate data, the invalidated
- * rkey) and every byte must be as the verbs say.
+ * time ibv_wr_send_inv of a window B bound on its QP, and, where the device
+ * has it, half the time ibv_wr_atomic_write of 8 bytes that each differ
+ * from the target's.  A WR given an SGE list gathers from it even when its
+ * wr_flags say IBV_SEND_INLINE.  Every completion of both sides (wr_id,
+ * opcode, byte_len, immediate data, the invalidated rkey) and every byte
+ * must be as the verbs say.
  */
 #include "cmd/walk/rcprobe.h"
 
 #include <string.h>
 
-#define WRAPI_N 5 /* the last one, ibv_wr_send_inv, only with a window to invalidate */
+#define WRAPI_N 6 /* ibv_wr_send_inv only with a window to invalidate; the atomic write, where there is one */
 
 /* A type-2 window over 64 bytes of B's memory, bound on B's QP (SEND_WITH_INV's target); 0: done. */
 static int bind_b_window(struct rcp *p, struct ibv_mw **mw, uint32_t *rkey)
@@ -69,8 +72,10 @@ void rcp_case_wrapi(struct rcp *p)
 	struct ibv_qp_ex *qx;
 	struct ibv_mw *mw = NULL;
 	uint32_t inv_rkey = 0;
+	unsigned char aw_value[8];
 	bool inv = (p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) && rng_bernoulli(p->rng, 0.5);
-	int ns, nb = 0, rc, n = inv ? WRAPI_N : WRAPI_N - 1;
+	bool aw = !p->c->devprobe.rc_no_atomic_write && rng_bernoulli(p->rng, 0.5);
+	int ns, nb = 0, rc, n = inv ? WRAPI_N - 1 : WRAPI_N - 2;
 
 	p->name = inv ? "extended verbs: ibv_wr_send/send_imm/rdma_write_imm/rdma_read/send_inv, SGE and inline "
 			"lists"
@@ -81,8 +86,14 @@ void rcp_case_wrapi(struct rcp *p)
 				      .b_recv_wr = 5,
 				      .a_rnr_retry = 7,
 				      .ext = true,
-				      .ext_inv = inv};
-	if (rcp_setup(p) || !(qx = hw_qp_to_qp_ex(p->a)))
+				      .ext_inv = inv,
+				      .ext_aw = aw};
+	if (rcp_setup(p)) {
+		if (aw && p->abandoned)
+			p->c->devprobe.rc_no_atomic_write = true; /* refused the operation: not asked again */
+		return;
+	}
+	if (!(qx = hw_qp_to_qp_ex(p->a)))
 		return;
 	if (inv && bind_b_window(p, &mw, &inv_rkey)) {
 		if (mw)
@@ -97,7 +108,10 @@ void rcp_case_wrapi(struct rcp *p)
 		enum ibv_wc_opcode op = i < 2 || i == 4 ? IBV_WC_SEND : i == 2 ? IBV_WC_RDMA_WRITE : IBV_WC_RDMA_READ;
 
 		qx->wr_id = p->base_id + (uint64_t)i;
-		qx->wr_flags = IBV_SEND_SIGNALED | (inl ? IBV_SEND_INLINE : 0);
+		/* Now and then the INLINE flag on a WR given SGEs: they are still what it sends. */
+		bool flag_inline = inl || (i != 3 && len <= p->acap.max_inline_data && rng_bernoulli(p->rng, 0.3));
+
+		qx->wr_flags = IBV_SEND_SIGNALED | (flag_inline ? IBV_SEND_INLINE : 0);
 		dst = (struct rcp_piece){(i == 2 ? RCP_TGT : RCP_RECV) + (uint32_t)i * RCP_SLOT, len};
 		if (i == 0)
 			ibv_wr_send(qx);
@@ -140,6 +154,17 @@ void rcp_case_wrapi(struct rcp *p)
 		a[i] = rcp_done(qx->wr_id, IBV_WC_SUCCESS, op);
 		a[i].check_len = i == 3;
 		a[i].byte_len = len;
+	}
+	if (aw) {
+		uint32_t at = RCP_TGT + 5 * RCP_SLOT + 8 * (uint32_t)rng_range(p->rng, 0, 7);
+
+		for (int k = 0; k < 8; k++) /* every byte new: a half left out shows */
+			aw_value[k] = (unsigned char)(p->model[at + k] + 1 + rng_range(p->rng, 0, 254));
+		qx->wr_id = p->base_id + 5;
+		qx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_atomic_write(qx, p->mr->rkey, (uintptr_t)(p->buf + at), aw_value);
+		memcpy(p->model + at, aw_value, 8);
+		a[n++] = rcp_done(qx->wr_id, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE);
 	}
 	if ((rc = ibv_wr_complete(qx))) {
 		rcp_fail(p, "ibv_wr_complete of %d WRs (max_send_wr %u) returned %d", n, p->acap.max_send_wr, rc);
