@@ -559,7 +559,8 @@ int rcp_setup(struct rcp *p)
 	if (!(p->pd = hw_alloc_pd(c->ctx)) || !(p->mr = hw_reg_mr(p->pd, p->buf, RCP_BYTES, RCP_MR_ACCESS)))
 		return -1;
 	if (s->ext) {
-		struct ibv_cq_init_attr_ex ca = {.cqe = (uint32_t)s->scqe, .wc_flags = IBV_WC_STANDARD_FLAGS};
+		struct ibv_cq_init_attr_ex ca = {.cqe = (uint32_t)s->scqe,
+						 .wc_flags = IBV_WC_STANDARD_FLAGS | s->ext_wc_flags};
 
 		if (!(p->scq_ex = ibv_create_cq_ex(c->ctx, &ca))) {
 			p->abandoned = true;
@@ -1002,7 +1003,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 68);
+	pick = rng_range(p.rng, 0, 69);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -1065,8 +1066,10 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_claims(&p);
 	else if (pick < 67)
 		rcp_case_wrapi(&p);
-	else
+	else if (pick < 69)
 		rcp_case_life(&p);
+	else
+		rcp_case_clock(&p);
 	/* Scripts without the pair (rcprobe_life.c's PD checks) have no CQ to hold busy. */
 	if (p.ran && p.scq && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);

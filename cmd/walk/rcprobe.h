@@ -33,6 +33,7 @@ struct rcp_shape {
 	bool ext;	  /* A's send CQ made by ibv_create_cq_ex, A by ibv_create_qp_ex (the ibv_wr_* API) */
 	bool ext_inv;	  /* ext: A also takes ibv_wr_send_inv */
 	bool ext_aw;	  /* ext: A also takes ibv_wr_atomic_write */
+	uint64_t ext_wc_flags; /* ext: more wc_flags for A's send CQ (timestamps) */
 	uint8_t timeout, retry_cnt; /* A's, when timeout is not 0 */
 	bool timeout0;		    /* A's timeout is 0: infinite */
 };
@@ -210,5 +211,7 @@ void rcp_case_claims(struct rcp *p);
 void rcp_case_wrapi(struct rcp *p);
 /* rcprobe_life.c: CQ arming across waiting completions and resize; PDs held by their users, rereg CHANGE_PD */
 void rcp_case_life(struct rcp *p);
+/* rcprobe_clock.c: completion timestamps against the host's clock */
+void rcp_case_clock(struct rcp *p);
 
 #endif

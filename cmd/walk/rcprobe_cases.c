@@ -59,13 +59,21 @@ struct rcp_script {
 /*
  * An inline WR's data is its own copy once ibv_post_send returns
  * (ibv_post_send(3)): its source bytes change at once, in memory and in the
- * model, except those a WR without INLINE still has to gather.
+ * model, except those a WR without INLINE still has to gather or a READ to read.
  */
 static void scribble_inline(struct rcp *p, const struct rcp_script *s, int n)
 {
 	static _Thread_local unsigned char gathered[RCP_AREA];
 
 	memset(gathered, 0, sizeof(gathered));
+	for (int i = 0; i < n; i++) {
+		uint64_t from = s->wr[i].wr.rdma.remote_addr - (uintptr_t)p->buf, len = 0;
+
+		for (int j = 0; s->wr[i].opcode == IBV_WR_RDMA_READ && j < s->wr[i].num_sge; j++)
+			len += s->sge[i][j].length;
+		for (uint64_t k = from; k < from + len && k < RCP_SRC + RCP_AREA; k++)
+			gathered[k - RCP_SRC] = 1; /* a READ's source, read when it executes */
+	}
 	for (int i = 0; i < n; i++)
 		for (int j = 0; !(s->wr[i].send_flags & IBV_SEND_INLINE) && j < s->wr[i].num_sge; j++) {
 			uint64_t off = s->sge[i][j].addr - (uintptr_t)p->buf;
