@@ -30,6 +30,8 @@ struct hw_ops {
 	int (*dealloc_pd)(struct ibv_pd *pd);
 
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access);
+	/* ibv_reg_mr_iova: keys that name the buffer's bytes from iova on */
+	struct ibv_mr *(*reg_mr_iova)(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access);
 	int (*dereg_mr)(struct ibv_mr *mr);
 	/* ibv_rereg_mr: 0 or an enum ibv_rereg_mr_err_code. */
 	int (*rereg_mr)(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
@@ -146,6 +148,11 @@ static inline int hw_dealloc_pd(struct ibv_pd *pd)
 static inline struct ibv_mr *hw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
 	return hw_ops_of(pd->context)->reg_mr(pd, addr, length, access);
+}
+static inline struct ibv_mr *hw_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+					    int access)
+{
+	return hw_ops_of(pd->context)->reg_mr_iova(pd, addr, length, iova, access);
 }
 static inline int hw_dereg_mr(struct ibv_mr *mr)
 {

@@ -26,6 +26,11 @@ static int verbs_query_gid(struct ibv_context *ctx, uint8_t port, int index, uni
 	return ibv_query_gid(ctx, port, index, gid);
 }
 
+static struct ibv_mr *verbs_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access)
+{
+	return ibv_reg_mr_iova(pd, addr, length, iova, access);
+}
+
 static struct ibv_mr *verbs_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
 	return ibv_reg_mr(pd, addr, length, access);
@@ -74,6 +79,7 @@ static const struct hw_ops verbs_ops = {
     .alloc_pd = ibv_alloc_pd,
     .dealloc_pd = ibv_dealloc_pd,
     .reg_mr = verbs_reg_mr,
+    .reg_mr_iova = verbs_reg_mr_iova,
     .dereg_mr = ibv_dereg_mr,
     .rereg_mr = ibv_rereg_mr,
     .alloc_mw = verbs_alloc_mw,

@@ -1003,7 +1003,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 69);
+	pick = rng_range(p.rng, 0, 70);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -1068,8 +1068,10 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_wrapi(&p);
 	else if (pick < 69)
 		rcp_case_life(&p);
-	else
+	else if (pick < 70)
 		rcp_case_clock(&p);
+	else
+		rcp_case_iova(&p);
 	/* Scripts without the pair (rcprobe_life.c's PD checks) have no CQ to hold busy. */
 	if (p.ran && p.scq && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);

@@ -213,5 +213,7 @@ void rcp_case_wrapi(struct rcp *p);
 void rcp_case_life(struct rcp *p);
 /* rcprobe_clock.c: completion timestamps against the host's clock */
 void rcp_case_clock(struct rcp *p);
+/* rcprobe_iova.c: an MR registered at an IOVA of its own */
+void rcp_case_iova(struct rcp *p);
 
 #endif

@@ -147,7 +147,22 @@ static void add_atomic(struct rcp *p, struct rcp_script *s, int i, int op, struc
 	if (op == OP_FETCH_ADD) {
 		next = orig + arg;
 	} else {
-		arg = rng_bernoulli(p->rng, 0.5) ? orig : orig ^ (arg | 1); /* matching or not: both show */
+		/* Matching or not, both show; a miss differs in one half only, now and then: all 64 bits count. */
+		switch (rng_range(p->rng, 0, 5)) {
+		case 0:
+		case 1:
+		case 2:
+			arg = orig;
+			break;
+		case 3:
+			arg = orig ^ ((arg | 1) << 32);
+			break;
+		case 4:
+			arg = orig ^ (uint32_t)(arg | 1);
+			break;
+		default:
+			arg = orig ^ (arg | 1);
+		}
 		next = arg == orig ? swap : orig;
 	}
 	w->wr.atomic.remote_addr = (uintptr_t)(p->buf + t);

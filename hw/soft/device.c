@@ -342,6 +342,7 @@ static const struct hw_ops soft_ops = {
     .alloc_pd = soft_alloc_pd,
     .dealloc_pd = soft_dealloc_pd,
     .reg_mr = soft_reg_mr,
+    .reg_mr_iova = soft_reg_mr_iova,
     .dereg_mr = soft_dereg_mr,
     .rereg_mr = soft_rereg_mr,
     .alloc_mw = soft_alloc_mw,
