@@ -209,5 +209,7 @@ void rcp_case_claims(struct rcp *p);
 void rcp_case_wrapi(struct rcp *p);
 /* rcprobe_life.c: CQ arming across waiting completions and resize; PDs held by their users, rereg CHANGE_PD */
 void rcp_case_life(struct rcp *p);
+/* rcprobe_create.c: what creating CQs, QPs, SRQs, windows and ibv_rereg_mr refuse or report */
+void rcp_case_create(struct rcp *p);
 
 #endif
