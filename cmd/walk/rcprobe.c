@@ -1003,7 +1003,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 70);
+	pick = rng_range(p.rng, 0, 72);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -1068,7 +1068,9 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_wrapi(&p);
 	else if (pick < 69)
 		rcp_case_life(&p);
-	else if (pick < 70)
+	else if (pick < 71)
+		rcp_case_create(&p);
+	else if (pick < 72)
 		rcp_case_clock(&p);
 	else
 		rcp_case_iova(&p);

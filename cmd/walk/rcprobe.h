@@ -215,5 +215,7 @@ void rcp_case_life(struct rcp *p);
 void rcp_case_clock(struct rcp *p);
 /* rcprobe_iova.c: an MR registered at an IOVA of its own */
 void rcp_case_iova(struct rcp *p);
+/* rcprobe_create.c: what creating CQs, QPs, SRQs, windows and ibv_rereg_mr refuse or report */
+void rcp_case_create(struct rcp *p);
 
 #endif
