@@ -988,7 +988,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 68);
+	pick = rng_range(p.rng, 0, 72);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -1051,8 +1051,10 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_claims(&p);
 	else if (pick < 67)
 		rcp_case_wrapi(&p);
-	else
+	else if (pick < 68)
 		rcp_case_life(&p);
+	else
+		rcp_case_drain(&p);
 	/* Scripts without the pair (rcprobe_life.c's PD checks) have no CQ to hold busy. */
 	if (p.ran && p.scq && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);
