@@ -418,7 +418,7 @@ struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init);
 int soft_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 int soft_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init);
 int soft_destroy_qp(struct ibv_qp *qp);
-/* In SQD with WRs started before the transition still outstanding (ibv_query_qp's sq_draining); qp->lock held. */
+/* In SQD, with WRs started before it still outstanding (sq_draining); qp->lock held. */
 bool soft_sq_draining(const struct soft_qp *qp);
 bool soft_modify_is_ok(enum ibv_qp_state cur, enum ibv_qp_state next, enum ibv_qp_type type, int mask);
 /* A failed work request: UD and UC send errors stop only the send queue (SQE), the rest go to ERR. */
