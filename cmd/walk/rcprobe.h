@@ -209,7 +209,8 @@ void rcp_case_rules(struct rcp *p);
 void rcp_case_claims(struct rcp *p);
 /* rcprobe_wrapi.c: ibv_wr_send/send_imm/rdma_write_imm/rdma_read with SGE and inline lists */
 void rcp_case_wrapi(struct rcp *p);
-/* rcprobe_life.c: CQ arming across waiting completions and resize; PDs held by their users, rereg CHANGE_PD */
+/* rcprobe_life.c: CQ arming across waiting completions and resize; PDs held by their users, rereg CHANGE_PD
+ */
 void rcp_case_life(struct rcp *p);
 /* rcprobe_clock.c: completion timestamps against the host's clock */
 void rcp_case_clock(struct rcp *p);
@@ -217,5 +218,8 @@ void rcp_case_clock(struct rcp *p);
 void rcp_case_iova(struct rcp *p);
 /* rcprobe_create.c: what creating CQs, QPs, SRQs, windows and ibv_rereg_mr refuse or report */
 void rcp_case_create(struct rcp *p);
+/* rcprobe_drain.c: WRs posted in SQD, SQ_DRAINED and sq_draining with a SEND outstanding, a shared CQ's head
+ */
+void rcp_case_drain(struct rcp *p);
 
 #endif

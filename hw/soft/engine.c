@@ -260,6 +260,8 @@ static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w, uint64_t now)
 	w->sent = true;
 	w->deadline_ns = soft_timeout_ns(qp) ? now + soft_timeout_ns(qp) : 0;
 	qp->sq_next++;
+	if ((int32_t)(qp->sq_next - qp->sq_started) > 0)
+		qp->sq_started = qp->sq_next;
 	if (local && soft_delay_req(nic, &req, 0)) {
 		local = false; /* held on the delay line: the answer comes later (delay.c) */
 	} else if (local) {
@@ -295,6 +297,17 @@ void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer)
 			soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
 		pthread_mutex_unlock(&qp->lock);
 	}
+}
+
+/*
+ * RTS starts new WRs; SQD only sends again what it started before (after an
+ * RNR NAK or a timeout rewound sq_next): IBTA 10.3.1, in-progress messages
+ * complete, no new one begins.
+ */
+static bool soft_may_transmit(const struct soft_qp *qp)
+{
+	return qp->attr.qp_state == IBV_QPS_RTS ||
+	       (qp->attr.qp_state == IBV_QPS_SQD && (int32_t)(qp->sq_started - qp->sq_next) > 0);
 }
 
 /*
@@ -335,7 +348,7 @@ static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 			qp->sq_next = qp->sq_head;
 		}
 	}
-	while (qp->sq_next != qp->sq_tail && qp->attr.qp_state == IBV_QPS_RTS) {
+	while (qp->sq_next != qp->sq_tail && soft_may_transmit(qp)) {
 		struct soft_swqe *w = &qp->sq[qp->sq_next & qp->sq_mask];
 		bool idle = qp->sq_next == qp->sq_head;
 
@@ -365,7 +378,7 @@ static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 		if (!soft_transmit(qp, w, now) || atomic_load(&nic->stop))
 			break;
 	}
-	if (qp->attr.qp_state == IBV_QPS_SQD && qp->sqd_notify && qp->sq_head == qp->sq_next) {
+	if (qp->attr.qp_state == IBV_QPS_SQD && qp->sqd_notify && !soft_sq_draining(qp)) {
 		qp->sqd_notify = false;
 		soft_async_event(qp->ibv.context, IBV_EVENT_SQ_DRAINED, qp);
 	}

@@ -145,7 +145,7 @@ static uint32_t soft_ring_slots(uint32_t n)
  */
 static void soft_ring_reset(struct soft_qp *qp)
 {
-	qp->sq_head = qp->sq_next = qp->sq_tail = SOFT_RING_START;
+	qp->sq_head = qp->sq_next = qp->sq_tail = qp->sq_started = SOFT_RING_START;
 	qp->rq_head = qp->rq_tail = SOFT_RING_START;
 }
 
@@ -340,6 +340,11 @@ void soft_qp_error(struct soft_qp *qp)
 	soft_qp_error_all(qp);
 }
 
+bool soft_sq_draining(const struct soft_qp *qp)
+{
+	return qp->attr.qp_state == IBV_QPS_SQD && (int32_t)(qp->sq_started - qp->sq_head) > 0;
+}
+
 int soft_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct soft_qp *qp = to_soft_qp(ibqp);
@@ -435,7 +440,7 @@ int soft_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask, 
 	*attr = qp->attr;
 	attr->cur_qp_state = qp->attr.qp_state;
 	attr->cap = qp->cap;
-	attr->sq_draining = qp->attr.qp_state == IBV_QPS_SQD && qp->sq_head != qp->sq_next;
+	attr->sq_draining = soft_sq_draining(qp);
 	pthread_mutex_unlock(&qp->lock);
 	memset(init, 0, sizeof(*init));
 	init->qp_context = ibqp->qp_context;

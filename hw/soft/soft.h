@@ -199,10 +199,12 @@ struct soft_qp {
 	/*
 	 * Send queue ring: [head, tail); [head, next) are in flight.  Indices
 	 * run freely and wrap; size is the capacity the user asked for, the
-	 * ring has mask + 1 (a power of two) slots.
+	 * ring has mask + 1 (a power of two) slots.  [head, started) were
+	 * transmitted at least once: an RNR NAK or a timeout rewinds next to
+	 * head, but those WRs are still in progress, and SQD drains them.
 	 */
 	struct soft_swqe *sq;
-	uint32_t sq_size, sq_mask, sq_head, sq_next, sq_tail;
+	uint32_t sq_size, sq_mask, sq_head, sq_next, sq_tail, sq_started;
 	uint32_t next_psn;
 	/* receive queue ring */
 	struct soft_rwqe *rq;
@@ -416,6 +418,8 @@ struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init);
 int soft_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 int soft_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init);
 int soft_destroy_qp(struct ibv_qp *qp);
+/* In SQD, with WRs started before it still outstanding (sq_draining); qp->lock held. */
+bool soft_sq_draining(const struct soft_qp *qp);
 bool soft_modify_is_ok(enum ibv_qp_state cur, enum ibv_qp_state next, enum ibv_qp_type type, int mask);
 /* A failed work request: UD and UC send errors stop only the send queue (SQE), the rest go to ERR. */
 void soft_qp_error(struct soft_qp *qp);

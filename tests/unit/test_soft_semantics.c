@@ -220,6 +220,39 @@ static void sqd_still_receives(void **state)
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 }
 
+/*
+ * sqd_draining_forgets_rnr: a SEND that waits on RNR NAKs when its QP goes
+ * RTS -> SQD is still in progress: sq_draining stays 1 until it completes.
+ */
+static void sqd_drains_a_send_waiting_on_rnr(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_wc wc;
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET}, q;
+	struct ibv_qp_init_attr ia;
+	uint64_t end;
+
+	assert_int_equal(hw_modify_qp(f->a, &a, IBV_QP_STATE), 0);
+	fx_rc_to_rts(f->a, f->b->qp_num, NULL, 8, 3, 7,
+		     1); /* rnr_retry 7: it waits for as long as it takes */
+	assert_int_equal(fx_post(f->a, IBV_WR_SEND, 1, f->abuf, 8, f->amr->lkey, 0, 0), 0);
+	fx_none(f->scq, 10); /* B has no receive */
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_SQD, .en_sqd_async_notify = 1};
+	assert_int_equal(hw_modify_qp(f->a, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY), 0);
+	fx_none(f->scq, 10);
+	assert_int_equal(hw_query_qp(f->a, &q, IBV_QP_STATE, &ia), 0);
+	assert_int_equal(q.qp_state, IBV_QPS_SQD);
+	assert_int_equal(q.sq_draining, 1);
+	assert_int_equal(fx_post_recv(f->b, 1, f->bbuf, 64, f->bmr->lkey), 0);
+	wait_ok(f->scq, &wc); /* sent again in SQD */
+	for (end = fx_now_ms() + 3000;; assert_true(fx_now_ms() < end)) {
+		assert_int_equal(hw_query_qp(f->a, &q, IBV_QP_STATE, &ia), 0);
+		if (!q.sq_draining)
+			break;
+	}
+	assert_int_equal(q.qp_state, IBV_QPS_SQD);
+}
+
 /* h8_retry_cnt_ignored */
 static void retry_cnt_is_stored(void **state)
 {
@@ -343,6 +376,7 @@ int main(void)
 	    T(reset_of_one_qp_keeps_others_completions),
 	    T(cq_event_carries_cq_context),
 	    T(sqd_still_receives),
+	    T(sqd_drains_a_send_waiting_on_rnr),
 	    T(retry_cnt_is_stored),
 	    T(ud_send_of_exactly_the_mtu),
 	    T(create_qp_at_max_qp_wr),
