@@ -10,7 +10,7 @@
  *    (WR_FLUSH_ERR, the memory untouched);
  *  - RTS -> SQD with en_sqd_async_notify while a SEND posted before it
  *    waits on RNR (no receive at B, rnr_retry 7): ibv_query_qp says SQD
- *    (qp_state and cur_qp_state) with sq_draining 1, and no
+ *    with sq_draining 1, and no
  *    IBV_EVENT_SQ_DRAINED comes; once B posts the receive the SEND
  *    completes, the event comes (ibv_get_async_event(3)) and sq_draining
  *    reads 0; a drained QP takes SQD -> SQD attribute changes (IBTA
