@@ -431,6 +431,26 @@ static void check_device_maxima(struct rcp *p)
 	hw_destroy_qp(qp);
 }
 
+const char *rcp_cap_past_limit(struct rcp *p, struct ibv_qp_cap *cap)
+{
+	const struct ibv_device_attr *d = &p->c->dattr;
+
+	switch (rng_range(p->rng, 0, 3)) {
+	case 0:
+		cap->max_send_wr = (uint32_t)d->max_qp_wr + 1;
+		return "max_send_wr = max_qp_wr + 1";
+	case 1:
+		cap->max_recv_wr = (uint32_t)d->max_qp_wr + 1;
+		return "max_recv_wr = max_qp_wr + 1";
+	case 2:
+		cap->max_send_sge = (uint32_t)d->max_sge + 1;
+		return "max_send_sge = max_sge + 1";
+	default:
+		cap->max_recv_sge = (uint32_t)d->max_sge + 1;
+		return "max_recv_sge = max_sge + 1";
+	}
+}
+
 /* Beyond the limits ibv_query_device reports, creation must fail. */
 static void check_device_limits(struct rcp *p)
 {
@@ -453,24 +473,7 @@ static void check_device_limits(struct rcp *p)
 		hw_destroy_cq(cq);
 		rcp_fail(p, "ibv_create_cq of max_cqe + 1 = %d entries succeeded", d->max_cqe + 1);
 	}
-	switch (rng_range(p->rng, 0, 3)) {
-	case 0:
-		init.cap.max_send_wr = (uint32_t)d->max_qp_wr + 1;
-		what = "max_send_wr = max_qp_wr + 1";
-		break;
-	case 1:
-		init.cap.max_recv_wr = (uint32_t)d->max_qp_wr + 1;
-		what = "max_recv_wr = max_qp_wr + 1";
-		break;
-	case 2:
-		init.cap.max_send_sge = (uint32_t)d->max_sge + 1;
-		what = "max_send_sge = max_sge + 1";
-		break;
-	default:
-		init.cap.max_recv_sge = (uint32_t)d->max_sge + 1;
-		what = "max_recv_sge = max_sge + 1";
-		break;
-	}
+	what = rcp_cap_past_limit(p, &init.cap);
 	check_port(p);
 	if (d->max_qp_wr <= 0 || d->max_qp_wr >= 1 << 20 || d->max_sge <= 0)
 		return;

@@ -123,6 +123,8 @@ struct ibv_ah *rcp_self_ah(struct rcp *p);
 void rcp_ud_pair_free(struct rcp *p, struct ibv_qp *rc_a, struct ibv_qp *rc_b, struct ibv_qp *ua,
 		      struct ibv_qp *ub, struct ibv_ah *ah);
 int rcp_reconnect(struct rcp *p);
+/* One of cap's four fields, at random, one past the device's limit (max_qp_wr or max_sge); says which. */
+const char *rcp_cap_past_limit(struct rcp *p, struct ibv_qp_cap *cap);
 /*
  * Waits up to wait_ns for an async event of this type on obj (a CQ for
  * IBV_EVENT_CQ_ERR, else a QP; events for others are taken and dropped):

@@ -315,30 +315,12 @@ static struct ibv_qp_init_attr some_qp(struct rcp *p, enum ibv_qp_type t)
 /* UC and UD past max_qp_wr or max_sge (RC: rcprobe.c's check_device_limits). */
 static void qp_past_limits(struct rcp *p)
 {
-	const struct ibv_device_attr *d = &p->c->dattr;
 	enum ibv_qp_type t = rng_bernoulli(p->rng, 0.5) ? IBV_QPT_UC : IBV_QPT_UD;
 	struct ibv_qp_init_attr init = some_qp(p, t);
 	struct ibv_qp *qp;
 	const char *what;
 
-	switch (rng_range(p->rng, 0, 3)) {
-	case 0:
-		init.cap.max_send_wr = (uint32_t)d->max_qp_wr + 1;
-		what = "max_send_wr = max_qp_wr + 1";
-		break;
-	case 1:
-		init.cap.max_recv_wr = (uint32_t)d->max_qp_wr + 1;
-		what = "max_recv_wr = max_qp_wr + 1";
-		break;
-	case 2:
-		init.cap.max_send_sge = (uint32_t)d->max_sge + 1;
-		what = "max_send_sge = max_sge + 1";
-		break;
-	default:
-		init.cap.max_recv_sge = (uint32_t)d->max_sge + 1;
-		what = "max_recv_sge = max_sge + 1";
-		break;
-	}
+	what = rcp_cap_past_limit(p, &init.cap);
 	if ((qp = hw_create_qp(p->pd, &init))) {
 		hw_destroy_qp(qp);
 		rcp_fail(p, "ibv_create_qp (%s) with %s succeeded; expected EINVAL", qpt_name(t), what);

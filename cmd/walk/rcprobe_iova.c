@@ -30,6 +30,15 @@ static int post_keyed(struct rcp *p, enum ibv_wr_opcode op, uint64_t wr_id, stru
 	return rc;
 }
 
+static struct rcp_exp done_len(uint64_t wr_id, enum ibv_wc_opcode op, uint32_t len)
+{
+	struct rcp_exp e = rcp_done(wr_id, IBV_WC_SUCCESS, op);
+
+	e.check_len = true;
+	e.byte_len = len;
+	return e;
+}
+
 void rcp_case_iova(struct rcp *p)
 {
 	uint64_t va = (uintptr_t)(p->buf + IOVA_SLOT), iova;
@@ -68,9 +77,7 @@ void rcp_case_iova(struct rcp *p)
 					iova + off, mr2->rkey))
 		goto out;
 	rcp_model_move(p, &at, 1, &rdst, 1);
-	e = rcp_done(p->base_id + 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
-	e.check_len = true;
-	e.byte_len = len;
+	e = done_len(p->base_id + 1, IBV_WC_RDMA_READ, len);
 	rcp_expect(p, p->scq, "A's send CQ (a READ through the IOVA MR's rkey)", &e, 1);
 	/* A SEND gathered through the IOVA MR's lkey, at the IOVA. */
 	if (rcp_failed(p) ||
@@ -78,9 +85,7 @@ void rcp_case_iova(struct rcp *p)
 	    post_keyed(p, IBV_WR_SEND, p->base_id + 2, (struct ibv_sge){iova + off, len, mr2->lkey}, 0, 0))
 		goto out;
 	rcp_model_move(p, &at, 1, &recv, 1);
-	e = rcp_done(p->base_id + 0x40, IBV_WC_SUCCESS, IBV_WC_RECV);
-	e.check_len = true;
-	e.byte_len = len;
+	e = done_len(p->base_id + 0x40, IBV_WC_RECV, len);
 	rcp_expect(p, p->rcq, "B's receive CQ (a SEND gathered by the IOVA MR's lkey)", &e, 1);
 	e = rcp_done(p->base_id + 2, IBV_WC_SUCCESS, IBV_WC_SEND);
 	rcp_expect(p, p->scq, "A's send CQ (a SEND gathered by the IOVA MR's lkey)", &e, 1);
