@@ -92,7 +92,7 @@ void rcp_rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a, int
 	const struct walk_peer_addr *me = &p->c->peers[p->c->id];
 
 	*a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
-				  .path_mtu = p->c->pattr.active_mtu,
+				  .path_mtu = p->path_mtu ? p->path_mtu : p->c->pattr.active_mtu,
 				  .dest_qp_num = dest->qp_num,
 				  .rq_psn = psn_of(p, dest),
 				  .max_dest_rd_atomic = 1,
@@ -315,6 +315,8 @@ static struct ibv_qp *create_qp_of(struct rcp *p, struct ibv_qp_init_attr *init,
 		x.send_ops_flags |= IBV_QP_EX_WITH_SEND_WITH_INV;
 	if (p->shape.ext_aw)
 		x.send_ops_flags |= IBV_QP_EX_WITH_ATOMIC_WRITE;
+	if (p->shape.ext_local_inv)
+		x.send_ops_flags |= IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
 	if ((qp = ibv_create_qp_ex(p->c->ctx, &x)))
 		init->cap = x.cap;
 	return qp;
@@ -585,6 +587,10 @@ int rcp_setup(struct rcp *p)
 	p->b = p->a ? create_rc(p, p->ocq, p->rcq, 1, s->b_recv_wr, false, false, &p->bcap) : NULL;
 	if (!p->b)
 		return -1;
+	/* A quarter of the pairs run a smaller path MTU: every one up to the port's is legal (IBTA 11.2.1.2). */
+	p->path_mtu = c->pattr.active_mtu;
+	if (c->pattr.active_mtu > IBV_MTU_256 && rng_bernoulli(p->rng, 0.25))
+		p->path_mtu = (enum ibv_mtu)rng_range(p->rng, IBV_MTU_256, (uint64_t)c->pattr.active_mtu - 1);
 	/* Half the time the PSNs start just short of the 24-bit wrap. */
 	p->psn_a = rng_bernoulli(p->rng, 0.5) ? 0xffffffu - (uint32_t)rng_range(p->rng, 0, 3)
 					      : (uint32_t)rng_next(p->rng) & 0xffffff;

@@ -33,6 +33,7 @@ struct rcp_shape {
 	bool ext;	  /* A's send CQ made by ibv_create_cq_ex, A by ibv_create_qp_ex (the ibv_wr_* API) */
 	bool ext_inv;	  /* ext: A also takes ibv_wr_send_inv */
 	bool ext_aw;	  /* ext: A also takes ibv_wr_atomic_write */
+	bool ext_local_inv; /* ext: A also takes ibv_wr_local_inv and ibv_wr_bind_mw */
 	uint64_t ext_wc_flags; /* ext: more wc_flags for A's send CQ (timestamps) */
 	uint8_t timeout, retry_cnt; /* A's, when timeout is not 0 */
 	bool timeout0;		    /* A's timeout is 0: infinite */
@@ -65,6 +66,7 @@ struct rcp {
 	struct ibv_qp_cap acap, bcap;
 	struct rcp_shape shape;
 	uint32_t psn_a, psn_b;
+	enum ibv_mtu path_mtu; /* the pair's (both ways); 0 before rcp_setup: the port's active MTU */
 	uint64_t base_id;
 	int failures_at_start;
 	bool ran;	/* the pair was set up: the script was judged */

@@ -234,8 +234,8 @@ out:
 
 /*
  * A type-2 window bound to A over 64 bytes of its memory: B writes through
- * it; A, or half the time B (another QP of the PD), invalidates it locally
- * (IBV_WC_LOCAL_INV); B's next write through
+ * it; A (by ibv_post_send or ibv_wr_local_inv), or half the time B (another
+ * QP of the PD), invalidates it locally (IBV_WC_LOCAL_INV); B's next write through
  * the old rkey fails with REM_ACCESS_ERR and lands nowhere.  A's own WRITE
  * after the bind works: a bind sends nothing and takes no PSN.
  */
@@ -252,6 +252,9 @@ void rcp_case_window(struct rcp *p)
 	uint32_t rkey;
 	/* A local invalidation needs only the window's PD (IBTA 10.6.7.2.4): B, the other QP, may do it. */
 	bool by_b = rng_bernoulli(p->rng, 0.5);
+	/* Or A, by ibv_wr_local_inv: a device with type-2 windows takes IBV_QP_EX_WITH_LOCAL_INV. */
+	bool wr_api = !by_b && rng_bernoulli(p->rng, 0.5);
+	struct ibv_qp_ex *qx;
 
 	p->name = by_b ? "a type-2 window bound on A, invalidated locally through B (same PD)"
 		       : "a type-2 window, invalidated locally";
@@ -262,8 +265,16 @@ void rcp_case_window(struct rcp *p)
 			window_type1_stays(p);
 		return;
 	}
-	if (!(p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) || rcp_setup(p) ||
-	    !(mw = hw_alloc_mw(p->pd, IBV_MW_TYPE_2)))
+	if (!(p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B))
+		return;
+	p->shape.ext = p->shape.ext_local_inv = wr_api;
+	if (rcp_setup(p)) {
+		if (wr_api && p->abandoned && p->scq_ex)
+			rcp_fail(p, "ibv_create_qp_ex with IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW failed, "
+				    "although the device has type-2 memory windows");
+		return;
+	}
+	if (!(mw = hw_alloc_mw(p->pd, IBV_MW_TYPE_2)))
 		return;
 	rkey = ibv_inc_rkey(mw->rkey);
 	wr.bind_mw.mw = mw;
@@ -299,12 +310,25 @@ void rcp_case_window(struct rcp *p)
 				  .opcode = IBV_WR_LOCAL_INV,
 				  .send_flags = IBV_SEND_SIGNALED,
 				  .invalidate_rkey = rkey};
-	if (rcp_failed(p) || hw_post_send(by_b ? p->b : p->a, &wr, &bad))
+	if (rcp_failed(p))
 		goto out;
+	if (wr_api && (qx = hw_qp_to_qp_ex(p->a))) {
+		ibv_wr_start(qx);
+		qx->wr_id = wr.wr_id;
+		qx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_local_inv(qx, rkey);
+		if (ibv_wr_complete(qx)) {
+			rcp_fail(p, "ibv_wr_local_inv of a bound type-2 window's rkey %#x refused", rkey);
+			goto out;
+		}
+	} else if (hw_post_send(by_b ? p->b : p->a, &wr, &bad)) {
+		goto out;
+	}
 	e = rcp_done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
 	rcp_expect(p, by_b ? p->ocq : p->scq,
-		   by_b ? "B's send CQ (LOCAL_INV of a window bound on A, B on the same PD)"
-			: "A's send CQ (LOCAL_INV of the window)",
+		   by_b	    ? "B's send CQ (LOCAL_INV of a window bound on A, B on the same PD)"
+		   : wr_api ? "A's send CQ (ibv_wr_local_inv of the window)"
+			    : "A's send CQ (LOCAL_INV of the window)",
 		   &e, 1);
 	if (rcp_failed(p) || rcp_post1_rkey(p, p->b, p->base_id + 0x21, from, (uintptr_t)(p->buf + at), rkey))
 		goto out;

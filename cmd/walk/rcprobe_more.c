@@ -4,7 +4,8 @@
  * reaches:
  *
  *  - completion events: an armed CQ raises exactly one event, for a
- *    solicited message when armed for those only, none once disarmed;
+ *    solicited message (a SEND or a WRITE_WITH_IMM) when armed for those
+ *    only, for any once armed for the next as well, none once disarmed;
  *    the event names the CQ and the cq_context it was created with; a CQ
  *    armed while a completion waits in it, or armed and then resized,
  *    raises one for the next completion (rcprobe_life.c picks these two);
@@ -55,21 +56,32 @@ int rcp_cq_events(struct rcp *p, struct ibv_comp_channel *ch, uint64_t wait_ns, 
 	}
 }
 
-/* Posts B's receive i and A's 16-byte send i, solicited or not; *r and *s: their completions.  0: posted. */
-static int post_message(struct rcp *p, int i, bool solicited, struct rcp_exp *r, struct rcp_exp *s)
+/*
+ * Posts B's receive i and A's 16-byte message i, solicited or not: a SEND,
+ * or with write_imm an RDMA WRITE with immediate into the receive's slot
+ * (its SE bit counts as a SEND's: IBTA 9.2.3); *r and *s: their completions.  0: posted.
+ */
+static int post_message(struct rcp *p, int i, bool solicited, bool write_imm, struct rcp_exp *r,
+			struct rcp_exp *s)
 {
 	struct ibv_sge sge = {(uintptr_t)(p->buf + RCP_SRC), 16, p->mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = p->base_id + (uint64_t)i,
 				 .sg_list = &sge,
 				 .num_sge = 1,
-				 .opcode = IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED | (solicited ? IBV_SEND_SOLICITED : 0)},
+				 .opcode = write_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED | (solicited ? IBV_SEND_SOLICITED : 0),
+				 .imm_data = 0x5e000000u + (uint32_t)i},
 			   *bad;
 
-	*r = rcp_done(p->base_id + 0x40 + (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV);
+	*r = rcp_done(p->base_id + 0x40 + (uint64_t)i, IBV_WC_SUCCESS,
+		      write_imm ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV);
 	r->check_len = true;
 	r->byte_len = 16;
-	*s = rcp_done(wr.wr_id, IBV_WC_SUCCESS, IBV_WC_SEND);
+	r->imm = write_imm;
+	r->imm_data = wr.imm_data;
+	*s = rcp_done(wr.wr_id, IBV_WC_SUCCESS, write_imm ? IBV_WC_RDMA_WRITE : IBV_WC_SEND);
+	wr.wr.rdma.remote_addr = (uintptr_t)(p->buf + RCP_RECV + 64 * (uint32_t)i);
+	wr.wr.rdma.rkey = p->mr->rkey;
 	memcpy(p->model + RCP_RECV + 64 * (uint32_t)i, p->model + RCP_SRC, 16);
 	if (rcp_recv1(p->b, r->wr_id,
 		      (struct ibv_sge){(uintptr_t)(p->buf + RCP_RECV + 64 * (uint32_t)i), 64, p->mr->lkey}) ||
@@ -81,11 +93,11 @@ static int post_message(struct rcp *p, int i, bool solicited, struct rcp_exp *r,
 }
 
 /* Sends one message to B, solicited or not, and takes its receive completion. */
-static void message(struct rcp *p, int i, bool solicited)
+static void message(struct rcp *p, int i, bool solicited, bool write_imm)
 {
 	struct rcp_exp r, s;
 
-	if (post_message(p, i, solicited, &r, &s))
+	if (post_message(p, i, solicited, write_imm, &r, &s))
 		return;
 	rcp_expect(p, p->rcq, "B's receive CQ", &r, 1);
 	rcp_expect(p, p->scq, "A's send CQ", &s, 1);
@@ -94,11 +106,16 @@ static void message(struct rcp *p, int i, bool solicited)
 void rcp_case_notify(struct rcp *p)
 {
 	bool only_solicited = rng_bernoulli(p->rng, 0.5), first_solicited = rng_bernoulli(p->rng, 0.5);
-	bool first_wakes = !only_solicited || first_solicited;
+	/* Armed for solicited ones, then for the next one: the wider request wins (ibv_req_notify_cq(3)). */
+	bool rearmed = only_solicited && rng_bernoulli(p->rng, 0.3);
+	bool write_imm = rng_bernoulli(p->rng, 0.3);
+	bool first_wakes = !only_solicited || first_solicited || rearmed;
 	unsigned acked = 0;
 	int n;
 
-	p->name = only_solicited ? "completion events, armed for solicited messages" : "completion events";
+	p->name = rearmed	   ? "completion events, armed for solicited messages, then for the next"
+		  : only_solicited ? "completion events, armed for solicited messages"
+				   : "completion events";
 	p->shape = (struct rcp_shape){.scqe = RCP_CQE,
 				      .a_send_wr = 4,
 				      .a_recv_wr = 1,
@@ -108,17 +125,18 @@ void rcp_case_notify(struct rcp *p)
 	if (rcp_setup(p) || !p->ch)
 		return;
 	if (fcntl(p->ch->fd, F_SETFL, fcntl(p->ch->fd, F_GETFL) | O_NONBLOCK) ||
-	    hw_req_notify_cq(p->rcq, only_solicited))
+	    hw_req_notify_cq(p->rcq, only_solicited) || (rearmed && hw_req_notify_cq(p->rcq, 0)))
 		return;
-	message(p, 0, first_solicited);
+	message(p, 0, first_solicited, write_imm);
 	n = rcp_cq_events(p, p->ch, first_wakes ? RCP_EVENT_NS : RCP_QUIET_NS, &acked);
 	if (n != (first_wakes ? 1 : 0))
 		rcp_fail(
 		    p,
-		    "a %ssolicited message to a CQ armed (solicited_only=%d) raised %d events; expected %d",
-		    first_solicited ? "" : "not ", only_solicited, n, first_wakes);
+		    "a %ssolicited %s to a CQ armed (solicited_only=%d%s) raised %d events; expected %d",
+		    first_solicited ? "" : "not ", write_imm ? "WRITE_WITH_IMM" : "SEND", only_solicited,
+		    rearmed ? ", then 0" : "", n, first_wakes);
 	if (!rcp_failed(p)) {
-		message(p, 1, true);
+		message(p, 1, true, write_imm);
 		n = rcp_cq_events(p, p->ch, first_wakes ? RCP_QUIET_NS : RCP_EVENT_NS, &acked);
 		if (n != (first_wakes ? 0 : 1))
 			rcp_fail(p, "a solicited message to a CQ %s raised %d events; expected %d",
@@ -148,7 +166,7 @@ void rcp_notify_after(struct rcp *p, bool resize)
 		return;
 	if (!resize) {
 		/* Two messages, one receive completion taken: the other waits in the CQ. */
-		if (post_message(p, 0, false, &r[0], &s[0]) || post_message(p, 1, false, &r[1], &s[1]))
+		if (post_message(p, 0, false, false, &r[0], &s[0]) || post_message(p, 1, false, false, &r[1], &s[1]))
 			return;
 		rcp_expect(p, p->scq, "A's send CQ", s, 2);
 		rcp_expect(p, p->rcq, "B's receive CQ (one of two)", r, 1);
@@ -160,7 +178,7 @@ void rcp_notify_after(struct rcp *p, bool resize)
 		p->abandoned = true; /* a device need not resize */
 		return;
 	}
-	if (post_message(p, next, false, &r[next], &s[next]))
+	if (post_message(p, next, false, false, &r[next], &s[next]))
 		return;
 	rcp_expect(p, p->scq, "A's send CQ", &s[next], 1);
 	n = rcp_cq_events(p, p->ch, RCP_EVENT_NS, &acked);
@@ -444,7 +462,7 @@ void rcp_case_sqd(struct rcp *p)
 	    .scqe = RCP_CQE, .a_send_wr = 4, .a_recv_wr = 1, .b_recv_wr = 4, .a_rnr_retry = 7};
 	if (rcp_setup(p))
 		return;
-	message(p, 0, false);
+	message(p, 0, false, false);
 	if (rcp_failed(p) || hw_modify_qp(p->a, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY))
 		return;
 	if (rcp_async_event(p, IBV_EVENT_SQ_DRAINED, p->a, RCP_EVENT_NS) == 0)
@@ -455,7 +473,7 @@ void rcp_case_sqd(struct rcp *p)
 	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS};
 	if (rcp_failed(p) || hw_modify_qp(p->a, &a, IBV_QP_STATE))
 		return;
-	message(p, 1, false);
+	message(p, 1, false, false);
 	rcp_check_memory(p);
 }
 

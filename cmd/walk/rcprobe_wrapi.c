@@ -64,6 +64,56 @@ static void data_of(struct rcp *p, struct ibv_qp_ex *qx, uint32_t off, uint32_t 
 		ibv_wr_set_inline_data_list(qx, (size_t)*n, db);
 }
 
+/*
+ * One batch of exactly max_send_wr WRITEs on an empty send queue: the
+ * ibv_wr_* API takes as many WRs as the queue has room for
+ * (ibv_wr_post(3)), whatever it allocates on the way.
+ */
+static void batch_fills_sq(struct rcp *p)
+{
+	static const uint32_t sizes[] = {1, 2, 7, 16, 17, 32, 33};
+	struct rcp_exp e[RCP_MAX_WR];
+	struct ibv_wc wc[RCP_MAX_WR];
+	struct ibv_qp_ex *qx;
+	uint32_t n;
+	int rc;
+
+	p->name = "extended verbs: one ibv_wr_* batch as long as the send queue";
+	p->shape = (struct rcp_shape){.scqe = RCP_CQE,
+				      .a_send_wr = sizes[rng_range(p->rng, 0, 6)],
+				      .a_recv_wr = 1,
+				      .b_recv_wr = 1,
+				      .a_rnr_retry = 7,
+				      .ext = true};
+	if (rcp_setup(p) || !(qx = hw_qp_to_qp_ex(p->a)))
+		return;
+	if ((n = p->acap.max_send_wr) > RCP_MAX_WR) { /* the device rounded far up: too long a batch for here */
+		p->abandoned = true;
+		return;
+	}
+	ibv_wr_start(qx);
+	for (uint32_t i = 0; i < n; i++) {
+		struct rcp_piece src = {RCP_SRC + 8 * (uint32_t)rng_range(p->rng, 0, 511), 8},
+				 dst = {RCP_TGT + 8 * i, 8};
+
+		qx->wr_id = p->base_id + i;
+		qx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_rdma_write(qx, p->mr->rkey, (uintptr_t)(p->buf + dst.off));
+		ibv_wr_set_sge(qx, p->mr->lkey, (uintptr_t)(p->buf + src.off), 8);
+		rcp_model_move(p, &src, 1, &dst, 1);
+		e[i] = rcp_done(qx->wr_id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	}
+	if ((rc = ibv_wr_complete(qx))) {
+		rcp_fail(p, "ibv_wr_complete of %u WRITEs on an empty send queue of max_send_wr %u returned %d (%s)",
+			 n, n, rc, strerror(rc));
+		return;
+	}
+	rcp_judge(p, p->scq, "A's extended send CQ (a batch as long as the send queue)", wc,
+		  rcp_poll_ex(p, p->scq_ex, wc, (int)n), e, (int)n);
+	rcp_expect_empty(p, p->scq, "A's send CQ");
+	rcp_check_memory(p);
+}
+
 void rcp_case_wrapi(struct rcp *p)
 {
 	struct rcp_exp a[WRAPI_N], b[WRAPI_N];
@@ -77,6 +127,10 @@ void rcp_case_wrapi(struct rcp *p)
 	bool aw = !p->c->devprobe.rc_no_atomic_write && rng_bernoulli(p->rng, 0.5);
 	int ns, nb = 0, rc, n = inv ? WRAPI_N - 1 : WRAPI_N - 2;
 
+	if (rng_bernoulli(p->rng, 0.3)) {
+		batch_fills_sq(p);
+		return;
+	}
 	p->name = inv ? "extended verbs: ibv_wr_send/send_imm/rdma_write_imm/rdma_read/send_inv, SGE and inline "
 			"lists"
 		      : "extended verbs: ibv_wr_send/send_imm/rdma_write_imm/rdma_read, SGE and inline lists";
