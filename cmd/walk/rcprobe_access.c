@@ -251,9 +251,9 @@ void rcp_case_window(struct rcp *p)
 	struct rcp_piece from = {RCP_SRC + 64, 16}, to = {at + 8, 16};
 	uint32_t rkey;
 	/* A local invalidation needs only the window's PD (IBTA 10.6.7.2.4): B, the other QP, may do it. */
-	bool by_b = rng_bernoulli(p->rng, 0.5);
+	bool by_b = rng_bernoulli(p->rng, 0.4);
 	/* Or A, by ibv_wr_local_inv: a device with type-2 windows takes IBV_QP_EX_WITH_LOCAL_INV. */
-	bool wr_api = !by_b && rng_bernoulli(p->rng, 0.5);
+	bool wr_api = !by_b && rng_bernoulli(p->rng, 0.6);
 	struct ibv_qp_ex *qx;
 
 	p->name = by_b ? "a type-2 window bound on A, invalidated locally through B (same PD)"

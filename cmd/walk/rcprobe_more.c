@@ -107,7 +107,7 @@ void rcp_case_notify(struct rcp *p)
 {
 	bool only_solicited = rng_bernoulli(p->rng, 0.5), first_solicited = rng_bernoulli(p->rng, 0.5);
 	/* Armed for solicited ones, then for the next one: the wider request wins (ibv_req_notify_cq(3)). */
-	bool rearmed = only_solicited && rng_bernoulli(p->rng, 0.3);
+	bool rearmed = only_solicited && rng_bernoulli(p->rng, 0.5);
 	bool write_imm = rng_bernoulli(p->rng, 0.3);
 	bool first_wakes = !only_solicited || first_solicited || rearmed;
 	unsigned acked = 0;
