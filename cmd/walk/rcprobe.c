@@ -87,6 +87,18 @@ static uint32_t psn_of(const struct rcp *p, const struct ibv_qp *qp)
 	return qp == p->a ? p->psn_a : p->psn_b;
 }
 
+void rcp_legal_path(struct rcp *p, struct ibv_ah_attr *ah)
+{
+	ah->grh.hop_limit = 64;
+	if (!rng_bernoulli(p->rng, 0.3))
+		return;
+	/* DSCP only: the ECN bits are the network's.  Hop limits stay high enough to cross routers. */
+	ah->sl = (uint8_t)rng_range(p->rng, 0, 15);
+	ah->grh.traffic_class = (uint8_t)(rng_range(p->rng, 0, 63) << 2);
+	ah->grh.flow_label = (uint32_t)rng_range(p->rng, 0, 0xfffff);
+	ah->grh.hop_limit = (uint8_t)rng_range(p->rng, 64, 255);
+}
+
 void rcp_rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a, int *mask)
 {
 	const struct walk_peer_addr *me = &p->c->peers[p->c->id];
@@ -102,7 +114,7 @@ void rcp_rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a, int
 	a->ah_attr.is_global = 1;
 	a->ah_attr.grh.dgid = me->gid;
 	a->ah_attr.grh.sgid_index = (uint8_t)p->c->cfg->gid_index;
-	a->ah_attr.grh.hop_limit = 64;
+	rcp_legal_path(p, &a->ah_attr);
 	*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 	if (dest->qp_type == IBV_QPT_RC)
 		*mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
@@ -835,7 +847,13 @@ struct ibv_ah *rcp_self_ah(struct rcp *p)
 					  .sgid_index = (uint8_t)p->c->cfg->gid_index,
 					  .hop_limit = 64}};
 
-	return hw_create_ah(p->pd, &aha);
+	struct ibv_ah *ah;
+
+	rcp_legal_path(p, &aha);
+	if (!(ah = hw_create_ah(p->pd, &aha)) && errno == EINVAL)
+		rcp_fail(p, "ibv_create_ah to this port (sl %u, traffic_class %u, flow_label %#x, hop_limit %u) failed: %s",
+			 aha.sl, aha.grh.traffic_class, aha.grh.flow_label, aha.grh.hop_limit, strerror(errno));
+	return ah;
 }
 
 void rcp_ud_pair_free(struct rcp *p, struct ibv_qp *rc_a, struct ibv_qp *rc_b, struct ibv_qp *ua,

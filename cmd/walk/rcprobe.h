@@ -145,6 +145,12 @@ void rcp_wait_ns(uint64_t ns);
 bool rcp_late(uint64_t end, unsigned *late);
 void rcp_idle(unsigned *idle);
 
+/*
+ * The path attributes every device must take, now and then not the usual
+ * ones: any SL (0-15), a DSCP traffic class, any flow label, a hop limit of
+ * 64-255 (ibv_modify_qp(3), ibv_create_ah(3)).
+ */
+void rcp_legal_path(struct rcp *p, struct ibv_ah_attr *ah);
 /* RESET -> INIT with the probe's port and access flags; the RTR attributes toward dest, and their mask. */
 int rcp_to_init(struct rcp *p, struct ibv_qp *qp);
 void rcp_rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a, int *mask);
