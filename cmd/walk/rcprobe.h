@@ -60,6 +60,7 @@ struct rcp {
 	struct ibv_mr *mr;
 	struct ibv_cq *scq, *rcq, *ocq; /* A's sends, B's receives, the rest */
 	struct ibv_comp_channel *ch;
+	struct ibv_cq *xcq; /* notify: a second CQ on ch, armed, never given a completion */
 	struct ibv_cq_ex *scq_ex; /* shape.ext: scq's extended face */
 	struct ibv_cq_ex *rcq_ex; /* rcq made by ibv_create_cq_ex: rcp_expect reads it with ibv_wc_read_* */
 	struct ibv_qp *a, *b;

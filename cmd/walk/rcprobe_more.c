@@ -38,9 +38,12 @@ int rcp_cq_events(struct rcp *p, struct ibv_comp_channel *ch, uint64_t wait_ns, 
 
 	for (;;) {
 		if (hw_get_cq_event(ch, &cq, &ctx) == 0) {
-			if (cq != p->rcq)
-				rcp_fail(p, "a completion event named another CQ (%p, expected %p)",
-					 (void *)cq, (void *)p->rcq);
+			if (cq != p->rcq) {
+				rcp_fail(p, "a completion event named another CQ (%p%s, expected %p)", (void *)cq,
+					 cq == p->xcq ? ": the idle CQ on the same channel" : "", (void *)p->rcq);
+				if (cq == p->xcq)
+					hw_ack_cq_events(cq, 1); /* so that it can be destroyed */
+			}
 			else if (ctx != p)
 				rcp_fail(
 				    p, "ibv_get_cq_event returned cq_context %p; the CQ was created with %p",
@@ -124,9 +127,13 @@ void rcp_case_notify(struct rcp *p)
 				      .channel = true};
 	if (rcp_setup(p) || !p->ch)
 		return;
+	/* Half the time a second CQ shares the channel, armed: its events would name it, and it has none. */
+	if (rng_bernoulli(p->rng, 0.5) && (p->xcq = hw_create_cq(p->c->ctx, 4, p, p->ch, 0)) &&
+	    hw_req_notify_cq(p->xcq, 0))
+		goto out;
 	if (fcntl(p->ch->fd, F_SETFL, fcntl(p->ch->fd, F_GETFL) | O_NONBLOCK) ||
 	    hw_req_notify_cq(p->rcq, only_solicited) || (rearmed && hw_req_notify_cq(p->rcq, 0)))
-		return;
+		goto out;
 	message(p, 0, first_solicited, write_imm);
 	n = rcp_cq_events(p, p->ch, first_wakes ? RCP_EVENT_NS : RCP_QUIET_NS, &acked);
 	if (n != (first_wakes ? 1 : 0))
@@ -145,6 +152,10 @@ void rcp_case_notify(struct rcp *p)
 	}
 	rcp_check_memory(p);
 	hw_ack_cq_events(p->rcq, acked);
+out:
+	if (p->xcq)
+		hw_destroy_cq(p->xcq);
+	p->xcq = NULL;
 }
 
 /*
