@@ -54,6 +54,7 @@ struct rcp_script {
 	struct rcp_exp aexp[RCP_DATA_WR], bexp[RCP_DATA_WR];
 	int na, nb;
 	struct rcp_piece last_write;
+	struct rcp_piece last_read; /* a piece a READ of the script brings (RC) */
 };
 
 /*
@@ -189,6 +190,9 @@ static uint32_t add_read(struct rcp *p, struct rcp_script *s, int i, struct ibv_
 	w->wr.rdma.remote_addr = (uintptr_t)(p->buf + from.off);
 	w->wr.rdma.rkey = p->mr->rkey;
 	rcp_model_move(p, &from, 1, dst, nd);
+	for (int j = 0; j < nd; j++)
+		if (dst[j].len > s->last_read.len)
+			s->last_read = dst[j];
 	return from.len;
 }
 
@@ -224,11 +228,19 @@ static void add_message(struct rcp *p, struct rcp_script *s, int i, int op, stru
 	int ns = rcp_pieces(p, off, len,
 			    (int)rng_range(p->rng, 1, (uint64_t)imin(RCP_MAX_SGE, (int)p->acap.max_send_sge)),
 			    16, src);
-	bool send = op == OP_SEND || op == OP_SEND_IMM;
+	bool send = op == OP_SEND || op == OP_SEND_IMM, fenced = false;
 
+	if (s->last_read.len && rng_bernoulli(p->rng, 0.25)) {
+		/* IBV_SEND_FENCE: the WR waits for the READs before it, so it can pass on what one brought. */
+		len = s->last_read.len < len ? s->last_read.len : len;
+		src[0] = (struct rcp_piece){s->last_read.off, len};
+		ns = 1;
+		w->send_flags |= IBV_SEND_FENCE;
+		fenced = true;
+	}
 	rcp_sges(p, src, ns, s->sge[i]);
 	w->num_sge = ns;
-	if (len <= p->acap.max_inline_data &&
+	if (!fenced && len <= p->acap.max_inline_data &&
 	    (len == p->acap.max_inline_data || rng_bernoulli(p->rng, 0.3))) {
 		w->send_flags |= IBV_SEND_INLINE; /* the data is copied at post: no lkey is looked at */
 		for (int j = 0; j < ns; j++)
