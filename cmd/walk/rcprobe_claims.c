@@ -3,7 +3,8 @@
  * Probe script (rcprobe.h): what the device claims must work, and an
  * unsignaled WR that fails must still complete.
  *
- *  - claims: ibv_query_device's IBV_DEVICE_MEM_WINDOW and
+ *  - claims: ibv_query_device agrees with itself over time and with
+ *    ibv_query_device_ex's orig_attr; its IBV_DEVICE_MEM_WINDOW and
  *    IBV_DEVICE_MEM_WINDOW_TYPE_2B make ibv_alloc_mw of type 1 and type 2
  *    succeed; an RC QP asking for max_sge SGEs each way is created with at
  *    least that many, one asking for max_sge + 1 is refused;
@@ -14,7 +15,32 @@
  */
 #include "cmd/walk/rcprobe.h"
 
+#include <stddef.h>
 #include <string.h>
+
+/*
+ * One device, one set of attributes: ibv_query_device now, at the walk's
+ * start and as ibv_query_device_ex's orig_attr must agree (every field
+ * after fw_ver, compared as bytes up to the last one; fw_ver as a string).
+ */
+static void attrs_agree(struct rcp *p, const struct ibv_device_attr *now)
+{
+	const size_t from = offsetof(struct ibv_device_attr, node_guid),
+		     to = offsetof(struct ibv_device_attr, phys_port_cnt) + sizeof(now->phys_port_cnt);
+	struct ibv_device_attr_ex x;
+
+	memset(&x, 0, sizeof(x));
+	if (memcmp((const char *)now + from, (const char *)&p->c->dattr + from, to - from) ||
+	    strncmp(now->fw_ver, p->c->dattr.fw_ver, sizeof(now->fw_ver)))
+		rcp_fail(p, "ibv_query_device now reports other attributes than at the start of the walk");
+	else if (ibv_query_device_ex(p->c->ctx, NULL, &x) == 0 &&
+		 (memcmp((const char *)now + from, (const char *)&x.orig_attr + from, to - from) ||
+		  strncmp(now->fw_ver, x.orig_attr.fw_ver, sizeof(now->fw_ver))))
+		rcp_fail(p, "ibv_query_device_ex's orig_attr differs from ibv_query_device (atomic_cap %d and %d, "
+			    "device_cap_flags %#x and %#x, max_qp_wr %d and %d)",
+			 x.orig_attr.atomic_cap, now->atomic_cap, x.orig_attr.device_cap_flags, now->device_cap_flags,
+			 x.orig_attr.max_qp_wr, now->max_qp_wr);
+}
 
 static void claims(struct rcp *p)
 {
@@ -23,8 +49,10 @@ static void claims(struct rcp *p)
 	struct ibv_qp *qp;
 	struct ibv_mw *mw;
 
+	memset(&d, 0, sizeof(d));
 	if (hw_query_device(p->c->ctx, &d))
 		return;
+	attrs_agree(p, &d);
 	for (int t = 0; t < 2; t++) {
 		int flag = t ? IBV_DEVICE_MEM_WINDOW_TYPE_2B : IBV_DEVICE_MEM_WINDOW;
 
