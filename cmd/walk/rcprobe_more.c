@@ -348,7 +348,8 @@ void rcp_case_ud(struct rcp *p)
 					     .imm_data = (uint32_t)rng_next(p->rng)};
 		wr[i].wr.ud.ah = ah;
 		wr[i].wr.ud.remote_qpn = ub->qp_num;
-		wr[i].wr.ud.remote_qkey = i == wrong		       ? RCP_QKEY ^ 0x100
+		/* The wrong Q_Key differs in one bit, any but the privileged one: all 32 are compared. */
+		wr[i].wr.ud.remote_qkey = i == wrong ? RCP_QKEY ^ (1u << rng_range(p->rng, 0, 30))
 					  : rng_bernoulli(p->rng, 0.2) ? 0x80000000u
 								       : RCP_QKEY;
 		aexp[i] = rcp_done(wr[i].wr_id, IBV_WC_SUCCESS, IBV_WC_SEND);
