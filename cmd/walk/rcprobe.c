@@ -114,7 +114,13 @@ void rcp_rtr_attr(struct rcp *p, struct ibv_qp *dest, struct ibv_qp_attr *a, int
 	a->ah_attr.is_global = 1;
 	a->ah_attr.grh.dgid = me->gid;
 	a->ah_attr.grh.sgid_index = (uint8_t)p->c->cfg->gid_index;
-	rcp_legal_path(p, &a->ah_attr);
+	a->ah_attr.grh.hop_limit = 64;
+	if (p->path.grh.hop_limit) { /* the pair's own, drawn by rcp_setup */
+		a->ah_attr.sl = p->path.sl;
+		a->ah_attr.grh.traffic_class = p->path.grh.traffic_class;
+		a->ah_attr.grh.flow_label = p->path.grh.flow_label;
+		a->ah_attr.grh.hop_limit = p->path.grh.hop_limit;
+	}
 	*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 	if (dest->qp_type == IBV_QPT_RC)
 		*mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
@@ -293,6 +299,10 @@ static void check_query(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, c
 		bad = "rq_psn";
 	else if (memcmp(&got.ah_attr.grh.dgid, &rtr.ah_attr.grh.dgid, sizeof(union ibv_gid)))
 		bad = "ah_attr.grh.dgid";
+	else if (got.ah_attr.sl != rtr.ah_attr.sl || got.ah_attr.grh.traffic_class != rtr.ah_attr.grh.traffic_class ||
+		 got.ah_attr.grh.flow_label != rtr.ah_attr.grh.flow_label ||
+		 got.ah_attr.grh.hop_limit != rtr.ah_attr.grh.hop_limit)
+		bad = "ah_attr (sl, traffic_class, flow_label or hop_limit)";
 	else if (init.cap.max_send_wr != cap->max_send_wr || init.cap.max_recv_wr != cap->max_recv_wr ||
 		 init.cap.max_send_sge != cap->max_send_sge || init.cap.max_recv_sge != cap->max_recv_sge ||
 		 init.cap.max_inline_data != cap->max_inline_data)
@@ -603,6 +613,8 @@ int rcp_setup(struct rcp *p)
 	p->path_mtu = c->pattr.active_mtu;
 	if (c->pattr.active_mtu > IBV_MTU_256 && rng_bernoulli(p->rng, 0.25))
 		p->path_mtu = (enum ibv_mtu)rng_range(p->rng, IBV_MTU_256, (uint64_t)c->pattr.active_mtu - 1);
+	p->path = (struct ibv_ah_attr){.grh.hop_limit = 64};
+	rcp_legal_path(p, &p->path);
 	/* Half the time the PSNs start just short of the 24-bit wrap. */
 	p->psn_a = rng_bernoulli(p->rng, 0.5) ? 0xffffffu - (uint32_t)rng_range(p->rng, 0, 3)
 					      : (uint32_t)rng_next(p->rng) & 0xffffff;

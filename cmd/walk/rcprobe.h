@@ -68,6 +68,7 @@ struct rcp {
 	struct rcp_shape shape;
 	uint32_t psn_a, psn_b;
 	enum ibv_mtu path_mtu; /* the pair's (both ways); 0 before rcp_setup: the port's active MTU */
+	struct ibv_ah_attr path; /* the pair's sl and GRH fields (rcp_legal_path); hop_limit 0 before rcp_setup */
 	uint64_t base_id;
 	int failures_at_start;
 	bool ran;	/* the pair was set up: the script was judged */
