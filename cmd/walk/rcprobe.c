@@ -1042,7 +1042,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 77);
+	pick = rng_range(p.rng, 0, 78);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -1117,8 +1117,10 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_drain(&p);
 	else if (pick < 77) /* a second slot each: their variants are many */
 		rcp_case_notify(&p);
-	else
+	else if (pick < 78)
 		rcp_case_window(&p);
+	else
+		rcp_case_holds(&p);
 	/* Scripts without the pair (rcprobe_life.c's PD checks) have no CQ to hold busy. */
 	if (p.ran && p.scq && !rcp_failed(&p) && !p.scq_dirty && !p.abandoned && rng_bernoulli(p.rng, 0.25))
 		check_busy(&p);

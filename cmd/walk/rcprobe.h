@@ -226,6 +226,8 @@ void rcp_case_wrapi(struct rcp *p);
 void rcp_case_life(struct rcp *p);
 /* rcprobe_clock.c: completion timestamps against the host's clock */
 void rcp_case_clock(struct rcp *p);
+/* rcprobe_holds.c: channels and CQs held by their users only, REMOTE_READ alone, atomic_cap */
+void rcp_case_holds(struct rcp *p);
 /* rcprobe_iova.c: an MR registered at an IOVA of its own */
 void rcp_case_iova(struct rcp *p);
 /* rcprobe_create.c: what creating CQs, QPs, SRQs, windows and ibv_rereg_mr refuse or report */
