@@ -868,17 +868,22 @@ struct ibv_ah *rcp_self_ah(struct rcp *p)
 	return ah;
 }
 
-void rcp_ud_pair_free(struct rcp *p, struct ibv_qp *rc_a, struct ibv_qp *rc_b, struct ibv_qp *ua,
-		      struct ibv_qp *ub, struct ibv_ah *ah)
+void rcp_ud_free(struct ibv_qp *ua, struct ibv_qp *ub, struct ibv_ah *ah)
 {
-	p->a = rc_a;
-	p->b = rc_b;
 	if (ua)
 		hw_destroy_qp(ua);
 	if (ub)
 		hw_destroy_qp(ub);
 	if (ah)
 		hw_destroy_ah(ah);
+}
+
+void rcp_ud_pair_free(struct rcp *p, struct ibv_qp *rc_a, struct ibv_qp *rc_b, struct ibv_qp *ua,
+		      struct ibv_qp *ub, struct ibv_ah *ah)
+{
+	p->a = rc_a;
+	p->b = rc_b;
+	rcp_ud_free(ua, ub, ah);
 }
 
 int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, uint64_t wait_ns)

@@ -126,6 +126,8 @@ struct ibv_ah *rcp_self_ah(struct rcp *p);
 /* The end of a script that swapped a UD (or UC) pair in for p's RC pair: the RC pair back, the rest freed. */
 void rcp_ud_pair_free(struct rcp *p, struct ibv_qp *rc_a, struct ibv_qp *rc_b, struct ibv_qp *ua,
 		      struct ibv_qp *ub, struct ibv_ah *ah);
+/* The UD QPs and AH a script made (any may be NULL). */
+void rcp_ud_free(struct ibv_qp *ua, struct ibv_qp *ub, struct ibv_ah *ah);
 int rcp_reconnect(struct rcp *p);
 /* One of cap's four fields, at random, one past the device's limit (max_qp_wr or max_sge); says which. */
 const char *rcp_cap_past_limit(struct rcp *p, struct ibv_qp_cap *cap);

@@ -203,12 +203,7 @@ static void cq_ex_traffic(struct rcp *p, struct ibv_cq_ex *cx, uint64_t wc_flags
 		ibv_end_poll(cx);
 	}
 out:
-	if (ua)
-		hw_destroy_qp(ua);
-	if (ub)
-		hw_destroy_qp(ub);
-	if (ah)
-		hw_destroy_ah(ah);
+	rcp_ud_free(ua, ub, ah);
 }
 
 static void cq_ex_flags(struct rcp *p)
