@@ -915,7 +915,7 @@ int rcp_async_event(struct rcp *p, enum ibv_event_type type, const void *obj, ui
 }
 
 /* One signaled WR of one SGE to raddr through rkey (a FETCH_ADD adds 1). */
-static int post1_through(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge sge,
+int rcp_post1_through(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge sge,
 			 uint64_t raddr, uint32_t rkey)
 {
 	struct ibv_send_wr wr = {.wr_id = wr_id,
@@ -938,7 +938,7 @@ static int post1_through(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_i
 int rcp_post1(struct rcp *p, struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge sge,
 	      uint64_t raddr)
 {
-	return post1_through(qp, op, wr_id, sge, raddr, p->mr->rkey);
+	return rcp_post1_through(qp, op, wr_id, sge, raddr, p->mr->rkey);
 }
 
 int rcp_recv1(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge sge)
@@ -954,7 +954,7 @@ int rcp_post1_rkey(struct rcp *p, struct ibv_qp *qp, uint64_t wr_id, struct rcp_
 {
 	struct ibv_sge sge = {(uintptr_t)(p->buf + from.off), from.len, p->mr->lkey};
 
-	return post1_through(qp, IBV_WR_RDMA_WRITE, wr_id, sge, raddr, rkey);
+	return rcp_post1_through(qp, IBV_WR_RDMA_WRITE, wr_id, sge, raddr, rkey);
 }
 
 /* Only type-2 windows can be invalidated (ibv_post_send(3), IBTA 10.6.7.2): LOCAL_INV of a type-1 one fails.

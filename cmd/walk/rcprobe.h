@@ -93,6 +93,9 @@ static inline struct rcp_exp rcp_done(uint64_t wr_id, enum ibv_wc_status st, enu
 int rcp_post1(struct rcp *p, struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge sge,
 	      uint64_t raddr);
 int rcp_recv1(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge sge);
+/* rcp_post1 through any rkey (RDMA: raddr, rkey; a FETCH_ADD adds 1). */
+int rcp_post1_through(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge sge, uint64_t raddr,
+		      uint32_t rkey);
 /* A signaled WRITE of `from` to raddr through rkey. */
 int rcp_post1_rkey(struct rcp *p, struct ibv_qp *qp, uint64_t wr_id, struct rcp_piece from, uint64_t raddr,
 		   uint32_t rkey);

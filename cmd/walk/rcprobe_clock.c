@@ -15,8 +15,6 @@
  */
 #include "cmd/walk/rcprobe.h"
 
-#include <time.h>
-
 #define CLOCK_SLACK_NS (2 * 1000000ull) /* plus 10%: two clocks, read at slightly different moments */
 
 struct stamped {

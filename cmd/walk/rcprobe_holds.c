@@ -110,14 +110,9 @@ static enum ibv_wc_status through(struct rcp *p, enum ibv_wr_opcode op, uint64_t
 				  uint32_t rkey, uint32_t local)
 {
 	struct ibv_sge sge = {(uintptr_t)(p->buf + local), len, p->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1, .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
 	struct ibv_wc wc;
 
-	wr.wr.rdma.remote_addr = (uintptr_t)(p->buf + off);
-	wr.wr.rdma.rkey = rkey;
-	if (hw_post_send(p->a, &wr, &bad)) {
+	if (rcp_post1_through(p->a, op, id, sge, (uintptr_t)(p->buf + off), rkey)) {
 		rcp_fail(p, "a %s through an MR's rkey refused at post", op == IBV_WR_RDMA_READ ? "READ" : "WRITE");
 		return IBV_WC_GENERAL_ERR;
 	}

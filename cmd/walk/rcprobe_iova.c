@@ -15,17 +15,9 @@
 static int post_keyed(struct rcp *p, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge sge, uint64_t raddr,
 		      uint32_t rkey)
 {
-	struct ibv_send_wr wr = {.wr_id = wr_id,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
 	int rc;
 
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	if ((rc = hw_post_send(p->a, &wr, &bad)))
+	if ((rc = rcp_post1_through(p->a, op, wr_id, sge, raddr, rkey)))
 		rcp_fail(p, "a WR through the IOVA MR refused at post: %s", strerror(rc));
 	return rc;
 }
