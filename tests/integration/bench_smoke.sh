@@ -43,6 +43,9 @@ done
 # Rendezvous sizes, two threads, and a duration instead of a count.
 "$RDMATOOL" -j bench send_bw -s 65536 -n 20 --threads=2 >"$dir/rndv.json" || fail "send_bw 64 KiB failed"
 check_transport "$dir/rndv.json" send_bw
+# Exactly the asked count per thread: the untimed warm-up operations before it are not counted.
+jq -e '[.results[] | .n_iterations] == [40, 40]' "$dir/rndv.json" >/dev/null ||
+	fail "send_bw -n 20 --threads=2 counted other than 40 operations: $(cat "$dir/rndv.json")"
 "$RDMATOOL" -j bench msg_rate -D 0.2 --threads=2 --lock=striped >"$dir/dur.json" || fail "msg_rate -D failed"
 jq -e '(.results | length) == 1 and .results[0].n_iterations > 0 and .results[0].threads == 2' "$dir/dur.json" \
 	>/dev/null || fail "msg_rate -D: $(cat "$dir/dur.json")"
