@@ -233,7 +233,9 @@ out:
 }
 
 /*
- * A type-2 window bound to A over 64 bytes of its memory: B writes through
+ * A type-2 window bound to A over 64 bytes of its memory (by ibv_post_send
+ * or ibv_wr_bind_mw; now and then under an rkey whose index bits differ,
+ * which must fail or bind under the key byte alone): B writes through
  * it; A (by ibv_post_send or ibv_wr_local_inv), or half the time B (another
  * QP of the PD), invalidates it locally (IBV_WC_LOCAL_INV); B's next write through
  * the old rkey fails with REM_ACCESS_ERR and lands nowhere.  A's own WRITE
@@ -278,14 +280,50 @@ void rcp_case_window(struct rcp *p)
 		return;
 	rkey = ibv_inc_rkey(mw->rkey);
 	wr.bind_mw.mw = mw;
-	wr.bind_mw.rkey = rkey;
+	/*
+	 * Now and then the new rkey changes the index bits too, where only its
+	 * key byte is the consumer's to choose: the bind fails (MW_BIND_ERR), or it
+	 * takes the key byte alone, as rxe does, and the window answers to rkey.
+	 */
+	wr.bind_mw.rkey = rng_bernoulli(p->rng, 0.15) ? rkey ^ (1u << (8 + rng_range(p->rng, 0, 15))) : rkey;
 	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){.mr = p->mr,
 							 .addr = (uintptr_t)(p->buf + at),
 							 .length = 64,
 							 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE};
-	if (hw_post_send(p->a, &wr, &bad))
+	if (wr_api && rng_bernoulli(p->rng, 0.5) && (qx = hw_qp_to_qp_ex(p->a))) {
+		/* ibv_wr_bind_mw binds under the rkey it is given, as the WR's bind_mw.rkey. */
+		ibv_wr_start(qx);
+		qx->wr_id = wr.wr_id;
+		qx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_bind_mw(qx, mw, wr.bind_mw.rkey, &wr.bind_mw.bind_info);
+		if (ibv_wr_complete(qx)) {
+			rcp_fail(p, "ibv_wr_bind_mw of a type-2 window on a QP made with IBV_QP_EX_WITH_BIND_MW refused");
+			goto out;
+		}
+	} else if (hw_post_send(p->a, &wr, &bad)) {
 		goto out;
-	rcp_expect(p, p->scq, "A's send CQ (the bind)", &e, 1);
+	}
+	if (wr.bind_mw.rkey != rkey) {
+		struct ibv_wc wc;
+
+		if (!rcp_poll1(p, p->scq, &wc))
+			goto out;
+		if (wc.wr_id != wr.wr_id || (wc.status != IBV_WC_SUCCESS && wc.status != IBV_WC_MW_BIND_ERR)) {
+			rcp_fail(p,
+				 "A's send CQ (a type-2 bind under rkey %#x, whose index bits differ from the "
+				 "window's %#x): wr_id %#llx status %s; expected %#llx SUCCESS or MW_BIND_ERR",
+				 wr.bind_mw.rkey, mw->rkey, (unsigned long long)wc.wr_id,
+				 ibv_wc_status_str(wc.status), (unsigned long long)wr.wr_id);
+			goto out;
+		}
+		if (wc.status != IBV_WC_SUCCESS) {
+			rcp_expect_state(p, p->a, "A after a bind refused for its rkey's index bits", IBV_QPS_ERR);
+			rcp_check_memory(p);
+			goto out;
+		}
+	} else {
+		rcp_expect(p, p->scq, "A's send CQ (the bind)", &e, 1);
+	}
 	if (rcp_failed(p))
 		goto out;
 	{

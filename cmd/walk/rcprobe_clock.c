@@ -10,17 +10,31 @@
  * post to the second poll.  The ticks are converted with ibv_query_device_ex's
  * hca_core_clock (kHz, ibv_query_device_ex(3)) and completion_timestamp_mask
  * (the counter may wrap); the wall-clock reading, in ns, must advance the same.
- * Only differences are judged: a NIC's clock need not be the host's.
+ * Only differences are judged for the device clock: a NIC's clock need not be
+ * the host's.  The wall-clock reading is also judged absolutely, leniently: it
+ * is time since the epoch, so it lies within a day of the host's CLOCK_REALTIME
+ * (a NIC's PTP clock need not be synchronised to the host, but it is no boot-time counter).
  * A device without timestamps (flag refused, or hca_core_clock 0) is not judged.
  */
 #include "cmd/walk/rcprobe.h"
 
 #define CLOCK_SLACK_NS (2 * 1000000ull) /* plus 10%: two clocks, read at slightly different moments */
 
+#define WALL_OFF_MAX_NS (86400ull * 1000000000ull) /* a wall clock a day off the host's is not one */
+
 struct stamped {
 	uint64_t posted, polled; /* host CLOCK_MONOTONIC, ns */
+	uint64_t polled_real;	 /* host CLOCK_REALTIME at the poll, ns */
 	uint64_t ticks, wall_ns;
 };
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 /* One signaled WRITE on A and its completion read with its timestamps; 0: it completed with SUCCESS. */
 static int write_stamped(struct rcp *p, uint64_t wr_id, bool wall, struct stamped *st)
@@ -54,6 +68,7 @@ static int write_stamped(struct rcp *p, uint64_t wr_id, bool wall, struct stampe
 		rcp_idle(&idle);
 	}
 	st->polled = walk_now_ns();
+	st->polled_real = realtime_ns();
 	if (p->scq_ex->wr_id != wr_id || p->scq_ex->status != IBV_WC_SUCCESS) {
 		rcp_fail(p, "A's send CQ: wr_id %#llx status %s; expected %#llx SUCCESS",
 			 (unsigned long long)p->scq_ex->wr_id, ibv_wc_status_str(p->scq_ex->status),
@@ -111,6 +126,14 @@ void rcp_case_clock(struct rcp *p)
 			 (unsigned long long)lo / 1000, (unsigned long long)hi / 1000, (unsigned long long)ticks,
 			 (unsigned long long)ns / 1000, (unsigned long long)dx.hca_core_clock,
 			 (unsigned long long)dx.completion_timestamp_mask);
+	else if (wall && (s1.wall_ns > s1.polled_real + WALL_OFF_MAX_NS ||
+			  s1.wall_ns + WALL_OFF_MAX_NS < s1.polled_real))
+		rcp_fail(p,
+			 "ibv_wc_read_completion_wallclock_ns read %llu ns, %.0f s from the host's CLOCK_REALTIME "
+			 "%llu ns at the poll: wall-clock time is nanoseconds since the epoch",
+			 (unsigned long long)s1.wall_ns,
+			 ((double)s1.wall_ns - (double)s1.polled_real) / 1e9,
+			 (unsigned long long)s1.polled_real);
 	else if (wall && !within(s2.wall_ns - s1.wall_ns, lo, hi))
 		rcp_fail(p,
 			 "two completions %llu..%llu us apart by the host's clock are %lld us apart by "

@@ -7,7 +7,9 @@
  *    none of them: RC WRITEs and SENDs, or UD datagrams, posted in SQD
  *    neither complete nor touch the remote memory until the QP is back in
  *    RTS, and then they run, in order; SQD -> ERR flushes them instead
- *    (WR_FLUSH_ERR, the memory untouched);
+ *    (WR_FLUSH_ERR, the memory untouched); half the time the RTS -> SQD
+ *    carries IBV_QP_EN_SQD_ASYNC_NOTIFY with en_sqd_async_notify 0, and no
+ *    IBV_EVENT_SQ_DRAINED may come (the value asks for it, not the mask bit);
  *  - RTS -> SQD with en_sqd_async_notify while a SEND posted before it
  *    waits on RNR (no receive at B, rnr_retry 7): ibv_query_qp says SQD
  *    with sq_draining 1, and no
@@ -219,6 +221,8 @@ static void post_in_sqd(struct rcp *p, bool ud)
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_SQD};
 	struct ibv_qp *rc_a = p->a, *rc_b = p->b, *ua = NULL, *ub = NULL;
 	struct ibv_ah *ah = NULL;
+	/* The mask bit with the value 0: no SQ_DRAINED was asked for (it is the value that asks). */
+	bool notify_off = rng_bernoulli(p->rng, 0.5);
 	struct held h;
 
 	if (ud) {
@@ -229,11 +233,17 @@ static void post_in_sqd(struct rcp *p, bool ud)
 		p->a = ua;
 		p->b = ub;
 	}
-	if (hw_modify_qp(p->a, &a, IBV_QP_STATE)) {
+	drop_events(p, p->a);
+	if (hw_modify_qp(p->a, &a, IBV_QP_STATE | (notify_off ? IBV_QP_EN_SQD_ASYNC_NOTIFY : 0))) {
 		p->abandoned = true; /* SQD is optional */
 		goto out;
 	}
 	expect_sqd(p, p->a, "A after RTS -> SQD, nothing outstanding", -1);
+	if (notify_off && !rcp_failed(p) && rcp_async_event(p, IBV_EVENT_SQ_DRAINED, p->a, DRAIN_QUIET_NS / 2) == 1)
+		rcp_fail(p,
+			 "IBV_EVENT_SQ_DRAINED for A (QP %u) after RTS -> SQD with IBV_QP_EN_SQD_ASYNC_NOTIFY in the "
+			 "mask and en_sqd_async_notify 0: nobody asked for the event",
+			 p->a->qp_num);
 	if (!rcp_failed(p) && !post_held(p, &h, ah, 0))
 		judge_held(p, &h, "");
 out:

@@ -9,7 +9,8 @@
  *  - a UC responder drops a request that fails its checks and stays as it
  *    was (UC has no NAK, IBTA 9.7.5.1.5): after A's WRITE through an rkey
  *    without remote write rights, B is still in RTS and the SEND that
- *    follows lands in the receive B had posted, not flushed;
+ *    follows lands in the receive B had posted, not flushed; so after a
+ *    SEND that found no receive (no RNR NAK in UC either);
  *  - LOCAL_INV invalidates only a window of its own QP's PD (IBTA 10.6.7.2.4):
  *    posted on a QP of a second PD, it fails, and the window still holds
  *    its MR (ibv_dereg_mr: EBUSY).
@@ -120,6 +121,58 @@ out:
 	hw_dereg_mr(ro);
 }
 
+/*
+ * A UC SEND that finds no receive at B: dropped (UC has no RNR NAK, IBTA
+ * 9.7.5.1.5), B stays in RTS.  A's WRITE after it, once its bytes are in
+ * B's memory, says the SEND reached B (UC keeps a QP's order); then a SEND
+ * into a receive B posts lands there.
+ */
+static void uc_drops_unreceived(struct rcp *p)
+{
+	struct ibv_sge sge = {(uintptr_t)(p->buf + RCP_SRC), 16, p->mr->lkey};
+	struct rcp_piece mark_src = {RCP_SRC + RCP_SLOT + 8 * (uint32_t)rng_range(p->rng, 0, 31), 8},
+			 mark_dst = {RCP_TGT + 8 * (uint32_t)rng_range(p->rng, 0, 31), 8};
+	struct rcp_exp s = rcp_done(p->base_id + 0x30, IBV_WC_SUCCESS, IBV_WC_SEND),
+		       w = rcp_done(p->base_id + 0x31, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE), recv, send;
+	uint64_t end;
+	unsigned late = 0, idle = 0;
+
+	if (rcp_post1(p, p->a, IBV_WR_SEND, s.wr_id, sge, 0)) {
+		rcp_fail(p, "A's UC SEND refused at post");
+		return;
+	}
+	rcp_expect(p, p->scq, "A's send CQ (a UC SEND toward B, which has no receive posted)", &s, 1);
+	if (rcp_failed(p) || rcp_post1_rkey(p, p->a, w.wr_id, mark_src, (uintptr_t)(p->buf + mark_dst.off),
+					    p->mr->rkey)) {
+		if (!rcp_failed(p))
+			rcp_fail(p, "A's UC WRITE after the unreceived SEND refused at post");
+		return;
+	}
+	rcp_model_move(p, &mark_src, 1, &mark_dst, 1);
+	rcp_expect(p, p->scq, "A's send CQ (a UC WRITE after a SEND B had no receive for)", &w, 1);
+	for (end = walk_now_ns() + RCP_DEADLINE_NS;
+	     !rcp_failed(p) && memcmp(p->buf + mark_dst.off, p->model + mark_dst.off, mark_dst.len);) {
+		rcp_expect_empty(p, p->rcq, "B's receive CQ (a UC SEND that found no receive)");
+		if (rcp_late(end, &late)) {
+			rcp_fail(p, "A's UC WRITE after an unreceived SEND completed but its bytes never reached B");
+			return;
+		}
+		rcp_idle(&idle);
+	}
+	if (rcp_failed(p))
+		return;
+	rcp_expect_state(p, p->b, "B after dropping a UC SEND it had no receive for", IBV_QPS_RTS);
+	if (rcp_failed(p) || post_message(p, 1, &recv, &send)) {
+		if (!rcp_failed(p))
+			rcp_fail(p, "A's SEND after the unreceived UC SEND refused at post");
+		return;
+	}
+	rcp_expect(p, p->rcq, "B's receive CQ (a UC SEND after B dropped one it had no receive for)", &recv, 1);
+	rcp_expect(p, p->scq, "A's send CQ (a UC SEND after B dropped one it had no receive for)", &send, 1);
+	rcp_expect_state(p, p->b, "B after dropping a UC SEND it had no receive for, then receiving one", IBV_QPS_RTS);
+	rcp_check_memory(p);
+}
+
 /* ---- LOCAL_INV through a QP of another PD ---- */
 
 /* An RC QP on pd connected to itself, in RTS, both queues on cq. */
@@ -223,7 +276,10 @@ void rcp_case_hold(struct rcp *p)
 		sqd_holds(p);
 		break;
 	case HOLD_UC_DROP:
-		uc_drops(p);
+		if (rng_bernoulli(p->rng, 0.5))
+			uc_drops_unreceived(p);
+		else
+			uc_drops(p);
 		break;
 	default:
 		inv_other_pd(p);

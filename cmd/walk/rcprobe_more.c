@@ -11,7 +11,8 @@
  *    raises one for the next completion (rcprobe_life.c picks these two);
  *  - UD: a chain of datagrams with the GRH scattered over several SGEs:
  *    byte_len, IBV_WC_GRH, src_qp, immediate data, the GRH's GIDs and the
- *    payload; one with a wrong Q_Key is dropped, one with the privileged
+ *    payload; one with a wrong Q_Key, or to a QPN that differs from the
+ *    receiver's in a high bit, is dropped, one with the privileged
  *    Q_Key bit takes the receiver's; one of exactly the MTU arrives, one
  *    byte more fails; half the time the chain is posted with ibv_wr_send
  *    and ibv_wr_set_ud_addr from a QP made by ibv_create_qp_ex;
@@ -352,6 +353,15 @@ void rcp_case_ud(struct rcp *p)
 		wr[i].wr.ud.remote_qkey = i == wrong ? RCP_QKEY ^ (1u << rng_range(p->rng, 0, 30))
 					  : rng_bernoulli(p->rng, 0.2) ? 0x80000000u
 								       : RCP_QKEY;
+		/*
+		 * Or the right Q_Key to a QPN that differs from B's in one of its top
+		 * 8 bits: no QP has that number (or not this one), and a device that
+		 * finds QPs by the low bits of their number would deliver it to B.
+		 */
+		if (i == wrong && rng_bernoulli(p->rng, 0.5)) {
+			wr[i].wr.ud.remote_qkey = RCP_QKEY;
+			wr[i].wr.ud.remote_qpn = ub->qp_num ^ (1u << rng_range(p->rng, 16, 23));
+		}
 		aexp[i] = rcp_done(wr[i].wr_id, IBV_WC_SUCCESS, IBV_WC_SEND);
 		if (i == n - 1 && too_long && off + mtu + 1 <= RCP_RECV) {
 			sge[i][0] = (struct ibv_sge){(uintptr_t)(p->buf + off), mtu + 1, p->mr->lkey};
@@ -424,7 +434,7 @@ void rcp_case_ud(struct rcp *p)
 	rcp_expect(p, p->rcq, "UD receiver's CQ", bexp, nb);
 	if (short_nb >= 0) /* what a failed receive left in its buffer is undefined */
 		memcpy(p->model + dst[short_nb][0].off, p->buf + dst[short_nb][0].off, dst[short_nb][0].len);
-	rcp_expect_empty(p, p->rcq, "UD receiver's CQ (a datagram with a wrong Q_Key must be dropped)");
+	rcp_expect_empty(p, p->rcq, "UD receiver's CQ (a datagram with a wrong Q_Key or QPN must be dropped)");
 	for (int k = 0; k < nb && !rcp_failed(p); k++)
 		if (k != short_nb)
 			check_grh(p, k, dst[k], nd[k]);

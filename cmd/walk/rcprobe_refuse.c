@@ -15,7 +15,8 @@
  *    its MR (ibv_dereg_mr: EBUSY);
  *  - ibv_modify_qp with an attribute its transition does not allow (IBTA
  *    11.2.1.2, the kernel's qp_state_table) fails with EINVAL and changes
- *    nothing ibv_query_qp reports.
+ *    nothing ibv_query_qp reports; on a UD QP in RTS, not the Q_Key the
+ *    same call carried either.
  */
 #include "cmd/walk/rcprobe.h"
 
@@ -389,6 +390,51 @@ out:
 		hw_destroy_qp(qp);
 }
 
+/*
+ * A UD QP in RTS: RTS -> RTS with a new Q_Key, which UD takes there, and an
+ * attribute UD never takes.  The Q_Key must stay the old one: a device that
+ * applied it before finding the bad attribute now drops every datagram its
+ * senders address with the key they were given.
+ */
+static void modify_ud_qkey(struct rcp *p)
+{
+	struct ibv_qp *qp = rcp_qp(p, IBV_QPT_UD, p->ocq, p->ocq);
+	struct ibv_qp_attr before, after, a;
+	struct ibv_qp_init_attr init;
+	const char *what;
+	int mask = IBV_QP_STATE | IBV_QP_QKEY, rc;
+
+	memset(&before, 0, sizeof(before));
+	memset(&after, 0, sizeof(after));
+	if (!qp || rcp_bring(p, qp, NULL, IBV_QPS_RTS) || hw_query_qp(qp, &before, IBV_QP_STATE | IBV_QP_QKEY, &init))
+		goto out;
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .qkey = before.qkey ^ 0x5a5a0001u};
+	if (rng_bernoulli(p->rng, 0.5)) {
+		a.path_mtu = IBV_MTU_256;
+		mask |= IBV_QP_PATH_MTU;
+		what = "UD RTS -> RTS with a new IBV_QP_QKEY and IBV_QP_PATH_MTU, which UD never takes";
+	} else {
+		a.timeout = 14;
+		mask |= IBV_QP_TIMEOUT;
+		what = "UD RTS -> RTS with a new IBV_QP_QKEY and IBV_QP_TIMEOUT, which UD never takes";
+	}
+	rc = hw_modify_qp(qp, &a, mask);
+	if (rc != EINVAL)
+		rcp_fail(p, "ibv_modify_qp of QP %u (%s) returned %d (%s); expected EINVAL", qp->qp_num, what, rc,
+			 rc ? strerror(rc) : "success");
+	else if (hw_query_qp(qp, &after, IBV_QP_STATE | IBV_QP_QKEY, &init))
+		rcp_fail(p, "ibv_query_qp of QP %u after a refused modify (%s) failed", qp->qp_num, what);
+	else if (after.qkey != before.qkey)
+		rcp_fail(p, "a refused ibv_modify_qp of QP %u (%s) changed its qkey %#x -> %#x", qp->qp_num, what,
+			 before.qkey, after.qkey);
+	else if (after.qp_state != IBV_QPS_RTS)
+		rcp_fail(p, "a refused ibv_modify_qp of QP %u (%s) left it in %s", qp->qp_num, what,
+			 rcp_state_name(after.qp_state));
+out:
+	if (qp)
+		hw_destroy_qp(qp);
+}
+
 void rcp_case_refuse(struct rcp *p)
 {
 	int kind = (int)rng_range(p->rng, 0, RF_KINDS - 1);
@@ -413,7 +459,10 @@ void rcp_case_refuse(struct rcp *p)
 		stale_inv(p);
 		break;
 	default:
-		modify_extra(p);
+		if (rng_bernoulli(p->rng, 0.3))
+			modify_ud_qkey(p);
+		else
+			modify_extra(p);
 		break;
 	}
 }

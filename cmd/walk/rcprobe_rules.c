@@ -6,8 +6,8 @@
  *  - ranges: ibv_modify_qp takes every IB value of timeout (0..31),
  *    retry_cnt and rnr_retry (0..7) and min_rnr_timer (0..31), reports
  *    them back by ibv_query_qp, and refuses the value just past the range;
- *  - indexes: ibv_query_gid at gid_tbl_len and ibv_query_port of port 0
- *    fail;
+ *  - indexes: ibv_query_gid at gid_tbl_len, ibv_create_ah with a
+ *    grh.sgid_index of gid_tbl_len and ibv_query_port of port 0 fail;
  *  - timeout 0: an RC request with IBV_QP_TIMEOUT 0 ("infinite") toward a
  *    responder in ERR never times out; it flushes when A enters ERR;
  *  - unsignaled local work: a BIND_MW and a LOCAL_INV posted without
@@ -123,6 +123,23 @@ static void indexes(struct rcp *p)
 	if (pa.gid_tbl_len > 0 && pa.gid_tbl_len < 0x10000 && !hw_query_gid(ctx, port, pa.gid_tbl_len, &gid))
 		rcp_fail(p, "ibv_query_gid of port %u at index %d = gid_tbl_len succeeded; expected an error",
 			 port, pa.gid_tbl_len);
+	if (pa.gid_tbl_len > 0 && pa.gid_tbl_len <= 0xff && !rcp_failed(p)) {
+		/* An address whose source GID index has no table entry names no source GID. */
+		struct ibv_ah_attr aha = {.dlid = p->c->peers[p->c->id].lid,
+					  .port_num = port,
+					  .is_global = 1,
+					  .grh = {.dgid = p->c->peers[p->c->id].gid,
+						  .sgid_index = (uint8_t)pa.gid_tbl_len,
+						  .hop_limit = 64}};
+		struct ibv_ah *ah = hw_create_ah(p->pd, &aha);
+
+		if (ah) {
+			rcp_fail(p, "ibv_create_ah with grh.sgid_index %d = gid_tbl_len of port %u succeeded; expected "
+				    "an error",
+				 pa.gid_tbl_len, port);
+			hw_destroy_ah(ah);
+		}
+	}
 	if (!hw_query_port(ctx, 0, &pa))
 		rcp_fail(p, "ibv_query_port of port 0 succeeded; ports are numbered from 1");
 }
@@ -337,7 +354,7 @@ void rcp_case_rules(struct rcp *p)
 {
 	static const char *const names[7] = {
 	    "rules: timeout, retry_cnt, rnr_retry, min_rnr_timer at and past their range",
-	    "rules: query_gid and query_port past their tables",
+	    "rules: query_gid, create_ah and query_port past their tables",
 	    "rules: timeout 0 never times out",
 	    "rules: unsignaled BIND_MW and LOCAL_INV complete silently",
 	    "rules: a type-2 bind without an MR",
