@@ -9,7 +9,8 @@
  * time ibv_wr_send_inv of a window B bound on its QP, and, where the device
  * has it, half the time ibv_wr_atomic_write of 8 bytes that each differ
  * from the target's.  A WR given an SGE list gathers from it even when its
- * wr_flags say IBV_SEND_INLINE.  Every completion of both sides (wr_id,
+ * wr_flags say IBV_SEND_INLINE.  About a quarter of the WRs but the last
+ * lack IBV_SEND_SIGNALED and complete silently.  Every completion of both sides (wr_id,
  * opcode, byte_len, immediate data, the invalidated rkey) and every byte
  * must be as the verbs say.
  */
@@ -125,7 +126,7 @@ void rcp_case_wrapi(struct rcp *p)
 	unsigned char aw_value[8];
 	bool inv = (p->c->dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) && rng_bernoulli(p->rng, 0.5);
 	bool aw = !p->c->devprobe.rc_no_atomic_write && rng_bernoulli(p->rng, 0.5);
-	int ns, nb = 0, rc, n = inv ? WRAPI_N - 1 : WRAPI_N - 2;
+	int ns, nb = 0, na = 0, rc, n = inv ? WRAPI_N - 1 : WRAPI_N - 2;
 
 	if (rng_bernoulli(p->rng, 0.3)) {
 		batch_fills_sq(p);
@@ -165,7 +166,10 @@ void rcp_case_wrapi(struct rcp *p)
 		/* Now and then the INLINE flag on a WR given SGEs: they are still what it sends. */
 		bool flag_inline = inl || (i != 3 && len <= p->acap.max_inline_data && rng_bernoulli(p->rng, 0.3));
 
-		qx->wr_flags = IBV_SEND_SIGNALED | (flag_inline ? IBV_SEND_INLINE : 0);
+		/* Now and then unsignaled, but never the batch's last: it completes silently (ibv_wr_post(3)). */
+		bool signaled = (i == n - 1 && !aw) || rng_bernoulli(p->rng, 0.75);
+
+		qx->wr_flags = (signaled ? IBV_SEND_SIGNALED : 0) | (flag_inline ? IBV_SEND_INLINE : 0);
 		dst = (struct rcp_piece){(i == 2 ? RCP_TGT : RCP_RECV) + (uint32_t)i * RCP_SLOT, len};
 		if (i == 0)
 			ibv_wr_send(qx);
@@ -205,9 +209,11 @@ void rcp_case_wrapi(struct rcp *p)
 			ibv_wr_set_sge_list(qx, (size_t)ns, sge);
 			rcp_model_move(p, &from, 1, src, ns);
 		}
-		a[i] = rcp_done(qx->wr_id, IBV_WC_SUCCESS, op);
-		a[i].check_len = i == 3;
-		a[i].byte_len = len;
+		if (!signaled)
+			continue;
+		a[na] = rcp_done(qx->wr_id, IBV_WC_SUCCESS, op);
+		a[na].check_len = i == 3;
+		a[na++].byte_len = len;
 	}
 	if (aw) {
 		uint32_t at = RCP_TGT + 5 * RCP_SLOT + 8 * (uint32_t)rng_range(p->rng, 0, 7);
@@ -218,7 +224,8 @@ void rcp_case_wrapi(struct rcp *p)
 		qx->wr_flags = IBV_SEND_SIGNALED;
 		ibv_wr_atomic_write(qx, p->mr->rkey, (uintptr_t)(p->buf + at), aw_value);
 		memcpy(p->model + at, aw_value, 8);
-		a[n++] = rcp_done(qx->wr_id, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE);
+		a[na++] = rcp_done(qx->wr_id, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE);
+		n++;
 	}
 	if ((rc = ibv_wr_complete(qx))) {
 		rcp_fail(p, "ibv_wr_complete of %d WRs (max_send_wr %u) returned %d", n, p->acap.max_send_wr, rc);
@@ -226,7 +233,8 @@ void rcp_case_wrapi(struct rcp *p)
 	}
 	rcp_expect(p, p->rcq, "B's receive CQ (a batch of ibv_wr_* sends and a WRITE_WITH_IMM)", b, nb);
 	rcp_judge(p, p->scq, "A's extended send CQ (ibv_wr_send, send_imm, rdma_write_imm, rdma_read)", wc,
-		  rcp_poll_ex(p, p->scq_ex, wc, n), a, n);
+		  rcp_poll_ex(p, p->scq_ex, wc, na), a, na);
+	rcp_expect_empty(p, p->scq, "A's extended send CQ (after the signaled WRs of a batch with unsignaled ones)");
 	rcp_expect_empty(p, p->rcq, "B's receive CQ");
 	rcp_check_memory(p);
 out:
