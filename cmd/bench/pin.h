@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Pinning the processes of a two-process benchmark each to its own CPU
- * (cmd/bench/pin.c): the pair baselines and the agents of agent_lat.
+ * (cmd/bench/pin.c): the pair baselines and the agents of agent_lat; and the
+ * sender threads of a bandwidth test with several (cmd/bench/transport.c).
  */
 #ifndef RDMATOOL_CMD_BENCH_PIN_H
 #define RDMATOOL_CMD_BENCH_PIN_H

@@ -8,6 +8,7 @@
  * that posted it.
  */
 #include "cmd/bench/bench.h"
+#include "cmd/bench/pin.h"
 #include "cmd/cmd.h"
 #include "core/util/clock.h"
 #include "core/oob/oob.h"
@@ -49,6 +50,7 @@ struct run {
 	const char *test;
 	const struct bench_opts *o;
 	struct bench_link *l;
+	int cpu[2]; /* with several senders, sender i runs on cpu[i % 2] (-1: not pinned) */
 	_Atomic int stop;
 	_Atomic int finished;
 	_Atomic int failed; /* a negative errno */
@@ -331,6 +333,8 @@ static void *sender(void *arg)
 	int rc = 0;
 
 	core_thread_set_stripe((int)(ts - run->ts));
+	if (run->cpu[0] >= 0)
+		bench_pin_to(run->cpu[(ts - run->ts) % 2]);
 	rc = warm_up(run, ts);
 	ts->first_post_ns = clock_ns();
 	while (!rc && !atomic_load_explicit(&run->stop, memory_order_relaxed) && (!iters || posted < iters)) {
@@ -506,6 +510,14 @@ static int run_bandwidth(struct run *run, struct bench_result *r)
 	double peak = 0;
 	int started = 0;
 
+	/*
+	 * Several senders each get a CPU of their own, as message-rate tests bind
+	 * one thread per core: left to the scheduler, two that poll without
+	 * yielding sometimes share one and take turns by time slice, which says
+	 * nothing of the transport.  Striped and global runs are placed alike.
+	 */
+	if (o->threads < 2 || !bench_two_cpus(run->cpu))
+		run->cpu[0] = run->cpu[1] = -1;
 	if (rx_thread && pthread_create(&rx, NULL, receiver, &ra))
 		return -EAGAIN;
 	t0 = last_t = clock_ns();
