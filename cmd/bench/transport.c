@@ -289,56 +289,15 @@ static int run_latency(struct run *run, struct bench_result *r)
 	return rc;
 }
 
-/*
- * A sender's first WARMUP_OPS operations, untimed and uncounted, as osu_bw
- * skips its first iterations: they pay one-time costs (the MR cache's first
- * registration of the buffer, the far end's first buffers and READs) that are
- * not bandwidth.  perftest registers and connects before its clock starts too.
- */
-static int warm_up(struct run *run, struct tstate *ts)
+/* Posts `count` operations (0: until the run stops), at most WINDOW in flight; 0 or a negative errno. */
+static int post_stream(struct run *run, struct tstate *ts, long count)
 {
-	uint64_t deadline = clock_ns() + DRAIN_NS;
 	long posted = 0;
 
-	while (posted < WARMUP_OPS && !atomic_load_explicit(&run->stop, memory_order_relaxed)) {
-		int rc;
-
-		atomic_fetch_add_explicit(&ts->outstanding, 1, memory_order_relaxed);
-		rc = post_op(run, ts);
-		if (rc == 0) {
-			posted++;
-			continue;
-		}
-		atomic_fetch_sub_explicit(&ts->outstanding, 1, memory_order_relaxed);
-		if (rc != -EAGAIN)
-			return rc;
-		reap(run->l->a, 32, &run->fail);
-	}
-	while (atomic_load_explicit(&ts->outstanding, memory_order_acquire) > 0) {
-		reap(run->l->a, 32, &run->fail);
-		if (clock_ns() > deadline)
-			return -ETIMEDOUT;
-	}
-	/* Nothing of this thread is in flight: no reader credits it now. */
-	atomic_store_explicit(&ts->completed, 0, memory_order_relaxed);
-	return 0;
-}
-
-static void *sender(void *arg)
-{
-	struct sender_arg *sa = arg;
-	struct run *run = sa->run;
-	struct tstate *ts = sa->ts;
-	long posted = 0, iters = run->o->iters;
-	int rc = 0;
-
-	core_thread_set_stripe((int)(ts - run->ts));
-	if (run->cpu[0] >= 0)
-		bench_pin_to(run->cpu[(ts - run->ts) % 2]);
-	rc = warm_up(run, ts);
-	ts->first_post_ns = clock_ns();
-	while (!rc && !atomic_load_explicit(&run->stop, memory_order_relaxed) && (!iters || posted < iters)) {
+	while (!atomic_load_explicit(&run->stop, memory_order_relaxed) && (!count || posted < count)) {
 		if (atomic_load_explicit(&ts->outstanding, memory_order_acquire) < WINDOW) {
+			int rc;
+
 			atomic_fetch_add_explicit(&ts->outstanding, 1, memory_order_relaxed);
 			rc = post_op(run, ts);
 			if (rc == 0) {
@@ -347,20 +306,59 @@ static void *sender(void *arg)
 			}
 			atomic_fetch_sub_explicit(&ts->outstanding, 1, memory_order_relaxed);
 			if (rc != -EAGAIN)
-				break;
-			rc = 0;
+				return rc;
 		}
 		reap(run->l->a, 32, &run->fail);
 	}
+	return 0;
+}
+
+/* Reaps until none of the sender's operations is in flight; -ETIMEDOUT after DRAIN_NS. */
+static int drain_sender(struct run *run, struct tstate *ts)
+{
 	uint64_t deadline = clock_ns() + DRAIN_NS;
 
 	while (atomic_load_explicit(&ts->outstanding, memory_order_acquire) > 0) {
 		reap(run->l->a, 32, &run->fail);
-		if (clock_ns() > deadline) {
-			rc = -ETIMEDOUT;
-			break;
-		}
+		if (clock_ns() > deadline)
+			return -ETIMEDOUT;
 	}
+	return 0;
+}
+
+/*
+ * A sender's first WARMUP_OPS operations, untimed and uncounted, as osu_bw
+ * skips its first iterations: they pay one-time costs (the MR cache's first
+ * registration of the buffer, the far end's first buffers and READs) that are
+ * not bandwidth.  perftest registers and connects before its clock starts too.
+ */
+static int warm_up(struct run *run, struct tstate *ts)
+{
+	int rc = post_stream(run, ts, WARMUP_OPS);
+
+	if (!rc)
+		rc = drain_sender(run, ts);
+	/* Nothing of this thread is in flight: no reader credits it now. */
+	atomic_store_explicit(&ts->completed, 0, memory_order_relaxed);
+	return rc;
+}
+
+static void *sender(void *arg)
+{
+	struct sender_arg *sa = arg;
+	struct run *run = sa->run;
+	struct tstate *ts = sa->ts;
+	int rc;
+
+	core_thread_set_stripe((int)(ts - run->ts));
+	if (run->cpu[0] >= 0)
+		bench_pin_to(run->cpu[(ts - run->ts) % 2]);
+	rc = warm_up(run, ts);
+	ts->first_post_ns = clock_ns();
+	if (!rc)
+		rc = post_stream(run, ts, run->o->iters);
+	if (drain_sender(run, ts))
+		rc = -ETIMEDOUT;
 	ts->done_ns = clock_ns();
 	if (!rc && atomic_load(&ts->errors))
 		rc = -EIO;
