@@ -706,6 +706,21 @@ void rcp_check_memory(struct rcp *p)
 		}
 }
 
+int rcp_wait_landed(struct rcp *p, uint32_t off, uint32_t len, const char *what)
+{
+	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
+	unsigned late = 0, idle = 0;
+
+	while (memcmp(p->buf + off, p->model + off, len)) {
+		if (rcp_late(end, &late)) {
+			rcp_fail(p, "%s did not land within %llu ms", what, RCP_DEADLINE_NS / 1000000);
+			return -1;
+		}
+		rcp_idle(&idle);
+	}
+	return 0;
+}
+
 static void check_one(struct rcp *p, const char *who, int i, const struct ibv_wc *wc, const struct rcp_exp *e,
 		      uint32_t qpn)
 {
@@ -850,15 +865,19 @@ int rcp_to_err(struct ibv_qp *qp)
 	return hw_modify_qp(qp, &a, IBV_QP_STATE);
 }
 
+struct ibv_ah_attr rcp_self_ah_attr(const struct rcp *p)
+{
+	return (struct ibv_ah_attr){.dlid = p->c->peers[p->c->id].lid,
+				    .port_num = (uint8_t)p->c->cfg->port,
+				    .is_global = 1,
+				    .grh = {.dgid = p->c->peers[p->c->id].gid,
+					    .sgid_index = (uint8_t)p->c->cfg->gid_index,
+					    .hop_limit = 64}};
+}
+
 struct ibv_ah *rcp_self_ah(struct rcp *p)
 {
-	struct ibv_ah_attr aha = {.dlid = p->c->peers[p->c->id].lid,
-				  .port_num = (uint8_t)p->c->cfg->port,
-				  .is_global = 1,
-				  .grh = {.dgid = p->c->peers[p->c->id].gid,
-					  .sgid_index = (uint8_t)p->c->cfg->gid_index,
-					  .hop_limit = 64}};
-
+	struct ibv_ah_attr aha = rcp_self_ah_attr(p);
 	struct ibv_ah *ah;
 
 	rcp_legal_path(p, &aha);

@@ -123,7 +123,11 @@ int rcp_poll_ex(struct rcp *p, struct ibv_cq_ex *cx, struct ibv_wc *wc, int n);
 void rcp_expect_empty(struct rcp *p, struct ibv_cq *cq, const char *who);
 void rcp_expect_state(struct rcp *p, struct ibv_qp *qp, const char *who, enum ibv_qp_state st);
 void rcp_check_memory(struct rcp *p);
+/* Waits until the buffer at [off, off + len) holds the model's bytes (what was written landed); -1 after a failure naming what. */
+int rcp_wait_landed(struct rcp *p, uint32_t off, uint32_t len, const char *what);
 int rcp_to_err(struct ibv_qp *qp);
+/* The address of this client's own port (GRH, the configured GID index, hop limit 64). */
+struct ibv_ah_attr rcp_self_ah_attr(const struct rcp *p);
 /* An address handle to this client's own port, as a UD QP's datagrams to itself need. */
 struct ibv_ah *rcp_self_ah(struct rcp *p);
 /* The end of a script that swapped a UD (or UC) pair in for p's RC pair: the RC pair back, the rest freed. */

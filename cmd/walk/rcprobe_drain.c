@@ -474,16 +474,8 @@ static void shared_cq(struct rcp *p)
 		for (int j = 0; j < n[i]; j++)
 			if (shared_write(p, &t[i], i))
 				goto out;
-	end = walk_now_ns() + RCP_DEADLINE_NS;
-	idle = late = 0;
-	while (memcmp(p->buf + RCP_TGT, p->model + RCP_TGT, RCP_AREA)) {
-		if (rcp_late(end, &late)) {
-			rcp_fail(p, "the shared CQ's QPs: WRITEs did not land within %llu ms",
-				 RCP_DEADLINE_NS / 1000000);
-			goto out;
-		}
-		rcp_idle(&idle);
-	}
+	if (rcp_wait_landed(p, RCP_TGT, RCP_AREA, "the WRITEs of the shared CQ's QPs"))
+		goto out;
 	rcp_wait_ns(1000000);
 	if (destroy ? hw_destroy_qp(t[victim].qp) : hw_modify_qp(t[victim].qp, &reset, IBV_QP_STATE))
 		goto out;

@@ -134,8 +134,6 @@ static void uc_drops_unreceived(struct rcp *p)
 			 mark_dst = {RCP_TGT + 8 * (uint32_t)rng_range(p->rng, 0, 31), 8};
 	struct rcp_exp s = rcp_done(p->base_id + 0x30, IBV_WC_SUCCESS, IBV_WC_SEND),
 		       w = rcp_done(p->base_id + 0x31, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE), recv, send;
-	uint64_t end;
-	unsigned late = 0, idle = 0;
 
 	if (rcp_post1(p, p->a, IBV_WR_SEND, s.wr_id, sge, 0)) {
 		rcp_fail(p, "A's UC SEND refused at post");
@@ -150,15 +148,10 @@ static void uc_drops_unreceived(struct rcp *p)
 	}
 	rcp_model_move(p, &mark_src, 1, &mark_dst, 1);
 	rcp_expect(p, p->scq, "A's send CQ (a UC WRITE after a SEND B had no receive for)", &w, 1);
-	for (end = walk_now_ns() + RCP_DEADLINE_NS;
-	     !rcp_failed(p) && memcmp(p->buf + mark_dst.off, p->model + mark_dst.off, mark_dst.len);) {
-		rcp_expect_empty(p, p->rcq, "B's receive CQ (a UC SEND that found no receive)");
-		if (rcp_late(end, &late)) {
-			rcp_fail(p, "A's UC WRITE after an unreceived SEND completed but its bytes never reached B");
-			return;
-		}
-		rcp_idle(&idle);
-	}
+	if (rcp_failed(p) ||
+	    rcp_wait_landed(p, mark_dst.off, mark_dst.len, "A's UC WRITE after a SEND B had no receive for"))
+		return;
+	rcp_expect_empty(p, p->rcq, "B's receive CQ (a UC SEND that found no receive)");
 	if (rcp_failed(p))
 		return;
 	rcp_expect_state(p, p->b, "B after dropping a UC SEND it had no receive for", IBV_QPS_RTS);

@@ -298,8 +298,7 @@ static int post_datagrams(struct ibv_qp *qp, const struct ibv_send_wr *wr)
 
 void rcp_case_ud(struct rcp *p)
 {
-	struct ibv_ah_attr aha = {
-	    .dlid = p->c->peers[p->c->id].lid, .port_num = (uint8_t)p->c->cfg->port, .is_global = 1};
+	struct ibv_ah_attr aha = rcp_self_ah_attr(p);
 	struct ibv_send_wr wr[RCP_UD_WR], *bad;
 	struct ibv_sge sge[RCP_UD_WR][RCP_MAX_SGE];
 	struct rcp_piece src[RCP_UD_WR][RCP_MAX_SGE], dst[RCP_UD_WR][RCP_MAX_SGE];
@@ -324,9 +323,6 @@ void rcp_case_ud(struct rcp *p)
 	rc_b = p->b;
 	if (ud_qp(p, p->scq, p->ocq, ext, &ua) || ud_qp(p, p->ocq, p->rcq, false, &ub))
 		goto out;
-	aha.grh.dgid = p->c->peers[p->c->id].gid;
-	aha.grh.sgid_index = (uint8_t)p->c->cfg->gid_index;
-	aha.grh.hop_limit = 64;
 	if (!(ah = hw_create_ah(p->pd, &aha)))
 		goto out;
 	if (n > 1 && rng_bernoulli(p->rng, 0.3))

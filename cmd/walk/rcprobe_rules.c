@@ -125,13 +125,11 @@ static void indexes(struct rcp *p)
 			 port, pa.gid_tbl_len);
 	if (pa.gid_tbl_len > 0 && pa.gid_tbl_len <= 0xff && !rcp_failed(p)) {
 		/* An address whose source GID index has no table entry names no source GID. */
-		struct ibv_ah_attr aha = {.dlid = p->c->peers[p->c->id].lid,
-					  .port_num = port,
-					  .is_global = 1,
-					  .grh = {.dgid = p->c->peers[p->c->id].gid,
-						  .sgid_index = (uint8_t)pa.gid_tbl_len,
-						  .hop_limit = 64}};
-		struct ibv_ah *ah = hw_create_ah(p->pd, &aha);
+		struct ibv_ah_attr aha = rcp_self_ah_attr(p);
+		struct ibv_ah *ah;
+
+		aha.grh.sgid_index = (uint8_t)pa.gid_tbl_len;
+		ah = hw_create_ah(p->pd, &aha);
 
 		if (ah) {
 			rcp_fail(p, "ibv_create_ah with grh.sgid_index %d = gid_tbl_len of port %u succeeded; expected "
