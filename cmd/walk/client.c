@@ -20,6 +20,7 @@
 #define MAX_REDRAWS	  1000
 #define OWED_MAX	  16 /* draws of one action that could not run, kept for later */
 #define OWED_RETRY_STEPS  2
+#define PACE_RUN_NS	  200000ULL
 #define FLUSH_DEADLINE_NS (3ULL * 1000000000ULL)
 /* Steps past the deadline before a flush is late: a process stalled by a loaded machine polled nothing. */
 #define FLUSH_LATE_STEPS  256
@@ -640,6 +641,36 @@ static bool serve_owed(struct walk_client *c)
 	return false;
 }
 
+/*
+ * With --multinode, every client is a process that never blocks, and on a
+ * machine with fewer CPUs than clients it shares them with its peers, the
+ * device engines, the bus threads and the hub.  Left to the scheduler, a
+ * client ran for milliseconds at a time while the others waited: updates
+ * arrived 5-10 ms late, longer than a QP pair or a bound window lives, the
+ * engines fell behind, and most work was posted to pairs already gone
+ * (flushed).  Instead, each client runs PACE_RUN_NS, then sleeps long enough
+ * to take no more than its share of the CPUs (walk_pace_for).  Sleeping, not
+ * sched_yield: under EEVDF every yield pushes the caller's deadline a whole
+ * slice ahead, and a client yielding every 200 us starved for seconds.
+ */
+static void pace(struct walk_client *c)
+{
+	uint64_t now = walk_now_ns();
+	struct timespec pause = {0, (long)c->pause_ns};
+
+	if (!c->pause_ns || now - c->last_pause_ns < PACE_RUN_NS)
+		return;
+	nanosleep(&pause, NULL);
+	c->last_pause_ns = walk_now_ns();
+}
+
+uint64_t walk_pace_for(int clients, long cpus)
+{
+	if (cpus < 1 || clients <= cpus)
+		return 0;
+	return PACE_RUN_NS * (uint64_t)(clients - cpus) / (uint64_t)cpus;
+}
+
 static void one_step(struct walk_client *c, bool lockstep)
 {
 	int a = rng_weighted(&c->rng, c->weight, ACT_COUNT);
@@ -673,6 +704,8 @@ static void one_step(struct walk_client *c, bool lockstep)
 	check_flush_deadlines(c);
 	if (lockstep)
 		quiesce_sends(c, 2000000000ULL);
+	else
+		pace(c);
 }
 
 static void move_all_to_error(struct walk_client *c)

@@ -206,6 +206,8 @@ struct walk_client {
 	int owed_next;		 /* where the round-robin over owed actions resumes */
 	struct walk_devprobe devprobe;
 	uint64_t seq;
+	uint64_t pause_ns; /* --multinode on fewer CPUs than clients: the pause after each run (one_step) */
+	uint64_t last_pause_ns; /* when the last pause ended */
 
 	struct cq_rec cq[MAX_CQ];
 	struct pd_rec pd[MAX_PD];
@@ -259,6 +261,8 @@ int walk_client_run(struct walk_client *c);
 void walk_client_take_messages(struct walk_client *c);
 void walk_client_close(struct walk_client *c);
 uint64_t walk_now_ns(void);
+/* The pause that keeps one of `clients` never-blocking processes to its share of `cpus` (0: none needed). */
+uint64_t walk_pace_for(int clients, long cpus);
 
 /* objects.c: bookkeeping */
 /* A key update: a type-2 key to the bound QP's peer only (unless --verify), else everyone. */

@@ -83,7 +83,8 @@ static int child_main(const struct walk_config *cfg, int id, int port, uint64_t 
 				  .cfg = cfg,
 				  .peers = peers,
 				  .stop = &walk_stop,
-				  .barrier = hub_barrier};
+				  .barrier = hub_barrier,
+				  .pause_ns = walk_pace_for(cfg->clients, sysconf(_SC_NPROCESSORS_ONLN))};
 	if (walk_client_open(c)) {
 		fprintf(stderr, "rdmatool walk: client %d cannot open its device\n", id);
 		goto out;

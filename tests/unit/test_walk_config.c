@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "cmd/walk/client.h"
 #include "cmd/walk/walk.h"
 
 static void test_names_round_trip(void **state)
@@ -134,13 +135,25 @@ static void test_stats_merge_and_failures(void **state)
 	assert_int_equal(a.nfailures, WALK_MAX_FAILURES + 6);
 }
 
+/* --multinode pacing: each client runs 200 us, then sleeps until it has used no more than its CPU share. */
+static void test_pace_to_share(void **state)
+{
+	(void)state;
+	assert_int_equal(walk_pace_for(5, 2), 300000); /* runs 200 of every 500 us: 2/5 of a CPU */
+	assert_int_equal(walk_pace_for(3, 2), 100000);
+	assert_int_equal(walk_pace_for(4, 1), 600000);
+	assert_int_equal(walk_pace_for(2, 2), 0); /* a CPU each: never pauses */
+	assert_int_equal(walk_pace_for(3, 64), 0);
+	assert_int_equal(walk_pace_for(5, -1), 0); /* sysconf failed: do not guess */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names_round_trip), cmocka_unit_test(test_default_weights_are_the_originals),
 		cmocka_unit_test(test_presets),		 cmocka_unit_test(test_weight_specs),
 		cmocka_unit_test(test_drop_type2),	 cmocka_unit_test(test_msg_validation),
-		cmocka_unit_test(test_stats_merge_and_failures),
+		cmocka_unit_test(test_stats_merge_and_failures), cmocka_unit_test(test_pace_to_share),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
