@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,16 @@ static int wait_table(struct oob_conn *conn, struct walk_peer_addr *peers, int c
 	return -ETIMEDOUT;
 }
 
+/* CPUs this process may run on (a cpuset or taskset limits it below the online count). */
+static long usable_cpus(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return sysconf(_SC_NPROCESSORS_ONLN);
+	return CPU_COUNT(&set);
+}
+
 static int child_main(const struct walk_config *cfg, int id, int port, uint64_t token)
 {
 	struct walk_peer_addr *peers = calloc((size_t)cfg->clients, sizeof(*peers));
@@ -84,7 +95,7 @@ static int child_main(const struct walk_config *cfg, int id, int port, uint64_t 
 				  .peers = peers,
 				  .stop = &walk_stop,
 				  .barrier = hub_barrier,
-				  .pause_ns = walk_pace_for(cfg->clients, sysconf(_SC_NPROCESSORS_ONLN))};
+				  .pause_ns = walk_pace_for(cfg->clients, usable_cpus())};
 	if (walk_client_open(c)) {
 		fprintf(stderr, "rdmatool walk: client %d cannot open its device\n", id);
 		goto out;
