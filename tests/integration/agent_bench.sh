@@ -73,7 +73,7 @@ interrupt() {
 		up && break
 		sleep 0.1
 	done
-	up || fail "$what: the test's $procs processes did not come up: $(pgrep -a -g "$pid")"
+	up || fail "$what: the test's $procs processes did not come up: $(pgrep -a -g "$pid"); the bench said: $(cat "$dir/int.err")"
 	if [ "$target" = group ]; then kill "-$sig" -- "-$pid"; else kill "-$sig" "$pid"; fi
 	for _ in $(seq 100); do
 		kill -0 "$pid" 2>/dev/null || break
