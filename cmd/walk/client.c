@@ -655,10 +655,9 @@ static bool serve_owed(struct walk_client *c)
  */
 static void pace(struct walk_client *c)
 {
-	uint64_t now = walk_now_ns();
 	struct timespec pause = {0, (long)c->pause_ns};
 
-	if (!c->pause_ns || now - c->last_pause_ns < PACE_RUN_NS)
+	if (!c->pause_ns || walk_now_ns() - c->last_pause_ns < PACE_RUN_NS)
 		return;
 	nanosleep(&pause, NULL);
 	c->last_pause_ns = walk_now_ns();
