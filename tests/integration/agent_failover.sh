@@ -55,8 +55,10 @@ for p in (1, 2, 3, 4):
     if not ok <= set(got):
         sys.exit(f"FAIL: {name}: port {p}: sends that succeeded did not arrive: {sorted(ok - set(got))[:5]}")
     # Without the move a port fails every later send (200 and more); with it, only what its agent
-    # held or sent into the dead link before the failure showed (a handful; more under a sanitizer).
-    if len(failed) > 20:
+    # held or sent into the dead link before the failure showed: a handful, more under a sanitizer
+    # or load (21 in one CI run: sends are 5 ms apart, so ~100 ms until the failure showed).  60
+    # (300 ms) leaves room for a loaded machine and still tells the two cases apart.
+    if len(failed) > 60:
         sys.exit(f"FAIL: {name}: port {p}: {len(failed)} sends failed (first {failed[:5]}): its traffic did not move")
     if failed and not any(s > max(failed) for _, s in ok):
         sys.exit(f"FAIL: {name}: port {p}: nothing succeeded after its failures {failed}")
