@@ -13,6 +13,7 @@
 #include "core/oob/oob.h"
 #include "core/stats/stats.h"
 #include "core/stats/stats_reader.h"
+#include "core/util/env.h"
 #include "core/util/rng.h"
 #include "cmd/cmd.h"
 
@@ -69,15 +70,6 @@ static int wait_table(struct oob_conn *conn, struct walk_peer_addr *peers, int c
 }
 
 /* CPUs this process may run on (a cpuset or taskset limits it below the online count). */
-static long usable_cpus(void)
-{
-	cpu_set_t set;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return sysconf(_SC_NPROCESSORS_ONLN);
-	return CPU_COUNT(&set);
-}
-
 static int child_main(const struct walk_config *cfg, int id, int port, uint64_t token)
 {
 	struct walk_peer_addr *peers = calloc((size_t)cfg->clients, sizeof(*peers));
@@ -95,7 +87,7 @@ static int child_main(const struct walk_config *cfg, int id, int port, uint64_t 
 				  .peers = peers,
 				  .stop = &walk_stop,
 				  .barrier = hub_barrier,
-				  .pause_ns = walk_pace_for(cfg->clients, usable_cpus())};
+				  .pause_ns = walk_pace_for(cfg->clients, core_usable_cpus())};
 	if (walk_client_open(c)) {
 		fprintf(stderr, "rdmatool walk: client %d cannot open its device\n", id);
 		goto out;

@@ -3,6 +3,7 @@
 #include "core/transport/ring.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +20,21 @@ void core_env_defaults(struct core_env *env)
 	env->connect = CORE_CONNECT_AUTO;
 }
 
+long core_usable_cpus(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (!sched_getaffinity(0, sizeof(set), &set) && (n = CPU_COUNT(&set)) > 0)
+		return n;
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n;
+}
+
 int core_auto_stripes(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	long n = core_usable_cpus();
 
-	if (n < 1)
-		n = 1;
 	return n > 16 ? 16 : (int)n;
 }
 

@@ -46,7 +46,13 @@ struct core_env {
 void core_env_defaults(struct core_env *env);
 /* Reads the variables over the defaults; 0, or -EINVAL with msg filled. */
 int core_env_read(struct core_env *env, char *msg, size_t msglen);
-/* Stripe count for "auto": min(online CPUs, 16), at least 1. */
+/*
+ * The CPUs this process may run on (its affinity mask, which taskset, cpusets
+ * and container limits narrow), at least 1; the online count if the mask
+ * cannot be read.
+ */
+long core_usable_cpus(void);
+/* Stripe count for "auto": min(usable CPUs, 16): more stripes than CPUs only add contention. */
 int core_auto_stripes(void);
 
 #endif

@@ -10,6 +10,7 @@
 #include "core/transport/stripe.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,23 @@ static void test_env(void **state)
 	unsetenv("RDMATOOL_PROGRESS_THREAD");
 	unsetenv("RDMATOOL_PROGRESS_CPU");
 	assert_true(core_auto_stripes() >= 1);
+	{
+		/* Auto stripes follow the affinity mask (taskset), not the machine's CPU count. */
+		cpu_set_t saved, one;
+
+		assert_int_equal(sched_getaffinity(0, sizeof(saved), &saved), 0);
+		CPU_ZERO(&one);
+		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+			if (CPU_ISSET(cpu, &saved)) {
+				CPU_SET(cpu, &one);
+				break;
+			}
+		assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+		assert_int_equal(core_usable_cpus(), 1);
+		assert_int_equal(core_auto_stripes(), 1);
+		assert_int_equal(sched_setaffinity(0, sizeof(saved), &saved), 0);
+		assert_int_equal(core_usable_cpus(), CPU_COUNT(&saved));
+	}
 	/* The eager threshold: 0 (the device's) or 64 B .. 1 MiB. */
 	core_env_defaults(&env);
 	assert_int_equal(env.eager_max, 0);
