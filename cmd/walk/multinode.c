@@ -145,6 +145,7 @@ struct hub {
 	pid_t *pid;		/* by client id; 0 once reaped */
 	struct oob_conn **conn; /* by client id */
 	uint64_t *last_seen_ns;
+	uint64_t *sent_ns; /* when client i's queue last moved, or began to wait */
 	bool *quiesced, *reported, *gone;
 	int nquiesced, nreported, strangers, died_early;
 	uint64_t go_down_ns;	 /* when GO_DOWN went out (0: not yet) */
@@ -164,23 +165,39 @@ static void hub_kill(struct hub *h, int i, const char *did, const char *why)
 }
 
 /*
- * Sends a frame to client i.  A client that takes nothing for heartbeat_s
- * (stopped, hung, or not reading) must not hold the hub, which would stop
- * watching the others: it is killed and dropped, as a silent one is.
+ * Sends a frame to client i through its own queue (oob_send_queued): a client
+ * that reads slowly (its walker thread starved of CPU, its inbox full) holds
+ * up only its own frames, where a blocking send held every relay of the hub
+ * until it read.  One whose queue does not move for heartbeat_s (hub_heartbeat)
+ * or grows past HUB_MAX_QUEUE is stopped or hung: it is killed and dropped,
+ * as a silent one is.
  */
+#define HUB_MAX_QUEUE (16u << 20) /* some 200k messages: far beyond a slow client's backlog */
+
 static void hub_send(struct hub *h, int i, uint16_t type, const void *buf, uint32_t len)
 {
-	char did[64], why[128];
+	bool was_idle;
 	int rc;
 
 	if (h->gone[i])
 		return;
-	rc = oob_send_timeout(h->conn[i], type, buf, len, h->heartbeat_s * 1000);
-	if (rc != -ETIMEDOUT)
-		return; /* a closed connection shows on the next read */
-	snprintf(did, sizeof(did), "took no message for %d s", h->heartbeat_s);
-	snprintf(why, sizeof(why), "%s (stopped or hung); its process was killed", did);
-	hub_kill(h, i, did, why);
+	was_idle = oob_pending(h->conn[i]) == 0;
+	rc = oob_send_queued(h->conn[i], type, buf, len, HUB_MAX_QUEUE);
+	if (was_idle)
+		h->sent_ns[i] = walk_now_ns();
+	if (rc == -ENOBUFS || rc == -ENOMEM)
+		hub_kill(h, i, "fell 16 MiB of messages behind",
+			 "fell 16 MiB of messages behind (stopped or hung); its process was killed");
+	/* A closed connection shows on the next read. */
+}
+
+/* Writes what client i's socket takes now of its queue. */
+static void hub_flush(struct hub *h, int i)
+{
+	size_t before = oob_pending(h->conn[i]);
+
+	if (!oob_flush(h->conn[i]) && oob_pending(h->conn[i]) < before)
+		h->sent_ns[i] = walk_now_ns();
 }
 
 static void hub_send_all(struct hub *h, uint16_t type, const void *buf, uint32_t len)
@@ -283,6 +300,13 @@ static void hub_heartbeat(struct hub *h, uint64_t now, uint64_t *last_sent)
 			hub_kill(h, i, did, "did not report at the end of the run; its process was killed");
 			continue;
 		}
+		if (!h->gone[i] && oob_pending(h->conn[i]) &&
+		    now - h->sent_ns[i] >= (uint64_t)h->heartbeat_s * 1000000000ull) {
+			snprintf(did, sizeof(did), "took no message for %d s", h->heartbeat_s);
+			snprintf(why, sizeof(why), "%s (stopped or hung); its process was killed", did);
+			hub_kill(h, i, did, why);
+			continue;
+		}
 		if (h->gone[i] || now - h->last_seen_ns[i] < (uint64_t)h->heartbeat_s * 1000000000ull)
 			continue;
 		snprintf(did, sizeof(did), "was silent for %d s", h->heartbeat_s);
@@ -356,7 +380,7 @@ static void hub_loop(struct hub *h, void *buf, uint32_t cap)
 	while (pfd && out && nout && h->nreported < h->n) {
 		for (int i = 0; i < h->n; i++) {
 			pfd[i].fd = h->gone[i] ? -1 : oob_conn_fd(h->conn[i]);
-			pfd[i].events = POLLIN;
+			pfd[i].events = POLLIN | (!h->gone[i] && oob_pending(h->conn[i]) ? POLLOUT : 0);
 		}
 		if (poll(pfd, (nfds_t)h->n, 250) < 0 && errno != EINTR)
 			break;
@@ -365,6 +389,8 @@ static void hub_loop(struct hub *h, void *buf, uint32_t cap)
 			uint32_t len;
 			int rc;
 
+			if (!h->gone[i] && (pfd[i].revents & POLLOUT))
+				hub_flush(h, i);
 			if (h->gone[i] || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
 			rc = oob_recv(h->conn[i], &type, buf, cap, &len, 1000);
@@ -438,10 +464,12 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 	h.pid = pid;
 	h.conn = calloc((size_t)n, sizeof(*h.conn));
 	h.last_seen_ns = calloc((size_t)n, sizeof(*h.last_seen_ns));
+	h.sent_ns = calloc((size_t)n, sizeof(*h.sent_ns));
 	h.quiesced = calloc((size_t)n, sizeof(bool));
 	h.reported = calloc((size_t)n, sizeof(bool));
 	h.gone = calloc((size_t)n, sizeof(bool));
-	if (!table || !pid || !buf || !h.conn || !h.last_seen_ns || !h.quiesced || !h.reported || !h.gone) {
+	if (!table || !pid || !buf || !h.conn || !h.last_seen_ns || !h.sent_ns || !h.quiesced ||
+	    !h.reported || !h.gone) {
 		rc = run_error(cmd, "out of memory");
 		goto out;
 	}
@@ -487,7 +515,10 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 		       h.strangers == 1 ? "" : "s", h.strangers == 1 ? "was" : "were");
 	if (!rc) {
 		hub_loop(&h, buf, cap);
-		hub_send_all(&h, FRAME_BYE, NULL, 0);
+		/* Last, and the one send that waits: BYE after everything queued (at most a heartbeat). */
+		for (int i = 0; i < n; i++)
+			if (!h.gone[i])
+				oob_send_timeout(h.conn[i], FRAME_BYE, NULL, 0, h.heartbeat_s * 1000);
 	}
 	for (int i = 0; i < n; i++) {
 		int status;
@@ -513,6 +544,7 @@ out:
 		oob_listener_close(l);
 	free(h.conn);
 	free(h.last_seen_ns);
+	free(h.sent_ns);
 	free(h.quiesced);
 	free(h.reported);
 	free(h.gone);

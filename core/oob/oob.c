@@ -23,6 +23,9 @@ struct oob_listener {
 
 struct oob_conn {
 	int fd;
+	/* Frames oob_send_queued took that the socket has not: [out_off, out_len) of out. */
+	uint8_t *out;
+	size_t out_off, out_len, out_cap;
 };
 
 struct frame_header {
@@ -203,7 +206,6 @@ int oob_connect(const char *text, int timeout_ms, struct oob_conn **out)
 	}
 }
 
-/* Writes exactly len bytes; the deadline (-1: none) applies to the whole write. */
 /* What is left until deadline, for poll(): -1 when there is none, 0 once it passed. */
 static int ms_left(long long deadline)
 {
@@ -212,6 +214,7 @@ static int ms_left(long long deadline)
 	return deadline < 0 ? -1 : (int)(deadline > now ? deadline - now : 0);
 }
 
+/* Writes exactly len bytes; the deadline (-1: none) applies to the whole write. */
 static int write_all(int fd, const void *buf, size_t len, long long deadline)
 {
 	const char *p = buf;
@@ -268,6 +271,21 @@ int oob_send(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len)
 	return oob_send_timeout(c, type, buf, len, OOB_SEND_TIMEOUT_MS);
 }
 
+size_t oob_pending(const struct oob_conn *c)
+{
+	return c->out_len - c->out_off;
+}
+
+/* Everything queued, waiting for room up to deadline: frames leave in the order they were given. */
+static int drain(struct oob_conn *c, long long deadline)
+{
+	int rc = oob_pending(c) ? write_all(c->fd, c->out + c->out_off, oob_pending(c), deadline) : 0;
+
+	if (!rc)
+		c->out_off = c->out_len = 0;
+	return rc;
+}
+
 int oob_send_timeout(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len, int timeout_ms)
 {
 	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
@@ -280,8 +298,71 @@ int oob_send_timeout(struct oob_conn *c, uint16_t type, const void *buf, uint32_
 
 	if (len > OOB_MAX_MESSAGE)
 		return -EMSGSIZE;
-	rc = write_all(c->fd, &h, sizeof(h), deadline);
+	rc = drain(c, deadline);
+	if (!rc)
+		rc = write_all(c->fd, &h, sizeof(h), deadline);
 	return rc ? rc : write_all(c->fd, buf, len, deadline);
+}
+
+int oob_flush(struct oob_conn *c)
+{
+	while (oob_pending(c)) {
+		ssize_t n = send(c->fd, c->out + c->out_off, oob_pending(c), MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return errno == EPIPE ? -ECONNRESET : -errno;
+		}
+		c->out_off += (size_t)n;
+	}
+	c->out_off = c->out_len = 0;
+	return 0;
+}
+
+int oob_flush_timeout(struct oob_conn *c, int timeout_ms)
+{
+	return drain(c, timeout_ms < 0 ? -1 : now_ms() + timeout_ms);
+}
+
+int oob_send_queued(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len, size_t max_pending)
+{
+	struct frame_header h = {
+	    .magic = htonl(OOB_MAGIC),
+	    .type = htons(type),
+	    .length = htonl(len),
+	};
+	size_t need = sizeof(h) + len, waiting = oob_pending(c);
+
+	if (len > OOB_MAX_MESSAGE)
+		return -EMSGSIZE;
+	if (waiting + need > max_pending)
+		return -ENOBUFS;
+	if (c->out_len + need > c->out_cap && c->out_off) { /* room at the front first */
+		memmove(c->out, c->out + c->out_off, waiting);
+		c->out_off = 0;
+		c->out_len = waiting;
+	}
+	if (c->out_len + need > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 65536;
+		uint8_t *out;
+
+		while (cap < c->out_len + need)
+			cap *= 2;
+		out = realloc(c->out, cap);
+		if (!out)
+			return -ENOMEM;
+		c->out = out;
+		c->out_cap = cap;
+	}
+	memcpy(c->out + c->out_len, &h, sizeof(h));
+	if (len)
+		memcpy(c->out + c->out_len + sizeof(h), buf, len);
+	c->out_len += need;
+	/* Frames already waited: the socket was full, and poll's POLLOUT says when it is not. */
+	return waiting ? 0 : oob_flush(c);
 }
 
 int oob_recv(struct oob_conn *c, uint16_t *type, void *buf, uint32_t cap, uint32_t *len, int timeout_ms)
@@ -326,5 +407,6 @@ void oob_close(struct oob_conn *c)
 	if (!c)
 		return;
 	close(c->fd);
+	free(c->out);
 	free(c);
 }

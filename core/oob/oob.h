@@ -12,6 +12,7 @@
 #ifndef RDMATOOL_CORE_OOB_H
 #define RDMATOOL_CORE_OOB_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -43,6 +44,20 @@ int oob_connect(const char *addr, int timeout_ms, struct oob_conn **out);
 #define OOB_SEND_TIMEOUT_MS 30000
 int oob_send(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len);
 int oob_send_timeout(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len, int timeout_ms);
+/*
+ * Queued sends, for one loop that serves many peers (walk's hub): the frame
+ * joins the connection's own queue and what the socket takes now is written,
+ * so a peer that reads slowly delays only its own frames.  When
+ * oob_pending() is not 0, poll for POLLOUT and call oob_flush(), which writes
+ * what the socket takes without waiting.  oob_send_timeout() and
+ * oob_flush_timeout() first write everything queued (frames keep their
+ * order).  -ENOBUFS: the frame would put more than max_pending bytes in the
+ * queue (nothing was queued); -ENOMEM; a broken connection: its -errno.
+ */
+int oob_send_queued(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len, size_t max_pending);
+int oob_flush(struct oob_conn *c);
+int oob_flush_timeout(struct oob_conn *c, int timeout_ms);
+size_t oob_pending(const struct oob_conn *c);
 /*
  * Receives one frame into buf (capacity cap); *len gets its length.
  * -EMSGSIZE if it does not fit (the frame is consumed), -ETIMEDOUT after

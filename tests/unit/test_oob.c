@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +148,76 @@ static void send_to_a_peer_that_never_reads_times_out(void **state)
 	free_pair(&p);
 }
 
+/* Reads frames until the one of type 2, checking each type-1 frame is the next number. */
+struct reader {
+	struct oob_conn *c;
+	int frames, bad;
+};
+
+static void *read_numbered(void *arg)
+{
+	struct reader *r = arg;
+	static char buf[65536];
+	uint16_t type;
+	uint32_t len;
+
+	while (oob_recv(r->c, &type, buf, sizeof(buf), &len, 10000) == 0 && type == 1) {
+		int n;
+
+		memcpy(&n, buf, sizeof(n));
+		if (n != r->frames || len != sizeof(buf))
+			r->bad++;
+		r->frames++;
+	}
+	if (type != 2)
+		r->bad++;
+	return NULL;
+}
+
+/*
+ * Queued sends never wait for a peer that does not read: frames queue up to
+ * max_pending (then -ENOBUFS, nothing queued), and once it reads, oob_flush
+ * on POLLOUT delivers them all, in order, before a frame sent the blocking way.
+ */
+static void queued_sends_wait_for_nobody(void **state)
+{
+	(void)state;
+	struct pair p;
+	static char chunk[65536];
+	int sent = 0;
+
+	make_pair(&p);
+	/* The socket buffers fill; the rest queues: 32 MiB in all, with a peer that reads nothing yet. */
+	for (; sent < 512; sent++) {
+		memcpy(chunk, &sent, sizeof(sent));
+		assert_int_equal(oob_send_queued(p.client, 1, chunk, sizeof(chunk), 64u << 20), 0);
+	}
+	assert_true(oob_pending(p.client) > 0);
+	size_t before = oob_pending(p.client);
+
+	assert_int_equal(oob_send_queued(p.client, 1, chunk, sizeof(chunk), before), -ENOBUFS);
+	assert_int_equal(oob_pending(p.client), before);
+
+	struct reader r = {.c = p.server};
+	pthread_t t;
+
+	pthread_create(&t, NULL, read_numbered, &r);
+	while (oob_pending(p.client)) {
+		struct pollfd pfd = {.fd = oob_conn_fd(p.client), .events = POLLOUT};
+
+		assert_true(poll(&pfd, 1, 10000) == 1);
+		assert_int_equal(oob_flush(p.client), 0);
+	}
+	memcpy(chunk, &sent, sizeof(sent));
+	assert_int_equal(oob_send_queued(p.client, 1, chunk, sizeof(chunk), 64u << 20), 0);
+	sent++;
+	assert_int_equal(oob_send_timeout(p.client, 2, NULL, 0, 10000), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(r.bad, 0);
+	assert_int_equal(r.frames, sent);
+	free_pair(&p);
+}
+
 struct late {
 	char addr[64];
 	struct oob_listener *l;
@@ -201,6 +272,7 @@ int main(void)
 	    cmocka_unit_test(oversize_is_consumed_and_timeout_reported),
 	    cmocka_unit_test(garbage_and_close_are_errors),
 	    cmocka_unit_test(send_to_a_peer_that_never_reads_times_out),
+	    cmocka_unit_test(queued_sends_wait_for_nobody),
 	    cmocka_unit_test(connect_refused_times_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
