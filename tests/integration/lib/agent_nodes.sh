@@ -19,6 +19,13 @@ X_TIMEOUT=${X_TIMEOUT:-90}
 T=$(mktemp -d "/tmp/rdmatool-agent-$1.XXXXXX")
 export RDMATOOL_STATS=0 RDMATOOL_AGENT_KEY=$T/key # made by the first agent; never the user's own
 cleanup() {
+	local status=$?
+	# A failed test says what its agents logged (links down, errors) before their directory goes.
+	if [ "$status" != 0 ]; then
+		for log in "$T"/a*/agent.*.log; do
+			[ -f "$log" ] && { echo "--- ${log#"$T"/} (last 20 lines):"; tail -n 20 "$log"; } >&2
+		done
+	fi
 	for f in "$T"/a*/agent.*.pid; do
 		[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true
 	done
