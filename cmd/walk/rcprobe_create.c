@@ -8,7 +8,8 @@
  *    num_comp_vectors - 1 works, and the CQ reports cqe >= the cqe asked
  *    for (ibv_create_cq(3));
  *  - ibv_create_cq_ex: a wc_flags bit no provider defines, or a comp_mask
- *    bit libibverbs does not define, fails; wc_flags beyond the standard
+ *    or flags bit libibverbs does not define, fails; the single-threaded
+ *    hint (IBV_CREATE_CQ_ATTR_SINGLE_THREADED) works; wc_flags beyond the standard
  *    ones (CVLAN, FLOW_TAG, TM_INFO, the timestamps) are optional: a
  *    device refuses what it cannot report (EOPNOTSUPP), so a CQ it does
  *    create must have a reader for every field asked for, and a real
@@ -225,6 +226,29 @@ static void cq_ex_flags(struct rcp *p)
 	if ((cx = ibv_create_cq_ex(p->c->ctx, &ca))) {
 		hw_destroy_cq(ibv_cq_ex_to_cq(cx));
 		rcp_fail(p, "ibv_create_cq_ex with comp_mask %#x (an undefined bit) succeeded", ca.comp_mask);
+		return;
+	}
+	/*
+	 * IBV_CREATE_CQ_ATTR_SINGLE_THREADED only says the application serializes its use of the CQ: a
+	 * device may ignore the hint but not refuse it (mlx4 and mlx5 take it, and applications set it
+	 * without a fallback).  A flag bit libibverbs does not define is refused.
+	 */
+	ca = (struct ibv_cq_init_attr_ex){.cqe = 8,
+					  .wc_flags = IBV_WC_STANDARD_FLAGS,
+					  .comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+					  .flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED};
+	if (!(cx = ibv_create_cq_ex(p->c->ctx, &ca))) {
+		rcp_fail(p,
+			 "ibv_create_cq_ex with flags IBV_CREATE_CQ_ATTR_SINGLE_THREADED failed: %s; the "
+			 "flag is a hint a device may ignore, never a reason to refuse",
+			 strerror(errno));
+		return;
+	}
+	hw_destroy_cq(ibv_cq_ex_to_cq(cx));
+	ca.flags = 1u << 7;
+	if ((cx = ibv_create_cq_ex(p->c->ctx, &ca))) {
+		hw_destroy_cq(ibv_cq_ex_to_cq(cx));
+		rcp_fail(p, "ibv_create_cq_ex with flags 1 << 7 (defined by none) succeeded");
 		return;
 	}
 	/* Optional fields: refused, or there with a reader each. */
@@ -496,7 +520,7 @@ void rcp_case_create(struct rcp *p)
 	static void (*const check[])(struct rcp *) = {cq_vectors, cq_ex_flags,	    qp_caps,
 						      srq_limits, rereg_bad_access, mw_bad_type};
 	static const char *const names[] = {"creation: ibv_create_cq comp_vector and cqe",
-					    "creation: ibv_create_cq_ex wc_flags and comp_mask",
+					    "creation: ibv_create_cq_ex wc_flags, comp_mask and flags",
 					    "creation: ibv_create_qp caps (RC, UC, UD)",
 					    "creation: ibv_create_srq and ibv_modify_srq limits",
 					    "creation: ibv_rereg_mr CHANGE_ACCESS without LOCAL_WRITE",
