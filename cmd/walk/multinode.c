@@ -185,9 +185,12 @@ static void hub_send(struct hub *h, int i, uint16_t type, const void *buf, uint3
 	rc = oob_send_queued(h->conn[i], type, buf, len, HUB_MAX_QUEUE);
 	if (was_idle)
 		h->sent_ns[i] = walk_now_ns();
-	if (rc == -ENOBUFS || rc == -ENOMEM)
+	if (rc == -ENOBUFS)
 		hub_kill(h, i, "fell 16 MiB of messages behind",
 			 "fell 16 MiB of messages behind (stopped or hung); its process was killed");
+	else if (rc == -ENOMEM)
+		hub_kill(h, i, "could not be queued a message (out of memory)",
+			 "the hub had no memory to queue its messages; its process was killed");
 	/* A closed connection shows on the next read. */
 }
 

@@ -413,12 +413,12 @@ static int lock_until(pthread_mutex_t *m, uint64_t at)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	at = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + left;
+#endif
 	ts.tv_sec = (time_t)(at / 1000000000ull);
 	ts.tv_nsec = (long)(at % 1000000000ull);
+#if defined(__SANITIZE_THREAD__)
 	return pthread_mutex_timedlock(m, &ts);
 #else
-	ts.tv_sec = (time_t)(at / 1000000000ull);
-	ts.tv_nsec = (long)(at % 1000000000ull);
 	return pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &ts);
 #endif
 }

@@ -322,11 +322,6 @@ int oob_flush(struct oob_conn *c)
 	return 0;
 }
 
-int oob_flush_timeout(struct oob_conn *c, int timeout_ms)
-{
-	return drain(c, timeout_ms < 0 ? -1 : now_ms() + timeout_ms);
-}
-
 int oob_send_queued(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len, size_t max_pending)
 {
 	struct frame_header h = {

@@ -49,14 +49,12 @@ int oob_send_timeout(struct oob_conn *c, uint16_t type, const void *buf, uint32_
  * joins the connection's own queue and what the socket takes now is written,
  * so a peer that reads slowly delays only its own frames.  When
  * oob_pending() is not 0, poll for POLLOUT and call oob_flush(), which writes
- * what the socket takes without waiting.  oob_send_timeout() and
- * oob_flush_timeout() first write everything queued (frames keep their
- * order).  -ENOBUFS: the frame would put more than max_pending bytes in the
+ * what the socket takes without waiting.  oob_send_timeout() first writes
+ * everything queued (frames keep their order).  -ENOBUFS: the frame would put more than max_pending bytes in the
  * queue (nothing was queued); -ENOMEM; a broken connection: its -errno.
  */
 int oob_send_queued(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len, size_t max_pending);
 int oob_flush(struct oob_conn *c);
-int oob_flush_timeout(struct oob_conn *c, int timeout_ms);
 size_t oob_pending(const struct oob_conn *c);
 /*
  * Receives one frame into buf (capacity cap); *len gets its length.
