@@ -214,31 +214,48 @@ static int ms_left(long long deadline)
 	return deadline < 0 ? -1 : (int)(deadline > now ? deadline - now : 0);
 }
 
+/* What the socket takes of buf now, without waiting: bytes sent (0 when it is full), or -errno. */
+static ssize_t send_now(int fd, const void *buf, size_t len)
+{
+	for (;;) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n >= 0)
+			return n;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;
+		if (errno != EINTR)
+			return errno == EPIPE ? -ECONNRESET : -errno;
+	}
+}
+
 /* Writes exactly len bytes; the deadline (-1: none) applies to the whole write. */
 static int write_all(int fd, const void *buf, size_t len, long long deadline)
 {
 	const char *p = buf;
 
 	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = send_now(fd, p, len);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				/* The peer is not reading: wait for room, not past the deadline. */
-				int rc = wait_fd(fd, POLLOUT, ms_left(deadline));
+		if (n < 0)
+			return (int)n;
+		if (n == 0) {
+			/* The peer is not reading: wait for room, not past the deadline. */
+			int rc = wait_fd(fd, POLLOUT, ms_left(deadline));
 
-				if (rc)
-					return rc;
-				continue;
-			}
-			return errno == EPIPE ? -ECONNRESET : -errno;
+			if (rc)
+				return rc;
+			continue;
 		}
 		p += n;
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+static struct frame_header frame_header_of(uint16_t type, uint32_t len)
+{
+	return (struct frame_header){.magic = htonl(OOB_MAGIC), .type = htons(type), .length = htonl(len)};
 }
 
 /* Reads exactly len bytes; the deadline applies to the whole read. */
@@ -289,11 +306,7 @@ static int drain(struct oob_conn *c, long long deadline)
 int oob_send_timeout(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len, int timeout_ms)
 {
 	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-	struct frame_header h = {
-	    .magic = htonl(OOB_MAGIC),
-	    .type = htons(type),
-	    .length = htonl(len),
-	};
+	struct frame_header h = frame_header_of(type, len);
 	int rc;
 
 	if (len > OOB_MAX_MESSAGE)
@@ -307,15 +320,10 @@ int oob_send_timeout(struct oob_conn *c, uint16_t type, const void *buf, uint32_
 int oob_flush(struct oob_conn *c)
 {
 	while (oob_pending(c)) {
-		ssize_t n = send(c->fd, c->out + c->out_off, oob_pending(c), MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = send_now(c->fd, c->out + c->out_off, oob_pending(c));
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return 0;
-			return errno == EPIPE ? -ECONNRESET : -errno;
-		}
+		if (n <= 0)
+			return (int)n; /* 0: the socket is full; the rest waits for POLLOUT */
 		c->out_off += (size_t)n;
 	}
 	c->out_off = c->out_len = 0;
@@ -324,11 +332,7 @@ int oob_flush(struct oob_conn *c)
 
 int oob_send_queued(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len, size_t max_pending)
 {
-	struct frame_header h = {
-	    .magic = htonl(OOB_MAGIC),
-	    .type = htons(type),
-	    .length = htonl(len),
-	};
+	struct frame_header h = frame_header_of(type, len);
 	size_t need = sizeof(h) + len, waiting = oob_pending(c);
 
 	if (len > OOB_MAX_MESSAGE)

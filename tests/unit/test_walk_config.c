@@ -144,7 +144,7 @@ static void test_pace_to_share(void **state)
 	assert_int_equal(walk_pace_for(4, 1), 600000);
 	assert_int_equal(walk_pace_for(2, 2), 0); /* a CPU each: never pauses */
 	assert_int_equal(walk_pace_for(3, 64), 0);
-	assert_int_equal(walk_pace_for(5, -1), 0); /* sysconf failed: do not guess */
+	assert_int_equal(walk_pace_for(5, -1), 0); /* no CPU count: do not guess */
 }
 
 int main(void)
