@@ -1066,7 +1066,7 @@ void walk_rcprobe_step(struct walk_client *c)
 		return;
 	p.buf = d->rc_mem;
 	p.model = d->rc_mem + RCP_BYTES;
-	pick = rng_range(p.rng, 0, 78);
+	pick = rng_range(p.rng, 0, 84);
 	if (pick < 6)
 		rcp_case_data(&p);
 	else if (pick < 8)
@@ -1143,6 +1143,12 @@ void walk_rcprobe_step(struct walk_client *c)
 		rcp_case_notify(&p);
 	else if (pick < 78)
 		rcp_case_window(&p);
+	else if (pick < 80)
+		rcp_case_replay(&p);
+	else if (pick < 82)
+		rcp_case_resync(&p);
+	else if (pick < 84)
+		rcp_case_refused_imm(&p);
 	else
 		rcp_case_holds(&p);
 	/* Scripts without the pair (rcprobe_life.c's PD checks) have no CQ to hold busy. */

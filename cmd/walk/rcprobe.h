@@ -220,6 +220,12 @@ void rcp_case_limits(struct rcp *p);
 void rcp_case_retry(struct rcp *p);
 /* rcprobe_psn.c: an RC responder goes by PSN (duplicates acknowledged, not executed; a gap waits) */
 void rcp_case_psn(struct rcp *p);
+/* rcprobe_replay.c: a duplicate atomic answered from the saved result, not executed again */
+void rcp_case_replay(struct rcp *p);
+/* rcprobe_resync.c: a UC responder takes a message whatever its PSN */
+void rcp_case_resync(struct rcp *p);
+/* rcprobe_refused_imm.c: a refused WRITE_WITH_IMM loses no receive (RC: all complete; UC: all kept) */
+void rcp_case_refused_imm(struct rcp *p);
 /* rcprobe_opcodes.c: opcodes a transport does not have (UC: READ, atomics; UD: RDMA, atomics) */
 void rcp_case_opcodes(struct rcp *p);
 /* rcprobe_zero.c: zero-length operations */
