@@ -48,6 +48,11 @@ bool soft_gid_is_local(const struct soft_nic *nic, const union ibv_gid *gid)
 	return memcmp(gid->raw, nic->gid.raw, sizeof(gid->raw)) == 0;
 }
 
+const union ibv_gid *soft_gid_at(const struct soft_nic *nic, unsigned index)
+{
+	return index == 1 ? &nic->wire_gid : &nic->gid;
+}
+
 void soft_config_fail(const char *fmt, ...)
 {
 	va_list ap;
@@ -241,7 +246,7 @@ static int soft_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_por
 	attr->phys_state = 5; /* LinkUp */
 	attr->max_mtu = IBV_MTU_4096;
 	attr->active_mtu = IBV_MTU_4096;
-	attr->gid_tbl_len = 1;
+	attr->gid_tbl_len = SOFT_GID_TBL_LEN;
 	attr->pkey_tbl_len = 1;
 	attr->max_msg_sz = SOFT_MAX_MSG;
 	attr->port_cap_flags = IBV_PORT_CM_SUP;
@@ -255,9 +260,9 @@ static int soft_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_por
 
 static int soft_query_gid(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid)
 {
-	if (port != 1 || index != 0)
+	if (port != 1 || index < 0 || index >= SOFT_GID_TBL_LEN)
 		return EINVAL;
-	*gid = soft_nic_of(ctx)->gid;
+	*gid = *soft_gid_at(soft_nic_of(ctx), (unsigned)index);
 	return 0;
 }
 

@@ -193,14 +193,15 @@ static void soft_build_req(struct soft_qp *qp, struct soft_swqe *w, struct soft_
 	req->psn = w->psn;
 	req->imm_data = w->wr.imm_data;
 	req->invalidate_rkey = w->wr.invalidate_rkey;
-	req->sgid = qp->nic->gid;
 	if (qp->ibv.qp_type == IBV_QPT_UD) {
+		req->sgid = *soft_gid_at(qp->nic, w->sgid_index);
 		req->dst_qpn = w->dqpn;
 		/* A privileged remote Q_Key means the sending QP's own (IBA 10.2.5). */
 		req->qkey = w->dqkey & SOFT_QKEY_PRIVILEGED ? qp->attr.qkey : w->dqkey;
 		req->dgid = w->dgid_local ? qp->nic->gid : w->dgid;
 		return;
 	}
+	req->sgid = *soft_gid_at(qp->nic, qp->attr.ah_attr.grh.sgid_index);
 	req->dst_qpn = qp->attr.dest_qp_num;
 	req->dgid = qp->attr.ah_attr.is_global ? qp->attr.ah_attr.grh.dgid : qp->nic->gid;
 	switch (w->wr.opcode) {

@@ -147,6 +147,7 @@ static int soft_fill_swqe(struct soft_qp *qp, struct soft_swqe *w, const struct 
 			return EINVAL;
 		w->dgid_local = !ah->attr.is_global || soft_gid_is_local(qp->nic, &ah->attr.grh.dgid);
 		w->dgid = ah->attr.grh.dgid;
+		w->sgid_index = ah->attr.grh.sgid_index;
 		w->dqpn = wr->wr.ud.remote_qpn;
 		w->dqkey = wr->wr.ud.remote_qkey;
 	}

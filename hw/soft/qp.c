@@ -262,8 +262,8 @@ static bool soft_attr_values_ok(const struct ibv_qp_attr *a, int mask)
 	if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
 		return false;
 	/* The port's link layer is Ethernet (like RoCE): every address carries a GRH, as rxe demands. */
-	if ((mask & IBV_QP_AV) &&
-	    (a->ah_attr.port_num > 1 || !a->ah_attr.is_global || a->ah_attr.grh.sgid_index))
+	if ((mask & IBV_QP_AV) && (a->ah_attr.port_num > 1 || !a->ah_attr.is_global ||
+				   a->ah_attr.grh.sgid_index >= SOFT_GID_TBL_LEN))
 		return false;
 	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
 		return false;
@@ -495,7 +495,7 @@ struct ibv_ah *soft_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	struct soft_nic *nic = soft_nic_of(pd->context);
 	struct soft_ah *ah;
 
-	if (attr->port_num > 1 || !attr->is_global || attr->grh.sgid_index) {
+	if (attr->port_num > 1 || !attr->is_global || attr->grh.sgid_index >= SOFT_GID_TBL_LEN) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -164,6 +164,7 @@ struct soft_swqe {
 	uint8_t inline_data[SOFT_MAX_INLINE];
 	union ibv_gid dgid; /* UD: from the AH */
 	bool dgid_local;
+	uint8_t sgid_index; /* UD: from the AH */
 	uint32_t dqpn, dqkey;
 	bool signaled;
 	uint32_t psn;
@@ -259,7 +260,9 @@ struct soft_nic {
 	struct soft_qp *runq_head, *runq_tail;
 	atomic_int timers; /* QPs waiting on a retry or RNR timer */
 
-	union ibv_gid gid;
+	union ibv_gid gid; /* GID index 0 */
+	union ibv_gid
+	    wire_gid; /* GID index 1: this port again, reached through its own wire (soft_wire_gid) */
 	struct sockaddr_in addr;
 	int listen_fd;
 	int epoll_fd;		      /* the listener and every connection */
@@ -369,6 +372,9 @@ struct soft_nic *soft_nic_of(struct ibv_context *ctx);
 uint64_t soft_now_ns(void);
 void soft_async_event(struct ibv_context *ctx, enum ibv_event_type type, void *obj);
 bool soft_gid_is_local(const struct soft_nic *nic, const union ibv_gid *gid);
+/* The port's GID table: index 0 (delivered inside the NIC) and 1 (through the wire to itself). */
+#define SOFT_GID_TBL_LEN 2
+const union ibv_gid *soft_gid_at(const struct soft_nic *nic, unsigned index);
 /* Whether fd is (a dup of) a soft context's cmd_fd: a memfd of this name. */
 #define SOFT_CMD_FD_NAME "rdmatool-soft0-cmd"
 bool soft_is_cmd_fd(int fd);

@@ -57,6 +57,7 @@ struct soft_conn {
 	bool urgent;		      /* out holds more than delayable ACKs */
 	uint64_t hold_until_ns;	      /* out holds only delayable ACKs: sent by then at the latest */
 	bool connecting;	      /* outgoing, connect() still in progress */
+	bool self;		      /* incoming, from one of this NIC's own outgoing connections */
 	uint64_t connect_deadline_ns; /* then it is given up */
 	union ibv_gid peer;
 	uint64_t id; /* unique for the NIC's lifetime: held requests name their connection by it */
@@ -161,6 +162,14 @@ int soft_wire_listen(struct soft_nic *nic, const char *spec)
 	memcpy(&nic->gid.raw[12], &sa.sin_port, 2);
 	nic->gid.raw[14] = 'S';
 	nic->gid.raw[15] = 'W';
+	/*
+	 * GID index 1 names this port too, but what is sent to it goes out on
+	 * the wire and comes back in through the listener, as rxe over lo does:
+	 * one process can then drive the wire path (its encoding, its
+	 * connections) with QPs of its own.
+	 */
+	nic->wire_gid = nic->gid;
+	nic->wire_gid.raw[15] = 'L';
 	return 0;
 }
 
@@ -277,6 +286,11 @@ static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoi
 	return c;
 }
 
+static bool soft_is_wire_gid(const struct soft_nic *nic, const union ibv_gid *gid)
+{
+	return memcmp(gid->raw, nic->wire_gid.raw, 16) == 0;
+}
+
 static struct soft_conn *soft_conn_to(struct soft_nic *nic, const union ibv_gid *gid)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
@@ -293,7 +307,7 @@ static struct soft_conn *soft_conn_to(struct soft_nic *nic, const union ibv_gid 
 	for (struct soft_conn *c = nic->conns; c; c = c->next)
 		if (c->peer_known && !c->dead && memcmp(c->peer.raw, gid->raw, 16) == 0)
 			return c;
-	if (gid->raw[14] != 'S' || gid->raw[15] != 'W')
+	if (gid->raw[14] != 'S' || (gid->raw[15] != 'W' && !soft_is_wire_gid(nic, gid)))
 		return NULL; /* not a soft NIC's GID: unreachable */
 	memcpy(&sa.sin_addr.s_addr, &gid->raw[8], 4);
 	memcpy(&sa.sin_port, &gid->raw[12], 2);
@@ -629,8 +643,11 @@ static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const stru
 		return;
 	memcpy(req.sgid.raw, h->sgid, 16);
 	memcpy(req.dgid.raw, h->dgid, 16);
-	/* Our own GID never arrives over the wire (loopback does not use it): a forgery. */
-	if (soft_gid_is_local(nic, &req.sgid)) {
+	/*
+	 * Our own GIDs arrive over the wire only on a connection we made to
+	 * ourselves (a QP addressing GID index 1); from anyone else, a forgery.
+	 */
+	if ((soft_gid_is_local(nic, &req.sgid) || soft_is_wire_gid(nic, &req.sgid)) && !c->self) {
 		atomic_fetch_add_explicit(&nic->foreign_drops, 1, memory_order_relaxed);
 		return;
 	}
@@ -915,17 +932,40 @@ static bool soft_make_room(struct soft_nic *nic)
 	return total < SOFT_MAX_CONNS;
 }
 
+/* from is the local address of one of our own connections to GID index 1. */
+static bool soft_dialed_by_us(const struct soft_nic *nic, const struct sockaddr_in *from)
+{
+	for (const struct soft_conn *o = nic->conns; o; o = o->next) {
+		struct sockaddr_in mine;
+		socklen_t len = sizeof(mine);
+
+		if (o->outgoing && soft_is_wire_gid(nic, &o->peer) &&
+		    !getsockname(o->fd, (struct sockaddr *)&mine, &len) && len == sizeof(mine) &&
+		    mine.sin_addr.s_addr == from->sin_addr.s_addr && mine.sin_port == from->sin_port)
+			return true;
+	}
+	return false;
+}
+
 static void soft_wire_accept(struct soft_nic *nic)
 {
 	int fd;
 
-	while ((fd = accept4(nic->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+	struct sockaddr_in from;
+	socklen_t len = sizeof(from);
+	struct soft_conn *c;
+
+	while ((fd = accept4(nic->listen_fd, (struct sockaddr *)&from, &len, SOCK_CLOEXEC | SOCK_NONBLOCK)) >=
+	       0) {
 		if (!soft_make_room(nic)) {
 			close(fd);
 			atomic_fetch_add_explicit(&nic->wire_rejects, 1, memory_order_relaxed);
+			len = sizeof(from);
 			continue;
 		}
-		soft_conn_new(nic, fd, false, NULL);
+		if ((c = soft_conn_new(nic, fd, false, NULL)))
+			c->self = len == sizeof(from) && soft_dialed_by_us(nic, &from);
+		len = sizeof(from);
 	}
 	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 		/* Out of fds: the listener stays readable, so stop listening a while instead of spinning. */

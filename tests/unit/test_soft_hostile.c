@@ -86,6 +86,12 @@ static void forged_requests_touch_nothing(void **state)
 	send_forged_write(fd, f->b->qp_num, f->a->qp_num, 100, f->bmr->rkey, (uintptr_t)f->bbuf, &own, "EVIL",
 			  4);
 	assert_true(wait_counter(&nic->foreign_drops, drops, 5000));
+	/* Claiming GID index 1, which only the NIC's own connections to itself may carry. */
+	assert_int_equal(hw_query_gid(f->ctx, 1, 1, &own), 0);
+	drops = atomic_load(&nic->foreign_drops);
+	send_forged_write(fd, f->b->qp_num, f->a->qp_num, 100, f->bmr->rkey, (uintptr_t)f->bbuf, &own, "EVIL",
+			  4);
+	assert_true(wait_counter(&nic->foreign_drops, drops, 5000));
 	close(fd);
 	assert_memory_equal(f->bbuf, "\0\0\0\0", 4);
 	/* The real connection is unharmed: the PSN b expects was not consumed. */

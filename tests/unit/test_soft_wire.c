@@ -3,9 +3,11 @@
  * Soft device over the TCP wire: two processes, each with its own NIC,
  * exchange GID/QPN/rkey over a socketpair and run RC SEND/WRITE/READ/atomics
  * and UD SEND with data checks; then the peer is killed and the survivor
- * gets RETRY_EXC_ERR, not a hang.
+ * gets RETRY_EXC_ERR, not a hang.  GID index 1 takes one process's own
+ * QPs over the same wire.
  */
 #include "tests/unit/soft_fixture.h"
+#include "hw/soft/soft.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -30,7 +32,7 @@ struct side {
 	struct peer_info me, peer;
 };
 
-#define BUF 65536
+#define BUF  65536
 #define QKEY 0x11223344
 
 static int side_open(struct side *s)
@@ -46,7 +48,7 @@ static int side_open(struct side *s)
 	memset(s->buf, 0, BUF);
 	s->mr = hw_reg_mr(s->pd, s->buf, BUF,
 			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				  IBV_ACCESS_REMOTE_ATOMIC);
+			      IBV_ACCESS_REMOTE_ATOMIC);
 	s->rc = fx_qp(s->pd, s->cq, IBV_QPT_RC, 1);
 	s->ud = fx_qp(s->pd, s->cq, IBV_QPT_UD, 1);
 	if (!s->mr || !s->rc || !s->ud)
@@ -91,7 +93,7 @@ static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 /* The child: receives, checks what arrived, reports, then waits to be killed. */
 static int child_main(int fd)
 {
-	struct side s = { 0 };
+	struct side s = {0};
 	struct ibv_wc wc;
 	char go;
 	int ok = 1, got_rc = 0, got_ud = 0;
@@ -105,7 +107,8 @@ static int child_main(int fd)
 		return 11;
 	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 16, 7, 7, 1);
 	fx_ud_to_rts(s.ud, QKEY);
-	if (fx_post_recv(s.rc, 1, s.buf, 64, s.mr->lkey) || fx_post_recv(s.ud, 2, s.buf + 128, 40 + 64, s.mr->lkey))
+	if (fx_post_recv(s.rc, 1, s.buf, 64, s.mr->lkey) ||
+	    fx_post_recv(s.ud, 2, s.buf + 128, 40 + 64, s.mr->lkey))
 		return 14;
 	if (write(fd, "r", 1) != 1 || read(fd, &go, 1) != 1)
 		return 12;
@@ -114,7 +117,8 @@ static int child_main(int fd)
 			ok = 0;
 		if (wc.qp_num == s.rc->qp_num) {
 			got_rc = 1;
-			ok &= wc.byte_len == 11 && strcmp((char *)s.buf, "hello wire") == 0 && wc.src_qp == s.peer.rc_qpn;
+			ok &= wc.byte_len == 11 && strcmp((char *)s.buf, "hello wire") == 0 &&
+			      wc.src_qp == s.peer.rc_qpn;
 		} else {
 			got_ud = 1;
 			ok &= wc.byte_len == 40 + 8 && strcmp((char *)s.buf + 128 + 40, "ud wire") == 0 &&
@@ -145,12 +149,12 @@ static void two_processes_over_the_wire(void **state)
 {
 	int fd;
 	pid_t pid;
-	struct side s = { 0 };
+	struct side s = {0};
 	struct ibv_wc wc;
 	char c;
-	struct ibv_sge sge = { .lkey = 0 };
-	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED };
-	struct ibv_ah_attr aa = { .port_num = 1, .is_global = 1 };
+	struct ibv_sge sge = {.lkey = 0};
+	struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_ah_attr aa = {.port_num = 1, .is_global = 1};
 	struct ibv_ah *ah;
 	int status, errors = 0;
 
@@ -324,7 +328,8 @@ static int ping_pong(struct side *s, bool pinger)
 				if (recvs++ || wc.wr_id != 1000 + i || wc.byte_len != 4 || *in != i)
 					return 4;
 				if (!pinger) {
-					if (i + 1 < PINGS && fx_post_recv(s->rc, 1000 + i + 1, in, 4, s->mr->lkey))
+					if (i + 1 < PINGS &&
+					    fx_post_recv(s->rc, 1000 + i + 1, in, 4, s->mr->lkey))
 						return 7;
 					*out = *in;
 					if (fx_post(s->rc, IBV_WR_SEND, i, out, 4, s->mr->lkey, 0, 0))
@@ -340,7 +345,7 @@ static int ping_pong(struct side *s, bool pinger)
 
 static int ponger_main(int fd)
 {
-	struct side s = { 0 };
+	struct side s = {0};
 	int before, rc;
 	char go;
 
@@ -363,7 +368,8 @@ static int ponger_main(int fd)
 	return 0;
 }
 
-/* Forks a ponger running peer_main, connects to it and plays the pinger's part; returns the socketpair end. */
+/* Forks a ponger running peer_main, connects to it and plays the pinger's part; returns the socketpair end.
+ */
 static int ping_a_forked_ponger(struct side *s, int (*peer_main)(int), pid_t *pid)
 {
 	int fd = fx_fork_peer(peer_main, pid);
@@ -389,7 +395,7 @@ static void expect_clean_exit(pid_t pid)
 
 static void ping_pong_answers_on_the_pingers_connection(void **state)
 {
-	struct side s = { 0 };
+	struct side s = {0};
 	pid_t pid;
 	int fd;
 
@@ -407,7 +413,7 @@ static void ping_pong_answers_on_the_pingers_connection(void **state)
  */
 static int quiet_target_main(int fd)
 {
-	struct side s = { 0 };
+	struct side s = {0};
 	char go;
 	int rc;
 
@@ -430,7 +436,7 @@ static int quiet_target_main(int fd)
 
 static void engine_serves_a_target_that_stopped_polling(void **state)
 {
-	struct side s = { 0 };
+	struct side s = {0};
 	struct ibv_wc wc;
 	pid_t pid;
 	int fd;
@@ -444,11 +450,15 @@ static void engine_serves_a_target_that_stopped_polling(void **state)
 		uint8_t *src = s.buf + 1024;
 
 		memset(src, (int)i, 256);
-		assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, i, src, 256, s.mr->lkey, s.peer.addr + 4096, s.peer.rkey), 0);
+		assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, i, src, 256, s.mr->lkey, s.peer.addr + 4096,
+					 s.peer.rkey),
+				 0);
 		assert_int_equal(wait_wc(s.cq, &wc), 0);
 		assert_int_equal(wc.status, IBV_WC_SUCCESS);
 		memset(s.buf + 2048, 0xee, 256);
-		assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_READ, i, s.buf + 2048, 256, s.mr->lkey, s.peer.addr + 4096, s.peer.rkey), 0);
+		assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_READ, i, s.buf + 2048, 256, s.mr->lkey,
+					 s.peer.addr + 4096, s.peer.rkey),
+				 0);
 		assert_int_equal(wait_wc(s.cq, &wc), 0);
 		assert_int_equal(wc.status, IBV_WC_SUCCESS);
 		assert_memory_equal(s.buf + 2048, src, 256);
@@ -460,7 +470,7 @@ static void engine_serves_a_target_that_stopped_polling(void **state)
 
 static void unreachable_peer_is_retry_exceeded(void **state)
 {
-	struct side s = { 0 };
+	struct side s = {0};
 	union ibv_gid nobody;
 	struct ibv_wc wc;
 
@@ -517,11 +527,12 @@ static void side_open_faulty(struct side *s, const char *spec, int timeout, int 
 /* One RDMA WRITE under the fault spec completes with exactly the given status. */
 static void expect_write_status(const char *spec, enum ibv_wc_status want)
 {
-	struct side s = { 0 };
+	struct side s = {0};
 	struct ibv_wc wc;
 
 	side_open_faulty(&s, spec, 8, 2, 7);
-	assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, 1, s.buf, 8, s.mr->lkey, (uintptr_t)s.buf + 64, s.mr->rkey), 0);
+	assert_int_equal(
+	    fx_post(s.rc, IBV_WR_RDMA_WRITE, 1, s.buf, 8, s.mr->lkey, (uintptr_t)s.buf + 64, s.mr->rkey), 0);
 	assert_int_equal(wait_wc(s.cq, &wc), 0);
 	assert_int_equal(wc.status, want);
 	side_close(&s);
@@ -537,16 +548,19 @@ static void fault_drop_all_is_retry_exceeded(void **state)
 /* drop=0.3: RC still delivers every write exactly once, in order, by retransmission. */
 static void fault_drop_some_is_recovered(void **state)
 {
-	struct side s = { 0 };
+	struct side s = {0};
 	struct ibv_wc wc;
 
 	(void)state;
 	side_open_faulty(&s, "drop=0.3,seed=3", 4, 7, 7);
 	*(uint64_t *)(s.buf + 64) = 0;
 	for (int i = 0; i < 20; i++) {
-		struct ibv_sge sge = { .addr = (uintptr_t)s.buf, .length = 8, .lkey = s.mr->lkey };
-		struct ibv_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1,
-					  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD }, *bad;
+		struct ibv_sge sge = {.addr = (uintptr_t)s.buf, .length = 8, .lkey = s.mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = (uint64_t)i,
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD},
+				   *bad;
 
 		wr.wr.atomic.remote_addr = (uintptr_t)s.buf + 64;
 		wr.wr.atomic.rkey = s.mr->rkey;
@@ -569,31 +583,138 @@ static void fault_error_all_is_rem_op_err(void **state)
 
 static void fault_corrupt_flips_payload(void **state)
 {
-	struct side s = { 0 };
+	struct side s = {0};
 	struct ibv_wc wc;
 
 	(void)state;
 	side_open_faulty(&s, "corrupt=1,delay_us=100", 8, 2, 7);
 	memset(s.buf, 'a', 64);
-	assert_int_equal(fx_post(s.rc, IBV_WR_RDMA_WRITE, 1, s.buf, 64, s.mr->lkey, (uintptr_t)s.buf + 1024, s.mr->rkey), 0);
+	assert_int_equal(
+	    fx_post(s.rc, IBV_WR_RDMA_WRITE, 1, s.buf, 64, s.mr->lkey, (uintptr_t)s.buf + 1024, s.mr->rkey),
+	    0);
 	assert_int_equal(wait_wc(s.cq, &wc), 0);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_memory_not_equal(s.buf, s.buf + 1024, 64);
 	side_close(&s);
 }
 
+/* RESET, then RTS toward dest through GID index gid_index (as source and destination). */
+static void connect_through_gid(struct ibv_qp *qp, struct ibv_qp *dest, int gid_index)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET};
+
+	assert_int_equal(hw_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_INIT,
+				 .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_ATOMIC};
+	assert_int_equal(
+	    hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	a = (struct ibv_qp_attr){
+	    .qp_state = IBV_QPS_RTR,
+	    .path_mtu = IBV_MTU_1024,
+	    .dest_qp_num = dest->qp_num,
+	    .rq_psn = 7,
+	    .max_dest_rd_atomic = 4,
+	    .min_rnr_timer = 1,
+	    .ah_attr = {.port_num = 1, .is_global = 1, .grh = {.sgid_index = (uint8_t)gid_index}}};
+	assert_int_equal(hw_query_gid(qp->context, 1, gid_index, &a.ah_attr.grh.dgid), 0);
+	assert_int_equal(hw_modify_qp(qp, &a,
+				      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+			 0);
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
+				 .timeout = 14,
+				 .retry_cnt = 7,
+				 .rnr_retry = 7,
+				 .sq_psn = 7,
+				 .max_rd_atomic = 4};
+	assert_int_equal(hw_modify_qp(qp, &a,
+				      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
+			 0);
+}
+
+/*
+ * GID index 1 is the port again, reached through its own wire: a pair
+ * addressed by it moves its traffic over two TCP connections of the NIC
+ * to itself (a WRITE larger than an unverified connection may carry, a
+ * SEND, a READ, an atomic), with the same results as inside the NIC.
+ */
+static void gid_index_1_loops_through_the_wire(void **state)
+{
+	struct fx *f = *state;
+	struct soft_nic *nic = soft_nic_of(f->ctx);
+	enum { BIG = 3 * FX_BUF / 2 };
+	unsigned char *src = malloc(BIG), *dst = calloc(1, BIG);
+	struct ibv_mr *smr, *dmr;
+	struct ibv_port_attr port;
+	union ibv_gid g0, g1, none;
+	unsigned long drops = atomic_load(&nic->foreign_drops);
+	int conns = atomic_load(&nic->n_conns);
+	struct ibv_wc wc;
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	assert_int_equal(hw_query_port(f->ctx, 1, &port), 0);
+	assert_int_equal(port.gid_tbl_len, 2);
+	assert_int_equal(hw_query_gid(f->ctx, 1, 0, &g0), 0);
+	assert_int_equal(hw_query_gid(f->ctx, 1, 1, &g1), 0);
+	assert_memory_not_equal(g0.raw, g1.raw, 16);
+	assert_int_equal(hw_query_gid(f->ctx, 1, 2, &none), EINVAL);
+	for (int i = 0; i < BIG; i++)
+		src[i] = (unsigned char)(i * 7 + 1);
+	smr = hw_reg_mr(f->pd, src, BIG, IBV_ACCESS_LOCAL_WRITE);
+	dmr = hw_reg_mr(f->pd, dst, BIG, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(smr);
+	assert_non_null(dmr);
+	connect_through_gid(f->a, f->b, 1);
+	connect_through_gid(f->b, f->a, 1);
+
+	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 1, src, BIG, smr->lkey, (uintptr_t)dst, dmr->rkey),
+			 0);
+	fx_wait(f->scq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_memory_equal(dst, src, BIG);
+	assert_int_equal(fx_post_recv(f->b, 2, f->bbuf, 64, f->bmr->lkey), 0);
+	memcpy(f->abuf, "over the wire", 14);
+	assert_int_equal(fx_post(f->a, IBV_WR_SEND, 3, f->abuf, 14, f->amr->lkey, 0, 0), 0);
+	fx_wait(f->rcq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 14);
+	assert_int_equal(wc.src_qp, f->a->qp_num);
+	assert_string_equal((char *)f->bbuf, "over the wire");
+	fx_wait(f->scq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	memcpy(f->bbuf + 128, "read me", 8);
+	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_READ, 4, f->abuf + 256, 8, f->amr->lkey,
+				 (uintptr_t)f->bbuf + 128, f->bmr->rkey),
+			 0);
+	fx_wait(f->scq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_string_equal((char *)f->abuf + 256, "read me");
+	/* Two connections more: the NIC dialled itself, and accepted that call. */
+	assert_int_equal(atomic_load(&nic->n_conns), conns + 2);
+	assert_int_equal(atomic_load(&nic->foreign_drops), drops);
+	hw_dereg_mr(smr);
+	hw_dereg_mr(dmr);
+	free(src);
+	free(dst);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(two_processes_over_the_wire),
-		cmocka_unit_test(ping_pong_answers_on_the_pingers_connection),
-		cmocka_unit_test(engine_serves_a_target_that_stopped_polling),
-		cmocka_unit_test(unreachable_peer_is_retry_exceeded),
-		cmocka_unit_test(bad_configuration_is_einval_with_message),
-		cmocka_unit_test(fault_drop_all_is_retry_exceeded),
-		cmocka_unit_test(fault_drop_some_is_recovered),
-		cmocka_unit_test(fault_error_all_is_rem_op_err),
-		cmocka_unit_test(fault_corrupt_flips_payload),
+	    cmocka_unit_test(two_processes_over_the_wire),
+	    cmocka_unit_test_setup_teardown(gid_index_1_loops_through_the_wire, fx_setup, fx_teardown),
+	    cmocka_unit_test(ping_pong_answers_on_the_pingers_connection),
+	    cmocka_unit_test(engine_serves_a_target_that_stopped_polling),
+	    cmocka_unit_test(unreachable_peer_is_retry_exceeded),
+	    cmocka_unit_test(bad_configuration_is_einval_with_message),
+	    cmocka_unit_test(fault_drop_all_is_retry_exceeded),
+	    cmocka_unit_test(fault_drop_some_is_recovered),
+	    cmocka_unit_test(fault_error_all_is_rem_op_err),
+	    cmocka_unit_test(fault_corrupt_flips_payload),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
