@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# walk --verify: no failure on a correct device; finds one when the soft
-# device corrupts payloads (RDMATOOL_SOFT_FAULTS), and prints the history.
+# walk --verify: no failure on a correct device, also with every QP's
+# traffic over the soft wire (GID index 1); finds one when the soft device
+# corrupts payloads (RDMATOOL_SOFT_FAULTS), and prints the history.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -15,12 +16,19 @@ echo "$out" | jq -e '.verify.probe_cq_full > 0 and .verify.probe_ud_sqe > 0 and 
 	.verify.probe_inv_other_qp > 0' \
 	>/dev/null || fail "a probe kind never ran: $out"
 
+# GID index 1: the same probes with every packet through the soft NIC's wire to itself.
+out=$("$RDMATOOL" -j walk --clients=3 --duration=3 --verify --seed=6 --gid-index=1 2>/dev/null) ||
+	fail "clean device over the wire (--gid-index=1): $out"
+echo "$out" | jq -e '.result == "pass" and .verify.probe_rc > 5' >/dev/null || fail "clean over the wire: $out"
+
+errfile=$(mktemp)
 set +e
 out=$(RDMATOOL_SOFT_FAULTS="corrupt=0.5,seed=3" "$RDMATOOL" -j walk --clients=2 --duration=4 --verify --seed=7 \
-	2>/tmp/walk_verify_err.$$)
+	2>"$errfile")
 rc=$?
 set -e
-err=$(cat /tmp/walk_verify_err.$$); rm -f /tmp/walk_verify_err.$$
+err=$(cat "$errfile")
+rm -f "$errfile"
 [ $rc -eq 1 ] || fail "with faults: exit $rc, want 1: $out"
 echo "$out" | jq -e '.result == "fail" and (.failures | length) > 0' >/dev/null || fail "no failure found: $out"
 # Corrupted payloads: a region's data check or a received message's content check (the report keeps

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/mutation/run.sh [-d SECONDS] [-c CLIENTS] [-s "SEED..."] [-m] [-U] [-k] [NAME...]
+# tests/mutation/run.sh [-d SECONDS] [-c CLIENTS] [-s "SEED..."] [-m] [-w] [-U] [-k] [NAME...]
 #
 # The walker's mutation harness: each tests/mutation/NAME.mut is one bug
 # seeded into the soft device (a small, exact text replacement).  For each,
@@ -12,6 +12,7 @@
 #   -d SECONDS   walk duration (default 20)      -c CLIENTS  (default 5)
 #   -s "SEEDS"   walk seeds (default "1 2 3")    -U          skip the unit tests
 #   -m           also one multinode walk (3 client processes over the soft wire, first seed)
+#   -w           also one walk through GID index 1 (every QP's traffic over the soft wire, first seed)
 #   -k           keep the copies (their paths are printed)
 #   -n           only check that every mutation still applies (no build, no walk)
 #
@@ -25,13 +26,14 @@ set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
 BUILD=${BUILD:-build}
-duration=20 clients=5 seeds="1 2 3" unit=1 keep=0 check_only=0 multinode=0
-while getopts "d:c:s:mUkn" o; do
+duration=20 clients=5 seeds="1 2 3" unit=1 keep=0 check_only=0 multinode=0 wire=0
+while getopts "d:c:s:mwUkn" o; do
 	case $o in
 	d) duration=$OPTARG ;;
 	c) clients=$OPTARG ;;
 	s) seeds=$OPTARG ;;
 	m) multinode=1 ;;
+	w) wire=1 ;;
 	U) unit=0 ;;
 	k) keep=1 ;;
 	n) check_only=1 ;;
@@ -84,10 +86,13 @@ for m in "${muts[@]}"; do
 	n=0 hit=0 first=""
 	runs=$seeds
 	[ $multinode = 1 ] && runs="$runs multinode"
+	[ $wire = 1 ] && runs="$runs wire"
 	for s in $runs; do
 		n=$((n + 1))
 		if [ "$s" = multinode ]; then
 			set -- --clients=3 --multinode=true --seed="${seeds%% *}"
+		elif [ "$s" = wire ]; then
+			set -- --clients="$clients" --gid-index=1 --seed="${seeds%% *}"
 		else
 			set -- --clients="$clients" --seed="$s"
 		fi
