@@ -54,7 +54,7 @@ struct rcp_script {
 	struct rcp_exp aexp[RCP_DATA_WR], bexp[RCP_DATA_WR];
 	int na, nb;
 	struct rcp_piece last_write;
-	struct rcp_piece last_read; /* a piece a READ of the script brings (RC) */
+	struct rcp_piece last_read; /* a piece a READ (or an atomic's answer) of the script brings (RC) */
 };
 
 /*
@@ -174,6 +174,9 @@ static void add_atomic(struct rcp *p, struct rcp_script *s, int i, int op, struc
 	w->num_sge = 1;
 	memcpy(p->model + res, &orig, 8);
 	memcpy(p->model + t, &next, 8);
+	/* A fence waits for atomics as for READs (IBTA 10.8.3.3): a fenced WR may pass the answer on. */
+	if (!s->last_read.len || rng_bernoulli(p->rng, 0.5))
+		s->last_read = (struct rcp_piece){res, 8};
 }
 
 static uint32_t add_read(struct rcp *p, struct rcp_script *s, int i, struct ibv_send_wr *w, uint32_t len)
