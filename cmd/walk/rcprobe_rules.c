@@ -8,6 +8,8 @@
  *    them back by ibv_query_qp, and refuses the value just past the range;
  *  - indexes: ibv_query_gid at gid_tbl_len, ibv_create_ah with a
  *    grh.sgid_index of gid_tbl_len and ibv_query_port of port 0 fail;
+ *    on an Ethernet (RoCE) port so does ibv_create_ah without a GRH, as
+ *    the kernel's rdma_check_ah_attr has it: the GRH is the address;
  *  - timeout 0: an RC request with IBV_QP_TIMEOUT 0 ("infinite") toward a
  *    responder in ERR never times out; it flushes when A enters ERR;
  *  - unsignaled local work: a BIND_MW and a LOCAL_INV posted without
@@ -135,6 +137,18 @@ static void indexes(struct rcp *p)
 			rcp_fail(p, "ibv_create_ah with grh.sgid_index %d = gid_tbl_len of port %u succeeded; expected "
 				    "an error",
 				 pa.gid_tbl_len, port);
+			hw_destroy_ah(ah);
+		}
+	}
+	if (pa.link_layer == IBV_LINK_LAYER_ETHERNET && !rcp_failed(p)) {
+		struct ibv_ah_attr aha = rcp_self_ah_attr(p);
+		struct ibv_ah *ah;
+
+		aha.is_global = 0;
+		if ((ah = hw_create_ah(p->pd, &aha))) {
+			rcp_fail(p, "ibv_create_ah without a GRH (is_global 0) on Ethernet port %u succeeded; "
+				    "expected EINVAL",
+				 port);
 			hw_destroy_ah(ah);
 		}
 	}
