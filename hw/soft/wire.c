@@ -754,8 +754,8 @@ static enum soft_hdr_verdict soft_header_verdict(struct soft_nic *nic, const str
 		return SOFT_HDR_REJECT;
 	if (h->payload <= SOFT_UNVERIFIED_MAX_PAYLOAD)
 		return SOFT_HDR_TAKE;
-	if (h->type == SOFT_PKT_REQ && ((h->qp_type != IBV_QPT_RC && h->qp_type != IBV_QPT_UC) ||
-					 h->payload != h->length))
+	if (h->type == SOFT_PKT_REQ &&
+	    ((h->qp_type != IBV_QPT_RC && h->qp_type != IBV_QPT_UC) || h->payload != h->length))
 		return SOFT_HDR_REJECT;
 	/* A response rides any connection to its peer. */
 	vouched = soft_qp_vouches(nic, c, h->dst_qpn, h->type == SOFT_PKT_REQ ? h->sgid : NULL);
