@@ -89,8 +89,12 @@ static void rdma_to_b(struct rcp *p, enum ibv_qp_state st)
 	rcp_model_move(p, &src, 1, &tgt, 1);
 	snprintf(who, sizeof(who), "A's send CQ (a WRITE to B in %s)", rcp_state_name(st));
 	rcp_expect(p, p->scq, who, &w, 1);
-	if (p->a->qp_type != IBV_QPT_RC || rcp_failed(p))
+	if (rcp_failed(p))
 		return;
+	if (p->a->qp_type != IBV_QPT_RC) { /* UC completes once sent: B may place it later */
+		rcp_wait_landed(p, tgt.off, tgt.len, who);
+		return;
+	}
 	sge = (struct ibv_sge){(uintptr_t)(p->buf + dst.off), dst.len, p->mr->lkey};
 	if (rcp_post1(p, p->a, IBV_WR_RDMA_READ, r.wr_id, sge, (uintptr_t)(p->buf + tgt.off))) {
 		rcp_fail(p, "A's READ refused at post");

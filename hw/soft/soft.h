@@ -278,6 +278,7 @@ struct soft_nic {
 	atomic_ulong auth_failures; /* connections that did not prove the secret */
 	struct soft_auth_key auth;  /* RDMATOOL_SOFT_SECRET: every connection proves it first */
 	atomic_ulong wire_rejects;  /* connections closed for a bad or oversized packet, or over the cap */
+	atomic_ulong stale_drops;   /* large packets on a trusted connection for a QP gone or moved on */
 };
 
 /* A pause for busy-wait loops: lets the sibling hyperthread run. */

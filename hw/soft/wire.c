@@ -63,6 +63,7 @@ struct soft_conn {
 	uint64_t id; /* unique for the NIC's lifetime: held requests name their connection by it */
 	uint8_t *in, *out;
 	size_t in_off, in_len, in_cap, out_off, out_len, out_cap; /* in: [in_off, in_len) unparsed */
+	size_t skip; /* payload bytes of a dropped packet still to discard as they arrive */
 	struct soft_conn *next;
 };
 
@@ -732,23 +733,33 @@ static bool soft_qp_vouches(struct soft_nic *nic, const struct soft_conn *c, uin
 	return ok;
 }
 
+enum soft_hdr_verdict { SOFT_HDR_TAKE, SOFT_HDR_DROP, SOFT_HDR_REJECT };
+
 /*
  * Checks a header as soon as it is in, before its payload is: a packet
  * this NIC would not serve must not make it buffer anything.  A payload
  * beyond SOFT_UNVERIFIED_MAX_PAYLOAD needs a QP connected to the sender.
+ * Without one, a stranger is hung up on; a verified connection (ours, or
+ * one that already sent a valid packet) only loses that packet, its
+ * payload discarded as it arrives, as a NIC drops a packet for a QP that
+ * was destroyed or reset meanwhile and keeps its link up.
  */
-static bool soft_header_acceptable(struct soft_nic *nic, const struct soft_conn *c,
-				   const struct soft_wire_hdr *h)
+static enum soft_hdr_verdict soft_header_verdict(struct soft_nic *nic, const struct soft_conn *c,
+						 const struct soft_wire_hdr *h)
 {
+	bool vouched;
+
 	if (h->magic != SOFT_WIRE_MAGIC || h->payload > SOFT_MAX_MSG ||
 	    (h->type != SOFT_PKT_REQ && h->type != SOFT_PKT_RSP))
-		return false;
+		return SOFT_HDR_REJECT;
 	if (h->payload <= SOFT_UNVERIFIED_MAX_PAYLOAD)
-		return true;
-	if (h->type == SOFT_PKT_REQ)
-		return (h->qp_type == IBV_QPT_RC || h->qp_type == IBV_QPT_UC) && h->payload == h->length &&
-		       soft_qp_vouches(nic, c, h->dst_qpn, h->sgid);
-	return soft_qp_vouches(nic, c, h->dst_qpn, NULL); /* a response rides any connection to its peer */
+		return SOFT_HDR_TAKE;
+	if (h->type == SOFT_PKT_REQ &&
+	    ((h->qp_type != IBV_QPT_RC && h->qp_type != IBV_QPT_UC) || h->payload != h->length))
+		return SOFT_HDR_REJECT;
+	/* A response rides any connection to its peer. */
+	vouched = soft_qp_vouches(nic, c, h->dst_qpn, h->type == SOFT_PKT_REQ ? h->sgid : NULL);
+	return vouched ? SOFT_HDR_TAKE : c->verified ? SOFT_HDR_DROP : SOFT_HDR_REJECT;
 }
 
 /* Closes a connection that broke the protocol or a limit. */
@@ -843,14 +854,27 @@ static bool soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 	off = c->in_off;
 	if (!c->authed && !soft_conn_authenticate(nic, c, &off))
 		goto done;
-	while (c->in_len - off >= sizeof(struct soft_wire_hdr)) {
+	for (;;) {
 		struct soft_wire_hdr h;
+		size_t drop = c->skip < c->in_len - off ? c->skip : c->in_len - off;
 
+		off += drop;
+		c->skip -= drop;
+		if (c->skip || c->in_len - off < sizeof(h))
+			break;
 		memcpy(&h, c->in + off, sizeof(h));
 		soft_hdr_from_le(&h);
-		if (!soft_header_acceptable(nic, c, &h)) {
+		switch (soft_header_verdict(nic, c, &h)) {
+		case SOFT_HDR_REJECT:
 			soft_conn_reject(nic, c); /* not our protocol, or more than it may send: hang up */
 			return true;
+		case SOFT_HDR_DROP:
+			atomic_fetch_add_explicit(&nic->stale_drops, 1, memory_order_relaxed);
+			off += sizeof(h);
+			c->skip = h.payload;
+			continue;
+		case SOFT_HDR_TAKE:
+			break;
 		}
 		if (c->in_len - off - sizeof(h) < h.payload)
 			break;

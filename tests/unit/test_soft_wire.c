@@ -598,8 +598,8 @@ static void fault_corrupt_flips_payload(void **state)
 	side_close(&s);
 }
 
-/* RESET, then RTS toward dest through GID index gid_index (as source and destination). */
-static void connect_through_gid(struct ibv_qp *qp, struct ibv_qp *dest, int gid_index)
+/* RESET, then RTS toward QP dest_qpn through GID index gid_index (as source and destination). */
+static void connect_through_gid(struct ibv_qp *qp, uint32_t dest_qpn, int gid_index, uint8_t retry_cnt)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET};
 
@@ -613,7 +613,7 @@ static void connect_through_gid(struct ibv_qp *qp, struct ibv_qp *dest, int gid_
 	a = (struct ibv_qp_attr){
 	    .qp_state = IBV_QPS_RTR,
 	    .path_mtu = IBV_MTU_1024,
-	    .dest_qp_num = dest->qp_num,
+	    .dest_qp_num = dest_qpn,
 	    .rq_psn = 7,
 	    .max_dest_rd_atomic = 4,
 	    .min_rnr_timer = 1,
@@ -624,8 +624,8 @@ static void connect_through_gid(struct ibv_qp *qp, struct ibv_qp *dest, int gid_
 					  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
 			 0);
 	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
-				 .timeout = 14,
-				 .retry_cnt = 7,
+				 .timeout = 10,
+				 .retry_cnt = retry_cnt,
 				 .rnr_retry = 7,
 				 .sq_psn = 7,
 				 .max_rd_atomic = 4};
@@ -639,7 +639,8 @@ static void connect_through_gid(struct ibv_qp *qp, struct ibv_qp *dest, int gid_
  * GID index 1 is the port again, reached through its own wire: a pair
  * addressed by it moves its traffic over two TCP connections of the NIC
  * to itself (a WRITE larger than an unverified connection may carry, a
- * SEND, a READ, an atomic), with the same results as inside the NIC.
+ * SEND, a READ), with the same results as inside the NIC.  A large packet
+ * for a QP that is not there is dropped, not the connection.
  */
 static void gid_index_1_loops_through_the_wire(void **state)
 {
@@ -650,7 +651,8 @@ static void gid_index_1_loops_through_the_wire(void **state)
 	struct ibv_mr *smr, *dmr;
 	struct ibv_port_attr port;
 	union ibv_gid g0, g1, none;
-	unsigned long drops = atomic_load(&nic->foreign_drops);
+	unsigned long drops = atomic_load(&nic->foreign_drops), stale = atomic_load(&nic->stale_drops),
+		      rejects = atomic_load(&nic->wire_rejects);
 	int conns = atomic_load(&nic->n_conns);
 	struct ibv_wc wc;
 
@@ -668,8 +670,8 @@ static void gid_index_1_loops_through_the_wire(void **state)
 	dmr = hw_reg_mr(f->pd, dst, BIG, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	assert_non_null(smr);
 	assert_non_null(dmr);
-	connect_through_gid(f->a, f->b, 1);
-	connect_through_gid(f->b, f->a, 1);
+	connect_through_gid(f->a, f->b->qp_num, 1, 7);
+	connect_through_gid(f->b, f->a->qp_num, 1, 7);
 
 	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 1, src, BIG, smr->lkey, (uintptr_t)dst, dmr->rkey),
 			 0);
@@ -696,6 +698,28 @@ static void gid_index_1_loops_through_the_wire(void **state)
 	/* Two connections more: the NIC dialled itself, and accepted that call. */
 	assert_int_equal(atomic_load(&nic->n_conns), conns + 2);
 	assert_int_equal(atomic_load(&nic->foreign_drops), drops);
+
+	/*
+	 * A large WRITE toward a QP number nobody has (as toward a QP destroyed meanwhile): the
+	 * packet is dropped on arrival and A runs out of retries, but the connection stays up
+	 * for everyone else's traffic.
+	 */
+	connect_through_gid(f->a, f->b->qp_num ^ 0x800000, 1, 1);
+	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 5, src, BIG, smr->lkey, (uintptr_t)dst, dmr->rkey), 0);
+	fx_wait(f->scq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
+	assert_true(atomic_load(&nic->stale_drops) >= stale + 2);
+	assert_int_equal(atomic_load(&nic->wire_rejects), rejects);
+	connect_through_gid(f->a, f->b->qp_num, 1, 7);
+	connect_through_gid(f->b, f->a->qp_num, 1, 7);
+	assert_int_equal(fx_post_recv(f->b, 6, f->bbuf, 64, f->bmr->lkey), 0);
+	assert_int_equal(fx_post(f->a, IBV_WR_SEND, 7, f->abuf, 14, f->amr->lkey, 0, 0), 0);
+	fx_wait(f->rcq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 6);
+	fx_wait(f->scq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(atomic_load(&nic->n_conns), conns + 2);
 	hw_dereg_mr(smr);
 	hw_dereg_mr(dmr);
 	free(src);
