@@ -50,7 +50,7 @@ PRELOAD_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, 
 	return preload_soft_ops()->query_gid(context, port_num, index, gid) ? -1 : 0;
 }
 
-/* The soft GID's entry: one per port, RoCE v2 style (it names an IPv4 endpoint). */
+/* A soft GID's entry, RoCE v2 style (it names an IPv4 endpoint). */
 static int preload_soft_gid_entry(struct ibv_context *context, uint32_t port_num, uint32_t index,
 				  struct ibv_gid_entry *entry)
 {
@@ -88,11 +88,19 @@ PRELOAD_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct 
 	if (!preload_is_soft(context))
 		return PRELOAD_NEXT(_ibv_query_gid_table, "IBVERBS_1.11")(context, entries, max_entries,
 									  flags, entry_size);
+	struct ibv_gid_entry one;
+	size_t n = 0;
+
 	if (flags || entry_size < sizeof(*entries))
 		return -EINVAL;
-	if (max_entries < 1)
+	/* Every entry of the port's table, or EINVAL when they do not all fit (as the kernel answers). */
+	while (n <= 255 && !preload_soft_gid_entry(context, 1, (uint32_t)n, &one))
+		n++;
+	if (max_entries < n)
 		return -EINVAL;
-	return preload_soft_gid_entry(context, 1, 0, &entries[0]) ? 0 : 1;
+	for (size_t i = 0; i < n; i++)
+		preload_soft_gid_entry(context, 1, (uint32_t)i, (struct ibv_gid_entry *)((char *)entries + i * entry_size));
+	return (ssize_t)n;
 }
 
 PRELOAD_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,

@@ -7,7 +7,7 @@ static void device_limits_are_reported(void **state)
 	struct fx *f = *state;
 	struct ibv_device_attr a;
 	struct ibv_port_attr p;
-	union ibv_gid gid;
+	union ibv_gid gid, gid1;
 
 	assert_int_equal(hw_query_device(f->ctx, &a), 0);
 	assert_int_equal(a.max_qp, 1024);
@@ -27,7 +27,12 @@ static void device_limits_are_reported(void **state)
 	assert_int_equal(gid.raw[1], 0x80);
 	assert_int_equal(gid.raw[8], 127); /* default 127.0.0.1 */
 	assert_int_not_equal(gid.raw[12] << 8 | gid.raw[13], 0);
-	assert_int_not_equal(hw_query_gid(f->ctx, 1, 1, &gid), 0);
+	assert_int_equal(p.gid_tbl_len, 2);
+	/* Index 1: the same address and port, another tag (through the wire), then no more. */
+	assert_int_equal(hw_query_gid(f->ctx, 1, 1, &gid1), 0);
+	assert_memory_equal(gid1.raw, gid.raw, 15);
+	assert_int_not_equal(gid1.raw[15], gid.raw[15]);
+	assert_int_not_equal(hw_query_gid(f->ctx, 1, 2, &gid1), 0);
 }
 
 static void contexts_share_one_nic(void **state)
