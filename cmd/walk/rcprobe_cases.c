@@ -403,6 +403,9 @@ void rcp_case_data(struct rcp *p)
 	rcp_expect_empty(p, p->scq, "A's send CQ (unsignaled WRs complete silently)");
 	rcp_expect_empty(p, p->rcq, "B's receive CQ");
 	rcp_expect_empty(p, p->ocq, "the CQ of A's receives and B's sends");
+	/* UC completes a WRITE once it is sent: over a wire B places it later. */
+	if (uc && !rcp_failed(p))
+		rcp_wait_landed(p, RCP_TGT, RCP_AREA, "A's UC WRITEs");
 	rcp_check_memory(p);
 	rcp_expect_state(p, p->a, "A", IBV_QPS_RTS);
 	rcp_expect_state(p, p->b, "B", IBV_QPS_RTS);
