@@ -19,6 +19,7 @@
 #include "hw/soft/soft.h"
 
 #include <string.h>
+#include <sys/socket.h>
 
 #if defined(__SANITIZE_THREAD__)
 void __tsan_ignore_thread_begin(void);
@@ -63,4 +64,15 @@ __attribute__((noinline)) void soft_dma_store64(void *target, uint64_t value)
 	DMA_BEGIN();
 	__atomic_store_n((uint64_t *)target, value, __ATOMIC_SEQ_CST);
 	DMA_END();
+}
+
+/* A large packet leaves straight from registered memory: the kernel reads it as a NIC would. */
+__attribute__((noinline)) ssize_t soft_dma_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	ssize_t n;
+
+	DMA_BEGIN();
+	n = sendmsg(fd, msg, flags);
+	DMA_END();
+	return n;
 }

@@ -562,5 +562,7 @@ uint64_t soft_dma_fetch_add(uint64_t *target, uint64_t add);
 uint64_t soft_dma_cmp_swap(uint64_t *target, uint64_t compare, uint64_t swap);
 /* RDMA ATOMIC WRITE: 8 naturally aligned bytes in one store. */
 void soft_dma_store64(void *target, uint64_t value);
+struct msghdr;
+ssize_t soft_dma_sendmsg(int fd, const struct msghdr *msg, int flags);
 
 #endif

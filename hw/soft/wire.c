@@ -435,7 +435,7 @@ static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_wire_
 		iov[i + 1].iov_len = seg[i].len;
 	}
 	msg.msg_iovlen = (size_t)nseg + 1;
-	n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	n = soft_dma_sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n >= 0)
 		return (size_t)n;
 	if (errno != EAGAIN && errno != EINTR)
