@@ -210,6 +210,8 @@ const char *rcp_state_name(enum ibv_qp_state s);
 struct ibv_qp *rcp_qp(struct rcp *p, enum ibv_qp_type t, struct ibv_cq *scq, struct ibv_cq *rcq);
 /* RESET, then along the legal path to st (RC/UC: connected toward dest; SQE: UD only, by a send error). */
 int rcp_bring(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, enum ibv_qp_state st);
+/* A reconnected (RESET -> RTS toward B) with send PSN psn; 0, or -1 after a failure naming it. */
+int rcp_reconnect_a_at(struct rcp *p, uint32_t psn);
 void rcp_case_transitions(struct rcp *p);
 /* rcprobe_serve.c: the receive side in every state that receives; requests from a QP not connected */
 void rcp_case_serve(struct rcp *p);

@@ -41,12 +41,8 @@ void rcp_case_psn(struct rcp *p)
 	if (rcp_setup(p))
 		return;
 	/* B expects psn_a; A now starts d before (duplicates) or d after (a gap). */
-	p->psn_a = (ahead ? p->psn_a + d : p->psn_a - d) & 0xffffff;
-	if (rcp_bring(p, p->a, p->b, IBV_QPS_RTS)) {
-		if (!rcp_failed(p))
-			rcp_fail(p, "A could not be reconnected (RESET -> RTS) with a new send PSN");
+	if (rcp_reconnect_a_at(p, ahead ? p->psn_a + d : p->psn_a - d))
 		return;
-	}
 	for (int i = 0; i < n; i++) {
 		bool send = rng_bernoulli(p->rng, 0.5), runs = !ahead && i >= (int)d;
 		struct rcp_piece from = {RCP_SRC + 64 * (uint32_t)i, (uint32_t)rng_range(p->rng, 1, 64)},

@@ -120,12 +120,8 @@ void rcp_case_replay(struct rcp *p)
 		return;
 
 	/* A retransmits from the atomic's PSN: the atomic is a duplicate, the FETCH_ADD after it is new. */
-	p->psn_a = atomic_psn;
-	if (rcp_bring(p, p->a, p->b, IBV_QPS_RTS)) {
-		if (!rcp_failed(p))
-			rcp_fail(p, "A could not be reconnected (RESET -> RTS) with send PSN %u", atomic_psn);
+	if (rcp_reconnect_a_at(p, atomic_psn))
 		return;
-	}
 	replay_atomic(p, &again, cas, tgt, res + 8 * 16, cas ? orig : add, swap);
 	memcpy(p->model + res + 8 * 16, &orig, 8);
 	replay_atomic(p, &again, false, tgt, res + 8 * 32, fresh_add, 0);

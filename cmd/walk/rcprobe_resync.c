@@ -37,12 +37,8 @@ void rcp_case_resync(struct rcp *p)
 				      .uc = true};
 	if (rcp_setup(p))
 		return;
-	p->psn_a = (ahead ? p->psn_a + d : p->psn_a - d) & 0xffffff;
-	if (rcp_bring(p, p->a, p->b, IBV_QPS_RTS)) {
-		if (!rcp_failed(p))
-			rcp_fail(p, "UC A could not be reconnected (RESET -> RTS) with a new send PSN");
+	if (rcp_reconnect_a_at(p, ahead ? p->psn_a + d : p->psn_a - d))
 		return;
-	}
 	for (int i = 0; i < n; i++) {
 		enum ibv_wr_opcode op = ops[rng_range(p->rng, 0, 2)];
 		uint32_t len = rng_bernoulli(p->rng, 0.3)

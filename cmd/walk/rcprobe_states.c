@@ -195,6 +195,17 @@ int rcp_bring(struct rcp *p, struct ibv_qp *qp, struct ibv_qp *dest, enum ibv_qp
 	return st == IBV_QPS_RTS ? 0 : -1;
 }
 
+int rcp_reconnect_a_at(struct rcp *p, uint32_t psn)
+{
+	p->psn_a = psn & 0xffffff;
+	if (!rcp_bring(p, p->a, p->b, IBV_QPS_RTS))
+		return 0;
+	if (!rcp_failed(p))
+		rcp_fail(p, "%s A could not be reconnected (RESET -> RTS) with send PSN %u",
+			 p->a->qp_type == IBV_QPT_UC ? "UC" : "RC", p->psn_a);
+	return -1;
+}
+
 /* New values for the optional attributes of mask, so that ibv_query_qp can show they were taken. */
 static void vary(struct rcp *p, struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, enum ibv_qp_state from)
 {
