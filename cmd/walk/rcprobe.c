@@ -815,7 +815,7 @@ void rcp_judge(struct rcp *p, struct ibv_cq *cq, const char *who, const struct i
 			 ibv_wc_status_str(exp[got].status));
 }
 
-int rcp_poll1(struct rcp *p, struct ibv_cq *cq, struct ibv_wc *wc)
+int rcp_poll1_within(struct ibv_cq *cq, struct ibv_wc *wc)
 {
 	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
 	unsigned idle = 0, late = 0;
@@ -823,6 +823,13 @@ int rcp_poll1(struct rcp *p, struct ibv_cq *cq, struct ibv_wc *wc)
 
 	while ((k = hw_poll_cq(cq, 1, wc)) == 0 && !rcp_late(end, &late))
 		rcp_idle(&idle);
+	return k;
+}
+
+int rcp_poll1(struct rcp *p, struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	int k = rcp_poll1_within(cq, wc);
+
 	if (k < 0)
 		rcp_fail(p, "ibv_poll_cq returned %d", k);
 	else if (k == 0)

@@ -117,6 +117,8 @@ void rcp_judge(struct rcp *p, struct ibv_cq *cq, const char *who, const struct i
 #define RCP_DEADLINE_NS (3000 * 1000000ull)
 /* One completion of any status from cq within the deadline (1), else a failure (0). */
 int rcp_poll1(struct rcp *p, struct ibv_cq *cq, struct ibv_wc *wc);
+/* The same wait, judging nothing: 1, 0 (nothing by the deadline) or ibv_poll_cq's error. */
+int rcp_poll1_within(struct ibv_cq *cq, struct ibv_wc *wc);
 /* Completions of cx read field by field (ibv_start_poll / ibv_wc_read_*) until n arrived or the deadline. */
 int rcp_poll_ex(struct rcp *p, struct ibv_cq_ex *cx, struct ibv_wc *wc, int n);
 /* Polls cq once more: nothing must be there. */

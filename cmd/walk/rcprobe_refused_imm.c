@@ -57,18 +57,6 @@ static int post_receives(struct rcp *p, int k)
 	return 0;
 }
 
-/* One completion of cq within the deadline: 1, 0 none, < 0 ibv_poll_cq's error. */
-static int poll_within(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	uint64_t end = walk_now_ns() + RCP_DEADLINE_NS;
-	unsigned idle = 0, late = 0;
-	int got;
-
-	while ((got = hw_poll_cq(cq, 1, wc)) == 0 && !rcp_late(end, &late))
-		rcp_idle(&idle);
-	return got;
-}
-
 /* RC: every receive completes exactly once, in order, none with SUCCESS. */
 static void rc_receives_all_complete(struct rcp *p, int k, const char *why)
 {
@@ -82,7 +70,7 @@ static void rc_receives_all_complete(struct rcp *p, int k, const char *why)
 	for (int i = 0; i < k && !rcp_failed(p); i++) {
 		uint64_t want = p->base_id + 0x40 + (uint64_t)i;
 
-		if ((got = poll_within(p->rcq, &wc)) < 0)
+		if ((got = rcp_poll1_within(p->rcq, &wc)) < 0)
 			rcp_fail(p, "ibv_poll_cq of B's receive CQ returned %d", got);
 		else if (!got)
 			rcp_fail(p,
