@@ -39,7 +39,7 @@ static struct ibv_mr *refused_target(struct rcp *p, bool read_only, uint32_t len
 		*why = "an rkey without REMOTE_WRITE";
 	} else {
 		/* Starts inside, ends past the MR: the whole request is refused, not clipped. */
-		*raddr = (uintptr_t)at + size - (uint32_t)rng_range(p->rng, 1, len > 1 ? len - 1 : 1);
+		*raddr = (uintptr_t)at + size - (uint32_t)rng_range(p->rng, 1, len - 1);
 		*why = "a range running past the MR's end";
 	}
 	return mr;
@@ -120,7 +120,8 @@ void rcp_case_refused_imm(struct rcp *p)
 {
 	bool uc = rng_bernoulli(p->rng, 0.4), read_only = rng_bernoulli(p->rng, 0.5);
 	int k = uc ? 2 : (int)rng_range(p->rng, 1, REFUSED_RECV);
-	uint32_t len = (uint32_t)rng_range(p->rng, 1, 256), rkey = 0;
+	/* 2 bytes at least: a range that starts inside the MR and ends past it needs 2. */
+	uint32_t len = (uint32_t)rng_range(p->rng, 2, 256), rkey = 0;
 	uint64_t raddr = 0;
 	const char *why = "";
 	struct ibv_sge sge;
