@@ -260,9 +260,8 @@ struct soft_nic {
 	struct soft_qp *runq_head, *runq_tail;
 	atomic_int timers; /* QPs waiting on a retry or RNR timer */
 
-	union ibv_gid gid; /* GID index 0 */
-	union ibv_gid
-	    wire_gid; /* GID index 1: this port again, reached through its own wire (soft_wire_gid) */
+	union ibv_gid gid;	/* GID index 0 */
+	union ibv_gid wire_gid; /* GID index 1: this port again, through its own wire (wire.c) */
 	struct sockaddr_in addr;
 	int listen_fd;
 	int epoll_fd;		      /* the listener and every connection */
