@@ -9,7 +9,7 @@
  * the wire alone puts the ratio at 2.  The agents run pinned, one per CPU,
  * as the baseline's two processes do (measured under load, 6 interleaved
  * runs: 16.5-16.9 us pinned in 5, 19.6-19.8 unpinned in 5), and the client
- * beside the target agent (see measure).
+ * beside whichever agent a short trial found faster (pick_placement).
  */
 #include "cmd/bench/agent_pair.h"
 #include "cmd/bench/bench.h"
@@ -36,7 +36,63 @@ static int cmp_double(const void *a, const void *b)
 /* Deposited latencies (usec) of iters sends of size bytes from node 0 to a channel on node 1. */
 struct lat_spread {
 	double p10, median, p90;
+	int beside;		/* the agent whose CPU the client shared, -1: not pinned */
+	double trial_median[2]; /* the placement trial's medians beside agent 0 and 1 (0: no trial) */
 };
+
+#define TRIAL_ITERS 300
+
+/* n deposited sends through h, each drained from far; t[i] the i-th one's time in usec. */
+static int round_trips(struct agent_chan *h, struct chan *far, char *buf, size_t size, double *t, long n)
+{
+	size_t len;
+	int rc = 0;
+
+	for (long i = 0; i < n && !rc && !bench_interrupted; i++) {
+		uint64_t t0 = clock_ns();
+
+		rc = agent_send(h, buf, size, AGENT_SEND_DEPOSITED, 5000);
+		t[i] = (double)(clock_ns() - t0) / 1e3;
+		if (!rc)
+			rc = chan_recv(far, buf, size ? size : 1, &len, 1000);
+	}
+	return rc;
+}
+
+/* The median of t[0..n), which it sorts. */
+static double median_of(double *t, long n)
+{
+	qsort(t, (size_t)n, sizeof(*t), cmp_double);
+	return t[n / 2];
+}
+
+/*
+ * Three processes on two CPUs: the client shares one agent's CPU, and which
+ * one is faster depends on the machine.  Beside agent 1 the client sleeps
+ * while that agent works in the middle of a round trip; beside agent 0 it
+ * hands off to the agent at both ends.  Where a context switch is cheap,
+ * agent 1's side won (2026-11-26, 6 interleaved runs: 14.2-17.0 us median
+ * beside agent 1, 16.7-19.8 unpinned, 18.2-20.0 beside agent 0); on a VM
+ * where one costs ~7 us, agent 0's (2026-11-27, 3 runs: 47-49 us against
+ * 95-96 us: beside agent 1, the woken client waited ~57 us for a CPU the
+ * spinning agent held).  So a short trial of each picks the placement, and
+ * both trial medians are reported.
+ */
+static int pick_placement(const struct agent_pair *p, struct agent_chan *h, struct chan *far, char *buf,
+			  size_t size, double *t, struct lat_spread *lat)
+{
+	int rc = 0;
+
+	for (int side = 1; side >= 0 && !rc; side--) {
+		bench_pin_to(p->cpus[side]);
+		rc = round_trips(h, far, buf, size, t, TRIAL_ITERS);
+		if (!rc)
+			lat->trial_median[side] = median_of(t, TRIAL_ITERS);
+	}
+	lat->beside = lat->trial_median[0] < lat->trial_median[1] ? 0 : 1;
+	bench_pin_to(p->cpus[lat->beside]);
+	return rc;
+}
 
 static int measure(const struct agent_pair *p, size_t size, long iters, struct lat_spread *lat, char *err,
 		   size_t errlen)
@@ -45,49 +101,37 @@ static int measure(const struct agent_pair *p, size_t size, long iters, struct l
 	struct agent_client *cl = NULL;
 	struct agent_chan *h = NULL;
 	struct chan *far = NULL;
-	double *t = calloc((size_t)iters, sizeof(*t));
+	long n = iters > TRIAL_ITERS ? iters : TRIAL_ITERS;
+	double *t = calloc((size_t)n, sizeof(*t));
 	char *buf = calloc(1, size ? size : 1);
-	size_t len;
 	cpu_set_t cpus;
 	bool pinned = false;
 	int rc;
 
+	lat->beside = -1;
 	agent_pair_dir(p, 0, dir0, sizeof(dir0));
 	agent_pair_dir(p, 1, dir1, sizeof(dir1));
 	rc = !t || !buf ? -ENOMEM : chan_create(dir1, "lat", NULL);
 	if (!rc)
 		rc = chan_open(dir1, "lat", &far);
 	setenv("RDMATOOL_AGENT_DIR", dir0, 1);
-	/*
-	 * Three processes on two CPUs: this client shares the target agent's CPU.  Agent 0 works at
-	 * both ends of a round trip, exactly when the client does (taking the request, answering
-	 * it), so beside it every hand-off would be a context switch; agent 1 works in the middle,
-	 * while the client sleeps (6 interleaved runs: 14.2-17.0 us median beside agent 1, 16.7-19.8
-	 * unpinned, 18.2-20.0 beside agent 0).
-	 */
-	if (p->cpus[1] >= 0 && (pinned = bench_pin_save(&cpus)))
-		bench_pin_to(p->cpus[1]);
+	pinned = p->cpus[0] >= 0 && p->cpus[1] >= 0 && bench_pin_save(&cpus);
 	if (!rc)
 		rc = agent_attach(0, &cl, why, sizeof(why));
 	if (!rc)
 		rc = agent_chan_open(cl, "1/lat", &h);
-	for (long i = 0; i < iters && !rc && !bench_interrupted; i++) {
-		uint64_t t0 = clock_ns();
-
-		rc = agent_send(h, buf, size, AGENT_SEND_DEPOSITED, 5000);
-		t[i] = (double)(clock_ns() - t0) / 1e3;
-		if (!rc)
-			rc = chan_recv(far, buf, size ? size : 1, &len, 1000);
-	}
+	if (!rc && pinned)
+		rc = pick_placement(p, h, far, buf, size, t, lat);
+	if (!rc)
+		rc = round_trips(h, far, buf, size, t, iters);
 	if (bench_interrupted) { /* the agents, Ctrl-C'd too, may have failed the send first */
 		snprintf(err, errlen, "interrupted");
 		rc = -EINTR;
 	} else if (rc) {
 		snprintf(err, errlen, "a deposited send through the agents failed: %s", strerror(-rc));
 	} else {
-		qsort(t, (size_t)iters, sizeof(*t), cmp_double);
+		lat->median = median_of(t, iters);
 		lat->p10 = t[iters / 10];
-		lat->median = t[iters / 2];
 		lat->p90 = t[iters * 9 / 10];
 	}
 	if (pinned) /* the baseline that follows picks its own two CPUs */
@@ -135,6 +179,13 @@ int bench_agent_lat(size_t size, long iters, bool baseline)
 	/* On a shared machine the median alone hides how much the scheduler moved it. */
 	print_double(PRINT_ANY, "deposited_p10_us", ", %.2f p10", agent.p10);
 	print_double(PRINT_ANY, "deposited_p90_us", ", %.2f p90\n", agent.p90);
+	if (agent.beside >= 0) {
+		print_int(PRINT_ANY, "client_beside_agent", "  the client ran on agent %lld's CPU", agent.beside);
+		print_double(PRINT_ANY, "trial_median_beside_agent0_us", " (trial medians: %.2f usec beside agent 0",
+			     agent.trial_median[0]);
+		print_double(PRINT_ANY, "trial_median_beside_agent1_us", ", %.2f beside agent 1)\n",
+			     agent.trial_median[1]);
+	}
 	if (baseline) {
 		print_double(PRINT_ANY, "core_send_lat_typical_us",
 			     "  core send_lat:      %.2f usec typical (half a round trip, two processes)\n", core.t_typical);

@@ -125,6 +125,8 @@ jq -e '.test == "chan_rate" and .channel_over_pipe > 0 and (.results[0] | .chann
 RDMATOOL_AGENT_KEY=$dir/key "$RDMATOOL" -q -j bench agent_lat -s 8 -n 50 --baseline >"$dir/alat.json" ||
 	fail "agent_lat failed"
 jq -e '.test == "agent_lat" and .deposited_median_us > 0 and .core_send_lat_typical_us > 0 and .ratio_to_core_send_lat > 0 and
-	.deposited_p10_us > 0 and .deposited_p10_us <= .deposited_median_us and .deposited_median_us <= .deposited_p90_us' \
+	.deposited_p10_us > 0 and .deposited_p10_us <= .deposited_median_us and .deposited_median_us <= .deposited_p90_us and
+	((has("client_beside_agent") | not) or (.trial_median_beside_agent0_us > 0 and .trial_median_beside_agent1_us > 0 and
+	.client_beside_agent == (if .trial_median_beside_agent0_us < .trial_median_beside_agent1_us then 0 else 1 end)))' \
 	"$dir/alat.json" >/dev/null || fail "agent_lat: $(cat "$dir/alat.json")"
 echo "bench_smoke: ok"
