@@ -79,6 +79,11 @@ bar "chan_rate 64 B channel / pipe (same 2 processes)" "$(jq '.channel_over_pipe
 # adaptive polling and the lone-item rule 96-267 us (median of 7 runs 149-180 us).  perf sched: the
 # kernel ran the client, both engines and both soft-NIC threads on one CPU, so most of a round trip
 # is their turns on it, not agent work.
+# Measured on 2026-11-27, a 2-vCPU VM where a context switch costs ~7 us (perf bench sched pipe:
+# 24.8 us a round trip across CPUs, 14.1 on one) and core send_lat was 7.5-9.5 us: 112-156 us, 12-16x,
+# with the client beside agent 1, where the woken client waited ~57 us for the CPU the spinning agent
+# held.  Beside agent 0 and with the soft device's poller window at 200 us: 47-49 us, 5.1x.  Since
+# then the bench tries both sides (300 round trips each) and keeps the faster.
 RDMATOOL_AGENT_KEY=$dir/key "$RDMATOOL" -q -j bench agent_lat -s 8 -n 2000 --baseline >"$dir/alat.json"
 bar "agent_lat 8 B deposited / core send_lat" "$(jq '.ratio_to_core_send_lat' "$dir/alat.json")" "<= 3" \
 	"$(jq -r '"(\(.deposited_median_us) vs \(.core_send_lat_typical_us) us)"' "$dir/alat.json")"
