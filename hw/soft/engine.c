@@ -639,11 +639,14 @@ static bool soft_engine_nap(struct soft_nic *nic, bool app_takes_wire, uint64_t 
 
 	/*
 	 * Pairs with soft_ring_doorbell (queue, then look at `sleeping`): a
-	 * doorbell that missed `sleeping` left its QP queued, and the nap
-	 * does not begin; one that saw it writes the eventfd.
+	 * doorbell that missed `sleeping` left its QP queued, and with no
+	 * round running the nap does not begin; one that saw it writes the
+	 * eventfd.  Queued work while an application thread owns the round is
+	 * that thread's, or the next application round's.
 	 */
 	atomic_store(&nic->sleeping, true);
-	*early = atomic_load(&nic->runq_nonempty);
+	*early = atomic_load(&nic->runq_nonempty) &&
+		 !atomic_load_explicit(&nic->round_owner, memory_order_relaxed);
 	if (!*early) {
 		*early = ppoll(pfd, poller ? 1 : 2, &ts, NULL) > 0;
 		wire_woke = *early && !poller && pfd[1].revents;
