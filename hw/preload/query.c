@@ -88,19 +88,20 @@ PRELOAD_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct 
 	if (!preload_is_soft(context))
 		return PRELOAD_NEXT(_ibv_query_gid_table, "IBVERBS_1.11")(context, entries, max_entries,
 									  flags, entry_size);
-	struct ibv_gid_entry one;
-	size_t n = 0;
+	struct ibv_port_attr port;
 
 	if (flags || entry_size < sizeof(*entries))
 		return -EINVAL;
+	if (verbs_get_ctx(context)->query_port(context, 1, &port, sizeof(port)))
+		return -EIO;
 	/* Every entry of the port's table, or EINVAL when they do not all fit (as the kernel answers). */
-	while (n <= 255 && !preload_soft_gid_entry(context, 1, (uint32_t)n, &one))
-		n++;
-	if (max_entries < n)
+	if (max_entries < (size_t)port.gid_tbl_len)
 		return -EINVAL;
-	for (size_t i = 0; i < n; i++)
-		preload_soft_gid_entry(context, 1, (uint32_t)i, (struct ibv_gid_entry *)((char *)entries + i * entry_size));
-	return (ssize_t)n;
+	for (int i = 0; i < port.gid_tbl_len; i++)
+		if (preload_soft_gid_entry(context, 1, (uint32_t)i,
+					   (struct ibv_gid_entry *)((char *)entries + (size_t)i * entry_size)))
+			return -EIO;
+	return port.gid_tbl_len;
 }
 
 PRELOAD_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
