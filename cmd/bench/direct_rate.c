@@ -58,7 +58,7 @@ static void linger_until_senders_exit(struct core_ep *ep, int senders_done, uint
 	}
 }
 
-/* The receiver: accepts procs connections, takes iters messages; *elapsed_ns first to last. */
+/* The receiver: accepts procs connections, takes iters messages; *elapsed_ns first to last (iters - 1 intervals). */
 static int receive(struct oob_listener *l, int procs, size_t size, long iters, uint64_t *elapsed_ns,
 		   int senders_done)
 {
@@ -230,7 +230,7 @@ int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *er
 	if (rc)
 		snprintf(err, errlen, "direct core sends failed: %s: %s", who, strerror(-rc));
 	else
-		*msgs_per_s = *elapsed ? (double)iters / ((double)*elapsed / 1e9) : 0;
+		*msgs_per_s = *elapsed ? (double)(iters - 1) / ((double)*elapsed / 1e9) : 0;
 out:
 	if (l)
 		oob_listener_close(l);

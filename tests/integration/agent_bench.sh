@@ -15,6 +15,7 @@ before=$(ls -d /tmp/rdmatool-bench-agent.* 2>/dev/null | sort || true)
 jq -e '.test == "agent_rate" and .MsgSize == 64 and .iters == 300' "$dir/rate.json" >/dev/null ||
 	fail "agent_rate shape: $(cat "$dir/rate.json")"
 jq -e '.agent_msgs_per_s > 0 and .agent_MiB_s > 0 and .no_aggregation_msgs_per_s > 0 and
+	.agent_wall_msgs_per_s > 0 and .agent_wall_msgs_per_s <= .agent_msgs_per_s * 1.05 and
 	.ratio_to_no_aggregation > 0 and .core_send_bw_msgs_per_s > 0 and .ratio_to_core_send_bw > 0 and
 	.direct_msgs_per_s > 0 and .ratio_to_direct > 0' \
 	"$dir/rate.json" >/dev/null || fail "agent_rate figures: $(cat "$dir/rate.json")"
