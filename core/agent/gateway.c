@@ -139,6 +139,7 @@ int gw_create(const char *dir, const struct gw_info *self, struct gateway **out)
 	snprintf(g->dir, sizeof(g->dir), "%s", dir);
 	g->rank = id;
 	g->agent_side = true;
+	g->deferred = true; /* the first pass scans whatever the slots hold */
 	g->bell_fd = -1;
 	if (bell_addr(g, dir, id)) {
 		unlink(g->bell.sun_path); /* a dead agent's */

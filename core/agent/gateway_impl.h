@@ -100,6 +100,8 @@ struct gateway {
 	uint32_t rank;
 	bool agent_side;
 	uint64_t next_reap_ns;	 /* agent side: looking for dead clients costs a system call per slot */
+	uint32_t bell_seen;	 /* agent side: the doorbell count the last full scan started from */
+	bool deferred;		 /* agent side: the last scan left a request queued (GW_DEFER) */
 	uint64_t alive_until_ns; /* client side: the agent was seen alive; checked again after that */
 	int bell_fd;		 /* the doorbell socket: bound (agent), or to send from (client); -1: none */
 	struct sockaddr_un bell;

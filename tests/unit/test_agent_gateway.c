@@ -63,7 +63,8 @@ static int teardown(void **state)
 
 struct served {
 	int n;
-	uint32_t order[64];
+	int defer; /* requests to answer GW_DEFER before serving any */
+	uint32_t order[GW_SLOTS];
 };
 
 static int record(void *arg, uint32_t slot, const struct gw_request *req, const void *in, size_t inlen,
@@ -73,9 +74,13 @@ static int record(void *arg, uint32_t slot, const struct gw_request *req, const 
 	uint32_t v = 0;
 
 	(void)slot;
+	if (s->defer > 0) {
+		s->defer--;
+		return GW_DEFER;
+	}
 	if (inlen >= sizeof(v))
 		memcpy(&v, in, sizeof(v));
-	if (s->n < 64)
+	if (s->n < GW_SLOTS)
 		s->order[s->n++] = v;
 	memcpy(out, "ok", 2);
 	*outlen = 2;
@@ -108,6 +113,38 @@ static void test_backpressure_and_order(void **state)
 	gw_info(cl, &info);
 	assert_int_equal(info.depth, 0);
 	assert_int_equal(info.completed, GW_SLOTS);
+	gw_close(cl);
+}
+
+/*
+ * The agent skips its scan of the slots while the doorbell count is what
+ * its last scan started from: a request made after a serve is still
+ * served by the next one, an idle serve finds nothing, and a request the
+ * handler deferred is tried again without a new ring.
+ */
+static void test_doorbell_skip(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_request req = {.op = GW_OP_SEND, .node = 1, .timeout_ms = 1000, .name = "q"};
+	struct served s = {0};
+	struct gateway *cl;
+	uint32_t v;
+
+	assert_int_equal(gw_open(f->dir, 0, &cl), 0);
+	assert_int_equal(gw_serve(f->agent, record, &s), 0);
+	for (v = 0; v < 3; v++) {
+		assert_int_equal(gw_call(cl, &req, &v, sizeof(v), NULL, 0, NULL, false), 0);
+		assert_int_equal(gw_serve(f->agent, record, &s), 1);
+		assert_int_equal(gw_serve(f->agent, record, &s), 0);
+	}
+	s.defer = 1;
+	assert_int_equal(gw_call(cl, &req, &v, sizeof(v), NULL, 0, NULL, false), 0);
+	assert_int_equal(gw_serve(f->agent, record, &s), 0); /* deferred: it stays queued */
+	assert_int_equal(s.n, 3);
+	assert_int_equal(gw_serve(f->agent, record, &s), 1); /* no new ring, served all the same */
+	assert_int_equal(s.n, 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(s.order[i], (uint32_t)i);
 	gw_close(cl);
 }
 
@@ -346,6 +383,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_backpressure_and_order, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_doorbell_skip, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_post_then_wait, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_call_and_reply, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_client_reclaimed, setup, teardown),
