@@ -171,6 +171,14 @@ static int cm_on_event(struct cm_run *run, struct rdma_cm_event *ev)
 		return ev->event == RDMA_CM_EVENT_REJECTED ? -ECONNREFUSED : -EPROTO;
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return cm_on_request(run, ev);
+	/*
+	 * The event channel is the endpoint's: a connection of a peer connected
+	 * earlier that goes away meanwhile (its process closed or exited) reports
+	 * it here too.  Its QPs tell its users; this run has nothing to do with it.
+	 */
+	if (k == UINT32_MAX && ev->id != run->listen &&
+	    (ev->event == RDMA_CM_EVENT_DISCONNECTED || ev->event == RDMA_CM_EVENT_TIMEWAIT_EXIT))
+		return 0;
 	if (k == UINT32_MAX)
 		return -EPROTO;
 	switch (ev->event) {

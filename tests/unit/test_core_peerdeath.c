@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +32,8 @@
 
 #define OOB_READY 0x5252
 
-/* The child: connect, say ready, drive progress until killed. */
-static void child_main(int port)
+/* The child: connect, say ready, drive progress until killed (or, leaving, close and exit at once). */
+static void child_main(int port, bool leave)
 {
 	char addr[64], err[256];
 	struct core_ep_attr attr;
@@ -48,6 +49,11 @@ static void child_main(int port)
 	if (oob_connect(addr, 10000, &c) || core_ep_open(&attr, &ep, err, sizeof(err)) ||
 	    core_ep_connect_oob(ep, c, &peer) || oob_send(c, OOB_READY, NULL, 0))
 		_exit(1);
+	if (leave) {
+		core_ep_close(ep);
+		oob_close(c);
+		_exit(0);
+	}
 	for (;;) {
 		struct core_cqe e;
 
@@ -63,13 +69,13 @@ struct pair {
 	uint32_t peer;
 };
 
-static void start(struct pair *p)
+/* Forks a child (--child, or --leave) that connects to ep; 0 or the connect's error. */
+static int connect_child(struct pair *p, struct core_ep *ep, const char *mode)
 {
 	struct oob_listener *l;
-	struct core_ep_attr attr;
-	char err[256];
 	uint16_t type;
 	uint32_t len;
+	int rc;
 
 	assert_int_equal(oob_listen(NULL, &l), 0);
 	p->child = fork();
@@ -78,18 +84,36 @@ static void start(struct pair *p)
 		char port[16];
 
 		snprintf(port, sizeof(port), "%d", oob_listener_port(l));
-		execl("/proc/self/exe", "test_core_peerdeath", "--child", port, (char *)NULL);
+		execl("/proc/self/exe", "test_core_peerdeath", mode, port, (char *)NULL);
 		_exit(127);
 	}
 	assert_int_equal(oob_accept(l, 10000, &p->c), 0);
 	oob_listener_close(l);
+	p->ep = ep;
+	rc = core_ep_connect_oob(p->ep, p->c, &p->peer);
+	if (rc)
+		return rc;
+	assert_int_equal(oob_recv(p->c, &type, NULL, 0, &len, 10000), 0);
+	assert_int_equal(type, OOB_READY);
+	return 0;
+}
+
+static struct core_ep *open_ep(void)
+{
+	struct core_ep_attr attr;
+	struct core_ep *ep;
+	char err[256];
+
 	core_ep_attr_defaults(&attr);
 	assert_int_equal(core_env_read(&attr.env, err, sizeof(err)), 0); /* RDMATOOL_CONNECT: cm or oob */
 	attr.env.tx_stripes = 1;
-	assert_int_equal(core_ep_open(&attr, &p->ep, err, sizeof(err)), 0);
-	assert_int_equal(core_ep_connect_oob(p->ep, p->c, &p->peer), 0);
-	assert_int_equal(oob_recv(p->c, &type, NULL, 0, &len, 10000), 0);
-	assert_int_equal(type, OOB_READY);
+	assert_int_equal(core_ep_open(&attr, &ep, err, sizeof(err)), 0);
+	return ep;
+}
+
+static void start(struct pair *p)
+{
+	assert_int_equal(connect_child(p, open_ep(), "--child"), 0);
 }
 
 static void kill_child(struct pair *p)
@@ -175,15 +199,44 @@ static void test_rendezvous_waiting_for_fin(void **state)
 	free(buf);
 }
 
+/*
+ * One endpoint, peers one after the other: the first closes its endpoint and
+ * exits before the second connects.  Its connection's disconnect events (on
+ * the CM, the endpoint's event channel) must not fail the next connect
+ * (bench agent_rate's direct baseline, whose receiver connects 4 senders in
+ * turn, failed with EPROTO when the first sender finished early).
+ */
+static void test_connect_after_a_peer_left(void **state)
+{
+	struct core_ep *ep = open_ep();
+	struct pair first, second;
+	static char buf[64];
+	int status, ctx;
+
+	(void)state;
+	assert_int_equal(connect_child(&first, ep, "--leave"), 0);
+	assert_int_equal(waitpid(first.child, &status, 0), first.child);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	oob_close(first.c);
+	/* The first peer's disconnect has time to arrive before the next connect. */
+	usleep(200000);
+	assert_int_equal(connect_child(&second, ep, "--child"), 0);
+	assert_int_equal(core_send(ep, second.peer, buf, sizeof(buf), &ctx), 0);
+	assert_int_equal(wait_for(ep, &ctx), IBV_WC_SUCCESS);
+	kill_child(&second);
+	stop(&second);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_eager_after_death),
 	    cmocka_unit_test(test_rendezvous_waiting_for_fin),
+	    cmocka_unit_test(test_connect_after_a_peer_left),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
-	if (argc == 3 && !strcmp(argv[1], "--child"))
-		child_main(atoi(argv[2]));
+	if (argc == 3 && (!strcmp(argv[1], "--child") || !strcmp(argv[1], "--leave")))
+		child_main(atoi(argv[2]), !strcmp(argv[1], "--leave"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
