@@ -101,7 +101,7 @@ bar "agent_lat 8 B deposited / core send_lat" "$(jq '.ratio_to_core_send_lat' "$
 # Measured on 2026-11-26 (load 8, helpers walking), 3 runs: 366-498k msg/s through the agents, 5.7-8.2x
 # aggregation off, 1.9-2.5x direct core sends (before the target agent woke a channel's reader once
 # per pass instead of once per message: 191k msg/s, 0.94x direct).
-"$RDMATOOL" -q -j bench agent_rate -s 64 -n 100000 --baseline >"$dir/arate.json"
+"$RDMATOOL" -q -j bench agent_rate -s 64 -n 100000 --baseline --rounds=3 >"$dir/arate.json"
 bar "agent_rate 64 B aggregation on / off" "$(jq '.ratio_to_no_aggregation' "$dir/arate.json")" ">= 5" \
 	"$(jq -r '"(\(.agent_msgs_per_s | floor) vs \(.no_aggregation_msgs_per_s | floor) msg/s)"' "$dir/arate.json")"
 bar "agent_rate 64 B agents / direct core sends (4 processes)" "$(jq '.ratio_to_direct' "$dir/arate.json")" ">= 2" \
@@ -112,6 +112,6 @@ bar "agent_rate 64 B agents / direct core sends (4 processes)" "$(jq '.ratio_to_
 # CPU-bound on the 2 cores: agent 0 alone (every byte into the soft wire: 0.17 ms per MiB in sendmsg,
 # as the baseline's sender) nearly fills one, so the bar is out of reach here while the stream costs
 # agent 0 more than the baseline's sender (a staging copy, READ requests, answers).
-"$RDMATOOL" -q -j bench agent_bw -s 1048576 -n 1000 --baseline >"$dir/abw.json"
+"$RDMATOOL" -q -j bench agent_bw -s 1048576 -n 1000 --baseline --rounds=3 >"$dir/abw.json"
 bar "agent_bw 1 MiB agents / core write_bw (two processes)" "$(jq '.ratio_to_core_write_bw' "$dir/abw.json")" ">= 0.8" \
 	"$(jq -r '"(\(.agent_MiB_s | floor) vs \(.core_write_bw_MiB_s | floor) MiB/s)"' "$dir/abw.json")"

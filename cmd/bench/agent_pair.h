@@ -32,7 +32,9 @@ void agent_pair_stop(struct agent_pair *p);
 void agent_pair_dir(const struct agent_pair *p, int rank, char *buf, size_t len);
 
 /* A streaming SENDMSG benchmark through the pair (cmd/bench/agent_stream.c). */
-int bench_agent_rate(size_t size, long iters, bool baseline);
-int bench_agent_bw(size_t size, long iters, bool baseline);
+/* --rounds (1..99, as cmd.c checks): the agents and the baselines alternate, ratios are medians. */
+#define BENCH_AGENT_MAX_ROUNDS 99
+int bench_agent_rate(size_t size, long iters, bool baseline, int rounds);
+int bench_agent_bw(size_t size, long iters, bool baseline, int rounds);
 
 #endif

@@ -28,6 +28,7 @@
 #include "core/util/env.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -246,10 +247,83 @@ static int core_send_bw(size_t size, long iters, struct bench_result *core, char
 	return bench_transport("send_bw", &o, core, err, errlen);
 }
 
-static void report(const char *test, size_t size, long iters, int procs, enum agent_send_mode mode,
-		   const struct stream_result *on, const struct stream_result *off,
-		   const struct bench_result *core, double direct_msgs)
+/* One round: the agents' stream and, with --baseline, each baseline once. */
+struct round {
+	struct stream_result on, off;
+	double direct_msgs;	/* agent_rate: direct core sends, msg/s */
+	double core_bw, core_msgs; /* agent_bw: core write_bw MiB/s; agent_rate: core send_bw msg/s */
+};
+
+static int cmp_double(const void *a, const void *b)
 {
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of the rounds' values of one field (by offset into struct round). */
+static double median_field(const struct round *r, int n, size_t offset)
+{
+	double v[BENCH_AGENT_MAX_ROUNDS];
+
+	for (int i = 0; i < n; i++)
+		memcpy(&v[i], (const char *)&r[i] + offset, sizeof(double));
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The median over rounds of a ratio computed per round (a slow spell moves one round, not the median). */
+static double median_ratio(const struct round *r, int n, size_t num, size_t den)
+{
+	double v[BENCH_AGENT_MAX_ROUNDS];
+	int k = 0;
+
+	for (int i = 0; i < n; i++) {
+		double a, b;
+
+		memcpy(&a, (const char *)&r[i] + num, sizeof(a));
+		memcpy(&b, (const char *)&r[i] + den, sizeof(b));
+		if (b > 0)
+			v[k++] = a / b;
+	}
+	if (!k)
+		return 0;
+	qsort(v, (size_t)k, sizeof(*v), cmp_double);
+	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}
+
+#define AT(field) offsetof(struct round, field)
+
+static void report_round(const char *test, int i, const struct round *r, bool baseline)
+{
+	bool bw = !strcmp(test, "agent_bw");
+
+	print_open_object(NULL);
+	print_int(PRINT_ANY, "round", "  round %lld:", i + 1);
+	print_double(PRINT_ANY, "agent_msgs_per_s", " agents %.0f msg/s", r->on.msgs_per_s);
+	print_double(PRINT_ANY, "agent_MiB_s", " %.2f MiB/s", r->on.mib_per_s);
+	print_double(PRINT_ANY, "items_per_buffer", ", %.1f items/buffer", r->on.items_per_buffer);
+	if (baseline && !bw) {
+		print_double(PRINT_ANY, "no_aggregation_msgs_per_s", "; aggregation off %.0f msg/s",
+			     r->off.msgs_per_s);
+		print_double(PRINT_ANY, "ratio_to_no_aggregation", " (%.2fx)",
+			     r->on.msgs_per_s / r->off.msgs_per_s);
+		print_double(PRINT_ANY, "direct_msgs_per_s", "; direct %.0f msg/s", r->direct_msgs);
+		print_double(PRINT_ANY, "ratio_to_direct", " (%.2fx)", r->on.msgs_per_s / r->direct_msgs);
+	} else if (baseline) {
+		print_double(PRINT_ANY, "core_write_bw_MiB_s", "; core write_bw %.2f MiB/s", r->core_bw);
+		print_double(PRINT_ANY, "ratio_to_core_write_bw", " (%.2fx)", r->on.mib_per_s / r->core_bw);
+	}
+	print_text("\n");
+	print_close_object();
+}
+
+static void report(const char *test, size_t size, long iters, int procs, enum agent_send_mode mode,
+		   const struct round *r, int rounds, bool baseline)
+{
+	bool bw = !strcmp(test, "agent_bw");
+	double on_msgs = median_field(r, rounds, AT(on.msgs_per_s));
+
 	print_begin();
 	print_string(PRINT_JSON, "test", NULL, test);
 	print_text("%s: ", test);
@@ -257,100 +331,145 @@ static void report(const char *test, size_t size, long iters, int procs, enum ag
 	print_string(PRINT_ANY, "mode", " %s sends", agent_send_mode_name(mode));
 	print_int(PRINT_ANY, "procs", " by %lld process(es)", procs);
 	print_uint(PRINT_ANY, "MsgSize",
-		   " of %llu bytes from node 0 to a channel on node 1 (two agent processes)\n", size);
-	print_double(PRINT_ANY, "agent_msgs_per_s", "  through the agents:  %.0f msg/s", on->msgs_per_s);
-	print_double(PRINT_ANY, "agent_MiB_s", ", %.2f MiB/s", on->mib_per_s);
-	print_double(PRINT_ANY, "items_per_buffer", ", %.1f items per eager buffer", on->items_per_buffer);
+		   " of %llu bytes from node 0 to a channel on node 1 (two agent processes)", size);
+	print_int(PRINT_ANY, "rounds", ", %lld round(s)\n", rounds);
+	print_open_array("results");
+	for (int i = 0; rounds > 1 && i < rounds; i++)
+		report_round(test, i, &r[i], baseline);
+	print_close_array();
+	if (rounds > 1)
+		print_text("  medians of the rounds:\n");
+	print_double(PRINT_ANY, "agent_msgs_per_s", "  through the agents:  %.0f msg/s", on_msgs);
+	print_double(PRINT_ANY, "agent_MiB_s", ", %.2f MiB/s", median_field(r, rounds, AT(on.mib_per_s)));
+	print_double(PRINT_ANY, "items_per_buffer", ", %.1f items per eager buffer",
+		     median_field(r, rounds, AT(on.items_per_buffer)));
 	print_double(PRINT_ANY, "agent_wall_msgs_per_s", " (%.0f msg/s counting process start-up)\n",
-		     on->wall_msgs_per_s);
-	if (off) {
+		     median_field(r, rounds, AT(on.wall_msgs_per_s)));
+	if (!baseline) {
+		print_end();
+		return;
+	}
+	if (!bw) {
 		print_double(PRINT_ANY, "no_aggregation_msgs_per_s", "  aggregation off:     %.0f msg/s",
-			     off->msgs_per_s);
-		print_double(PRINT_JSON, "no_aggregation_items_per_buffer", NULL, off->items_per_buffer);
+			     median_field(r, rounds, AT(off.msgs_per_s)));
+		print_double(PRINT_JSON, "no_aggregation_items_per_buffer", NULL,
+			     median_field(r, rounds, AT(off.items_per_buffer)));
 		print_double(PRINT_ANY, "ratio_to_no_aggregation", "  (ratio %.2fx)\n",
-			     on->msgs_per_s / off->msgs_per_s);
-	}
-	if (direct_msgs > 0) {
+			     median_ratio(r, rounds, AT(on.msgs_per_s), AT(off.msgs_per_s)));
 		print_double(PRINT_ANY, "direct_msgs_per_s", "  direct core sends:   %.0f msg/s",
-			     direct_msgs);
+			     median_field(r, rounds, AT(direct_msgs)));
 		print_int(PRINT_TEXT, NULL, " (%lld processes, no agent)", procs);
-		print_double(PRINT_ANY, "ratio_to_direct", "  (ratio %.2fx)\n", on->msgs_per_s / direct_msgs);
-	}
-	if (core && !strcmp(test, "agent_bw")) {
+		print_double(PRINT_ANY, "ratio_to_direct", "  (ratio %.2fx)\n",
+			     median_ratio(r, rounds, AT(on.msgs_per_s), AT(direct_msgs)));
+		print_double(PRINT_ANY, "core_send_bw_msgs_per_s", "  core send_bw:        %.0f msg/s",
+			     r[0].core_msgs);
+		print_text(" (one process, measured once)");
+		print_double(PRINT_ANY, "ratio_to_core_send_bw", "  (ratio %.2fx)\n", on_msgs / r[0].core_msgs);
+	} else {
 		print_double(PRINT_ANY, "core_write_bw_MiB_s", "  core write_bw:       %.2f MiB/s",
-			     core->bw_avg);
+			     median_field(r, rounds, AT(core_bw)));
 		print_text(" (two processes, their own devices)");
 		print_double(PRINT_ANY, "ratio_to_core_write_bw", "  (ratio %.2fx)\n",
-			     on->mib_per_s / core->bw_avg);
-	} else if (core) {
-		double core_msgs = core->msg_rate * 1e6;
-
-		print_double(PRINT_ANY, "core_send_bw_msgs_per_s", "  core send_bw:        %.0f msg/s",
-			     core_msgs);
-		print_double(PRINT_ANY, "core_send_bw_MiB_s", ", %.2f MiB/s", core->bw_avg);
-		print_double(PRINT_ANY, "ratio_to_core_send_bw", "  (ratio %.2fx)\n",
-			     on->msgs_per_s / core_msgs);
+			     median_ratio(r, rounds, AT(on.mib_per_s), AT(core_bw)));
 	}
 	print_end();
 }
 
-static int run(const char *test, size_t size, long iters, int procs, enum agent_send_mode mode, bool baseline,
-	       bool with_no_aggregation)
+/* The stream without aggregation: the same agents started with RDMATOOL_AGENT_AGGREGATE=0. */
+static int stream_no_aggregation(size_t size, long iters, int procs, enum agent_send_mode mode,
+				 struct stream_result *off, char *err, size_t errlen)
 {
-	char err[512] = "";
-	struct stream_result on = {0}, off = {0};
-	struct bench_result core = {0};
-	double direct = 0;
 	const char *saved = getenv("RDMATOOL_AGENT_AGGREGATE");
 	char *keep = saved ? strdup(saved) : NULL;
 	int rc;
 
-	size_t max = with_no_aggregation ? GW_INLINE : CHAN_DEFAULT_MAX_MSG;
+	if (saved && !keep)
+		return -ENOMEM;
+	setenv("RDMATOOL_AGENT_AGGREGATE", "0", 1); /* inherited by the agents of this pair */
+	rc = stream(size, iters, procs, mode, off, err, errlen);
+	if (keep)
+		setenv("RDMATOOL_AGENT_AGGREGATE", keep, 1);
+	else
+		unsetenv("RDMATOOL_AGENT_AGGREGATE");
+	free(keep);
+	return rc;
+}
 
-	if (size > max) {
-		free(keep);
+/* The baselines of one round; their failures are reported as such. */
+static int round_baselines(const char *test, size_t size, long iters, int procs, enum agent_send_mode mode,
+			   struct round *r, char *err, size_t errlen)
+{
+	char why[512] = "";
+	struct bench_result core = {0};
+
+	if (!strcmp(test, "agent_bw")) {
+		if (pair_transport("write_bw", size ? size : 8, BW_BASELINE_S, 0, &core, why, sizeof(why))) {
+			snprintf(err, errlen, "the core write_bw baseline failed: %s", why);
+			return -EIO;
+		}
+		r->core_bw = core.bw_avg;
+		return 0;
+	}
+	int rc = stream_no_aggregation(size, iters, procs, mode, &r->off, err, errlen);
+
+	if (rc)
+		return rc;
+	if (direct_rate(size, iters, procs, &r->direct_msgs, why, sizeof(why))) {
+		snprintf(err, errlen, "the direct core sends baseline failed: %s", why);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int run(const char *test, size_t size, long iters, int procs, enum agent_send_mode mode, bool baseline,
+	       int rounds)
+{
+	char err[512] = "";
+	struct round r[BENCH_AGENT_MAX_ROUNDS] = {0};
+	bool with_no_aggregation = !strcmp(test, "agent_rate");
+	size_t max = with_no_aggregation ? GW_INLINE : CHAN_DEFAULT_MAX_MSG;
+	int rc = 0;
+
+	if (size > max)
 		return usage_error("bench", "%s takes --size up to %zu bytes (%s)", test, max,
 				   with_no_aggregation ? "what one SENDMSG carries"
 						       : "the largest message of a channel");
-	}
-	if (agent_client_env_check(err, sizeof(err))) {
-		free(keep);
+	if (agent_client_env_check(err, sizeof(err)))
 		return usage_error("bench", "%s", err);
+	for (int i = 0; i < rounds && !rc; i++) {
+		/* ABBA order: neither the agents nor the baselines always run first. */
+		if (baseline && i % 2)
+			rc = round_baselines(test, size, iters, procs, mode, &r[i], err, sizeof(err));
+		if (!rc)
+			rc = stream(size, iters, procs, mode, &r[i].on, err, sizeof(err));
+		if (!rc && baseline && i % 2 == 0)
+			rc = round_baselines(test, size, iters, procs, mode, &r[i], err, sizeof(err));
+		if (bench_interrupted && !rc)
+			snprintf(err, sizeof(err), "interrupted"), rc = -EINTR;
 	}
-	rc = stream(size, iters, procs, mode, &on, err, sizeof(err));
 	if (!rc && baseline && with_no_aggregation) {
-		setenv("RDMATOOL_AGENT_AGGREGATE", "0", 1); /* inherited by the agents of this pair */
-		rc = stream(size, iters, procs, mode, &off, err, sizeof(err));
-		if (keep)
-			setenv("RDMATOOL_AGENT_AGGREGATE", keep, 1);
-		else
-			unsetenv("RDMATOOL_AGENT_AGGREGATE");
+		struct bench_result core = {0};
+		char why[512] = "";
+
+		if (core_send_bw(size, iters, &core, why, sizeof(why)))
+			return run_error("bench", "the core send_bw baseline failed: %s", why);
+		r[0].core_msgs = core.msg_rate * 1e6;
 	}
-	free(keep);
-	if (!rc && baseline && with_no_aggregation &&
-	    direct_rate(size, iters, procs, &direct, err, sizeof(err)))
-		return run_error("bench", "the direct core sends baseline failed: %s", err);
-	if (!rc && baseline && with_no_aggregation && core_send_bw(size, iters, &core, err, sizeof(err)))
-		return run_error("bench", "the core send_bw baseline failed: %s", err);
-	if (!rc && baseline && !with_no_aggregation &&
-	    pair_transport("write_bw", size ? size : 8, BW_BASELINE_S, 0, &core, err, sizeof(err)))
-		return run_error("bench", "the core write_bw baseline failed: %s", err);
 	if (rc)
 		return run_error("bench", "%s", err[0] ? err : strerror(-rc));
-	report(test, size, iters, procs, mode, &on, baseline && with_no_aggregation ? &off : NULL,
-	       baseline ? &core : NULL, direct);
+	report(test, size, iters, procs, mode, r, rounds, baseline);
 	return EXIT_OK;
 }
 
-int bench_agent_rate(size_t size, long iters, bool baseline)
+int bench_agent_rate(size_t size, long iters, bool baseline, int rounds)
 {
 	/* A message rate: each sender keeps requests queued (up to the gateway's slots), as a verbs
 	 * send_bw keeps sends posted, instead of waiting for its agent after each one. */
 	return run("agent_rate", size, iters > 0 ? iters : 50000, RATE_PROCS, AGENT_SEND_IMMEDIATELY,
-		   baseline, true);
+		   baseline, rounds);
 }
 
-int bench_agent_bw(size_t size, long iters, bool baseline)
+int bench_agent_bw(size_t size, long iters, bool baseline, int rounds)
 {
-	return run("agent_bw", size, iters > 0 ? iters : 2000, 1, AGENT_SEND_BUFFERED, baseline, false);
+	return run("agent_bw", size, iters > 0 ? iters : 2000, 1, AGENT_SEND_BUFFERED, baseline, rounds);
 }

@@ -273,7 +273,8 @@ static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 	     "[ADDR:]PORT"},
 	    {"client", 0, POPT_ARG_STRING, &c->client, 0, "run against a bench server", "HOST[:PORT]"},
 	    {"rounds", 0, POPT_ARG_INT, &c->rounds, 0,
-	     "alternate striped and global this many times; the ratio is the median of the rounds' ratios",
+	     "alternate the test and its baseline this many times (striped and global for msg_rate); ratios "
+	     "are medians of the rounds' ratios",
 	     "N"},
 	    {"baseline", 0, POPT_ARG_NONE, &c->baseline, 0,
 	     "measure memcpy and raw TCP loopback in the same run", NULL},
@@ -541,7 +542,7 @@ static int bench_run(const struct bench_cli *c)
 		return bench_agent_lat((size_t)c->size, c->iters, c->baseline);
 	if (!strcmp(c->test, "agent_rate") || !strcmp(c->test, "agent_bw"))
 		return (c->test[6] == 'r' ? bench_agent_rate : bench_agent_bw)((size_t)c->size, c->iters,
-									       c->baseline);
+									       c->baseline, c->rounds);
 	if (!strcmp(c->test, "chan_rate"))
 		return bench_chan_rate((size_t)c->size, c->iters, c->baseline, c->rounds);
 	if (!strcmp(c->test, "conn_rate")) {

@@ -20,6 +20,17 @@ jq -e '.agent_msgs_per_s > 0 and .agent_MiB_s > 0 and .no_aggregation_msgs_per_s
 	.direct_msgs_per_s > 0 and .ratio_to_direct > 0' \
 	"$dir/rate.json" >/dev/null || fail "agent_rate figures: $(cat "$dir/rate.json")"
 
+# Rounds: the agents and their baselines alternate; each round has its figures, the ratios are
+# the medians of the rounds' ratios (two rounds: the mean of the two).
+"$RDMATOOL" -q -j bench agent_rate -s 64 -n 200 --baseline --rounds=2 >"$dir/rounds.json" ||
+	fail "agent_rate --rounds=2 failed"
+jq -e '.rounds == 2 and (.results | length) == 2 and ([.results[].round] == [1, 2]) and
+	all(.results[]; .agent_msgs_per_s > 0 and .direct_msgs_per_s > 0 and .ratio_to_direct > 0) and
+	((.ratio_to_direct - ([.results[].ratio_to_direct] | add / 2)) | fabs) < 1e-6 * .ratio_to_direct and
+	((.ratio_to_no_aggregation - ([.results[].ratio_to_no_aggregation] | add / 2)) | fabs) <
+	1e-6 * .ratio_to_no_aggregation' "$dir/rounds.json" >/dev/null ||
+	fail "agent_rate --rounds=2: $(cat "$dir/rounds.json")"
+
 # Messages of several chunks, against core write_bw between two processes.
 "$RDMATOOL" -q -j bench agent_bw -s 200000 -n 20 --baseline >"$dir/bw.json" || fail "agent_bw failed"
 jq -e '.test == "agent_bw" and .MsgSize == 200000 and .agent_MiB_s > 0 and .core_write_bw_MiB_s > 0 and
