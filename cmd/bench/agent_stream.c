@@ -161,8 +161,10 @@ static pid_t start_sender(const char *dir0, size_t size, long n, enum agent_send
  * its write_bw baseline (measured: 0.46-0.53x pinned, 0.33-0.49x not, 8 interleaved runs each), and
  * each node's client with its agent, the sender on node 0's CPU and the drainer on node 1's, as on two
  * machines (measured 1.03-1.05x left to the scheduler, which at times put the drainer on node 0's CPU,
- * the busier one: 0.86x when placed there always); four (agent_rate) leave them free, since neither
- * way measured better.
+ * the busier one: 0.86x when placed there always).  Four (agent_rate) are placed the same way, their
+ * four senders with agent 0 (2026-11-27, 64 B, 3 interleaved runs: 305-333k msg/s against 220-264k
+ * left to the scheduler, once the eager buffers went out full), and so are the processes of its direct
+ * baseline (cmd/bench/direct_rate.c).
  */
 static int stream(size_t size, long iters, int procs, enum agent_send_mode mode, struct stream_result *r,
 		  char *err, size_t errlen)
@@ -179,7 +181,7 @@ static int stream(size_t size, long iters, int procs, enum agent_send_mode mode,
 		snprintf(err, errlen, "mmap: %s", strerror(errno));
 		return -errno;
 	}
-	rc = agent_pair_start(&pair, procs == 1, err, errlen);
+	rc = agent_pair_start(&pair, true, err, errlen);
 	if (rc) {
 		munmap(times, sizeof(*times));
 		return rc;
@@ -414,7 +416,11 @@ static int round_baselines(const char *test, size_t size, long iters, int procs,
 
 	if (rc)
 		return rc;
-	if (direct_rate(size, iters, procs, &r->direct_msgs, why, sizeof(why))) {
+	int cpus[2] = {-1, -1};
+
+	if (!bench_two_cpus(cpus))
+		cpus[0] = cpus[1] = -1;
+	if (direct_rate(size, iters, procs, cpus, &r->direct_msgs, why, sizeof(why))) {
 		snprintf(err, errlen, "the direct core sends baseline failed: %s", why);
 		return -EIO;
 	}

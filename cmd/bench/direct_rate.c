@@ -2,12 +2,15 @@
 /*
  * agent_rate's "direct" baseline: the same P sender processes send the same
  * messages straight to a receiver process with core sends (each its own
- * core endpoint and connection, no agent).  The receiver times the stream
+ * core endpoint and connection, no agent), placed as agent_rate places its
+ * processes: the senders on one CPU, the receiver on the other, as on two
+ * machines (cmd/bench/agent_stream.c).  The receiver times the stream
  * from its first message to its last, so process and endpoint start-up do
  * not count against the baseline.
  */
 #include "cmd/bench/direct_rate.h"
 #include "cmd/bench/child.h"
+#include "cmd/bench/pin.h"
 
 #include "core/oob/oob.h"
 #include "core/stats/stats.h"
@@ -168,7 +171,8 @@ static _Noreturn void child_exit(int rc)
 	_exit(-rc & 0xff);
 }
 
-int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *err, size_t errlen)
+int direct_rate(size_t size, long iters, int procs, const int cpus[2], double *msgs_per_s, char *err,
+		size_t errlen)
 {
 	struct oob_listener *l = NULL;
 	uint64_t *elapsed =
@@ -189,6 +193,8 @@ int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *er
 	recv_pid = fork();
 	if (recv_pid == 0) {
 		bench_child_default_signals();
+		if (cpus[1] >= 0)
+			bench_pin_to(cpus[1]);
 		close(senders_done[1]);
 		child_exit(receive(l, procs, size, iters, elapsed, senders_done[0]));
 	}
@@ -199,6 +205,8 @@ int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *er
 
 		if (pid == 0) {
 			bench_child_default_signals();
+			if (cpus[0] >= 0)
+				bench_pin_to(cpus[0]);
 			close(senders_done[1]);
 			child_exit(send_stream(oob_listener_port(l), size, n));
 		}

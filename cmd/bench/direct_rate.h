@@ -7,7 +7,12 @@
 
 #define DIRECT_MAX_PROCS 16
 
-/* iters messages of size bytes from procs sender processes to one receiver; 0 or a negative errno. */
-int direct_rate(size_t size, long iters, int procs, double *msgs_per_s, char *err, size_t errlen);
+/*
+ * iters messages of size bytes from procs sender processes to one receiver;
+ * 0 or a negative errno.  The senders run on cpus[0] and the receiver on
+ * cpus[1] (-1: where the scheduler puts them).
+ */
+int direct_rate(size_t size, long iters, int procs, const int cpus[2], double *msgs_per_s, char *err,
+		size_t errlen);
 
 #endif
