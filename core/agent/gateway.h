@@ -43,9 +43,14 @@
  * agent's 4 eager buffers per peer were in flight, slept on EAGAIN, and the
  * next buffer left a quarter empty (18-20 items of 26; bench agent_rate
  * 64 B: 195-214k msg/s with 32, 250-278k with 128, 26 items per buffer).
- * Pages of the file are only taken as slots are used.
+ * Pages of the file are only taken as slots are written, and only the first
+ * GW_LARGE_SLOTS take requests beyond GW_SMALL_INLINE bytes or receives
+ * (whose answers may be as large): the memory a full gateway holds stays
+ * about 32 x GW_INLINE, as it was.
  */
-#define GW_SLOTS       128
+#define GW_SLOTS	128
+#define GW_LARGE_SLOTS	32
+#define GW_SMALL_INLINE 4096u
 #define GW_INLINE      (512u << 10) /* payload carried in a slot */
 #define GW_FILE_PREFIX "gateway."
 #define GW_MAX_NODES   256

@@ -97,8 +97,22 @@ int gw_post(struct gateway *g, const struct gw_request *req, const void *in, siz
 		return -EMSGSIZE;
 	if (!atomic_load(&s->running))
 		return -ENOTCONN;
-	for (int i = 0; i < GW_SLOTS && !sl; i++) {
-		struct gw_slot *cand = &s->slots[(start + (uint64_t)i) % GW_SLOTS];
+	/*
+	 * A slot's data takes memory (pages of the shared file) only where it is
+	 * written.  Requests that may carry or be answered with much data use the
+	 * first GW_LARGE_SLOTS slots only, so what they can fill stays what those
+	 * slots hold; small sends and polls try the others first.
+	 */
+	bool small = (req->op == GW_OP_SEND && inlen <= GW_SMALL_INLINE) || req->op == GW_OP_POLL;
+	uint32_t first = small ? GW_LARGE_SLOTS : 0, n = small ? GW_SLOTS - GW_LARGE_SLOTS : GW_LARGE_SLOTS;
+	uint32_t at = (uint32_t)(start % n); /* one division: the scan runs on a busy gateway */
+
+	for (uint32_t i = 0; i < (small ? GW_SLOTS : GW_LARGE_SLOTS) && !sl; i++) {
+		uint32_t k = i < n ? first + at : i - n; /* a small request falls back to the large slots */
+		struct gw_slot *cand = &s->slots[k];
+
+		if (i < n && ++at == n)
+			at = 0;
 		uint32_t free_state = SLOT_FREE;
 
 		/* A plain look first: a compare-and-swap on each busy slot takes its line from the agent. */

@@ -117,6 +117,38 @@ static void test_backpressure_and_order(void **state)
 }
 
 /*
+ * Large requests (more than GW_SMALL_INLINE bytes, or receives) take only
+ * the first GW_LARGE_SLOTS slots, so the memory a full gateway holds stays
+ * bounded; small sends still find the other slots once those are taken.
+ */
+static void test_large_requests_bounded(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_request req = {.op = GW_OP_SEND, .node = 1, .timeout_ms = 1000, .name = "q"};
+	struct gw_request recv_req = {.op = GW_OP_RECV, .node = 1, .timeout_ms = 1000, .name = "q"};
+	size_t big = GW_SMALL_INLINE + 1;
+	char *payload = calloc(1, big);
+	struct served s = {0};
+	struct gw_posted p;
+	struct gateway *cl;
+
+	assert_non_null(payload);
+	assert_int_equal(gw_open(f->dir, 0, &cl), 0);
+	for (uint32_t i = 0; i < GW_LARGE_SLOTS; i++) {
+		assert_int_equal(gw_post(cl, &req, payload, big, false, &p), 0);
+		assert_true(p.slot < GW_LARGE_SLOTS);
+	}
+	assert_int_equal(gw_post(cl, &req, payload, big, false, &p), -EAGAIN);
+	assert_int_equal(gw_post(cl, &recv_req, NULL, 0, false, &p), -EAGAIN);
+	/* A small send still finds a slot, beyond the large ones. */
+	assert_int_equal(gw_post(cl, &req, payload, GW_SMALL_INLINE, false, &p), 0);
+	assert_true(p.slot >= GW_LARGE_SLOTS && p.slot < GW_SLOTS);
+	assert_int_equal(gw_serve(f->agent, record, &s), GW_LARGE_SLOTS + 1);
+	gw_close(cl);
+	free(payload);
+}
+
+/*
  * The agent skips its scan of the slots while the doorbell count is what
  * its last scan started from: a request made after a serve is still
  * served by the next one, an idle serve finds nothing, and a request the
@@ -384,6 +416,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_backpressure_and_order, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_doorbell_skip, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_large_requests_bounded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_post_then_wait, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_call_and_reply, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_client_reclaimed, setup, teardown),
