@@ -84,6 +84,12 @@ bar "chan_rate 64 B channel / pipe (same 2 processes)" "$(jq '.channel_over_pipe
 # with the client beside agent 1, where the woken client waited ~57 us for the CPU the spinning agent
 # held.  Beside agent 0 and with the soft device's poller window at 200 us: 47-49 us, 5.1x.  Since
 # then the bench tries both sides (300 round trips each) and keeps the faster.
+# Later that day the trial first warms the pair up and runs each side twice (ABBA): beside agent 1
+# had lost its trial by paying for the fresh pair's first round trips (58-64 us, then 22-24 us each
+# time it was picked).  Now: 22.7-25.5 us beside agent 1 against 5.8-5.9 us (3.9-4.4x) while the VM
+# was in its fast state (cpu_line_rtt ~110 ns), 29-36 us against 7.5-7.7 us (3.8-4.7x) in its slow
+# one, where beside agent 1 also has a slow mode (trial medians 29-76 us, p90 70-107 us).  The
+# floor on a shared CPU: two context switches (~7 us each here) and two wire crossings.
 RDMATOOL_AGENT_KEY=$dir/key "$RDMATOOL" -q -j bench agent_lat -s 8 -n 2000 --baseline >"$dir/alat.json"
 bar "agent_lat 8 B deposited / core send_lat" "$(jq '.ratio_to_core_send_lat' "$dir/alat.json")" "<= 3" \
 	"$(jq -r '"(\(.deposited_median_us) vs \(.core_send_lat_typical_us) us)"' "$dir/alat.json")"
@@ -101,6 +107,10 @@ bar "agent_lat 8 B deposited / core send_lat" "$(jq '.ratio_to_core_send_lat' "$
 # Measured on 2026-11-26 (load 8, helpers walking), 3 runs: 366-498k msg/s through the agents, 5.7-8.2x
 # aggregation off, 1.9-2.5x direct core sends (before the target agent woke a channel's reader once
 # per pass instead of once per message: 191k msg/s, 0.94x direct).
+# On 2026-11-27 (the VM above): 1.3-1.7x direct with 32 gateway slots: four clients filled them while
+# the 4 eager buffers were in flight and the buffers left a quarter empty.  With 128 slots (26 items
+# a buffer), the processes pinned as on two machines (direct baseline alike) and 3 rounds: 303-326k
+# against 139-149k msg/s, 1.85-2.3x; aggregation off 30-36k msg/s, 8.5-10.9x.
 "$RDMATOOL" -q -j bench agent_rate -s 64 -n 100000 --baseline --rounds=3 >"$dir/arate.json"
 bar "agent_rate 64 B aggregation on / off" "$(jq '.ratio_to_no_aggregation' "$dir/arate.json")" ">= 5" \
 	"$(jq -r '"(\(.agent_msgs_per_s | floor) vs \(.no_aggregation_msgs_per_s | floor) msg/s)"' "$dir/arate.json")"
@@ -112,6 +122,10 @@ bar "agent_rate 64 B agents / direct core sends (4 processes)" "$(jq '.ratio_to_
 # CPU-bound on the 2 cores: agent 0 alone (every byte into the soft wire: 0.17 ms per MiB in sendmsg,
 # as the baseline's sender) nearly fills one, so the bar is out of reach here while the stream costs
 # agent 0 more than the baseline's sender (a staging copy, READ requests, answers).
+# On 2026-11-27 (the VM above): 1.8-2.5 GB/s against 4.8-6.3 GB/s, 0.31-0.38x.  Skipping agent 0's
+# staging copy (an experiment, data left wrong) did not make it faster (2254-2477 against 2423-2585
+# MiB/s): node 1's CPU is the bottleneck, where every byte is copied four times (out of the socket,
+# into the READ's buffer, into the channel, out to the drainer) against the baseline's two.
 "$RDMATOOL" -q -j bench agent_bw -s 1048576 -n 1000 --baseline --rounds=3 >"$dir/abw.json"
 bar "agent_bw 1 MiB agents / core write_bw (two processes)" "$(jq '.ratio_to_core_write_bw' "$dir/abw.json")" ">= 0.8" \
 	"$(jq -r '"(\(.agent_MiB_s | floor) vs \(.core_write_bw_MiB_s | floor) MiB/s)"' "$dir/abw.json")"
