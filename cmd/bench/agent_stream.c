@@ -263,6 +263,15 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The median of v[0..n), which it sorts; 0 when n is 0. */
+static double median_of(double *v, int n)
+{
+	if (n < 1)
+		return 0;
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* The median of the rounds' values of one field (by offset into struct round). */
 static double median_field(const struct round *r, int n, size_t offset)
 {
@@ -270,8 +279,7 @@ static double median_field(const struct round *r, int n, size_t offset)
 
 	for (int i = 0; i < n; i++)
 		memcpy(&v[i], (const char *)&r[i] + offset, sizeof(double));
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return median_of(v, n);
 }
 
 /* The median over rounds of a ratio computed per round (a slow spell moves one round, not the median). */
@@ -288,10 +296,7 @@ static double median_ratio(const struct round *r, int n, size_t num, size_t den)
 		if (b > 0)
 			v[k++] = a / b;
 	}
-	if (!k)
-		return 0;
-	qsort(v, (size_t)k, sizeof(*v), cmp_double);
-	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+	return median_of(v, k);
 }
 
 #define AT(field) offsetof(struct round, field)
