@@ -256,22 +256,6 @@ struct round {
 	double core_bw, core_msgs; /* agent_bw: core write_bw MiB/s; agent_rate: core send_bw msg/s */
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* The median of v[0..n), which it sorts; 0 when n is 0. */
-static double median_of(double *v, int n)
-{
-	if (n < 1)
-		return 0;
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* The median of the rounds' values of one field (by offset into struct round). */
 static double median_field(const struct round *r, int n, size_t offset)
 {
@@ -279,7 +263,7 @@ static double median_field(const struct round *r, int n, size_t offset)
 
 	for (int i = 0; i < n; i++)
 		memcpy(&v[i], (const char *)&r[i] + offset, sizeof(double));
-	return median_of(v, n);
+	return bench_median(v, n);
 }
 
 /* The median over rounds of a ratio computed per round (a slow spell moves one round, not the median). */
@@ -296,7 +280,7 @@ static double median_ratio(const struct round *r, int n, size_t num, size_t den)
 		if (b > 0)
 			v[k++] = a / b;
 	}
-	return median_of(v, k);
+	return bench_median(v, k);
 }
 
 #define AT(field) offsetof(struct round, field)

@@ -98,5 +98,11 @@ int bench_conn_rate(const struct bench_opts *o, long iters, char *err, size_t er
 
 /* Shared by the runners. */
 void bench_stats_latency(double *samples, long n, struct bench_result *r);
+/*
+ * The median of v[0..n), which it sorts (the mean of the middle two for an
+ * even n, 0 for none): how the tests with --rounds report a ratio, so that
+ * a slow spell of a shared machine moves one round and not the result.
+ */
+double bench_median(double *v, int n);
 
 #endif

@@ -239,18 +239,6 @@ static int run_pipe(size_t size, long iters, struct rate_run *r, char *err, size
 	return rc;
 }
 
-static double median_of(double *v, int n)
-{
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-			double t = v[j];
-
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int bench_chan_rate(size_t size, long iters, bool baseline, int rounds)
 {
 	char dir[] = "/dev/shm/rdmatool-bench-chan.XXXXXX", err[512] = "";
@@ -320,7 +308,7 @@ int bench_chan_rate(size_t size, long iters, bool baseline, int rounds)
 	if (baseline && status == EXIT_OK) {
 		print_text("channel/pipe message rate (median of %d round%s): ", rounds,
 			   rounds > 1 ? "s" : "");
-		print_double(PRINT_ANY, "channel_over_pipe", "%.2fx\n", median_of(ratios, rounds));
+		print_double(PRINT_ANY, "channel_over_pipe", "%.2fx\n", bench_median(ratios, rounds));
 	}
 	print_end();
 	return status;

@@ -159,20 +159,6 @@ static void print_row(bool is_ring, bool is_lat, const struct row *w)
 	print_close_object();
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Of the rounds' ratios: a slow spell of a shared machine moves one round, not the median. */
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 struct ratio {
 	int threads;
 	size_t size;
@@ -519,7 +505,7 @@ static int bench_sweep(const struct bench_cli *c, struct bench_report *rep)
 			}
 			if (nround)
 				rep->ratios[rep->nratios++] =
-				    (struct ratio){o.threads, o.size, median(round_ratio, nround)};
+				    (struct ratio){o.threads, o.size, bench_median(round_ratio, nround)};
 		}
 	}
 	return EXIT_OK;
