@@ -98,7 +98,8 @@ static int pick_placement(const struct agent_pair *p, struct agent_chan *h, stru
 		int side = i == 0 || i == 3;
 
 		bench_pin_to(p->cpus[side]);
-		rc = round_trips(h, far, buf, size, &trial[side][i < 2 ? 0 : TRIAL_ITERS / 2], TRIAL_ITERS / 2);
+		rc = round_trips(h, far, buf, size, &trial[side][i < 2 ? 0 : TRIAL_ITERS / 2],
+				 TRIAL_ITERS / 2);
 	}
 	for (int side = 0; side < 2 && !rc; side++)
 		lat->trial_median[side] = median_of(trial[side], TRIAL_ITERS);
@@ -193,9 +194,10 @@ int bench_agent_lat(size_t size, long iters, bool baseline)
 	print_double(PRINT_ANY, "deposited_p10_us", ", %.2f p10", agent.p10);
 	print_double(PRINT_ANY, "deposited_p90_us", ", %.2f p90\n", agent.p90);
 	if (agent.beside >= 0) {
-		print_int(PRINT_ANY, "client_beside_agent", "  the client ran on agent %lld's CPU", agent.beside);
-		print_double(PRINT_ANY, "trial_median_beside_agent0_us", " (trial medians: %.2f usec beside agent 0",
-			     agent.trial_median[0]);
+		print_int(PRINT_ANY, "client_beside_agent", "  the client ran on agent %lld's CPU",
+			  agent.beside);
+		print_double(PRINT_ANY, "trial_median_beside_agent0_us",
+			     " (trial medians: %.2f usec beside agent 0", agent.trial_median[0]);
 		print_double(PRINT_ANY, "trial_median_beside_agent1_us", ", %.2f beside agent 1)\n",
 			     agent.trial_median[1]);
 	}

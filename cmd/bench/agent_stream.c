@@ -227,8 +227,8 @@ static int stream(size_t size, long iters, int procs, enum agent_send_mode mode,
 		 */
 		double wall = (double)(t1 - t0) / 1e9;
 		double s = iters > 1 && times->last_ns > times->first_ns
-				   ? (double)(times->last_ns - times->first_ns) / 1e9
-				   : wall;
+			       ? (double)(times->last_ns - times->first_ns) / 1e9
+			       : wall;
 		double n = iters > 1 && s < wall ? (double)(iters - 1) : (double)iters;
 
 		r->msgs_per_s = n / s;
@@ -252,7 +252,7 @@ static int core_send_bw(size_t size, long iters, struct bench_result *core, char
 /* One round: the agents' stream and, with --baseline, each baseline once. */
 struct round {
 	struct stream_result on, off;
-	double direct_msgs;	/* agent_rate: direct core sends, msg/s */
+	double direct_msgs;	   /* agent_rate: direct core sends, msg/s */
 	double core_bw, core_msgs; /* agent_bw: core write_bw MiB/s; agent_rate: core send_bw msg/s */
 };
 
@@ -355,7 +355,8 @@ static void report(const char *test, size_t size, long iters, int procs, enum ag
 		print_double(PRINT_ANY, "core_send_bw_msgs_per_s", "  core send_bw:        %.0f msg/s",
 			     r[0].core_msgs);
 		print_text(" (one process, measured once)");
-		print_double(PRINT_ANY, "ratio_to_core_send_bw", "  (ratio %.2fx)\n", on_msgs / r[0].core_msgs);
+		print_double(PRINT_ANY, "ratio_to_core_send_bw", "  (ratio %.2fx)\n",
+			     on_msgs / r[0].core_msgs);
 	} else {
 		print_double(PRINT_ANY, "core_write_bw_MiB_s", "  core write_bw:       %.2f MiB/s",
 			     median_field(r, rounds, AT(core_bw)));

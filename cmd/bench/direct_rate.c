@@ -61,7 +61,10 @@ static void linger_until_senders_exit(struct core_ep *ep, int senders_done, uint
 	}
 }
 
-/* The receiver: accepts procs connections, takes iters messages; *elapsed_ns first to last (iters - 1 intervals). */
+/*
+ * The receiver: accepts procs connections, takes iters messages; *elapsed_ns
+ * from the first to the last (iters - 1 intervals).
+ */
 static int receive(struct oob_listener *l, int procs, size_t size, long iters, uint64_t *elapsed_ns,
 		   int senders_done)
 {

@@ -98,8 +98,9 @@ PRELOAD_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct 
 	if (max_entries < (size_t)port.gid_tbl_len)
 		return -EINVAL;
 	for (int i = 0; i < port.gid_tbl_len; i++)
-		if (preload_soft_gid_entry(context, 1, (uint32_t)i,
-					   (struct ibv_gid_entry *)((char *)entries + (size_t)i * entry_size)))
+		if (preload_soft_gid_entry(
+			context, 1, (uint32_t)i,
+			(struct ibv_gid_entry *)((char *)entries + (size_t)i * entry_size)))
 			return -EIO;
 	return port.gid_tbl_len;
 }

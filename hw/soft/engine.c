@@ -635,7 +635,8 @@ static bool soft_engine_nap(struct soft_nic *nic, bool app_takes_wire, uint64_t 
 	uint64_t last_read = atomic_load_explicit(&nic->app_read_ns, memory_order_relaxed);
 	bool poller = app_takes_wire || (last_read && soft_now_ns() - last_read < SOFT_APP_POLLER_NS);
 	bool wire_woke = false;
-	struct timespec ts = {.tv_sec = (time_t)(nap_ns / 1000000000), .tv_nsec = (long)(nap_ns % 1000000000)};
+	struct timespec ts = {.tv_sec = (time_t)(nap_ns / 1000000000),
+			      .tv_nsec = (long)(nap_ns % 1000000000)};
 
 	/*
 	 * Pairs with soft_ring_doorbell (queue, then look at `sleeping`): a
