@@ -48,7 +48,7 @@
 struct stream_result {
 	double msgs_per_s, mib_per_s; /* from the drainer's first message to its last */
 	double wall_msgs_per_s;	      /* from forking the senders until every process has exited */
-	double items_per_buffer; /* node 0's aggregation factor toward node 1 */
+	double items_per_buffer;      /* node 0's aggregation factor toward node 1 */
 };
 
 /*

@@ -51,10 +51,10 @@
 #define GW_SLOTS	128
 #define GW_LARGE_SLOTS	32
 #define GW_SMALL_INLINE 4096u
-#define GW_INLINE      (512u << 10) /* payload carried in a slot */
-#define GW_FILE_PREFIX "gateway."
-#define GW_MAX_NODES   256
-#define GW_HOST_LEN    64
+#define GW_INLINE	(512u << 10) /* payload carried in a slot */
+#define GW_FILE_PREFIX	"gateway."
+#define GW_MAX_NODES	256
+#define GW_HOST_LEN	64
 
 enum gw_op { GW_OP_SEND = 1, GW_OP_RECV = 2, GW_OP_POLL = 3 };
 

@@ -17,14 +17,14 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#define SOFT_WINDOW	    64	   /* RC requests in flight per QP */
-#define SOFT_TIMER_TICK_NS  500000 /* timer scan period while work waits on a timer */
-#define SOFT_BATCH	    16	   /* requests one QP sends before the next QP's turn */
-#define SOFT_BATCH_BYTES    262144 /* ... or bytes: the poster waits on the QP lock meanwhile */
-#define SOFT_SPIN_NS	    50000  /* busy-poll this long after the last work before sleeping */
-#define SOFT_LISTEN_POLL_NS 100000 /* accept period while busy with no connection yet */
-#define SOFT_APP_WINDOW_NS  200000 /* application threads drove a round this recently: the engine naps */
-#define SOFT_APP_POLLER_NS  200000 /* ... and read the wire this recently: they take the packets */
+#define SOFT_WINDOW	    64	    /* RC requests in flight per QP */
+#define SOFT_TIMER_TICK_NS  500000  /* timer scan period while work waits on a timer */
+#define SOFT_BATCH	    16	    /* requests one QP sends before the next QP's turn */
+#define SOFT_BATCH_BYTES    262144  /* ... or bytes: the poster waits on the QP lock meanwhile */
+#define SOFT_SPIN_NS	    50000   /* busy-poll this long after the last work before sleeping */
+#define SOFT_LISTEN_POLL_NS 100000  /* accept period while busy with no connection yet */
+#define SOFT_APP_WINDOW_NS  200000  /* application threads drove a round this recently: the engine naps */
+#define SOFT_APP_POLLER_NS  200000  /* ... and read the wire this recently: they take the packets */
 #define SOFT_APP_NAP_MAX_NS 1600000 /* the longest nap, reached while application threads keep driving */
 
 /* IB min_rnr_timer encoding, in microseconds (0 is the longest, 655.36 ms). */
