@@ -178,8 +178,9 @@ static int stream(size_t size, long iters, int procs, enum agent_send_mode mode,
 	int status = 0, started = 0, rc;
 
 	if (times == MAP_FAILED) {
-		snprintf(err, errlen, "mmap: %s", strerror(errno));
-		return -errno;
+		rc = -errno;
+		snprintf(err, errlen, "mmap: %s", strerror(-rc));
+		return rc;
 	}
 	rc = agent_pair_start(&pair, true, err, errlen);
 	if (rc) {
@@ -225,11 +226,10 @@ static int stream(size_t size, long iters, int procs, enum agent_send_mode mode,
 		 * attaching the senders and their exits count against neither.  The wall time from the
 		 * first fork to the last exit is reported beside it.
 		 */
+		bool windowed = iters > 1 && times->last_ns > times->first_ns;
 		double wall = (double)(t1 - t0) / 1e9;
-		double s = iters > 1 && times->last_ns > times->first_ns
-			       ? (double)(times->last_ns - times->first_ns) / 1e9
-			       : wall;
-		double n = iters > 1 && s < wall ? (double)(iters - 1) : (double)iters;
+		double s = windowed ? (double)(times->last_ns - times->first_ns) / 1e9 : wall;
+		double n = windowed ? (double)(iters - 1) : (double)iters;
 
 		r->msgs_per_s = n / s;
 		r->mib_per_s = n * (double)size / MIB / s;
