@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # rdmatool: the only build entry.  GNU make, out-of-tree build in $(BUILD).
 #   make            build/rdmatool and build/librdmacore.a
 #   make check      every test (unit, integration, CLI consistency, check-verbs)

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* What every subcommand shares: global options, the command table, exit codes. */
 #ifndef RDMATOOL_CMD_H
 #define RDMATOOL_CMD_H

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The command table: each subcommand registers here once it works. */
 #include "cmd/cmd.h"
 

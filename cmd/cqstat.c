@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rdmatool cqstat: the per-stripe and per-CQ counters every running rdmatool
  * process publishes in its stats segment (core/stats/stats.h), read from outside

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rdmatool devices: every verbs device and the soft device, like ibv_devinfo/ibstat. */
 #include "hw/hw.h"
 #include "cmd/cmd.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rdmatool exec: runs an unmodified verbs program (ibv_devinfo, perftest,
  * pyverbs ...) with librdmatool-verbs.so preloaded, so libibverbs' device

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* A streaming JSON writer: commas, nesting, escaping and -p indentation. */
 #ifndef RDMATOOL_JSON_H
 #define RDMATOOL_JSON_H

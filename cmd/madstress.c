@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rdmatool madstress: the SMP MAD stress tester (modelled on the
  * smp_mad_stress tool and infiniband-diags' smpdump).  Options, the SET

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rdmatool: dispatch to a subcommand by argv[1], or by the program's own
  * name when invoked through a link (rdmatool-walk, or walk busybox-style).

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* One printer per field for text and JSON (see print.h). */
 #include "cmd/print.h"
 #include "cmd/cmd.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * One call per field for both outputs, after iproute2's json_print: with -j
  * a field becomes "key": value in the JSON document, without it the value

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # bash completion for rdmatool
 # Each command's options are listed once, in _rdmatool_options; the CLI
 # consistency test compares these lists with --help and the man pages.

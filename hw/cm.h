@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * hw: the connection manager next to the verbs ops, with librdmacm's own
  * types (struct rdma_cm_id, struct rdma_cm_event, struct

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Device discovery across providers, and dispatch from a context to its provider. */
 #include "hw/hw.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* hw/umad: libibumad port, SMI agents, send/receive of SMPs. */
 #include "hw/umad.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * hw/umad: a thin layer over libibumad for sending subnet management
  * packets (SMPs) from one local port.  One handle = one umad fd with two

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The verbs provider: every op forwards to libibverbs.  Several libibverbs
  * entry points are macros or static inlines (ibv_reg_mr, ibv_query_port,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # packaging/build-deb.sh OUTDIR: the Debian source and binary packages of HEAD, the way a packager
 # builds them: the `make dist` tarball as the orig tarball, packaging/debian as debian/, then
 # dpkg-buildpackage -us -uc and lintian.  Leaves everything in OUTDIR (default build/deb).

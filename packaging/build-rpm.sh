@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # packaging/build-rpm.sh OUTDIR: the source and binary RPMs of HEAD from the `make dist` tarball,
 # with rpmbuild -ba in a private topdir (default build/rpm).  Build dependencies are not checked
 # (--nodeps): on Debian they are dpkg packages rpm cannot see.

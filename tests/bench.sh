@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # make bench: every bar of issue 4, each measured next to its baseline in the
 # same run, printed as a ratio.  Figures vary from run to run on a shared
 # machine; read the ratios, and rerun before drawing conclusions.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Checks that --help, the man page and the bash and zsh completions of
 every rdmatool command list the same options, and that every man page
 passes mandoc -Tlint.

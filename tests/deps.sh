@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # tests/deps.sh check|install: the build and test dependencies, from Debian packages.
 set -euo pipefail
 

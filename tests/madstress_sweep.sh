@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # tests/madstress_sweep.sh [SECONDS]: GET NodeInfo to every LID of the test
 # fabric under ibsim for -n 1,2,4,8 x -N 1,16,64,128, and the windowed
 # rate against the synchronous -N 1 -n 1 rate measured in the same run.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # make bench, part 2: core against perftest on the same device (issue 16), and perftest's own
 # ib_write_lat / ib_send_lat (issue 19).  perftest runs unmodified on soft0 through `rdmatool
 # exec`; each of its tests is paired with the rdmatool bench test that measures the same thing,

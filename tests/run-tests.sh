@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # tests/run-tests.sh TEST...: runs cmocka binaries and integration scripts,
 # each under a time limit, and closes with one "N passed, N failed" line.
 # A script named as verbs:PATH runs with $RDMATOOL going through libibverbs

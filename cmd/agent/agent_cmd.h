@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rdmatool agent: the options its actions share, and the actions. */
 #ifndef RDMATOOL_CMD_AGENT_H
 #define RDMATOOL_CMD_AGENT_H

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rdmatool agent send|recv|poll|chan: the client API for scripts. */
 #include "cmd/agent/agent_cmd.h"
 #include "cmd/cmd.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rdmatool agent: the node-level transport agent's daemon and its shell
  * client.  Options are parsed here once for every action; each action lives

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * bench agent_lat: a message sent in mode "deposited" to a channel on
  * another node, through two agents (two processes linked over the core

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Two linked agent processes with private key, directories and ports (see agent_pair.h). */
 #include "cmd/bench/agent_pair.h"
 #include "cmd/bench/bench.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Two agent processes linked over the core transport on this machine, like
  * two nodes, with a private key, directories and ports: the harness of the

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * bench agent_rate and agent_bw: a stream of sends from node 0 to a channel
  * on node 1 through two agent processes, drained by a third process on node

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rdmatool bench: shared pieces of the tests. */
 #ifndef RDMATOOL_CMD_BENCH_H
 #define RDMATOOL_CMD_BENCH_H

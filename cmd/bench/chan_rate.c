@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * bench chan_rate: message rate through an agent channel (core/agent/channel.h)
  * between two processes, one producer and one consumer, against a pipe

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The parent catches the first Ctrl-C (bench_interrupted) so that it can stop
  * its agents and remove their private directory; the helpers it forked

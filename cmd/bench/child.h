@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The processes a bench test forks (agents, senders, drainers, consumers) and
  * Ctrl-C, which the terminal sends to the whole process group (cmd/bench/child.c).

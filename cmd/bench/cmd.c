@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rdmatool bench <test>: perftest-like tests over core, striped against global lock in one run. */
 #include "cmd/cmd.h"
 #include "cmd/print.h"

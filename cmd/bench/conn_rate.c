@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * bench conn_rate: connection setup, cm against oob in one run.  Two pairs
  * of endpoints in this process connect `iters` peers each (one QP pair per

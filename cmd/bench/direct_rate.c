@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * agent_rate's "direct" baseline: the same P sender processes send the same
  * messages straight to a receiver process with core sends (each its own

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* agent_rate's baseline without agents: procs processes sending with core sends (direct_rate.c). */
 #ifndef RDMATOOL_CMD_BENCH_DIRECT_RATE_H
 #define RDMATOOL_CMD_BENCH_DIRECT_RATE_H

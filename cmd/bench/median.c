@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The median of a set of rounds' figures (bench.h). */
 #include "cmd/bench/bench.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A core transport test between two processes, each with its own soft
  * device linked over the wire as two agents are: a bench server forked on a

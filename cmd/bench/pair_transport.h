@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The agent benchmarks' baselines: a core transport test between two
  * processes on their own devices, as two agents are (pair_transport.c).

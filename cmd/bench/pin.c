@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Both ends of a two-process benchmark poll without yielding, as perftest
  * does; left to the scheduler on a busy machine they sometimes share a CPU

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Pinning the processes of a two-process benchmark each to its own CPU
  * (cmd/bench/pin.c): the pair baselines and the agents of agent_lat; and the

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * bench across two processes (or hosts).  One control connection (core/oob)
  * carries, per measurement: the client's PARAMS (test, size, lock, stripes,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* bench ring: N producers and one consumer through the lock-free ring or the mutex queue. */
 #include "cmd/bench/bench.h"
 #include "core/util/clock.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The raw TCP baselines of --baseline: throughput (one stream, writes of the
  * message size) and ping-pong latency (TCP_NODELAY, half the round trip,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * bench latency / bandwidth / message-rate tests over core.  The measuring
  * side (endpoint a) is the same whether the far end (b) lives in this

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The 25 actions, by the action each implements.  Every action checks its
  * preconditions against the client's bookkeeping (0 asks for a redraw),

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Shared by the walker's action files (actions_*.c): the access flags and
  * sizes the actions use, the history macros, the eligibility predicates and

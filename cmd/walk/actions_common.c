@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* What the walker's actions share: error counting, which objects an action may pick, ranges and posting. */
 #include "cmd/walk/actions.h"
 

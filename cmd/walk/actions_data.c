@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The data-path actions: SEND, RECV, RDMA READ/WRITE, atomics, the --verify checked WRITE and rkey probes. */
 #include "cmd/walk/actions.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Actions on CQs, PDs, MRs and memory windows (create, destroy, register, bind). */
 #include "cmd/walk/actions.h"
 

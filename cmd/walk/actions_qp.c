@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Actions on QPs and address handles: create (an RC pair via the peer), connect, move to ERR, destroy. */
 #include "cmd/walk/actions.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The walker's out-of-band backend: delivers struct walk_msg between
  * clients, in order per source.  In-process: one bounded mailbox per client.

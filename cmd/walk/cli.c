@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rdmatool walk: options, the header, the run, the report, the exit status. */
 #include "cmd/walk/run.h"
 

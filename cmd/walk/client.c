@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A walker client's life: open the device, bootstrap the minimum objects,
  * step (updates in, one random action, completions out), then drain and

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* One walker client: its device context, its objects and their references. */
 #ifndef RDMATOOL_CMD_WALK_CLIENT_H
 #define RDMATOOL_CMD_WALK_CLIENT_H

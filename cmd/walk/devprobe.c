@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * --verify device probes, on objects of their own (two PDs with an MR each,
  * a CQ, a UD QP and an AH to ourselves), outside the walk's bookkeeping and

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The action history ring: the last N actions of a client, each line
  * formatted when it is recorded, so that dumping needs only write(2) and

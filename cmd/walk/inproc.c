@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* In-process walk: one thread per client, updates through mailboxes. */
 #include "cmd/walk/bus.h"
 #include "cmd/walk/client.h"

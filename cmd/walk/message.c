@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * --verify: every SEND of MSG_HDR bytes or more starts with a header
  * (length, sender, QP, per-QP sequence, immediate data and invalidated rkey

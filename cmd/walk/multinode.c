@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * --multinode=true: every client is its own process on this host.  The
  * parent is the hub: it collects each client's address, hands out the

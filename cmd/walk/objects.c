@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Client bookkeeping: random choice among eligible objects, WR slots, outbox. */
 #include "cmd/walk/bus.h"
 #include "cmd/walk/client.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * --verify probes: accesses whose outcome the protection rules decide, not
  * timing.  Through a removed key, one byte past a region's end or before

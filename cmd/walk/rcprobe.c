@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * --verify RC probes (rcprobe.h): the pair's objects, its connection and
  * its attributes as ibv_query_qp reports them, the waits for completions

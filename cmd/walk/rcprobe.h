@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * --verify RC probes: a connected RC pair of the client's own (A sends to
  * B through its own GID), driven one short script at a time and judged

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Probe script (rcprobe.h): the Send Queue Drain state, and completions
  * left waiting in a CQ when one of the QPs sharing it is reset.

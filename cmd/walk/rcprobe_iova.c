@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Probe script (rcprobe.h): an MR registered at an IOVA of its own
  * (ibv_reg_mr_iova(3)): its lkey and rkey take addresses in that IOVA

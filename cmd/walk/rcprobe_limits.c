@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Probe script (rcprobe.h): limits at exactly their value.  What
  * ibv_query_device or ibv_create_qp reports is a promise: the value itself

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Probe script (rcprobe.h): opcodes a transport does not have (IBTA table
  * 37 / 9.8.3, ibv_post_send(3)).  On a UC QP: RDMA READ and the atomics;

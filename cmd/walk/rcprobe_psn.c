@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Probe script (rcprobe.h): an RC responder goes by PSN (IBTA 9.7.5.1.1 and
  * 9.7.5.1.2).  A is reconnected with a send PSN d (1..6) away from the

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Probe script (rcprobe.h): a WRITE_WITH_IMM the responder refuses (an
  * rkey without REMOTE_WRITE, or a range running past the MR's end) must

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Probe script (rcprobe.h): an RC responder answers a duplicate atomic
  * from the result it saved and does not execute it again (IBTA 9.7.5.1.1,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Probe script (rcprobe.h): a UC responder resynchronizes on the first
  * packet of a message (IBTA 9.7.5.1.3, rxe's check_psn).  UC never

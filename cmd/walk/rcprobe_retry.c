@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Probe script (rcprobe.h): retries counted (IBTA 9.7.5.2.8 and 9.7.6.1.3,
  * ibv_modify_qp(3)).  rnr_retry and retry_cnt say how many times a

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Probe script (rcprobe.h): rules a NIC can get wrong without any data
  * going astray, each certain by the verbs spec or rdma-core's manuals:

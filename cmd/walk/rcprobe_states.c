@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Probe script (rcprobe.h): the QP state machine as a whole (IBTA 11.2.1,
  * ibv_modify_qp(3), the kernel's qp_state_table).  For an RC, UC or UD QP,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Probe script (rcprobe.h): the ibv_wr_* helpers the ext probe does not
  * use, in one batch of A's (made by ibv_create_qp_ex): ibv_wr_send with

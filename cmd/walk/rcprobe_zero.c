@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Probe script (rcprobe.h): zero-length operations (IBTA 9.4.1.1 and
  * 9.7.4.1.3, ibv_post_send(3)).  A message of no bytes touches no memory,

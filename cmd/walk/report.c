@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* What a walk prints: the header, the final tables or the -j document. */
 #include "cmd/walk/run.h"
 

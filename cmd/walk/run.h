@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Orchestration of a walk: threads in one process, or one process per client. */
 #ifndef RDMATOOL_CMD_WALK_RUN_H
 #define RDMATOOL_CMD_WALK_RUN_H

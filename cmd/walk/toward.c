@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Steps toward a drawn action that cannot run.  Redrawing (the original's
  * answer) lets the state settle where only cheap, always-possible actions

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rdmatool walk: the RDMA random walker (after Google rdma-unit-test's
  * random_walk).  Each client owns one device context and issues random,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * --verify: the fields of every completion that the walker can know from
  * its own records alone (no timing, no other client involved): the QP

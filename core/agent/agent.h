@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The agent's client API: what a process uses to exchange messages through
  * channels, on this node directly and on other nodes through its local agent

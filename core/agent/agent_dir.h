@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The agent directory: where a node's channels, gateways, pid files and logs
  * live.  $RDMATOOL_AGENT_DIR, else /dev/shm/rdmatool-agent-<uid>.  It must be

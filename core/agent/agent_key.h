@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The secret agents prove to each other before a link carries anything, as
  * Erlang nodes do with ~/.erlang.cookie: $RDMATOOL_AGENT_KEY names the file,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Where the agent's parts send their log lines: core never prints, the command decides. */
 #ifndef RDMATOOL_CORE_AGENT_LOG_H
 #define RDMATOOL_CORE_AGENT_LOG_H

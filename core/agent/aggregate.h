@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Header aggregation: items (a proto header and its eager data) for one
  * target node are packed back to back into one 2 KB eager buffer, which goes

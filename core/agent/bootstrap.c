@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Node list and rank for an agent; the contract is in bootstrap.h. */
 #include "core/agent/bootstrap.h"
 

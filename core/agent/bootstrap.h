@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Where an agent learns the node list and its own rank: --hosts, a host
  * file, or the environment of the launcher that started it (Slurm, Open MPI,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Channels in shared memory; the contract and the design are in channel.h. */
 #include "core/agent/channel.h"
 #include "core/agent/agent_dir.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Channels: named, bounded, multi-producer multi-consumer message queues in
  * shared memory on one node (DESIGN.md "agent"; HSTA's channels).

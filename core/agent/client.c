@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The client API of core/agent/agent.h: local channels directly, remote ones through the gateway. */
 #include "core/agent/agent.h"
 

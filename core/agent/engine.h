@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The agent's engine: what `rdmatool agent foreground` runs.  It owns the pid
  * file (one agent per directory and rank), the gateway, the links to the

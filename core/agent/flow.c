@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The agent's flow-control gauges; the contract is in flow.h. */
 #include "core/agent/flow.h"
 

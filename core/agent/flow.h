@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The agent's flow-control caps (HSTA's, plus the injection cap it left for
  * a future release), each a gauge of bytes the agent holds now, its

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The gateway between clients and their local agent (gateway.h): its shared mapping and spill files. */
 #include "core/agent/gateway_impl.h"
 

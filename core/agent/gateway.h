@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The gateway: client processes' requests for channels on other nodes, handed
  * to their local agent through shared memory (<dir>/gateway.<rank>, or

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The agent's side of the gateway (gateway_impl.h): serving and completing slots, sleeping. */
 #include "core/agent/gateway_impl.h"
 

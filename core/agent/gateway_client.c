@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The clients' side of the gateway (gateway_impl.h): posting requests, waiting for answers. */
 #include "core/agent/gateway_impl.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * What the gateway's files share (core/agent/gateway.h is the contract): the
  * layout of the shared mapping and the functions one side calls in another.

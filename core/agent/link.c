@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Links between agents (link.h): peers going down, the progress pass, stats and sleeping. */
 #include "core/agent/link_impl.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Links between agents over the core transport (core/transport/endpoint.h,
  * on any device: the soft device here).  Agent ranks connect all to all: the

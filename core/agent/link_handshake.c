@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The links' out-of-band handshake: ranks, the key's proof, endpoint addresses (link_impl.h). */
 #include "core/agent/link_impl.h"
 

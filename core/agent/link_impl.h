@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * What the link files share (core/agent/link.h is the contract): the state of
  * an agent's links and the functions one part calls in another.

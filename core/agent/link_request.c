@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The origin side of the links: requests out, their answers in (link_impl.h). */
 #include "core/agent/link_impl.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Large messages in: chunks put together, rma READs of the senders' slots (link_impl.h). */
 #include "core/agent/link_impl.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The target side of the links: channel operations for requests, and their answers (link_impl.h). */
 #include "core/agent/link_impl.h"
 

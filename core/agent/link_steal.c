@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Siblings sharing the READ backlog through their board (core/agent/steal.h, link_impl.h). */
 #include "core/agent/link_impl.h"
 

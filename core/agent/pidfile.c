@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 #include "core/agent/pidfile.h"
 
 #include "core/agent/sibling.h"

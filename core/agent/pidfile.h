@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The agent's pid file, <dir>/agent.<rank>.pid, held with an open file description lock
  * (F_OFD_SETLK: closing another descriptor of the file does not drop it, as

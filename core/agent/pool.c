@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The agent's registered link buffers; the contract is in pool.h. */
 #include "core/agent/pool.h"
 

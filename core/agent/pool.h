@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The agent's link buffers in one region registered once with the device
  * (hugepages with RDMATOOL_AGENT_HUGEPAGES=1 when the system has them

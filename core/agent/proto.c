@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The agents' wire format; the byte layout is documented in proto.h. */
 #include "core/agent/proto.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The wire format between agents (DESIGN.md "agent"; HSTA's 12-byte work
  * request header).  Items are packed back to back into 2 KB eager buffers; each item

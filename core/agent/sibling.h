@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Several agents per node (`agent start --agents-per-node=N`): siblings that
  * act as one node.  Each is a process of its own with its own gateway, pid

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Boards of large-message READs siblings steal; the contract is in steal.h. */
 #include "core/agent/steal.h"
 #include "core/agent/agent_dir.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Work stealing between the agents of one node (core/agent/sibling.h): each
  * agent publishes a board, <dir>/steal.<id> (owner-only, O_EXCL), of up to

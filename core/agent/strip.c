@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Random target order of strip mining; the contract is in strip.h. */
 #include "core/agent/strip.h"
 

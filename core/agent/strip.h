@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Strip mining (HSTA): an agent with chunks for several targets posts one
  * chunk per target in turn, the targets in a fresh random order each round,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* MAD window engine: per-worker send/receive loop over shared lock-free windows. */
 #include "core/mad/mad_engine.h"
 #include "core/util/clock.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The MAD window engine behind `rdmatool madstress` (after the
  * smp_mad_stress tool): workers, each with its own umad fd and SMI agents, keep

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* In-flight MAD table: free stack, generation-tagged TIDs, send-order list. */
 #include "core/mad/mad_slots.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The in-flight table of one MAD worker.  A MAD's TID (its low 32 bits,
  * which survive the kernel's rewrite of the high 32) is

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* SMP encoding and decoding, and the attribute decoders behind -v. */
 #include "core/mad/mad_smp.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Subnet management packets (IBTA vol. 1, 14.2.1): encode a LID-routed or
  * directed-route SMP request, decode a response.  Wire order is big endian.

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* LID lists, directed-route paths and numbers from the command line. */
 #include "core/mad/mad_target.h"
 

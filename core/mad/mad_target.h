@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Parsing where SMPs go: LID lists ("2,4-9") and directed routes ("0,1,3"). */
 #ifndef RDMATOOL_CORE_MAD_TARGET_H
 #define RDMATOOL_CORE_MAD_TARGET_H

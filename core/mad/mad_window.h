@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A counting window shared by MAD workers without a lock: at most limit
  * holders at once.  Used for the local port's window (-N, all workers

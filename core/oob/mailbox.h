@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A bounded multi-producer queue of fixed-size items, for handing messages
  * between threads of one process.  Backpressure instead of growth: a full

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Out-of-band exchange: framed messages over TCP between processes and
  * hosts, for the metadata RDMA itself cannot carry before a connection

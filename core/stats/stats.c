@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The writer side of the stats segment: create, publish entries, remove at exit. */
 #include "core/stats/stats.h"
 #include "core/stats/stats_path.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The stats segment: every process using core publishes its per-stripe and
  * per-CQ counters in one shared-memory file, <dir>/rdmatool-stats.<pid>

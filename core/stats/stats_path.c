@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Where segments live and which process a pid names: shared by the writer and the reader. */
 #include "core/stats/stats_path.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * What the stats writer (stats.c) and reader (stats_reader.c) both need:
  * the segment directory, a pid's segment path and a process's start time.

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The reader side of the stats segment: list, map read-only, validate, copy. */
 #include "core/stats/stats_reader.h"
 #include "core/util/clock.h"

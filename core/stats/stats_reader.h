@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Reading other processes' stats segments (see core/stats/stats.h) from outside:
  * list them, map one read-only, validate its layout against the file size,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The completion queue: stripes and the receive engine push into one
  * lock-free ring, core_cq_read pops.  The eventfd is written only on the

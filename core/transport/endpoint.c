@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Endpoint life cycle and the control plane: open, connect, close (one mutex). */
 #include "core/transport/endpoint_impl.h"
 #include "core/oob/oob.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The striped transport (a lock-free, striped redesign of a global-lock
  * transport, applied to verbs): an endpoint owns N

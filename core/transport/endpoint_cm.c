@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Connecting through the device's connection manager (hw/cm.h): one CM
  * connection per QP of the peer, so the CM exchanges QPN, PSN and GID and

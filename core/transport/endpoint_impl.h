@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The endpoint's insides, shared by endpoint*.c, cq.c, progress.c and mr_cache.c. */
 #ifndef RDMATOOL_CORE_ENDPOINT_IMPL_H
 #define RDMATOOL_CORE_ENDPOINT_IMPL_H

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The data path: a thread picks its stripe through a thread-local index,
  * takes a request from the stripe's lock-free pool, spends a credit for

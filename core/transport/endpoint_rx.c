@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The receive engine: posted user receives arrive through a lock-free ring
  * (core_recv never takes a lock while the RX state is ENABLED); the engine,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Completion moderation of RDMA WRITEs and READs (moderation.h).  A sequenced post
  * takes the connection's posting flag (try, never wait), so the order of

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Completion moderation for RDMA WRITEs and READs (the user's, and the
  * rendezvous READs of large receives): while a connection has a deep

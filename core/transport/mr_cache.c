@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The read-mostly MR cache.  A lookup takes the read side of a rwlock,
  * scans the slot array for a registration covering the range, counts one

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Progress: drain each stripe's send CQ and run the receive engine.  Each
  * of those has one owner at a time, taken with a try-acquire flag: a

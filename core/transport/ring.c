@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Bounded MPMC ring after Dmitry Vyukov ("Bounded MPMC queue", 1024cores).
  *

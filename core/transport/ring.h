@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A bounded lock-free MPMC ring (Dmitry Vyukov's design): every slot
  * carries a sequence number that says whose turn it is, so a producer

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The receive path's state: an atomic word read on every receive post
  * (the lock-free fast path runs only while it says ENABLED) and a narrow

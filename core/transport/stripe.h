@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A stripe: what one producing thread posts through.  It owns a send CQ,
  * a request table, a free-list of request indices (a lock-free ring, so any

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Monotonic time in nanoseconds, for latency sampling and deadlines. */
 #ifndef RDMATOOL_CORE_CLOCK_H
 #define RDMATOOL_CORE_CLOCK_H

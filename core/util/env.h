@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The transport's environment variables (the striped-transport design's tunables, renamed):
  *   RDMATOOL_TX_STRIPES      stripes per endpoint, 0 = auto (min(ncpus, 16))

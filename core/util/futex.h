@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Process-shared futex waits and wakes on a 32-bit word in shared memory, for
  * the agent's channels and gateway: a waiter sleeps in the kernel instead of

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Log-linear histogram: bucket = (octave, top HIST_SUB_BITS bits below the leading one). */
 #include "core/util/histogram.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A log-linear latency histogram in nanoseconds: 16 sub-buckets per power
  * of two (about 6% resolution), exact count, sum, min and max.  Not

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 #ifndef RDMATOOL_CORE_UTIL_PROCESS_H
 #define RDMATOOL_CORE_UTIL_PROCESS_H
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Seedable pseudo-random numbers: xoshiro256** seeded through splitmix64.
  * Deterministic for a given seed and stream, so a run can be replayed.

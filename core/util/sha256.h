@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* SHA-256 (FIPS 180-4), for message digests that scripts and tests compare with sha256sum. */
 #ifndef RDMATOOL_CORE_SHA256_H
 #define RDMATOOL_CORE_SHA256_H

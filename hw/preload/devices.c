@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The device list with soft0 in it, and opening and closing devices. */
 #include "hw/preload/preload.h"
 

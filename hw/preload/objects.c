@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Verbs on objects: PDs, MRs, completion channels, CQs, QPs, AHs and
  * asynchronous events.  Each call on a soft object goes to hw/soft, the

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * librdmatool-verbs.so: the soft device as a libibverbs device, for any
  * unmodified verbs program (the pattern is libumad2sim's for libibumad).

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Device, port, GID and P_Key queries. */
 #include "hw/preload/preload.h"
 

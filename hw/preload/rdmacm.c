@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * librdmacm's API for the soft device: each function, in librdmacm's own
  * version node (libibverbs.map), goes to the soft CM (hw/soft/cm.h), so

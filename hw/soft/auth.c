@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The soft wire's optional challenge-response (see auth.h), HMAC-SHA256 from OpenSSL's libcrypto. */
 #include "hw/soft/auth.h"
 #include "hw/soft/soft.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Optional authentication of the soft wire.  With RDMATOOL_SOFT_SECRET (or
  * RDMATOOL_SOFT_SECRET_FILE, a file only its owner may read) set, both ends

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The soft device's connection manager (hw_cm_soft): librdmacm's API over
  * TCP between soft CMs.

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The soft CM's thread: it accepts connections on listening ids, reads
  * every id's connection, runs the REQ/REP/RTU/REJ/DREQ/DREP exchange

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The soft CM's convenience layer, as librdmacm's: rdma_getaddrinfo,
  * rdma_create_ep/rdma_destroy_ep and rdma_get_request, built on the

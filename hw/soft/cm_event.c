@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The soft CM's event channels.  A channel's fd is the read end of a pipe
  * holding one byte per queued event, so it polls readable exactly while an

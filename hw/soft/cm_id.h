@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The soft CM's id and its states, shared by cm.c (the API) and cm_conn.c (the CM thread). */
 #ifndef RDMATOOL_HW_SOFT_CM_ID_H
 #define RDMATOOL_HW_SOFT_CM_ID_H

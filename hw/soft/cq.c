@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Completion queues and completion channels.  A CQ is a bounded ring; one
  * completion too many sets it in overflow (later completions are lost) and

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * ibv_create_cq_ex and the extended-poll API: ibv_start_poll() takes the
  * oldest completion into the CQ's "current" slot, ibv_wc_read_*() read its

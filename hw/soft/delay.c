@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The delay_us fault as a delay line: each request is held for delay_us
  * and then served, while the engine goes on with everything else (other

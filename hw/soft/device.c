@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The soft NIC singleton, device/port/GID queries, contexts and async events. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The NIC's engine: one thread that runs every send queue (requester),
  * serves requests (responder, resp.c), receives from the wire and runs the

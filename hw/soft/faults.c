@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Fault injection, RDMATOOL_SOFT_FAULTS="drop=P,corrupt=P,delay_us=N,error=P,seed=N":
  *   drop     probability that a request is lost before the responder sees it

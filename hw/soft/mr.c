@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Protection domains, memory regions and memory windows: the key table and
  * every check a key undergoes (key, bounds, access, PD, window binding).

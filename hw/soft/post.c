@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Posting work: post_send/post_recv validate each WR the way a NIC driver
  * does (EINVAL for a malformed WR, ENOMEM for a full queue, *bad_wr set) and

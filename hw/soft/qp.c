@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Queue pairs: creation against the device limits, the verbs state machine
  * with the kernel's per-transition required/optional attribute masks

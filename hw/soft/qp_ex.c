@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * ibv_create_qp_ex and the ibv_wr_* API (the "new post send" perftest and
  * pyverbs use): between ibv_wr_start() and ibv_wr_complete() each

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The responder: executes one request against this NIC's memory and QPs,
  * exactly once per PSN (RC duplicates are answered, not re-executed, except

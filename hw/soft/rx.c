@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Where packets enter the soft NIC, as rxe_rcv() routes them to its
  * responder or completer: a request goes to soft_respond() (resp.c), a

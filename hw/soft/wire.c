@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The TCP wire between soft NICs.  Every packet is a fixed little-endian
  * header and a payload.  A requester connects to the peer GID's ip:port and

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The soft NIC's wire format (wire.c).  Every packet is this header, all
  * fields little-endian, then `payload` bytes: a SEND's or WRITE's data, or

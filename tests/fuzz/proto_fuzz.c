@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * libFuzzer target for the agents' receive-side parser (core/agent/proto.c,
  * proto_parse: what an agent runs on every message from a peer), built and

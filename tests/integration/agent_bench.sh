@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # bench agent_rate and agent_bw with tiny counts: the JSON has the documented
 # shape and positive figures and ratios (never their speed); bad sizes are
 # usage errors; Ctrl-C ends a run cleanly; nothing is left behind in /tmp.

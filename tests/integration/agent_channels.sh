@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # rdmatool agent chan/send/recv/poll from the shell, without an agent (same
 # node): boundaries and content (sha256), order, exactly-once delivery with
 # several producer and consumer processes, full/empty/timeouts, sizes, the

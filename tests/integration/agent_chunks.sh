@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Messages larger than a chunk (508 KiB by default) to another node, cut into
 # chunks (RDMATOOL_AGENT_CHUNK_KB, different per sender) and put together at
 # the target: three agents on one machine, two client processes on each of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # A client dies mid-request (SIGKILL): the agent releases what it held and nothing else is
 # affected; and no message is lost.  Three agents.
 #  1. A remote GETMSG waits at node 2 for a message; its client is killed.  A message then sent

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # rdmatool agent start/status/stop: the round trip, a second agent refused,
 # a SIGKILLed agent's pid file taken over, SIGTERM/SIGINT ending cleanly,
 # clients told -ENOTCONN / -EHOSTDOWN instead of hanging, and the agent's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Several agents per node: when a sibling dies, the eager traffic of its ports moves to a
 # surviving sibling (core/agent/client.c, handle_gateway).  Two nodes of two agents; four
 # sender processes on node 0 (one port each, dealt two per agent) send 300 small numbered

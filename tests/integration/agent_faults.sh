@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Integrity under soft-wire faults: three agents whose soft devices delay
 # every request and drop some (RDMATOOL_SOFT_FAULTS=delay_us=...,drop=...;
 # RC retransmits what is dropped).  Processes on every node send numbered,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The agent's flow-control caps (RDMATOOL_AGENT_MAX_{INJECTION,EJECTION,GETMSG}_MB)
 # under traffic: three agents on one machine with 1 MiB caps; two processes on
 # each of nodes 0 and 2 send numbered, checksummed messages of 24 B .. 4 MiB

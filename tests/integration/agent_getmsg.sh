@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # GETMSG from another node: messages larger than a gateway slot (512 KiB, up
 # to 4 MiB) come back whole (chunked answers, a spill file to the client),
 # and a GETMSG that times out never loses a message.  Three agents on one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Nodes that disagree on --agents-per-node: node 0 runs 2 agents, node 1 runs 1.  Link ranks
 # are virtual (node x agents per node + sibling), so without a check the nodes would link under
 # wrong ranks or retry for ever.  The handshake carries each side's count (under the key's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Three agents on one machine, each with its own directory and port, linked
 # over the soft device: remote SENDMSG (buffered, deposited, received),
 # GETMSG and POLL; several client processes on two nodes sending numbered

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The agent's buffers come from one region registered once with the device (core/agent/pool.h):
 # receive buffers, eager SEND buffers and the large frames that carry GETMSG data.  Three agents;
 # node 0 sends 300 small (eager) messages to a channel on node 1 and drains, by GETMSG, 60

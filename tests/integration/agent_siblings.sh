@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Several agents per node (--agents-per-node): two nodes of two agents each on one machine.
 # Bad values exit 2 naming the option.  Three client processes on each node send numbered,
 # checksummed messages of 24 B .. 4 MiB (large ones move by rma READs, in chunks) to a channel

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The transports of large messages: an invalid RDMATOOL_AGENT_TRANSPORT_TYPE
 # or RDMATOOL_AGENT_HUGEPAGES stops the agent with a message naming the
 # variable; then agent_chunks.sh's traffic (sizes around every boundary, four

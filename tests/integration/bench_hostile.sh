@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # bench against a stalled client, bad options and refused operations (issue 15 items 11, 12, 13, 15):
 # a half-sent control frame does not hold the server, which listens on the soft device's address only;
 # a refused operation is reported by its completion status; bad numbers are usage errors naming the option.

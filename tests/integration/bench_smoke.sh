@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Every bench test once with tiny sizes: the JSON has the documented shape and
 # positive numbers (never their speed); two processes (--server/--client) too.
 set -eu

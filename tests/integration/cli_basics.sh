@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The dispatcher's contract: --version, --help, exit 2 on bad input, busybox names, devices.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }

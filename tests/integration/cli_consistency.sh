@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # --help, man pages and completions agree, and the checker notices when they do not.
 set -eu
 cd "$RDMATOOL_TOP"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The bash completion really completes: commands, global options, per-command options, option values,
 # positionals (bench tests, madstress attributes, agent actions), files, and the rdmatool-<cmd> links.
 set -eu

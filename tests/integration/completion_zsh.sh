@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The zsh completion, driven for real through zsh's zpty module: the command form
 # (`rdmatool walk --pr<TAB>`), help, option values, bench tests, and the rdmatool-<cmd> links.
 set -eu

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # core's two connect paths: the endpoint and peer-death unit tests run once with
 # RDMATOOL_CONNECT=cm (QPs connected by the soft device's connection manager) and once with
 # oob (the address blob); a bad value is an error naming the variable; bench -R (one process and

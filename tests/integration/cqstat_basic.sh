@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # rdmatool cqstat against real publisher processes (tests/tools/stats_publisher):
 # listing, filters, -i/-n rates, exact totals, stale and corrupt segments,
 # --clean, bad input.  Segments live in a private RDMATOOL_STATS_DIR.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # cqstat watching a real `rdmatool bench msg_rate` (issue 7): two JSON samples
 # a second apart, counters rising between them, and the sender's completed
 # count consistent with what bench reports at the end.

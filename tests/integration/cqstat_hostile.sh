@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # cqstat run by root in a stats directory that another user ("nobody") can write, as /dev/shm is
 # (issue 15 items 1-4): nobody cannot write or truncate root's segment; a FIFO, a symlink and a forged
 # segment that nobody plants neither hang, crash nor steer root's cqstat or cqstat --clean.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # cqstat watches a running walk: one row per client, counters rising between samples.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }

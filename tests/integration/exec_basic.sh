@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # rdmatool exec: usage errors and exit statuses (2 usage, 1 no library, 127/126 as env(1)),
 # options end at the program's name, LD_PRELOAD keeps what it held (and a sanitizer
 # runtime stays first), --addr sets the soft device's address, and the device list a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # make install into a staging root: the binary runs from there, a link per command (named from the
 # command table at build time, without running the binary), man pages that render, and completions
 # where bash-completion's loader and zsh's default fpath look (the links included).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # madstress refuses bad input with one line naming the fix (exit 2), and
 # says how to use ibsim when there is no umad device (exit 1).
 set -eu

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # madstress with deep windows under ibsim (issue 15 item 14): -N/-n 1024 used to block a worker forever
 # in umad_send (umad2sim holds its lock across a blocking write to ibsim), so neither the run's end nor
 # SIGTERM ended it.  Now the port carries what the simulator can take, the run ends on time, and SIGTERM

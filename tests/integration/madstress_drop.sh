@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # madstress with drops injected through ibsim's console: the dropped
 # port's MADs count as timeouts (with retries), the others stay clean,
 # the run ends on time and exits 1.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # madstress GET against an ibsim fabric: NodeInfo to every LID, directed
 # route, -v decoding checked against smpquery, and the ibsim-only refusals.
 set -eu

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # madstress SET against ibsim: LinearForwardingTable block 0 on every
 # switch, all answered, and the LFTs read back unchanged (SET writes back
 # what it first read).

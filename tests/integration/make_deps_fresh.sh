@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # `make deps <target>` on a fresh machine: pkg-config knows the packages only
 # after the deps recipe ran. A pkg-config wrapper early in PATH fails until a
 # marker written by the (stand-in) deps recipe exists, and logs when it was

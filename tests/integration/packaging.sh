@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The packages build as a packager builds them, from the `make dist` tarball of HEAD: the Debian source
 # and binary packages (dpkg-buildpackage -us -uc, lintian clean at warning level) and the RPMs
 # (rpmbuild -ba).  Each is unpacked into a private root, where the installed binary runs and an

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # RDMATOOL_SOFT_SECRET between two processes (issue 15 item 7): the same secret on both sides works;
 # a different secret, or none on one side, is refused and the run fails instead of being served.
 set -eu

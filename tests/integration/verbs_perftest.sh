@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # rdmatool exec: perftest, unmodified, on the soft device.  Each latency and bandwidth
 # test runs as server and client (two processes, RoCE-style GID 0) and both exit 0 with a
 # result line.  No speed is asserted here: `make bench` compares speeds.

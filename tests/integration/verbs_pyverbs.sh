@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # rdmatool exec: rdma-core's own pyverbs test suite on soft0.  Debian ships it gzipped in
 # python3-pyverbs; a private copy is unpacked and run.  Any failure or error fails this
 # test; so does a drop in the number passing below PYVERBS_MIN_OK (what soft0 passes

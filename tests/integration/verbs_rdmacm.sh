@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # rdmatool exec: librdmacm programs, unmodified, on the soft device's connection manager.
 # rping (10 pings, data verified on both sides), rdma_server/rdma_client (rdma_create_ep,
 # synchronous ids), ucmatose (several connections on one event channel), perftest -R

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # rdmatool exec: ibverbs-utils, unmodified, on the soft device.  ibv_devinfo sees soft0
 # ACTIVE; ibv_rc_pingpong (plain, 64 KiB with data checked, events, odp-less -N) and
 # ibv_ud_pingpong pass as two processes; without -g (no GRH on an Ethernet port) both

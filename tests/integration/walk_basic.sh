@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # walk: 5 clients on the soft device pass, every one of the 25 actions succeeds,
 # the JSON has the documented shape, and every object is destroyed cleanly.
 set -eu

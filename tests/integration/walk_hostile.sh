@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Multinode walk against failures of its own processes and strangers on its hub port (issue 15 items 9,
 # 10, 15): nothing waits forever, a silent client is named and killed, clients stop when the hub dies,
 # and bad paths and values are usage errors.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # walk's effective mix: a drawn action that cannot run takes a step toward
 # it, so every action with a weight is issued near its weight share (the
 # bar for 5 clients x 20 s is 1/3x..3x; this short run, often on a loaded

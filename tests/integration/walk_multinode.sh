@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # walk --multinode=true: one process per client, updates over TCP, RC pairs
 # and RDMA across processes over the soft device's wire.
 set -eu

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The mutation harness, quick: one bug seeded into a copy of the soft device
 # (CMP_SWP always swaps) must make `walk --verify` fail.  `make mutation`
 # runs every seeded bug on three seeds (tests/mutation/run.sh).

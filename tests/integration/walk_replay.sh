@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # walk --seed: one client with --steps replays the same actions, parameters
 # and results; another seed gives another walk.
 set -eu

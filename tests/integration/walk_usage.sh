@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # walk: bad values exit 2 with a message naming the problem; SIGINT stops a
 # walk cleanly and prints the history.
 set -eu

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # walk --verify: no failure on a correct device, also with every QP's
 # traffic over the soft wire (GID index 1); finds one when the soft device
 # corrupts payloads (RDMATOOL_SOFT_FAULTS), and prints the history.

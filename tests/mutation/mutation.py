@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """The seeded bugs' format (tests/mutation/run.sh describes it).
 
   mutation.py apply FILE.mut TREE     applies the mutation to TREE's copy of its file

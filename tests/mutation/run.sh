@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # tests/mutation/run.sh [-d SECONDS] [-c CLIENTS] [-s "SEED..."] [-m] [-w] [-U] [-k] [NAME...]
 #
 # The walker's mutation harness: each tests/mutation/NAME.mut is one bug

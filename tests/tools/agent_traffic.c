@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Message traffic through the agent's client API, for integration tests
  * that check every message arrives exactly once, whole and in order.

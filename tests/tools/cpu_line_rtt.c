@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Prints how long one cache line takes to go from the first CPU this process
  * may use to the second and back (nanoseconds, the median of 9 batches).

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A test stand-in for a long-running rdmatool command: publishes a stats
  * segment and bumps its counters, so that cqstat can be tested against a real

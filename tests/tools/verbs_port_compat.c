@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Calls libibverbs' exported ibv_query_port (not verbs.h's inline wrapper)
  * on the first device, as binaries built against old headers do, with the

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Shared set-up for the soft device tests: a context, a PD, CQs and connected QPs. */
 #ifndef RDMATOOL_TEST_SOFT_FIXTURE_H
 #define RDMATOOL_TEST_SOFT_FIXTURE_H

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Shared set-up for the stats segment tests: a private segment directory, per-test setup and teardown. */
 #ifndef RDMATOOL_TEST_STATS_FIXTURE_H
 #define RDMATOOL_TEST_STATS_FIXTURE_H

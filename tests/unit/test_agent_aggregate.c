@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* core/agent/aggregate: full buffers, the 128-item cap, two idle passes, aggregation off, and a lossless
  * round trip. */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* core/agent/bootstrap: --hosts, host files, Slurm node lists, launcher ranks, local-address ranks. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * core/agent/channel: boundaries and order, wrap-around, full/empty and
  * timeouts, sizes, permissions, exactly-once delivery between several

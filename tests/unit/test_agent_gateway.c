@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * core/agent/gateway + pidfile: backpressure as -EAGAIN, ticket order (also
  * while the agent serves concurrently), a

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * core/agent/agent_key: agents that start at the same moment with no key
  * file yet agree on one key (the file is created atomically, never read half

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * core/agent/proto: header and CONNECT round trips, every invalid field
  * rejected and counted, timeouts rounded up, and a fuzz run: random and

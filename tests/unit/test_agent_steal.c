@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * core/agent/steal: a READ offered on a board is taken by one thief only,
  * its data and status reach the owner, an offer nobody took is taken back,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Strip mining's target order (core/agent/strip.h): each round a permutation, in random order. */
 #include "core/agent/strip.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* core: wr_id encoding, env parsing, RX states, and every operation between two endpoints on soft0. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * core: completion moderation of RDMA writes and reads, the user's and the
  * rendezvous READs of large receives (core/transport/moderation.h).  A deep

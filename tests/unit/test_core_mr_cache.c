@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * core's MR cache: the RDMATOOL_MR_CACHE_MAX bound, LRU eviction of idle
  * entries only, core_mr_dereg (idle and in flight), pinned core_mr_reg

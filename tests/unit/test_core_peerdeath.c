@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A peer process dies: sends to it come back as error completions (or a
  * post error), never a hang -- also a rendezvous send whose RTS completed

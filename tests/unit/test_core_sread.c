@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* core: manual-progress cq_sread sleeps on the completion channel instead of spinning. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The striped transport under threads: N sender threads post M sends each
  * while several reader threads share the sender's completion queue and a

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Endpoints with different stripe counts connect and carry traffic both
  * ways: every thread of the wider end posts through its own stripe, and

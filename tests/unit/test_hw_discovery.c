@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Device discovery: no RDMA kernel support is a normal answer, the soft device is always there. */
 #include <setjmp.h>
 #include <stdarg.h>

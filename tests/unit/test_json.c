@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The JSON writer: commas, nesting, escaping, non-finite numbers. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The in-flight table (TID -> slot in O(1), late replies, deadline order) and the shared windows. */
 #include <pthread.h>
 #include <setjmp.h>

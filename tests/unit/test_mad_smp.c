@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* SMP wire format, attribute decoding and the latency histogram. */
 #include <setjmp.h>
 #include <stdarg.h>

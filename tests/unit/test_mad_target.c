@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* LID lists and directed-route paths as typed on the madstress command line. */
 #include <setjmp.h>
 #include <stdarg.h>

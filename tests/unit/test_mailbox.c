@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* core/mailbox: FIFO per producer, backpressure when full, close, and a
  * multi-producer stress that counts every item exactly once. */
 #include <errno.h>

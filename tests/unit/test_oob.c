@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* OOB framing over real loopback TCP: order, sizes, timeouts, garbage from a peer. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* core/ring: empty, full, wrap-around, EAGAIN, the empty edge, and an MPMC stress count. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* core/rng: reproducible, independent streams, unbiased ranges, weights. */
 #include <setjmp.h>
 #include <stdarg.h>

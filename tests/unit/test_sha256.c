@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* core/util/sha256: FIPS 180-4 and RFC 4231 test vectors, and agreement with sha256sum's answers. */
 #include <setjmp.h>
 #include <stdarg.h>

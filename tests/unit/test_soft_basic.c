@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Soft device: limits, shared NIC, MR rules, CQ, QP state machine and in-process data movement. */
 #include "tests/unit/soft_fixture.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Soft device engine batching: the engine drains many WRs per wake-up, in
  * bounded per-QP batches, and busy-polls before it sleeps.  These tests

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The soft device's connection manager (hw_cm_soft): messages encode and
  * decode and reject what is malformed; an active and a passive id in one

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The soft NIC against a stranger on its wire port (issue 15 items 5, 6, 8,
  * 15): forged requests that know the QPN, PSN and rkey but do not come from

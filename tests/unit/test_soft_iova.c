@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * MRs registered with an iova (ibv_reg_mr_iova2): keys and SGEs name the
  * memory by the iova, not by its host address; ibv_rereg_mr moves an MR;

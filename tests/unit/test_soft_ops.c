@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Soft device: every operation and every error status, each from a test that expects exactly it. */
 #include "tests/unit/soft_fixture.h"
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Soft device cases where the other soft tests were blind to a seeded bug
  * (tests/mutation/): bounds one byte past the end and one byte before the

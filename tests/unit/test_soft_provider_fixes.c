@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Regression tests for the places where the soft device behaved unlike a
  * real NIC when unmodified verbs programs ran on it (issue 19): a non-GRH

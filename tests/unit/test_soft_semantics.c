@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Soft device: verbs semantics a provider can get subtly wrong, each checked
  * the way a verbs user would see it.  Written as the proofs of held-out

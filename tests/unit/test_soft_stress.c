@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Soft device under threads: posters and pollers on shared and separate QPs
  * and CQs; every completion is counted exactly once (by wr_id), and

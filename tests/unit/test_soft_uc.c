@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * UC QPs on the soft device: connected like RC, unacknowledged like UD.
  * A send completes once it left; the responder drops, without an answer

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Soft device over the TCP wire: two processes, each with its own NIC,
  * exchange GID/QPN/rkey over a socketpair and run RC SEND/WRITE/READ/atomics

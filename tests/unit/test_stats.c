@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The stats segment: writer/reader roundtrip, NULL safety, exit cleanup, fork, stale pids. */
 #include "tests/unit/stats_fixture.h"
 #include "core/stats/stats.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The stats segments against a hostile local user (issue 15 items 1-4): a
  * header rewritten after it was validated, a file truncated while it is

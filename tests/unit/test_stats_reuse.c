@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Removing stats entries and reusing their slots: a full segment empties and
  * refills, a reused slot gets a new generation (seq) and only the new

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The stats segment under contention: writer threads add entries and bump
  * relaxed counters (some shared, some their own) while a reader thread

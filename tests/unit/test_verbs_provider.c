@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The verbs provider without hardware: discovery failure is a normal answer, soft0 remains. */
 #include <setjmp.h>
 #include <stdarg.h>

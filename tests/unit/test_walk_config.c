@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* walk: action names, default weights, presets, --weight parsing, message checks. */
 #include <setjmp.h>
 #include <stdarg.h>

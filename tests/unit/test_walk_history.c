@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* walk: the history ring keeps the last N lines, oldest first, dumped with write(2). */
 #include <setjmp.h>
 #include <stdarg.h>

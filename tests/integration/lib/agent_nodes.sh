@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # tests/integration/lib/agent_nodes.sh NAME NODES PORTS [traffic]: the setting of the tests that
 # run agents of several nodes on this machine.  Sourced after `set -eu` and fail(); makes $T
 # (/tmp/rdmatool-agent-NAME.*, removed with every agent killed on exit), picks NODES base ports

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # tests/integration/lib/bench_server.sh: start `rdmatool bench --server` and wait for its port.
 #   bench_server_start ERRFILE COMMAND...
 # runs COMMAND (a bench --server, possibly behind `env VAR=value`) in the background with its stderr

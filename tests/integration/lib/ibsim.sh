@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # tests/integration/lib/ibsim.sh: run an ibsim fabric with opensm for one test.
 # Source it, then:
 #   ibsim_enter_netns "$@"   re-runs the test in a private network namespace

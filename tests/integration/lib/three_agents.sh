@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # tests/integration/lib/three_agents.sh NAME [traffic]: the setting of the three-agent tests
 # (agent_net, agent_chunks, agent_flow, agent_getmsg, agent_faults, ...): lib/agent_nodes.sh's
 # ($T, $hosts, A, X, wait_for) for three nodes of one agent each, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # tests/integration/lib/verbs_pair.sh: run an unmodified verbs program (ibv_*_pingpong,
 # perftest) as server and client under `rdmatool exec`, the way its users do.
 #   verbs_pair NAME TIMEOUT PROGRAM [ARGS...]

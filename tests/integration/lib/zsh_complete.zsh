@@ -1,4 +1,5 @@
 #!/usr/bin/env zsh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Drives a real zsh completion: starts an interactive zsh in a pty (zpty),
 # loads compinit with the given fpath directory, types the words given on
 # the command line followed by TAB, and prints every match zsh would offer,
