@@ -16,7 +16,8 @@ files=$(git ls-files 2>/dev/null | grep -E '\.(c|h|sh|py|bash|zsh|map)$|(^|/)Mak
 bad=0
 for f in $files; do
 	[ -f "$f" ] || continue
-	ids=$(grep -ho 'SPDX-License-Identifier: .*' "$f" | sed 's/SPDX-License-Identifier: //; s/ *\*\/ *$//' | sort -u)
+	# The identifier belongs in a file's first lines (after a shebang or #compdef).
+	ids=$(head -3 "$f" | grep -o 'SPDX-License-Identifier: .*' | sed 's/SPDX-License-Identifier: //; s/ *\*\/ *$//' | sort -u)
 	if [ "$ids" != "$want" ]; then
 		echo "  $f: '${ids:-none}'" >&2
 		bad=$((bad + 1))
