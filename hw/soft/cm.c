@@ -570,6 +570,9 @@ int soft_cm_create_qp_ex(struct rdma_cm_id *cm, struct ibv_qp_init_attr_ex *attr
 	}
 	if (!cm->verbs)
 		cm->verbs = attr->pd->context;
+	/* As librdmacm: a QP made after rdma_create_srq takes its receives from the id's SRQ. */
+	if (!attr->srq)
+		attr->srq = cm->srq;
 	/* rdma_create_ep's callers (rdma_client) leave the type to the id's, from rdma_getaddrinfo. */
 	if (!attr->qp_type)
 		attr->qp_type = cm->qp_type;
@@ -651,6 +654,56 @@ void soft_cm_destroy_qp(struct rdma_cm_id *cm)
 	if (id->own_cqs)
 		soft_cm_free_cqs(cm);
 	id->own_cqs = false;
+	pthread_mutex_unlock(&soft_cm_lock);
+}
+
+int soft_cm_create_srq_ex(struct rdma_cm_id *cm, struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq *srq;
+	int err = 0;
+
+	if (!attr)
+		return soft_cm_fail(EINVAL);
+	pthread_mutex_lock(&soft_cm_lock);
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		attr->pd = cm->pd ? cm->pd : soft_cm_default_pd(cm);
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	}
+	if (!attr->pd || cm->srq || (cm->verbs && attr->pd->context->device != cm->verbs->device)) {
+		err = EINVAL;
+	} else {
+		srq = soft_create_srq_ex(attr->pd->context, attr);
+		if (srq)
+			cm->srq = srq;
+		else
+			err = errno ? errno : EINVAL;
+	}
+	pthread_mutex_unlock(&soft_cm_lock);
+	return err ? soft_cm_fail(err) : 0;
+}
+
+int soft_cm_create_srq(struct rdma_cm_id *cm, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq_init_attr_ex ex = {0};
+	int ret;
+
+	if (!attr)
+		return soft_cm_fail(EINVAL);
+	ex.srq_context = attr->srq_context;
+	ex.attr = attr->attr;
+	ex.comp_mask = pd ? IBV_SRQ_INIT_ATTR_PD : 0;
+	ex.pd = pd;
+	ret = soft_cm_create_srq_ex(cm, &ex);
+	if (!ret)
+		attr->attr = ex.attr;
+	return ret;
+}
+
+void soft_cm_destroy_srq(struct rdma_cm_id *cm)
+{
+	pthread_mutex_lock(&soft_cm_lock);
+	if (cm->srq && !soft_destroy_srq(cm->srq))
+		cm->srq = NULL;
 	pthread_mutex_unlock(&soft_cm_lock);
 }
 

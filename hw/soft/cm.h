@@ -85,6 +85,10 @@ int soft_cm_resolve_route(struct rdma_cm_id *id, int timeout_ms);
 int soft_cm_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 int soft_cm_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr);
 void soft_cm_destroy_qp(struct rdma_cm_id *id);
+/* rdma_create_srq: an SRQ on pd (NULL: the id's) that the id's QP then takes its receives from. */
+int soft_cm_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+int soft_cm_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr);
+void soft_cm_destroy_srq(struct rdma_cm_id *id);
 int soft_cm_connect(struct rdma_cm_id *id, struct rdma_conn_param *param);
 int soft_cm_listen(struct rdma_cm_id *id, int backlog);
 int soft_cm_accept(struct rdma_cm_id *id, struct rdma_conn_param *param);

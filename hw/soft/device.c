@@ -217,7 +217,7 @@ static int soft_query_device(struct ibv_context *ctx, struct ibv_device_attr *at
 	attr->max_qp_wr = SOFT_MAX_QP_WR;
 	attr->device_cap_flags = IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
 				 IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
-				 IBV_DEVICE_PORT_ACTIVE_EVENT;
+				 IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SRQ_RESIZE;
 	attr->max_sge = SOFT_MAX_SGE;
 	attr->max_sge_rd = SOFT_MAX_SGE;
 	attr->max_cq = SOFT_MAX_CQ;
@@ -225,6 +225,9 @@ static int soft_query_device(struct ibv_context *ctx, struct ibv_device_attr *at
 	attr->max_mr = SOFT_MAX_MR;
 	attr->max_mw = SOFT_MAX_MW;
 	attr->max_pd = SOFT_MAX_PD;
+	attr->max_srq = SOFT_MAX_SRQ;
+	attr->max_srq_wr = SOFT_MAX_SRQ_WR;
+	attr->max_srq_sge = SOFT_MAX_SGE;
 	attr->max_qp_rd_atom = 16;
 	attr->max_qp_init_rd_atom = 16;
 	attr->max_res_rd_atom = SOFT_MAX_QP * 16;
@@ -289,6 +292,10 @@ void soft_async_event(struct ibv_context *ctx, enum ibv_event_type type, void *o
 	switch (type) {
 	case IBV_EVENT_CQ_ERR:
 		ev.element.cq = obj;
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		ev.element.srq = obj;
 		break;
 	case IBV_EVENT_PORT_ACTIVE:
 	case IBV_EVENT_PORT_ERR:
@@ -371,6 +378,11 @@ static const struct hw_ops soft_ops = {
     .post_recv = soft_post_recv,
     .create_ah = soft_create_ah,
     .destroy_ah = soft_destroy_ah,
+    .create_srq = soft_create_srq,
+    .modify_srq = soft_modify_srq,
+    .query_srq = soft_query_srq,
+    .destroy_srq = soft_destroy_srq,
+    .post_srq_recv = soft_post_srq_recv,
     .get_async_event = soft_get_async_event,
     .ack_async_event = soft_ack_async_event,
 };
@@ -440,6 +452,7 @@ static void soft_context_init(struct soft_context *sctx, int async_fd)
 	ctx->ops.alloc_mw = soft_alloc_mw;
 	ctx->ops.dealloc_mw = soft_dealloc_mw;
 	ctx->ops.bind_mw = soft_bind_mw;
+	ctx->ops.post_srq_recv = soft_post_srq_recv;
 	/* The extended ops libibverbs' inline helpers look up (verbs_get_ctx_op). */
 	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
 	v->sz = sizeof(*v);
@@ -447,6 +460,7 @@ static void soft_context_init(struct soft_context *sctx, int async_fd)
 	v->query_device_ex = soft_query_device_ex;
 	v->create_cq_ex = soft_create_cq_ex;
 	v->create_qp_ex = soft_create_qp_ex;
+	v->create_srq_ex = soft_create_srq_ex;
 }
 
 static struct ibv_context *soft_open_device(const struct hw_device *dev)

@@ -59,6 +59,8 @@
 #define SOFT_MAX_MW	     4096
 #define SOFT_MAX_PD	     1024
 #define SOFT_MAX_AH	     4096
+#define SOFT_MAX_SRQ	     1024
+#define SOFT_MAX_SRQ_WR	     16384
 #define SOFT_MAX_INLINE	     256
 #define SOFT_MAX_MSG	     (1u << 30)
 #define SOFT_MTU	     4096
@@ -180,6 +182,21 @@ struct soft_rwqe {
 	struct ibv_sge sge[SOFT_MAX_SGE];
 };
 
+/*
+ * A shared receive queue (srq.c): one ring of receive WQEs that every QP
+ * created on it takes its receives from, on the engine, in posting order.
+ */
+struct soft_srq {
+	struct ibv_srq ibv;
+	struct soft_nic *nic;
+	pthread_mutex_t lock; /* the ring, its size and the limit */
+	struct soft_rwqe *rq;
+	uint32_t size, mask, head, tail; /* free-running indices, as a QP's ring */
+	uint32_t max_sge;
+	uint32_t limit;	  /* armed when non-zero: fewer WQEs than this raises SRQ_LIMIT_REACHED once */
+	atomic_int users; /* QPs created on it: destroy_srq refuses (EBUSY) while any lives */
+};
+
 struct soft_wr_stage;
 
 struct soft_qp {
@@ -220,6 +237,7 @@ struct soft_qp {
 	struct soft_qp *run_next; /* run queue link */
 	atomic_ulong ud_drops;
 	bool sqd_notify;
+	bool last_wqe_told; /* on an SRQ: LAST_WQE_REACHED raised since it last entered ERR */
 };
 
 #include "hw/soft/auth.h"
@@ -233,7 +251,7 @@ struct soft_nic {
 	struct soft_key_slot keys[SOFT_MAX_KEYS];
 	struct soft_qp *qps[SOFT_MAX_QP];
 	uint16_t qp_gen[SOFT_MAX_QP];
-	atomic_int n_pd, n_mr, n_mw, n_cq, n_ah;
+	atomic_int n_pd, n_mr, n_mw, n_cq, n_ah, n_srq;
 	int n_qp;
 
 	pthread_t thread;
@@ -350,6 +368,11 @@ SOFT_DEFINE_TO(ah, ibv_ah)
 SOFT_DEFINE_TO(qp, ibv_qp)
 #undef SOFT_DEFINE_TO
 
+static inline struct soft_srq *to_soft_srq(struct ibv_srq *ibv)
+{
+	return SOFT_CONTAINER_OF(ibv, struct soft_srq, ibv);
+}
+
 static inline struct soft_context *to_soft_context(struct ibv_context *ibv)
 {
 	return SOFT_CONTAINER_OF(ibv, struct soft_context, vctx.context);
@@ -435,6 +458,17 @@ void soft_qp_flush_locked(struct soft_qp *qp);
 struct soft_qp *soft_lookup_qp(struct soft_nic *nic, uint32_t qpn);
 struct ibv_ah *soft_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int soft_destroy_ah(struct ibv_ah *ah);
+
+/* srq.c: shared receive queues */
+struct ibv_srq *soft_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init);
+struct ibv_srq *soft_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *init);
+int soft_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask);
+int soft_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int soft_destroy_srq(struct ibv_srq *srq);
+int soft_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+/* The responder takes the oldest WQE (false: none); may raise SRQ_LIMIT_REACHED. */
+bool soft_srq_take(struct soft_srq *srq, struct soft_rwqe *out);
+bool soft_srq_empty(struct soft_srq *srq);
 
 /* post.c */
 int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
