@@ -91,6 +91,7 @@ struct soft_cm_id *soft_cm_new_id(struct rdma_event_channel *channel, void *cont
 		return NULL;
 	id->serial = ++soft_cm_next_serial;
 	id->fd = -1;
+	id->port_fd = -1;
 	id->id.channel = channel;
 	id->id.context = context;
 	id->id.ps = ps;
@@ -165,6 +166,8 @@ int soft_cm_destroy_id(struct rdma_cm_id *cm)
 	}
 	if (id->sync)
 		own = cm->channel;
+	if (id->port_fd >= 0)
+		close(id->port_fd);
 	pthread_mutex_unlock(&soft_cm_lock);
 	soft_cm_destroy_event_channel(own);
 	free(id);
@@ -201,6 +204,40 @@ static int soft_cm_attach(struct soft_cm_id *id)
 	return 0;
 }
 
+/*
+ * Binds a socket to the id's source address, as the kernel CM reserves the
+ * port at rdma_bind_addr: port 0 becomes an ephemeral port at once (a server
+ * reads it with rdma_get_src_port before it listens and tells its client:
+ * qperf), and a port in use fails here with EADDRINUSE.  Lock held.
+ */
+static int soft_cm_reserve_port(struct soft_cm_id *id)
+{
+	struct rdma_cm_id *cm = &id->id;
+	socklen_t len = sizeof(struct sockaddr_in);
+	int one = 1, err = 0;
+
+	/*
+	 * SO_REUSEADDR (a restarted server rebinds past TIME_WAIT) lets two bound
+	 * sockets share a port until one listens: this process's ids are checked here.
+	 */
+	for (struct soft_cm_id *o = soft_cm_ids; o && cm->route.addr.src_sin.sin_port; o = o->next)
+		if (o != id && (o->port_fd >= 0 || o->state == SOFT_CM_LISTENING) &&
+		    o->id.route.addr.src_sin.sin_port == cm->route.addr.src_sin.sin_port)
+			return EADDRINUSE;
+
+	id->port_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (id->port_fd < 0)
+		return errno;
+	setsockopt(id->port_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(id->port_fd, &cm->route.addr.src_addr, sizeof(struct sockaddr_in)) ||
+	    getsockname(id->port_fd, &cm->route.addr.src_addr, &len)) {
+		err = errno;
+		close(id->port_fd);
+		id->port_fd = -1;
+	}
+	return err;
+}
+
 int soft_cm_bind_addr(struct rdma_cm_id *cm, struct sockaddr *addr)
 {
 	struct soft_cm_id *id = to_soft_cm_id(cm);
@@ -210,6 +247,8 @@ int soft_cm_bind_addr(struct rdma_cm_id *cm, struct sockaddr *addr)
 	err = id->state != SOFT_CM_IDLE ? EINVAL : soft_cm_set_addr(&cm->route.addr.src_addr, addr);
 	if (!err)
 		err = soft_cm_attach(id);
+	if (!err)
+		err = soft_cm_reserve_port(id);
 	if (!err)
 		id->state = SOFT_CM_ADDR_BOUND;
 	pthread_mutex_unlock(&soft_cm_lock);
@@ -336,14 +375,23 @@ int soft_cm_listen(struct rdma_cm_id *cm, int backlog)
 		err = err ? err : EINVAL;
 		goto out;
 	}
-	id->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	/* The socket rdma_bind_addr reserved the port with, else a new one. */
+	id->fd = id->port_fd;
+	id->port_fd = -1;
 	if (id->fd < 0) {
-		err = errno;
-		goto out;
+		id->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (id->fd < 0) {
+			err = errno;
+			goto out;
+		}
+		setsockopt(id->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(id->fd, &cm->route.addr.src_addr, sizeof(struct sockaddr_in))) {
+			err = errno;
+			soft_cm_close(id);
+			goto out;
+		}
 	}
-	setsockopt(id->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(id->fd, &cm->route.addr.src_addr, sizeof(struct sockaddr_in)) ||
-	    listen(id->fd, backlog > 0 ? backlog : 128) ||
+	if (listen(id->fd, backlog > 0 ? backlog : 128) ||
 	    getsockname(id->fd, &cm->route.addr.src_addr, &len)) {
 		err = errno;
 		soft_cm_close(id);

@@ -39,8 +39,10 @@ struct soft_cm_id {
 	struct rdma_cm_id id;
 	uint64_t serial; /* names the id in the CM thread's epoll set */
 	enum soft_cm_state state;
-	bool sync; /* created without a channel: id.channel is its own, operations wait */
-	int fd;	   /* listening socket, or the connection to the peer */
+	bool sync;   /* created without a channel: id.channel is its own, operations wait */
+	int fd;	     /* listening socket, or the connection to the peer */
+	int port_fd; /* rdma_bind_addr's port, reserved by a bound socket until listen takes it or the id goes
+		      */
 	uint8_t in[SOFT_CM_HDR_LEN + SOFT_CM_MAX_PRIVATE];
 	size_t in_len;
 	uint64_t deadline_ns;		      /* of the state's wait, 0: none */
