@@ -141,17 +141,70 @@ int soft_cm_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **ou
 	return 0;
 }
 
+/*
+ * Destroyed ids stay allocated for a while (the last SOFT_CM_RETIRED of them):
+ * a stale pointer a program still uses on another thread (rping -P's race
+ * hands one id to two threads) never finds another live id at its address,
+ * and soft_cm_live() refuses it without reading it.
+ */
+#define SOFT_CM_RETIRED 256
+static struct soft_cm_id *soft_cm_retired[SOFT_CM_RETIRED];
+static unsigned soft_cm_retired_next;
+
+static void soft_cm_retire(struct soft_cm_id *id)
+{
+	struct soft_cm_id **slot = &soft_cm_retired[soft_cm_retired_next++ % SOFT_CM_RETIRED];
+
+	free(*slot);
+	*slot = id;
+}
+
+struct soft_cm_id *soft_cm_live(const struct rdma_cm_id *cm)
+{
+	for (struct soft_cm_id *id = soft_cm_ids; id; id = id->next)
+		if (&id->id == cm)
+			return id;
+	return NULL;
+}
+
+bool soft_cm_lock_live(const struct rdma_cm_id *cm)
+{
+	pthread_mutex_lock(&soft_cm_lock);
+	if (cm && soft_cm_live(cm))
+		return true;
+	pthread_mutex_unlock(&soft_cm_lock);
+	errno = EINVAL;
+	return false;
+}
+
+/* A connection request never reported (its event dropped with the listener): refused and gone. */
+static void soft_cm_refuse_unreported(struct soft_cm_id *c)
+{
+	struct rdma_cm_id *grandchild;
+
+	soft_cm_send(c, &(struct soft_cm_msg){.type = SOFT_CM_REJ, .status = SOFT_CM_REJ_NO_LISTENER});
+	soft_cm_close(c);
+	while (soft_cm_drop_event(c->id.channel, &c->id, &grandchild))
+		;
+	soft_cm_unlink(c);
+	free(c);
+}
+
 int soft_cm_destroy_id(struct rdma_cm_id *cm)
 {
 	struct soft_cm_id *id;
 	struct rdma_event_channel *own = NULL;
+	struct rdma_cm_id *child;
 
-	if (!cm)
-		return soft_cm_fail(EINVAL);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	id = to_soft_cm_id(cm);
-	pthread_mutex_lock(&soft_cm_lock);
 	soft_cm_close(id);
 	soft_cm_unlink(id);
+	/* Its events not yet retrieved go with it; so do the connection requests it never reported. */
+	while (soft_cm_drop_event(cm->channel, cm, &child))
+		if (child && soft_cm_live(child))
+			soft_cm_refuse_unreported(to_soft_cm_id(child));
 	/* Connections not yet reported die with their listener; reported ones forget it. */
 	for (struct soft_cm_id *c = soft_cm_ids, *next; c; c = next) {
 		next = c->next;
@@ -168,9 +221,10 @@ int soft_cm_destroy_id(struct rdma_cm_id *cm)
 		own = cm->channel;
 	if (id->port_fd >= 0)
 		close(id->port_fd);
+	id->port_fd = -1;
+	soft_cm_retire(id);
 	pthread_mutex_unlock(&soft_cm_lock);
 	soft_cm_destroy_event_channel(own);
-	free(id);
 	return 0;
 }
 
@@ -243,7 +297,8 @@ int soft_cm_bind_addr(struct rdma_cm_id *cm, struct sockaddr *addr)
 	struct soft_cm_id *id = to_soft_cm_id(cm);
 	int err;
 
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	err = id->state != SOFT_CM_IDLE ? EINVAL : soft_cm_set_addr(&cm->route.addr.src_addr, addr);
 	if (!err)
 		err = soft_cm_attach(id);
@@ -261,7 +316,8 @@ int soft_cm_resolve_addr(struct rdma_cm_id *cm, struct sockaddr *src, struct soc
 	int err = 0;
 
 	(void)timeout_ms;
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (id->state != SOFT_CM_IDLE && id->state != SOFT_CM_ADDR_BOUND)
 		err = EINVAL;
 	if (!err && src)
@@ -292,7 +348,8 @@ int soft_cm_resolve_route(struct rdma_cm_id *cm, int timeout_ms)
 	int err = 0;
 
 	(void)timeout_ms;
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (id->state != SOFT_CM_ADDR_RESOLVED) {
 		err = EINVAL;
 	} else {
@@ -338,7 +395,8 @@ int soft_cm_connect(struct rdma_cm_id *cm, struct rdma_conn_param *param)
 
 	if (param && param->private_data && param->private_data_len > SOFT_CM_REQ_PRIVATE)
 		return soft_cm_fail(EINVAL);
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (id->state != SOFT_CM_ROUTE_RESOLVED || !cm->verbs) {
 		err = EINVAL;
 	} else {
@@ -364,7 +422,8 @@ int soft_cm_listen(struct rdma_cm_id *cm, int backlog)
 	socklen_t len = sizeof(struct sockaddr_in);
 	int err = 0, one = 1;
 
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (id->state == SOFT_CM_IDLE) {
 		/* Unbound: any address, any port, as librdmacm does. */
 		cm->route.addr.src_sin = (struct sockaddr_in){.sin_family = AF_INET};
@@ -414,7 +473,8 @@ int soft_cm_accept(struct rdma_cm_id *cm, struct rdma_conn_param *param)
 
 	if (param && param->private_data && param->private_data_len > SOFT_CM_REP_PRIVATE)
 		return soft_cm_fail(EINVAL);
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (id->state != SOFT_CM_REQ_RECEIVED) {
 		err = EINVAL;
 		goto out;
@@ -462,7 +522,8 @@ int soft_cm_reject(struct rdma_cm_id *cm, const void *private_data, uint8_t priv
 		rej.private_data_len = private_data_len;
 		memcpy(rej.private_data, private_data, private_data_len);
 	}
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (id->state != SOFT_CM_REQ_RECEIVED) {
 		err = EINVAL;
 	} else {
@@ -479,7 +540,8 @@ int soft_cm_disconnect(struct rdma_cm_id *cm)
 	struct soft_cm_id *id = to_soft_cm_id(cm);
 	int err = 0;
 
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	switch (id->state) {
 	case SOFT_CM_REP_RECEIVED:
 	case SOFT_CM_ESTABLISHED:
@@ -523,7 +585,10 @@ int soft_cm_migrate_id(struct rdma_cm_id *cm, struct rdma_event_channel *channel
 		if (!own)
 			return -1;
 	}
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm)) {
+		soft_cm_destroy_event_channel(own);
+		return -1;
+	}
 	if (id->sync)
 		old = cm->channel;
 	cm->channel = channel ? channel : own;
@@ -538,7 +603,8 @@ int soft_cm_establish(struct rdma_cm_id *cm)
 	struct soft_cm_id *id = to_soft_cm_id(cm);
 	int err = 0;
 
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (id->state != SOFT_CM_REP_RECEIVED)
 		err = EINVAL;
 	else if (soft_cm_send(id, &(struct soft_cm_msg){.type = SOFT_CM_RTU}))
@@ -561,7 +627,8 @@ int soft_cm_set_option(struct rdma_cm_id *cm, int level, int optname, void *optv
 
 		if (v > 31)
 			return soft_cm_fail(EINVAL);
-		pthread_mutex_lock(&soft_cm_lock);
+		if (!soft_cm_lock_live(cm))
+			return -1;
 		id->ack_timeout = v;
 		pthread_mutex_unlock(&soft_cm_lock);
 	}
@@ -607,7 +674,8 @@ int soft_cm_create_qp_ex(struct rdma_cm_id *cm, struct ibv_qp_init_attr_ex *attr
 
 	if (!attr)
 		return soft_cm_fail(EINVAL);
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
 		attr->pd = soft_cm_default_pd(cm);
 		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
@@ -695,7 +763,8 @@ void soft_cm_destroy_qp(struct rdma_cm_id *cm)
 {
 	struct soft_cm_id *id = to_soft_cm_id(cm);
 
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return;
 	if (cm->qp)
 		soft_destroy_qp(cm->qp);
 	cm->qp = NULL;
@@ -712,7 +781,8 @@ int soft_cm_create_srq_ex(struct rdma_cm_id *cm, struct ibv_srq_init_attr_ex *at
 
 	if (!attr)
 		return soft_cm_fail(EINVAL);
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
 		attr->pd = cm->pd ? cm->pd : soft_cm_default_pd(cm);
 		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
@@ -749,7 +819,8 @@ int soft_cm_create_srq(struct rdma_cm_id *cm, struct ibv_pd *pd, struct ibv_srq_
 
 void soft_cm_destroy_srq(struct rdma_cm_id *cm)
 {
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return;
 	if (cm->srq && !soft_destroy_srq(cm->srq))
 		cm->srq = NULL;
 	pthread_mutex_unlock(&soft_cm_lock);

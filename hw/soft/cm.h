@@ -115,6 +115,12 @@ extern pthread_mutex_t soft_cm_lock;
 struct soft_cm_id;
 void soft_cm_post(struct rdma_event_channel *channel, struct rdma_cm_id *id, struct rdma_cm_id *listen,
 		  enum rdma_cm_event_type type, int status, const struct soft_cm_msg *m);
+/*
+ * Drops one queued (not yet retrieved) event of id, or with id as its listener, from channel, as
+ * the kernel drops a destroyed id's events; *child is the new id of a dropped CONNECT_REQUEST for
+ * listener id (never reported: the caller rejects and frees it).  False: none left.  Lock held.
+ */
+bool soft_cm_drop_event(struct rdma_event_channel *channel, struct rdma_cm_id *id, struct rdma_cm_id **child);
 /* A synchronous id (created without a channel) waits for its operation's event: 0, or -1 and errno. */
 int soft_cm_wait(struct rdma_cm_id *id, enum rdma_cm_event_type expected);
 

@@ -77,6 +77,13 @@ void soft_cm_forget_ids(void);
 struct soft_cm_id *soft_cm_find(uint64_t serial);
 struct soft_cm_id *soft_cm_new_id(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps);
 void soft_cm_unlink(struct soft_cm_id *id);
+/*
+ * The id cm names if it is live (created and not destroyed), else NULL; only
+ * pointers are compared, a destroyed id is never read.  Lock held.
+ */
+struct soft_cm_id *soft_cm_live(const struct rdma_cm_id *cm);
+/* Every entry point taking an id: locks the CM if cm is live, else fails with EINVAL (unlocked). */
+bool soft_cm_lock_live(const struct rdma_cm_id *cm);
 extern struct soft_cm_id *soft_cm_ids;
 
 #endif

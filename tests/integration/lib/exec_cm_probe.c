@@ -8,10 +8,18 @@
  *          listen that follows keeps it.
  *   hints  rdma_getaddrinfo(NULL, NULL, hints) takes the addresses from the
  *          hints, as librdmacm does (libfabric's verbs provider asks so).
+ *   destroyed  an id destroyed (by another thread, say) is refused with EINVAL
+ *          by every call, never used: rdma_create_qp, rdma_accept, a second
+ *          rdma_destroy_id.
+ *   burst  10 connection requests at once: 10 CONNECT_REQUESTs, 10 distinct
+ *          new ids (one id is never handed out twice); destroying the listener
+ *          with requests not yet retrieved rejects them (the clients see
+ *          REJECTED at once, not a timeout).
  * Prints what went wrong and exits 1; 0 when all held.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <rdma/rdma_cma.h>
@@ -94,12 +102,121 @@ static int hints(void)
 	return 0;
 }
 
+static int destroyed(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC, .cap = {.max_send_wr = 1, .max_recv_wr = 1}};
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct rdma_cm_id *id;
+
+	CHECK(ch && !rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), "rdma_create_id: %s", strerror(errno));
+	CHECK(!rdma_bind_addr(id, (struct sockaddr *)&sin), "rdma_bind_addr: %s", strerror(errno));
+	CHECK(!rdma_destroy_id(id), "rdma_destroy_id: %s", strerror(errno));
+	errno = 0;
+	CHECK(rdma_create_qp(id, NULL, &qa) && errno == EINVAL, "rdma_create_qp on a destroyed id: %s",
+	      errno ? strerror(errno) : "it worked");
+	errno = 0;
+	CHECK(rdma_accept(id, NULL) && errno == EINVAL, "rdma_accept on a destroyed id: %s",
+	      errno ? strerror(errno) : "it worked");
+	errno = 0;
+	CHECK(rdma_destroy_id(id) && errno == EINVAL, "a second rdma_destroy_id: %s",
+	      errno ? strerror(errno) : "it worked");
+	rdma_destroy_event_channel(ch);
+	printf("destroyed ok\n");
+	return 0;
+}
+
+/* The next event on ch within 10 s (a deadline: the probe never hangs). */
+static int next_event(struct rdma_event_channel *ch, struct rdma_cm_event **ev)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+
+	if (poll(&p, 1, 10000) != 1)
+		return -1;
+	return rdma_get_cm_event(ch, ev);
+}
+
+#define BURST 10
+
+static int burst(void)
+{
+	struct rdma_event_channel *lch = rdma_create_event_channel(), *cch = rdma_create_event_channel();
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct rdma_cm_id *listener, *c[BURST], *got[BURST];
+	struct rdma_cm_event *ev;
+	int n = 0, rejected = 0;
+
+	CHECK(lch && cch && !rdma_create_id(lch, &listener, NULL, RDMA_PS_TCP), "rdma_create_id: %s",
+	      strerror(errno));
+	CHECK(!rdma_bind_addr(listener, (struct sockaddr *)&sin) && !rdma_listen(listener, BURST),
+	      "bind and listen: %s", strerror(errno));
+	sin.sin_port = rdma_get_src_port(listener);
+	for (int i = 0; i < BURST; i++) {
+		CHECK(!rdma_create_id(cch, &c[i], NULL, RDMA_PS_TCP), "rdma_create_id: %s", strerror(errno));
+		CHECK(!rdma_resolve_addr(c[i], NULL, (struct sockaddr *)&sin, 2000), "resolve_addr: %s",
+		      strerror(errno));
+	}
+	/* Route, then connect each as its events come (QP-less: qp_num 0). */
+	for (int done = 0; done < 2 * BURST;) {
+		struct rdma_conn_param p = {.retry_count = 7, .rnr_retry_count = 7};
+		struct rdma_cm_id *id;
+		enum rdma_cm_event_type t;
+
+		CHECK(!next_event(cch, &ev), "client: no event within 10 s (%d done)", done);
+		id = ev->id;
+		t = ev->event;
+		rdma_ack_cm_event(ev);
+		CHECK(t == RDMA_CM_EVENT_ADDR_RESOLVED || t == RDMA_CM_EVENT_ROUTE_RESOLVED, "client: %s",
+		      rdma_event_str(t));
+		CHECK(t == RDMA_CM_EVENT_ADDR_RESOLVED ? !rdma_resolve_route(id, 2000)
+						       : !rdma_connect(id, &p),
+		      "client: %s", strerror(errno));
+		done++;
+	}
+	/* Half the requests are retrieved; the other half are still queued when the listener goes. */
+	for (; n < BURST / 2; n++) {
+		CHECK(!next_event(lch, &ev), "server: %d CONNECT_REQUESTs of %d within 10 s", n, BURST);
+		CHECK(ev->event == RDMA_CM_EVENT_CONNECT_REQUEST, "server: %s", rdma_event_str(ev->event));
+		CHECK(ev->listen_id == listener && ev->id != listener, "server: the request's ids");
+		got[n] = ev->id;
+		for (int j = 0; j < n; j++)
+			CHECK(got[j] != got[n], "server: one id handed out for two requests");
+		rdma_ack_cm_event(ev);
+		CHECK(!rdma_reject(got[n], NULL, 0), "rdma_reject: %s", strerror(errno));
+	}
+	/* Let the rest arrive before the listener goes. */
+	for (int i = 0; i < 100; i++) {
+		struct pollfd p = {.fd = lch->fd, .events = POLLIN};
+
+		if (poll(&p, 1, 10) != 1)
+			break;
+	}
+	CHECK(!rdma_destroy_id(listener), "rdma_destroy_id(listener): %s", strerror(errno));
+	for (int i = 0; i < BURST; i++) {
+		CHECK(!next_event(cch, &ev), "client: %d of %d answered within 10 s", rejected, BURST);
+		CHECK(ev->event == RDMA_CM_EVENT_REJECTED, "client: %s, want REJECTED",
+		      rdma_event_str(ev->event));
+		rejected++;
+		rdma_ack_cm_event(ev);
+	}
+	for (int i = 0; i < n; i++)
+		rdma_destroy_id(got[i]);
+	for (int i = 0; i < BURST; i++)
+		rdma_destroy_id(c[i]);
+	printf("burst ok: %d requests, %d distinct ids retrieved, %d rejected\n", BURST, n, rejected);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "destroyed"))
+		return destroyed();
+	if (argc == 2 && !strcmp(argv[1], "burst"))
+		return burst();
 	if (argc == 2 && !strcmp(argv[1], "bind0"))
 		return bind0();
 	if (argc == 2 && !strcmp(argv[1], "hints"))
 		return hints();
-	fprintf(stderr, "usage: %s bind0|hints\n", argv[0]);
+	fprintf(stderr, "usage: %s bind0|hints|destroyed|burst\n", argv[0]);
 	return 2;
 }
