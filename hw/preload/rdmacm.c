@@ -202,7 +202,7 @@ PRELOAD_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *a
 	(void)id;
 	(void)addr;
 	(void)context;
-	errno = ENOSYS;
+	errno = EOPNOTSUPP;
 	return -1;
 }
 
@@ -212,7 +212,7 @@ PRELOAD_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_
 	(void)id;
 	(void)attr;
 	(void)context;
-	errno = ENOSYS;
+	errno = EOPNOTSUPP;
 	return -1;
 }
 

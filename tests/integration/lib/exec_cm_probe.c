@@ -15,6 +15,8 @@
  *          new ids (one id is never handed out twice); destroying the listener
  *          with requests not yet retrieved rejects them (the clients see
  *          REJECTED at once, not a timeout).
+ *   mcast  rdma_join_multicast fails with EOPNOTSUPP, as rdmatool-exec(1)
+ *          says (it was ENOSYS).
  * Prints what went wrong and exits 1; 0 when all held.
  */
 #include <arpa/inet.h>
@@ -207,8 +209,26 @@ static int burst(void)
 	return 0;
 }
 
+static int mcast(void)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in group = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0xe0000101)};
+	struct rdma_cm_id *id;
+
+	CHECK(!rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP), "rdma_create_id: %s", strerror(errno));
+	CHECK(!rdma_bind_addr(id, (struct sockaddr *)&sin), "rdma_bind_addr: %s", strerror(errno));
+	errno = 0;
+	CHECK(rdma_join_multicast(id, (struct sockaddr *)&group, NULL) && errno == EOPNOTSUPP,
+	      "rdma_join_multicast: %s, want EOPNOTSUPP", errno ? strerror(errno) : "it worked");
+	rdma_destroy_id(id);
+	printf("mcast ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "mcast"))
+		return mcast();
 	if (argc == 2 && !strcmp(argv[1], "destroyed"))
 		return destroyed();
 	if (argc == 2 && !strcmp(argv[1], "burst"))
@@ -217,6 +237,6 @@ int main(int argc, char **argv)
 		return bind0();
 	if (argc == 2 && !strcmp(argv[1], "hints"))
 		return hints();
-	fprintf(stderr, "usage: %s bind0|hints|destroyed|burst\n", argv[0]);
+	fprintf(stderr, "usage: %s bind0|hints|destroyed|burst|mcast\n", argv[0]);
 	return 2;
 }
