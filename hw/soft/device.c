@@ -283,49 +283,6 @@ bool soft_is_cmd_fd(int fd)
 	return strncmp(target, prefix, sizeof(prefix) - 1) == 0;
 }
 
-void soft_async_event(struct ibv_context *ctx, enum ibv_event_type type, void *obj)
-{
-	struct soft_context *sctx = to_soft_context(ctx);
-	struct ibv_async_event ev = {.event_type = type};
-	ssize_t n;
-
-	switch (type) {
-	case IBV_EVENT_CQ_ERR:
-		ev.element.cq = obj;
-		break;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		ev.element.srq = obj;
-		break;
-	case IBV_EVENT_PORT_ACTIVE:
-	case IBV_EVENT_PORT_ERR:
-		ev.element.port_num = 1;
-		break;
-	default:
-		ev.element.qp = obj;
-		break;
-	}
-	/* Smaller than PIPE_BUF: written whole; a full pipe drops the event. */
-	n = write(sctx->async_wr, &ev, sizeof(ev));
-	(void)n;
-}
-
-static int soft_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
-{
-	ssize_t n = read(ctx->async_fd, event, sizeof(*event));
-
-	if (n == (ssize_t)sizeof(*event))
-		return 0;
-	if (n >= 0)
-		errno = EIO;
-	return -1;
-}
-
-static void soft_ack_async_event(struct ibv_async_event *event)
-{
-	(void)event;
-}
-
 static int soft_close_device(struct ibv_context *ctx)
 {
 	struct soft_context *sctx = to_soft_context(ctx);
@@ -334,6 +291,7 @@ static int soft_close_device(struct ibv_context *ctx)
 		close(sctx->vctx.context.cmd_fd);
 	close(sctx->vctx.context.async_fd);
 	close(sctx->async_wr);
+	soft_async_free(sctx);
 	pthread_mutex_destroy(&sctx->vctx.context.mutex);
 	soft_nic_put(sctx->nic);
 	free(sctx);
@@ -489,6 +447,7 @@ static struct ibv_context *soft_open_device(const struct hw_device *dev)
 	}
 	soft_context_init(sctx, fds[0]);
 	sctx->async_wr = fds[1];
+	pthread_mutex_init(&sctx->async_lock, NULL);
 	return &sctx->vctx.context;
 }
 

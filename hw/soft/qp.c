@@ -502,6 +502,8 @@ int soft_destroy_qp(struct ibv_qp *ibqp)
 	if (ibqp->srq)
 		atomic_fetch_sub(&to_soft_srq(ibqp->srq)->users, 1);
 	soft_pd_release(ibqp->pd);
+	soft_async_forget(ibqp->context, ibqp, &qp->async_reported, &ibqp->mutex, &ibqp->cond,
+			  &ibqp->events_completed);
 	pthread_mutex_destroy(&qp->lock);
 	pthread_mutex_destroy(&qp->rq_lock);
 	pthread_mutex_destroy(&qp->ibv.mutex);

@@ -85,10 +85,15 @@ struct soft_faults {
  * device's extended ops in front of the struct ibv_context, which must be
  * verbs_context's last field.
  */
+struct soft_async_item;
+
 struct soft_context {
 	struct verbs_context vctx;
 	struct soft_nic *nic;
-	int async_wr; /* write end of the async event pipe; ibv.async_fd reads */
+	int async_wr; /* write end of the async event pipe (a byte per event); ibv.async_fd reads */
+	pthread_mutex_t async_lock;
+	struct soft_async_item *async_head, *async_tail; /* the events themselves (async.c) */
+	unsigned async_queued;
 };
 
 struct soft_pd {
@@ -151,6 +156,7 @@ struct soft_cq {
 	int armed; /* 0, or 1 + solicited_only */
 	atomic_int qp_refs;
 	atomic_uint events_unacked;
+	uint32_t async_reported; /* its async events handed to the application (async.c) */
 };
 
 struct soft_ah {
@@ -193,8 +199,9 @@ struct soft_srq {
 	struct soft_rwqe *rq;
 	uint32_t size, mask, head, tail; /* free-running indices, as a QP's ring */
 	uint32_t max_sge;
-	uint32_t limit;	  /* armed when non-zero: fewer WQEs than this raises SRQ_LIMIT_REACHED once */
-	atomic_int users; /* QPs created on it: destroy_srq refuses (EBUSY) while any lives */
+	uint32_t limit;		 /* armed when non-zero: fewer WQEs than this raises SRQ_LIMIT_REACHED once */
+	atomic_int users;	 /* QPs created on it: destroy_srq refuses (EBUSY) while any lives */
+	uint32_t async_reported; /* its async events handed to the application (async.c) */
 };
 
 struct soft_wr_stage;
@@ -237,7 +244,8 @@ struct soft_qp {
 	struct soft_qp *run_next; /* run queue link */
 	atomic_ulong ud_drops;
 	bool sqd_notify;
-	bool last_wqe_told; /* on an SRQ: LAST_WQE_REACHED raised since it last entered ERR */
+	bool last_wqe_told;	 /* on an SRQ: LAST_WQE_REACHED raised since it last entered ERR */
+	uint32_t async_reported; /* its async events handed to the application (async.c) */
 };
 
 #include "hw/soft/auth.h"
@@ -393,7 +401,18 @@ static inline void soft_unlock(pthread_mutex_t *m)
 /* device.c */
 struct soft_nic *soft_nic_of(struct ibv_context *ctx);
 uint64_t soft_now_ns(void);
+/*
+ * async.c: asynchronous events.  Queued per context, a byte in a pipe per
+ * event so async_fd polls readable; as with libibverbs, destroying a QP, SRQ
+ * or CQ drops its events not yet read and waits until those read are acked
+ * (soft_async_forget), so no event ever names a freed object.
+ */
 void soft_async_event(struct ibv_context *ctx, enum ibv_event_type type, void *obj);
+int soft_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event);
+void soft_ack_async_event(struct ibv_async_event *event);
+void soft_async_forget(struct ibv_context *ctx, void *obj, const uint32_t *reported, pthread_mutex_t *mutex,
+		       pthread_cond_t *cond, const uint32_t *completed);
+void soft_async_free(struct soft_context *sctx);
 bool soft_gid_is_local(const struct soft_nic *nic, const union ibv_gid *gid);
 /* The port's GID table: index 0 (delivered inside the NIC) and 1 (through the wire to itself). */
 #define SOFT_GID_TBL_LEN 2

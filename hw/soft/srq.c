@@ -169,6 +169,8 @@ int soft_destroy_srq(struct ibv_srq *ibsrq)
 
 	if (atomic_load(&srq->users))
 		return EBUSY;
+	soft_async_forget(ibsrq->context, ibsrq, &srq->async_reported, &ibsrq->mutex, &ibsrq->cond,
+			  &ibsrq->events_completed);
 	atomic_fetch_sub(&srq->nic->n_srq, 1);
 	soft_pd_release(ibsrq->pd);
 	pthread_mutex_destroy(&srq->lock);

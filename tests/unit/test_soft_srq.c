@@ -10,6 +10,7 @@
 #include "tests/unit/soft_fixture.h"
 #include "hw/soft/soft.h"
 
+#include <fcntl.h>
 #include <poll.h>
 
 struct sx {
@@ -419,6 +420,36 @@ static void test_err_keeps_srq_wqes(void **state)
 	assert_int_equal(wc.wr_id, 301);
 }
 
+/*
+ * Destroying a QP drops its events not yet read, as the kernel does: an
+ * event never names a freed QP (UCX's async thread acked one after its main
+ * thread destroyed the QP, and crashed).
+ */
+static void test_destroy_drops_unread_events(void **state)
+{
+	struct sx *s = *state;
+	struct ibv_qp *a, *b;
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	struct ibv_async_event ev;
+	int fd = s->f->ctx->async_fd;
+
+	sx_rc_pair(s, &a, &b);
+	assert_int_equal(hw_modify_qp(b, &err, IBV_QP_STATE), 0); /* LAST_WQE_REACHED, unread */
+	s->qps[--s->nqps] = NULL;
+	assert_int_equal(hw_destroy_qp(b), 0);
+	assert_int_equal(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+	errno = 0;
+	assert_int_equal(hw_get_async_event(s->f->ctx, &ev), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK), 0);
+	/* A live QP's event still comes. */
+	sx_rc_pair(s, &a, &b);
+	assert_int_equal(hw_modify_qp(b, &err, IBV_QP_STATE), 0);
+	assert_true(sx_event(s->f->ctx, &ev, 5000));
+	assert_int_equal(ev.event_type, IBV_EVENT_QP_LAST_WQE_REACHED);
+	assert_ptr_equal(ev.element.qp, b);
+}
+
 /* ibv_create_srq_ex's op: the basic type, with or without a CQ; XRC and TM are not implemented. */
 static void test_create_srq_ex(void **state)
 {
@@ -461,6 +492,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_empty_srq_rnr, sx_setup, sx_teardown),
 	    cmocka_unit_test_setup_teardown(test_err_keeps_srq_wqes, sx_setup, sx_teardown),
 	    cmocka_unit_test_setup_teardown(test_create_srq_ex, sx_setup, sx_teardown),
+	    cmocka_unit_test_setup_teardown(test_destroy_drops_unread_events, sx_setup, sx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
