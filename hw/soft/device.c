@@ -384,6 +384,7 @@ static int soft_query_device_ex(struct ibv_context *ctx, const struct ibv_query_
 	full.completion_timestamp_mask = UINT64_MAX;
 	full.hca_core_clock = 1000000;
 	full.phys_port_cnt_ex = 1;
+	full.max_dm_size = SOFT_MAX_DM;
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
 	return 0;
 }
@@ -419,6 +420,10 @@ static void soft_context_init(struct soft_context *sctx, int async_fd)
 	v->create_cq_ex = soft_create_cq_ex;
 	v->create_qp_ex = soft_create_qp_ex;
 	v->create_srq_ex = soft_create_srq_ex;
+	v->alloc_parent_domain = soft_alloc_parent_domain;
+	v->alloc_dm = soft_alloc_dm;
+	v->free_dm = soft_free_dm;
+	v->reg_dm_mr = soft_reg_dm_mr;
 }
 
 static struct ibv_context *soft_open_device(const struct hw_device *dev)

@@ -177,6 +177,7 @@ struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	struct soft_qp *qp;
 	int index = -1;
 
+	pd = soft_pd_base(pd);
 	if (soft_qp_type_unsupported(init->qp_type)) {
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -520,6 +521,7 @@ struct ibv_ah *soft_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	struct soft_nic *nic = soft_nic_of(pd->context);
 	struct soft_ah *ah;
 
+	pd = soft_pd_base(pd);
 	if (attr->port_num > 1 || !attr->is_global || attr->grh.sgid_index >= SOFT_GID_TBL_LEN) {
 		errno = EINVAL;
 		return NULL;

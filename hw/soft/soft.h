@@ -61,6 +61,7 @@
 #define SOFT_MAX_AH	     4096
 #define SOFT_MAX_SRQ	     1024
 #define SOFT_MAX_SRQ_WR	     16384
+#define SOFT_MAX_DM	     (256u << 10) /* bytes of one device memory allocation */
 #define SOFT_MAX_INLINE	     256
 #define SOFT_MAX_MSG	     (1u << 30)
 #define SOFT_MTU	     4096
@@ -98,8 +99,21 @@ struct soft_context {
 
 struct soft_pd {
 	struct ibv_pd ibv;
-	_Atomic int users; /* MRs, MWs, QPs and AHs made on it: dealloc_pd refuses while any lives */
+	_Atomic int users;   /* MRs, MWs, QPs and AHs made on it: dealloc_pd refuses while any lives */
+	struct ibv_pd *base; /* a parent domain (ibv_alloc_parent_domain): the PD it stands for */
 };
+
+/*
+ * The protection domain an object made on pd belongs to: a parent domain's
+ * PD, else pd itself.  Every object is made on it, so the protection checks
+ * compare PDs as they are.
+ */
+static inline struct ibv_pd *soft_pd_base(struct ibv_pd *pd)
+{
+	struct ibv_pd *base = ((struct soft_pd *)pd)->base;
+
+	return base ? base : pd;
+}
 
 /* An object made on pd takes a reference; its destruction gives it back. */
 static inline void soft_pd_hold(struct ibv_pd *pd)
@@ -112,9 +126,17 @@ static inline void soft_pd_release(struct ibv_pd *pd)
 	atomic_fetch_sub(&((struct soft_pd *)pd)->users, 1);
 }
 
+struct soft_dm {
+	struct ibv_dm ibv;
+	uint8_t *buf;
+	size_t len;
+	atomic_int mrs; /* MRs registered on it: free_dm refuses (EBUSY) while any lives */
+};
+
 struct soft_mr {
 	struct ibv_mr ibv;
-	uint64_t iova; /* the address keys and SGEs name ibv.addr by (ibv_reg_mr_iova; else ibv.addr) */
+	struct soft_dm *dm; /* ibv_reg_dm_mr: the device memory it covers, else NULL */
+	uint64_t iova;	    /* the address keys and SGEs name ibv.addr by (ibv_reg_mr_iova; else ibv.addr) */
 	int access;
 	int mw_bound; /* windows bound to this MR (progress thread, under obj_lock) */
 };
@@ -369,6 +391,7 @@ static inline void soft_lock_nested(pthread_mutex_t *m)
 	}
 SOFT_DEFINE_TO(pd, ibv_pd)
 SOFT_DEFINE_TO(mr, ibv_mr)
+SOFT_DEFINE_TO(dm, ibv_dm)
 SOFT_DEFINE_TO(mw, ibv_mw)
 SOFT_DEFINE_TO(channel, ibv_comp_channel)
 SOFT_DEFINE_TO(cq, ibv_cq)
@@ -430,6 +453,7 @@ enum ibv_wc_status soft_exec_bind(struct soft_qp *qp, struct soft_mw *mw, uint32
 				  const struct ibv_mw_bind_info *info);
 enum ibv_wc_status soft_invalidate(struct soft_nic *nic, uint32_t rkey, struct soft_qp *qp, bool remote);
 struct ibv_pd *soft_alloc_pd(struct ibv_context *ctx);
+struct ibv_pd *soft_alloc_parent_domain(struct ibv_context *ctx, struct ibv_parent_domain_init_attr *attr);
 int soft_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *soft_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access);
 struct ibv_mr *soft_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access);
@@ -477,6 +501,14 @@ void soft_qp_flush_locked(struct soft_qp *qp);
 struct soft_qp *soft_lookup_qp(struct soft_nic *nic, uint32_t qpn);
 struct ibv_ah *soft_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int soft_destroy_ah(struct ibv_ah *ah);
+
+/* dm.c: device memory */
+struct ibv_dm *soft_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *attr);
+int soft_free_dm(struct ibv_dm *dm);
+int soft_memcpy_to_dm(struct ibv_dm *dm, uint64_t off, const void *host, size_t len);
+int soft_memcpy_from_dm(void *host, struct ibv_dm *dm, uint64_t off, size_t len);
+struct ibv_mr *soft_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off, size_t len,
+			      unsigned int access);
 
 /* srq.c: shared receive queues */
 struct ibv_srq *soft_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init);

@@ -44,6 +44,7 @@ struct ibv_srq *soft_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *ini
 	struct soft_nic *nic = soft_nic_of(pd->context);
 	struct soft_srq *srq;
 
+	pd = soft_pd_base(pd);
 	if (!soft_srq_attr_ok(&init->attr)) {
 		errno = EINVAL;
 		return NULL;
