@@ -67,15 +67,17 @@ void soft_async_event(struct ibv_context *ctx, enum ibv_event_type type, void *o
 	(void)n;
 }
 
-/* The counter of events handed out for the event's object, or NULL (port events); async_lock held. */
-static uint32_t *soft_async_reported(struct ibv_async_event *ev)
+enum soft_async_kind { SOFT_ASYNC_NONE, SOFT_ASYNC_QP, SOFT_ASYNC_SRQ, SOFT_ASYNC_CQ };
+
+/* What object an event names: a QP, SRQ or CQ, or none (port and device events). */
+static enum soft_async_kind soft_async_kind(enum ibv_event_type type)
 {
-	switch (ev->event_type) {
+	switch (type) {
 	case IBV_EVENT_CQ_ERR:
-		return &to_soft_cq(ev->element.cq)->async_reported;
+		return SOFT_ASYNC_CQ;
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		return &to_soft_srq(ev->element.srq)->async_reported;
+		return SOFT_ASYNC_SRQ;
 	case IBV_EVENT_PORT_ACTIVE:
 	case IBV_EVENT_PORT_ERR:
 	case IBV_EVENT_LID_CHANGE:
@@ -85,9 +87,24 @@ static uint32_t *soft_async_reported(struct ibv_async_event *ev)
 	case IBV_EVENT_GID_CHANGE:
 	case IBV_EVENT_DEVICE_FATAL:
 	case IBV_EVENT_WQ_FATAL:
-		return NULL;
+		return SOFT_ASYNC_NONE;
 	default:
+		return SOFT_ASYNC_QP;
+	}
+}
+
+/* The counter of events handed out for the event's object, or NULL (port events); async_lock held. */
+static uint32_t *soft_async_reported(struct ibv_async_event *ev)
+{
+	switch (soft_async_kind(ev->event_type)) {
+	case SOFT_ASYNC_CQ:
+		return &to_soft_cq(ev->element.cq)->async_reported;
+	case SOFT_ASYNC_SRQ:
+		return &to_soft_srq(ev->element.srq)->async_reported;
+	case SOFT_ASYNC_QP:
 		return &to_soft_qp(ev->element.qp)->async_reported;
+	default:
+		return NULL;
 	}
 }
 
@@ -134,33 +151,24 @@ void soft_ack_async_event(struct ibv_async_event *event)
 	pthread_cond_t *cond;
 	uint32_t *completed;
 
-	switch (event->event_type) {
-	case IBV_EVENT_CQ_ERR:
+	switch (soft_async_kind(event->event_type)) {
+	case SOFT_ASYNC_CQ:
 		mutex = &event->element.cq->mutex;
 		cond = &event->element.cq->cond;
 		completed = &event->element.cq->async_events_completed;
 		break;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
+	case SOFT_ASYNC_SRQ:
 		mutex = &event->element.srq->mutex;
 		cond = &event->element.srq->cond;
 		completed = &event->element.srq->events_completed;
 		break;
-	case IBV_EVENT_PORT_ACTIVE:
-	case IBV_EVENT_PORT_ERR:
-	case IBV_EVENT_LID_CHANGE:
-	case IBV_EVENT_PKEY_CHANGE:
-	case IBV_EVENT_SM_CHANGE:
-	case IBV_EVENT_CLIENT_REREGISTER:
-	case IBV_EVENT_GID_CHANGE:
-	case IBV_EVENT_DEVICE_FATAL:
-	case IBV_EVENT_WQ_FATAL:
-		return;
-	default:
+	case SOFT_ASYNC_QP:
 		mutex = &event->element.qp->mutex;
 		cond = &event->element.qp->cond;
 		completed = &event->element.qp->events_completed;
 		break;
+	default:
+		return;
 	}
 	pthread_mutex_lock(mutex);
 	(*completed)++;

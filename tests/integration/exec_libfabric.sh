@@ -11,32 +11,16 @@ for p in fi_pingpong ss; do
 	command -v "$p" >/dev/null || fail "$p is not installed; run 'make deps' (libfabric-bin)"
 done
 dir=$(mktemp -d)
-server=
-cleanup() {
-	if [ -n "$server" ]; then
-		kill "$server" 2>/dev/null || true
-		wait "$server" 2>/dev/null || true
-	fi
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-. "$RDMATOOL_TOP/tests/integration/lib/verbs_pair.sh" # free_port, listening
+. "$RDMATOOL_TOP/tests/integration/lib/exec_server.sh"
 
 # fi_pair NAME ARGS...: fi_pingpong ARGS as server (-B port) and client (-P port 127.0.0.1).
 fi_pair() {
-	local name=$1 port rc=0 src=0 i
+	local name=$1 port rc=0 src=0
 	shift
 	port=$(free_port)
-	timeout -k 5 120 "$RDMATOOL" exec -- fi_pingpong "$@" -B "$port" >"$dir/$name.server" 2>&1 &
-	server=$!
-	for ((i = 0; i < 400; i++)); do
-		listening "$port" && break
-		kill -0 "$server" 2>/dev/null || break
-		sleep 0.05
-	done
+	exec_server_start "$dir/$name.server" "$port" 120 fi_pingpong "$@" -B "$port" || true
 	timeout -k 5 120 "$RDMATOOL" exec -- fi_pingpong "$@" -P "$port" 127.0.0.1 >"$dir/$name.client" 2>&1 || rc=$?
-	wait "$server" || src=$?
-	server=
+	exec_server_wait || src=$?
 	if [ "$rc" != 0 ] || [ "$src" != 0 ]; then
 		sed 's/^/  server| /' "$dir/$name.server" >&2
 		sed 's/^/  client| /' "$dir/$name.client" >&2

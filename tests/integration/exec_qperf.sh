@@ -11,26 +11,11 @@ for p in qperf ss; do
 	command -v "$p" >/dev/null || fail "$p is not installed; run 'make deps'"
 done
 dir=$(mktemp -d)
-server=
-cleanup() {
-	if [ -n "$server" ]; then
-		kill "$server" 2>/dev/null || true
-		wait "$server" 2>/dev/null || true
-	fi
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-. "$RDMATOOL_TOP/tests/integration/lib/verbs_pair.sh" # free_port, listening
+. "$RDMATOOL_TOP/tests/integration/lib/exec_server.sh"
 
 port=$(free_port)
-timeout -k 5 300 "$RDMATOOL" exec -- qperf -lp "$port" >"$dir/server" 2>&1 &
-server=$!
-for ((i = 0; i < 400; i++)); do
-	listening "$port" && break
-	kill -0 "$server" 2>/dev/null || fail "qperf server exited: $(cat "$dir/server")"
-	sleep 0.05
-done
-listening "$port" || fail "qperf server does not listen on $port after 20 s"
+exec_server_start "$dir/server" "$port" 300 qperf -lp "$port" ||
+	fail "qperf -lp $port did not listen within 20 s: $(cat "$dir/server")"
 tests="rc_lat rc_bw rc_rdma_read_bw rc_rdma_write_poll_lat ver_rc_compare_swap ver_rc_fetch_add"
 rc=0
 # shellcheck disable=SC2086

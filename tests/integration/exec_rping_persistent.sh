@@ -13,26 +13,11 @@ for p in rping ss; do
 	command -v "$p" >/dev/null || fail "$p is not installed; run 'make deps'"
 done
 dir=$(mktemp -d)
-server=
-cleanup() {
-	if [ -n "$server" ]; then
-		kill "$server" 2>/dev/null || true
-		wait "$server" 2>/dev/null || true
-	fi
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-. "$RDMATOOL_TOP/tests/integration/lib/verbs_pair.sh" # free_port, listening, a sanitizer runtime
+. "$RDMATOOL_TOP/tests/integration/lib/exec_server.sh"
 
 port=$(free_port)
-timeout -k 5 200 "$RDMATOOL" exec -- rping -s -P -a 127.0.0.1 -p "$port" >"$dir/server" 2>&1 &
-server=$!
-for ((i = 0; i < 400; i++)); do
-	listening "$port" && break
-	kill -0 "$server" 2>/dev/null || fail "rping -s -P exited: $(cat "$dir/server")"
-	sleep 0.05
-done
-listening "$port" || fail "rping -s -P does not listen on $port after 20 s"
+exec_server_start "$dir/server" "$port" 200 rping -s -P -a 127.0.0.1 -p "$port" ||
+	fail "rping -s -P did not listen on $port within 20 s: $(cat "$dir/server")"
 pids=()
 for i in $(seq 10); do
 	timeout -k 5 60 "$RDMATOOL" exec -- rping -c -a 127.0.0.1 -p "$port" -C 3 >"$dir/c$i" 2>&1 &
@@ -43,10 +28,10 @@ for p in "${pids[@]}"; do
 	if wait "$p"; then ok=$((ok + 1)); fi
 done
 echo "burst: $ok of 10 clients passed"
-kill -0 "$server" 2>/dev/null || fail "the server died in the burst: $(cat "$dir/server")"
+kill -0 "$exec_server" 2>/dev/null || fail "the server died in the burst: $(cat "$dir/server")"
 timeout -k 5 60 "$RDMATOOL" exec -- rping -c -a 127.0.0.1 -p "$port" -C 5 -v >"$dir/last" 2>&1 ||
 	fail "a client after the burst: exit $?: $(cat "$dir/last") / server: $(tail -20 "$dir/server")"
 [ "$(grep -c '^ping data: rdma-ping-' "$dir/last")" = 5 ] || fail "the last client: not 5 pings: $(cat "$dir/last")"
-kill -0 "$server" 2>/dev/null || fail "the server died: $(cat "$dir/server")"
+kill -0 "$exec_server" 2>/dev/null || fail "the server died: $(cat "$dir/server")"
 ! grep -q "AddressSanitizer\|ThreadSanitizer" "$dir/server" || fail "a sanitizer report: $(cat "$dir/server")"
 echo "rping -P ok"

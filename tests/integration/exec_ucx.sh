@@ -13,16 +13,7 @@ for p in ucx_info ucx_perftest ss; do
 	command -v "$p" >/dev/null || fail "$p is not installed; run 'make deps' (ucx-utils)"
 done
 dir=$(mktemp -d)
-server=
-cleanup() {
-	if [ -n "$server" ]; then
-		kill "$server" 2>/dev/null || true
-		wait "$server" 2>/dev/null || true
-	fi
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-. "$RDMATOOL_TOP/tests/integration/lib/verbs_pair.sh" # free_port, listening, a sanitizer runtime
+. "$RDMATOOL_TOP/tests/integration/lib/exec_server.sh"
 
 timeout -k 5 60 "$RDMATOOL" exec -- ucx_info -d >"$dir/info" 2>&1 || fail "ucx_info -d: $(cat "$dir/info")"
 for tl in rc_verbs ud_verbs; do
@@ -32,20 +23,13 @@ done
 
 # perf_pair NAME TEST [ENV=VALUE...]: ucx_perftest server and client, TEST, 1000 iterations.
 perf_pair() {
-	local name=$1 t=$2 port rc=0 src=0 i
+	local name=$1 t=$2 port rc=0 src=0
 	shift 2
 	port=$(free_port)
-	env "$@" timeout -k 5 120 "$RDMATOOL" exec -- ucx_perftest -p "$port" >"$dir/$name.server" 2>&1 &
-	server=$!
-	for ((i = 0; i < 400; i++)); do
-		listening "$port" && break
-		kill -0 "$server" 2>/dev/null || break
-		sleep 0.05
-	done
-	env "$@" timeout -k 5 120 "$RDMATOOL" exec -- ucx_perftest 127.0.0.1 -p "$port" -t "$t" -n 1000 \
+	exec_server_start "$dir/$name.server" "$port" 120 env "$@" ucx_perftest -p "$port" || true
+	timeout -k 5 120 "$RDMATOOL" exec -- env "$@" ucx_perftest 127.0.0.1 -p "$port" -t "$t" -n 1000 \
 		>"$dir/$name.client" 2>&1 || rc=$?
-	wait "$server" || src=$?
-	server=
+	exec_server_wait || src=$?
 	if [ "$rc" != 0 ] || [ "$src" != 0 ]; then
 		sed 's/^/  server| /' "$dir/$name.server" >&2
 		sed 's/^/  client| /' "$dir/$name.client" >&2

@@ -14,7 +14,7 @@
 
 #define MAX_SIZE (4u << 20)
 #define WINDOW	 16
-#define WARMUP	 10
+#define WARMUP	 5
 
 static void fill(uint8_t *buf, size_t len, unsigned seed)
 {
@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 	if (!rank)
 		printf("%10s %12s %12s\n", "bytes", "lat_us", "bw_MB/s");
 	for (size_t len = 8; len <= MAX_SIZE; len *= 2) {
-		int iters = len >= (1u << 20) ? 20 : len >= 32768 ? 50 : iters_small;
+		int iters = len >= (1u << 20) ? 5 : len >= 32768 ? 20 : iters_small;
 		int peer = 1 - rank;
 		double t0 = 0, lat, bw;
 
