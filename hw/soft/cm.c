@@ -205,17 +205,14 @@ int soft_cm_destroy_id(struct rdma_cm_id *cm)
 	while (soft_cm_drop_event(cm->channel, cm, &child))
 		if (child && soft_cm_live(child))
 			soft_cm_refuse_unreported(to_soft_cm_id(child));
-	/* Connections not yet reported die with their listener; reported ones forget it. */
+	/* Connections not yet reported are refused with their listener; reported ones forget it. */
 	for (struct soft_cm_id *c = soft_cm_ids, *next; c; c = next) {
 		next = c->next;
 		if (c->listener != id)
 			continue;
 		c->listener = NULL;
-		if (c->state == SOFT_CM_REQ_WAIT) {
-			soft_cm_close(c);
-			soft_cm_unlink(c);
-			free(c);
-		}
+		if (c->state == SOFT_CM_REQ_WAIT)
+			soft_cm_refuse_unreported(c);
 	}
 	if (id->sync)
 		own = cm->channel;
