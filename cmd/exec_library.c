@@ -3,6 +3,7 @@
 #include "cmd/exec_library.h"
 #include "hw/preload/note.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -115,6 +116,24 @@ static bool private_dir(const char *dir)
 	return !lstat(dir, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077);
 }
 
+/* Links of libraries that are gone (a build tree removed, a test's temporary copy) are removed. */
+static void prune_dangling(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (!strncmp(e->d_name, "librdmatool-verbs.", 18) && fstatat(dirfd(d), e->d_name, &st, 0) &&
+		    errno == ENOENT)
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
 const char *exec_library_safe_path(const char *path, char *out, size_t len, const char **why)
 {
 	char dir[64], tmp[PATH_MAX], target[PATH_MAX];
@@ -138,6 +157,7 @@ const char *exec_library_safe_path(const char *path, char *out, size_t len, cons
 	n = readlink(out, target, sizeof(target) - 1);
 	if (n >= 0 && (size_t)n == strlen(path) && !memcmp(target, path, (size_t)n))
 		return out;
+	prune_dangling(dir);
 	/* A new link, put in place at once (rename): a concurrent exec sees the old or the new. */
 	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", out, (long)getpid());
 	unlink(tmp);
