@@ -5,6 +5,7 @@
  * list holds the soft device next to any real one (hw/preload).
  */
 #include "cmd/cmd.h"
+#include "cmd/exec_library.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -137,8 +138,8 @@ static char *preload_with(const char *library, const char *current)
 int cmd_exec(int argc, const char **argv)
 {
 	char *addr = NULL, *library = NULL, *preload;
-	char found[PATH_MAX];
-	const char *lib;
+	char found[PATH_MAX], safe[PATH_MAX];
+	const char *lib, *why;
 	const char **args;
 	int rc;
 	struct poptOption options[] = {
@@ -178,6 +179,21 @@ int cmd_exec(int argc, const char **argv)
 	if (lib[0] != '/') {
 		rc = usage_error(
 		    CMD, "--library=%s must be an absolute path (the program may change directory)", lib);
+		goto out;
+	}
+	/* Before anything runs: a program preloaded with something else would run without soft0. */
+	why = exec_library_check(lib);
+	if (why) {
+		rc = library ? usage_error(CMD, "--library=%s is %s; give the path of %s", lib, why,
+					   VERBS_LIBRARY)
+			     : run_error(CMD, "%s is %s; rebuild it with 'make', or name it with --library",
+					 lib, why);
+		goto out;
+	}
+	lib = exec_library_safe_path(lib, safe, sizeof(safe), &why);
+	if (!lib) {
+		rc = run_error(CMD, "%s has a space or ':', which ld.so splits LD_PRELOAD at, and %s",
+			       library ? library : found, why);
 		goto out;
 	}
 	preload = preload_with(lib, getenv("LD_PRELOAD"));

@@ -31,7 +31,8 @@ struct hw_ops {
 
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access);
 	/* ibv_reg_mr_iova: keys that name the buffer's bytes from iova on */
-	struct ibv_mr *(*reg_mr_iova)(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access);
+	struct ibv_mr *(*reg_mr_iova)(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+				      int access);
 	int (*dereg_mr)(struct ibv_mr *mr);
 	/* ibv_rereg_mr: 0 or an enum ibv_rereg_mr_err_code. */
 	int (*rereg_mr)(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
@@ -65,6 +66,13 @@ struct hw_ops {
 
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 	int (*destroy_ah)(struct ibv_ah *ah);
+
+	/* Shared receive queues (basic type): ibv_create_srq ... ibv_post_srq_recv. */
+	struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *init);
+	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask);
+	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+	int (*destroy_srq)(struct ibv_srq *srq);
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 
 	/* Blocks like ibv_get_async_event unless ctx->async_fd is non-blocking. */
 	int (*get_async_event)(struct ibv_context *ctx, struct ibv_async_event *event);
@@ -248,6 +256,26 @@ static inline struct ibv_ah *hw_create_ah(struct ibv_pd *pd, struct ibv_ah_attr 
 static inline int hw_destroy_ah(struct ibv_ah *ah)
 {
 	return hw_ops_of(ah->context)->destroy_ah(ah);
+}
+static inline struct ibv_srq *hw_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
+{
+	return hw_ops_of(pd->context)->create_srq(pd, init);
+}
+static inline int hw_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
+{
+	return hw_ops_of(srq->context)->modify_srq(srq, attr, attr_mask);
+}
+static inline int hw_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	return hw_ops_of(srq->context)->query_srq(srq, attr);
+}
+static inline int hw_destroy_srq(struct ibv_srq *srq)
+{
+	return hw_ops_of(srq->context)->destroy_srq(srq);
+}
+static inline int hw_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	return hw_ops_of(srq->context)->post_srq_recv(srq, wr, bad_wr);
 }
 static inline int hw_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
 {

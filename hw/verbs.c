@@ -26,7 +26,8 @@ static int verbs_query_gid(struct ibv_context *ctx, uint8_t port, int index, uni
 	return ibv_query_gid(ctx, port, index, gid);
 }
 
-static struct ibv_mr *verbs_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access)
+static struct ibv_mr *verbs_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+					int access)
 {
 	return ibv_reg_mr_iova(pd, addr, length, iova, access);
 }
@@ -71,6 +72,11 @@ static int verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv
 	return ibv_post_recv(qp, wr, bad_wr);
 }
 
+static int verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	return ibv_post_srq_recv(srq, wr, bad_wr);
+}
+
 static const struct hw_ops verbs_ops = {
     .query_device = verbs_query_device,
     .query_port = verbs_query_port,
@@ -103,6 +109,11 @@ static const struct hw_ops verbs_ops = {
     .post_recv = verbs_post_recv,
     .create_ah = ibv_create_ah,
     .destroy_ah = ibv_destroy_ah,
+    .create_srq = ibv_create_srq,
+    .modify_srq = ibv_modify_srq,
+    .query_srq = ibv_query_srq,
+    .destroy_srq = ibv_destroy_srq,
+    .post_srq_recv = verbs_post_srq_recv,
     .get_async_event = ibv_get_async_event,
     .ack_async_event = ibv_ack_async_event,
 };

@@ -2,7 +2,7 @@
 /*
  * Verbs on objects: PDs, MRs, completion channels, CQs, QPs, AHs and
  * asynchronous events.  Each call on a soft object goes to hw/soft, the
- * rest to libibverbs.  What the soft device does not have (SRQs, multicast,
+ * rest to libibverbs.  What the soft device does not have (XRC, multicast,
  * imported objects, dma-buf MRs, ECE) fails with EOPNOTSUPP, as a provider
  * without the feature does.
  */
@@ -200,8 +200,29 @@ PRELOAD_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 PRELOAD_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
 {
 	if (preload_is_soft(pd->context))
-		return preload_unsupported();
+		return preload_soft_ops()->create_srq(pd, srq_init_attr);
 	return PRELOAD_NEXT(ibv_create_srq, "IBVERBS_1.1")(pd, srq_init_attr);
+}
+
+PRELOAD_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)
+{
+	if (preload_is_soft(srq->context))
+		return preload_soft_ops()->modify_srq(srq, srq_attr, srq_attr_mask);
+	return PRELOAD_NEXT(ibv_modify_srq, "IBVERBS_1.1")(srq, srq_attr, srq_attr_mask);
+}
+
+PRELOAD_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
+{
+	if (preload_is_soft(srq->context))
+		return preload_soft_ops()->query_srq(srq, srq_attr);
+	return PRELOAD_NEXT(ibv_query_srq, "IBVERBS_1.1")(srq, srq_attr);
+}
+
+PRELOAD_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	if (preload_is_soft(srq->context))
+		return preload_soft_ops()->destroy_srq(srq);
+	return PRELOAD_NEXT(ibv_destroy_srq, "IBVERBS_1.1")(srq);
 }
 
 PRELOAD_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)

@@ -196,13 +196,13 @@ PRELOAD_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ec
 	return -1;
 }
 
-/* The soft device has neither multicast nor SRQs: the calls fail as on a NIC without them. */
+/* The soft device has no multicast: the calls fail as on a NIC without it. */
 PRELOAD_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
 {
 	(void)id;
 	(void)addr;
 	(void)context;
-	errno = ENOSYS;
+	errno = EOPNOTSUPP;
 	return -1;
 }
 
@@ -212,7 +212,7 @@ PRELOAD_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_
 	(void)id;
 	(void)attr;
 	(void)context;
-	errno = ENOSYS;
+	errno = EOPNOTSUPP;
 	return -1;
 }
 
@@ -226,24 +226,17 @@ PRELOAD_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *
 
 PRELOAD_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
-	(void)id;
-	(void)pd;
-	(void)attr;
-	errno = ENOSYS;
-	return -1;
+	return soft_cm_create_srq(id, pd, attr);
 }
 
 PRELOAD_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
 {
-	(void)id;
-	(void)attr;
-	errno = ENOSYS;
-	return -1;
+	return soft_cm_create_srq_ex(id, attr);
 }
 
 PRELOAD_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 {
-	(void)id;
+	soft_cm_destroy_srq(id);
 }
 
 PRELOAD_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)

@@ -91,6 +91,7 @@ struct soft_cm_id *soft_cm_new_id(struct rdma_event_channel *channel, void *cont
 		return NULL;
 	id->serial = ++soft_cm_next_serial;
 	id->fd = -1;
+	id->port_fd = -1;
 	id->id.channel = channel;
 	id->id.context = context;
 	id->id.ps = ps;
@@ -140,34 +141,87 @@ int soft_cm_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **ou
 	return 0;
 }
 
+/*
+ * Destroyed ids stay allocated for a while (the last SOFT_CM_RETIRED of them):
+ * a stale pointer a program still uses on another thread (rping -P's race
+ * hands one id to two threads) never finds another live id at its address,
+ * and soft_cm_live() refuses it without reading it.
+ */
+#define SOFT_CM_RETIRED 256
+static struct soft_cm_id *soft_cm_retired[SOFT_CM_RETIRED];
+static unsigned soft_cm_retired_next;
+
+static void soft_cm_retire(struct soft_cm_id *id)
+{
+	struct soft_cm_id **slot = &soft_cm_retired[soft_cm_retired_next++ % SOFT_CM_RETIRED];
+
+	free(*slot);
+	*slot = id;
+}
+
+struct soft_cm_id *soft_cm_live(const struct rdma_cm_id *cm)
+{
+	for (struct soft_cm_id *id = soft_cm_ids; id; id = id->next)
+		if (&id->id == cm)
+			return id;
+	return NULL;
+}
+
+bool soft_cm_lock_live(const struct rdma_cm_id *cm)
+{
+	pthread_mutex_lock(&soft_cm_lock);
+	if (cm && soft_cm_live(cm))
+		return true;
+	pthread_mutex_unlock(&soft_cm_lock);
+	errno = EINVAL;
+	return false;
+}
+
+/* A connection request never reported (its event dropped with the listener): refused and gone. */
+static void soft_cm_refuse_unreported(struct soft_cm_id *c)
+{
+	struct rdma_cm_id *grandchild;
+
+	soft_cm_send(c, &(struct soft_cm_msg){.type = SOFT_CM_REJ, .status = SOFT_CM_REJ_NO_LISTENER});
+	soft_cm_close(c);
+	while (soft_cm_drop_event(c->id.channel, &c->id, &grandchild))
+		;
+	soft_cm_unlink(c);
+	free(c);
+}
+
 int soft_cm_destroy_id(struct rdma_cm_id *cm)
 {
 	struct soft_cm_id *id;
 	struct rdma_event_channel *own = NULL;
+	struct rdma_cm_id *child;
 
-	if (!cm)
-		return soft_cm_fail(EINVAL);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	id = to_soft_cm_id(cm);
-	pthread_mutex_lock(&soft_cm_lock);
 	soft_cm_close(id);
 	soft_cm_unlink(id);
-	/* Connections not yet reported die with their listener; reported ones forget it. */
+	/* Its events not yet retrieved go with it; so do the connection requests it never reported. */
+	while (soft_cm_drop_event(cm->channel, cm, &child))
+		if (child && soft_cm_live(child))
+			soft_cm_refuse_unreported(to_soft_cm_id(child));
+	/* Connections not yet reported are refused with their listener; reported ones forget it. */
 	for (struct soft_cm_id *c = soft_cm_ids, *next; c; c = next) {
 		next = c->next;
 		if (c->listener != id)
 			continue;
 		c->listener = NULL;
-		if (c->state == SOFT_CM_REQ_WAIT) {
-			soft_cm_close(c);
-			soft_cm_unlink(c);
-			free(c);
-		}
+		if (c->state == SOFT_CM_REQ_WAIT)
+			soft_cm_refuse_unreported(c);
 	}
 	if (id->sync)
 		own = cm->channel;
+	if (id->port_fd >= 0)
+		close(id->port_fd);
+	id->port_fd = -1;
+	soft_cm_retire(id);
 	pthread_mutex_unlock(&soft_cm_lock);
 	soft_cm_destroy_event_channel(own);
-	free(id);
 	return 0;
 }
 
@@ -201,15 +255,52 @@ static int soft_cm_attach(struct soft_cm_id *id)
 	return 0;
 }
 
+/*
+ * Binds a socket to the id's source address, as the kernel CM reserves the
+ * port at rdma_bind_addr: port 0 becomes an ephemeral port at once (a server
+ * reads it with rdma_get_src_port before it listens and tells its client:
+ * qperf), and a port in use fails here with EADDRINUSE.  Lock held.
+ */
+static int soft_cm_reserve_port(struct soft_cm_id *id)
+{
+	struct rdma_cm_id *cm = &id->id;
+	socklen_t len = sizeof(struct sockaddr_in);
+	int one = 1, err = 0;
+
+	/*
+	 * SO_REUSEADDR (a restarted server rebinds past TIME_WAIT) lets two bound
+	 * sockets share a port until one listens: this process's ids are checked here.
+	 */
+	for (struct soft_cm_id *o = soft_cm_ids; o && cm->route.addr.src_sin.sin_port; o = o->next)
+		if (o != id && (o->port_fd >= 0 || o->state == SOFT_CM_LISTENING) &&
+		    o->id.route.addr.src_sin.sin_port == cm->route.addr.src_sin.sin_port)
+			return EADDRINUSE;
+
+	id->port_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (id->port_fd < 0)
+		return errno;
+	setsockopt(id->port_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(id->port_fd, &cm->route.addr.src_addr, sizeof(struct sockaddr_in)) ||
+	    getsockname(id->port_fd, &cm->route.addr.src_addr, &len)) {
+		err = errno;
+		close(id->port_fd);
+		id->port_fd = -1;
+	}
+	return err;
+}
+
 int soft_cm_bind_addr(struct rdma_cm_id *cm, struct sockaddr *addr)
 {
 	struct soft_cm_id *id = to_soft_cm_id(cm);
 	int err;
 
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	err = id->state != SOFT_CM_IDLE ? EINVAL : soft_cm_set_addr(&cm->route.addr.src_addr, addr);
 	if (!err)
 		err = soft_cm_attach(id);
+	if (!err)
+		err = soft_cm_reserve_port(id);
 	if (!err)
 		id->state = SOFT_CM_ADDR_BOUND;
 	pthread_mutex_unlock(&soft_cm_lock);
@@ -222,7 +313,8 @@ int soft_cm_resolve_addr(struct rdma_cm_id *cm, struct sockaddr *src, struct soc
 	int err = 0;
 
 	(void)timeout_ms;
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (id->state != SOFT_CM_IDLE && id->state != SOFT_CM_ADDR_BOUND)
 		err = EINVAL;
 	if (!err && src)
@@ -253,7 +345,8 @@ int soft_cm_resolve_route(struct rdma_cm_id *cm, int timeout_ms)
 	int err = 0;
 
 	(void)timeout_ms;
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (id->state != SOFT_CM_ADDR_RESOLVED) {
 		err = EINVAL;
 	} else {
@@ -299,7 +392,8 @@ int soft_cm_connect(struct rdma_cm_id *cm, struct rdma_conn_param *param)
 
 	if (param && param->private_data && param->private_data_len > SOFT_CM_REQ_PRIVATE)
 		return soft_cm_fail(EINVAL);
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (id->state != SOFT_CM_ROUTE_RESOLVED || !cm->verbs) {
 		err = EINVAL;
 	} else {
@@ -325,7 +419,8 @@ int soft_cm_listen(struct rdma_cm_id *cm, int backlog)
 	socklen_t len = sizeof(struct sockaddr_in);
 	int err = 0, one = 1;
 
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (id->state == SOFT_CM_IDLE) {
 		/* Unbound: any address, any port, as librdmacm does. */
 		cm->route.addr.src_sin = (struct sockaddr_in){.sin_family = AF_INET};
@@ -336,14 +431,23 @@ int soft_cm_listen(struct rdma_cm_id *cm, int backlog)
 		err = err ? err : EINVAL;
 		goto out;
 	}
-	id->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	/* The socket rdma_bind_addr reserved the port with, else a new one. */
+	id->fd = id->port_fd;
+	id->port_fd = -1;
 	if (id->fd < 0) {
-		err = errno;
-		goto out;
+		id->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (id->fd < 0) {
+			err = errno;
+			goto out;
+		}
+		setsockopt(id->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(id->fd, &cm->route.addr.src_addr, sizeof(struct sockaddr_in))) {
+			err = errno;
+			soft_cm_close(id);
+			goto out;
+		}
 	}
-	setsockopt(id->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(id->fd, &cm->route.addr.src_addr, sizeof(struct sockaddr_in)) ||
-	    listen(id->fd, backlog > 0 ? backlog : 128) ||
+	if (listen(id->fd, backlog > 0 ? backlog : 128) ||
 	    getsockname(id->fd, &cm->route.addr.src_addr, &len)) {
 		err = errno;
 		soft_cm_close(id);
@@ -366,7 +470,8 @@ int soft_cm_accept(struct rdma_cm_id *cm, struct rdma_conn_param *param)
 
 	if (param && param->private_data && param->private_data_len > SOFT_CM_REP_PRIVATE)
 		return soft_cm_fail(EINVAL);
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (id->state != SOFT_CM_REQ_RECEIVED) {
 		err = EINVAL;
 		goto out;
@@ -414,7 +519,8 @@ int soft_cm_reject(struct rdma_cm_id *cm, const void *private_data, uint8_t priv
 		rej.private_data_len = private_data_len;
 		memcpy(rej.private_data, private_data, private_data_len);
 	}
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (id->state != SOFT_CM_REQ_RECEIVED) {
 		err = EINVAL;
 	} else {
@@ -431,7 +537,8 @@ int soft_cm_disconnect(struct rdma_cm_id *cm)
 	struct soft_cm_id *id = to_soft_cm_id(cm);
 	int err = 0;
 
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	switch (id->state) {
 	case SOFT_CM_REP_RECEIVED:
 	case SOFT_CM_ESTABLISHED:
@@ -475,7 +582,10 @@ int soft_cm_migrate_id(struct rdma_cm_id *cm, struct rdma_event_channel *channel
 		if (!own)
 			return -1;
 	}
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm)) {
+		soft_cm_destroy_event_channel(own);
+		return -1;
+	}
 	if (id->sync)
 		old = cm->channel;
 	cm->channel = channel ? channel : own;
@@ -490,7 +600,8 @@ int soft_cm_establish(struct rdma_cm_id *cm)
 	struct soft_cm_id *id = to_soft_cm_id(cm);
 	int err = 0;
 
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (id->state != SOFT_CM_REP_RECEIVED)
 		err = EINVAL;
 	else if (soft_cm_send(id, &(struct soft_cm_msg){.type = SOFT_CM_RTU}))
@@ -513,7 +624,8 @@ int soft_cm_set_option(struct rdma_cm_id *cm, int level, int optname, void *optv
 
 		if (v > 31)
 			return soft_cm_fail(EINVAL);
-		pthread_mutex_lock(&soft_cm_lock);
+		if (!soft_cm_lock_live(cm))
+			return -1;
 		id->ack_timeout = v;
 		pthread_mutex_unlock(&soft_cm_lock);
 	}
@@ -559,7 +671,8 @@ int soft_cm_create_qp_ex(struct rdma_cm_id *cm, struct ibv_qp_init_attr_ex *attr
 
 	if (!attr)
 		return soft_cm_fail(EINVAL);
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return -1;
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
 		attr->pd = soft_cm_default_pd(cm);
 		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
@@ -570,6 +683,9 @@ int soft_cm_create_qp_ex(struct rdma_cm_id *cm, struct ibv_qp_init_attr_ex *attr
 	}
 	if (!cm->verbs)
 		cm->verbs = attr->pd->context;
+	/* As librdmacm: a QP made after rdma_create_srq takes its receives from the id's SRQ. */
+	if (!attr->srq)
+		attr->srq = cm->srq;
 	/* rdma_create_ep's callers (rdma_client) leave the type to the id's, from rdma_getaddrinfo. */
 	if (!attr->qp_type)
 		attr->qp_type = cm->qp_type;
@@ -644,13 +760,66 @@ void soft_cm_destroy_qp(struct rdma_cm_id *cm)
 {
 	struct soft_cm_id *id = to_soft_cm_id(cm);
 
-	pthread_mutex_lock(&soft_cm_lock);
+	if (!soft_cm_lock_live(cm))
+		return;
 	if (cm->qp)
 		soft_destroy_qp(cm->qp);
 	cm->qp = NULL;
 	if (id->own_cqs)
 		soft_cm_free_cqs(cm);
 	id->own_cqs = false;
+	pthread_mutex_unlock(&soft_cm_lock);
+}
+
+int soft_cm_create_srq_ex(struct rdma_cm_id *cm, struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq *srq;
+	int err = 0;
+
+	if (!attr)
+		return soft_cm_fail(EINVAL);
+	if (!soft_cm_lock_live(cm))
+		return -1;
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		attr->pd = cm->pd ? cm->pd : soft_cm_default_pd(cm);
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	}
+	if (!attr->pd || cm->srq || (cm->verbs && attr->pd->context->device != cm->verbs->device)) {
+		err = EINVAL;
+	} else {
+		srq = soft_create_srq_ex(attr->pd->context, attr);
+		if (srq)
+			cm->srq = srq;
+		else
+			err = errno ? errno : EINVAL;
+	}
+	pthread_mutex_unlock(&soft_cm_lock);
+	return err ? soft_cm_fail(err) : 0;
+}
+
+int soft_cm_create_srq(struct rdma_cm_id *cm, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq_init_attr_ex ex = {0};
+	int ret;
+
+	if (!attr)
+		return soft_cm_fail(EINVAL);
+	ex.srq_context = attr->srq_context;
+	ex.attr = attr->attr;
+	ex.comp_mask = pd ? IBV_SRQ_INIT_ATTR_PD : 0;
+	ex.pd = pd;
+	ret = soft_cm_create_srq_ex(cm, &ex);
+	if (!ret)
+		attr->attr = ex.attr;
+	return ret;
+}
+
+void soft_cm_destroy_srq(struct rdma_cm_id *cm)
+{
+	if (!soft_cm_lock_live(cm))
+		return;
+	if (cm->srq && !soft_destroy_srq(cm->srq))
+		cm->srq = NULL;
 	pthread_mutex_unlock(&soft_cm_lock);
 }
 

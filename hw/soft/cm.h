@@ -85,6 +85,10 @@ int soft_cm_resolve_route(struct rdma_cm_id *id, int timeout_ms);
 int soft_cm_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 int soft_cm_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr);
 void soft_cm_destroy_qp(struct rdma_cm_id *id);
+/* rdma_create_srq: an SRQ on pd (NULL: the id's) that the id's QP then takes its receives from. */
+int soft_cm_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+int soft_cm_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr);
+void soft_cm_destroy_srq(struct rdma_cm_id *id);
 int soft_cm_connect(struct rdma_cm_id *id, struct rdma_conn_param *param);
 int soft_cm_listen(struct rdma_cm_id *id, int backlog);
 int soft_cm_accept(struct rdma_cm_id *id, struct rdma_conn_param *param);
@@ -111,6 +115,12 @@ extern pthread_mutex_t soft_cm_lock;
 struct soft_cm_id;
 void soft_cm_post(struct rdma_event_channel *channel, struct rdma_cm_id *id, struct rdma_cm_id *listen,
 		  enum rdma_cm_event_type type, int status, const struct soft_cm_msg *m);
+/*
+ * Drops one queued (not yet retrieved) event of id, or with id as its listener, from channel, as
+ * the kernel drops a destroyed id's events; *child is the new id of a dropped CONNECT_REQUEST for
+ * listener id (never reported: the caller rejects and frees it).  False: none left.  Lock held.
+ */
+bool soft_cm_drop_event(struct rdma_event_channel *channel, struct rdma_cm_id *id, struct rdma_cm_id **child);
 /* A synchronous id (created without a channel) waits for its operation's event: 0, or -1 and errno. */
 int soft_cm_wait(struct rdma_cm_id *id, enum rdma_cm_event_type expected);
 

@@ -196,7 +196,13 @@ int soft_cm_init_qp_attr(struct rdma_cm_id *cm_id, struct ibv_qp_attr *a, int *m
 		if (!id->peer.type)
 			break;
 		a->sq_psn = id->mine.psn;
-		a->timeout = id->ack_timeout ? id->ack_timeout : 14;
+		/*
+		 * The kernel CM's default on RoCE: its path's packet life time (16,
+		 * CMA_IBOE_PACKET_LIFETIME) + 1, about 0.5 s a try.  A peer whose
+		 * process is starved for a moment (a loaded machine: the soft NIC
+		 * answers from there) is not given up on after 0.5 s in all.
+		 */
+		a->timeout = id->ack_timeout ? id->ack_timeout : 17;
 		a->retry_cnt = id->mine.retry_count ? id->mine.retry_count : 7;
 		a->rnr_retry = id->mine.rnr_retry_count ? id->mine.rnr_retry_count : 7;
 		if (a->retry_cnt > 7)

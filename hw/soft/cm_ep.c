@@ -22,6 +22,52 @@ static struct sockaddr *soft_cm_dup_addr(const struct sockaddr *sa, socklen_t le
 	return copy;
 }
 
+/* An address of the hints, copied; false when it is there but not IPv4. */
+static bool soft_cm_hint_addr(const struct sockaddr *sa, socklen_t len, struct sockaddr **out,
+			      socklen_t *out_len)
+{
+	if (!sa || !len)
+		return true;
+	if (sa->sa_family != AF_INET || len < sizeof(struct sockaddr_in))
+		return false;
+	*out = soft_cm_dup_addr(sa, sizeof(struct sockaddr_in));
+	*out_len = *out ? sizeof(struct sockaddr_in) : 0;
+	return true;
+}
+
+/*
+ * rdma_getaddrinfo(NULL, NULL, hints): as librdmacm, the addresses come from
+ * the hints (ai_src_addr, ai_dst_addr); libfabric's verbs provider asks so.
+ */
+static int soft_cm_addrinfo_from_hints(const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
+{
+	struct rdma_addrinfo *r;
+	bool ok;
+
+	if (!hints || (!hints->ai_src_addr && !hints->ai_dst_addr)) {
+		errno = EINVAL;
+		return -1;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		errno = ENOMEM;
+		return -1;
+	}
+	r->ai_flags = hints->ai_flags;
+	r->ai_family = AF_INET;
+	r->ai_qp_type = hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
+	r->ai_port_space = hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
+	ok = soft_cm_hint_addr(hints->ai_src_addr, hints->ai_src_len, &r->ai_src_addr, &r->ai_src_len) &&
+	     soft_cm_hint_addr(hints->ai_dst_addr, hints->ai_dst_len, &r->ai_dst_addr, &r->ai_dst_len);
+	if (!ok || (!r->ai_src_addr && !r->ai_dst_addr)) {
+		soft_cm_freeaddrinfo(r);
+		errno = ok ? ENOMEM : EAFNOSUPPORT;
+		return -1;
+	}
+	*res = r;
+	return 0;
+}
+
 int soft_cm_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
 			struct rdma_addrinfo **res)
 {
@@ -30,7 +76,7 @@ int soft_cm_getaddrinfo(const char *node, const char *service, const struct rdma
 	bool passive = hints && (hints->ai_flags & RAI_PASSIVE);
 	int rc;
 
-	if (!res || (!node && !service)) {
+	if (!res || (!node && !service && !hints)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -38,6 +84,8 @@ int soft_cm_getaddrinfo(const char *node, const char *service, const struct rdma
 		errno = EAFNOSUPPORT;
 		return -1;
 	}
+	if (!node && !service)
+		return soft_cm_addrinfo_from_hints(hints, res);
 	if (passive)
 		want.ai_flags |= AI_PASSIVE;
 	if (hints && (hints->ai_flags & RAI_NUMERICHOST))

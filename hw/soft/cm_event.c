@@ -145,6 +145,29 @@ void soft_cm_post(struct rdma_event_channel *channel, struct rdma_cm_id *id, str
 	}
 }
 
+bool soft_cm_drop_event(struct rdma_event_channel *channel, struct rdma_cm_id *id, struct rdma_cm_id **child)
+{
+	struct soft_cm_channel *c = to_channel(channel);
+	struct soft_cm_event *prev = NULL;
+
+	*child = NULL;
+	for (struct soft_cm_event *e = c->head; e; prev = e, e = e->next) {
+		if (e->ev.id != id && e->ev.listen_id != id)
+			continue;
+		if (prev)
+			prev->next = e->next;
+		else
+			c->head = e->next;
+		if (c->tail == e)
+			c->tail = prev;
+		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.id != id)
+			*child = e->ev.id;
+		free(e);
+		return true; /* its byte stays in the pipe: rdma_get_cm_event skips it */
+	}
+	return false;
+}
+
 int soft_cm_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	struct soft_cm_channel *c;
@@ -160,6 +183,7 @@ int soft_cm_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 	}
 	c = to_channel(channel);
 	pthread_mutex_lock(&soft_cm_lock);
+again:
 	destroyed = c->destroyed;
 	c->readers += !destroyed;
 	pthread_mutex_unlock(&soft_cm_lock);
@@ -186,16 +210,12 @@ int soft_cm_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 		return -1;
 	}
 	e = c->head;
-	if (e) {
-		c->head = e->next;
-		if (!c->head)
-			c->tail = NULL;
-	}
+	if (!e)
+		goto again; /* the byte of an event dropped with its id (soft_cm_drop_event) */
+	c->head = e->next;
+	if (!c->head)
+		c->tail = NULL;
 	pthread_mutex_unlock(&soft_cm_lock);
-	if (!e) {
-		errno = ENODATA;
-		return -1;
-	}
 	*event = &e->ev;
 	return 0;
 }

@@ -39,8 +39,10 @@ struct soft_cm_id {
 	struct rdma_cm_id id;
 	uint64_t serial; /* names the id in the CM thread's epoll set */
 	enum soft_cm_state state;
-	bool sync; /* created without a channel: id.channel is its own, operations wait */
-	int fd;	   /* listening socket, or the connection to the peer */
+	bool sync;   /* created without a channel: id.channel is its own, operations wait */
+	int fd;	     /* listening socket, or the connection to the peer */
+	int port_fd; /* rdma_bind_addr's port, reserved by a bound socket until listen takes it or the id goes
+		      */
 	uint8_t in[SOFT_CM_HDR_LEN + SOFT_CM_MAX_PRIVATE];
 	size_t in_len;
 	uint64_t deadline_ns;		      /* of the state's wait, 0: none */
@@ -75,6 +77,13 @@ void soft_cm_forget_ids(void);
 struct soft_cm_id *soft_cm_find(uint64_t serial);
 struct soft_cm_id *soft_cm_new_id(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps);
 void soft_cm_unlink(struct soft_cm_id *id);
+/*
+ * The id cm names if it is live (created and not destroyed), else NULL; only
+ * pointers are compared, a destroyed id is never read.  Lock held.
+ */
+struct soft_cm_id *soft_cm_live(const struct rdma_cm_id *cm);
+/* Every entry point taking an id: locks the CM if cm is live, else fails with EINVAL (unlocked). */
+bool soft_cm_lock_live(const struct rdma_cm_id *cm);
 extern struct soft_cm_id *soft_cm_ids;
 
 #endif

@@ -118,6 +118,8 @@ int soft_destroy_cq(struct ibv_cq *ibcq)
 
 	if (atomic_load(&cq->qp_refs))
 		return EBUSY;
+	soft_async_forget(ibcq->context, ibcq, &cq->async_reported, &ibcq->mutex, &ibcq->cond,
+			  &ibcq->async_events_completed);
 	if (ibcq->channel)
 		__atomic_sub_fetch(&ibcq->channel->refcnt, 1, __ATOMIC_ACQ_REL);
 	atomic_fetch_sub(&soft_nic_of(ibcq->context)->n_cq, 1);

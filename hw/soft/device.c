@@ -217,7 +217,7 @@ static int soft_query_device(struct ibv_context *ctx, struct ibv_device_attr *at
 	attr->max_qp_wr = SOFT_MAX_QP_WR;
 	attr->device_cap_flags = IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
 				 IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
-				 IBV_DEVICE_PORT_ACTIVE_EVENT;
+				 IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SRQ_RESIZE;
 	attr->max_sge = SOFT_MAX_SGE;
 	attr->max_sge_rd = SOFT_MAX_SGE;
 	attr->max_cq = SOFT_MAX_CQ;
@@ -225,6 +225,9 @@ static int soft_query_device(struct ibv_context *ctx, struct ibv_device_attr *at
 	attr->max_mr = SOFT_MAX_MR;
 	attr->max_mw = SOFT_MAX_MW;
 	attr->max_pd = SOFT_MAX_PD;
+	attr->max_srq = SOFT_MAX_SRQ;
+	attr->max_srq_wr = SOFT_MAX_SRQ_WR;
+	attr->max_srq_sge = SOFT_MAX_SGE;
 	attr->max_qp_rd_atom = 16;
 	attr->max_qp_init_rd_atom = 16;
 	attr->max_res_rd_atom = SOFT_MAX_QP * 16;
@@ -280,45 +283,6 @@ bool soft_is_cmd_fd(int fd)
 	return strncmp(target, prefix, sizeof(prefix) - 1) == 0;
 }
 
-void soft_async_event(struct ibv_context *ctx, enum ibv_event_type type, void *obj)
-{
-	struct soft_context *sctx = to_soft_context(ctx);
-	struct ibv_async_event ev = {.event_type = type};
-	ssize_t n;
-
-	switch (type) {
-	case IBV_EVENT_CQ_ERR:
-		ev.element.cq = obj;
-		break;
-	case IBV_EVENT_PORT_ACTIVE:
-	case IBV_EVENT_PORT_ERR:
-		ev.element.port_num = 1;
-		break;
-	default:
-		ev.element.qp = obj;
-		break;
-	}
-	/* Smaller than PIPE_BUF: written whole; a full pipe drops the event. */
-	n = write(sctx->async_wr, &ev, sizeof(ev));
-	(void)n;
-}
-
-static int soft_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
-{
-	ssize_t n = read(ctx->async_fd, event, sizeof(*event));
-
-	if (n == (ssize_t)sizeof(*event))
-		return 0;
-	if (n >= 0)
-		errno = EIO;
-	return -1;
-}
-
-static void soft_ack_async_event(struct ibv_async_event *event)
-{
-	(void)event;
-}
-
 static int soft_close_device(struct ibv_context *ctx)
 {
 	struct soft_context *sctx = to_soft_context(ctx);
@@ -327,6 +291,7 @@ static int soft_close_device(struct ibv_context *ctx)
 		close(sctx->vctx.context.cmd_fd);
 	close(sctx->vctx.context.async_fd);
 	close(sctx->async_wr);
+	soft_async_free(sctx);
 	pthread_mutex_destroy(&sctx->vctx.context.mutex);
 	soft_nic_put(sctx->nic);
 	free(sctx);
@@ -371,6 +336,11 @@ static const struct hw_ops soft_ops = {
     .post_recv = soft_post_recv,
     .create_ah = soft_create_ah,
     .destroy_ah = soft_destroy_ah,
+    .create_srq = soft_create_srq,
+    .modify_srq = soft_modify_srq,
+    .query_srq = soft_query_srq,
+    .destroy_srq = soft_destroy_srq,
+    .post_srq_recv = soft_post_srq_recv,
     .get_async_event = soft_get_async_event,
     .ack_async_event = soft_ack_async_event,
 };
@@ -414,6 +384,7 @@ static int soft_query_device_ex(struct ibv_context *ctx, const struct ibv_query_
 	full.completion_timestamp_mask = UINT64_MAX;
 	full.hca_core_clock = 1000000;
 	full.phys_port_cnt_ex = 1;
+	full.max_dm_size = SOFT_MAX_DM;
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
 	return 0;
 }
@@ -440,6 +411,7 @@ static void soft_context_init(struct soft_context *sctx, int async_fd)
 	ctx->ops.alloc_mw = soft_alloc_mw;
 	ctx->ops.dealloc_mw = soft_dealloc_mw;
 	ctx->ops.bind_mw = soft_bind_mw;
+	ctx->ops.post_srq_recv = soft_post_srq_recv;
 	/* The extended ops libibverbs' inline helpers look up (verbs_get_ctx_op). */
 	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
 	v->sz = sizeof(*v);
@@ -447,6 +419,11 @@ static void soft_context_init(struct soft_context *sctx, int async_fd)
 	v->query_device_ex = soft_query_device_ex;
 	v->create_cq_ex = soft_create_cq_ex;
 	v->create_qp_ex = soft_create_qp_ex;
+	v->create_srq_ex = soft_create_srq_ex;
+	v->alloc_parent_domain = soft_alloc_parent_domain;
+	v->alloc_dm = soft_alloc_dm;
+	v->free_dm = soft_free_dm;
+	v->reg_dm_mr = soft_reg_dm_mr;
 }
 
 static struct ibv_context *soft_open_device(const struct hw_device *dev)
@@ -475,6 +452,7 @@ static struct ibv_context *soft_open_device(const struct hw_device *dev)
 	}
 	soft_context_init(sctx, fds[0]);
 	sctx->async_wr = fds[1];
+	pthread_mutex_init(&sctx->async_lock, NULL);
 	return &sctx->vctx.context;
 }
 

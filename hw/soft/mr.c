@@ -28,11 +28,45 @@ struct ibv_pd *soft_alloc_pd(struct ibv_context *ctx)
 	return &pd->ibv;
 }
 
+/*
+ * ibv_alloc_parent_domain: a PD that stands for attr->pd (objects made on it
+ * belong to that PD).  No thread domains here (ibv_alloc_td is not
+ * implemented); the allocators are accepted and not called: the soft NIC's
+ * queues live in its own memory, which the application never maps.
+ */
+struct ibv_pd *soft_alloc_parent_domain(struct ibv_context *ctx, struct ibv_parent_domain_init_attr *attr)
+{
+	const uint32_t known =
+	    IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+	struct soft_pd *pd;
+
+	if ((attr->comp_mask & ~known) || attr->td) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!attr->pd || attr->pd->context->device != ctx->device || ((struct soft_pd *)attr->pd)->base ||
+	    ((attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) && (!attr->alloc || !attr->free))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pd = (struct soft_pd *)soft_alloc_pd(ctx);
+	if (!pd)
+		return NULL;
+	pd->base = attr->pd;
+	pd->ibv.handle = attr->pd->handle;
+	soft_pd_hold(attr->pd);
+	return &pd->ibv;
+}
+
 int soft_dealloc_pd(struct ibv_pd *pd)
 {
+	struct ibv_pd *base = ((struct soft_pd *)pd)->base;
+
 	/* As the kernel's ib_dealloc_pd path: a PD with objects on it stays (EBUSY). */
 	if (atomic_load(&((struct soft_pd *)pd)->users))
 		return EBUSY;
+	if (base)
+		soft_pd_release(base);
 	atomic_fetch_sub(&soft_nic_of(pd->context)->n_pd, 1);
 	free(pd);
 	return 0;
@@ -129,6 +163,8 @@ int soft_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 struct ibv_mr *soft_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access)
 {
 	struct soft_nic *nic = soft_nic_of(pd->context);
+
+	pd = soft_pd_base(pd);
 	struct soft_mr *mr;
 	uint32_t key;
 	int err;
@@ -193,6 +229,8 @@ int soft_dereg_mr(struct ibv_mr *ibmr)
 	pthread_rwlock_unlock(&nic->obj_lock);
 	atomic_fetch_sub(&nic->n_mr, 1);
 	soft_pd_release(ibmr->pd);
+	if (mr->dm)
+		atomic_fetch_sub(&mr->dm->mrs, 1);
 	free(mr);
 	return 0;
 }
@@ -200,6 +238,8 @@ int soft_dereg_mr(struct ibv_mr *ibmr)
 struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
 	struct soft_nic *nic = soft_nic_of(pd->context);
+
+	pd = soft_pd_base(pd);
 	struct soft_mw *mw;
 	uint32_t key;
 	int err;

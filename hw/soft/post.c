@@ -220,7 +220,8 @@ int soft_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	int err = 0;
 
 	soft_lock(&qp->rq_lock);
-	if (__atomic_load_n(&qp->ibv.state, __ATOMIC_ACQUIRE) == IBV_QPS_RESET)
+	/* A QP on an SRQ has no receive queue: its receives are posted to the SRQ. */
+	if (__atomic_load_n(&qp->ibv.state, __ATOMIC_ACQUIRE) == IBV_QPS_RESET || ibqp->srq)
 		err = EINVAL;
 	for (; wr && !err; wr = wr->next) {
 		struct soft_rwqe *r;

@@ -177,19 +177,24 @@ struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	struct soft_qp *qp;
 	int index = -1;
 
+	pd = soft_pd_base(pd);
 	if (soft_qp_type_unsupported(init->qp_type)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	if ((init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UD && init->qp_type != IBV_QPT_UC) ||
-	    init->srq || !init->send_cq || !init->recv_cq ||
-	    init->send_cq->context->device != pd->context->device ||
-	    init->recv_cq->context->device != pd->context->device || cap->max_send_wr > SOFT_MAX_QP_WR ||
-	    cap->max_recv_wr > SOFT_MAX_QP_WR || cap->max_send_sge > SOFT_MAX_SGE ||
-	    cap->max_recv_sge > SOFT_MAX_SGE || cap->max_inline_data > SOFT_MAX_INLINE) {
+	    !init->send_cq || !init->recv_cq || init->send_cq->context->device != pd->context->device ||
+	    init->recv_cq->context->device != pd->context->device ||
+	    (init->srq && init->srq->context->device != pd->context->device) ||
+	    cap->max_send_wr > SOFT_MAX_QP_WR || cap->max_send_sge > SOFT_MAX_SGE ||
+	    cap->max_inline_data > SOFT_MAX_INLINE ||
+	    (!init->srq && (cap->max_recv_wr > SOFT_MAX_QP_WR || cap->max_recv_sge > SOFT_MAX_SGE))) {
 		errno = EINVAL;
 		return NULL;
 	}
+	/* On an SRQ the QP has no receive queue of its own: its receive capabilities are 0. */
+	if (init->srq)
+		cap->max_recv_wr = cap->max_recv_sge = 0;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
@@ -218,6 +223,7 @@ struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	qp->ibv.pd = pd;
 	qp->ibv.send_cq = init->send_cq;
 	qp->ibv.recv_cq = init->recv_cq;
+	qp->ibv.srq = init->srq;
 	qp->ibv.qp_type = init->qp_type;
 	qp->ibv.state = IBV_QPS_RESET;
 	pthread_mutex_init(&qp->ibv.mutex, NULL);
@@ -249,6 +255,8 @@ struct ibv_qp *soft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	}
 	atomic_fetch_add(&to_soft_cq(init->send_cq)->qp_refs, 1);
 	atomic_fetch_add(&to_soft_cq(init->recv_cq)->qp_refs, 1);
+	if (init->srq)
+		atomic_fetch_add(&to_soft_srq(init->srq)->users, 1);
 	soft_pd_hold(pd);
 	return &qp->ibv;
 }
@@ -302,12 +310,24 @@ static void soft_push_flush(struct ibv_cq *cq, struct soft_qp *qp, uint64_t wr_i
 	soft_cq_push(cq, &wc, false);
 }
 
-/* Completes every outstanding WR with WR_FLUSH_ERR; qp->lock held. */
+/*
+ * Completes every outstanding WR with WR_FLUSH_ERR; qp->lock held.  A QP on
+ * an SRQ flushes only its send queue: the SRQ's WQEs stay for the other QPs,
+ * and the QP's owner learns that no receive will complete on it any more
+ * from IBV_EVENT_QP_LAST_WQE_REACHED (once per entry into ERR).
+ */
 void soft_qp_flush_locked(struct soft_qp *qp)
 {
 	for (; qp->sq_head != qp->sq_tail; qp->sq_head++)
 		soft_complete_send(qp, &qp->sq[qp->sq_head & qp->sq_mask], IBV_WC_WR_FLUSH_ERR, 0);
 	qp->sq_next = qp->sq_head;
+	if (qp->ibv.srq) {
+		if (qp->attr.qp_state == IBV_QPS_ERR && !qp->last_wqe_told) {
+			qp->last_wqe_told = true;
+			soft_async_event(qp->ibv.context, IBV_EVENT_QP_LAST_WQE_REACHED, &qp->ibv);
+		}
+		return;
+	}
 	pthread_mutex_lock(&qp->rq_lock);
 	for (; qp->rq_head != qp->rq_tail; qp->rq_head++)
 		soft_push_flush(qp->ibv.recv_cq, qp, qp->rq[qp->rq_head & qp->rq_mask].wr_id, IBV_WC_RECV);
@@ -404,6 +424,7 @@ int soft_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 			if (ibqp->recv_cq != ibqp->send_cq)
 				soft_cq_clean(ibqp->recv_cq, ibqp->qp_num);
 			qp->has_atomic = false;
+			qp->last_wqe_told = false;
 			break;
 		case IBV_QPS_RTR:
 			if (cur == IBV_QPS_INIT)
@@ -446,6 +467,7 @@ int soft_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask, 
 	init->qp_context = ibqp->qp_context;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
 	init->cap = qp->cap;
 	init->qp_type = ibqp->qp_type;
 	init->sq_sig_all = qp->sq_sig_all;
@@ -478,7 +500,11 @@ int soft_destroy_qp(struct ibv_qp *ibqp)
 	pthread_rwlock_unlock(&nic->obj_lock);
 	atomic_fetch_sub(&to_soft_cq(ibqp->send_cq)->qp_refs, 1);
 	atomic_fetch_sub(&to_soft_cq(ibqp->recv_cq)->qp_refs, 1);
+	if (ibqp->srq)
+		atomic_fetch_sub(&to_soft_srq(ibqp->srq)->users, 1);
 	soft_pd_release(ibqp->pd);
+	soft_async_forget(ibqp->context, ibqp, &qp->async_reported, &ibqp->mutex, &ibqp->cond,
+			  &ibqp->events_completed);
 	pthread_mutex_destroy(&qp->lock);
 	pthread_mutex_destroy(&qp->rq_lock);
 	pthread_mutex_destroy(&qp->ibv.mutex);
@@ -495,6 +521,7 @@ struct ibv_ah *soft_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	struct soft_nic *nic = soft_nic_of(pd->context);
 	struct soft_ah *ah;
 
+	pd = soft_pd_base(pd);
 	if (attr->port_num > 1 || !attr->is_global || attr->grh.sgid_index >= SOFT_GID_TBL_LEN) {
 		errno = EINVAL;
 		return NULL;

@@ -38,18 +38,22 @@ static void soft_copy_segs(struct soft_seg *dst, int ndst, const struct soft_seg
 	}
 }
 
-/* Resolves a receive WQE's SGEs into writable segments; false on a protection error. */
+/*
+ * Resolves a receive WQE's SGEs into writable segments; false on a protection
+ * error.  An SRQ's WQEs are checked against the SRQ's PD.
+ */
 static bool soft_recv_segs(struct soft_qp *qp, const struct soft_rwqe *r, struct soft_seg *seg, uint64_t *cap)
 {
+	const struct ibv_pd *pd = qp->ibv.srq ? qp->ibv.srq->pd : qp->ibv.pd;
+
 	*cap = 0;
 	for (int i = 0; i < r->num_sge; i++) {
 		const struct ibv_sge *sge = &r->sge[i];
 		struct soft_mr *mr = soft_lookup_lkey(qp->nic, sge->lkey);
 
-		if (sge->length &&
-		    (!mr || mr->ibv.pd != qp->ibv.pd || !(mr->access & IBV_ACCESS_LOCAL_WRITE) ||
-		     sge->addr < mr->iova || sge->addr - mr->iova > mr->ibv.length ||
-		     sge->length > mr->ibv.length - (sge->addr - mr->iova)))
+		if (sge->length && (!mr || mr->ibv.pd != pd || !(mr->access & IBV_ACCESS_LOCAL_WRITE) ||
+				    sge->addr < mr->iova || sge->addr - mr->iova > mr->ibv.length ||
+				    sge->length > mr->ibv.length - (sge->addr - mr->iova)))
 			return false;
 		/* An empty SGE's address is never dereferenced: it need not lie in an MR. */
 		seg[i].ptr = sge->length ? soft_mr_ptr(mr, sge->addr) : (const uint8_t *)(uintptr_t)sge->addr;
@@ -73,10 +77,13 @@ static void soft_fill_grh(uint8_t *grh, const struct soft_req *req)
 	memcpy(grh + 24, req->dgid.raw, 16);
 }
 
+/* Takes the QP's next receive WQE, from its SRQ when it has one; false: none posted. */
 static bool soft_consume_recv(struct soft_qp *qp, struct soft_rwqe *out)
 {
 	bool got = false;
 
+	if (qp->ibv.srq)
+		return soft_srq_take(to_soft_srq(qp->ibv.srq), out);
 	soft_lock(&qp->rq_lock);
 	if (qp->rq_head != qp->rq_tail) {
 		*out = qp->rq[qp->rq_head & qp->rq_mask];
@@ -85,6 +92,18 @@ static bool soft_consume_recv(struct soft_qp *qp, struct soft_rwqe *out)
 	}
 	soft_unlock(&qp->rq_lock);
 	return got;
+}
+
+static bool soft_recv_empty(struct soft_qp *qp)
+{
+	bool empty;
+
+	if (qp->ibv.srq)
+		return soft_srq_empty(to_soft_srq(qp->ibv.srq));
+	pthread_mutex_lock(&qp->rq_lock);
+	empty = qp->rq_head == qp->rq_tail;
+	pthread_mutex_unlock(&qp->rq_lock);
+	return empty;
 }
 
 static void soft_recv_done(struct soft_qp *qp, const struct soft_req *req, uint64_t wr_id,
@@ -198,10 +217,8 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 		return; /* UC: an invalid request is dropped silently, the QP stays up */
 	}
 	if (needs_recv) {
-		pthread_mutex_lock(&qp->rq_lock);
-		bool empty = qp->rq_head == qp->rq_tail;
+		bool empty = soft_recv_empty(qp);
 
-		pthread_mutex_unlock(&qp->rq_lock);
 		if (empty && uc)
 			return; /* UC has no RNR: the message is dropped */
 		if (empty) {
@@ -254,7 +271,14 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 			return;
 		}
 	}
-	soft_consume_recv(qp, &r);
+	if (!soft_consume_recv(qp, &r)) {
+		/* Only the engine consumes, one request at a time: what it saw posted is still there. */
+		if (!uc) {
+			resp->kind = SOFT_RESP_RNR;
+			resp->rnr_timer = qp->attr.min_rnr_timer;
+		}
+		return;
+	}
 	if (!soft_recv_segs(qp, &r, dst, &cap)) {
 		soft_recv_done(qp, req, r.wr_id, IBV_WC_LOC_PROT_ERR, 0);
 		soft_nak(qp, resp, IBV_WC_REM_OP_ERR);

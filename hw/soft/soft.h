@@ -59,6 +59,9 @@
 #define SOFT_MAX_MW	     4096
 #define SOFT_MAX_PD	     1024
 #define SOFT_MAX_AH	     4096
+#define SOFT_MAX_SRQ	     1024
+#define SOFT_MAX_SRQ_WR	     16384
+#define SOFT_MAX_DM	     (256u << 10) /* bytes of one device memory allocation */
 #define SOFT_MAX_INLINE	     256
 #define SOFT_MAX_MSG	     (1u << 30)
 #define SOFT_MTU	     4096
@@ -83,16 +86,34 @@ struct soft_faults {
  * device's extended ops in front of the struct ibv_context, which must be
  * verbs_context's last field.
  */
+struct soft_async_item;
+
 struct soft_context {
 	struct verbs_context vctx;
 	struct soft_nic *nic;
-	int async_wr; /* write end of the async event pipe; ibv.async_fd reads */
+	int async_wr; /* write end of the async event pipe (a byte per event); ibv.async_fd reads */
+	pthread_mutex_t async_lock;
+	struct soft_async_item *async_head, *async_tail; /* the events themselves (async.c) */
+	unsigned async_queued;
 };
 
 struct soft_pd {
 	struct ibv_pd ibv;
-	_Atomic int users; /* MRs, MWs, QPs and AHs made on it: dealloc_pd refuses while any lives */
+	_Atomic int users;   /* MRs, MWs, QPs and AHs made on it: dealloc_pd refuses while any lives */
+	struct ibv_pd *base; /* a parent domain (ibv_alloc_parent_domain): the PD it stands for */
 };
+
+/*
+ * The protection domain an object made on pd belongs to: a parent domain's
+ * PD, else pd itself.  Every object is made on it, so the protection checks
+ * compare PDs as they are.
+ */
+static inline struct ibv_pd *soft_pd_base(struct ibv_pd *pd)
+{
+	struct ibv_pd *base = ((struct soft_pd *)pd)->base;
+
+	return base ? base : pd;
+}
 
 /* An object made on pd takes a reference; its destruction gives it back. */
 static inline void soft_pd_hold(struct ibv_pd *pd)
@@ -105,9 +126,17 @@ static inline void soft_pd_release(struct ibv_pd *pd)
 	atomic_fetch_sub(&((struct soft_pd *)pd)->users, 1);
 }
 
+struct soft_dm {
+	struct ibv_dm ibv;
+	uint8_t *buf;
+	size_t len;
+	atomic_int mrs; /* MRs registered on it: free_dm refuses (EBUSY) while any lives */
+};
+
 struct soft_mr {
 	struct ibv_mr ibv;
-	uint64_t iova; /* the address keys and SGEs name ibv.addr by (ibv_reg_mr_iova; else ibv.addr) */
+	struct soft_dm *dm; /* ibv_reg_dm_mr: the device memory it covers, else NULL */
+	uint64_t iova;	    /* the address keys and SGEs name ibv.addr by (ibv_reg_mr_iova; else ibv.addr) */
 	int access;
 	int mw_bound; /* windows bound to this MR (progress thread, under obj_lock) */
 };
@@ -149,6 +178,7 @@ struct soft_cq {
 	int armed; /* 0, or 1 + solicited_only */
 	atomic_int qp_refs;
 	atomic_uint events_unacked;
+	uint32_t async_reported; /* its async events handed to the application (async.c) */
 };
 
 struct soft_ah {
@@ -178,6 +208,22 @@ struct soft_rwqe {
 	uint64_t wr_id;
 	int num_sge;
 	struct ibv_sge sge[SOFT_MAX_SGE];
+};
+
+/*
+ * A shared receive queue (srq.c): one ring of receive WQEs that every QP
+ * created on it takes its receives from, on the engine, in posting order.
+ */
+struct soft_srq {
+	struct ibv_srq ibv;
+	struct soft_nic *nic;
+	pthread_mutex_t lock; /* the ring, its size and the limit */
+	struct soft_rwqe *rq;
+	uint32_t size, mask, head, tail; /* free-running indices, as a QP's ring */
+	uint32_t max_sge;
+	uint32_t limit;		 /* armed when non-zero: fewer WQEs than this raises SRQ_LIMIT_REACHED once */
+	atomic_int users;	 /* QPs created on it: destroy_srq refuses (EBUSY) while any lives */
+	uint32_t async_reported; /* its async events handed to the application (async.c) */
 };
 
 struct soft_wr_stage;
@@ -220,6 +266,8 @@ struct soft_qp {
 	struct soft_qp *run_next; /* run queue link */
 	atomic_ulong ud_drops;
 	bool sqd_notify;
+	bool last_wqe_told;	 /* on an SRQ: LAST_WQE_REACHED raised since it last entered ERR */
+	uint32_t async_reported; /* its async events handed to the application (async.c) */
 };
 
 #include "hw/soft/auth.h"
@@ -233,7 +281,7 @@ struct soft_nic {
 	struct soft_key_slot keys[SOFT_MAX_KEYS];
 	struct soft_qp *qps[SOFT_MAX_QP];
 	uint16_t qp_gen[SOFT_MAX_QP];
-	atomic_int n_pd, n_mr, n_mw, n_cq, n_ah;
+	atomic_int n_pd, n_mr, n_mw, n_cq, n_ah, n_srq;
 	int n_qp;
 
 	pthread_t thread;
@@ -343,12 +391,18 @@ static inline void soft_lock_nested(pthread_mutex_t *m)
 	}
 SOFT_DEFINE_TO(pd, ibv_pd)
 SOFT_DEFINE_TO(mr, ibv_mr)
+SOFT_DEFINE_TO(dm, ibv_dm)
 SOFT_DEFINE_TO(mw, ibv_mw)
 SOFT_DEFINE_TO(channel, ibv_comp_channel)
 SOFT_DEFINE_TO(cq, ibv_cq)
 SOFT_DEFINE_TO(ah, ibv_ah)
 SOFT_DEFINE_TO(qp, ibv_qp)
 #undef SOFT_DEFINE_TO
+
+static inline struct soft_srq *to_soft_srq(struct ibv_srq *ibv)
+{
+	return SOFT_CONTAINER_OF(ibv, struct soft_srq, ibv);
+}
 
 static inline struct soft_context *to_soft_context(struct ibv_context *ibv)
 {
@@ -370,7 +424,18 @@ static inline void soft_unlock(pthread_mutex_t *m)
 /* device.c */
 struct soft_nic *soft_nic_of(struct ibv_context *ctx);
 uint64_t soft_now_ns(void);
+/*
+ * async.c: asynchronous events.  Queued per context, a byte in a pipe per
+ * event so async_fd polls readable; as with libibverbs, destroying a QP, SRQ
+ * or CQ drops its events not yet read and waits until those read are acked
+ * (soft_async_forget), so no event ever names a freed object.
+ */
 void soft_async_event(struct ibv_context *ctx, enum ibv_event_type type, void *obj);
+int soft_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event);
+void soft_ack_async_event(struct ibv_async_event *event);
+void soft_async_forget(struct ibv_context *ctx, void *obj, const uint32_t *reported, pthread_mutex_t *mutex,
+		       pthread_cond_t *cond, const uint32_t *completed);
+void soft_async_free(struct soft_context *sctx);
 bool soft_gid_is_local(const struct soft_nic *nic, const union ibv_gid *gid);
 /* The port's GID table: index 0 (delivered inside the NIC) and 1 (through the wire to itself). */
 #define SOFT_GID_TBL_LEN 2
@@ -388,6 +453,7 @@ enum ibv_wc_status soft_exec_bind(struct soft_qp *qp, struct soft_mw *mw, uint32
 				  const struct ibv_mw_bind_info *info);
 enum ibv_wc_status soft_invalidate(struct soft_nic *nic, uint32_t rkey, struct soft_qp *qp, bool remote);
 struct ibv_pd *soft_alloc_pd(struct ibv_context *ctx);
+struct ibv_pd *soft_alloc_parent_domain(struct ibv_context *ctx, struct ibv_parent_domain_init_attr *attr);
 int soft_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *soft_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access);
 struct ibv_mr *soft_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access);
@@ -435,6 +501,25 @@ void soft_qp_flush_locked(struct soft_qp *qp);
 struct soft_qp *soft_lookup_qp(struct soft_nic *nic, uint32_t qpn);
 struct ibv_ah *soft_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int soft_destroy_ah(struct ibv_ah *ah);
+
+/* dm.c: device memory */
+struct ibv_dm *soft_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *attr);
+int soft_free_dm(struct ibv_dm *dm);
+int soft_memcpy_to_dm(struct ibv_dm *dm, uint64_t off, const void *host, size_t len);
+int soft_memcpy_from_dm(void *host, struct ibv_dm *dm, uint64_t off, size_t len);
+struct ibv_mr *soft_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off, size_t len,
+			      unsigned int access);
+
+/* srq.c: shared receive queues */
+struct ibv_srq *soft_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init);
+struct ibv_srq *soft_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *init);
+int soft_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask);
+int soft_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int soft_destroy_srq(struct ibv_srq *srq);
+int soft_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+/* The responder takes the oldest WQE (false: none); may raise SRQ_LIMIT_REACHED. */
+bool soft_srq_take(struct soft_srq *srq, struct soft_rwqe *out);
+bool soft_srq_empty(struct soft_srq *srq);
 
 /* post.c */
 int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
