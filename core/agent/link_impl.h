@@ -201,6 +201,8 @@ struct agent_links {
 	struct origin origins[LINK_ORIGIN_MAX];
 	uint32_t next_origin;
 	struct target_item *pending, **pending_tail;
+	char (*blocked)[PROTO_NAME_MAX + 1]; /* link_serve_pending's channels blocked this pass */
+	size_t nblocked_max;
 	struct reasm *reasm; /* large messages arriving in chunks */
 	uint64_t reasm_bytes;
 	uint8_t *rx_pool; /* eager receive buffers, then large ones: the start of pool */

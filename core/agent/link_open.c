@@ -53,7 +53,8 @@ static void keep_freed_heap(void)
 	mallopt(M_TRIM_THRESHOLD, LINK_HEAP_KEEP);
 }
 
-/* Under the smallest ejection cap (1 MiB) one large receive and one READ of a chunk must fit, or reads stall. */
+/* Under the smallest ejection cap (1 MiB) one large receive and one READ of a chunk must fit, or reads stall.
+ */
 _Static_assert(LINK_LARGE_MAX + PROTO_RMA_MAX <= (1u << 20), "a READ and a large receive exceed 1 MiB");
 _Static_assert(STEAL_SLOT_MAX >= PROTO_RMA_MAX, "a stolen READ is a chunk");
 
@@ -334,5 +335,6 @@ void links_close(struct agent_links *lk)
 	}
 	free(lk->peers);
 	free(lk->scratch);
+	free(lk->blocked);
 	free(lk);
 }

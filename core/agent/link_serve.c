@@ -234,24 +234,51 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 	return true;
 }
 
+/*
+ * Whether name is among the n channels blocked earlier in this pass.  The set
+ * has no bound: per-port order must hold for any number of blocked channels
+ * (what bounds them is flow control, toward the senders).
+ */
+static bool name_blocked(char (*set)[PROTO_NAME_MAX + 1], size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(set[i], name))
+			return true;
+	return false;
+}
+
+/* Adds name to the pass's blocked set; false when there is no memory for it. */
+static bool block_name(struct agent_links *lk, size_t *n, const char *name)
+{
+	if (*n == lk->nblocked_max) {
+		size_t cap = lk->nblocked_max ? lk->nblocked_max * 2 : 16;
+		char(*grown)[PROTO_NAME_MAX + 1] = realloc(lk->blocked, cap * sizeof(*grown));
+
+		if (!grown)
+			return false;
+		lk->blocked = grown;
+		lk->nblocked_max = cap;
+	}
+	snprintf(lk->blocked[(*n)++], sizeof(lk->blocked[0]), "%s", name);
+	return true;
+}
+
 void link_serve_pending(struct agent_links *lk)
 {
-	char blocked[16][PROTO_NAME_MAX + 1];
-	int nblocked = 0;
+	size_t nblocked = 0;
+	bool stop = false; /* no memory to remember a blocked channel: serve nothing after it this pass */
 
 	for (struct target_item **pp = &lk->pending; *pp;) {
 		struct target_item *t = *pp;
-		bool skip = false, blocks;
+		bool skip = stop || name_blocked(lk->blocked, nblocked, t->name), blocks;
 
-		for (int i = 0; i < nblocked && !skip; i++)
-			skip = !strcmp(blocked[i], t->name);
 		if (!skip && serve_item(lk, t, &blocks)) {
 			*pp = t->next;
 			free(t);
 			continue;
 		}
-		if (!skip && blocks && nblocked < 16)
-			snprintf(blocked[nblocked++], sizeof(blocked[0]), "%s", t->name);
+		if (!skip && blocks && !block_name(lk, &nblocked, t->name))
+			stop = true;
 		pp = &t->next;
 	}
 	lk->pending_tail = &lk->pending;
