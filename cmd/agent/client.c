@@ -34,7 +34,11 @@ static const char *errno_hint(int rc)
 	case -ENOTCONN:
 		return "no agent runs on this node; start one with 'rdmatool agent start'";
 	case -EHOSTDOWN:
-		return "the agent has no link to that node";
+		return "the agent has no link to that node: nothing was sent (safe to retry once it is up)";
+	case -ECONNRESET:
+		return "the link to that node went down with the request in flight: it may or may not have "
+		       "been "
+		       "done";
 	case -EHOSTUNREACH:
 		return "no such node in the agent's host list";
 	case -ECONNABORTED:

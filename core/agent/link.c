@@ -128,9 +128,14 @@ void link_peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 	/* Ports are bound again after a rejoin. */
 	memset(p->bind_out, 0, PORT_BINDINGS * sizeof(*p->bind_out));
 	memset(p->bind_in, 0, PORT_BINDINGS * sizeof(*p->bind_in));
+	/*
+	 * Requests in flight to it: they may have been done there (a message deposited, or taken by a
+	 * GETMSG) with only the answer lost, so "outcome unknown" (-ECONNRESET), never -EHOSTDOWN,
+	 * which says nothing was sent (agent.h).
+	 */
 	for (uint32_t i = 0; i < LINK_ORIGIN_MAX; i++)
 		if (lk->origins[i].used && lk->origins[i].node == rank)
-			link_finish_origin(lk, i, -EHOSTDOWN, NULL, 0);
+			link_finish_origin(lk, i, -ECONNRESET, NULL, 0);
 	/* Requests from it can no longer be answered (a deposited message stays where it is). */
 	p->epoch++;
 	flow_give(&lk->flow[FLOW_INJECTION], pool_give_slots(&lk->pool, rank) * lk->pool.slot_size);

@@ -85,7 +85,11 @@ struct link_config {
 	const char (*hosts)[GW_HOST_LEN];
 	const uint16_t *ports; /* 0: LINK_DEFAULT_PORT */
 	const char *dir;       /* the agent directory: where targets open channels */
-	/* An origin request finished: the answer of the target, or -EHOSTDOWN. */
+	/*
+	 * An origin request finished: the answer of the target; -EHOSTDOWN when it never went out
+	 * (certainly not done there), -ECONNRESET when the link went down with it in flight (it may
+	 * have been done: outcome unknown).
+	 */
 	void (*done)(void *arg, uint64_t token, int status, const void *data, size_t len);
 	void *arg; /* done's */
 	struct flow_caps caps;
