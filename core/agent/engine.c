@@ -67,6 +67,8 @@ struct agent_engine {
 };
 
 static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len);
+static void publish_flow(struct agent_engine *e);
+static void publish_agent(struct agent_engine *e);
 
 int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine **out, char *why,
 		      size_t whylen)
@@ -180,6 +182,9 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 			return rc;
 		}
 	}
+	/* `agent status` right after start shows the caps and the pool, not zeros. */
+	publish_flow(e);
+	publish_agent(e);
 	e->stats = stats_entry_add("agent gateway", STATS_KIND_AGENT, -1);
 	agent_logf(&e->cfg.log, "agent rank %u of %u (agent %u of %u on the node) serving %s (pid %d)",
 		   cfg->rank, cfg->nodes, cfg->sibling, cfg->siblings, e->dir, (int)getpid());
@@ -238,7 +243,8 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
  */
 #define ENGINE_CHUNK ((size_t)AGENT_CHUNK_MAX_KB << 10) /* what one READ moves (proto.h) */
 
-static void engine_return(struct agent_engine *e, const struct gw_request *get, const uint8_t *data, size_t len)
+static void engine_return(struct agent_engine *e, const struct gw_request *get, const uint8_t *data,
+			  size_t len)
 {
 	static uint32_t counter;
 	struct gw_request s = {.op = GW_OP_SEND,
@@ -254,11 +260,11 @@ static void engine_return(struct agent_engine *e, const struct gw_request *get, 
 	}
 	for (size_t off = 0; off < len && (!rc || rc == -EINPROGRESS); off += ENGINE_CHUNK) {
 		s.msg_offset = off;
-		rc = links_request(e->links, &s, data + off, len - off < ENGINE_CHUNK ? len - off : ENGINE_CHUNK,
-				   LINK_NO_TOKEN);
+		rc = links_request(e->links, &s, data + off,
+				   len - off < ENGINE_CHUNK ? len - off : ENGINE_CHUNK, LINK_NO_TOKEN);
 	}
-	agent_logf(&e->cfg.log, "a GETMSG of %u/%s came back (%zu bytes) for a client that died: %s", get->node,
-		   get->name, len,
+	agent_logf(&e->cfg.log, "a GETMSG of %u/%s came back (%zu bytes) for a client that died: %s",
+		   get->node, get->name, len,
 		   !rc || rc == -EINPROGRESS ? "returned to the channel" : strerror(-rc));
 }
 
@@ -278,7 +284,7 @@ static void engine_done(void *arg, uint64_t token, int status, const void *data,
 	gw_complete(e->gw, (uint32_t)token, status, data, len);
 }
 
-#define ENGINE_STATS_NS	    100000000ull
+#define ENGINE_STATS_NS 100000000ull
 
 /* Sibling S > 0: what the node's first agent learnt of the other nodes' agent counts. */
 static void first_sibling_news(struct agent_engine *e)
@@ -302,7 +308,7 @@ static void first_sibling_news(struct agent_engine *e)
 			e->first_seen[i] = info->peer_stats[i].agents_per_node;
 	free(info);
 }
-#define ENGINE_POLL_FDS	    (2 + 2 + GW_MAX_NODES)
+#define ENGINE_POLL_FDS (2 + 2 + GW_MAX_NODES)
 
 /* Sleeps until a request, a network completion, a peer's news, or the next stats update. */
 static void engine_sleep(struct agent_engine *e)

@@ -29,6 +29,8 @@ void link_finish_origin(struct agent_links *lk, uint32_t idx, int status, const 
 		lk->peers[o->node].stats.last_error = status;
 	if (o->token != LINK_NO_TOKEN && lk->cfg.done)
 		lk->cfg.done(lk->cfg.arg, o->token, status, data, len);
+	if (o->answer)
+		flow_give(&lk->flow[FLOW_HEAP], o->answer_total);
 	free(o->answer);
 	o->answer = NULL;
 }
@@ -68,7 +70,35 @@ void link_target_free(struct target_item *t)
 	if (t && t->reads_left)
 		t->orphan = true;
 	else
-		free(t);
+		link_target_destroy(t);
+}
+
+/* Frees a target item and its large message's buffer, which the heap gauge gets back. */
+void link_target_destroy(struct target_item *t)
+{
+	if (t && t->big) {
+		free(t->big);
+		flow_give(t->heap, t->big_len);
+	}
+	free(t);
+}
+
+/*
+ * Takes a large message's buffer when it has none yet: 0 (also when it needs
+ * none), -EAGAIN while the heap gauge has no room (try again once a message
+ * left), -ENOMEM.
+ */
+int link_target_reserve(struct target_item *t)
+{
+	if (t->big || !t->big_len)
+		return 0;
+	if (!flow_fits(t->heap, t->big_len))
+		return -EAGAIN;
+	t->big = malloc(t->big_len);
+	if (!t->big)
+		return -ENOMEM;
+	flow_take(t->heap, t->big_len);
+	return 0;
 }
 
 void link_drop_reasm(struct agent_links *lk, uint32_t from, bool all)
@@ -97,7 +127,7 @@ void link_drop_reads(struct agent_links *lk, uint32_t from, bool all)
 			*pp = rd->next;
 			rd->t->read_status = -EHOSTDOWN;
 			if (--rd->t->reads_left == 0 && rd->t->orphan)
-				free(rd->t);
+				link_target_destroy(rd->t);
 			free(rd);
 		} else {
 			pp = &rd->next;

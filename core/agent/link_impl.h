@@ -49,7 +49,6 @@
 #define LINK_ORIGIN_MAX	   1024 /* requests in flight from this agent */
 #define LINK_RETRY_NS	   200000000ull
 #define LINK_CHAN_CACHE	   32
-#define STATE_LEN	   (4 + 4 + 8 + 1)
 #define PORT_BIND_BITS	   10 /* a port's binding: a slot of a direct-mapped table per peer */
 #define PORT_BINDINGS	   (1u << PORT_BIND_BITS)
 
@@ -157,9 +156,22 @@ struct target_item {
 	uint32_t reads_left; /* rma chunks still being read into data: not served before they are */
 	int read_status;     /* 0, or why a chunk could not be read */
 	bool orphan;	     /* dropped while reads_left: the last read frees it */
+	/*
+	 * A large message's bytes are on the heap, big_len of them, taken (and charged to the heap
+	 * gauge) when its first READ is posted, so READs wait while the gauge is full; else in data.
+	 */
+	uint8_t *big;
+	uint64_t big_len;
+	struct flow_gauge *heap;
 	size_t len;
 	uint8_t data[];
 };
+
+/* Where a request's data is: its large message's buffer, or the bytes after it. */
+static inline uint8_t *target_data(struct target_item *t)
+{
+	return t->big ? t->big : t->data;
+}
 
 /*
  * A READ of one rma chunk into its message (the core context of the READ),
@@ -238,6 +250,8 @@ void link_peer_addr(struct agent_links *lk, uint32_t rank, char *out, size_t len
 void link_finish_origin(struct agent_links *lk, uint32_t idx, int status, const void *data, size_t len);
 void link_drop_waiting(struct agent_links *lk, uint32_t rank, int status);
 void link_target_free(struct target_item *t);
+void link_target_destroy(struct target_item *t);
+int link_target_reserve(struct target_item *t);
 void link_drop_reasm(struct agent_links *lk, uint32_t from, bool all);
 void link_drop_reads(struct agent_links *lk, uint32_t from, bool all);
 void link_peer_down(struct agent_links *lk, uint32_t rank, const char *why);

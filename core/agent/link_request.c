@@ -149,6 +149,8 @@ static void take_answer_chunk(struct agent_links *lk, uint32_t idx, const uint8_
 		}
 		o->answer_total = c.total;
 		o->answer_got = 0;
+		/* Counted, not refused: the target already took the message from its channel. */
+		flow_take(&lk->flow[FLOW_HEAP], c.total);
 	}
 	if (!o->answer || c.offset != o->answer_got || c.total != o->answer_total) {
 		lk->errors.count[PROTO_ERR_RESPONSE]++;
@@ -189,21 +191,14 @@ void link_take_answer(struct agent_links *lk, uint32_t from, const struct proto_
 		return;
 	}
 	if (h->type == PROTO_STATE) {
-		struct chan_state st = {0};
-		uint32_t count;
-		uint64_t bytes;
+		struct chan_state st;
 
-		if (len != STATE_LEN) {
+		if (len != PROTO_STATE_LEN) {
 			lk->errors.count[PROTO_ERR_RESPONSE]++;
 			link_finish_origin(lk, idx, -EPROTO, NULL, 0);
 			return;
 		}
-		memcpy(&count, body + 4, 4);
-		memcpy(&bytes, body + 8, 8);
-		st.count = count;
-		st.bytes = bytes;
-		st.empty = body[16] & 1;
-		st.full = (body[16] >> 1) & 1;
+		proto_state_decode(body + 4, &st);
 		link_finish_origin(lk, idx, status, &st, sizeof(st));
 		return;
 	}

@@ -8,7 +8,7 @@
 void link_answer(struct agent_links *lk, const struct target_item *t, int status, const struct chan_state *st,
 		 size_t msg_len)
 {
-	uint8_t eager[STATE_LEN];
+	uint8_t eager[PROTO_STATE_LEN];
 	uint8_t *body = eager;
 	size_t len = 4;
 	int32_t s = status;
@@ -28,13 +28,10 @@ void link_answer(struct agent_links *lk, const struct target_item *t, int status
 	}
 	memcpy(eager, &s, 4);
 	if (h.type == PROTO_STATE) {
-		uint32_t count = st ? st->count : 0;
-		uint64_t bytes = st ? st->bytes : 0;
+		static const struct chan_state none;
 
-		memcpy(eager + 4, &count, 4);
-		memcpy(eager + 8, &bytes, 8);
-		eager[16] = (uint8_t)((st && st->empty) | (st && st->full) << 1);
-		len = STATE_LEN;
+		proto_state_encode(st ? st : &none, eager + 4);
+		len = PROTO_STATE_LEN;
 	} else if (h.type == PROTO_DATA) {
 		body = lk->scratch; /* status, then the message chan_recv left at scratch + 4 */
 		memcpy(body, &s, 4);
@@ -203,7 +200,7 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 	switch (t->h.type) {
 	case PROTO_SENDMSG:
 		if (!t->deposited) {
-			rc = chan_send_quiet(c, t->data, t->len, &t->seq);
+			rc = chan_send_quiet(c, target_data(t), t->len, &t->seq);
 			t->deposited = rc == 0;
 		}
 		if (t->deposited && t->h.mode == AGENT_SEND_RECEIVED)
@@ -274,7 +271,7 @@ void link_serve_pending(struct agent_links *lk)
 
 		if (!skip && serve_item(lk, t, &blocks)) {
 			*pp = t->next;
-			free(t);
+			link_target_destroy(t);
 			continue;
 		}
 		if (!skip && blocks && !block_name(lk, &nblocked, t->name))

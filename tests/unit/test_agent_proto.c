@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "core/agent/proto.h"
+#include "core/agent/channel.h"
 #include "core/util/rng.h"
 
 #include <errno.h>
@@ -89,8 +90,8 @@ static void test_timeouts(void **state)
 		assert_true(proto_timeout_decode((uint8_t)c) >= proto_timeout_decode((uint8_t)(c - 1)));
 	/* Every code's own timeout, and one ms either side, encodes to the smallest code that covers it. */
 	for (int c = 1; c < 255; c++)
-		for (int64_t ms = proto_timeout_decode((uint8_t)c) - 1; ms <= proto_timeout_decode((uint8_t)c) + 1;
-		     ms++) {
+		for (int64_t ms = proto_timeout_decode((uint8_t)c) - 1;
+		     ms <= proto_timeout_decode((uint8_t)c) + 1; ms++) {
 			int smallest = 1;
 
 			while (smallest < 255 && proto_timeout_decode((uint8_t)smallest) < ms)
@@ -243,7 +244,7 @@ static size_t valid_item(struct rng *r, struct proto_header *h, uint8_t *data, s
 	case PROTO_POLL:
 		break;
 	case PROTO_STATE:
-		len = 4 + 4 + 8 + 1;
+		len = PROTO_STATE_LEN;
 		break;
 	default:
 		len = (size_t)rng_range(r, h->type == PROTO_SENDMSG ? 0 : 4, 200);
@@ -344,7 +345,7 @@ static void check_item(void *arg, const struct proto_header *h, const uint8_t *d
 	if (h->type >= PROTO_ACK)
 		assert_true(len >= 4);
 	if (h->type == PROTO_STATE)
-		assert_int_equal(len, 17);
+		assert_int_equal(len, PROTO_STATE_LEN);
 	if (h->type == PROTO_POLL)
 		assert_int_equal(len, 0);
 	p->items++;
@@ -503,6 +504,31 @@ static void test_rma(void **state)
 	assert_int_equal(p.items, 2);
 }
 
+/* A POLL's answer carries the whole state: a remote poll shows capacity and totals, not zeros. */
+static void test_state(void **state)
+{
+	(void)state;
+	struct chan_state st = {.count = 3,
+				.bytes = 1ull << 33,
+				.capacity_msgs = 1024,
+				.capacity_bytes = 16ull << 20,
+				.max_msg = 4u << 20,
+				.full = true,
+				.sent = 1ull << 40,
+				.received = 12345},
+			  got;
+	uint8_t b[PROTO_STATE_LEN];
+
+	proto_state_encode(&st, b + 4);
+	proto_state_decode(b + 4, &got);
+	assert_int_equal(got.count, 3);
+	assert_true(got.bytes == st.bytes && got.capacity_bytes == st.capacity_bytes);
+	assert_int_equal(got.capacity_msgs, 1024);
+	assert_int_equal(got.max_msg, 4u << 20);
+	assert_true(got.sent == st.sent && got.received == 12345);
+	assert_true(got.full && !got.empty);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -514,6 +540,7 @@ int main(void)
 	    cmocka_unit_test(test_fuzz_parse),
 	    cmocka_unit_test(test_chunk),
 	    cmocka_unit_test(test_rma),
+	    cmocka_unit_test(test_state),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
