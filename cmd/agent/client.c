@@ -379,12 +379,20 @@ int agent_chan_cmd(const struct agent_opts *o)
 			return usage_error(
 			    AGENT_CMD,
 			    "cannot create '%s': the name must be 1..%d of [A-Za-z0-9._-] (not starting with "
-			    "'.') and --bytes must hold one --max-msg message plus %u bytes",
-			    o->args[1], CHAN_NAME_MAX, CHAN_RECORD_HEADER);
+			    "'.')",
+			    o->args[1], CHAN_NAME_MAX);
 		}
 		if (rc == -EEXIST) {
 			agent_detach(cl);
 			return run_error(AGENT_CMD, "channel '%s' already exists", o->args[1]);
+		}
+		if (rc == -ENOSPC) {
+			agent_detach(cl);
+			return run_error(
+			    AGENT_CMD,
+			    "no room in %s for channel '%s' (its memory is reserved when it is made): "
+			    "free space there, or give a smaller --bytes",
+			    agent_client_dir(cl), o->args[1]);
 		}
 	} else if (!strcmp(what, "destroy")) {
 		rc = agent_chan_destroy(cl, o->args[1]);
