@@ -50,7 +50,13 @@ static const char *errno_hint(int rc)
 		return "the agent on this node runs another rdmatool version; restart it with this one "
 		       "('rdmatool agent stop', then 'rdmatool agent start')";
 	case -EAGAIN:
-		return "the channel (or the agent's gateway) is full; retry, or give --timeout";
+		return "the channel (or the agent's gateway) is full, or another process holds its lock "
+		       "(stopped?); "
+		       "retry, or give --timeout";
+	case -EBADMSG:
+		return "the channel is corrupt (its shared state points outside it) and quarantined; destroy "
+		       "it "
+		       "and create it again";
 	case -ETIMEDOUT:
 		return "timed out";
 	case -EINTR:

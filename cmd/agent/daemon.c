@@ -368,16 +368,25 @@ static int status_channel(const char *name, void *arg)
 
 	if (chan_open(ctx->dir, name, &c))
 		return 0; /* destroyed meanwhile, or not ours */
+	/* A lock a stopped process holds: a moment (chan_poll), then the row says so. */
 	int rc = chan_poll(c, &st, 0);
 
 	chan_close(c);
-	if (rc)
+	if (rc && rc != -EAGAIN && rc != -ETIMEDOUT && rc != -EBADMSG)
 		return 0;
 	if (!ctx->n)
 		print_text("  %-24s %8s %12s %10s %12s %12s\n", "channel", "count", "bytes", "capacity",
 			   "sent", "received");
 	print_open_object(NULL);
 	print_string(PRINT_ANY, "name", "  %-24s", name);
+	if (rc) {
+		print_string(PRINT_ANY, "state", " %s\n",
+			     rc == -EBADMSG ? "corrupt: quarantined (destroy it and create it again)"
+					    : "locked by a process that does not let go (stopped?)");
+		print_close_object();
+		ctx->n++;
+		return 0;
+	}
 	print_uint(PRINT_ANY, "count", " %8llu", st.count);
 	print_uint(PRINT_ANY, "bytes", " %12llu", st.bytes);
 	print_bool(PRINT_JSON, "empty", NULL, st.empty);

@@ -234,6 +234,7 @@ struct agent_links {
 		uint64_t checked_ns; /* when the name last led to this file (LINK_CHAN_RECHECK_NS) */
 	} cache[LINK_CHAN_CACHE];
 	uint32_t cache_next;
+	uint64_t corrupt_log_ns; /* a corrupt channel is logged again after this */
 };
 
 /* Ranks of one node are siblings: they never link (they share work through memory instead). */

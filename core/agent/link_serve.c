@@ -85,6 +85,7 @@ static int serve_chan(struct agent_links *lk, const char *name, struct chan **ou
 	rc = chan_open(lk->dir, name, &slot->c);
 	if (rc)
 		return rc;
+	chan_set_try_lock(slot->c); /* a stopped lock holder must not stall the agent */
 	snprintf(slot->name, sizeof(slot->name), "%s", name);
 	slot->dev = st.st_dev;
 	slot->ino = st.st_ino;
@@ -219,6 +220,15 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 		if (!rc && st.empty && timeout != 0)
 			rc = -EAGAIN;
 		break;
+	}
+	if (rc == -EBADMSG && chan_corrupt(c) && clock_ns() >= lk->corrupt_log_ns) {
+		/* Quarantined (the handle never follows it again); said at most once a second. */
+		lk->corrupt_log_ns = clock_ns() + 1000000000ull;
+		agent_logf(
+		    &lk->cfg.log,
+		    "channel %s is corrupt (its shared state points outside it): quarantined, its requests "
+		    "fail with EBADMSG; destroy it and create it again",
+		    t->name);
 	}
 	if (rc == -EAGAIN && !late && timeout != 0) {
 		lk->peers[t->from].stats.retries++;

@@ -27,22 +27,22 @@ run() { # EXPECTED-EXIT PATTERN ARGS...: rdmatool ARGS exits EXPECTED-EXIT withi
 	[ -z "$pattern" ] || grep -q -e "$pattern" "$dir/err" || fail "rdmatool $*: no '$pattern' in: $(cat "$dir/err")"
 }
 
-run 2 -- '--capacity=0' agent chan create c --capacity=0
-run 2 -- '--bytes=0' agent chan create c --bytes=0
-run 2 -- '--max-msg=0' agent chan create c --max-msg=0
-run 2 -- '--bytes=4294967296 is too large' agent chan create c --bytes=4294967296
-run 2 -- '--bytes=100 cannot hold' agent chan create c --bytes=100
-run 2 -- '--capacity is not an option of .chan list' agent chan list --capacity=5
+run 2 '--capacity=0' agent chan create c --capacity=0
+run 2 '--bytes=0' agent chan create c --bytes=0
+run 2 '--max-msg=0' agent chan create c --max-msg=0
+run 2 '--bytes=4294967296 is too large' agent chan create c --bytes=4294967296
+run 2 '--bytes=100 cannot hold' agent chan create c --bytes=100
+run 2 '--capacity is not an option of .chan list' agent chan list --capacity=5
 [ -z "$(ls "$RDMATOOL_AGENT_DIR" | grep chan.)" ] || fail "a refused create made a channel"
 run 0 '' agent chan create c --capacity=1 --bytes=64 --max-msg=48
-run 2 -- '--rank=-1 is out of range' agent foreground --rank=-1
-run 2 -- 'twice' agent foreground --hosts=127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7000
-run 2 -- '/dev/zero is not a regular file' agent foreground --hostfile=/dev/zero
+run 2 '--rank=-1 is out of range' agent foreground --rank=-1
+run 2 'twice' agent foreground --hosts=127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7000
+run 2 '/dev/zero is not a regular file' agent foreground --hostfile=/dev/zero
 mkfifo "$dir/fifo"
-run 2 -- 'is not a regular file' agent start --hostfile="$dir/fifo"
-run 2 -- '--capacity is not an option of .send' agent send c --capacity=5
-run 2 -- '--mode is not an option of .recv' agent recv c --mode=received
-run 2 -- '--hosts' agent status --hosts=a,b
+run 2 'is not a regular file' agent start --hostfile="$dir/fifo"
+run 2 '--capacity is not an option of .send' agent send c --capacity=5
+run 2 '--mode is not an option of .recv' agent recv c --mode=received
+run 2 '--hosts' agent status --hosts=a,b
 run 3 'no agent runs' agent stop
 
 # A FIFO where the log goes: refused at once, not a start that waits for a reader forever.
