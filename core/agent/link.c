@@ -310,6 +310,10 @@ int links_sleep_prepare(struct agent_links *lk, struct pollfd *fds, int max, int
 	for (uint32_t r = 0; r < lk->cfg.nodes && n < max; r++)
 		if (lk->peers[r].up)
 			fds[n++] = (struct pollfd){.fd = oob_conn_fd(lk->peers[r].oob), .events = POLLIN};
+	/* Handshakes wake us when their next frame comes, and are looked at for their deadlines. */
+	n += link_handshake_fds(lk, fds + n, max - n);
+	if (link_handshakes_pending(lk) && (*timeout_ms < 0 || *timeout_ms > 50))
+		*timeout_ms = 50;
 	/* Requests waiting for their channel are tried again, and peers that are down dialled again. */
 	if ((lk->pending || lk->stealing || link_offered_any(lk)) && (*timeout_ms < 0 || *timeout_ms > 1))
 		*timeout_ms = 1;

@@ -188,6 +188,24 @@ struct rma_read {
 	struct proto_rma rma;
 };
 
+/* A connection not proven yet (link_handshake.c): advanced a frame at a time, never waited for. */
+#define LINK_HS_MAX 32
+#define NONCE_LEN   16
+enum hs_state { HS_WAIT_CHALLENGE, HS_WAIT_HELLO, HS_WAIT_PROOF };
+struct hello {
+	uint32_t rank, node, siblings;
+	uint8_t nonce[NONCE_LEN];
+};
+struct handshake {
+	struct oob_conn *c; /* NULL: a free slot */
+	int32_t dialing;    /* the rank we dialled; an acceptor learns the dialer's from its HELLO */
+	enum hs_state state;
+	uint64_t deadline_ns;
+	struct hello hello;	  /* ours (dialer) or theirs (acceptor) */
+	uint8_t nonce[NONCE_LEN]; /* the acceptor's, which the PROOF covers */
+	uint32_t node, siblings;  /* the peer's, once proven */
+};
+
 struct agent_links {
 	struct link_config cfg;
 	char dir[4096];
@@ -235,6 +253,8 @@ struct agent_links {
 	} cache[LINK_CHAN_CACHE];
 	uint32_t cache_next;
 	uint64_t corrupt_log_ns; /* a corrupt channel is logged again after this */
+	struct handshake hs[LINK_HS_MAX];
+	uint64_t hs_log_ns[2]; /* a failed handshake is logged again after this (other failures, the key's) */
 };
 
 /* Ranks of one node are siblings: they never link (they share work through memory instead). */
@@ -259,8 +279,9 @@ void link_peer_down(struct agent_links *lk, uint32_t rank, const char *why);
 /* link_open.c */
 int link_peer_tx_init(struct agent_links *lk, uint32_t rank);
 /* link_handshake.c */
-int link_handshake(struct agent_links *lk, struct oob_conn *c, int32_t dialing, uint32_t *node,
-		   uint32_t *siblings);
+bool link_handshakes_pending(const struct agent_links *lk);
+int link_handshake_fds(const struct agent_links *lk, struct pollfd *fds, int max);
+void link_handshakes_close(struct agent_links *lk);
 void link_peer_mismatch(struct agent_links *lk, uint32_t node, uint32_t theirs);
 int link_connect_peers(struct agent_links *lk);
 /* link_tx.c */

@@ -325,6 +325,7 @@ void links_close(struct agent_links *lk)
 						  the NIC (the endpoint is closed: no registration is left) */
 	}
 	pool_close(&lk->pool); /* the receive and send buffers too */
+	link_handshakes_close(lk);
 	if (lk->listener)
 		oob_listener_close(lk->listener);
 	for (uint32_t r = 0; lk->peers && r < lk->cfg.nodes; r++) {
