@@ -67,6 +67,7 @@ struct agent_engine {
 };
 
 static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len);
+static bool engine_orphaned(void *arg, uint64_t token);
 static void publish_flow(struct agent_engine *e);
 static void publish_agent(struct agent_engine *e);
 
@@ -147,6 +148,7 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 					 .device = cfg->device,
 					 .dir = e->dir,
 					 .done = engine_done,
+					 .orphaned = engine_orphaned,
 					 .log = cfg->log,
 					 .caps = e->caps,
 					 .arg = e};
@@ -266,6 +268,15 @@ static void engine_return(struct agent_engine *e, const struct gw_request *get, 
 	agent_logf(&e->cfg.log, "a GETMSG of %u/%s came back (%zu bytes) for a client that died: %s",
 		   get->node, get->name, len,
 		   !rc || rc == -EINPROGRESS ? "returned to the channel" : strerror(-rc));
+}
+
+/* A receive whose client died (links.h: its GETMSG is withdrawn at the target). */
+static bool engine_orphaned(void *arg, uint64_t token)
+{
+	struct agent_engine *e = arg;
+	struct gw_request req;
+
+	return gw_slot_orphaned(e->gw, (uint32_t)token, &req) && req.op == GW_OP_RECV;
 }
 
 static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len)

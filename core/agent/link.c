@@ -2,7 +2,8 @@
 /* Links between agents (link.h): peers going down, the progress pass, stats and sleeping. */
 #include "core/agent/link_impl.h"
 
-#define LINK_OOB_CHECK_NS 5000000ull /* accepting, and noticing a peer that died */
+#define LINK_OOB_CHECK_NS    5000000ull	  /* accepting, and noticing a peer that died */
+#define LINK_ORPHAN_CHECK_NS 100000000ull /* GETMSGs of clients that died */
 
 /* A link rank as the user knows it: the node's rank, and "R.S" when the node runs several agents. */
 const char *link_peer_name(const struct agent_links *lk, uint32_t rank, char *out, size_t len)
@@ -236,6 +237,10 @@ int links_progress(struct agent_links *lk)
 	work += link_steal_pass(lk, now);
 	if (lk->pending)
 		link_serve_pending(lk);
+	if (now >= lk->next_orphan_check_ns) {
+		lk->next_orphan_check_ns = now + LINK_ORPHAN_CHECK_NS;
+		work += link_cancel_orphans(lk);
+	}
 	return work + link_tx_progress(lk);
 }
 

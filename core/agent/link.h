@@ -92,6 +92,11 @@ struct link_config {
 	 */
 	void (*done)(void *arg, uint64_t token, int status, const void *data, size_t len);
 	void *arg; /* done's */
+	/*
+	 * Whether the client of the request token has died (NULL: never): a GETMSG of such a client is
+	 * withdrawn at its target (a CANCEL), so it takes no message.
+	 */
+	bool (*orphaned)(void *arg, uint64_t token);
 	struct flow_caps caps;
 	struct agent_log log;
 };

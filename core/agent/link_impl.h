@@ -127,6 +127,8 @@ struct link_peer {
 
 struct origin {
 	bool used;
+	bool cancelled; /* a CANCEL went out: its client died (GETMSG only) */
+	uint64_t port;	/* the request's, which a CANCEL names */
 	uint32_t node;
 	uint16_t gen;
 	uint8_t op;
@@ -253,6 +255,7 @@ struct agent_links {
 	} cache[LINK_CHAN_CACHE];
 	uint32_t cache_next;
 	uint64_t corrupt_log_ns; /* a corrupt channel is logged again after this */
+	uint64_t next_orphan_check_ns;
 	struct handshake hs[LINK_HS_MAX];
 	uint64_t hs_log_ns[2]; /* a failed handshake is logged again after this (other failures, the key's) */
 };
@@ -295,6 +298,7 @@ int link_tx_post(struct agent_links *lk);
 int link_tx_progress(struct agent_links *lk);
 void link_send_done(struct agent_links *lk, struct unit *u, const struct core_cqe *e);
 /* link_request.c */
+int link_cancel_orphans(struct agent_links *lk);
 void link_take_answer(struct agent_links *lk, uint32_t from, const struct proto_header *h,
 		      const uint8_t *body, size_t len);
 /* link_serve.c */
@@ -306,6 +310,7 @@ void link_take_request(struct agent_links *lk, uint32_t from, const struct proto
 		       const uint8_t *payload, size_t payload_len);
 void link_take_connect(struct agent_links *lk, uint32_t from, const struct proto_header *h,
 		       const uint8_t *eager, size_t len);
+void link_take_cancel(struct agent_links *lk, uint32_t from, const struct proto_header *h);
 /* link_rx.c */
 uint8_t *link_rx_buf(struct agent_links *lk, int i);
 int link_rx_post(struct agent_links *lk, uint8_t *buf, bool large);

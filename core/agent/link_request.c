@@ -128,7 +128,35 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 	o->node = req->node;
 	o->op = h.type;
 	o->token = token;
+	o->port = h.port;
+	o->cancelled = false;
 	return -EINPROGRESS;
+}
+
+/*
+ * GETMSGs in flight whose client died are withdrawn at their targets, so no
+ * message is taken for nobody (issue 44 N6).  A target that already took
+ * one answers with it, and the engine puts it back in its channel.
+ */
+int link_cancel_orphans(struct agent_links *lk)
+{
+	int n = 0;
+
+	if (!lk->cfg.orphaned)
+		return 0;
+	for (uint32_t i = 0; i < LINK_ORIGIN_MAX; i++) {
+		struct origin *o = &lk->origins[i];
+		struct proto_header h = {.type = PROTO_CANCEL, .port = o->port};
+		int rc;
+
+		if (!o->used || o->cancelled || o->op != PROTO_GETMSG || o->token == LINK_NO_TOKEN ||
+		    !lk->cfg.orphaned(lk->cfg.arg, o->token))
+			continue;
+		rc = link_tx_item(lk, o->node, h, NULL, 0, LINK_NO_TOKEN, FLOW_INJECTION, 0);
+		o->cancelled = !rc || rc == -EINPROGRESS;
+		n += o->cancelled;
+	}
+	return n;
 }
 
 /* A chunk of a GETMSG answer larger than a slot: chunks come in order; the last one finishes the request. */

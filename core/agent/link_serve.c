@@ -355,6 +355,28 @@ void link_take_request(struct agent_links *lk, uint32_t from, const struct proto
 	link_queue_request(lk, t);
 }
 
+/*
+ * The origin's client of a GETMSG died: the GETMSG is withdrawn if it still
+ * waits here, so it takes no message (answered -ECANCELED).  One already
+ * served answered with its message, which the origin puts back.
+ */
+void link_take_cancel(struct agent_links *lk, uint32_t from, const struct proto_header *h)
+{
+	for (struct target_item **pp = &lk->pending; *pp; pp = &(*pp)->next) {
+		struct target_item *t = *pp;
+
+		if (t->from != from || t->h.type != PROTO_GETMSG || t->h.port != h->port)
+			continue;
+		*pp = t->next;
+		link_answer(lk, t, -ECANCELED, NULL, 0);
+		link_target_free(t);
+		break;
+	}
+	lk->pending_tail = &lk->pending;
+	while (*lk->pending_tail)
+		lk->pending_tail = &(*lk->pending_tail)->next;
+}
+
 void link_take_connect(struct agent_links *lk, uint32_t from, const struct proto_header *h,
 		       const uint8_t *eager, size_t len)
 {

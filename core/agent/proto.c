@@ -163,7 +163,7 @@ int proto_next(const uint8_t *buf, size_t len, size_t *off, struct proto_header 
 	if (len - *off - PROTO_HEADER_SIZE < h->eager_size)
 		return reject(e, PROTO_ERR_TRUNCATED);
 	/* Responses open with a status; a bare CONNECT must carry its binding. */
-	if (h->type >= PROTO_ACK && h->eager_size < 4)
+	if (proto_is_answer(h->type) && h->eager_size < 4)
 		return reject(e, PROTO_ERR_RESPONSE);
 	if (h->type == PROTO_STATE && h->eager_size != PROTO_STATE_LEN)
 		return reject(e, PROTO_ERR_RESPONSE);
@@ -250,6 +250,7 @@ static int item_check(const struct proto_header *h, const uint8_t *data, size_t 
 	case PROTO_GETMSG:
 		return len == 0 || len == 8 ? 0 : reject(e, PROTO_ERR_SIZE);
 	case PROTO_POLL:
+	case PROTO_CANCEL:
 		return len == 0 ? 0 : reject(e, PROTO_ERR_SIZE);
 	case PROTO_SENDMSG:
 		if (h->protocol == PROTO_RMA)

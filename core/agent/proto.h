@@ -20,7 +20,8 @@
  * message (DATA), or the channel's state (STATE, PROTO_STATE_LEN bytes in
  * all): count u32, bytes u64, flags u8 (bit 0 empty, bit 1 full),
  * capacity_msgs u32, capacity_bytes u64, max_msg u32, sent u64, received
- * u64.
+ * u64.  A CANCEL (no eager data) names the port of a GETMSG whose client
+ * died; the target drops it if it still waits and answers DATA -ECANCELED.
  *
  * Large items (protocol p2p): an item whose eager data would not fit an
  * eager buffer travels as a message of its own (a "large frame"): the
@@ -67,11 +68,18 @@ enum proto_type {
 	PROTO_GETMSG = 1,
 	PROTO_POLL = 2,
 	PROTO_CONNECT = 3,
-	PROTO_ACK = 4,	 /* deposited / received */
-	PROTO_DATA = 5,	 /* a GETMSG's message */
-	PROTO_STATE = 6, /* a POLL's answer */
-	PROTO_NTYPES = 7
+	PROTO_ACK = 4,	  /* deposited / received */
+	PROTO_DATA = 5,	  /* a GETMSG's message */
+	PROTO_STATE = 6,  /* a POLL's answer */
+	PROTO_CANCEL = 7, /* withdraws the GETMSG on its port (its client died): answered with -ECANCELED */
+	PROTO_NTYPES = 8
 };
+
+/* ACK, DATA and STATE: the answers, each opening with a status. */
+static inline int proto_is_answer(unsigned type)
+{
+	return type >= PROTO_ACK && type <= PROTO_STATE;
+}
 
 enum proto_protocol { PROTO_EAGER = 0, PROTO_P2P = 1, PROTO_RMA = 2 };
 

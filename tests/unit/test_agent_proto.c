@@ -55,8 +55,9 @@ static void test_header_rejects(void **state)
 
 	(void)state;
 	proto_header_encode(&h, b);
-	b[0] = 7; /* type 7 */
-	assert_int_equal(proto_header_decode(b, &d, &e), -EBADMSG);
+	b[0] = 7; /* type 7: a CANCEL, the last of the eight the three bits hold */
+	assert_int_equal(proto_header_decode(b, &d, &e), 0);
+	assert_int_equal(d.type, PROTO_CANCEL);
 	b[0] = 3 << 3; /* protocol 3 */
 	assert_int_equal(proto_header_decode(b, &d, &e), -EBADMSG);
 	b[0] = 4 << 5; /* mode 4 */
@@ -64,7 +65,7 @@ static void test_header_rejects(void **state)
 	b[0] = 0;
 	b[1] = 0xff, b[2] = 0x07; /* 2047 > 2036 */
 	assert_int_equal(proto_header_decode(b, &d, &e), -EBADMSG);
-	assert_int_equal(e.count[PROTO_ERR_TYPE], 1);
+	assert_int_equal(e.count[PROTO_ERR_TYPE], 0);
 	assert_int_equal(e.count[PROTO_ERR_PROTOCOL], 1);
 	assert_int_equal(e.count[PROTO_ERR_MODE], 1);
 	assert_int_equal(e.count[PROTO_ERR_SIZE], 1);
@@ -242,6 +243,7 @@ static size_t valid_item(struct rng *r, struct proto_header *h, uint8_t *data, s
 		len = rng_range(r, 0, 1) ? 8 : 0;
 		break;
 	case PROTO_POLL:
+	case PROTO_CANCEL:
 		break;
 	case PROTO_STATE:
 		len = PROTO_STATE_LEN;
@@ -273,7 +275,7 @@ static size_t valid_item(struct rng *r, struct proto_header *h, uint8_t *data, s
 	if (h->type != PROTO_CONNECT)
 		for (size_t i = 0; i < len; i++)
 			data[i] = (uint8_t)rng_next(r);
-	if (h->type >= PROTO_ACK)
+	if (proto_is_answer(h->type))
 		memset(data, 0, 4); /* status 0 */
 	h->eager_size = (uint16_t)len;
 	return len;
@@ -342,8 +344,10 @@ static void check_item(void *arg, const struct proto_header *h, const uint8_t *d
 
 	assert_true(data >= p->buf + PROTO_HEADER_SIZE && data + len <= p->buf + p->len);
 	assert_true(h->type < PROTO_NTYPES && h->protocol <= PROTO_RMA && h->mode <= 3);
-	if (h->type >= PROTO_ACK)
+	if (proto_is_answer(h->type))
 		assert_true(len >= 4);
+	if (h->type == PROTO_CANCEL)
+		assert_int_equal(len, 0);
 	if (h->type == PROTO_STATE)
 		assert_int_equal(len, PROTO_STATE_LEN);
 	if (h->type == PROTO_POLL)
