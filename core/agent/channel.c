@@ -195,10 +195,10 @@ int chan_create(const char *dir, const char *name, const struct chan_attr *attr)
 		return -errno;
 	size_t len = CHAN_HEADER + a.capacity_bytes;
 
-	if (ftruncate(fd, (off_t)len)) {
-		rc = -errno;
+	/* Every page reserved now: a full file system fails the create, never a send (SIGBUS). */
+	rc = agent_dir_reserve(fd, 0, len);
+	if (rc)
 		goto fail;
-	}
 	s = mmap(NULL, CHAN_HEADER, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (s == MAP_FAILED) {
 		rc = -errno;
@@ -370,6 +370,11 @@ static int quarantine(struct chan *c)
 bool chan_corrupt(const struct chan *c)
 {
 	return c->corrupt;
+}
+
+uint64_t chan_file_size(const struct chan *c)
+{
+	return c->map_len;
 }
 
 void chan_set_try_lock(struct chan *c)

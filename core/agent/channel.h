@@ -115,6 +115,8 @@ int chan_wait_taken(struct chan *c, uint64_t seq, int timeout_ms);
  * the handle fails with -EBADMSG, and nothing read from it is followed.
  */
 bool chan_corrupt(const struct chan *c);
+/* The size of the file the handle mapped (a file now shorter was cut by someone: SIGBUS to touch). */
+uint64_t chan_file_size(const struct chan *c);
 /* Try-once calls on this handle do not wait for a busy lock at all: the agent's, which serves others. */
 void chan_set_try_lock(struct chan *c);
 

@@ -135,7 +135,8 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 		snprintf(self.hosts[i], GW_HOST_LEN, "%s", cfg->hosts[i]);
 	rc = gw_create(e->dir, &self, &e->gw);
 	if (rc) {
-		snprintf(why, whylen, "cannot create the gateway in %s: %s", e->dir, strerror(-rc));
+		snprintf(why, whylen, "cannot create the gateway in %s: %s%s", e->dir, strerror(-rc),
+			 rc == -ENOSPC ? " (it reserves about 17 MiB: free space there)" : "");
 		pidfile_release(e->dir, e->id, e->pid_fd);
 		free(e);
 		return rc;

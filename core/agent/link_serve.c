@@ -73,7 +73,12 @@ static int serve_chan(struct agent_links *lk, const char *name, struct chan **ou
 	snprintf(path, sizeof(path), "%s/%s%s", lk->dir, CHAN_FILE_PREFIX, name);
 	if (lstat(path, &st))
 		return -errno;
-	if (slot && !chan_destroyed(slot->c) && slot->dev == st.st_dev && slot->ino == st.st_ino) {
+	/*
+	 * A file cut shorter than the mapping (another process of the user) would raise SIGBUS when
+	 * written: it is opened again, which refuses it (-EBADMSG), instead of being served.
+	 */
+	if (slot && !chan_destroyed(slot->c) && slot->dev == st.st_dev && slot->ino == st.st_ino &&
+	    (uint64_t)st.st_size == chan_file_size(slot->c)) {
 		slot->checked_ns = now;
 		*out = slot->c;
 		return 0;
