@@ -91,6 +91,7 @@ static int serve(const struct agent_opts *o, const char *dir, uint32_t sibling, 
 					  .device = o->devices ? o->devices[sibling] : NULL,
 					  .hosts = o->hosts,
 					  .ports = o->boot->ports,
+					  .bind = o->bind,
 					  .log = {log_line, NULL},
 					  .debug = o->debug};
 	struct agent_engine *e;

@@ -44,6 +44,7 @@ enum {
 	OPT_CAPACITY = 9,
 	OPT_BYTES = 10,
 	OPT_MAX_MSG = 11,
+	OPT_BIND = 12,
 };
 #define BIT(o) (1u << (o))
 
@@ -52,10 +53,10 @@ static const struct {
 	unsigned allowed; /* --rank goes with every action */
 	const char *takes;
 } action_opts[] = {
-    {"foreground", BIT(OPT_HOSTFILE) | BIT(OPT_HOSTS) | BIT(OPT_PER_NODE),
-     "--rank, --hosts, --hostfile, --agents-per-node"},
-    {"start", BIT(OPT_HOSTFILE) | BIT(OPT_HOSTS) | BIT(OPT_PER_NODE),
-     "--rank, --hosts, --hostfile, --agents-per-node"},
+    {"foreground", BIT(OPT_HOSTFILE) | BIT(OPT_HOSTS) | BIT(OPT_PER_NODE) | BIT(OPT_BIND),
+     "--rank, --hosts, --hostfile, --agents-per-node, --bind"},
+    {"start", BIT(OPT_HOSTFILE) | BIT(OPT_HOSTS) | BIT(OPT_PER_NODE) | BIT(OPT_BIND),
+     "--rank, --hosts, --hostfile, --agents-per-node, --bind"},
     {"stop", 0, "--rank"},
     {"status", 0, "--rank"},
     {"send", BIT(OPT_MODE) | BIT(OPT_TIMEOUT), "--rank, --mode, --timeout"},
@@ -77,7 +78,8 @@ static int check_action_options(const char *action, const char *what, unsigned g
 					    [OPT_OUT] = "--out",
 					    [OPT_CAPACITY] = "--capacity",
 					    [OPT_BYTES] = "--bytes",
-					    [OPT_MAX_MSG] = "--max-msg"};
+					    [OPT_MAX_MSG] = "--max-msg",
+					    [OPT_BIND] = "--bind"};
 
 	for (size_t i = 0; action && i < sizeof(action_opts) / sizeof(action_opts[0]); i++) {
 		unsigned allowed = action_opts[i].allowed | BIT(OPT_RANK);
@@ -87,7 +89,7 @@ static int check_action_options(const char *action, const char *what, unsigned g
 		/* Only chan create makes a channel. */
 		if (!strcmp(action, "chan") && (!what || strcmp(what, "create")))
 			allowed &= ~(BIT(OPT_CAPACITY) | BIT(OPT_BYTES) | BIT(OPT_MAX_MSG));
-		for (unsigned o = OPT_HOSTFILE; o <= OPT_MAX_MSG; o++)
+		for (unsigned o = OPT_HOSTFILE; o <= OPT_BIND; o++)
 			if ((given & BIT(o)) && !(allowed & BIT(o)))
 				return usage_error(AGENT_CMD, "%s is not an option of '%s%s%s'; it takes %s",
 						   names[o], action, what ? " " : "", what ? what : "",
@@ -284,7 +286,7 @@ int cmd_agent(int argc, const char **argv)
 {
 	struct agent_opts o = {.nodes = 1, .timeout_ms = -1, .count = 1};
 	static struct boot_nodes boot; /* 16 KiB: not on the stack */
-	char *hosts = NULL, *hostfile = NULL, *mode = NULL, *out_dir = NULL, *per_node = NULL;
+	char *hosts = NULL, *hostfile = NULL, *mode = NULL, *out_dir = NULL, *per_node = NULL, *bind = NULL;
 	long rank = -1, timeout = -1, count = 1, capacity = 0, bytes = 0, max_msg = 0;
 	struct poptOption opts[] = {
 	    {"rank", 0, POPT_ARG_LONG, &rank, OPT_RANK,
@@ -298,6 +300,10 @@ int cmd_agent(int argc, const char **argv)
 	    {"agents-per-node", 0, POPT_ARG_STRING, &per_node, OPT_PER_NODE,
 	     "foreground/start: agents on this node, acting as one (default 1; auto: one per RDMA device)",
 	     "N|auto"},
+	    {"bind", 0, POPT_ARG_STRING, &bind, OPT_BIND,
+	     "foreground/start: the address the link port listens on (default: this node's --hosts entry; "
+	     "0.0.0.0: every address)",
+	     "ADDRESS"},
 	    {"mode", 0, POPT_ARG_STRING, &mode, OPT_MODE,
 	     "send: return when the message is queued (immediately), copied (buffered, the default), in the "
 	     "channel (deposited) or taken (received)",
@@ -375,6 +381,7 @@ int cmd_agent(int argc, const char **argv)
 	o.hosts = boot.hosts;
 	o.rank = (uint32_t)boot.rank;
 	o.mode = mode;
+	o.bind = bind;
 	o.timeout_ms = (int)timeout;
 	o.count = count;
 	o.out_dir = out_dir;
@@ -399,5 +406,6 @@ out:
 	free(mode);
 	free(out_dir);
 	free(per_node);
+	free(bind);
 	return rc;
 }

@@ -148,6 +148,7 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 					 .siblings = n,
 					 .device = cfg->device,
 					 .dir = e->dir,
+					 .bind = cfg->bind,
 					 .done = engine_done,
 					 .orphaned = engine_orphaned,
 					 .log = cfg->log,

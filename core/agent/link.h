@@ -86,6 +86,12 @@ struct link_config {
 	const uint16_t *ports; /* 0: LINK_DEFAULT_PORT */
 	const char *dir;       /* the agent directory: where targets open channels */
 	/*
+	 * The address the link port listens on: NULL binds this rank's own --hosts entry (so several
+	 * agents of one machine can share a port on distinct addresses, and the port is not open on
+	 * every interface); "0.0.0.0" or "::" every address.
+	 */
+	const char *bind;
+	/*
 	 * An origin request finished: the answer of the target; -EHOSTDOWN when it never went out
 	 * (certainly not done there), -ECONNRESET when the link went down with it in flight (it may
 	 * have been done: outcome unknown).
