@@ -7,18 +7,13 @@
 # the port on every address again, and --bind is refused by other actions.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-. "$(dirname "$0")/lib/agent_nodes.sh" bind 1 1
+. "$(dirname "$0")/lib/two_agents.sh" bind
 P=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 shared=127.0.0.1:$P,127.0.0.2:$P
 listening() { # ADDR: something listens on ADDR:$P (ss prints the local address)
 	ss -Hltn "sport = :$P" | awk '{print $4}' | grep -qx "$1:$P"
 }
-links_up() { [ "$(A "$1" -j agent status | jq -r '.peers[0].state')" = up ]; }
-for r in 0 1; do
-	mkdir -m 700 "$T/a$r"
-	A $r -q agent start --hosts="$shared" --rank=$r || fail "agent $r did not start: $(cat "$T/a$r/agent.$r.log")"
-done
-for r in 0 1; do wait_for links_up $r || fail "links of rank $r not up: $(A $r agent status)"; done
+start_two "$shared"
 listening 127.0.0.1 && listening 127.0.0.2 || fail "not listening on both addresses: $(ss -Hltn "sport = :$P")"
 listening 0.0.0.0 && fail "an agent listens on every address: $(ss -Hltn "sport = :$P")"
 A 1 agent chan create q || fail "create q"

@@ -8,13 +8,8 @@
 # back behind the second).
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-. "$(dirname "$0")/lib/agent_nodes.sh" getmsg-orphan 2 1
-links_up() { [ "$(A "$1" -j agent status | jq -r '.peers[0].state')" = up ]; }
-for r in 0 1; do
-	mkdir -m 700 "$T/a$r"
-	A $r -q agent start --hosts="$hosts" --rank=$r || fail "agent $r did not start: $(cat "$T/a$r/agent.$r.log")"
-done
-for r in 0 1; do wait_for links_up $r || fail "links of rank $r not up: $(A $r agent status)"; done
+. "$(dirname "$0")/lib/two_agents.sh" getmsg-orphan
+start_two
 A 1 agent chan create g || fail "create g"
 
 for round in 1 2 3 4; do

@@ -13,16 +13,11 @@
 # (The old agent blocked on the lock forever and died on the bad offsets.)
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-. "$(dirname "$0")/lib/agent_nodes.sh" hostile-chan 2 1
-links_up() { [ "$(A "$1" -j agent status | jq -r '.peers[0].state')" = up ]; }
+. "$(dirname "$0")/lib/two_agents.sh" hostile-chan
 holder=
 stop_holder() { [ -n "$holder" ] && { kill -CONT "$holder"; kill "$holder"; } 2>/dev/null; true; }
 trap 'stop_holder; cleanup' EXIT
-for r in 0 1; do
-	mkdir -m 700 "$T/a$r"
-	A $r -q agent start --hosts="$hosts" --rank=$r || fail "agent $r did not start: $(cat "$T/a$r/agent.$r.log")"
-done
-for r in 0 1; do wait_for links_up $r || fail "links of rank $r not up: $(A $r agent status)"; done
+start_two
 for c in held other bad; do A 1 agent chan create $c || fail "create $c"; done
 echo 12345678 | head -c 8 >"$T/msg"
 A 1 agent send bad "$T/msg" || fail "send to bad"

@@ -8,16 +8,10 @@
 # immediately send, which used to return 0 and drop the message.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-. "$(dirname "$0")/lib/agent_nodes.sh" linkdown 2 1
-peer_state() { A "$1" -j agent status | jq -r '.peers[0].state'; }
-links_up() { [ "$(peer_state "$1")" = up ]; }
-link_down() { [ "$(peer_state "$1")" != up ]; }
+. "$(dirname "$0")/lib/two_agents.sh" linkdown
+link_down() { ! links_up "$1"; }
 deposited() { [ "$(A 1 -j agent poll c | jq .count)" = 1 ]; }
-for r in 0 1; do
-	mkdir -m 700 "$T/a$r"
-	A $r -q agent start --hosts="$hosts" --rank=$r || fail "agent $r did not start: $(cat "$T/a$r/agent.$r.log")"
-done
-for r in 0 1; do wait_for links_up $r || fail "links of rank $r not up: $(A $r agent status)"; done
+start_two
 A 1 agent chan create c || fail "create c"
 echo hello >"$T/msg"
 

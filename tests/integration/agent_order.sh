@@ -14,13 +14,8 @@
 # three arrive whole and in order once the channel drains.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-. "$(dirname "$0")/lib/agent_nodes.sh" order 2 1
-links_up() { [ "$(A "$1" -j agent status | jq '[.peers[] | select(.state == "up")] | length')" = 1 ]; }
-for r in 0 1; do
-	mkdir -m 700 "$T/a$r"
-	RDMATOOL_AGENT_MAX_HEAP_MB=$((r == 1 ? 4 : 1024)) A $r -q agent start --hosts="$hosts" --rank=$r || fail "agent $r did not start: $(cat "$T/a$r/agent.$r.log")"
-done
-for r in 0 1; do wait_for links_up $r || fail "links of rank $r not up: $(A $r agent status)"; done
+. "$(dirname "$0")/lib/two_agents.sh" order
+A_ENV_1=RDMATOOL_AGENT_MAX_HEAP_MB=4 start_two
 
 N=24
 head -c 40000 /dev/zero >"$T/fill"
