@@ -501,6 +501,8 @@ static void status_agent(const struct gw_info *info)
 	print_uint(PRINT_ANY, "registered_now", ", %llu held\n", a->registered_now);
 	print_close_object();
 steal:
+	print_uint(PRINT_ANY, "copied_bytes", "bytes the agent copied with the CPU: %llu", a->copied);
+	print_uint(PRINT_ANY, "nic_bytes", "; its NIC sent or read: %llu\n", a->nic_bytes);
 	print_open_object("steal");
 	print_uint(PRINT_ANY, "steals", "stealing: %llu large-message reads done for siblings", a->steals);
 	print_uint(PRINT_ANY, "steal_bytes", " (%llu bytes)", a->steal_bytes);

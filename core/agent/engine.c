@@ -54,6 +54,7 @@ struct agent_engine {
 	struct agent_links *links; /* NULL on a single node */
 	struct stats_entry *stats;
 	uint64_t served, failed;
+	uint64_t copied; /* answers copied into the gateway (the links count their own copies) */
 	struct flow_caps caps;
 	uint32_t in_flight; /* requests sent to other nodes whose answer has not come yet */
 	uint64_t spin_ns;   /* how long the loop polls after its last work (adaptive, see engine_sleep) */
@@ -294,6 +295,7 @@ static void engine_done(void *arg, uint64_t token, int status, const void *data,
 	if (e->cfg.debug)
 		agent_logf(&e->cfg.log, "answer for slot %llu: %s", (unsigned long long)token,
 			   status ? strerror(-status) : "done");
+	e->copied += status ? 0 : len;
 	gw_complete(e->gw, (uint32_t)token, status, data, len);
 }
 
@@ -373,6 +375,7 @@ static void publish_agent(struct agent_engine *e)
 
 	if (e->links)
 		links_agent_stats(e->links, &st);
+	st.copied += e->copied;
 	gw_set_agent_stats(e->gw, &st);
 }
 

@@ -305,6 +305,8 @@ void gw_info(struct gateway *g, struct gw_info *info)
 	info->agent.fallbacks = atomic_load(&s->agent[13]);
 	info->agent.registrations = atomic_load(&s->agent[14]);
 	info->agent.registered_now = atomic_load(&s->agent[15]);
+	info->agent.copied = atomic_load(&s->agent[16]);
+	info->agent.nic_bytes = atomic_load(&s->agent[17]);
 	info->start_realtime_ns = s->start_realtime_ns;
 	memcpy(info->hosts, s->hosts, sizeof(info->hosts));
 	for (int i = 0; i < GW_MAX_NODES; i++)

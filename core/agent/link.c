@@ -282,7 +282,9 @@ void links_agent_stats(struct agent_links *lk, struct gw_agent_stats *out)
 				       .registered_now = mr.entries,
 				       .steals = lk->steals,
 				       .steal_bytes = lk->steal_bytes,
-				       .stolen = lk->stolen};
+				       .stolen = lk->stolen,
+				       .copied = lk->copied,
+				       .nic_bytes = lk->nic_bytes};
 }
 
 void links_flow_stats(struct agent_links *lk, struct flow_gauge out[FLOW_NKINDS])

@@ -256,6 +256,8 @@ struct agent_links {
 	uint32_t cache_next;
 	uint64_t corrupt_log_ns; /* a corrupt channel is logged again after this */
 	uint64_t next_orphan_check_ns;
+	uint64_t copied;    /* bytes of items and messages this agent copied with the CPU (gw_agent_stats) */
+	uint64_t nic_bytes; /* bytes this agent had its NIC send or READ */
 	struct handshake hs[LINK_HS_MAX];
 	uint64_t hs_log_ns[2]; /* a failed handshake is logged again after this (other failures, the key's) */
 };

@@ -92,6 +92,7 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 		    .addr = (uintptr_t)slot_mem, .rkey = lk->pool.rkey, .len = (uint32_t)len};
 
 		memcpy(slot_mem, data, len);
+		lk->copied += len;
 		flow_take(&lk->flow[FLOW_INJECTION], lk->pool.slot_size); /* until the target has read it */
 		proto_rma_encode(&c, &r, rma_item);
 		data = rma_item;
@@ -108,6 +109,7 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 			return -ENOMEM;
 		proto_chunk_encode(&c, body);
 		memcpy(body + PROTO_CHUNK_SIZE, data, len);
+		lk->copied += len;
 		data = body;
 		len += PROTO_CHUNK_SIZE;
 		h.protocol = PROTO_P2P;
@@ -186,6 +188,7 @@ static void take_answer_chunk(struct agent_links *lk, uint32_t idx, const uint8_
 		return;
 	}
 	memcpy(o->answer + c.offset, body + PROTO_CHUNK_SIZE, len);
+	lk->copied += len;
 	o->answer_got += len;
 	if (o->answer_got == o->answer_total)
 		link_finish_origin(lk, idx, 0, o->answer, (size_t)o->answer_total);

@@ -93,6 +93,7 @@ void link_take_chunk(struct agent_links *lk, uint32_t from, const struct proto_h
 		r->status = -ENOBUFS;
 	if (!r->status) {
 		memcpy(target_data(r->t) + c->offset, data, len);
+		lk->copied += len;
 		r->got += len;
 	}
 	if (last)
@@ -129,8 +130,10 @@ static int read_post(struct agent_links *lk, struct rma_read *rd)
 		return rc == -EAGAIN ? -ENOBUFS : rc;
 	rc = core_read(lk->ep, lk->peers[rd->from].core_peer, target_data(rd->t) + rd->offset, rd->rma.len,
 		       rd->rma.addr, rd->rma.rkey, rd);
-	if (!rc)
+	if (!rc) {
 		flow_take(&lk->flow[FLOW_EJECTION], rd->rma.len);
+		lk->nic_bytes += rd->rma.len;
+	}
 	return rc;
 }
 

@@ -128,6 +128,7 @@ static int getmsg_take(struct agent_links *lk, const struct target_item *t, stru
 	if (!flow_fits(g, getmsg_charge(GW_INLINE)))
 		return -EAGAIN;
 	rc = chan_recv(c, lk->scratch + 4, want < GW_INLINE ? want : GW_INLINE, len, 0);
+	lk->copied += rc ? 0 : *len;
 	if (rc != -EMSGSIZE || *len <= GW_INLINE)
 		return rc;
 	if (*len > want || getmsg_charge(*len) > g->cap)
@@ -144,6 +145,7 @@ static int getmsg_take(struct agent_links *lk, const struct target_item *t, stru
 		return rc == -EMSGSIZE ? -EAGAIN : rc;
 	}
 	*len = got;
+	lk->copied += got;
 	return 0;
 }
 
@@ -168,6 +170,7 @@ static void answer_chunks(struct agent_links *lk, const struct target_item *t, c
 		c.offset = off;
 		proto_chunk_encode(&c, body + 4);
 		memcpy(body + 4 + PROTO_CHUNK_SIZE, msg + off, n);
+		lk->copied += n;
 		rc = link_tx_item(lk, t->from, h, body, 4 + PROTO_CHUNK_SIZE + n, LINK_NO_TOKEN, FLOW_GETMSG,
 				  PROTO_HEADER_SIZE + 4 + PROTO_CHUNK_SIZE + n);
 		if (rc && rc != -EINPROGRESS) {
@@ -208,6 +211,7 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 		if (!t->deposited) {
 			rc = chan_send_quiet(c, target_data(t), t->len, &t->seq);
 			t->deposited = rc == 0;
+			lk->copied += t->deposited ? t->len : 0;
 		}
 		if (t->deposited && t->h.mode == AGENT_SEND_RECEIVED)
 			rc = chan_wait_taken(c, t->seq, 0);

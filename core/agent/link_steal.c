@@ -97,6 +97,8 @@ static int offered_progress(struct agent_links *lk, uint64_t now, bool check)
 				status = -ENOBUFS; /* no heap room for the message yet: read again later */
 			if (!status)
 				memcpy(target_data(rd->t) + rd->offset, data, rd->rma.len);
+			if (!status)
+				lk->copied += rd->rma.len;
 			steal_release(lk->board, k);
 		}
 		if (st == 1 && !status) {
@@ -165,6 +167,8 @@ static int steal_progress(struct agent_links *lk)
 					      job.len, job.addr, job.rkey, rd)) {
 					free(rd);
 					rd = NULL;
+				} else {
+					lk->nic_bytes += job.len;
 				}
 			}
 			if (!rd) {
