@@ -12,7 +12,7 @@ _rdmatool_options()
 	cqstat) echo "-c --comm -i --interval -n --count -d --details --clean" ;;
 	madstress) echo "-t --time -C --ca -P --port -N --local-depth -n --dest-depth -T --timeout -r --retries -m --method -p --workers -L --lids -D --dr-path -c --count -v --decode" ;;
 	bench) echo "-s --size -a --all -n --iters -D --duration --threads --stripes --lock --progress-thread --device --server --client --rounds --baseline -R --rdma_cm" ;;
-	agent) echo "--rank --hosts --hostfile --agents-per-node --mode --timeout -n --count --out --capacity --bytes --max-msg" ;;
+	agent) echo "--rank --hosts --hostfile --agents-per-node --bind --mode --timeout -n --count --out --capacity --bytes --max-msg" ;;
 	walk) echo "-c --clients -d --duration -m --multinode -D --device -P --port -g --gid-index -n --steps -s --seed -w --weight --preset -H --history --history-file --heartbeat -V --verify --allow-outstanding-ops" ;;
 	esac
 }

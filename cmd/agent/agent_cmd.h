@@ -18,8 +18,9 @@ struct agent_opts {
 	uint32_t siblings;	       /* --agents-per-node (core/agent/sibling.h); 1 by default */
 	const char (*devices)[64]; /* with --agents-per-node=auto on verbs devices: sibling k's; else NULL */
 	const char *mode;
-	int timeout_ms; /* -1: forever */
-	long count;	/* recv: messages to take; 0 = until none arrives within the timeout */
+	const char *bind; /* --bind: the links' listening address, or NULL */
+	int timeout_ms;	  /* -1: forever */
+	long count;	  /* recv: messages to take; 0 = until none arrives within the timeout */
 	const char *out_dir;
 	long capacity, bytes, max_msg;
 	int debug;	   /* RDMATOOL_AGENT_DEBUG */

@@ -34,7 +34,11 @@ static const char *errno_hint(int rc)
 	case -ENOTCONN:
 		return "no agent runs on this node; start one with 'rdmatool agent start'";
 	case -EHOSTDOWN:
-		return "the agent has no link to that node";
+		return "the agent has no link to that node: nothing was sent (safe to retry once it is up)";
+	case -ECONNRESET:
+		return "the link to that node went down with the request in flight: it may or may not have "
+		       "been "
+		       "done";
 	case -EHOSTUNREACH:
 		return "no such node in the agent's host list";
 	case -ECONNABORTED:
@@ -46,7 +50,13 @@ static const char *errno_hint(int rc)
 		return "the agent on this node runs another rdmatool version; restart it with this one "
 		       "('rdmatool agent stop', then 'rdmatool agent start')";
 	case -EAGAIN:
-		return "the channel (or the agent's gateway) is full; retry, or give --timeout";
+		return "the channel (or the agent's gateway) is full, or another process holds its lock "
+		       "(stopped?); "
+		       "retry, or give --timeout";
+	case -EBADMSG:
+		return "the channel is corrupt (its shared state points outside it) and quarantined; destroy "
+		       "it "
+		       "and create it again";
 	case -ETIMEDOUT:
 		return "timed out";
 	case -EINTR:
@@ -375,12 +385,20 @@ int agent_chan_cmd(const struct agent_opts *o)
 			return usage_error(
 			    AGENT_CMD,
 			    "cannot create '%s': the name must be 1..%d of [A-Za-z0-9._-] (not starting with "
-			    "'.') and --bytes must hold one --max-msg message plus %u bytes",
-			    o->args[1], CHAN_NAME_MAX, CHAN_RECORD_HEADER);
+			    "'.')",
+			    o->args[1], CHAN_NAME_MAX);
 		}
 		if (rc == -EEXIST) {
 			agent_detach(cl);
 			return run_error(AGENT_CMD, "channel '%s' already exists", o->args[1]);
+		}
+		if (rc == -ENOSPC) {
+			agent_detach(cl);
+			return run_error(
+			    AGENT_CMD,
+			    "no room in %s for channel '%s' (its memory is reserved when it is made): "
+			    "free space there, or give a smaller --bytes",
+			    agent_client_dir(cl), o->args[1]);
 		}
 	} else if (!strcmp(what, "destroy")) {
 		rc = agent_chan_destroy(cl, o->args[1]);

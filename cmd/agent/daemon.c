@@ -91,6 +91,7 @@ static int serve(const struct agent_opts *o, const char *dir, uint32_t sibling, 
 					  .device = o->devices ? o->devices[sibling] : NULL,
 					  .hosts = o->hosts,
 					  .ports = o->boot->ports,
+					  .bind = o->bind,
 					  .log = {log_line, NULL},
 					  .debug = o->debug};
 	struct agent_engine *e;
@@ -104,6 +105,9 @@ static int serve(const struct agent_opts *o, const char *dir, uint32_t sibling, 
 	rc = agent_engine_open(&cfg, &e, why, sizeof(why));
 	if (rc) {
 		stats_segment_close();
+		/* The starting process says why, even when the log cannot be written (a full disk). */
+		if (ready_fd >= 0 && write(ready_fd, why, strnlen(why, sizeof(why))) < 0)
+			log_line(NULL, "could not tell the starting process why the agent stopped");
 		return run_error(AGENT_CMD, "%s", why);
 	}
 	snprintf(why, sizeof(why), "%u node(s) from %s; rank %u from %s; agent %u of %u on this node%s%s",
@@ -111,7 +115,7 @@ static int serve(const struct agent_opts *o, const char *dir, uint32_t sibling, 
 		 cfg.device ? ", device " : "", cfg.device ? cfg.device : "");
 	log_line(NULL, why);
 	if (ready_fd >= 0) {
-		if (write(ready_fd, "r", 1) != 1)
+		if (write(ready_fd, "\n", 1) != 1)
 			log_line(NULL, "could not tell the starting process that the agent is ready");
 		close(ready_fd);
 	}
@@ -173,30 +177,33 @@ int agent_foreground(const struct agent_opts *o)
 	return o->siblings > 1 ? serve_siblings(o, dir) : serve(o, dir, 0, -1);
 }
 
-static void print_log_tail(const char *path)
+/* Prints the last lines of the log; how many. */
+static int print_log_tail(const char *path)
 {
 	char line[512], lines[5][512];
 	int n = 0;
 	FILE *f = fopen(path, "re");
 
 	if (!f)
-		return;
+		return 0;
 	while (fgets(line, sizeof(line), f))
 		snprintf(lines[n++ % 5], sizeof(lines[0]), "%s", line);
 	fclose(f);
 	for (int i = n > 5 ? n - 5 : 0; i < n; i++)
 		fprintf(stderr, "  %s", lines[i % 5]);
+	return n;
 }
 
 /* Starts one of the node's agents in the background; EXIT_OK once it serves. */
 static int start_one(const struct agent_opts *o, const char *dir, uint32_t sibling)
 {
-	char log_path[PATH_MAX + 64], name[32];
+	char log_path[PATH_MAX + 64], name[32], said[512];
 	uint32_t id = agent_id(o->rank, sibling);
 	int rc, pipefd[2], log_fd;
 	pid_t holder, pid;
 	struct pollfd pfd;
-	char byte;
+	struct stat st;
+	ssize_t n = 0;
 
 	agent_id_text(id, name, sizeof(name));
 	holder = pidfile_holder(dir, id);
@@ -206,9 +213,15 @@ static int start_one(const struct agent_opts *o, const char *dir, uint32_t sibli
 		    "an agent already runs for %s rank %s (pid %d); stop it with 'rdmatool agent stop'", dir,
 		    name, (int)holder);
 	snprintf(log_path, sizeof(log_path), "%s/agent.%s.log", dir, name);
-	log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* O_NONBLOCK: a FIFO planted as the log fails at once (ENXIO) instead of waiting for a reader. */
+	log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
 	if (log_fd < 0)
-		return run_error(AGENT_CMD, "cannot open the log %s: %s", log_path, strerror(errno));
+		return run_error(AGENT_CMD, "cannot open the log %s: %s%s", log_path, strerror(errno),
+				 errno == ENXIO ? " (it is a FIFO: remove it)" : "");
+	if (fstat(log_fd, &st) || !S_ISREG(st.st_mode)) {
+		close(log_fd);
+		return run_error(AGENT_CMD, "the log %s is not a regular file; remove it", log_path);
+	}
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		close(log_fd);
 		return run_error(AGENT_CMD, "pipe: %s", strerror(errno));
@@ -240,7 +253,9 @@ static int start_one(const struct agent_opts *o, const char *dir, uint32_t sibli
 	waitpid(pid, NULL, 0);
 	pfd = (struct pollfd){.fd = pipefd[0], .events = POLLIN};
 	rc = poll(&pfd, 1, START_DEADLINE_MS);
-	if (rc == 1 && read(pipefd[0], &byte, 1) == 1) {
+	if (rc == 1)
+		n = read(pipefd[0], said, sizeof(said) - 1);
+	if (n == 1 && said[0] == '\n') {
 		close(pipefd[0]);
 		holder = pidfile_holder(dir, id);
 		notice(AGENT_CMD, "agent rank %s started (pid %d), serving %s; log %s", name, (int)holder,
@@ -248,9 +263,15 @@ static int start_one(const struct agent_opts *o, const char *dir, uint32_t sibli
 		return EXIT_OK;
 	}
 	close(pipefd[0]);
+	if (n > 0) {
+		said[n] = '\0';
+		fprintf(stderr, "rdmatool agent: the agent did not start: %s\n", said);
+		return EXIT_FAILURES;
+	}
 	fprintf(stderr, "rdmatool agent: the agent did not start%s; the end of %s:\n",
 		rc == 0 ? " within 10 s" : "", log_path);
-	print_log_tail(log_path);
+	if (!print_log_tail(log_path))
+		fprintf(stderr, "  (nothing: the agent could not write its log; is %s full?)\n", dir);
 	return EXIT_FAILURES;
 }
 
@@ -277,7 +298,7 @@ int agent_start(const struct agent_opts *o)
 	return EXIT_OK;
 }
 
-/* Stops every agent of rank in dir (each sibling); EXIT_OK when none runs any more. */
+/* Stops every agent of rank in dir (each sibling); EXIT_OK when they stopped, -1 when none ran. */
 static int stop_agents(const char *dir, uint32_t rank)
 {
 	pid_t pids[AGENT_SIBLINGS_MAX] = {0};
@@ -298,8 +319,10 @@ static int stop_agents(const char *dir, uint32_t rank)
 		}
 		running++;
 	}
-	if (!running && rc == EXIT_OK)
+	if (!running && rc == EXIT_OK) {
 		notice(AGENT_CMD, "no agent runs for %s rank %u", dir, rank);
+		return -1;
+	}
 	for (uint32_t k = 0; k < AGENT_SIBLINGS_MAX; k++) {
 		if (!pids[k])
 			continue;
@@ -327,9 +350,10 @@ int agent_stop(const struct agent_opts *o)
 		return rc == -EINVAL ? usage_error(AGENT_CMD, "%s", why) : run_error(AGENT_CMD, "%s", why);
 	if (rc) {
 		notice(AGENT_CMD, "no agent runs for %s rank %u", dir, o->rank);
-		return EXIT_OK;
+		return AGENT_EXIT_NOT_RUNNING;
 	}
-	return stop_agents(dir, o->rank);
+	rc = stop_agents(dir, o->rank);
+	return rc == -1 ? AGENT_EXIT_NOT_RUNNING : rc;
 }
 
 struct chan_row_ctx {
@@ -345,16 +369,25 @@ static int status_channel(const char *name, void *arg)
 
 	if (chan_open(ctx->dir, name, &c))
 		return 0; /* destroyed meanwhile, or not ours */
+	/* A lock a stopped process holds: a moment (chan_poll), then the row says so. */
 	int rc = chan_poll(c, &st, 0);
 
 	chan_close(c);
-	if (rc)
+	if (rc && rc != -EAGAIN && rc != -ETIMEDOUT && rc != -EBADMSG)
 		return 0;
 	if (!ctx->n)
 		print_text("  %-24s %8s %12s %10s %12s %12s\n", "channel", "count", "bytes", "capacity",
 			   "sent", "received");
 	print_open_object(NULL);
 	print_string(PRINT_ANY, "name", "  %-24s", name);
+	if (rc) {
+		print_string(PRINT_ANY, "state", " %s\n",
+			     rc == -EBADMSG ? "corrupt: quarantined (destroy it and create it again)"
+					    : "locked by a process that does not let go (stopped?)");
+		print_close_object();
+		ctx->n++;
+		return 0;
+	}
 	print_uint(PRINT_ANY, "count", " %8llu", st.count);
 	print_uint(PRINT_ANY, "bytes", " %12llu", st.bytes);
 	print_bool(PRINT_JSON, "empty", NULL, st.empty);
@@ -404,12 +437,17 @@ static void status_agent(const struct gw_info *info)
 		print_uint(PRINT_ANY, "rank", "  peer %llu", i);
 		print_string(PRINT_ANY, "host", " %s", info->hosts[i]);
 		const struct gw_peer_stats *ps = &info->peer_stats[i];
-		bool mismatch = ps->agents_per_node && ps->agents_per_node != (info->siblings ? info->siblings : 1);
+		bool mismatch =
+		    ps->agents_per_node && ps->agents_per_node != (info->siblings ? info->siblings : 1);
 
-		print_string(PRINT_ANY, "state", ": %s", mismatch ? "mismatch" : info->peer_up[i] ? "up" : "down");
+		print_string(PRINT_ANY, "state", ": %s",
+			     mismatch		? "mismatch"
+			     : info->peer_up[i] ? "up"
+						: "down");
 		print_uint(PRINT_JSON, "agents_per_node", NULL, ps->agents_per_node);
 		if (mismatch)
-			print_uint(PRINT_TEXT, NULL, " (it runs %llu agents per node, this node another count)",
+			print_uint(PRINT_TEXT, NULL,
+				   " (it runs %llu agents per node, this node another count)",
 				   ps->agents_per_node);
 		status_peer(ps);
 		print_close_object();
@@ -437,6 +475,15 @@ static void status_agent(const struct gw_info *info)
 	print_string(PRINT_TEXT, NULL, "%s", "\n");
 	print_close_object();
 	print_open_object("pool");
+	/* An agent alone has no links, so no pool: say so rather than show zeros as if it were empty. */
+	print_bool(PRINT_JSON, "links", NULL, info->nodes > 1);
+	if (info->nodes <= 1) {
+		print_string(PRINT_TEXT, NULL, "%s",
+			     "registered pool: none (the only node: no links to other nodes, nothing "
+			     "registered)\n");
+		print_close_object();
+		goto steal;
+	}
 	print_uint(PRINT_ANY, "registered_bytes", "registered pool: %llu bytes", a->pool_bytes);
 	print_uint(PRINT_ANY, "slots_in_use", ", rma staging slots %llu", a->slots_in_use);
 	print_uint(PRINT_ANY, "slots", " of %llu in use", a->pool_slots);
@@ -453,6 +500,9 @@ static void status_agent(const struct gw_info *info)
 	print_uint(PRINT_ANY, "registrations", "; %llu registrations made", a->registrations);
 	print_uint(PRINT_ANY, "registered_now", ", %llu held\n", a->registered_now);
 	print_close_object();
+steal:
+	print_uint(PRINT_ANY, "copied_bytes", "bytes the agent copied with the CPU: %llu", a->copied);
+	print_uint(PRINT_ANY, "nic_bytes", "; its NIC sent or read: %llu\n", a->nic_bytes);
 	print_open_object("steal");
 	print_uint(PRINT_ANY, "steals", "stealing: %llu large-message reads done for siblings", a->steals);
 	print_uint(PRINT_ANY, "steal_bytes", " (%llu bytes)", a->steal_bytes);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char *const AGENT_CMD = "agent";
 
@@ -29,6 +30,134 @@ static const struct {
     {"status", agent_status},	      {"send", agent_send_cmd}, {"recv", agent_recv_cmd},
     {"poll", agent_poll_cmd},	      {"chan", agent_chan_cmd},
 };
+
+/* The options, as bits of what was given (popt returns each one's val). */
+enum {
+	OPT_RANK = 1,
+	OPT_HOSTFILE = 2,
+	OPT_HOSTS = 3,
+	OPT_PER_NODE = 4,
+	OPT_MODE = 5,
+	OPT_TIMEOUT = 6,
+	OPT_COUNT = 7,
+	OPT_OUT = 8,
+	OPT_CAPACITY = 9,
+	OPT_BYTES = 10,
+	OPT_MAX_MSG = 11,
+	OPT_BIND = 12,
+};
+#define BIT(o) (1u << (o))
+
+static const struct {
+	const char *action;
+	unsigned allowed; /* --rank goes with every action */
+	const char *takes;
+} action_opts[] = {
+    {"foreground", BIT(OPT_HOSTFILE) | BIT(OPT_HOSTS) | BIT(OPT_PER_NODE) | BIT(OPT_BIND),
+     "--rank, --hosts, --hostfile, --agents-per-node, --bind"},
+    {"start", BIT(OPT_HOSTFILE) | BIT(OPT_HOSTS) | BIT(OPT_PER_NODE) | BIT(OPT_BIND),
+     "--rank, --hosts, --hostfile, --agents-per-node, --bind"},
+    {"stop", 0, "--rank"},
+    {"status", 0, "--rank"},
+    {"send", BIT(OPT_MODE) | BIT(OPT_TIMEOUT), "--rank, --mode, --timeout"},
+    {"recv", BIT(OPT_TIMEOUT) | BIT(OPT_COUNT) | BIT(OPT_OUT), "--rank, --timeout, --count, --out"},
+    {"poll", BIT(OPT_TIMEOUT), "--rank, --timeout"},
+    {"chan", BIT(OPT_CAPACITY) | BIT(OPT_BYTES) | BIT(OPT_MAX_MSG),
+     "--rank; chan create also --capacity, --bytes, --max-msg"},
+};
+
+/* An option another action takes is a usage error, not silently ignored. */
+static int check_action_options(const char *action, const char *what, unsigned given)
+{
+	static const char *const names[] = {[OPT_HOSTFILE] = "--hostfile",
+					    [OPT_HOSTS] = "--hosts",
+					    [OPT_PER_NODE] = "--agents-per-node",
+					    [OPT_MODE] = "--mode",
+					    [OPT_TIMEOUT] = "--timeout",
+					    [OPT_COUNT] = "--count",
+					    [OPT_OUT] = "--out",
+					    [OPT_CAPACITY] = "--capacity",
+					    [OPT_BYTES] = "--bytes",
+					    [OPT_MAX_MSG] = "--max-msg",
+					    [OPT_BIND] = "--bind"};
+
+	for (size_t i = 0; action && i < sizeof(action_opts) / sizeof(action_opts[0]); i++) {
+		unsigned allowed = action_opts[i].allowed | BIT(OPT_RANK);
+
+		if (strcmp(action, action_opts[i].action))
+			continue;
+		/* Only chan create makes a channel. */
+		if (!strcmp(action, "chan") && (!what || strcmp(what, "create")))
+			allowed &= ~(BIT(OPT_CAPACITY) | BIT(OPT_BYTES) | BIT(OPT_MAX_MSG));
+		for (unsigned o = OPT_HOSTFILE; o <= OPT_BIND; o++)
+			if ((given & BIT(o)) && !(allowed & BIT(o)))
+				return usage_error(AGENT_CMD, "%s is not an option of '%s%s%s'; it takes %s",
+						   names[o], action, what ? " " : "", what ? what : "",
+						   action_opts[i].takes);
+	}
+	return 0;
+}
+
+/* chan create's sizes, checked here so an error names the option at fault, not the channel name. */
+static int check_chan_sizes(unsigned given, long capacity, long bytes, long max_msg)
+{
+	uint64_t msg = (given & BIT(OPT_MAX_MSG)) ? (uint64_t)max_msg : CHAN_DEFAULT_MAX_MSG;
+	uint64_t record = CHAN_RECORD_HEADER + ((msg + 7) & ~7ull);
+
+	if ((given & BIT(OPT_CAPACITY)) && capacity == 0)
+		return usage_error(AGENT_CMD,
+				   "--capacity=0 holds no message; give 1 or more (omit it for %u)",
+				   CHAN_DEFAULT_CAPACITY);
+	if ((given & BIT(OPT_BYTES)) && bytes == 0)
+		return usage_error(AGENT_CMD,
+				   "--bytes=0 holds no message; give at least %llu (omit it for 16 MiB)",
+				   (unsigned long long)record);
+	if ((given & BIT(OPT_MAX_MSG)) && max_msg == 0)
+		return usage_error(AGENT_CMD,
+				   "--max-msg=0: give the largest message in bytes, 1 or more (omit it "
+				   "for 4 MiB)");
+	if (msg > CHAN_MAX_BYTES - CHAN_RECORD_HEADER)
+		return usage_error(AGENT_CMD, "--max-msg=%llu is too large; at most %llu bytes",
+				   (unsigned long long)msg,
+				   (unsigned long long)(CHAN_MAX_BYTES - CHAN_RECORD_HEADER));
+	if ((given & BIT(OPT_BYTES)) && (uint64_t)bytes > CHAN_MAX_BYTES)
+		return usage_error(AGENT_CMD, "--bytes=%ld is too large; a channel holds at most %llu bytes",
+				   bytes, (unsigned long long)CHAN_MAX_BYTES);
+	if ((given & BIT(OPT_BYTES)) && (uint64_t)bytes < record)
+		return usage_error(
+		    AGENT_CMD,
+		    "--bytes=%ld cannot hold one largest message (%llu bytes and a %u-byte header); give "
+		    "--bytes=%llu or more, or a smaller --max-msg",
+		    bytes, (unsigned long long)msg, CHAN_RECORD_HEADER, (unsigned long long)record);
+	return 0;
+}
+
+/* The same node twice would link an agent to itself: every host:port once. */
+static int check_duplicate_hosts(const struct boot_nodes *b)
+{
+	for (uint32_t i = 0; i < b->nodes; i++)
+		for (uint32_t j = 0; j < i; j++)
+			if (!strcmp(b->hosts[i], b->hosts[j]) && b->ports[i] == b->ports[j])
+				return usage_error(
+				    AGENT_CMD,
+				    "%s names %s%s%.0u twice (ranks %u and %u); give each node once, "
+				    "or distinct ports for agents on one machine",
+				    b->hosts_source, b->hosts[i], b->ports[i] ? ":" : "", b->ports[i], j, i);
+	return 0;
+}
+
+/* A host file must be a regular file: /dev/zero or a FIFO would be read forever. */
+static int check_hostfile(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return usage_error(AGENT_CMD, "--hostfile=%s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return usage_error(
+		    AGENT_CMD, "--hostfile=%s is not a regular file; give a file of host[:PORT] lines", path);
+	return 0;
+}
 
 /*
  * The node list and this agent's rank: --hosts or --hostfile, else the
@@ -44,6 +173,8 @@ static int resolve_nodes(struct boot_nodes *b, const char *hosts, const char *ho
 	b->rank = -1;
 	if (hosts && hostfile)
 		return usage_error(AGENT_CMD, "give --hosts or --hostfile, not both");
+	if (hostfile && (rc = check_hostfile(hostfile)))
+		return rc;
 	if (hosts)
 		rc = boot_parse_hosts(hosts, b, why, sizeof(why));
 	else if (hostfile)
@@ -56,6 +187,8 @@ static int resolve_nodes(struct boot_nodes *b, const char *hosts, const char *ho
 		rc = boot_from_env(b, why, sizeof(why));
 	if (rc)
 		return usage_error(AGENT_CMD, "%s", why);
+	if ((rc = check_duplicate_hosts(b)))
+		return rc;
 	if (!daemon) {
 		/* A client only needs to know which local agent to talk to: the one running here, if one is.
 		 */
@@ -153,46 +286,51 @@ int cmd_agent(int argc, const char **argv)
 {
 	struct agent_opts o = {.nodes = 1, .timeout_ms = -1, .count = 1};
 	static struct boot_nodes boot; /* 16 KiB: not on the stack */
-	char *hosts = NULL, *hostfile = NULL, *mode = NULL, *out_dir = NULL, *per_node = NULL;
+	char *hosts = NULL, *hostfile = NULL, *mode = NULL, *out_dir = NULL, *per_node = NULL, *bind = NULL;
 	long rank = -1, timeout = -1, count = 1, capacity = 0, bytes = 0, max_msg = 0;
 	struct poptOption opts[] = {
-	    {"rank", 0, POPT_ARG_LONG, &rank, 0,
+	    {"rank", 0, POPT_ARG_LONG, &rank, OPT_RANK,
 	     "the agent's rank among the nodes (default: from the launcher, else the entry that is this "
 	     "machine)",
 	     "N"},
-	    {"hostfile", 0, POPT_ARG_STRING, &hostfile, 0,
+	    {"hostfile", 0, POPT_ARG_STRING, &hostfile, OPT_HOSTFILE,
 	     "foreground/start: the nodes, one host[:PORT] per line", "FILE"},
-	    {"hosts", 0, POPT_ARG_STRING, &hosts, 0, "foreground/start: the nodes' host names in rank order",
-	     "H1[:PORT],..."},
-	    {"agents-per-node", 0, POPT_ARG_STRING, &per_node, 0,
+	    {"hosts", 0, POPT_ARG_STRING, &hosts, OPT_HOSTS,
+	     "foreground/start: the nodes' host names in rank order", "H1[:PORT],..."},
+	    {"agents-per-node", 0, POPT_ARG_STRING, &per_node, OPT_PER_NODE,
 	     "foreground/start: agents on this node, acting as one (default 1; auto: one per RDMA device)",
 	     "N|auto"},
-	    {"mode", 0, POPT_ARG_STRING, &mode, 0,
+	    {"bind", 0, POPT_ARG_STRING, &bind, OPT_BIND,
+	     "foreground/start: the address the link port listens on (default: this node's --hosts entry; "
+	     "0.0.0.0: every address)",
+	     "ADDRESS"},
+	    {"mode", 0, POPT_ARG_STRING, &mode, OPT_MODE,
 	     "send: return when the message is queued (immediately), copied (buffered, the default), in the "
 	     "channel (deposited) or taken (received)",
 	     "MODE"},
-	    {"timeout", 0, POPT_ARG_LONG, &timeout, 0,
+	    {"timeout", 0, POPT_ARG_LONG, &timeout, OPT_TIMEOUT,
 	     "send/recv/poll: give up after MS milliseconds (default: wait)", "MS"},
-	    {"count", 'n', POPT_ARG_LONG, &count, 0,
+	    {"count", 'n', POPT_ARG_LONG, &count, OPT_COUNT,
 	     "recv: messages to take (default 1; 0 = until the timeout)", "N"},
-	    {"out", 0, POPT_ARG_STRING, &out_dir, 0,
+	    {"out", 0, POPT_ARG_STRING, &out_dir, OPT_OUT,
 	     "recv: write each message to DIR/000000, DIR/000001, ...", "DIR"},
-	    {"capacity", 0, POPT_ARG_LONG, &capacity, 0,
+	    {"capacity", 0, POPT_ARG_LONG, &capacity, OPT_CAPACITY,
 	     "chan create: messages the channel holds (default 1024)", "N"},
-	    {"bytes", 0, POPT_ARG_LONG, &bytes, 0, "chan create: bytes the channel holds (default 16 MiB)",
-	     "BYTES"},
-	    {"max-msg", 0, POPT_ARG_LONG, &max_msg, 0, "chan create: largest message (default 4 MiB)",
-	     "BYTES"},
+	    {"bytes", 0, POPT_ARG_LONG, &bytes, OPT_BYTES,
+	     "chan create: bytes the channel holds (default 16 MiB)", "BYTES"},
+	    {"max-msg", 0, POPT_ARG_LONG, &max_msg, OPT_MAX_MSG,
+	     "chan create: largest message (default 4 MiB)", "BYTES"},
 	    POPT_AUTOHELP POPT_TABLEEND};
 	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
 	const char *action;
+	unsigned given = 0;
 	int rc;
 
 	poptSetOtherOptionHelp(pc,
 			       "foreground|start|stop|status | send ADDR [FILE|-] | recv ADDR | poll ADDR | "
 			       "chan create|destroy NAME | chan list");
 	while ((rc = poptGetNextOpt(pc)) > 0)
-		;
+		given |= BIT(rc);
 	if (rc < -1) {
 		rc = popt_usage_error(AGENT_CMD, pc, rc, argv);
 		goto out;
@@ -200,7 +338,7 @@ int cmd_agent(int argc, const char **argv)
 	rc = read_debug_env(&o);
 	if (rc)
 		goto out;
-	if (rank < -1 || rank >= GW_MAX_NODES) {
+	if ((given & BIT(OPT_RANK)) && (rank < 0 || rank >= GW_MAX_NODES)) {
 		rc = usage_error(AGENT_CMD, "--rank=%ld is out of range; use 0..%d", rank, GW_MAX_NODES - 1);
 		goto out;
 	}
@@ -216,6 +354,15 @@ int cmd_agent(int argc, const char **argv)
 		goto out;
 	}
 	action = poptGetArg(pc);
+	{
+		const char *const *rest = poptGetArgs(pc);
+
+		rc = check_action_options(action, rest ? rest[0] : NULL, given);
+		if (!rc && action && !strcmp(action, "chan"))
+			rc = check_chan_sizes(given, capacity, bytes, max_msg);
+		if (rc)
+			goto out;
+	}
 	if (action && (hosts || hostfile || per_node) && strcmp(action, "foreground") &&
 	    strcmp(action, "start")) {
 		rc =
@@ -234,6 +381,7 @@ int cmd_agent(int argc, const char **argv)
 	o.hosts = boot.hosts;
 	o.rank = (uint32_t)boot.rank;
 	o.mode = mode;
+	o.bind = bind;
 	o.timeout_ms = (int)timeout;
 	o.count = count;
 	o.out_dir = out_dir;
@@ -258,5 +406,6 @@ out:
 	free(mode);
 	free(out_dir);
 	free(per_node);
+	free(bind);
 	return rc;
 }

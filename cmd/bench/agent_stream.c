@@ -13,6 +13,7 @@
  * (agent_rate), and core write_bw between two processes on their own devices
  * as the two agents are (agent_bw, cmd/bench/pair_transport.c).
  */
+#include "cmd/bench/agent_copies.h"
 #include "cmd/bench/agent_pair.h"
 #include "cmd/bench/bench.h"
 #include "cmd/bench/child.h"
@@ -49,6 +50,8 @@ struct stream_result {
 	double msgs_per_s, mib_per_s; /* from the drainer's first message to its last */
 	double wall_msgs_per_s;	      /* from forking the senders until every process has exited */
 	double items_per_buffer;      /* node 0's aggregation factor toward node 1 */
+	/* Bytes per payload byte on each node (agent_copies.h): the agent's CPU copies, its NIC's. */
+	double agent_copies[AGENT_PAIR_NODES], nic_copies[AGENT_PAIR_NODES];
 };
 
 /*
@@ -235,6 +238,16 @@ static int stream(size_t size, long iters, int procs, enum agent_send_mode mode,
 		r->mib_per_s = n * (double)size / MIB / s;
 		r->wall_msgs_per_s = (double)iters / wall;
 		r->items_per_buffer = aggregation_factor(dir0, iters);
+		/* Both agents copy every payload byte at least once: wait for counts that take it in. */
+		double payload = (double)iters * (double)size;
+
+		for (int k = 0; k < AGENT_PAIR_NODES && payload > 0; k++) {
+			struct agent_copies c =
+			    copies_of_agent(k ? dir1 : dir0, (uint32_t)k, (uint64_t)payload);
+
+			r->agent_copies[k] = (double)c.copied / payload;
+			r->nic_copies[k] = (double)c.nic_bytes / payload;
+		}
 	}
 	agent_pair_stop(&pair);
 	munmap(times, sizeof(*times));
@@ -309,6 +322,39 @@ static void report_round(const char *test, int i, const struct round *r, bool ba
 	print_close_object();
 }
 
+/*
+ * Bytes per payload byte (agent_copies.h), medians of the rounds: per node
+ * the client's CPU copy (1 by construction), the agent's CPU copies and the
+ * bytes its NIC moved (a real NIC's DMA, the soft NIC's CPU copies); the
+ * agents' copies end to end against the bar of 2.  Core write_bw, beside
+ * them, copies nothing with the CPU: its NIC moves each byte once.
+ */
+static void report_copies(const struct round *r, int rounds, bool baseline)
+{
+	double agent0 = median_field(r, rounds, AT(on.agent_copies[0]));
+	double agent1 = median_field(r, rounds, AT(on.agent_copies[1]));
+
+	print_open_object("copies_per_byte");
+	print_text("  bytes copied per payload byte:\n");
+	for (int k = 0; k < AGENT_PAIR_NODES; k++) {
+		print_open_object(k ? "node1" : "node0");
+		print_int(PRINT_TEXT, NULL, "    node %lld:", k);
+		print_double(PRINT_ANY, "client", " client %.2f", 1.0);
+		print_text(k ? " (the drainer, out of the channel)" : " (the sender, into its gateway slot)");
+		print_double(PRINT_ANY, "agent", ", agent %.2f", k ? agent1 : agent0);
+		print_double(PRINT_ANY, "nic", ", NIC %.2f (a real NIC: DMA; the soft NIC: CPU)\n",
+			     median_field(r, rounds, k ? AT(on.nic_copies[1]) : AT(on.nic_copies[0])));
+		print_close_object();
+	}
+	print_double(PRINT_ANY, "agent_end_to_end", "    agents' copies end to end: %.2f (bar: <= 2)",
+		     agent0 + agent1);
+	if (baseline)
+		print_double(PRINT_ANY, "core_write_bw_nic",
+			     "; core write_bw: no client or agent copies, NIC %.2f", 1.0);
+	print_text("\n");
+	print_close_object();
+}
+
 static void report(const char *test, size_t size, long iters, int procs, enum agent_send_mode mode,
 		   const struct round *r, int rounds, bool baseline)
 {
@@ -364,6 +410,8 @@ static void report(const char *test, size_t size, long iters, int procs, enum ag
 		print_double(PRINT_ANY, "ratio_to_core_write_bw", "  (ratio %.2fx)\n",
 			     median_ratio(r, rounds, AT(on.mib_per_s), AT(core_bw)));
 	}
+	if (bw)
+		report_copies(r, rounds, baseline);
 	print_end();
 }
 

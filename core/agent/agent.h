@@ -11,8 +11,20 @@
  * - A channel on this node is used straight through shared memory: no agent
  *   and no system call on the fast path.  A channel on another node needs the
  *   local agent: -ENOTCONN when none runs (or it died), -EAGAIN when its
- *   gateway is full, -EHOSTDOWN when the agent has no link to that node,
- *   -EHOSTUNREACH when no such node exists.
+ *   gateway is full, -EHOSTUNREACH when no such node exists.
+ * - Failures toward another node say whether the request may have been done:
+ *     certainly not done, safe to retry:
+ *       -ENOTCONN     no local agent, or it died before it took the request
+ *       -EHOSTDOWN    the agent has no link to that node: nothing was sent
+ *       -EHOSTUNREACH no such node
+ *     outcome unknown (a message may have been deposited, or taken by a
+ *     receive whose answer was lost):
+ *       -ECONNRESET   the link to that node went down with the request in
+ *                     flight
+ *       -ECONNABORTED the local agent died holding the request
+ *   An immediately send to a node whose link is known to be down fails
+ *   with -EHOSTDOWN at once; one whose link goes down after it was queued
+ *   is lost, and only the agent's counters show it.
  * - Timeouts in milliseconds: < 0 forever, 0 try once (-EAGAIN), > 0 bounded
  *   (-ETIMEDOUT).  A signal ends a wait early with -EINTR.
  * - Send return modes (HSTA's names):
@@ -46,8 +58,8 @@
  * applies too).  A GETMSG brings back messages of any such size that fit
  * the caller's buffer and the target agent's GETMSG cap (flow.h).
  */
-#define AGENT_REMOTE_MAX   (256ull << 20)
-#define AGENT_CHUNK_ENV	   "RDMATOOL_AGENT_CHUNK_KB"
+#define AGENT_REMOTE_MAX (256ull << 20)
+#define AGENT_CHUNK_ENV	 "RDMATOOL_AGENT_CHUNK_KB"
 /*
  * A chunk is one RDMA READ (PROTO_RMA_MAX): a gateway slot less 4 KiB, so
  * that one READ fits beside one posted large receive (a slot and its
@@ -87,7 +99,8 @@ struct agent_chan;
  * bad RDMATOOL_AGENT_CHUNK_KB, see agent_client_env_check).
  */
 int agent_attach(uint32_t rank, struct agent_client **out, char *why, size_t whylen);
-/* The sending process's own settings (RDMATOOL_AGENT_CHUNK_KB): 0, or -EINVAL with why saying what to give. */
+/* The sending process's own settings (RDMATOOL_AGENT_CHUNK_KB): 0, or -EINVAL with why saying what to give.
+ */
 int agent_client_env_check(char *why, size_t whylen);
 void agent_detach(struct agent_client *cl);
 /* The agent directory in use. */

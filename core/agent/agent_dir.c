@@ -65,3 +65,13 @@ int agent_dir_open_own(const char *path, struct stat *st)
 	}
 	return fd;
 }
+
+int agent_dir_reserve(int fd, uint64_t off, uint64_t len)
+{
+	int rc;
+
+	do
+		rc = posix_fallocate(fd, (off_t)off, (off_t)len);
+	while (rc == EINTR);
+	return -rc;
+}

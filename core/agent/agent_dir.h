@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #define AGENT_DIR_ENV "RDMATOOL_AGENT_DIR"
@@ -30,5 +31,13 @@ int agent_dir_resolve(char *path, size_t len, bool create, char *why, size_t why
  * negative errno: -EPERM when the file fails those checks.
  */
 int agent_dir_open_own(const char *path, struct stat *st);
+
+/*
+ * Reserves the bytes [off, off + len) of a shared file being made (and grows
+ * it to at least off + len): a file system that is full fails here with
+ * -ENOSPC, not later with SIGBUS in whoever writes the mapping (any user can
+ * fill /dev/shm).  0 or a negative errno.
+ */
+int agent_dir_reserve(int fd, uint64_t off, uint64_t len);
 
 #endif

@@ -20,13 +20,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CHAN_MAGIC	0x4e414843544d4452ULL /* "RDMTCHAN" little-endian */
-#define CHAN_VERSION	3		      /* 3: the destroyed flag */
-#define CHAN_HEADER	4096u
-#define REC_MSG		0x3147534du /* "MSG1" */
-#define REC_WRAP	0x50415257u /* "WRAP" */
-#define CHAN_LOCK_SPINS 256
-#define CHAN_WAIT_SPINS 2048
+#define CHAN_MAGIC	   0x4e414843544d4452ULL /* "RDMTCHAN" little-endian */
+#define CHAN_VERSION	   3			 /* 3: the destroyed flag */
+#define CHAN_HEADER	   4096u
+#define REC_MSG		   0x3147534du /* "MSG1" */
+#define REC_WRAP	   0x50415257u /* "WRAP" */
+#define CHAN_LOCK_SPINS	   256
+#define CHAN_WAIT_SPINS	   2048
+#define CHAN_LOCK_GRACE_NS 2000000ull /* a try-once call waits this long for a busy lock */
 
 /* One end of the ring as the code sees it: where it is, how many messages and bytes passed it. */
 struct chan_end {
@@ -95,6 +96,8 @@ struct chan {
 	uint32_t capacity_msgs, max_msg;
 	char name[CHAN_NAME_MAX + 1];
 	bool wake_owed; /* a quiet send left receivers asleep (chan_send_quiet) */
+	bool corrupt;	/* its shared state was found inconsistent: quarantined, never followed again */
+	bool try_lock;	/* try-once calls do not wait for the lock at all (chan_set_try_lock) */
 };
 
 static uint64_t record_size(uint64_t len)
@@ -192,10 +195,10 @@ int chan_create(const char *dir, const char *name, const struct chan_attr *attr)
 		return -errno;
 	size_t len = CHAN_HEADER + a.capacity_bytes;
 
-	if (ftruncate(fd, (off_t)len)) {
-		rc = -errno;
+	/* Every page reserved now: a full file system fails the create, never a send (SIGBUS). */
+	rc = agent_dir_reserve(fd, 0, len);
+	if (rc)
 		goto fail;
-	}
 	s = mmap(NULL, CHAN_HEADER, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (s == MAP_FAILED) {
 		rc = -errno;
@@ -346,6 +349,40 @@ static uint64_t count_of(uint64_t packed, uint64_t counter)
 }
 
 /*
+ * Whether the ends read from the shared mapping can be followed: offsets
+ * inside the ring and 8-aligned, no more messages than the capacity.  Any
+ * process of the user can write the file, and a bug must not become an
+ * overrun: a channel that fails this is quarantined (chan_corrupt).
+ */
+static bool ends_valid(const struct chan *c, struct chan_end h, struct chan_end t)
+{
+	return h.off <= c->data_size && t.off <= c->data_size && !(h.off % 8) && !(t.off % 8) &&
+	       t.seq - h.seq <= c->capacity_msgs;
+}
+
+/* Marks the channel corrupt (quarantined): every later call on this handle fails with -EBADMSG. */
+static int quarantine(struct chan *c)
+{
+	c->corrupt = true;
+	return -EBADMSG;
+}
+
+bool chan_corrupt(const struct chan *c)
+{
+	return c->corrupt;
+}
+
+uint64_t chan_file_size(const struct chan *c)
+{
+	return c->map_len;
+}
+
+void chan_set_try_lock(struct chan *c)
+{
+	c->try_lock = true;
+}
+
+/*
  * Called with the lock of a process that died holding it.  The ends are
  * whole (one store each), but the owner may have died between committing an
  * end and storing the counters that follow it: bring the message counts up
@@ -358,6 +395,9 @@ static void chan_recover(struct chan *c)
 	uint64_t taken = count_of(head, atomic_load(&s->taken)), sent = count_of(tail, atomic_load(&s->sent));
 	uint64_t off = (uint32_t)head, waiting = 0;
 
+	/* Offsets from the mapping are followed only inside the ring. */
+	if (off > c->data_size || off % 8 || (uint32_t)tail > c->data_size)
+		sent = taken;
 	for (uint64_t i = 0; i < sent - taken && i < c->capacity_msgs; i++) {
 		struct chan_record r;
 
@@ -427,6 +467,8 @@ static int chan_lock(struct chan *c, struct chan_deadline *d)
 {
 	int rc = EBUSY;
 
+	if (c->corrupt)
+		return -EBADMSG;
 	/*
 	 * Critical sections are a copy and two stores: a short spin on trylock
 	 * almost always wins, where a contended pthread_mutex_lock would sleep
@@ -438,8 +480,21 @@ static int chan_lock(struct chan *c, struct chan_deadline *d)
 		if (rc == EBUSY)
 			atomic_signal_fence(memory_order_seq_cst);
 	}
+	/*
+	 * The holder may be stopped (Ctrl-Z, SIGSTOP, a debugger) for as long as it likes: a try-once
+	 * call waits for it a moment at most (a running holder copies one message at most) and then
+	 * gives -EAGAIN, or not at all on a try-lock handle (the agent's: it serves its other
+	 * channels meanwhile); a bounded one waits until its deadline (-ETIMEDOUT), and only a call
+	 * that asked to wait forever does.
+	 */
 	if (rc != EBUSY) {
 		/* taken (or its owner died) while spinning */
+	} else if (d->timeout_ms == 0) {
+		if (c->try_lock)
+			return -EAGAIN;
+		rc = lock_until(&c->s->lock, clock_ns() + CHAN_LOCK_GRACE_NS);
+		if (rc == ETIMEDOUT)
+			return -EAGAIN;
 	} else if (deadline_get(d)) {
 		rc = lock_until(&c->s->lock, d->at);
 	} else {
@@ -451,7 +506,7 @@ static int chan_lock(struct chan *c, struct chan_deadline *d)
 		pthread_mutex_consistent(&c->s->lock);
 		return 0;
 	}
-	return -rc;
+	return rc == ETIMEDOUT && d->timeout_ms > 0 ? -ETIMEDOUT : -rc;
 }
 
 static void chan_unlock(struct chan *c)
@@ -557,8 +612,13 @@ static int send_record(struct chan *c, const void *buf, size_t len, int timeout_
 		if (rc)
 			return rc;
 		struct chan_end h = head_load(s), t = tail_load(s);
-		uint64_t at = place_record(c, h, t, need);
+		uint64_t at;
 
+		if (!ends_valid(c, h, t)) {
+			chan_unlock(c);
+			return quarantine(c);
+		}
+		at = place_record(c, h, t, need);
 		if (at != UINT64_MAX) {
 			struct chan_record *r = (struct chan_record *)(c->data + at);
 
@@ -581,7 +641,8 @@ static int send_record(struct chan *c, const void *buf, size_t len, int timeout_
 		uint32_t seen = atomic_load(futex_word(&s->taken));
 
 		chan_unlock(c);
-		rc = chan_sleep(s, futex_word(&s->taken), seen, &s->send_sleepers, timeout_ms, deadline_get(&d));
+		rc = chan_sleep(s, futex_word(&s->taken), seen, &s->send_sleepers, timeout_ms,
+				deadline_get(&d));
 		if (rc)
 			return rc;
 	}
@@ -619,6 +680,10 @@ int chan_recv(struct chan *c, void *buf, size_t cap, size_t *len, int timeout_ms
 			return rc;
 		struct chan_end h = head_load(s), t = tail_load(s);
 
+		if (!ends_valid(c, h, t)) {
+			chan_unlock(c);
+			return quarantine(c);
+		}
 		if (t.seq != h.seq) {
 			uint64_t off = h.off;
 			struct chan_record r;
@@ -634,7 +699,7 @@ int chan_recv(struct chan *c, void *buf, size_t cap, size_t *len, int timeout_ms
 			if (r.mark != REC_MSG || r.len > c->max_msg ||
 			    off + record_size(r.len) > c->data_size || (uint32_t)r.seq != (uint32_t)h.seq) {
 				chan_unlock(c);
-				return -EBADMSG;
+				return quarantine(c);
 			}
 			*len = r.len;
 			if (r.len > cap) {
@@ -652,7 +717,8 @@ int chan_recv(struct chan *c, void *buf, size_t cap, size_t *len, int timeout_ms
 		uint32_t seen = atomic_load(futex_word(&s->sent));
 
 		chan_unlock(c);
-		rc = chan_sleep(s, futex_word(&s->sent), seen, &s->recv_sleepers, timeout_ms, deadline_get(&d));
+		rc = chan_sleep(s, futex_word(&s->sent), seen, &s->recv_sleepers, timeout_ms,
+				deadline_get(&d));
 		if (rc)
 			return rc;
 	}
@@ -670,6 +736,10 @@ int chan_poll(struct chan *c, struct chan_state *st, int timeout_ms)
 			return rc;
 		struct chan_end h = head_load(s), t = tail_load(s);
 
+		if (!ends_valid(c, h, t)) {
+			chan_unlock(c);
+			return quarantine(c);
+		}
 		if (t.seq != h.seq || timeout_ms == 0) {
 			*st = (struct chan_state){
 			    .count = (uint32_t)(t.seq - h.seq),
@@ -690,7 +760,8 @@ int chan_poll(struct chan *c, struct chan_state *st, int timeout_ms)
 		uint32_t seen = atomic_load(futex_word(&s->sent));
 
 		chan_unlock(c);
-		rc = chan_sleep(s, futex_word(&s->sent), seen, &s->recv_sleepers, timeout_ms, deadline_get(&d));
+		rc = chan_sleep(s, futex_word(&s->sent), seen, &s->recv_sleepers, timeout_ms,
+				deadline_get(&d));
 		if (rc)
 			return rc;
 	}
@@ -712,7 +783,8 @@ int chan_wait_taken(struct chan *c, uint64_t seq, int timeout_ms)
 		chan_unlock(c);
 		if (h.seq > seq)
 			return 0;
-		rc = chan_sleep(s, futex_word(&s->taken), seen, &s->send_sleepers, timeout_ms, deadline_get(&d));
+		rc = chan_sleep(s, futex_word(&s->taken), seen, &s->send_sleepers, timeout_ms,
+				deadline_get(&d));
 		if (rc)
 			return rc;
 	}

@@ -20,6 +20,12 @@
  *
  * Timeouts: timeout_ms < 0 waits forever, 0 tries once (-EAGAIN), > 0 waits up
  * to that many milliseconds (-ETIMEDOUT).  A signal ends a wait with -EINTR.
+ * The lock counts as a wait: a process stopped while holding it (SIGSTOP, a
+ * debugger) makes a try-once call return -EAGAIN (after 2 ms at most: a
+ * running holder copies one message) and a bounded one -ETIMEDOUT, never
+ * hang.  Every offset read from the shared mapping is
+ * checked before use; a channel found inconsistent gives -EBADMSG
+ * (chan_corrupt).
  * Every function returns 0 or a negative errno.
  */
 #ifndef RDMATOOL_CORE_AGENT_CHANNEL_H
@@ -102,6 +108,17 @@ int chan_recv(struct chan *c, void *buf, size_t cap, size_t *len, int timeout_ms
 int chan_poll(struct chan *c, struct chan_state *st, int timeout_ms);
 /* Waits until the message numbered seq has been taken by a receiver. */
 int chan_wait_taken(struct chan *c, uint64_t seq, int timeout_ms);
+
+/*
+ * Whether this handle found the channel's shared state inconsistent (an
+ * offset outside the ring, a bad record): it is quarantined, every call on
+ * the handle fails with -EBADMSG, and nothing read from it is followed.
+ */
+bool chan_corrupt(const struct chan *c);
+/* The size of the file the handle mapped (a file now shorter was cut by someone: SIGBUS to touch). */
+uint64_t chan_file_size(const struct chan *c);
+/* Try-once calls on this handle do not wait for a busy lock at all: the agent's, which serves others. */
+void chan_set_try_lock(struct chan *c);
 
 /* Calls fn for every channel name in dir (in directory order); stops at fn's nonzero return. */
 int chan_list(const char *dir, int (*fn)(const char *name, void *arg), void *arg);

@@ -284,6 +284,17 @@ bool agent_chan_is_local(const struct agent_chan *h)
 	return h->local != NULL;
 }
 
+/*
+ * An immediately send waits for no answer, so a node the agent knows is down
+ * fails it here, at once, as the agent fails the other modes: queued, it
+ * would be dropped without a word (agent.h).
+ */
+static bool immediately_to_down_node(const struct agent_chan *h, struct gateway *gw, uint32_t op,
+				     enum agent_send_mode mode)
+{
+	return op == GW_OP_SEND && mode == AGENT_SEND_IMMEDIATELY && !gw_peer_is_up(gw, h->node);
+}
+
 static int remote_call(struct agent_chan *h, uint32_t op, enum agent_send_mode mode, int timeout_ms,
 		       const void *in, size_t inlen, void *out, size_t cap, size_t *outlen)
 {
@@ -294,8 +305,11 @@ static int remote_call(struct agent_chan *h, uint32_t op, enum agent_send_mode m
 
 	if (rc)
 		return rc;
+	if (immediately_to_down_node(h, gw, op, mode))
+		return -EHOSTDOWN;
 	snprintf(req.name, sizeof(req.name), "%s", h->addr.name);
-	rc = gw_call(gw, &req, in, inlen, out, cap, outlen, op != GW_OP_SEND || mode != AGENT_SEND_IMMEDIATELY);
+	rc = gw_call(gw, &req, in, inlen, out, cap, outlen,
+		     op != GW_OP_SEND || mode != AGENT_SEND_IMMEDIATELY);
 	/* The agent died before it took the request (nothing of it went out): once more through a sibling. */
 	was = gw;
 	if (rc == -ENOTCONN && h->nsib > 1 && !handle_gateway(h, &gw) && gw != was)
@@ -325,8 +339,8 @@ int agent_client_env_check(char *why, size_t whylen)
 
 	if (chunk_bytes())
 		return 0;
-	snprintf(why, whylen, "%s=%s is not a chunk size: give 1 to %d (KiB), or unset it for %d", AGENT_CHUNK_ENV,
-		 v, AGENT_CHUNK_MAX_KB, AGENT_CHUNK_MAX_KB);
+	snprintf(why, whylen, "%s=%s is not a chunk size: give 1 to %d (KiB), or unset it for %d",
+		 AGENT_CHUNK_ENV, v, AGENT_CHUNK_MAX_KB, AGENT_CHUNK_MAX_KB);
 	return -EINVAL;
 }
 
@@ -357,6 +371,8 @@ static int remote_send_chunked(struct agent_chan *h, const uint8_t *buf, size_t 
 		return rc;
 	if (len > AGENT_REMOTE_MAX)
 		return -EMSGSIZE;
+	if (immediately_to_down_node(h, gw, GW_OP_SEND, mode))
+		return -EHOSTDOWN;
 	req.msg_id = (uint64_t)getpid() << 32 | atomic_fetch_add(&counter, 1);
 	snprintf(req.name, sizeof(req.name), "%s", h->addr.name);
 	for (size_t off = 0; off < len && !first_error; off += chunk) {
@@ -381,7 +397,8 @@ static int remote_send_chunked(struct agent_chan *h, const uint8_t *buf, size_t 
 				break;
 			}
 			/* Its agent died before the first chunk: the whole message through a sibling. */
-			if (rc == -ENOTCONN && off == 0 && h->nsib > 1 && !handle_gateway(h, &gw) && gw != was)
+			if (rc == -ENOTCONN && off == 0 && h->nsib > 1 && !handle_gateway(h, &gw) &&
+			    gw != was)
 				continue;
 			if (rc != -EAGAIN) {
 				first_error = rc;

@@ -54,6 +54,7 @@ struct agent_engine {
 	struct agent_links *links; /* NULL on a single node */
 	struct stats_entry *stats;
 	uint64_t served, failed;
+	uint64_t copied; /* answers copied into the gateway (the links count their own copies) */
 	struct flow_caps caps;
 	uint32_t in_flight; /* requests sent to other nodes whose answer has not come yet */
 	uint64_t spin_ns;   /* how long the loop polls after its last work (adaptive, see engine_sleep) */
@@ -67,6 +68,9 @@ struct agent_engine {
 };
 
 static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len);
+static bool engine_orphaned(void *arg, uint64_t token);
+static void publish_flow(struct agent_engine *e);
+static void publish_agent(struct agent_engine *e);
 
 int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine **out, char *why,
 		      size_t whylen)
@@ -132,7 +136,8 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 		snprintf(self.hosts[i], GW_HOST_LEN, "%s", cfg->hosts[i]);
 	rc = gw_create(e->dir, &self, &e->gw);
 	if (rc) {
-		snprintf(why, whylen, "cannot create the gateway in %s: %s", e->dir, strerror(-rc));
+		snprintf(why, whylen, "cannot create the gateway in %s: %s%s", e->dir, strerror(-rc),
+			 rc == -ENOSPC ? " (it reserves about 17 MiB: free space there)" : "");
 		pidfile_release(e->dir, e->id, e->pid_fd);
 		free(e);
 		return rc;
@@ -144,7 +149,9 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 					 .siblings = n,
 					 .device = cfg->device,
 					 .dir = e->dir,
+					 .bind = cfg->bind,
 					 .done = engine_done,
+					 .orphaned = engine_orphaned,
 					 .log = cfg->log,
 					 .caps = e->caps,
 					 .arg = e};
@@ -180,6 +187,9 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 			return rc;
 		}
 	}
+	/* `agent status` right after start shows the caps and the pool, not zeros. */
+	publish_flow(e);
+	publish_agent(e);
 	e->stats = stats_entry_add("agent gateway", STATS_KIND_AGENT, -1);
 	agent_logf(&e->cfg.log, "agent rank %u of %u (agent %u of %u on the node) serving %s (pid %d)",
 		   cfg->rank, cfg->nodes, cfg->sibling, cfg->siblings, e->dir, (int)getpid());
@@ -238,7 +248,8 @@ static int engine_handle(void *arg, uint32_t slot, const struct gw_request *req,
  */
 #define ENGINE_CHUNK ((size_t)AGENT_CHUNK_MAX_KB << 10) /* what one READ moves (proto.h) */
 
-static void engine_return(struct agent_engine *e, const struct gw_request *get, const uint8_t *data, size_t len)
+static void engine_return(struct agent_engine *e, const struct gw_request *get, const uint8_t *data,
+			  size_t len)
 {
 	static uint32_t counter;
 	struct gw_request s = {.op = GW_OP_SEND,
@@ -254,12 +265,21 @@ static void engine_return(struct agent_engine *e, const struct gw_request *get, 
 	}
 	for (size_t off = 0; off < len && (!rc || rc == -EINPROGRESS); off += ENGINE_CHUNK) {
 		s.msg_offset = off;
-		rc = links_request(e->links, &s, data + off, len - off < ENGINE_CHUNK ? len - off : ENGINE_CHUNK,
-				   LINK_NO_TOKEN);
+		rc = links_request(e->links, &s, data + off,
+				   len - off < ENGINE_CHUNK ? len - off : ENGINE_CHUNK, LINK_NO_TOKEN);
 	}
-	agent_logf(&e->cfg.log, "a GETMSG of %u/%s came back (%zu bytes) for a client that died: %s", get->node,
-		   get->name, len,
+	agent_logf(&e->cfg.log, "a GETMSG of %u/%s came back (%zu bytes) for a client that died: %s",
+		   get->node, get->name, len,
 		   !rc || rc == -EINPROGRESS ? "returned to the channel" : strerror(-rc));
+}
+
+/* A receive whose client died (links.h: its GETMSG is withdrawn at the target). */
+static bool engine_orphaned(void *arg, uint64_t token)
+{
+	struct agent_engine *e = arg;
+	struct gw_request req;
+
+	return gw_slot_orphaned(e->gw, (uint32_t)token, &req) && req.op == GW_OP_RECV;
 }
 
 static void engine_done(void *arg, uint64_t token, int status, const void *data, size_t len)
@@ -275,10 +295,11 @@ static void engine_done(void *arg, uint64_t token, int status, const void *data,
 	if (e->cfg.debug)
 		agent_logf(&e->cfg.log, "answer for slot %llu: %s", (unsigned long long)token,
 			   status ? strerror(-status) : "done");
+	e->copied += status ? 0 : len;
 	gw_complete(e->gw, (uint32_t)token, status, data, len);
 }
 
-#define ENGINE_STATS_NS	    100000000ull
+#define ENGINE_STATS_NS 100000000ull
 
 /* Sibling S > 0: what the node's first agent learnt of the other nodes' agent counts. */
 static void first_sibling_news(struct agent_engine *e)
@@ -302,7 +323,7 @@ static void first_sibling_news(struct agent_engine *e)
 			e->first_seen[i] = info->peer_stats[i].agents_per_node;
 	free(info);
 }
-#define ENGINE_POLL_FDS	    (2 + 2 + GW_MAX_NODES)
+#define ENGINE_POLL_FDS (2 + 2 + GW_MAX_NODES)
 
 /* Sleeps until a request, a network completion, a peer's news, or the next stats update. */
 static void engine_sleep(struct agent_engine *e)
@@ -354,6 +375,7 @@ static void publish_agent(struct agent_engine *e)
 
 	if (e->links)
 		links_agent_stats(e->links, &st);
+	st.copied += e->copied;
 	gw_set_agent_stats(e->gw, &st);
 }
 

@@ -32,6 +32,7 @@ struct agent_engine_config {
 	const char *device; /* NULL: core's default */
 	const char (*hosts)[GW_HOST_LEN];
 	const uint16_t *ports; /* each agent's port for the links (0: the default) */
+	const char *bind;      /* the links' listening address (link.h); NULL: this rank's host entry */
 	struct agent_log log;  /* debug: also one line per request */
 	bool debug;
 };

@@ -6,9 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const char *const kind_names[FLOW_NKINDS] = {"injection", "ejection", "getmsg"};
+static const char *const kind_names[FLOW_NKINDS] = {"injection", "ejection", "getmsg", "heap"};
 static const char *const kind_env[FLOW_NKINDS] = {
-    "RDMATOOL_AGENT_MAX_INJECTION_MB", "RDMATOOL_AGENT_MAX_EJECTION_MB", "RDMATOOL_AGENT_MAX_GETMSG_MB"};
+    "RDMATOOL_AGENT_MAX_INJECTION_MB", "RDMATOOL_AGENT_MAX_EJECTION_MB", "RDMATOOL_AGENT_MAX_GETMSG_MB",
+    "RDMATOOL_AGENT_MAX_HEAP_MB"};
+static const unsigned long kind_default[FLOW_NKINDS] = {FLOW_DEFAULT_MB, FLOW_DEFAULT_MB, FLOW_DEFAULT_MB,
+							FLOW_HEAP_DEFAULT_MB};
 
 const char *flow_kind_name(enum flow_kind k)
 {
@@ -19,15 +22,15 @@ int flow_caps_from_env(struct flow_caps *out, char *why, size_t whylen)
 {
 	for (int k = 0; k < FLOW_NKINDS; k++) {
 		const char *v = getenv(kind_env[k]);
-		unsigned long mb = FLOW_DEFAULT_MB;
+		unsigned long mb = kind_default[k];
 		char *end = NULL;
 
 		if (v) {
 			mb = *v >= '0' && *v <= '9' ? strtoul(v, &end, 10) : 0;
 			if (!end || *end || mb < 1 || mb > FLOW_MAX_MB) {
 				snprintf(why, whylen,
-					 "%s='%s' is invalid; give whole MiB, 1 to %d (default %d)",
-					 kind_env[k], v, FLOW_MAX_MB, FLOW_DEFAULT_MB);
+					 "%s='%s' is invalid; give whole MiB, 1 to %d (default %lu)",
+					 kind_env[k], v, FLOW_MAX_MB, kind_default[k]);
 				return -EINVAL;
 			}
 		}

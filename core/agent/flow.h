@@ -14,9 +14,15 @@
  *   getmsg     target side: GETMSG data taken from channels and not yet sent
  *              back.  Full: GETMSGs wait in their channel's queue, their
  *              messages stay in the channel.
+ *   heap       large messages (over a chunk) held whole on the heap: at a
+ *              target from their first READ until deposited, and GETMSG
+ *              answers being put together at an origin.  Full: READs of
+ *              further large messages wait (their senders' slots stay
+ *              taken, which fills the senders' injection caps); a message
+ *              larger than the cap is refused (-EMSGSIZE).
  *
- * Caps come from RDMATOOL_AGENT_MAX_{INJECTION,EJECTION,GETMSG}_MB (whole
- * MiB, 1..FLOW_MAX_MB, default 8).
+ * Caps come from RDMATOOL_AGENT_MAX_{INJECTION,EJECTION,GETMSG,HEAP}_MB
+ * (whole MiB, 1..FLOW_MAX_MB, default 8; heap FLOW_HEAP_DEFAULT_MB).
  */
 #ifndef RDMATOOL_CORE_AGENT_FLOW_H
 #define RDMATOOL_CORE_AGENT_FLOW_H
@@ -25,10 +31,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FLOW_DEFAULT_MB 8
-#define FLOW_MAX_MB	65536
+#define FLOW_DEFAULT_MB	     8
+#define FLOW_MAX_MB	     65536
+#define FLOW_HEAP_DEFAULT_MB 1024 /* four of the largest remote messages */
 
-enum flow_kind { FLOW_INJECTION, FLOW_EJECTION, FLOW_GETMSG, FLOW_NKINDS };
+enum flow_kind { FLOW_INJECTION, FLOW_EJECTION, FLOW_GETMSG, FLOW_HEAP, FLOW_NKINDS };
 
 struct flow_gauge {
 	uint64_t now, hwm, cap;

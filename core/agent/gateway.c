@@ -91,6 +91,25 @@ static bool bell_addr(struct gateway *g, const char *dir, uint32_t rank)
 	return n > 0 && (size_t)n < sizeof(g->bell.sun_path);
 }
 
+/*
+ * Reserves what the gateway can ever hold, so a full file system fails the
+ * agent's start (-ENOSPC) rather than a client or the agent writing a slot
+ * (SIGBUS): the header, the large slots whole, and of each other slot its
+ * header and the GW_SMALL_INLINE bytes it may carry.  The rest stays sparse.
+ */
+static int gw_reserve(int fd)
+{
+	uint64_t large_end =
+	    offsetof(struct gw_shared, slots) + (uint64_t)GW_LARGE_SLOTS * sizeof(struct gw_slot);
+	int rc = agent_dir_reserve(fd, 0, large_end);
+
+	for (uint32_t i = GW_LARGE_SLOTS; !rc && i < GW_SLOTS; i++)
+		rc = agent_dir_reserve(
+		    fd, offsetof(struct gw_shared, slots) + (uint64_t)i * sizeof(struct gw_slot),
+		    offsetof(struct gw_slot, data) + GW_SMALL_INLINE);
+	return rc;
+}
+
 int gw_create(const char *dir, const struct gw_info *self, struct gateway **out)
 {
 	char path[PATH_MAX];
@@ -105,9 +124,9 @@ int gw_create(const char *dir, const struct gw_info *self, struct gateway **out)
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, sizeof(*s))) {
-		int rc = -errno;
+	int rc = ftruncate(fd, sizeof(*s)) ? -errno : gw_reserve(fd);
 
+	if (rc) {
 		close(fd);
 		unlink(path);
 		return rc;
@@ -286,6 +305,8 @@ void gw_info(struct gateway *g, struct gw_info *info)
 	info->agent.fallbacks = atomic_load(&s->agent[13]);
 	info->agent.registrations = atomic_load(&s->agent[14]);
 	info->agent.registered_now = atomic_load(&s->agent[15]);
+	info->agent.copied = atomic_load(&s->agent[16]);
+	info->agent.nic_bytes = atomic_load(&s->agent[17]);
 	info->start_realtime_ns = s->start_realtime_ns;
 	memcpy(info->hosts, s->hosts, sizeof(info->hosts));
 	for (int i = 0; i < GW_MAX_NODES; i++)

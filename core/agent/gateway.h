@@ -90,7 +90,7 @@ struct gw_peer_stats {
 };
 
 /* This agent's own counters (not per peer). */
-#define GW_AGENT_STATS 16
+#define GW_AGENT_STATS 18
 struct gw_agent_stats {
 	uint64_t steals, steal_bytes;		      /* large-message READs this agent did for a sibling */
 	uint64_t stolen;			      /* READs of this agent's backlog that siblings did */
@@ -102,6 +102,8 @@ struct gw_agent_stats {
 	uint64_t fallbacks;			      /* buffers taken from the heap: the region's were all taken */
 	uint64_t registrations;			      /* MR cache misses of the link endpoint (the pool's is one) */
 	uint64_t registered_now;		      /* registrations the endpoint holds now */
+	uint64_t copied;    /* bytes of requests, answers and messages the agent copied with the CPU */
+	uint64_t nic_bytes; /* bytes it had its NIC send or READ (a real NIC's DMA; the soft NIC's CPU copies) */
 };
 
 struct gw_info {

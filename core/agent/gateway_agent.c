@@ -213,10 +213,10 @@ void gw_set_flow(struct gateway *g, const struct flow_gauge flow[FLOW_NKINDS])
 void gw_set_agent_stats(struct gateway *g, const struct gw_agent_stats *st)
 {
 	const uint64_t v[GW_AGENT_STATS] = {
-	    st->steals,		 st->steal_bytes,  st->stolen,	      st->pool_bytes,
-	    st->pool_slots,	 st->slots_in_use, st->slots_hwm,     st->hugepages,
-	    st->hugepages_asked, st->tx_buffers,   st->tx_hwm,	      st->frames,
-	    st->frames_hwm,	 st->fallbacks,	   st->registrations, st->registered_now};
+	    st->steals,		st->steal_bytes, st->stolen,	 st->pool_bytes,      st->pool_slots,
+	    st->slots_in_use,	st->slots_hwm,	 st->hugepages,	 st->hugepages_asked, st->tx_buffers,
+	    st->tx_hwm,		st->frames,	 st->frames_hwm, st->fallbacks,	      st->registrations,
+	    st->registered_now, st->copied,	 st->nic_bytes};
 
 	for (int i = 0; i < GW_AGENT_STATS; i++)
 		atomic_store_explicit(&g->s->agent[i], v[i], memory_order_relaxed);

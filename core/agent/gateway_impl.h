@@ -37,8 +37,8 @@
 
 #define GW_MAGIC 0x5957544754414452ULL /* "RDATGTWY" little-endian */
 #define GW_VERSION                                                                                           \
-	10 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends, 5: flow caps, 6: siblings, 7:  \
-	      the peers' agents per node, 8: pooled send buffers, 9: 512 KiB slots, 10: 128 slots */
+	12 /* 2: per-peer traffic counters, 3: aggregation, 4: chunked sends, 5: flow caps, 6: siblings, 7:  \
+	      the peers' agents per node, 8: pooled send buffers, 9: 512 KiB slots, 10: 128 slots, 11: heap gauge, 12: bytes copied */
 
 enum slot_state { SLOT_FREE, SLOT_CLAIMED, SLOT_READY, SLOT_BUSY, SLOT_DONE, SLOT_ABANDONED };
 

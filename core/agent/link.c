@@ -2,7 +2,8 @@
 /* Links between agents (link.h): peers going down, the progress pass, stats and sleeping. */
 #include "core/agent/link_impl.h"
 
-#define LINK_OOB_CHECK_NS 5000000ull /* accepting, and noticing a peer that died */
+#define LINK_OOB_CHECK_NS    5000000ull	  /* accepting, and noticing a peer that died */
+#define LINK_ORPHAN_CHECK_NS 100000000ull /* GETMSGs of clients that died */
 
 /* A link rank as the user knows it: the node's rank, and "R.S" when the node runs several agents. */
 const char *link_peer_name(const struct agent_links *lk, uint32_t rank, char *out, size_t len)
@@ -29,6 +30,8 @@ void link_finish_origin(struct agent_links *lk, uint32_t idx, int status, const 
 		lk->peers[o->node].stats.last_error = status;
 	if (o->token != LINK_NO_TOKEN && lk->cfg.done)
 		lk->cfg.done(lk->cfg.arg, o->token, status, data, len);
+	if (o->answer)
+		flow_give(&lk->flow[FLOW_HEAP], o->answer_total);
 	free(o->answer);
 	o->answer = NULL;
 }
@@ -68,7 +71,35 @@ void link_target_free(struct target_item *t)
 	if (t && t->reads_left)
 		t->orphan = true;
 	else
-		free(t);
+		link_target_destroy(t);
+}
+
+/* Frees a target item and its large message's buffer, which the heap gauge gets back. */
+void link_target_destroy(struct target_item *t)
+{
+	if (t && t->big) {
+		free(t->big);
+		flow_give(t->heap, t->big_len);
+	}
+	free(t);
+}
+
+/*
+ * Takes a large message's buffer when it has none yet: 0 (also when it needs
+ * none), -EAGAIN while the heap gauge has no room (try again once a message
+ * left), -ENOMEM.
+ */
+int link_target_reserve(struct target_item *t)
+{
+	if (t->big || !t->big_len)
+		return 0;
+	if (!flow_fits(t->heap, t->big_len))
+		return -EAGAIN;
+	t->big = malloc(t->big_len);
+	if (!t->big)
+		return -ENOMEM;
+	flow_take(t->heap, t->big_len);
+	return 0;
 }
 
 void link_drop_reasm(struct agent_links *lk, uint32_t from, bool all)
@@ -97,7 +128,7 @@ void link_drop_reads(struct agent_links *lk, uint32_t from, bool all)
 			*pp = rd->next;
 			rd->t->read_status = -EHOSTDOWN;
 			if (--rd->t->reads_left == 0 && rd->t->orphan)
-				free(rd->t);
+				link_target_destroy(rd->t);
 			free(rd);
 		} else {
 			pp = &rd->next;
@@ -128,9 +159,14 @@ void link_peer_down(struct agent_links *lk, uint32_t rank, const char *why)
 	/* Ports are bound again after a rejoin. */
 	memset(p->bind_out, 0, PORT_BINDINGS * sizeof(*p->bind_out));
 	memset(p->bind_in, 0, PORT_BINDINGS * sizeof(*p->bind_in));
+	/*
+	 * Requests in flight to it: they may have been done there (a message deposited, or taken by a
+	 * GETMSG) with only the answer lost, so "outcome unknown" (-ECONNRESET), never -EHOSTDOWN,
+	 * which says nothing was sent (agent.h).
+	 */
 	for (uint32_t i = 0; i < LINK_ORIGIN_MAX; i++)
 		if (lk->origins[i].used && lk->origins[i].node == rank)
-			link_finish_origin(lk, i, -EHOSTDOWN, NULL, 0);
+			link_finish_origin(lk, i, -ECONNRESET, NULL, 0);
 	/* Requests from it can no longer be answered (a deposited message stays where it is). */
 	p->epoch++;
 	flow_give(&lk->flow[FLOW_INJECTION], pool_give_slots(&lk->pool, rank) * lk->pool.slot_size);
@@ -201,6 +237,10 @@ int links_progress(struct agent_links *lk)
 	work += link_steal_pass(lk, now);
 	if (lk->pending)
 		link_serve_pending(lk);
+	if (now >= lk->next_orphan_check_ns) {
+		lk->next_orphan_check_ns = now + LINK_ORPHAN_CHECK_NS;
+		work += link_cancel_orphans(lk);
+	}
 	return work + link_tx_progress(lk);
 }
 
@@ -242,7 +282,9 @@ void links_agent_stats(struct agent_links *lk, struct gw_agent_stats *out)
 				       .registered_now = mr.entries,
 				       .steals = lk->steals,
 				       .steal_bytes = lk->steal_bytes,
-				       .stolen = lk->stolen};
+				       .stolen = lk->stolen,
+				       .copied = lk->copied,
+				       .nic_bytes = lk->nic_bytes};
 }
 
 void links_flow_stats(struct agent_links *lk, struct flow_gauge out[FLOW_NKINDS])
@@ -275,6 +317,10 @@ int links_sleep_prepare(struct agent_links *lk, struct pollfd *fds, int max, int
 	for (uint32_t r = 0; r < lk->cfg.nodes && n < max; r++)
 		if (lk->peers[r].up)
 			fds[n++] = (struct pollfd){.fd = oob_conn_fd(lk->peers[r].oob), .events = POLLIN};
+	/* Handshakes wake us when their next frame comes, and are looked at for their deadlines. */
+	n += link_handshake_fds(lk, fds + n, max - n);
+	if (link_handshakes_pending(lk) && (*timeout_ms < 0 || *timeout_ms > 50))
+		*timeout_ms = 50;
 	/* Requests waiting for their channel are tried again, and peers that are down dialled again. */
 	if ((lk->pending || lk->stealing || link_offered_any(lk)) && (*timeout_ms < 0 || *timeout_ms > 1))
 		*timeout_ms = 1;

@@ -85,9 +85,24 @@ struct link_config {
 	const char (*hosts)[GW_HOST_LEN];
 	const uint16_t *ports; /* 0: LINK_DEFAULT_PORT */
 	const char *dir;       /* the agent directory: where targets open channels */
-	/* An origin request finished: the answer of the target, or -EHOSTDOWN. */
+	/*
+	 * The address the link port listens on: NULL binds this rank's own --hosts entry (so several
+	 * agents of one machine can share a port on distinct addresses, and the port is not open on
+	 * every interface); "0.0.0.0" or "::" every address.
+	 */
+	const char *bind;
+	/*
+	 * An origin request finished: the answer of the target; -EHOSTDOWN when it never went out
+	 * (certainly not done there), -ECONNRESET when the link went down with it in flight (it may
+	 * have been done: outcome unknown).
+	 */
 	void (*done)(void *arg, uint64_t token, int status, const void *data, size_t len);
 	void *arg; /* done's */
+	/*
+	 * Whether the client of the request token has died (NULL: never): a GETMSG of such a client is
+	 * withdrawn at its target (a CANCEL), so it takes no message.
+	 */
+	bool (*orphaned)(void *arg, uint64_t token);
 	struct flow_caps caps;
 	struct agent_log log;
 };

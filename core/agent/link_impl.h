@@ -49,7 +49,6 @@
 #define LINK_ORIGIN_MAX	   1024 /* requests in flight from this agent */
 #define LINK_RETRY_NS	   200000000ull
 #define LINK_CHAN_CACHE	   32
-#define STATE_LEN	   (4 + 4 + 8 + 1)
 #define PORT_BIND_BITS	   10 /* a port's binding: a slot of a direct-mapped table per peer */
 #define PORT_BINDINGS	   (1u << PORT_BIND_BITS)
 
@@ -128,6 +127,8 @@ struct link_peer {
 
 struct origin {
 	bool used;
+	bool cancelled; /* a CANCEL went out: its client died (GETMSG only) */
+	uint64_t port;	/* the request's, which a CANCEL names */
 	uint32_t node;
 	uint16_t gen;
 	uint8_t op;
@@ -157,9 +158,22 @@ struct target_item {
 	uint32_t reads_left; /* rma chunks still being read into data: not served before they are */
 	int read_status;     /* 0, or why a chunk could not be read */
 	bool orphan;	     /* dropped while reads_left: the last read frees it */
+	/*
+	 * A large message's bytes are on the heap, big_len of them, taken (and charged to the heap
+	 * gauge) when its first READ is posted, so READs wait while the gauge is full; else in data.
+	 */
+	uint8_t *big;
+	uint64_t big_len;
+	struct flow_gauge *heap;
 	size_t len;
 	uint8_t data[];
 };
+
+/* Where a request's data is: its large message's buffer, or the bytes after it. */
+static inline uint8_t *target_data(struct target_item *t)
+{
+	return t->big ? t->big : t->data;
+}
 
 /*
  * A READ of one rma chunk into its message (the core context of the READ),
@@ -174,6 +188,24 @@ struct rma_read {
 	uint32_t from, epoch;
 	uint64_t offset, port;
 	struct proto_rma rma;
+};
+
+/* A connection not proven yet (link_handshake.c): advanced a frame at a time, never waited for. */
+#define LINK_HS_MAX 32
+#define NONCE_LEN   16
+enum hs_state { HS_WAIT_CHALLENGE, HS_WAIT_HELLO, HS_WAIT_PROOF };
+struct hello {
+	uint32_t rank, node, siblings;
+	uint8_t nonce[NONCE_LEN];
+};
+struct handshake {
+	struct oob_conn *c; /* NULL: a free slot */
+	int32_t dialing;    /* the rank we dialled; an acceptor learns the dialer's from its HELLO */
+	enum hs_state state;
+	uint64_t deadline_ns;
+	struct hello hello;	  /* ours (dialer) or theirs (acceptor) */
+	uint8_t nonce[NONCE_LEN]; /* the acceptor's, which the PROOF covers */
+	uint32_t node, siblings;  /* the peer's, once proven */
 };
 
 struct agent_links {
@@ -201,6 +233,8 @@ struct agent_links {
 	struct origin origins[LINK_ORIGIN_MAX];
 	uint32_t next_origin;
 	struct target_item *pending, **pending_tail;
+	char (*blocked)[PROTO_NAME_MAX + 1]; /* link_serve_pending's channels blocked this pass */
+	size_t nblocked_max;
 	struct reasm *reasm; /* large messages arriving in chunks */
 	uint64_t reasm_bytes;
 	uint8_t *rx_pool; /* eager receive buffers, then large ones: the start of pool */
@@ -220,6 +254,12 @@ struct agent_links {
 		uint64_t checked_ns; /* when the name last led to this file (LINK_CHAN_RECHECK_NS) */
 	} cache[LINK_CHAN_CACHE];
 	uint32_t cache_next;
+	uint64_t corrupt_log_ns; /* a corrupt channel is logged again after this */
+	uint64_t next_orphan_check_ns;
+	uint64_t copied;    /* bytes of items and messages this agent copied with the CPU (gw_agent_stats) */
+	uint64_t nic_bytes; /* bytes this agent had its NIC send or READ */
+	struct handshake hs[LINK_HS_MAX];
+	uint64_t hs_log_ns[2]; /* a failed handshake is logged again after this (other failures, the key's) */
 };
 
 /* Ranks of one node are siblings: they never link (they share work through memory instead). */
@@ -236,14 +276,17 @@ void link_peer_addr(struct agent_links *lk, uint32_t rank, char *out, size_t len
 void link_finish_origin(struct agent_links *lk, uint32_t idx, int status, const void *data, size_t len);
 void link_drop_waiting(struct agent_links *lk, uint32_t rank, int status);
 void link_target_free(struct target_item *t);
+void link_target_destroy(struct target_item *t);
+int link_target_reserve(struct target_item *t);
 void link_drop_reasm(struct agent_links *lk, uint32_t from, bool all);
 void link_drop_reads(struct agent_links *lk, uint32_t from, bool all);
 void link_peer_down(struct agent_links *lk, uint32_t rank, const char *why);
 /* link_open.c */
 int link_peer_tx_init(struct agent_links *lk, uint32_t rank);
 /* link_handshake.c */
-int link_handshake(struct agent_links *lk, struct oob_conn *c, int32_t dialing, uint32_t *node,
-		   uint32_t *siblings);
+bool link_handshakes_pending(const struct agent_links *lk);
+int link_handshake_fds(const struct agent_links *lk, struct pollfd *fds, int max);
+void link_handshakes_close(struct agent_links *lk);
 void link_peer_mismatch(struct agent_links *lk, uint32_t node, uint32_t theirs);
 int link_connect_peers(struct agent_links *lk);
 /* link_tx.c */
@@ -257,6 +300,7 @@ int link_tx_post(struct agent_links *lk);
 int link_tx_progress(struct agent_links *lk);
 void link_send_done(struct agent_links *lk, struct unit *u, const struct core_cqe *e);
 /* link_request.c */
+int link_cancel_orphans(struct agent_links *lk);
 void link_take_answer(struct agent_links *lk, uint32_t from, const struct proto_header *h,
 		      const uint8_t *body, size_t len);
 /* link_serve.c */
@@ -268,6 +312,7 @@ void link_take_request(struct agent_links *lk, uint32_t from, const struct proto
 		       const uint8_t *payload, size_t payload_len);
 void link_take_connect(struct agent_links *lk, uint32_t from, const struct proto_header *h,
 		       const uint8_t *eager, size_t len);
+void link_take_cancel(struct agent_links *lk, uint32_t from, const struct proto_header *h);
 /* link_rx.c */
 uint8_t *link_rx_buf(struct agent_links *lk, int i);
 int link_rx_post(struct agent_links *lk, uint8_t *buf, bool large);

@@ -2,6 +2,9 @@
 /* Opening and closing an agent's links: the pool, the receives, the peers (link_impl.h). */
 #include "core/agent/link_impl.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #define LINK_RX_MAX 128
 #define LINK_RX_LARGE_MAX                                                                                    \
 	32 /* posted receives for large frames, at most (the ejection cap may allow fewer) */
@@ -53,7 +56,8 @@ static void keep_freed_heap(void)
 	mallopt(M_TRIM_THRESHOLD, LINK_HEAP_KEEP);
 }
 
-/* Under the smallest ejection cap (1 MiB) one large receive and one READ of a chunk must fit, or reads stall. */
+/* Under the smallest ejection cap (1 MiB) one large receive and one READ of a chunk must fit, or reads stall.
+ */
 _Static_assert(LINK_LARGE_MAX + PROTO_RMA_MAX <= (1u << 20), "a READ and a large receive exceed 1 MiB");
 _Static_assert(STEAL_SLOT_MAX >= PROTO_RMA_MAX, "a stolen READ is a chunk");
 
@@ -142,6 +146,47 @@ static int open_pool(struct agent_links *lk, char *why, size_t whylen)
 	return 0;
 }
 
+/*
+ * Where the link port listens (issue 46 defect 6): the address given
+ * (--bind), else our own --hosts entry, which peers dial, so the port is not
+ * open on every interface and agents of one machine can share a port on
+ * distinct addresses.  A name of ours that resolves to a loopback address
+ * here (Debian maps the host name to 127.0.1.1) but is not itself a loopback
+ * name could not be reached from other hosts: every address then, and the
+ * log says so.
+ */
+static void listen_address(struct agent_links *lk, char *addr, size_t len)
+{
+	const struct link_config *cfg = &lk->cfg;
+	unsigned port = cfg->ports && cfg->ports[cfg->rank] ? cfg->ports[cfg->rank] : LINK_DEFAULT_PORT;
+	const char *host = cfg->bind ? cfg->bind : cfg->hosts[cfg->rank];
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	char probe[GW_HOST_LEN + 16];
+	bool v6 = strchr(host, ':') != NULL;
+
+	snprintf(addr, len, v6 ? "[%s]:%u" : "%s:%u", host, port);
+	if (cfg->bind)
+		return;
+	snprintf(probe, sizeof(probe), "%s:0", host);
+	if (oob_parse_address(probe, &ss, &sslen) == 0) {
+		bool loop = ss.ss_family == AF_INET
+				? (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127
+				: IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
+		bool named_loop =
+		    !strcmp(host, "localhost") || !strncmp(host, "127.", 4) || !strcmp(host, "::1");
+
+		if (!loop || named_loop)
+			return;
+	}
+	agent_logf(&cfg->log,
+		   "listening on every address at port %u: this rank's host %s %s here, which other hosts "
+		   "cannot reach (give --bind=ADDRESS to choose)",
+		   port, host,
+		   oob_parse_address(probe, &ss, &sslen) ? "does not resolve" : "is a loopback address");
+	snprintf(addr, len, "0.0.0.0:%u", port);
+}
+
 int links_open(const struct link_config *cfg, struct agent_links **out, char *why, size_t whylen)
 {
 	struct agent_links *lk = calloc(1, sizeof(*lk));
@@ -208,17 +253,16 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 		links_close(lk);
 		return rc;
 	}
-	/* Listen on every address at our entry's port: peers dial the host name they were given. */
-	snprintf(addr, sizeof(addr), "0.0.0.0:%u",
-		 (unsigned)(cfg->ports && cfg->ports[cfg->rank] ? cfg->ports[cfg->rank] : LINK_DEFAULT_PORT));
+	listen_address(lk, addr, sizeof(addr));
 	rc = oob_listen(addr, &lk->listener);
 	if (rc) {
-		snprintf(why, whylen,
-			 "cannot listen for other agents on %s: %s; give this rank a free port in --hosts%s",
-			 addr, strerror(-rc),
-			 lk->cfg.siblings > 1
-			     ? " (agent S of a node listens on its port + S: keep those free too)"
-			     : "");
+		snprintf(
+		    why, whylen,
+		    "cannot listen for other agents on %s: %s; give this rank a free port in --hosts (or an "
+		    "address of this machine with --bind)%s",
+		    addr, strerror(-rc),
+		    lk->cfg.siblings > 1 ? " (agent S of a node listens on its port + S: keep those free too)"
+					 : "");
 		links_close(lk);
 		return rc;
 	}
@@ -324,6 +368,7 @@ void links_close(struct agent_links *lk)
 						  the NIC (the endpoint is closed: no registration is left) */
 	}
 	pool_close(&lk->pool); /* the receive and send buffers too */
+	link_handshakes_close(lk);
 	if (lk->listener)
 		oob_listener_close(lk->listener);
 	for (uint32_t r = 0; lk->peers && r < lk->cfg.nodes; r++) {
@@ -334,5 +379,6 @@ void links_close(struct agent_links *lk)
 	}
 	free(lk->peers);
 	free(lk->scratch);
+	free(lk->blocked);
 	free(lk);
 }

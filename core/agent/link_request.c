@@ -92,6 +92,7 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 		    .addr = (uintptr_t)slot_mem, .rkey = lk->pool.rkey, .len = (uint32_t)len};
 
 		memcpy(slot_mem, data, len);
+		lk->copied += len;
 		flow_take(&lk->flow[FLOW_INJECTION], lk->pool.slot_size); /* until the target has read it */
 		proto_rma_encode(&c, &r, rma_item);
 		data = rma_item;
@@ -108,6 +109,7 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 			return -ENOMEM;
 		proto_chunk_encode(&c, body);
 		memcpy(body + PROTO_CHUNK_SIZE, data, len);
+		lk->copied += len;
 		data = body;
 		len += PROTO_CHUNK_SIZE;
 		h.protocol = PROTO_P2P;
@@ -128,7 +130,35 @@ int links_request(struct agent_links *lk, const struct gw_request *req, const vo
 	o->node = req->node;
 	o->op = h.type;
 	o->token = token;
+	o->port = h.port;
+	o->cancelled = false;
 	return -EINPROGRESS;
+}
+
+/*
+ * GETMSGs in flight whose client died are withdrawn at their targets, so no
+ * message is taken for nobody (issue 44 N6).  A target that already took
+ * one answers with it, and the engine puts it back in its channel.
+ */
+int link_cancel_orphans(struct agent_links *lk)
+{
+	int n = 0;
+
+	if (!lk->cfg.orphaned)
+		return 0;
+	for (uint32_t i = 0; i < LINK_ORIGIN_MAX; i++) {
+		struct origin *o = &lk->origins[i];
+		struct proto_header h = {.type = PROTO_CANCEL, .port = o->port};
+		int rc;
+
+		if (!o->used || o->cancelled || o->op != PROTO_GETMSG || o->token == LINK_NO_TOKEN ||
+		    !lk->cfg.orphaned(lk->cfg.arg, o->token))
+			continue;
+		rc = link_tx_item(lk, o->node, h, NULL, 0, LINK_NO_TOKEN, FLOW_INJECTION, 0);
+		o->cancelled = !rc || rc == -EINPROGRESS;
+		n += o->cancelled;
+	}
+	return n;
 }
 
 /* A chunk of a GETMSG answer larger than a slot: chunks come in order; the last one finishes the request. */
@@ -149,6 +179,8 @@ static void take_answer_chunk(struct agent_links *lk, uint32_t idx, const uint8_
 		}
 		o->answer_total = c.total;
 		o->answer_got = 0;
+		/* Counted, not refused: the target already took the message from its channel. */
+		flow_take(&lk->flow[FLOW_HEAP], c.total);
 	}
 	if (!o->answer || c.offset != o->answer_got || c.total != o->answer_total) {
 		lk->errors.count[PROTO_ERR_RESPONSE]++;
@@ -156,6 +188,7 @@ static void take_answer_chunk(struct agent_links *lk, uint32_t idx, const uint8_
 		return;
 	}
 	memcpy(o->answer + c.offset, body + PROTO_CHUNK_SIZE, len);
+	lk->copied += len;
 	o->answer_got += len;
 	if (o->answer_got == o->answer_total)
 		link_finish_origin(lk, idx, 0, o->answer, (size_t)o->answer_total);
@@ -189,21 +222,14 @@ void link_take_answer(struct agent_links *lk, uint32_t from, const struct proto_
 		return;
 	}
 	if (h->type == PROTO_STATE) {
-		struct chan_state st = {0};
-		uint32_t count;
-		uint64_t bytes;
+		struct chan_state st;
 
-		if (len != STATE_LEN) {
+		if (len != PROTO_STATE_LEN) {
 			lk->errors.count[PROTO_ERR_RESPONSE]++;
 			link_finish_origin(lk, idx, -EPROTO, NULL, 0);
 			return;
 		}
-		memcpy(&count, body + 4, 4);
-		memcpy(&bytes, body + 8, 8);
-		st.count = count;
-		st.bytes = bytes;
-		st.empty = body[16] & 1;
-		st.full = (body[16] >> 1) & 1;
+		proto_state_decode(body + 4, &st);
 		link_finish_origin(lk, idx, status, &st, sizeof(st));
 		return;
 	}

@@ -2,8 +2,6 @@
 /* Large messages in: chunks put together, rma READs of the senders' slots (link_impl.h). */
 #include "core/agent/link_impl.h"
 
-#define LINK_REASM_MAX (1ull << 30) /* bytes of large messages being put together at once */
-
 /*
  * The message a chunk belongs to: chunks of one message come in order (one
  * link, the sender's ticket order).  NULL when the chunk is dropped: a piece
@@ -30,12 +28,13 @@ static struct reasm *reasm_for(struct agent_links *lk, uint32_t from, const stru
 	if (!r)
 		return NULL;
 	*r = (struct reasm){.from = from, .id = c->id, .total = c->total, .next = lk->reasm};
-	if (c->total > AGENT_REMOTE_MAX || lk->reasm_bytes + c->total > LINK_REASM_MAX)
+	/* Its buffer is taken when the first READ goes (link_target_reserve): READs wait for heap room. */
+	if (c->total > AGENT_REMOTE_MAX || c->total > lk->flow[FLOW_HEAP].cap)
 		r->status = -EMSGSIZE;
-	else if (!(r->t = malloc(sizeof(*r->t) + c->total)))
+	else if (!(r->t = malloc(sizeof(*r->t))))
 		r->status = -ENOMEM;
 	else {
-		*r->t = (struct target_item){.from = from};
+		*r->t = (struct target_item){.from = from, .big_len = c->total, .heap = &lk->flow[FLOW_HEAP]};
 		lk->reasm_bytes += c->total;
 	}
 	lk->reasm = r;
@@ -61,15 +60,18 @@ static void reasm_last(struct agent_links *lk, struct reasm *r, struct reasm **p
 
 		lk->peers[from].stats.last_error = r->status;
 		link_answer(lk, &err, r->status, NULL, 0);
-		free(t);
+		link_target_destroy(t);
 	} else {
-		uint32_t reads_left = t->reads_left;
+		struct target_item was = *t;
 
 		*t = (struct target_item){.from = from,
 					  .h = *h,
 					  .len = r->total,
-					  .reads_left = reads_left,
-					  .read_status = r->status ? r->status : t->read_status};
+					  .reads_left = was.reads_left,
+					  .read_status = r->status ? r->status : was.read_status,
+					  .big = was.big,
+					  .big_len = was.big_len,
+					  .heap = was.heap};
 		link_queue_request(lk, t);
 	}
 	free(r);
@@ -86,8 +88,12 @@ void link_take_chunk(struct agent_links *lk, uint32_t from, const struct proto_h
 		return;
 	if (!r->status && (c->offset != r->got || c->total != r->total))
 		r->status = -EPROTO;
+	/* p2p chunks arrive with their data: no heap room now fails the message. */
+	if (!r->status && link_target_reserve(r->t))
+		r->status = -ENOBUFS;
 	if (!r->status) {
-		memcpy(r->t->data + c->offset, data, len);
+		memcpy(target_data(r->t) + c->offset, data, len);
+		lk->copied += len;
 		r->got += len;
 	}
 	if (last)
@@ -109,17 +115,25 @@ static void rma_done(struct agent_links *lk, uint32_t to, uint64_t port, uint64_
 		agent_logf(&lk->cfg.log, "could not tell rank %u a chunk was read: %s", to, strerror(-rc));
 }
 
-/* Posts one READ: 0, or -EAGAIN when core or the ejection cap has no room now. */
+/*
+ * Posts one READ: 0; -EAGAIN when core or the ejection cap has no room now;
+ * -ENOBUFS when its message has no buffer yet and the heap gauge no room.
+ */
 static int read_post(struct agent_links *lk, struct rma_read *rd)
 {
 	int rc;
 
 	if (!flow_fits(&lk->flow[FLOW_EJECTION], rd->rma.len))
 		return -EAGAIN;
-	rc = core_read(lk->ep, lk->peers[rd->from].core_peer, rd->t->data + rd->offset, rd->rma.len,
+	rc = link_target_reserve(rd->t);
+	if (rc)
+		return rc == -EAGAIN ? -ENOBUFS : rc;
+	rc = core_read(lk->ep, lk->peers[rd->from].core_peer, target_data(rd->t) + rd->offset, rd->rma.len,
 		       rd->rma.addr, rd->rma.rkey, rd);
-	if (!rc)
+	if (!rc) {
 		flow_take(&lk->flow[FLOW_EJECTION], rd->rma.len);
+		lk->nic_bytes += rd->rma.len;
+	}
 	return rc;
 }
 
@@ -133,28 +147,38 @@ void link_read_finish(struct agent_links *lk, struct rma_read *rd, int status)
 	if (rd->epoch == lk->peers[rd->from].epoch && lk->peers[rd->from].up)
 		rma_done(lk, rd->from, rd->port, rd->rma.addr, status);
 	if (--t->reads_left == 0 && t->orphan)
-		free(t);
+		link_target_destroy(t);
 	free(rd);
 }
 
-/* Posts the READs that waited, in order, while there is room. */
+/*
+ * Posts the READs that waited, in order, while there is room.  One whose
+ * message waits for heap room is passed over: the READs of messages that
+ * already have their buffer go on, so those finish and give the heap back
+ * (else two messages from two peers could each wait for the other).
+ */
 int link_reads_progress(struct agent_links *lk)
 {
 	int n = 0;
 
-	while (lk->reads_waiting) {
-		struct rma_read *rd = lk->reads_waiting;
+	for (struct rma_read **pp = &lk->reads_waiting; *pp;) {
+		struct rma_read *rd = *pp;
 		int rc = read_post(lk, rd);
 
 		if (rc == -EAGAIN)
 			break;
-		lk->reads_waiting = rd->next;
-		if (!lk->reads_waiting)
-			lk->reads_tail = &lk->reads_waiting;
+		if (rc == -ENOBUFS) {
+			pp = &rd->next;
+			continue;
+		}
+		*pp = rd->next;
 		if (rc)
 			link_read_finish(lk, rd, rc); /* not posted: its message fails */
 		n++;
 	}
+	lk->reads_tail = &lk->reads_waiting;
+	while (*lk->reads_tail)
+		lk->reads_tail = &(*lk->reads_tail)->next;
 	return n;
 }
 

@@ -31,6 +31,8 @@ static void take_item(struct agent_links *lk, uint32_t from, const struct proto_
 {
 	if (h->type == PROTO_CONNECT)
 		link_take_connect(lk, from, h, body, len);
+	else if (h->type == PROTO_CANCEL)
+		link_take_cancel(lk, from, h);
 	else if (h->type <= PROTO_POLL)
 		link_take_request(lk, from, h, body, len);
 	else

@@ -8,7 +8,7 @@
 void link_answer(struct agent_links *lk, const struct target_item *t, int status, const struct chan_state *st,
 		 size_t msg_len)
 {
-	uint8_t eager[STATE_LEN];
+	uint8_t eager[PROTO_STATE_LEN];
 	uint8_t *body = eager;
 	size_t len = 4;
 	int32_t s = status;
@@ -28,13 +28,10 @@ void link_answer(struct agent_links *lk, const struct target_item *t, int status
 	}
 	memcpy(eager, &s, 4);
 	if (h.type == PROTO_STATE) {
-		uint32_t count = st ? st->count : 0;
-		uint64_t bytes = st ? st->bytes : 0;
+		static const struct chan_state none;
 
-		memcpy(eager + 4, &count, 4);
-		memcpy(eager + 8, &bytes, 8);
-		eager[16] = (uint8_t)((st && st->empty) | (st && st->full) << 1);
-		len = STATE_LEN;
+		proto_state_encode(st ? st : &none, eager + 4);
+		len = PROTO_STATE_LEN;
 	} else if (h.type == PROTO_DATA) {
 		body = lk->scratch; /* status, then the message chan_recv left at scratch + 4 */
 		memcpy(body, &s, 4);
@@ -76,7 +73,12 @@ static int serve_chan(struct agent_links *lk, const char *name, struct chan **ou
 	snprintf(path, sizeof(path), "%s/%s%s", lk->dir, CHAN_FILE_PREFIX, name);
 	if (lstat(path, &st))
 		return -errno;
-	if (slot && !chan_destroyed(slot->c) && slot->dev == st.st_dev && slot->ino == st.st_ino) {
+	/*
+	 * A file cut shorter than the mapping (another process of the user) would raise SIGBUS when
+	 * written: it is opened again, which refuses it (-EBADMSG), instead of being served.
+	 */
+	if (slot && !chan_destroyed(slot->c) && slot->dev == st.st_dev && slot->ino == st.st_ino &&
+	    (uint64_t)st.st_size == chan_file_size(slot->c)) {
 		slot->checked_ns = now;
 		*out = slot->c;
 		return 0;
@@ -88,6 +90,7 @@ static int serve_chan(struct agent_links *lk, const char *name, struct chan **ou
 	rc = chan_open(lk->dir, name, &slot->c);
 	if (rc)
 		return rc;
+	chan_set_try_lock(slot->c); /* a stopped lock holder must not stall the agent */
 	snprintf(slot->name, sizeof(slot->name), "%s", name);
 	slot->dev = st.st_dev;
 	slot->ino = st.st_ino;
@@ -125,6 +128,7 @@ static int getmsg_take(struct agent_links *lk, const struct target_item *t, stru
 	if (!flow_fits(g, getmsg_charge(GW_INLINE)))
 		return -EAGAIN;
 	rc = chan_recv(c, lk->scratch + 4, want < GW_INLINE ? want : GW_INLINE, len, 0);
+	lk->copied += rc ? 0 : *len;
 	if (rc != -EMSGSIZE || *len <= GW_INLINE)
 		return rc;
 	if (*len > want || getmsg_charge(*len) > g->cap)
@@ -141,6 +145,7 @@ static int getmsg_take(struct agent_links *lk, const struct target_item *t, stru
 		return rc == -EMSGSIZE ? -EAGAIN : rc;
 	}
 	*len = got;
+	lk->copied += got;
 	return 0;
 }
 
@@ -165,6 +170,7 @@ static void answer_chunks(struct agent_links *lk, const struct target_item *t, c
 		c.offset = off;
 		proto_chunk_encode(&c, body + 4);
 		memcpy(body + 4 + PROTO_CHUNK_SIZE, msg + off, n);
+		lk->copied += n;
 		rc = link_tx_item(lk, t->from, h, body, 4 + PROTO_CHUNK_SIZE + n, LINK_NO_TOKEN, FLOW_GETMSG,
 				  PROTO_HEADER_SIZE + 4 + PROTO_CHUNK_SIZE + n);
 		if (rc && rc != -EINPROGRESS) {
@@ -203,8 +209,9 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 	switch (t->h.type) {
 	case PROTO_SENDMSG:
 		if (!t->deposited) {
-			rc = chan_send_quiet(c, t->data, t->len, &t->seq);
+			rc = chan_send_quiet(c, target_data(t), t->len, &t->seq);
 			t->deposited = rc == 0;
+			lk->copied += t->deposited ? t->len : 0;
 		}
 		if (t->deposited && t->h.mode == AGENT_SEND_RECEIVED)
 			rc = chan_wait_taken(c, t->seq, 0);
@@ -223,6 +230,15 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 			rc = -EAGAIN;
 		break;
 	}
+	if (rc == -EBADMSG && chan_corrupt(c) && clock_ns() >= lk->corrupt_log_ns) {
+		/* Quarantined (the handle never follows it again); said at most once a second. */
+		lk->corrupt_log_ns = clock_ns() + 1000000000ull;
+		agent_logf(
+		    &lk->cfg.log,
+		    "channel %s is corrupt (its shared state points outside it): quarantined, its requests "
+		    "fail with EBADMSG; destroy it and create it again",
+		    t->name);
+	}
 	if (rc == -EAGAIN && !late && timeout != 0) {
 		lk->peers[t->from].stats.retries++;
 		*blocks = !t->deposited; /* later requests for this channel wait behind it */
@@ -234,24 +250,51 @@ static bool serve_item(struct agent_links *lk, struct target_item *t, bool *bloc
 	return true;
 }
 
+/*
+ * Whether name is among the n channels blocked earlier in this pass.  The set
+ * has no bound: per-port order must hold for any number of blocked channels
+ * (what bounds them is flow control, toward the senders).
+ */
+static bool name_blocked(char (*set)[PROTO_NAME_MAX + 1], size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(set[i], name))
+			return true;
+	return false;
+}
+
+/* Adds name to the pass's blocked set; false when there is no memory for it. */
+static bool block_name(struct agent_links *lk, size_t *n, const char *name)
+{
+	if (*n == lk->nblocked_max) {
+		size_t cap = lk->nblocked_max ? lk->nblocked_max * 2 : 16;
+		char(*grown)[PROTO_NAME_MAX + 1] = realloc(lk->blocked, cap * sizeof(*grown));
+
+		if (!grown)
+			return false;
+		lk->blocked = grown;
+		lk->nblocked_max = cap;
+	}
+	snprintf(lk->blocked[(*n)++], sizeof(lk->blocked[0]), "%s", name);
+	return true;
+}
+
 void link_serve_pending(struct agent_links *lk)
 {
-	char blocked[16][PROTO_NAME_MAX + 1];
-	int nblocked = 0;
+	size_t nblocked = 0;
+	bool stop = false; /* no memory to remember a blocked channel: serve nothing after it this pass */
 
 	for (struct target_item **pp = &lk->pending; *pp;) {
 		struct target_item *t = *pp;
-		bool skip = false, blocks;
+		bool skip = stop || name_blocked(lk->blocked, nblocked, t->name), blocks;
 
-		for (int i = 0; i < nblocked && !skip; i++)
-			skip = !strcmp(blocked[i], t->name);
 		if (!skip && serve_item(lk, t, &blocks)) {
 			*pp = t->next;
-			free(t);
+			link_target_destroy(t);
 			continue;
 		}
-		if (!skip && blocks && nblocked < 16)
-			snprintf(blocked[nblocked++], sizeof(blocked[0]), "%s", t->name);
+		if (!skip && blocks && !block_name(lk, &nblocked, t->name))
+			stop = true;
 		pp = &t->next;
 	}
 	lk->pending_tail = &lk->pending;
@@ -319,6 +362,28 @@ void link_take_request(struct agent_links *lk, uint32_t from, const struct proto
 	if (payload_len)
 		memcpy(t->data, payload, payload_len);
 	link_queue_request(lk, t);
+}
+
+/*
+ * The origin's client of a GETMSG died: the GETMSG is withdrawn if it still
+ * waits here, so it takes no message (answered -ECANCELED).  One already
+ * served answered with its message, which the origin puts back.
+ */
+void link_take_cancel(struct agent_links *lk, uint32_t from, const struct proto_header *h)
+{
+	for (struct target_item **pp = &lk->pending; *pp; pp = &(*pp)->next) {
+		struct target_item *t = *pp;
+
+		if (t->from != from || t->h.type != PROTO_GETMSG || t->h.port != h->port)
+			continue;
+		*pp = t->next;
+		link_answer(lk, t, -ECANCELED, NULL, 0);
+		link_target_free(t);
+		break;
+	}
+	lk->pending_tail = &lk->pending;
+	while (*lk->pending_tail)
+		lk->pending_tail = &(*lk->pending_tail)->next;
 }
 
 void link_take_connect(struct agent_links *lk, uint32_t from, const struct proto_header *h,

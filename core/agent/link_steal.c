@@ -93,8 +93,12 @@ static int offered_progress(struct agent_links *lk, uint64_t now, bool check)
 		lk->offered[k] = NULL;
 		work++;
 		if (st == 1) {
+			if (!status && link_target_reserve(rd->t))
+				status = -ENOBUFS; /* no heap room for the message yet: read again later */
 			if (!status)
-				memcpy(rd->t->data + rd->offset, data, rd->rma.len);
+				memcpy(target_data(rd->t) + rd->offset, data, rd->rma.len);
+			if (!status)
+				lk->copied += rd->rma.len;
 			steal_release(lk->board, k);
 		}
 		if (st == 1 && !status) {
@@ -163,6 +167,8 @@ static int steal_progress(struct agent_links *lk)
 					      job.len, job.addr, job.rkey, rd)) {
 					free(rd);
 					rd = NULL;
+				} else {
+					lk->nic_bytes += job.len;
 				}
 			}
 			if (!rd) {
@@ -224,7 +230,7 @@ void link_drop_offered(struct agent_links *lk, uint32_t from, bool all)
 		lk->offered[k] = NULL;
 		rd->t->read_status = -EHOSTDOWN;
 		if (--rd->t->reads_left == 0 && rd->t->orphan)
-			free(rd->t);
+			link_target_destroy(rd->t);
 		free(rd);
 	}
 }

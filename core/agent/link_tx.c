@@ -64,6 +64,7 @@ static int post_units(struct agent_links *lk, uint32_t rank, int max)
 			}
 			break; /* -EAGAIN: no credit or request now; completions will free some */
 		}
+		lk->nic_bytes += large ? ((struct large *)u)->len : ((struct txbuf *)u)->agg.used;
 		p->tx_seq++;
 		p->post_head = u->next;
 		if (!p->post_head)
@@ -129,6 +130,7 @@ static int queue_large(struct agent_links *lk, uint32_t rank, const struct proto
 	f->len = PROTO_HEADER_SIZE + len;
 	proto_header_encode(h, f->frame);
 	memcpy(f->frame + PROTO_HEADER_SIZE, body, len);
+	lk->copied += len;
 	link_close_open(p);
 	queue_unit(p, &f->u);
 	p->stats.msgs_sent++;
@@ -150,6 +152,7 @@ static int pack_eager(struct agent_links *lk, uint32_t rank, const struct proto_
 			return -ENOSPC;
 		rc = agg_add(&b->agg, h, data);
 		if (rc == 0) {
+			lk->copied += h->eager_size;
 			b->u.charge[kind] += charge;
 			p->stats.msgs_sent++;
 			p->stats.bytes_sent += PROTO_HEADER_SIZE + h->eager_size;
@@ -205,6 +208,7 @@ int link_tx_item(struct agent_links *lk, uint32_t rank, struct proto_header h, c
 	*w = (struct waiting){
 	    .h = h, .token = token, .len = len, .large = large, .kind = kind, .charge = charge};
 	memcpy(w->data, body, len);
+	lk->copied += len;
 	*p->wait_tail = w;
 	p->wait_tail = &w->next;
 	p->nwaiting++;

@@ -2,6 +2,8 @@
 /* The agents' wire format; the byte layout is documented in proto.h. */
 #include "core/agent/proto.h"
 
+#include "core/agent/channel.h"
+
 #include <errno.h>
 #include <string.h>
 
@@ -102,6 +104,34 @@ int proto_connect_encode(const struct proto_connect *c, uint8_t *out, size_t cap
 	return (int)(3 + n);
 }
 
+void proto_state_encode(const struct chan_state *st, uint8_t *out)
+{
+	uint32_t count = st->count, cap_msgs = st->capacity_msgs, max_msg = st->max_msg;
+
+	memcpy(out, &count, 4);
+	memcpy(out + 4, &st->bytes, 8);
+	out[12] = (uint8_t)(st->empty | st->full << 1);
+	memcpy(out + 13, &cap_msgs, 4);
+	memcpy(out + 17, &st->capacity_bytes, 8);
+	memcpy(out + 25, &max_msg, 4);
+	memcpy(out + 29, &st->sent, 8);
+	memcpy(out + 37, &st->received, 8);
+}
+
+void proto_state_decode(const uint8_t *in, struct chan_state *st)
+{
+	*st = (struct chan_state){0};
+	memcpy(&st->count, in, 4);
+	memcpy(&st->bytes, in + 4, 8);
+	st->empty = in[12] & 1;
+	st->full = (in[12] >> 1) & 1;
+	memcpy(&st->capacity_msgs, in + 13, 4);
+	memcpy(&st->capacity_bytes, in + 17, 8);
+	memcpy(&st->max_msg, in + 25, 4);
+	memcpy(&st->sent, in + 29, 8);
+	memcpy(&st->received, in + 37, 8);
+}
+
 int proto_connect_decode(const uint8_t *in, size_t len, struct proto_connect *c, struct proto_errors *e)
 {
 	if (len < 4 || in[2] == 0 || in[2] > PROTO_NAME_MAX || len != 3u + in[2])
@@ -133,9 +163,9 @@ int proto_next(const uint8_t *buf, size_t len, size_t *off, struct proto_header 
 	if (len - *off - PROTO_HEADER_SIZE < h->eager_size)
 		return reject(e, PROTO_ERR_TRUNCATED);
 	/* Responses open with a status; a bare CONNECT must carry its binding. */
-	if (h->type >= PROTO_ACK && h->eager_size < 4)
+	if (proto_is_answer(h->type) && h->eager_size < 4)
 		return reject(e, PROTO_ERR_RESPONSE);
-	if (h->type == PROTO_STATE && h->eager_size != 4 + 4 + 8 + 1)
+	if (h->type == PROTO_STATE && h->eager_size != PROTO_STATE_LEN)
 		return reject(e, PROTO_ERR_RESPONSE);
 	if (h->type == PROTO_CONNECT && h->eager_size < 4)
 		return reject(e, PROTO_ERR_CONNECT);
@@ -220,13 +250,14 @@ static int item_check(const struct proto_header *h, const uint8_t *data, size_t 
 	case PROTO_GETMSG:
 		return len == 0 || len == 8 ? 0 : reject(e, PROTO_ERR_SIZE);
 	case PROTO_POLL:
+	case PROTO_CANCEL:
 		return len == 0 ? 0 : reject(e, PROTO_ERR_SIZE);
 	case PROTO_SENDMSG:
 		if (h->protocol == PROTO_RMA)
 			return proto_rma_decode(data, len, &c, &r, e);
 		return h->protocol == PROTO_P2P ? proto_chunk_decode(data, len, &c, e) : 0;
 	case PROTO_STATE:
-		return len == 4 + 4 + 8 + 1 ? 0 : reject(e, PROTO_ERR_RESPONSE);
+		return len == PROTO_STATE_LEN ? 0 : reject(e, PROTO_ERR_RESPONSE);
 	default: /* ACK, DATA: a status first; a chunk of a GETMSG answer then its descriptor */
 		if (len < 4 || (h->protocol == PROTO_RMA && len != PROTO_RMA_DONE_SIZE))
 			return reject(e, PROTO_ERR_RESPONSE);

@@ -17,8 +17,11 @@
  * bytes 3..3+n the channel name (no NUL).  Later items name only the port.
  * A response (ACK, DATA, STATE) starts its eager data with the status, a
  * little-endian int32 (0 or a negative errno), then: nothing (ACK), the
- * message (DATA), or count u32, bytes u64, flags u8 (STATE: bit 0 empty,
- * bit 1 full).
+ * message (DATA), or the channel's state (STATE, PROTO_STATE_LEN bytes in
+ * all): count u32, bytes u64, flags u8 (bit 0 empty, bit 1 full),
+ * capacity_msgs u32, capacity_bytes u64, max_msg u32, sent u64, received
+ * u64.  A CANCEL (no eager data) names the port of a GETMSG whose client
+ * died; the target drops it if it still waits and answers DATA -ECANCELED.
  *
  * Large items (protocol p2p): an item whose eager data would not fit an
  * eager buffer travels as a message of its own (a "large frame"): the
@@ -52,6 +55,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define PROTO_STATE_LEN	   (4 + 4 + 8 + 1 + 4 + 8 + 4 + 8 + 8) /* a STATE answer's eager data */
 #define PROTO_HEADER_SIZE  12
 #define PROTO_EAGER_BUFFER 2048
 #define PROTO_MAX_EAGER	   (PROTO_EAGER_BUFFER - PROTO_HEADER_SIZE)
@@ -64,11 +68,18 @@ enum proto_type {
 	PROTO_GETMSG = 1,
 	PROTO_POLL = 2,
 	PROTO_CONNECT = 3,
-	PROTO_ACK = 4,	 /* deposited / received */
-	PROTO_DATA = 5,	 /* a GETMSG's message */
-	PROTO_STATE = 6, /* a POLL's answer */
-	PROTO_NTYPES = 7
+	PROTO_ACK = 4,	  /* deposited / received */
+	PROTO_DATA = 5,	  /* a GETMSG's message */
+	PROTO_STATE = 6,  /* a POLL's answer */
+	PROTO_CANCEL = 7, /* withdraws the GETMSG on its port (its client died): answered with -ECANCELED */
+	PROTO_NTYPES = 8
 };
+
+/* ACK, DATA and STATE: the answers, each opening with a status. */
+static inline int proto_is_answer(unsigned type)
+{
+	return type >= PROTO_ACK && type <= PROTO_STATE;
+}
 
 enum proto_protocol { PROTO_EAGER = 0, PROTO_P2P = 1, PROTO_RMA = 2 };
 
@@ -110,7 +121,7 @@ struct proto_chunk {
 };
 
 #define PROTO_RMA_SIZE	    16
-#define PROTO_RMA_MAX	    (508u << 10)				/* bytes one READ moves: a chunk */
+#define PROTO_RMA_MAX	    (508u << 10)			/* bytes one READ moves: a chunk */
 #define PROTO_RMA_ITEM_SIZE (PROTO_CHUNK_SIZE + PROTO_RMA_SIZE) /* a rma SENDMSG's eager data */
 #define PROTO_RMA_DONE_SIZE 12					/* a rma ACK's: status, address */
 
@@ -141,6 +152,10 @@ int64_t proto_timeout_decode(uint8_t code);
 /* The CONNECT eager data: returns its length, or -EINVAL for a bad name. */
 int proto_connect_encode(const struct proto_connect *c, uint8_t *out, size_t cap);
 int proto_connect_decode(const uint8_t *in, size_t len, struct proto_connect *c, struct proto_errors *e);
+/* A STATE answer's state after its status: PROTO_STATE_LEN - 4 bytes (little-endian, as the rest). */
+struct chan_state;
+void proto_state_encode(const struct chan_state *st, uint8_t *out);
+void proto_state_decode(const uint8_t *in, struct chan_state *st);
 
 /*
  * Walks an eager buffer: at *off, decodes one item (header and the eager

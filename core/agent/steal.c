@@ -82,16 +82,17 @@ int steal_board_create(const char *dir, uint32_t id, struct steal_board **out)
 	char path[PATH_MAX];
 	struct steal_shared *s;
 	struct stat st;
-	int fd;
+	int fd, rc;
 
 	board_path(path, sizeof(path), dir, id);
 	unlink(path); /* a dead agent's */
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, sizeof(*s)) || fstat(fd, &st)) {
-		int rc = -errno;
-
+	rc = agent_dir_reserve(fd, 0, sizeof(*s)); /* a full file system fails here, not with SIGBUS */
+	if (!rc && fstat(fd, &st))
+		rc = -errno;
+	if (rc) {
 		close(fd);
 		unlink(path);
 		return rc;

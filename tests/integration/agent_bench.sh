@@ -37,6 +37,11 @@ jq -e '.rounds == 2 and (.results | length) == 2 and ([.results[].round] == [1, 
 jq -e '.test == "agent_bw" and .MsgSize == 200000 and .agent_MiB_s > 0 and .core_write_bw_MiB_s > 0 and
 	.ratio_to_core_write_bw > 0 and (has("no_aggregation_msgs_per_s") | not)' "$dir/bw.json" >/dev/null ||
 	fail "agent_bw figures: $(cat "$dir/bw.json")"
+# Bytes copied per payload byte (issue 46): counted, not timed, so the bar holds on any machine:
+# the agents copy each byte once per node (2 end to end) and the NIC moves it once.
+jq -e '.copies_per_byte | .node0.client == 1 and .node1.client == 1 and .agent_end_to_end > 1.9 and
+	.agent_end_to_end <= 2.05 and (.node0.nic + .node1.nic) > 0.95 and (.node0.nic + .node1.nic) < 1.1 and
+	.core_write_bw_nic == 1' "$dir/bw.json" >/dev/null || fail "agent_bw copies per byte: $(jq -c .copies_per_byte "$dir/bw.json")"
 
 # Without --baseline: the agent figures only.
 "$RDMATOOL" -q -j bench agent_rate -s 8 -n 50 >"$dir/nobase.json" || fail "agent_rate without baseline failed"

@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # A client dies mid-request (SIGKILL): the agent releases what it held and nothing else is
 # affected; and no message is lost.  Three agents.
-#  1. A remote GETMSG waits at node 2 for a message; its client is killed.  A message then sent
-#     to the channel is taken by the dead client's GETMSG at node 2 and comes back to node 0 for
-#     nobody: the agent returns it to the channel (its log says so; before, it was lost), reclaims
-#     the slot (gateway.reaped, depth back to 0), and the next reader gets the message.  Once with a small
+#  1. A remote GETMSG waits at node 2 for a message; its client is killed and a message is sent
+#     to the channel at once.  Either node 0 withdrew the GETMSG first (a CANCEL: it takes
+#     nothing, agent_getmsg_orphan.sh) or it took the message, which came back to node 0 for
+#     nobody and was returned to the channel (logged); either way node 0 reclaims the slot
+#     (gateway.reaped, depth back to 0) and the next reader gets the message.  Once with a small
 #     message, once with one of 200 KB (returned in chunks), compared byte for byte.
 #  2. A deposited send waits at node 2 for room in a full channel; its client is killed: the
 #     other agents' traffic goes on, once room is made the message lands once (the agent had
@@ -31,8 +32,6 @@ for size in 5 $((200 << 10)); do
 	wait $client 2>/dev/null || true
 	n=$((n + 1))
 	A 2 agent send src "$T/msg.$size" || fail "send $size B"
-	wait_for grep -q "came back ($size bytes) for a client that died: returned to the channel" "$T/a0/agent.0.log" ||
-		fail "$size B: node 0 did not return the message: $(tail -n 5 "$T/a0/agent.0.log")"
 	wait_for reaped_is $n || fail "node 0 did not reclaim the dead client's slot: $(gateway)"
 	mkdir "$T/got.$size"
 	A 0 agent recv 2/src -n 1 --timeout=5000 --out="$T/got.$size" >/dev/null || fail "$size B: the message was lost"

@@ -101,7 +101,7 @@ gone "$pid" || fail "agent $pid still alive after stop"
 [ ! -e "$RDMATOOL_AGENT_DIR/gateway.0" ] && [ ! -e "$RDMATOOL_AGENT_DIR/agent.0.pid" ] || fail "stop left files: $(ls "$RDMATOOL_AGENT_DIR")"
 [ -z "$(ls "$RDMATOOL_STATS_DIR")" ] || fail "stop left a stats segment: $(ls "$RDMATOOL_STATS_DIR")"
 run agent stop
-[ $rc -eq 0 ] && grep -q 'no agent runs' "$dir/err" || fail "stop without agent: $rc $(cat "$dir/err")"
+[ $rc -eq 3 ] && grep -q 'no agent runs' "$dir/err" || fail "stop without agent: $rc $(cat "$dir/err")"
 
 # With the agent gone, remote requests say so instead of hanging.
 run agent send 1/q "$dir/msg" --timeout=2000
@@ -111,6 +111,12 @@ run agent send 1/q "$dir/msg" --timeout=2000
 run agent start
 [ $rc -eq 0 ] || fail "restart exit $rc: $(cat "$dir/err")"
 pid=$(cat "$RDMATOOL_AGENT_DIR/agent.0.pid")
+# An agent alone, asked at once: its caps, and no pool (it has no links), never zeros (issue 46 defect 5).
+run -j agent status
+[ "$(jq '[.flow[] | .cap_bytes > 0] | all' "$dir/out")" = true ] || fail "a lone agent's caps: $(jq -c .flow "$dir/out")"
+[ "$(jq .pool.links "$dir/out")" = false ] || fail "a lone agent's pool: $(jq -c .pool "$dir/out")"
+run agent status
+grep -q 'registered pool: none' "$dir/out" || fail "a lone agent's pool in text: $(cat "$dir/out")"
 kill -9 "$pid"
 wait_until gone "$pid" || fail "agent $pid survived SIGKILL"
 [ -e "$RDMATOOL_AGENT_DIR/agent.0.pid" ] || fail "expected a stale pid file"

@@ -32,7 +32,7 @@ out=$(A 0 agent start --hosts=127.0.0.1:65535,127.0.0.1:7000 --rank=0 --agents-p
 [ $rc -eq 2 ] && grep -q "lower port" <<<"$out" || fail "port 65535 with 2 agents: rc $rc: $out"
 rc=0
 out=$(A 0 agent status --agents-per-node=2 2>&1) || rc=$?
-[ $rc -eq 2 ] && grep -q "foreground and start" <<<"$out" || fail "status took --agents-per-node: $out"
+[ $rc -eq 2 ] && grep -q "not an option of .status" <<<"$out" || fail "status took --agents-per-node: $out"
 rc=0
 out=$(RDMATOOL_AGENT_STEAL=2 A 0 agent foreground --hosts="$hosts" --rank=0 --agents-per-node=2 2>&1) || rc=$?
 [ $rc -ne 0 ] && grep -q RDMATOOL_AGENT_STEAL <<<"$out" || fail "RDMATOOL_AGENT_STEAL=2 accepted: rc $rc: $out"

@@ -577,6 +577,140 @@ static void test_no_lost_wakeup(void **state)
 	chan_close(c);
 }
 
+/* Maps a channel's file as another process of the user could, to corrupt it or hold its lock. */
+static unsigned char *map_file(const char *dir, const char *name, size_t *len)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	unsigned char *m;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/" CHAN_FILE_PREFIX "%s", dir, name);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(m != MAP_FAILED);
+	*len = (size_t)st.st_size;
+	return m;
+}
+
+/* The header word holding a packed end {seq32, offset}: found by its value, not by a layout copy. */
+static uint64_t *find_end(unsigned char *m, uint64_t value)
+{
+	for (size_t off = 0; off + 8 <= 4096; off += 8)
+		if (!memcmp(m + off, &value, 8))
+			return (uint64_t *)(m + off);
+	return NULL;
+}
+
+/*
+ * Issue 44 N4: ring offsets from the shared mapping are checked before use.
+ * With the tail or head pointing far outside the ring (another process of
+ * the user wrote them), send, recv and poll report -EBADMSG and the handle
+ * stays quarantined; nothing is read or written out of bounds (the old code
+ * died with SIGSEGV).
+ */
+static void test_corrupt_offsets(void **state)
+{
+	struct fixture *f = *state;
+	struct chan_attr a = {.capacity_msgs = 8, .capacity_bytes = 4096, .max_msg = 256};
+	unsigned char buf[256] = {1}, *m;
+	struct chan_state st;
+	struct chan *c;
+	uint64_t *tail, *head;
+	size_t len, maplen;
+
+	for (int which = 0; which < 2; which++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "bad%d", which);
+		assert_int_equal(chan_create(f->dir, name, &a), 0);
+		assert_int_equal(chan_open(f->dir, name, &c), 0);
+		assert_int_equal(chan_send(c, buf, 8, 0, NULL), 0); /* tail = {1, 24} */
+		m = map_file(f->dir, name, &maplen);
+		tail = find_end(m, 1ull << 32 | 24);
+		assert_non_null(tail);
+		head = tail - 1; /* the head is the word before the tail: {0, 0} */
+		assert_true(*head == 0);
+		if (which == 0)
+			*tail = 2ull << 32 | 0x7ffffff0u; /* a tail far beyond the ring */
+		else
+			*head = 0x40000000u; /* a head far beyond the ring */
+		assert_int_equal(chan_send(c, buf, 8, 0, NULL), -EBADMSG);
+		assert_true(chan_corrupt(c));
+		assert_int_equal(chan_recv(c, buf, sizeof(buf), &len, 0), -EBADMSG);
+		assert_int_equal(chan_poll(c, &st, 0), -EBADMSG);
+		chan_close(c);
+		/* A fresh handle finds it corrupt too, whatever it tries first. */
+		assert_int_equal(chan_open(f->dir, name, &c), 0);
+		assert_int_equal(chan_recv(c, buf, sizeof(buf), &len, 0), -EBADMSG);
+		chan_close(c);
+		munmap(m, maplen);
+	}
+}
+
+/*
+ * Issue 44 N5: a process stopped while it holds a channel's lock.  A
+ * try-once call returns -EAGAIN at once, a bounded one -ETIMEDOUT near its
+ * deadline; none hangs (the old code waited forever on timeout 0).  Once
+ * the holder goes on, the channel works.  alarm() fails the test rather
+ * than letting it hang.
+ */
+static void test_stopped_lock_holder(void **state)
+{
+	struct fixture *f = *state;
+	unsigned char buf[64] = {0}, *m;
+	struct chan_state st;
+	struct chan *c;
+	size_t len, maplen;
+	uint64_t t0, waited_ms;
+	pid_t holder;
+	int status;
+
+	assert_int_equal(chan_create(f->dir, "held", NULL), 0);
+	assert_int_equal(chan_open(f->dir, "held", &c), 0);
+	assert_int_equal(chan_send(c, buf, 8, 0, NULL), 0);
+	m = map_file(f->dir, "held", &maplen);
+	holder = fork();
+	assert_true(holder >= 0);
+	if (holder == 0) {
+		/* The lock is the first thing on the header's second cache line (channel.c). */
+		pthread_mutex_t *lock = (pthread_mutex_t *)(m + 64);
+
+		if (pthread_mutex_lock(lock) != 0)
+			_exit(1);
+		raise(SIGSTOP);
+		pthread_mutex_unlock(lock);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(holder, &status, WUNTRACED), holder);
+	assert_true(WIFSTOPPED(status));
+	alarm(20);
+	t0 = clock_ns();
+	assert_int_equal(chan_recv(c, buf, sizeof(buf), &len, 0), -EAGAIN);
+	assert_int_equal(chan_send(c, buf, 8, 0, NULL), -EAGAIN);
+	assert_int_equal(chan_poll(c, &st, 0), -EAGAIN);
+	assert_int_equal(chan_wait_taken(c, 0, 0), -EAGAIN);
+	chan_set_try_lock(c);
+	assert_int_equal(chan_recv(c, buf, sizeof(buf), &len, 0), -EAGAIN);
+	assert_true(clock_ns() - t0 < 2000000000ull);
+	t0 = clock_ns();
+	assert_int_equal(chan_recv(c, buf, sizeof(buf), &len, 300), -ETIMEDOUT);
+	waited_ms = (clock_ns() - t0) / 1000000;
+	assert_true(waited_ms >= 250 && waited_ms < 5000);
+	assert_int_equal(chan_send(c, buf, 8, 100, NULL), -ETIMEDOUT);
+	kill(holder, SIGCONT);
+	assert_int_equal(waitpid(holder, &status, 0), holder);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(chan_recv(c, buf, sizeof(buf), &len, 1000), 0);
+	assert_int_equal(len, 8);
+	alarm(0);
+	chan_close(c);
+	munmap(m, maplen);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -590,6 +724,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_exactly_once_processes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exactly_once_threads, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_sigkill_mid_send, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_corrupt_offsets, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stopped_lock_holder, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "core/agent/proto.h"
+#include "core/agent/channel.h"
 #include "core/util/rng.h"
 
 #include <errno.h>
@@ -54,8 +55,9 @@ static void test_header_rejects(void **state)
 
 	(void)state;
 	proto_header_encode(&h, b);
-	b[0] = 7; /* type 7 */
-	assert_int_equal(proto_header_decode(b, &d, &e), -EBADMSG);
+	b[0] = 7; /* type 7: a CANCEL, the last of the eight the three bits hold */
+	assert_int_equal(proto_header_decode(b, &d, &e), 0);
+	assert_int_equal(d.type, PROTO_CANCEL);
 	b[0] = 3 << 3; /* protocol 3 */
 	assert_int_equal(proto_header_decode(b, &d, &e), -EBADMSG);
 	b[0] = 4 << 5; /* mode 4 */
@@ -63,7 +65,7 @@ static void test_header_rejects(void **state)
 	b[0] = 0;
 	b[1] = 0xff, b[2] = 0x07; /* 2047 > 2036 */
 	assert_int_equal(proto_header_decode(b, &d, &e), -EBADMSG);
-	assert_int_equal(e.count[PROTO_ERR_TYPE], 1);
+	assert_int_equal(e.count[PROTO_ERR_TYPE], 0);
 	assert_int_equal(e.count[PROTO_ERR_PROTOCOL], 1);
 	assert_int_equal(e.count[PROTO_ERR_MODE], 1);
 	assert_int_equal(e.count[PROTO_ERR_SIZE], 1);
@@ -89,8 +91,8 @@ static void test_timeouts(void **state)
 		assert_true(proto_timeout_decode((uint8_t)c) >= proto_timeout_decode((uint8_t)(c - 1)));
 	/* Every code's own timeout, and one ms either side, encodes to the smallest code that covers it. */
 	for (int c = 1; c < 255; c++)
-		for (int64_t ms = proto_timeout_decode((uint8_t)c) - 1; ms <= proto_timeout_decode((uint8_t)c) + 1;
-		     ms++) {
+		for (int64_t ms = proto_timeout_decode((uint8_t)c) - 1;
+		     ms <= proto_timeout_decode((uint8_t)c) + 1; ms++) {
 			int smallest = 1;
 
 			while (smallest < 255 && proto_timeout_decode((uint8_t)smallest) < ms)
@@ -241,9 +243,10 @@ static size_t valid_item(struct rng *r, struct proto_header *h, uint8_t *data, s
 		len = rng_range(r, 0, 1) ? 8 : 0;
 		break;
 	case PROTO_POLL:
+	case PROTO_CANCEL:
 		break;
 	case PROTO_STATE:
-		len = 4 + 4 + 8 + 1;
+		len = PROTO_STATE_LEN;
 		break;
 	default:
 		len = (size_t)rng_range(r, h->type == PROTO_SENDMSG ? 0 : 4, 200);
@@ -272,7 +275,7 @@ static size_t valid_item(struct rng *r, struct proto_header *h, uint8_t *data, s
 	if (h->type != PROTO_CONNECT)
 		for (size_t i = 0; i < len; i++)
 			data[i] = (uint8_t)rng_next(r);
-	if (h->type >= PROTO_ACK)
+	if (proto_is_answer(h->type))
 		memset(data, 0, 4); /* status 0 */
 	h->eager_size = (uint16_t)len;
 	return len;
@@ -341,10 +344,12 @@ static void check_item(void *arg, const struct proto_header *h, const uint8_t *d
 
 	assert_true(data >= p->buf + PROTO_HEADER_SIZE && data + len <= p->buf + p->len);
 	assert_true(h->type < PROTO_NTYPES && h->protocol <= PROTO_RMA && h->mode <= 3);
-	if (h->type >= PROTO_ACK)
+	if (proto_is_answer(h->type))
 		assert_true(len >= 4);
+	if (h->type == PROTO_CANCEL)
+		assert_int_equal(len, 0);
 	if (h->type == PROTO_STATE)
-		assert_int_equal(len, 17);
+		assert_int_equal(len, PROTO_STATE_LEN);
 	if (h->type == PROTO_POLL)
 		assert_int_equal(len, 0);
 	p->items++;
@@ -503,6 +508,31 @@ static void test_rma(void **state)
 	assert_int_equal(p.items, 2);
 }
 
+/* A POLL's answer carries the whole state: a remote poll shows capacity and totals, not zeros. */
+static void test_state(void **state)
+{
+	(void)state;
+	struct chan_state st = {.count = 3,
+				.bytes = 1ull << 33,
+				.capacity_msgs = 1024,
+				.capacity_bytes = 16ull << 20,
+				.max_msg = 4u << 20,
+				.full = true,
+				.sent = 1ull << 40,
+				.received = 12345},
+			  got;
+	uint8_t b[PROTO_STATE_LEN];
+
+	proto_state_encode(&st, b + 4);
+	proto_state_decode(b + 4, &got);
+	assert_int_equal(got.count, 3);
+	assert_true(got.bytes == st.bytes && got.capacity_bytes == st.capacity_bytes);
+	assert_int_equal(got.capacity_msgs, 1024);
+	assert_int_equal(got.max_msg, 4u << 20);
+	assert_true(got.sent == st.sent && got.received == 12345);
+	assert_true(got.full && !got.empty);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -514,6 +544,7 @@ int main(void)
 	    cmocka_unit_test(test_fuzz_parse),
 	    cmocka_unit_test(test_chunk),
 	    cmocka_unit_test(test_rma),
+	    cmocka_unit_test(test_state),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
