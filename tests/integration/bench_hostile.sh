@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-# bench against a stalled client, bad options and refused operations (issue 15 items 11, 12, 13, 15):
-# a half-sent control frame does not hold the server, which listens on the soft device's address only;
+# bench against a stalled client, bad options and refused operations (issue 15 items 11, 12, 13, 15,
+# issue 44 N8): a half-sent control frame, or silent connections queued before a real client, do not
+# hold the server, which listens on the soft device's address only;
 # a refused operation is reported by its completion status; bad numbers are usage errors naming the option.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -10,8 +11,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 dir=$(mktemp -d /tmp/rdmatool-bench-hostile.XXXXXX)
 export RDMATOOL_STATS_DIR=$dir
 server=
+silent=()
 cleanup() {
 	exec 3>&- 2>/dev/null || true
+	for fd in "${silent[@]}"; do exec {fd}>&- 2>/dev/null || true; done
 	[ -n "$server" ] && kill -9 "$server" 2>/dev/null
 	wait 2>/dev/null || true
 	rm -rf "$dir"
@@ -36,6 +39,25 @@ wait "$server" || fail "server exit status: $(cat "$dir/server.err")"
 server=
 grep -q "dropped a client" "$dir/server.err" || fail "the stalled client was not reported: $(cat "$dir/server.err")"
 exec 3>&-
+
+# N8: eight connections that never say a word, then one that sends half a header, all before the real
+# client: the server serves the real client at once (before, each silent one held it for 5 s in turn, and
+# the real client's own 30 s deadline ran out first) and drops the silent ones.
+bench_server_start "$dir/server.err" env RDMATOOL_SOFT_ADDR=127.0.0.7:0 "$RDMATOOL" bench --server=0
+for i in $(seq 9); do
+	exec {fd}<>"/dev/tcp/127.0.0.7/$port"
+	silent+=("$fd")
+done
+printf ROB1 >&"${silent[8]}"
+timeout 120 "$RDMATOOL" -j bench write_lat -n 50 --lock=striped --client="127.0.0.7:$port" >"$dir/client.json" \
+	2>"$dir/client.err" || fail "the real client was not served behind silent ones: $(cat "$dir/client.err")"
+jq -e '.results[0].n_iterations == 50' "$dir/client.json" >/dev/null || fail "client result: $(cat "$dir/client.json")"
+timeout 30 tail --pid="$server" -f /dev/null || fail "the server did not exit after serving the client"
+wait "$server" || fail "server exit status: $(cat "$dir/server.err")"
+server=
+[ "$(grep -c "dropped a client" "$dir/server.err")" -ge 9 ] || fail "silent clients not reported: $(cat "$dir/server.err")"
+for fd in "${silent[@]}"; do exec {fd}>&-; done
+silent=()
 
 # A server nobody uses ends on SIGTERM, exit 0, and removes its stats segment.
 bench_server_start "$dir/server.err" "$RDMATOOL" bench --server=0
