@@ -20,6 +20,12 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
+# server_ended WHAT: the server exits by itself (within 30 s) and with status 0 after WHAT.
+server_ended() {
+	timeout 30 tail --pid="$server" -f /dev/null || fail "the server did not exit after $1"
+	wait "$server" || fail "server exit status after $1: $(cat "$dir/server.err")"
+	server=
+}
 
 # The server listens where its soft device does (127.0.0.7 here), not on every interface.
 bench_server_start "$dir/server.err" env RDMATOOL_SOFT_ADDR=127.0.0.7:0 "$RDMATOOL" bench --server=0
@@ -34,9 +40,7 @@ printf ROB >&3
 timeout 90 "$RDMATOOL" -j bench write_lat -n 50 --lock=striped --client="127.0.0.7:$port" >"$dir/client.json" \
 	2>"$dir/client.err" || fail "the real client was not served after a stalled one: $(cat "$dir/client.err")"
 jq -e '.results[0].n_iterations == 50' "$dir/client.json" >/dev/null || fail "client result: $(cat "$dir/client.json")"
-timeout 30 tail --pid="$server" -f /dev/null || fail "the server did not exit after serving the client"
-wait "$server" || fail "server exit status: $(cat "$dir/server.err")"
-server=
+server_ended "serving the client"
 grep -q "dropped a client" "$dir/server.err" || fail "the stalled client was not reported: $(cat "$dir/server.err")"
 exec 3>&-
 
@@ -52,9 +56,7 @@ printf ROB1 >&"${silent[8]}"
 timeout 120 "$RDMATOOL" -j bench write_lat -n 50 --lock=striped --client="127.0.0.7:$port" >"$dir/client.json" \
 	2>"$dir/client.err" || fail "the real client was not served behind silent ones: $(cat "$dir/client.err")"
 jq -e '.results[0].n_iterations == 50' "$dir/client.json" >/dev/null || fail "client result: $(cat "$dir/client.json")"
-timeout 30 tail --pid="$server" -f /dev/null || fail "the server did not exit after serving the client"
-wait "$server" || fail "server exit status: $(cat "$dir/server.err")"
-server=
+server_ended "serving the client"
 [ "$(grep -c "dropped a client" "$dir/server.err")" -ge 9 ] || fail "silent clients not reported: $(cat "$dir/server.err")"
 for fd in "${silent[@]}"; do exec {fd}>&-; done
 silent=()
@@ -75,18 +77,14 @@ sleep 2
 kill -CONT "$server"
 wait "$client" || fail "write_lat with a peer stopped for 2 s: exit $?: $(cat "$dir/starved.err")"
 grep -q '^striped' "$dir/starved.out" || fail "write_lat beside a stopped peer: $(cat "$dir/starved.out")"
-timeout 30 tail --pid="$server" -f /dev/null || fail "the server did not exit after the starved run"
-wait "$server" || fail "server after the starved run: $(cat "$dir/server.err")"
-server=
+server_ended "the starved run"
 
 # The same, made exact with the soft device's delay line: the server answers every request 0.7 s late.
 # Within the core transport's budget (1.07 s a try); before, 0.7 s was past all of it (8 x 67 ms).
 bench_server_start "$dir/server.err" env RDMATOOL_SOFT_FAULTS=delay_us=700000 "$RDMATOOL" bench --server=0
 timeout 120 "$RDMATOOL" bench write_lat -n 3 --lock=striped --client="127.0.0.1:$port" >"$dir/late.out" \
 	2>"$dir/late.err" || fail "write_lat with answers 0.7 s late: exit $?: $(cat "$dir/late.err")"
-timeout 30 tail --pid="$server" -f /dev/null || fail "the server did not exit after the late run"
-wait "$server" || fail "server after the late run: $(cat "$dir/server.err")"
-server=
+server_ended "the late run"
 
 # A server nobody uses ends on SIGTERM, exit 0, and removes its stats segment.
 bench_server_start "$dir/server.err" "$RDMATOOL" bench --server=0

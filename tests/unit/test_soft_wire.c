@@ -409,25 +409,6 @@ static void ping_pong_answers_on_the_pingers_connection(void **state)
 	close(fd);
 }
 
-/* A ponger that waits for the go of a pinger who first let a stranger at its port. */
-static int guarded_ponger_main(int fd)
-{
-	struct side s = {0};
-	char go;
-	int rc;
-
-	if (side_open(&s) || xfer(fd, &s))
-		return 10;
-	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 16, 7, 7, 1);
-	if (fx_post_recv(s.rc, 1000, s.buf + 64, 4, s.mr->lkey))
-		return 13;
-	if (write(fd, "r", 1) != 1 || read(fd, &go, 1) != 1)
-		return 11;
-	rc = ping_pong(&s, false);
-	side_close(&s);
-	return rc ? 20 + rc : 0;
-}
-
 /* Reads what the stranger's socket holds until EOF, or until nothing came for ms; returns the bytes. */
 static size_t stranger_drain(int fd, uint8_t *buf, size_t cap, int ms)
 {
@@ -463,7 +444,7 @@ static void stranger_cannot_take_a_peers_place(void **state)
 	char c;
 
 	(void)state;
-	fd = fx_fork_peer(guarded_ponger_main, &pid);
+	fd = fx_fork_peer(ponger_main, &pid); /* it waits for our go */
 	assert_int_equal(side_open(&s), 0);
 	assert_int_equal(xfer(fd, &s), 0);
 	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 16, 7, 7, 1);
