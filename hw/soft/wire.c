@@ -5,8 +5,11 @@
  * sends REQ packets; the peer's engine answers RSP packets on the same
  * socket.  All sockets are non-blocking and belong to whoever runs the
  * engine's round (engine.c), with per-connection buffers, so two NICs
- * writing to each other never deadlock.  A connection that breaks fails the RC QPs waiting on it with
- * RETRY_EXC_ERR (soft_peer_lost).
+ * writing to each other never deadlock.  Every connection first runs the
+ * key handshake of auth.h; until it is done nothing on it is parsed or sent,
+ * and the peer it speaks for is the port the handshake proved.  A
+ * connection that breaks fails the RC QPs waiting on it with RETRY_EXC_ERR
+ * (soft_peer_lost).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -33,7 +36,7 @@
 
 #define SOFT_CONNECT_TIMEOUT_MS	    1000
 #define SOFT_MAX_CONNS		    4096	 /* connections per NIC; more are refused at accept */
-#define SOFT_MAX_UNVERIFIED	    64		 /* incoming ones that have not yet sent a valid packet */
+#define SOFT_MAX_UNVERIFIED	    64		 /* incoming ones that have not yet proved the key */
 #define SOFT_UNVERIFIED_MAX_PAYLOAD 65536	 /* what a packet may carry before its QP vouches for it */
 #define SOFT_ACCEPT_BACKOFF_NS	    100000000ull /* out of fds: stop accepting for this long */
 #define SOFT_READ_DIRECT_MAX	    4	  /* up to this many connections, rounds read them without epoll */
@@ -47,12 +50,12 @@ struct soft_conn {
 	struct soft_nic *nic;
 	int fd;
 	bool outgoing, dead;
-	bool verified;		       /* outgoing, or sent a packet that passed every check */
+	bool verified;		       /* outgoing, or proved the key */
 	bool authed;		       /* proved the key (auth.h): packets may flow */
 	struct soft_auth_session auth; /* the handshake; auth.peer is then who the peer is */
 	uint64_t auth_deadline_ns;     /* an unauthenticated connection is dropped then */
 	bool watch_out;		       /* registered for EPOLLOUT */
-	bool peer_known;	       /* outgoing, or incoming and learned from the requests' source GID */
+	bool peer_known;	       /* outgoing, or incoming and learned from its handshake */
 	bool blocked;		       /* the socket took less than offered: wait for POLLOUT */
 	bool urgent;		       /* out holds more than delayable ACKs */
 	uint64_t hold_until_ns;	       /* out holds only delayable ACKs: sent by then at the latest */
@@ -731,8 +734,8 @@ enum soft_hdr_verdict { SOFT_HDR_TAKE, SOFT_HDR_DROP, SOFT_HDR_REJECT };
  * this NIC would not serve must not make it buffer anything.  A payload
  * beyond SOFT_UNVERIFIED_MAX_PAYLOAD needs a QP connected to the sender.
  * Without one, a stranger is hung up on; a verified connection (ours, or
- * one that already sent a valid packet) only loses that packet, its
- * payload discarded as it arrives, as a NIC drops a packet for a QP that
+ * one that proved the key) only loses that packet, its payload discarded
+ * as it arrives, as a NIC drops a packet for a QP that
  * was destroyed or reset meanwhile and keeps its link up.
  */
 static enum soft_hdr_verdict soft_header_verdict(struct soft_nic *nic, const struct soft_conn *c,

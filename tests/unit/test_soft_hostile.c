@@ -109,8 +109,9 @@ static void send_forged_write(int fd, uint32_t dst_qpn, uint32_t src_qpn, uint32
 	};
 
 	memcpy(h.sgid, sgid->raw, 16);
-	assert_int_equal(write(fd, &h, sizeof(h)), sizeof(h));
-	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	/* A NIC that refused the connection may have closed it already: what it reads is the point. */
+	if (send(fd, &h, sizeof(h), MSG_NOSIGNAL) == (ssize_t)sizeof(h))
+		(void)!send(fd, data, len, MSG_NOSIGNAL);
 }
 
 static bool wait_counter(atomic_ulong *counter, unsigned long above, unsigned ms)
