@@ -518,6 +518,10 @@ static int bench_run(const struct bench_cli *c)
 	int status;
 
 	stats_segment_open("bench"); /* cqstat -c bench; without a segment bench still runs */
+	const char *why = stats_segment_problem();
+
+	if (why)
+		notice(CMD, "%s", why);
 	catch_interrupts(on_interrupt);
 	if (c->is_server) {
 		struct bench_opts d = {.device = c->device, .env = c->env};

@@ -14,11 +14,16 @@
  * the server exits after the first session that measured something.  Every
  * field travels big-endian; the server checks each one and every read has a
  * deadline, so a bad, hostile or stalled client is dropped, never a crash
- * or a hang, and the next client is served.
+ * or a hang, and the next client is served.  Clients are served in the
+ * order they identify themselves (send their first whole frame), not the
+ * order they connect: up to PENDING_MAX connections wait beside each other
+ * for IDENTIFY_TIMEOUT_MS, so silent ones neither hold the server nor queue
+ * ahead of a real client.
  */
 #include "cmd/bench/bench.h"
 #include "cmd/cmd.h"
 #include "core/oob/oob.h"
+#include "core/util/clock.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -35,6 +40,8 @@ enum { MSG_PARAMS = 0x4201, MSG_RKEY, MSG_DONE, MSG_BYE, MSG_TCP };
 
 #define CTRL_TIMEOUT_MS	     30000
 #define FIRST_MSG_TIMEOUT_MS 5000
+#define IDENTIFY_TIMEOUT_MS  5000 /* a connection that sent no whole first frame by then is dropped */
+#define PENDING_MAX	     16	  /* connections not yet identified; the oldest goes for a newer one */
 
 struct wire_params {
 	char test[16];
@@ -381,9 +388,96 @@ static bool is_loopback(const char *addr)
 	return (ntohl(((const struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
 }
 
+/* Connections that have not identified themselves yet, oldest first. */
+struct pending {
+	struct oob_conn *c[PENDING_MAX];
+	uint64_t deadline_ms[PENDING_MAX];
+	int n;
+};
+
+static uint64_t now_ms(void)
+{
+	return clock_ns() / 1000000ull;
+}
+
+/* Takes connection i out of the list. */
+static struct oob_conn *pending_take(struct pending *p, int i)
+{
+	struct oob_conn *c = p->c[i];
+
+	p->n--;
+	memmove(&p->c[i], &p->c[i + 1], (size_t)(p->n - i) * sizeof(p->c[0]));
+	memmove(&p->deadline_ms[i], &p->deadline_ms[i + 1], (size_t)(p->n - i) * sizeof(p->deadline_ms[0]));
+	return c;
+}
+
+static void pending_drop(struct pending *p, int i, const char *why)
+{
+	notice("bench", "dropped a client: %s; serving the others", why);
+	oob_close(pending_take(p, i));
+}
+
+/*
+ * Waits for the next client that identifies itself, accepting new
+ * connections meanwhile: 0 and *out, or -EINTR once bench_interrupted.
+ */
+static int next_client(struct oob_listener *lis, struct pending *p, struct oob_conn **out)
+{
+	uint32_t first_max = sizeof(struct wire_params) > sizeof(struct wire_tcp) ? sizeof(struct wire_params)
+										  : sizeof(struct wire_tcp);
+
+	for (;;) {
+		struct pollfd fds[1 + PENDING_MAX] = {{.fd = oob_listener_fd(lis), .events = POLLIN}};
+		uint64_t now = now_ms();
+		int timeout = 250; /* slices, so that SIGINT/SIGTERM end a server nobody is using */
+
+		for (int i = 0; i < p->n; i++) {
+			fds[1 + i] = (struct pollfd){.fd = oob_conn_fd(p->c[i]), .events = POLLIN};
+			if (p->deadline_ms[i] <= now)
+				timeout = 0;
+			else if (p->deadline_ms[i] - now < (uint64_t)timeout)
+				timeout = (int)(p->deadline_ms[i] - now);
+		}
+		if (bench_interrupted)
+			return -EINTR;
+		if (poll(fds, (nfds_t)(1 + p->n), timeout) < 0 && errno != EINTR)
+			return -errno;
+		now = now_ms();
+		int ready[PENDING_MAX];
+
+		/* The oldest that identified itself is served first; the others stay or go. */
+		for (int i = 0; i < p->n; i++)
+			ready[i] = fds[1 + i].revents ? oob_frame_ready(p->c[i], first_max) : 0;
+		for (int i = 0; i < p->n; i++)
+			if (ready[i] == 1) {
+				*out = pending_take(p, i);
+				return 0;
+			}
+		for (int i = p->n - 1; i >= 0; i--) {
+			if (ready[i] == -EPROTO)
+				pending_drop(p, i, "its first message is not a bench request");
+			else if (ready[i] < 0)
+				pending_drop(p, i, "it closed the connection before identifying itself");
+			else if (now >= p->deadline_ms[i])
+				pending_drop(p, i, "it did not identify itself within 5 s");
+		}
+		if (fds[0].revents & POLLIN) {
+			struct oob_conn *c;
+
+			if (oob_accept(lis, 0, &c))
+				continue;
+			if (p->n == PENDING_MAX)
+				pending_drop(p, 0, "too many connections waiting to identify themselves");
+			p->c[p->n] = c;
+			p->deadline_ms[p->n++] = now + IDENTIFY_TIMEOUT_MS;
+		}
+	}
+}
+
 int bench_server(const char *addr, const struct bench_opts *defaults, char *err, size_t errlen)
 {
 	struct oob_listener *lis;
+	struct pending pending = {.n = 0};
 	int rc = oob_listen(addr, &lis);
 
 	if (rc) {
@@ -399,13 +493,10 @@ int bench_server(const char *addr, const struct bench_opts *defaults, char *err,
 	/* Serves clients one at a time until one completes a run: a client that fails is reported and the
 	 * next one is served. */
 	for (;;) {
-		struct oob_conn *c;
+		struct oob_conn *c = NULL;
 
-		/* Waits in slices, so that SIGINT/SIGTERM end a server nobody is using (its segment goes
-		 * too). */
-		while ((rc = oob_accept(lis, 250, &c)) == -ETIMEDOUT && !bench_interrupted)
-			;
-		if (bench_interrupted && rc) {
+		rc = next_client(lis, &pending, &c);
+		if (rc == -EINTR) {
 			rc = 0;
 			break;
 		}
@@ -422,6 +513,8 @@ int bench_server(const char *addr, const struct bench_opts *defaults, char *err,
 		if (rc < 0)
 			notice("bench", "dropped a client: %s; waiting for the next one", err);
 	}
+	while (pending.n)
+		pending_drop(&pending, pending.n - 1, "it had not identified itself when the server ended");
 	oob_listener_close(lis);
 	return rc;
 }

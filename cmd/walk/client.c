@@ -59,6 +59,10 @@ int walk_client_open(struct walk_client *c)
 
 	snprintf(name, sizeof(name), "walk client %d", c->id);
 	stats_segment_open("walk");
+	const char *why = stats_segment_problem(); /* once per process, not per client */
+
+	if (why)
+		fprintf(stderr, "rdmatool walk: %s\n", why);
 	c->counters = stats_entry_add(name, STATS_KIND_WALK_CLIENT, c->id);
 	for (uint32_t i = 0; i < MAX_WR; i++)
 		c->free_wr[i] = MAX_WR - 1 - i;

@@ -209,51 +209,113 @@ static void hub_send_all(struct hub *h, uint16_t type, const void *buf, uint32_t
 		hub_send(h, i, type, buf, len);
 }
 
+/* A client that died before it said HELLO ends the wait now, not at the deadline: -ECHILD, else 0. */
+static int hub_child_died(struct hub *h)
+{
+	for (int i = 0; i < h->n; i++) {
+		int status;
+
+		if (!h->conn[i] && h->pid[i] > 0 && waitpid(h->pid[i], &status, WNOHANG) == h->pid[i]) {
+			h->pid[i] = 0; /* reaped */
+			h->died_early = i;
+			return -ECHILD;
+		}
+	}
+	return 0;
+}
+
+/* Reads the HELLO that waits whole on conn: the client's id, or -1 (and conn closed) for a stranger. */
+static int hub_hello(struct hub *h, struct oob_conn *conn, struct walk_peer_addr *table)
+{
+	struct walk_hello hello;
+	uint16_t type;
+	uint32_t len;
+
+	if (oob_recv(conn, &type, &hello, sizeof(hello), &len, HELLO_TIMEOUT_MS) || type != FRAME_HELLO ||
+	    len != sizeof(hello) || hello.magic != WALK_HELLO_MAGIC || hello.token != h->token ||
+	    hello.id >= (uint32_t)h->n || h->conn[hello.id]) {
+		oob_close(conn);
+		h->strangers++;
+		return -1;
+	}
+	h->conn[hello.id] = conn;
+	h->last_seen_ns[hello.id] = walk_now_ns();
+	table[hello.id] = hello.addr;
+	return (int)hello.id;
+}
+
 /*
  * Takes connections until every client said HELLO with the run's token, or
- * the deadline.  A connection that is not one of ours (a stranger on the
- * port, a wrong token, a duplicate id) is closed and the wait goes on.
+ * the deadline.  Connections wait side by side (up to HUB_PENDING_MAX), each
+ * with HELLO_TIMEOUT_MS to send a whole HELLO, so silent ones (strangers on
+ * the port) cannot hold up the clients behind them; one that is not ours
+ * (silent, a wrong token, a duplicate id) is closed and the wait goes on.
  */
+#define HUB_PENDING_MAX 32
+
 static int hub_accept(struct hub *h, struct oob_listener *l, struct walk_peer_addr *table)
 {
 	uint64_t deadline = walk_now_ns() + (uint64_t)CONNECT_TIMEOUT_MS * 1000000ull;
-	int joined = 0;
+	struct oob_conn *pend[HUB_PENDING_MAX];
+	uint64_t pend_end[HUB_PENDING_MAX];
+	int joined = 0, np = 0, rc = 0;
 
-	while (joined < h->n) {
+	while (joined < h->n && !rc) {
+		struct pollfd fds[1 + HUB_PENDING_MAX] = {{.fd = oob_listener_fd(l), .events = POLLIN}};
 		uint64_t now = walk_now_ns();
-		struct walk_hello hello;
-		struct oob_conn *conn;
-		uint16_t type;
-		uint32_t len;
+		int n;
 
-		if (now >= deadline)
-			return -ETIMEDOUT;
-		if (oob_accept(l, 250, &conn)) {
-			/* A client that died before it said HELLO ends the wait now, not at the deadline. */
-			for (int i = 0; i < h->n; i++) {
-				int status;
+		if (now >= deadline) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		for (int i = 0; i < np; i++)
+			fds[1 + i] = (struct pollfd){.fd = oob_conn_fd(pend[i]), .events = POLLIN};
+		n = poll(fds, (nfds_t)(1 + np), 250);
+		if (n == 0) {
+			rc = hub_child_died(h);
+		}
+		now = walk_now_ns();
+		for (int i = np - 1; i >= 0; i--) {
+			int ready =
+			    fds[1 + i].revents ? oob_frame_ready(pend[i], sizeof(struct walk_hello)) : 0;
 
-				if (!h->conn[i] && h->pid[i] > 0 &&
-				    waitpid(h->pid[i], &status, WNOHANG) == h->pid[i]) {
-					h->pid[i] = 0; /* reaped */
-					h->died_early = i;
-					return -ECHILD;
-				}
+			if (ready == 0 && now < pend_end[i])
+				continue;
+			if (ready == 1)
+				joined += hub_hello(h, pend[i], table) >= 0;
+			else {
+				oob_close(pend[i]);
+				h->strangers++;
 			}
-			continue;
+			pend[i] = pend[--np];
+			pend_end[i] = pend_end[np];
 		}
-		if (oob_recv(conn, &type, &hello, sizeof(hello), &len, HELLO_TIMEOUT_MS) ||
-		    type != FRAME_HELLO || len != sizeof(hello) || hello.magic != WALK_HELLO_MAGIC ||
-		    hello.token != h->token || hello.id >= (uint32_t)h->n || h->conn[hello.id]) {
-			oob_close(conn);
-			h->strangers++;
-			continue;
+		if (n > 0 && (fds[0].revents & POLLIN)) {
+			struct oob_conn *conn;
+
+			if (oob_accept(l, 0, &conn))
+				continue;
+			if (np == HUB_PENDING_MAX) { /* the oldest one has waited longest */
+				int oldest = 0;
+
+				for (int i = 1; i < np; i++)
+					if (pend_end[i] < pend_end[oldest])
+						oldest = i;
+				oob_close(pend[oldest]);
+				h->strangers++;
+				pend[oldest] = pend[--np];
+				pend_end[oldest] = pend_end[np];
+			}
+			pend[np] = conn;
+			pend_end[np++] = now + (uint64_t)HELLO_TIMEOUT_MS * 1000000ull;
 		}
-		h->conn[hello.id] = conn;
-		h->last_seen_ns[hello.id] = walk_now_ns();
-		table[hello.id] = hello.addr;
-		joined++;
 	}
+	h->strangers += np; /* every client joined: the rest were not ours */
+	while (np)
+		oob_close(pend[--np]);
+	if (rc)
+		return rc;
 	hub_send_all(h, FRAME_TABLE, table, (uint32_t)(sizeof(*table) * (size_t)h->n));
 	return 0;
 }

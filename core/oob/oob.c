@@ -396,6 +396,26 @@ int oob_recv(struct oob_conn *c, uint16_t *type, void *buf, uint32_t cap, uint32
 	return -EMSGSIZE;
 }
 
+int oob_frame_ready(const struct oob_conn *c, uint32_t max_len)
+{
+	uint8_t buf[sizeof(struct frame_header) + 256];
+	struct frame_header h;
+	ssize_t n;
+
+	n = recv(c->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0)
+		return -ECONNRESET;
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	if ((size_t)n < sizeof(h))
+		return 0;
+	memcpy(&h, buf, sizeof(h));
+	if (ntohl(h.magic) != OOB_MAGIC || ntohl(h.length) > max_len ||
+	    ntohl(h.length) > sizeof(buf) - sizeof(h))
+		return -EPROTO;
+	return (size_t)n >= sizeof(h) + ntohl(h.length);
+}
+
 int oob_conn_fd(const struct oob_conn *c)
 {
 	return c->fd;

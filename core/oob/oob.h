@@ -50,8 +50,8 @@ int oob_send_timeout(struct oob_conn *c, uint16_t type, const void *buf, uint32_
  * so a peer that reads slowly delays only its own frames.  When
  * oob_pending() is not 0, poll for POLLOUT and call oob_flush(), which writes
  * what the socket takes without waiting.  oob_send_timeout() first writes
- * everything queued (frames keep their order).  -ENOBUFS: the frame would put more than max_pending bytes in the
- * queue (nothing was queued); -ENOMEM; a broken connection: its -errno.
+ * everything queued (frames keep their order).  -ENOBUFS: the frame would put more than max_pending bytes in
+ * the queue (nothing was queued); -ENOMEM; a broken connection: its -errno.
  */
 int oob_send_queued(struct oob_conn *c, uint16_t type, const void *buf, uint32_t len, size_t max_pending);
 int oob_flush(struct oob_conn *c);
@@ -62,6 +62,14 @@ size_t oob_pending(const struct oob_conn *c);
  * timeout_ms (-1: forever), -ECONNRESET when the peer closed.
  */
 int oob_recv(struct oob_conn *c, uint16_t *type, void *buf, uint32_t cap, uint32_t *len, int timeout_ms);
+/*
+ * Whether a whole frame of at most max_len payload bytes waits in the socket,
+ * without consuming or waiting for anything (a server that juggles
+ * connections which have not identified themselves yet): 1 yes, 0 not yet,
+ * -EPROTO for a bad header or a longer frame, -ECONNRESET when the peer
+ * closed first.
+ */
+int oob_frame_ready(const struct oob_conn *c, uint32_t max_len);
 int oob_conn_fd(const struct oob_conn *c);
 void oob_close(struct oob_conn *c);
 

@@ -22,6 +22,9 @@ static struct {
 	size_t len;
 	pid_t owner; /* the process that created hdr; a forked child is not it */
 	bool atexit_done;
+	pid_t problem_pid; /* the process whose failure problem tells (a forked child has its own) */
+	bool problem_told; /* stats_segment_problem() handed it out already */
+	char problem[PATH_MAX + 160];
 	char path[PATH_MAX];
 } seg = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -131,6 +134,16 @@ static int create_segment(const char *comm)
 		err = -errno;
 		goto fail;
 	}
+	/*
+	 * Every page reserved now: on a full tmpfs (any user can fill /dev/shm)
+	 * creation fails with ENOSPC here, instead of a SIGBUS at the first
+	 * counter that lands on a page the file system cannot give.
+	 */
+	err = posix_fallocate(fd, 0, (off_t)len);
+	if (err) {
+		err = -err;
+		goto fail;
+	}
 	hdr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (hdr == MAP_FAILED) {
 		err = -errno;
@@ -150,6 +163,14 @@ static int create_segment(const char *comm)
 fail:
 	close(fd);
 	unlink(tmp);
+	if (seg.problem_pid != pid) { /* the first failure is told, once per process */
+		snprintf(
+		    seg.problem, sizeof(seg.problem),
+		    "no stats segment in %s (%s%s): cqstat will not show this process; it runs on without",
+		    dir, strerror(-err), err == -ENOSPC ? ": the file system is full" : "");
+		seg.problem_pid = pid;
+		seg.problem_told = false;
+	}
 	return err;
 }
 
@@ -193,6 +214,19 @@ void stats_segment_close(void)
 	}
 	seg.hdr = NULL;
 	pthread_mutex_unlock(&seg.lock);
+}
+
+const char *stats_segment_problem(void)
+{
+	const char *why = NULL;
+
+	pthread_mutex_lock(&seg.lock);
+	if (seg.problem_pid == getpid() && !seg.problem_told) {
+		seg.problem_told = true;
+		why = seg.problem;
+	}
+	pthread_mutex_unlock(&seg.lock);
+	return why;
 }
 
 const char *stats_segment_path(void)

@@ -149,6 +149,12 @@ int stats_env_check(char *msg, size_t msglen);
 void stats_segment_close(void);
 /* The segment's path, or NULL when none is open. */
 const char *stats_segment_path(void);
+/*
+ * Why the last creation failed (a full file system, say), for the command to
+ * tell its user once: a message the first time it is asked after a failure,
+ * else NULL.  A disabled segment (RDMATOOL_STATS=0) is no failure.
+ */
+const char *stats_segment_problem(void);
 
 /*
  * A new zeroed entry (opening the segment if needed), or NULL when the segment

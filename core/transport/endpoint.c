@@ -341,6 +341,9 @@ out:
 	return rc;
 }
 
+#define CORE_QP_TIMEOUT	  18
+#define CORE_QP_RETRY_CNT 7
+
 static int conn_connect(struct core_ep *ep, struct conn *c, const struct addr_blob *b, uint32_t k)
 {
 	struct ibv_qp_attr a = {
@@ -363,8 +366,15 @@ static int conn_connect(struct core_ep *ep, struct conn *c, const struct addr_bl
 		return -rc;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
+	/*
+	 * Local ACK timeout 4.096 us * 2^18 = 1.07 s, 7 retries: a peer that does
+	 * not answer for ~8.6 s ends in RETRY_EXC.  A peer that is only starved
+	 * (a loaded host, a sanitizer build, a stopped debugger) rides it out, as
+	 * with Open MPI's and UCX's defaults; a peer whose process died is seen
+	 * at once where the device can tell (the soft wire's closed connection).
+	 */
+	a.timeout = CORE_QP_TIMEOUT;
+	a.retry_cnt = CORE_QP_RETRY_CNT;
 	a.rnr_retry = 7;
 	a.sq_psn = c->sq_psn;
 	a.max_rd_atomic = 16;

@@ -322,8 +322,8 @@ struct soft_nic {
 	atomic_ulong ud_drops, fault_drops, fault_corrupts, fault_errors;
 	__be64 node_guid;	    /* from the host's identity and the address (device.c) */
 	atomic_ulong foreign_drops; /* RC requests not from the QP's connected remote */
-	atomic_ulong auth_failures; /* connections that did not prove the secret */
-	struct soft_auth_key auth;  /* RDMATOOL_SOFT_SECRET: every connection proves it first */
+	atomic_ulong auth_failures; /* connections that did not prove the key */
+	struct soft_auth_key auth;  /* the wire's key (auth.h): every connection proves it first */
 	atomic_ulong wire_rejects;  /* connections closed for a bad or oversized packet, or over the cap */
 	atomic_ulong stale_drops;   /* large packets on a trusted connection for a QP gone or moved on */
 };

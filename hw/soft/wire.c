@@ -5,8 +5,11 @@
  * sends REQ packets; the peer's engine answers RSP packets on the same
  * socket.  All sockets are non-blocking and belong to whoever runs the
  * engine's round (engine.c), with per-connection buffers, so two NICs
- * writing to each other never deadlock.  A connection that breaks fails the RC QPs waiting on it with
- * RETRY_EXC_ERR (soft_peer_lost).
+ * writing to each other never deadlock.  Every connection first runs the
+ * key handshake of auth.h; until it is done nothing on it is parsed or sent,
+ * and the peer it speaks for is the port the handshake proved.  A
+ * connection that breaks fails the RC QPs waiting on it with RETRY_EXC_ERR
+ * (soft_peer_lost).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -33,32 +36,32 @@
 
 #define SOFT_CONNECT_TIMEOUT_MS	    1000
 #define SOFT_MAX_CONNS		    4096	 /* connections per NIC; more are refused at accept */
-#define SOFT_MAX_UNVERIFIED	    64		 /* incoming ones that have not yet sent a valid packet */
+#define SOFT_MAX_UNVERIFIED	    64		 /* incoming ones that have not yet proved the key */
 #define SOFT_UNVERIFIED_MAX_PAYLOAD 65536	 /* what a packet may carry before its QP vouches for it */
 #define SOFT_ACCEPT_BACKOFF_NS	    100000000ull /* out of fds: stop accepting for this long */
 #define SOFT_READ_DIRECT_MAX	    4	  /* up to this many connections, rounds read them without epoll */
 #define SOFT_WIRE_COALESCE_MAX	    8192  /* payloads up to this size are queued, then sent in one call */
 #define SOFT_CLOSE_DRAIN_MS	    200	  /* at close, how long queued packets may take to leave */
 #define SOFT_ACK_HOLD_NS	    20000 /* the longest a SEND's ACK waits for a request to ride with */
-#define SOFT_AUTH_TIMEOUT_NS	    2000000000ull /* the challenge-response must be done within this */
+#define SOFT_AUTH_TIMEOUT_NS	    2000000000ull  /* an incoming connection must prove the key by then */
+#define SOFT_AUTH_DIAL_TIMEOUT_NS   10000000000ull /* a peer we dialed must answer by then */
 
 struct soft_conn {
 	struct soft_nic *nic;
 	int fd;
 	bool outgoing, dead;
-	bool verified;		    /* outgoing, or sent a packet that passed every check */
-	bool authed;		    /* proved the secret (or none is set): packets may flow */
-	bool hello_sent, hello_got; /* the challenge-response's progress (auth.h) */
-	uint64_t auth_deadline_ns;  /* an unauthenticated connection is dropped then */
-	uint8_t my_nonce[SOFT_AUTH_NONCE], peer_nonce[SOFT_AUTH_NONCE];
-	bool watch_out;		      /* registered for EPOLLOUT */
-	bool peer_known;	      /* outgoing, or incoming and learned from the requests' source GID */
-	bool blocked;		      /* the socket took less than offered: wait for POLLOUT */
-	bool urgent;		      /* out holds more than delayable ACKs */
-	uint64_t hold_until_ns;	      /* out holds only delayable ACKs: sent by then at the latest */
-	bool connecting;	      /* outgoing, connect() still in progress */
-	bool self;		      /* incoming, from one of this NIC's own outgoing connections */
-	uint64_t connect_deadline_ns; /* then it is given up */
+	bool verified;		       /* outgoing, or proved the key */
+	bool authed;		       /* proved the key (auth.h): packets may flow */
+	struct soft_auth_session auth; /* the handshake; auth.peer is then who the peer is */
+	uint64_t auth_deadline_ns;     /* an unauthenticated connection is dropped then */
+	bool watch_out;		       /* registered for EPOLLOUT */
+	bool peer_known;	       /* outgoing, or incoming and learned from its handshake */
+	bool blocked;		       /* the socket took less than offered: wait for POLLOUT */
+	bool urgent;		       /* out holds more than delayable ACKs */
+	uint64_t hold_until_ns;	       /* out holds only delayable ACKs: sent by then at the latest */
+	bool connecting;	       /* outgoing, connect() still in progress */
+	bool self;		       /* incoming, from one of this NIC's own outgoing connections */
+	uint64_t connect_deadline_ns;  /* then it is given up */
 	union ibv_gid peer;
 	uint64_t id; /* unique for the NIC's lifetime: held requests name their connection by it */
 	uint8_t *in, *out;
@@ -239,15 +242,23 @@ static void soft_auth_send(struct soft_conn *c, const void *buf, size_t len)
 		c->dead = true;
 }
 
+/* A port's GIDs (index 0 'W', index 1 'L') differ only in their last byte: this names the port. */
+static bool soft_gid_same_port(const uint8_t *a, const uint8_t *b)
+{
+	return !memcmp(a, b, 14) && a[14] == 'S' && (a[15] == 'W' || a[15] == 'L') &&
+	       (b[15] == 'W' || b[15] == 'L');
+}
+
+/* Opens the handshake (auth.h): our HELLO goes out first, on both sides. */
 static void soft_auth_begin(struct soft_conn *c)
 {
-	uint8_t hello[SOFT_AUTH_HELLO_LEN];
+	uint8_t hello[SOFT_AUTH_HELLO_LEN], expect[16];
 
-	if (c->authed || c->hello_sent)
-		return;
-	soft_auth_hello(c->my_nonce, hello);
+	/* The port we dialed must answer with its own GID, whichever of its GIDs we dialed. */
+	memcpy(expect, c->peer.raw, 16);
+	expect[15] = 'W';
+	soft_auth_start(&c->auth, c->outgoing, c->nic->gid.raw, c->outgoing ? expect : NULL, hello);
 	soft_auth_send(c, hello, sizeof(hello));
-	c->hello_sent = true;
 }
 
 static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoing, const union ibv_gid *peer)
@@ -266,8 +277,7 @@ static struct soft_conn *soft_conn_new(struct soft_nic *nic, int fd, bool outgoi
 	c->id = ++nic->next_conn_id;
 	c->outgoing = outgoing;
 	c->verified = outgoing;
-	c->authed = !nic->auth.on;
-	c->auth_deadline_ns = soft_now_ns() + SOFT_AUTH_TIMEOUT_NS;
+	c->auth_deadline_ns = soft_now_ns() + (outgoing ? SOFT_AUTH_DIAL_TIMEOUT_NS : SOFT_AUTH_TIMEOUT_NS);
 	c->connecting = outgoing;
 	c->watch_out = outgoing;
 	if (peer) {
@@ -308,7 +318,8 @@ static struct soft_conn *soft_conn_to(struct soft_nic *nic, const union ibv_gid 
 	for (struct soft_conn *c = nic->conns; c; c = c->next)
 		if (c->peer_known && !c->dead && memcmp(c->peer.raw, gid->raw, 16) == 0)
 			return c;
-	if (gid->raw[14] != 'S' || (gid->raw[15] != 'W' && !soft_is_wire_gid(nic, gid)))
+	/* Every GID of a soft port, index 0 or 1, ours or another NIC's, is reached through its listener. */
+	if (gid->raw[14] != 'S' || (gid->raw[15] != 'W' && gid->raw[15] != 'L'))
 		return NULL; /* not a soft NIC's GID: unreachable */
 	memcpy(&sa.sin_addr.s_addr, &gid->raw[8], 4);
 	memcpy(&sa.sin_port, &gid->raw[12], 2);
@@ -599,22 +610,6 @@ static bool soft_opcode_known(uint8_t op)
 
 static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const struct soft_req *req);
 
-/*
- * An incoming connection learns its peer from the source GID of the
- * requests on it, unless another connection to that peer exists: a QP's
- * requests must keep to one connection, or they could overtake each other.
- */
-static void soft_conn_learn_peer(struct soft_nic *nic, struct soft_conn *c, const union ibv_gid *sgid)
-{
-	if (sgid->raw[14] != 'S' || sgid->raw[15] != 'W' || soft_gid_is_local(nic, sgid))
-		return;
-	for (struct soft_conn *o = nic->conns; o; o = o->next)
-		if (o->peer_known && !o->dead && memcmp(o->peer.raw, sgid->raw, 16) == 0)
-			return;
-	c->peer = *sgid;
-	c->peer_known = true;
-}
-
 static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const struct soft_wire_hdr *h,
 			   const uint8_t *payload)
 {
@@ -645,16 +640,15 @@ static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const stru
 	memcpy(req.sgid.raw, h->sgid, 16);
 	memcpy(req.dgid.raw, h->dgid, 16);
 	/*
-	 * Our own GIDs arrive over the wire only on a connection we made to
-	 * ourselves (a QP addressing GID index 1); from anyone else, a forgery.
+	 * A request speaks for the port that proved itself in the handshake:
+	 * its source GID must be one of that port's.  Our own GIDs arrive only
+	 * on a connection we made to ourselves (a QP addressing GID index 1).
 	 */
-	if ((soft_gid_is_local(nic, &req.sgid) || soft_is_wire_gid(nic, &req.sgid)) && !c->self) {
+	if (c->self ? !soft_gid_same_port(req.sgid.raw, nic->gid.raw)
+		    : !soft_gid_same_port(req.sgid.raw, c->auth.peer)) {
 		atomic_fetch_add_explicit(&nic->foreign_drops, 1, memory_order_relaxed);
 		return;
 	}
-	c->verified = true;
-	if (!c->peer_known)
-		soft_conn_learn_peer(nic, c, &req.sgid);
 	req.seg[0].ptr = payload;
 	req.seg[0].len = h->payload;
 	req.nseg = h->payload ? 1 : 0;
@@ -740,8 +734,8 @@ enum soft_hdr_verdict { SOFT_HDR_TAKE, SOFT_HDR_DROP, SOFT_HDR_REJECT };
  * this NIC would not serve must not make it buffer anything.  A payload
  * beyond SOFT_UNVERIFIED_MAX_PAYLOAD needs a QP connected to the sender.
  * Without one, a stranger is hung up on; a verified connection (ours, or
- * one that already sent a valid packet) only loses that packet, its
- * payload discarded as it arrives, as a NIC drops a packet for a QP that
+ * one that proved the key) only loses that packet, its payload discarded
+ * as it arrives, as a NIC drops a packet for a QP that
  * was destroyed or reset meanwhile and keeps its link up.
  */
 static enum soft_hdr_verdict soft_header_verdict(struct soft_nic *nic, const struct soft_conn *c,
@@ -770,36 +764,85 @@ static void soft_conn_reject(struct soft_nic *nic, struct soft_conn *c)
 }
 
 /*
- * Consumes the peer's HELLO and PROOF (auth.h) from the input; true once the
- * peer proved the secret.  Nothing after them is parsed before that.
+ * Says once per process why a handshake failed where a user should know:
+ * a port we dialed, or a peer that spoke the handshake with another key.
+ * Strangers that do not speak it at all are only counted (auth_failures).
+ */
+static void soft_auth_report(struct soft_conn *c)
+{
+	static atomic_bool said;
+	struct sockaddr_in sa = {0};
+	socklen_t len = sizeof(sa);
+	char ip[INET_ADDRSTRLEN] = "?";
+
+	if (c->auth.state != SOFT_AUTH_FAILED || (!c->outgoing && c->auth.failure == SOFT_AUTH_NOT_HELLO) ||
+	    atomic_exchange(&said, true))
+		return;
+	if (c->outgoing) {
+		memcpy(&sa.sin_addr.s_addr, &c->peer.raw[8], 4);
+		memcpy(&sa.sin_port, &c->peer.raw[12], 2);
+	} else {
+		getpeername(c->fd, (struct sockaddr *)&sa, &len);
+	}
+	inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+	fprintf(stderr,
+		"rdmatool soft wire: %s %s:%u refused: %s; both sides need the same key (this side's is %s; "
+		"across users or hosts, point RDMATOOL_SOFT_SECRET_FILE at a copy of one key file)\n",
+		c->outgoing ? "the soft NIC at" : "a connection from", ip, ntohs(sa.sin_port),
+		soft_auth_failure_str(c->auth.failure), c->nic->auth.source);
+}
+
+/*
+ * An incoming connection speaks for the port its handshake proved: our own
+ * requests to that port may ride on it, unless another connection to it
+ * exists (a QP's requests must keep to one connection, or they could
+ * overtake each other).  A peer claiming one of our own GIDs on a
+ * connection we did not make is refused.
+ */
+static bool soft_conn_bind_peer(struct soft_nic *nic, struct soft_conn *c)
+{
+	union ibv_gid who;
+
+	memcpy(who.raw, c->auth.peer, 16);
+	if (c->outgoing)
+		return true; /* c->peer is what we dialed, and the handshake checked the port */
+	if (c->self)
+		return soft_gid_same_port(who.raw, nic->gid.raw);
+	if (who.raw[14] != 'S' || who.raw[15] != 'W' || soft_gid_same_port(who.raw, nic->gid.raw))
+		return false;
+	for (struct soft_conn *o = nic->conns; o; o = o->next)
+		if (o->peer_known && !o->dead && memcmp(o->peer.raw, who.raw, 16) == 0)
+			return true;
+	c->peer = who;
+	c->peer_known = true;
+	return true;
+}
+
+/*
+ * Runs the handshake (auth.h) on what came in; true once the peer proved the
+ * key.  Nothing after it is parsed before that.
  */
 static bool soft_conn_authenticate(struct soft_nic *nic, struct soft_conn *c, size_t *off)
 {
-	char mine = c->outgoing ? 'C' : 'A', theirs = c->outgoing ? 'A' : 'C';
+	uint8_t proof[SOFT_AUTH_PROOF_LEN];
+	bool send;
 
-	if (!c->hello_got) {
-		uint8_t proof[SOFT_AUTH_PROOF_LEN];
-
-		if (c->in_len - *off < SOFT_AUTH_HELLO_LEN)
-			return false;
-		if (!soft_auth_parse_hello(c->in + *off, c->peer_nonce)) {
-			atomic_fetch_add_explicit(&nic->auth_failures, 1, memory_order_relaxed);
-			soft_conn_reject(nic, c);
-			return false;
-		}
-		*off += SOFT_AUTH_HELLO_LEN;
-		c->hello_got = true;
-		soft_auth_proof(&nic->auth, mine, c->my_nonce, c->peer_nonce, proof);
+	*off += soft_auth_step(&c->auth, &nic->auth, c->in + *off, c->in_len - *off, proof, &send);
+	if (send)
 		soft_auth_send(c, proof, sizeof(proof));
-	}
-	if (c->in_len - *off < SOFT_AUTH_PROOF_LEN)
+	if (c->auth.state == SOFT_AUTH_FAILED) {
+		atomic_fetch_add_explicit(&nic->auth_failures, 1, memory_order_relaxed);
+		soft_auth_report(c);
+		soft_conn_reject(nic, c);
 		return false;
-	if (!soft_auth_check(&nic->auth, theirs, c->peer_nonce, c->my_nonce, c->in + *off)) {
+	}
+	if (c->auth.state != SOFT_AUTH_DONE)
+		return false;
+	if (!soft_conn_bind_peer(nic, c)) {
 		atomic_fetch_add_explicit(&nic->auth_failures, 1, memory_order_relaxed);
 		soft_conn_reject(nic, c);
 		return false;
 	}
-	*off += SOFT_AUTH_PROOF_LEN;
 	c->authed = true;
 	c->verified = true;
 	c->urgent = c->out_len > c->out_off; /* what waited for the proof leaves this round */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-# bench against a stalled client, bad options and refused operations (issue 15 items 11, 12, 13, 15):
-# a half-sent control frame does not hold the server, which listens on the soft device's address only;
+# bench against a stalled client, bad options and refused operations (issue 15 items 11, 12, 13, 15,
+# issue 44 N8): a half-sent control frame, or silent connections queued before a real client, do not
+# hold the server, which listens on the soft device's address only;
 # a refused operation is reported by its completion status; bad numbers are usage errors naming the option.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -10,13 +11,21 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 dir=$(mktemp -d /tmp/rdmatool-bench-hostile.XXXXXX)
 export RDMATOOL_STATS_DIR=$dir
 server=
+silent=()
 cleanup() {
 	exec 3>&- 2>/dev/null || true
+	for fd in "${silent[@]}"; do exec {fd}>&- 2>/dev/null || true; done
 	[ -n "$server" ] && kill -9 "$server" 2>/dev/null
 	wait 2>/dev/null || true
 	rm -rf "$dir"
 }
 trap cleanup EXIT
+# server_ended WHAT: the server exits by itself (within 30 s) and with status 0 after WHAT.
+server_ended() {
+	timeout 30 tail --pid="$server" -f /dev/null || fail "the server did not exit after $1"
+	wait "$server" || fail "server exit status after $1: $(cat "$dir/server.err")"
+	server=
+}
 
 # The server listens where its soft device does (127.0.0.7 here), not on every interface.
 bench_server_start "$dir/server.err" env RDMATOOL_SOFT_ADDR=127.0.0.7:0 "$RDMATOOL" bench --server=0
@@ -31,11 +40,51 @@ printf ROB >&3
 timeout 90 "$RDMATOOL" -j bench write_lat -n 50 --lock=striped --client="127.0.0.7:$port" >"$dir/client.json" \
 	2>"$dir/client.err" || fail "the real client was not served after a stalled one: $(cat "$dir/client.err")"
 jq -e '.results[0].n_iterations == 50' "$dir/client.json" >/dev/null || fail "client result: $(cat "$dir/client.json")"
-timeout 30 tail --pid="$server" -f /dev/null || fail "the server did not exit after serving the client"
-wait "$server" || fail "server exit status: $(cat "$dir/server.err")"
-server=
+server_ended "serving the client"
 grep -q "dropped a client" "$dir/server.err" || fail "the stalled client was not reported: $(cat "$dir/server.err")"
 exec 3>&-
+
+# N8: eight connections that never say a word, then one that sends half a header, all before the real
+# client: the server serves the real client at once (before, each silent one held it for 5 s in turn, and
+# the real client's own 30 s deadline ran out first) and drops the silent ones.
+bench_server_start "$dir/server.err" env RDMATOOL_SOFT_ADDR=127.0.0.7:0 "$RDMATOOL" bench --server=0
+for i in $(seq 9); do
+	exec {fd}<>"/dev/tcp/127.0.0.7/$port"
+	silent+=("$fd")
+done
+printf ROB1 >&"${silent[8]}"
+timeout 120 "$RDMATOOL" -j bench write_lat -n 50 --lock=striped --client="127.0.0.7:$port" >"$dir/client.json" \
+	2>"$dir/client.err" || fail "the real client was not served behind silent ones: $(cat "$dir/client.err")"
+jq -e '.results[0].n_iterations == 50' "$dir/client.json" >/dev/null || fail "client result: $(cat "$dir/client.json")"
+server_ended "serving the client"
+[ "$(grep -c "dropped a client" "$dir/server.err")" -ge 9 ] || fail "silent clients not reported: $(cat "$dir/server.err")"
+for fd in "${silent[@]}"; do exec {fd}>&-; done
+silent=()
+
+# A starved peer (a loaded host, a sanitizer build, a debugger): the server is stopped for 2 s in the
+# middle of a write_lat run (one WRITE in flight: it sits in the stopped peer's socket, acknowledged by TCP).  The core transport's QPs wait for it (timeout 18, 1.07 s, 7 retries:
+# ~8.6 s) and the run completes; before (timeout 14, 67 ms: ~0.5 s) it ended in RETRY_EXC.
+bench_server_start "$dir/server.err" "$RDMATOOL" bench --server=0
+"$RDMATOOL" bench write_lat -D 5 --lock=striped --client="127.0.0.1:$port" >"$dir/starved.out" 2>"$dir/starved.err" &
+client=$!
+for _ in $(seq 300); do # until the client's counters show completed WRITEs
+	"$RDMATOOL" -j cqstat "$client" -i 0.1 --count=1 2>/dev/null |
+		jq -e '[.processes[0].cqs[].completed] | add > 0' >/dev/null 2>&1 && break
+	sleep 0.1
+done
+kill -STOP "$server"
+sleep 2
+kill -CONT "$server"
+wait "$client" || fail "write_lat with a peer stopped for 2 s: exit $?: $(cat "$dir/starved.err")"
+grep -q '^striped' "$dir/starved.out" || fail "write_lat beside a stopped peer: $(cat "$dir/starved.out")"
+server_ended "the starved run"
+
+# The same, made exact with the soft device's delay line: the server answers every request 0.7 s late.
+# Within the core transport's budget (1.07 s a try); before, 0.7 s was past all of it (8 x 67 ms).
+bench_server_start "$dir/server.err" env RDMATOOL_SOFT_FAULTS=delay_us=700000 "$RDMATOOL" bench --server=0
+timeout 120 "$RDMATOOL" bench write_lat -n 3 --lock=striped --client="127.0.0.1:$port" >"$dir/late.out" \
+	2>"$dir/late.err" || fail "write_lat with answers 0.7 s late: exit $?: $(cat "$dir/late.err")"
+server_ended "the late run"
 
 # A server nobody uses ends on SIGTERM, exit 0, and removes its stats segment.
 bench_server_start "$dir/server.err" "$RDMATOOL" bench --server=0

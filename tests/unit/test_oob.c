@@ -119,6 +119,72 @@ static void garbage_and_close_are_errors(void **state)
 	free_pair(&p);
 }
 
+/* Waits until the socket has something to read, so a peek sees what was written. */
+static void readable(struct oob_conn *c)
+{
+	struct pollfd pfd = {.fd = oob_conn_fd(c), .events = POLLIN};
+
+	assert_int_equal(poll(&pfd, 1, 1000), 1);
+}
+
+/*
+ * oob_frame_ready (issue 44 N8, N9): a server juggling connections that have
+ * not identified themselves asks whether a whole first frame waits, without
+ * consuming or waiting: not yet for nothing or a part, yes for a whole one
+ * (which oob_recv then reads at once), an error for garbage, an oversize
+ * frame or a closed peer.
+ */
+static void frame_ready_peeks_without_waiting(void **state)
+{
+	(void)state;
+	struct pair p;
+	char buf[16];
+	uint16_t type;
+	uint32_t len;
+	uint8_t frame[12 + 4];
+	int fd;
+
+	make_pair(&p);
+	fd = oob_conn_fd(p.client);
+	assert_int_equal(oob_frame_ready(p.server, 64), 0);
+	/* A whole frame, written in two halves. */
+	assert_int_equal(oob_send(p.client, 7, "ping", 4), 0);
+	readable(p.server);
+	assert_int_equal(oob_frame_ready(p.server, 64), 1);
+	assert_int_equal(oob_frame_ready(p.server, 3), -EPROTO); /* longer than the caller takes */
+	assert_int_equal(oob_recv(p.server, &type, buf, sizeof(buf), &len, 0), 0);
+	assert_int_equal(type, 7);
+	assert_int_equal(len, 4);
+	/* Build a frame by hand and send half of it: not ready, and nothing consumed. */
+	frame[0] = 'R', frame[1] = 'O', frame[2] = 'B', frame[3] = '1';
+	frame[4] = 0, frame[5] = 9, frame[6] = 0, frame[7] = 0;
+	frame[8] = 0, frame[9] = 0, frame[10] = 0, frame[11] = 4;
+	memcpy(frame + 12, "pong", 4);
+	assert_int_equal(write(fd, frame, 6), 6);
+	readable(p.server);
+	assert_int_equal(oob_frame_ready(p.server, 64), 0);
+	assert_int_equal(write(fd, frame + 6, 8), 8);
+	assert_int_equal(oob_frame_ready(p.server, 64), 0); /* 2 bytes of payload still missing */
+	assert_int_equal(write(fd, frame + 14, 2), 2);
+	for (int i = 0; i < 100 && oob_frame_ready(p.server, 64) == 0; i++)
+		usleep(1000);
+	assert_int_equal(oob_frame_ready(p.server, 64), 1);
+	assert_int_equal(oob_recv(p.server, &type, buf, sizeof(buf), &len, 0), 0);
+	assert_int_equal(type, 9);
+	assert_memory_equal(buf, "pong", 4);
+	/* Garbage, then a closed peer. */
+	assert_int_equal(write(fd, "GARBAGE-GARBAGE!", 16), 16);
+	readable(p.server);
+	assert_int_equal(oob_frame_ready(p.server, 64), -EPROTO);
+	assert_int_equal(oob_recv(p.server, NULL, buf, sizeof(buf), &len, 0), -EPROTO);
+	assert_int_equal(read(oob_conn_fd(p.server), buf, 4), 4); /* the rest of the garbage */
+	oob_close(p.client);
+	p.client = NULL;
+	readable(p.server);
+	assert_int_equal(oob_frame_ready(p.server, 64), -ECONNRESET);
+	free_pair(&p);
+}
+
 /*
  * A peer that never reads cannot hold the sender: once the socket buffers
  * are full, a send gives -ETIMEDOUT after its timeout instead of blocking.
@@ -271,6 +337,7 @@ int main(void)
 	    cmocka_unit_test(messages_arrive_in_order),
 	    cmocka_unit_test(oversize_is_consumed_and_timeout_reported),
 	    cmocka_unit_test(garbage_and_close_are_errors),
+	    cmocka_unit_test(frame_ready_peeks_without_waiting),
 	    cmocka_unit_test(send_to_a_peer_that_never_reads_times_out),
 	    cmocka_unit_test(queued_sends_wait_for_nobody),
 	    cmocka_unit_test(connect_refused_times_out),

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The soft NIC against a stranger on its wire port (issue 15 items 5, 6, 8,
- * 15): forged requests that know the QPN, PSN and rkey but do not come from
- * the QP's connected remote touch nothing; a header that declares a huge
- * payload is refused before anything is buffered; idle connections do not
- * stop traffic; identifiers are random per NIC; a malformed
- * RDMATOOL_SOFT_FAULTS is an error.
+ * 15; issue 44 N1, N13): with no configuration nothing is served to a
+ * connection that did not prove the user's key; forged requests that know
+ * the QPN, PSN and rkey but do not come from the QP's connected remote
+ * touch nothing, even on an authenticated connection; a header that
+ * declares a huge payload is refused before anything is buffered; idle
+ * connections do not stop traffic; identifiers are random per NIC; a
+ * malformed RDMATOOL_SOFT_FAULTS, an empty secret, a secret file past the
+ * limit and a key file or directory others may read are errors.
  */
 #include "tests/unit/soft_fixture.h"
 #include "hw/soft/soft.h"
@@ -18,9 +21,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +36,58 @@ static int wire_connect(struct soft_nic *nic)
 
 	assert_true(fd >= 0);
 	assert_int_equal(connect(fd, (const struct sockaddr *)&nic->addr, sizeof(nic->addr)), 0);
+	return fd;
+}
+
+static void read_full(int fd, uint8_t *buf, size_t len)
+{
+	struct timeval tv = {.tv_sec = 5};
+	size_t got = 0;
+
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	while (got < len) {
+		ssize_t n = read(fd, buf + got, len - got);
+
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+}
+
+/*
+ * A connection that ran the handshake with key, claiming to be port claim,
+ * as another process of the user (holding the same key) would; returns the
+ * socket and sets *done to whether the NIC proved the same key back.
+ */
+static int wire_connect_key(struct soft_nic *nic, const struct soft_auth_key *key, const union ibv_gid *claim,
+			    bool *done)
+{
+	struct soft_auth_session s;
+	uint8_t hello[SOFT_AUTH_HELLO_LEN], in[SOFT_AUTH_HELLO_LEN + SOFT_AUTH_PROOF_LEN],
+	    proof[SOFT_AUTH_PROOF_LEN];
+	size_t used;
+	bool send;
+	int fd = wire_connect(nic);
+
+	soft_auth_start(&s, true, claim->raw, nic->gid.raw, hello);
+	assert_int_equal(write(fd, hello, sizeof(hello)), sizeof(hello));
+	read_full(fd, in, SOFT_AUTH_HELLO_LEN);
+	used = soft_auth_step(&s, key, in, SOFT_AUTH_HELLO_LEN, proof, &send);
+	assert_int_equal(used, SOFT_AUTH_HELLO_LEN);
+	assert_true(send);
+	assert_int_equal(write(fd, proof, sizeof(proof)), sizeof(proof));
+	read_full(fd, in + used, SOFT_AUTH_PROOF_LEN);
+	soft_auth_step(&s, key, in + used, SOFT_AUTH_PROOF_LEN, proof, &send);
+	*done = s.state == SOFT_AUTH_DONE;
+	return fd;
+}
+
+/* An authenticated connection: what another process of this user can open. */
+static int wire_connect_authed(struct soft_nic *nic, const union ibv_gid *claim)
+{
+	bool done;
+	int fd = wire_connect_key(nic, &nic->auth, claim, &done);
+
+	assert_true(done);
 	return fd;
 }
 
@@ -52,8 +109,9 @@ static void send_forged_write(int fd, uint32_t dst_qpn, uint32_t src_qpn, uint32
 	};
 
 	memcpy(h.sgid, sgid->raw, 16);
-	assert_int_equal(write(fd, &h, sizeof(h)), sizeof(h));
-	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	/* A NIC that refused the connection may have closed it already: what it reads is the point. */
+	if (send(fd, &h, sizeof(h), MSG_NOSIGNAL) == (ssize_t)sizeof(h))
+		(void)!send(fd, data, len, MSG_NOSIGNAL);
 }
 
 static bool wait_counter(atomic_ulong *counter, unsigned long above, unsigned ms)
@@ -65,18 +123,23 @@ static bool wait_counter(atomic_ulong *counter, unsigned long above, unsigned ms
 	return atomic_load(counter) > above;
 }
 
-/* Item 5: knowing QPN, PSN and rkey is not enough: the request must come from the QP's remote. */
+/*
+ * Item 5: knowing QPN, PSN and rkey is not enough, even on a connection that
+ * proved the key: the request must come from the QP's remote, and its source
+ * GID must be the port the handshake proved.
+ */
 static void forged_requests_touch_nothing(void **state)
 {
 	struct fx *f = *state;
 	struct soft_nic *nic = soft_nic_of(f->ctx);
 	union ibv_gid stranger = {.raw = {0xfe, 0x80, [8] = 127, 0, 0, 1, 0x12, 0x34, 'S', 'W'}}, own;
+	union ibv_gid claim = {.raw = {0xfe, 0x80, [8] = 127, 0, 0, 1, 0x12, 0x36, 'S', 'W'}};
 	unsigned long drops = atomic_load(&nic->foreign_drops);
 	struct ibv_wc wc;
 	int fd;
 
 	assert_int_equal(hw_query_gid(f->ctx, 1, 0, &own), 0);
-	fd = wire_connect(nic);
+	fd = wire_connect_authed(nic, &claim);
 	/* Everything right (b's QPN, the PSN b expects, a's QPN, b's rkey) but the source GID. */
 	send_forged_write(fd, f->b->qp_num, f->a->qp_num, 100, f->bmr->rkey, (uintptr_t)f->bbuf, &stranger,
 			  "EVIL", 4);
@@ -104,13 +167,18 @@ static void forged_requests_touch_nothing(void **state)
 	assert_memory_equal(f->bbuf, "GOOD", 4);
 }
 
-/* Item 8: a declared 1 GiB payload is refused at its header; nothing of it is buffered. */
+/*
+ * Item 8: a declared 1 GiB payload is refused at its header; nothing of it is
+ * buffered.  A stranger is hung up on; a peer that proved the key (whose QP
+ * may just have been destroyed) loses the packet, its payload discarded as
+ * it arrives, and keeps the connection.
+ */
 static void huge_payload_is_refused_at_the_header(void **state)
 {
 	struct fx *f = *state;
 	struct soft_nic *nic = soft_nic_of(f->ctx);
 	union ibv_gid stranger = {.raw = {0xfe, 0x80, [8] = 127, 0, 0, 1, 0x12, 0x35, 'S', 'W'}};
-	unsigned long rejects = atomic_load(&nic->wire_rejects);
+	unsigned long rejects = atomic_load(&nic->wire_rejects), stale = atomic_load(&nic->stale_drops);
 	struct soft_wire_hdr h = {
 	    .magic = htole32(SOFT_WIRE_MAGIC),
 	    .payload = htole32(1u << 30),
@@ -120,7 +188,7 @@ static void huge_payload_is_refused_at_the_header(void **state)
 	    .dst_qpn = htole32(f->b->qp_num),
 	    .length = htole32(1u << 30),
 	};
-	char chunk[65536] = {0}, byte;
+	char chunk[65536] = {0};
 	struct pollfd p;
 	int fd = wire_connect(nic);
 
@@ -131,9 +199,22 @@ static void huge_payload_is_refused_at_the_header(void **state)
 		if (send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 			break;
 	p = (struct pollfd){.fd = fd, .events = POLLIN};
-	assert_int_equal(poll(&p, 1, 5000), 1);
-	assert_true(read(fd, &byte, 1) <= 0);
+	for (;;) { /* past the NIC's HELLO, to the end */
+		assert_int_equal(poll(&p, 1, 5000), 1);
+		if (read(fd, chunk, sizeof(chunk)) <= 0)
+			break;
+	}
 	assert_true(atomic_load(&nic->wire_rejects) > rejects);
+	close(fd);
+
+	fd = wire_connect_authed(nic, &stranger);
+	assert_int_equal(write(fd, &h, sizeof(h)), sizeof(h));
+	for (int i = 0; i < 64; i++)
+		if (send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			break;
+	assert_true(wait_counter(&nic->stale_drops, stale, 5000));
+	p = (struct pollfd){.fd = fd, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 0), 0); /* still up */
 	close(fd);
 }
 
@@ -289,98 +370,238 @@ static void lone_close(struct lone *l)
 	hw_close_device(l->ctx);
 }
 
-/* Item 7: with a secret, nothing is served to a connection that did not prove it. */
-static void secret_required_before_any_packet(void **state)
+/*
+ * Waits until the NIC counts one more failed handshake, and checks that the
+ * socket received nothing but the handshake (the NIC's HELLO, and its proof
+ * once it had ours) before the NIC hung up: no packet.
+ */
+static void expect_refused(struct soft_nic *nic, int fd, unsigned long failures)
+{
+	uint8_t buf[4096];
+	size_t got = 0;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	ssize_t n;
+
+	assert_true(wait_counter(&nic->auth_failures, failures, 10000));
+	while (poll(&p, 1, 5000) == 1 && (n = read(fd, buf, sizeof(buf))) > 0)
+		got += (size_t)n;
+	assert_true(got <= SOFT_AUTH_HELLO_LEN + SOFT_AUTH_PROOF_LEN);
+	close(fd);
+}
+
+/*
+ * N1 and item 7: with no configuration at all (the user's own key), and with
+ * RDMATOOL_SOFT_SECRET, nothing is served to a connection that did not
+ * prove the key: a packet straight away, a HELLO with a made-up proof, a
+ * HELLO and silence, a proof under another key.
+ */
+static void key_required_before_any_packet(void **state)
 {
 	(void)state;
 	union ibv_gid peer = {.raw = {0xfe, 0x80, [8] = 127, 0, 0, 1, 0x22, 0x22, 'S', 'W'}};
 	struct lone *l = calloc(1, sizeof(*l));
-	uint8_t hello[SOFT_AUTH_HELLO_LEN], nonce[SOFT_AUTH_NONCE], bad_proof[SOFT_AUTH_PROOF_LEN] = {1};
+	uint8_t hello[SOFT_AUTH_HELLO_LEN], bad_proof[SOFT_AUTH_PROOF_LEN] = {1};
+	struct soft_auth_key *other = calloc(1, sizeof(*other));
+	struct soft_auth_session s;
 	struct soft_nic *nic;
 	unsigned long failures;
+	bool done;
 	int fd;
 
 	assert_non_null(l);
-	/* Without a secret the wire trusts whoever claims the right GID, QPN and PSN: the control case. */
+	assert_non_null(other);
+	other->len = 5;
+	memcpy(other->secret, "other", 5);
 	unsetenv("RDMATOOL_SOFT_SECRET");
-	lone_open(l, &peer, 0x2222);
-	nic = soft_nic_of(l->ctx);
-	fd = wire_connect(nic);
-	send_forged_write(fd, l->qp->qp_num, 0x2222, 100, l->mr->rkey, (uintptr_t)l->buf, &peer, "OPEN", 4);
-	for (uint64_t end = fx_now_ms() + 5000; memcmp(l->buf, "OPEN", 4) && fx_now_ms() < end;)
-		usleep(1000);
-	assert_memory_equal(l->buf, "OPEN", 4);
-	close(fd);
-	lone_close(l);
-
-	setenv("RDMATOOL_SOFT_SECRET", "s3cret", 1);
-	lone_open(l, &peer, 0x2222);
-	nic = soft_nic_of(l->ctx);
-	assert_true(nic->auth.on);
-	/* The same packet, straight away: not a HELLO, the connection is dropped. */
-	failures = atomic_load(&nic->auth_failures);
-	fd = wire_connect(nic);
-	send_forged_write(fd, l->qp->qp_num, 0x2222, 100, l->mr->rkey, (uintptr_t)l->buf, &peer, "EVIL", 4);
-	assert_true(wait_counter(&nic->auth_failures, failures, 5000));
-	close(fd);
-	/* A HELLO, then a proof made without the secret, then the packet. */
-	failures = atomic_load(&nic->auth_failures);
-	fd = wire_connect(nic);
-	soft_auth_hello(nonce, hello);
-	assert_int_equal(write(fd, hello, sizeof(hello)), sizeof(hello));
-	assert_int_equal(write(fd, bad_proof, sizeof(bad_proof)), sizeof(bad_proof));
-	send_forged_write(fd, l->qp->qp_num, 0x2222, 100, l->mr->rkey, (uintptr_t)l->buf, &peer, "EVIL", 4);
-	assert_true(wait_counter(&nic->auth_failures, failures, 5000));
-	close(fd);
-	/* A HELLO and then silence: dropped at the handshake's deadline. */
-	failures = atomic_load(&nic->auth_failures);
-	fd = wire_connect(nic);
-	assert_int_equal(write(fd, hello, sizeof(hello)), sizeof(hello));
-	assert_true(wait_counter(&nic->auth_failures, failures, 10000));
-	close(fd);
-	assert_memory_equal(l->buf, "\0\0\0\0", 4);
-	lone_close(l);
+	unsetenv("RDMATOOL_SOFT_SECRET_FILE");
+	for (int with_secret = 0; with_secret < 2; with_secret++) {
+		if (with_secret)
+			setenv("RDMATOOL_SOFT_SECRET", "s3cret", 1);
+		lone_open(l, &peer, 0x2222);
+		nic = soft_nic_of(l->ctx);
+		/* A well-formed packet from the QP's remote, straight away: not a HELLO, dropped. */
+		failures = atomic_load(&nic->auth_failures);
+		fd = wire_connect(nic);
+		send_forged_write(fd, l->qp->qp_num, 0x2222, 100, l->mr->rkey, (uintptr_t)l->buf, &peer,
+				  "EVIL", 4);
+		expect_refused(nic, fd, failures);
+		/* A HELLO, then a proof made without the key, then the packet. */
+		failures = atomic_load(&nic->auth_failures);
+		fd = wire_connect(nic);
+		soft_auth_start(&s, true, peer.raw, nic->gid.raw, hello);
+		assert_int_equal(write(fd, hello, sizeof(hello)), sizeof(hello));
+		assert_int_equal(write(fd, bad_proof, sizeof(bad_proof)), sizeof(bad_proof));
+		send_forged_write(fd, l->qp->qp_num, 0x2222, 100, l->mr->rkey, (uintptr_t)l->buf, &peer,
+				  "EVIL", 4);
+		expect_refused(nic, fd, failures);
+		/* A HELLO and then silence: dropped at the handshake's deadline. */
+		failures = atomic_load(&nic->auth_failures);
+		fd = wire_connect(nic);
+		assert_int_equal(write(fd, hello, sizeof(hello)), sizeof(hello));
+		expect_refused(nic, fd, failures);
+		/* The whole handshake, under another key: neither side accepts the other. */
+		failures = atomic_load(&nic->auth_failures);
+		fd = wire_connect_key(nic, other, &peer, &done);
+		assert_false(done);
+		send_forged_write(fd, l->qp->qp_num, 0x2222, 100, l->mr->rkey, (uintptr_t)l->buf, &peer,
+				  "EVIL", 4);
+		assert_true(wait_counter(&nic->auth_failures, failures, 5000));
+		close(fd);
+		assert_memory_equal(l->buf, "\0\0\0\0", 4);
+		/* The control: with the key, the same packet is served. */
+		fd = wire_connect_authed(nic, &peer);
+		send_forged_write(fd, l->qp->qp_num, 0x2222, 100, l->mr->rkey, (uintptr_t)l->buf, &peer,
+				  "GOOD", 4);
+		for (uint64_t end = fx_now_ms() + 5000; memcmp(l->buf, "GOOD", 4) && fx_now_ms() < end;)
+			usleep(1000);
+		assert_memory_equal(l->buf, "GOOD", 4);
+		close(fd);
+		lone_close(l);
+	}
 	unsetenv("RDMATOOL_SOFT_SECRET");
+	free(other);
 	free(l);
 }
 
-/* The secret file of secret_file_must_be_private: removed by its teardown even when an assertion failed. */
+/* Files of the key tests: removed by their teardown even when an assertion failed. */
 static char secret_path[] = "/tmp/rdmatool-secret.XXXXXX";
+static char home_path[] = "/tmp/rdmatool-home.XXXXXX";
+static char *saved_home;
 
 static int secret_file_teardown(void **state)
 {
+	char cmd[128];
+
 	(void)state;
 	unsetenv("RDMATOOL_SOFT_SECRET");
 	unsetenv("RDMATOOL_SOFT_SECRET_FILE");
 	if (strcmp(secret_path + strlen(secret_path) - 6, "XXXXXX"))
 		unlink(secret_path);
+	if (strcmp(home_path + strlen(home_path) - 6, "XXXXXX")) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", home_path);
+		assert_int_equal(system(cmd), 0);
+	}
+	if (saved_home)
+		setenv("HOME", saved_home, 1);
 	return 0;
 }
 
-/* Item 7: a secret file must be the user's own, unreadable by others. */
+static void write_file(const char *path, const char *text, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+}
+
+static void expect_open_error(const char *words)
+{
+	assert_null(hw_open_device("soft0", NULL));
+	if (!strstr(hw_open_error(), words))
+		fail_msg("open error '%s' does not say '%s'", hw_open_error(), words);
+}
+
+/* Item 7 and N13: a secret file must be the user's own, unreadable by others, and not over the limit. */
 static void secret_file_must_be_private(void **state)
 {
 	(void)state;
-	char *path = secret_path;
+	char *path = secret_path, *big = malloc(SOFT_AUTH_MAX_SECRET + 2);
 	int fd = mkstemp(path);
 
 	assert_true(fd >= 0);
-	assert_int_equal(write(fd, "s3cret\n", 7), 7);
+	assert_non_null(big);
 	close(fd);
+	write_file(path, "s3cret\n", 7);
 	setenv("RDMATOOL_SOFT_SECRET_FILE", path, 1);
 	assert_int_equal(chmod(path, 0644), 0);
-	assert_null(hw_open_device("soft0", NULL));
-	assert_non_null(strstr(hw_open_error(), "mode 0600"));
+	expect_open_error("mode 0600");
 	assert_int_equal(chmod(path, 0600), 0);
 	struct ibv_context *ctx = hw_open_device("soft0", NULL);
 
 	assert_non_null(ctx);
-	assert_true(soft_nic_of(ctx)->auth.on);
 	assert_int_equal(soft_nic_of(ctx)->auth.len, 6); /* the newline is not part of it */
 	hw_close_device(ctx);
+	/* Exactly the limit (and a newline) is taken; one byte more is refused, not cut. */
+	memset(big, 'k', SOFT_AUTH_MAX_SECRET + 1);
+	big[SOFT_AUTH_MAX_SECRET] = '\n';
+	write_file(path, big, SOFT_AUTH_MAX_SECRET + 1);
+	ctx = hw_open_device("soft0", NULL);
+	assert_non_null(ctx);
+	assert_int_equal(soft_nic_of(ctx)->auth.len, SOFT_AUTH_MAX_SECRET);
+	hw_close_device(ctx);
+	big[SOFT_AUTH_MAX_SECRET] = 'k';
+	write_file(path, big, SOFT_AUTH_MAX_SECRET + 1);
+	expect_open_error("longer than 4096 bytes");
+	write_file(path, "", 0);
+	expect_open_error("is empty");
 	setenv("RDMATOOL_SOFT_SECRET", "other", 1);
-	assert_null(hw_open_device("soft0", NULL));
-	assert_non_null(strstr(hw_open_error(), "both set"));
+	expect_open_error("both set");
+	/* Empty is an error, never "off". */
+	unsetenv("RDMATOOL_SOFT_SECRET_FILE");
+	setenv("RDMATOOL_SOFT_SECRET", "", 1);
+	expect_open_error("RDMATOOL_SOFT_SECRET is set but empty");
+	unsetenv("RDMATOOL_SOFT_SECRET");
+	setenv("RDMATOOL_SOFT_SECRET_FILE", "", 1);
+	expect_open_error("RDMATOOL_SOFT_SECRET_FILE is set but empty");
+	unsetenv("RDMATOOL_SOFT_SECRET_FILE");
+	free(big);
+}
+
+/*
+ * N1: with nothing configured the user's key is made on first use:
+ * ~/.rdmatool (0700) and soft-wire.key in it (0600, the user's), the same
+ * key on every later open; a directory or key file others may read, or a
+ * key that is a symlink, is refused with the fix in the message.
+ */
+static void user_key_is_made_private(void **state)
+{
+	(void)state;
+	char dir[PATH_MAX], key[PATH_MAX + 32], link_to[PATH_MAX + 32];
+	uint8_t first[64];
+	struct ibv_context *ctx;
+	struct stat st;
+
+	assert_non_null(mkdtemp(home_path));
+	saved_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+	setenv("HOME", home_path, 1);
+	snprintf(dir, sizeof(dir), "%s/.rdmatool", home_path);
+	snprintf(key, sizeof(key), "%s/soft-wire.key", dir);
+	ctx = hw_open_device("soft0", NULL);
+	assert_non_null(ctx);
+	assert_int_equal(lstat(dir, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0700);
+	assert_int_equal(lstat(key, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(st.st_uid, geteuid());
+	assert_int_equal(st.st_size, 65); /* 32 random bytes as hex, a newline */
+	assert_int_equal(soft_nic_of(ctx)->auth.len, 64);
+	memcpy(first, soft_nic_of(ctx)->auth.secret, 64);
+	hw_close_device(ctx);
+	ctx = hw_open_device("soft0", NULL);
+	assert_non_null(ctx);
+	assert_memory_equal(soft_nic_of(ctx)->auth.secret, first, 64);
+	hw_close_device(ctx);
+
+	assert_int_equal(chmod(key, 0640), 0);
+	expect_open_error("mode 0600");
+	assert_int_equal(chmod(key, 0600), 0);
+	assert_int_equal(chmod(dir, 0755), 0);
+	expect_open_error("chmod 700");
+	assert_int_equal(chmod(dir, 0700), 0);
+	/* A key planted as a symlink (to a file of the user's, even) is not followed. */
+	snprintf(link_to, sizeof(link_to), "%s/elsewhere", dir);
+	assert_int_equal(rename(key, link_to), 0);
+	assert_int_equal(symlink(link_to, key), 0);
+	expect_open_error("soft-wire.key");
+	assert_int_equal(unlink(key), 0);
+	/* Gone: made anew, a different key. */
+	ctx = hw_open_device("soft0", NULL);
+	assert_non_null(ctx);
+	assert_memory_not_equal(soft_nic_of(ctx)->auth.secret, first, 64);
+	hw_close_device(ctx);
 }
 
 /* Item 15: a malformed RDMATOOL_SOFT_FAULTS makes the device open fail with a message naming it. */
@@ -410,8 +631,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(idle_connections_cost_nothing, fx_setup, fx_teardown),
 	    cmocka_unit_test(identifiers_are_random),
 	    cmocka_unit_test(malformed_faults_are_an_error),
-	    cmocka_unit_test(secret_required_before_any_packet),
+	    cmocka_unit_test(key_required_before_any_packet),
 	    cmocka_unit_test_teardown(secret_file_must_be_private, secret_file_teardown),
+	    cmocka_unit_test_teardown(user_key_is_made_private, secret_file_teardown),
 	    cmocka_unit_test(out_of_fds_backs_off),
 	};
 

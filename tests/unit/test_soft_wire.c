@@ -8,8 +8,11 @@
  */
 #include "tests/unit/soft_fixture.h"
 #include "hw/soft/soft.h"
+#include "hw/soft/wire.h"
 
 #include <dirent.h>
+#include <endian.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -406,6 +409,71 @@ static void ping_pong_answers_on_the_pingers_connection(void **state)
 	close(fd);
 }
 
+/* Reads what the stranger's socket holds until EOF, or until nothing came for ms; returns the bytes. */
+static size_t stranger_drain(int fd, uint8_t *buf, size_t cap, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < cap && poll(&p, 1, ms) == 1 && (n = read(fd, buf + got, cap - got)) > 0)
+		got += (size_t)n;
+	return got;
+}
+
+/*
+ * N1: a stranger (any local user, no key) connects to the ponger's port
+ * before the pinger does and sends a well-formed request whose source GID is
+ * the pinger's.  It must not become "the connection to the pinger": the
+ * ping-pong runs, and the stranger receives no packet.  Before, the ponger
+ * bound the stranger's connection to the pinger's GID and sent its answers
+ * there: the pinger waited in vain and the stranger read them.
+ */
+static void stranger_cannot_take_a_peers_place(void **state)
+{
+	struct side s = {0};
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct soft_wire_hdr h = {.magic = htole32(SOFT_WIRE_MAGIC),
+				  .type = SOFT_PKT_REQ,
+				  .opcode = IBV_WR_SEND,
+				  .qp_type = IBV_QPT_RC};
+	uint8_t seen[65536];
+	size_t got;
+	pid_t pid;
+	int fd, stranger;
+	char c;
+
+	(void)state;
+	fd = fx_fork_peer(ponger_main, &pid); /* it waits for our go */
+	assert_int_equal(side_open(&s), 0);
+	assert_int_equal(xfer(fd, &s), 0);
+	fx_rc_to_rts(s.rc, s.peer.rc_qpn, &s.peer.gid, 16, 7, 7, 1);
+	assert_int_equal(read(fd, &c, 1), 1);
+
+	memcpy(&sa.sin_addr.s_addr, &s.peer.gid.raw[8], 4);
+	memcpy(&sa.sin_port, &s.peer.gid.raw[12], 2);
+	stranger = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(stranger, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	h.src_qpn = htole32(s.me.rc_qpn);
+	h.dst_qpn = htole32(s.peer.rc_qpn ^ 0x800000); /* no such QP: the packet binds, serves nothing */
+	h.psn = htole32(100);
+	memcpy(h.sgid, s.me.gid.raw, 16);
+	memcpy(h.dgid, s.peer.gid.raw, 16);
+	assert_int_equal(write(stranger, &h, sizeof(h)), sizeof(h));
+	/* Until the ponger hangs up on it (or, before, 2 s of nothing). */
+	got = stranger_drain(stranger, seen, sizeof(seen), 2000);
+
+	assert_int_equal(write(fd, "g", 1), 1);
+	assert_int_equal(ping_pong(&s, true), 0);
+	got += stranger_drain(stranger, seen + got, sizeof(seen) - got, 100);
+	/* At most the ponger's HELLO: no packet of the ping-pong. */
+	assert_true(got <= SOFT_AUTH_HELLO_LEN);
+	expect_clean_exit(pid);
+	close(stranger);
+	side_close(&s);
+	close(fd);
+}
+
 /*
  * The ponger drives its NIC's rounds while it polls (soft_app_round), then
  * stops polling for good and blocks on the socketpair: its engine thread
@@ -705,7 +773,8 @@ static void gid_index_1_loops_through_the_wire(void **state)
 	 * for everyone else's traffic.
 	 */
 	connect_through_gid(f->a, f->b->qp_num ^ 0x800000, 1, 1);
-	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 5, src, BIG, smr->lkey, (uintptr_t)dst, dmr->rkey), 0);
+	assert_int_equal(fx_post(f->a, IBV_WR_RDMA_WRITE, 5, src, BIG, smr->lkey, (uintptr_t)dst, dmr->rkey),
+			 0);
 	fx_wait(f->scq, &wc, 5000);
 	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
 	assert_true(atomic_load(&nic->stale_drops) >= stale + 2);
@@ -732,6 +801,7 @@ int main(void)
 	    cmocka_unit_test(two_processes_over_the_wire),
 	    cmocka_unit_test_setup_teardown(gid_index_1_loops_through_the_wire, fx_setup, fx_teardown),
 	    cmocka_unit_test(ping_pong_answers_on_the_pingers_connection),
+	    cmocka_unit_test(stranger_cannot_take_a_peers_place),
 	    cmocka_unit_test(engine_serves_a_target_that_stopped_polling),
 	    cmocka_unit_test(unreachable_peer_is_retry_exceeded),
 	    cmocka_unit_test(bad_configuration_is_einval_with_message),
