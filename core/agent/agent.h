@@ -44,7 +44,7 @@
 #ifndef RDMATOOL_CORE_AGENT_AGENT_H
 #define RDMATOOL_CORE_AGENT_AGENT_H
 
-#include "core/agent/channel.h"
+#include "core/chan/channel.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -92,7 +92,7 @@ struct agent_client;
 struct agent_chan;
 
 /*
- * Attaches to this node's agent directory (core/agent/agent_dir.h), and to
+ * Attaches to this node's agent directory (core/chan/agent_dir.h), and to
  * its agent when one runs (rank: the local agent's rank, 0 unless several
  * agents share the machine).  Local channels work without an agent.  why
  * gets a message for the user on failure; -EINVAL is the user's to fix (a

@@ -18,13 +18,13 @@
 #include "core/agent/link.h"
 
 #include "core/agent/agent.h"
-#include "core/agent/agent_key.h"
+#include "core/chan/agent_key.h"
 #include "core/agent/aggregate.h"
-#include "core/agent/channel.h"
-#include "core/agent/flow.h"
+#include "core/chan/channel.h"
+#include "core/chan/flow.h"
 #include "core/agent/pool.h"
-#include "core/agent/sibling.h"
-#include "core/agent/steal.h"
+#include "core/chan/sibling.h"
+#include "core/chan/steal.h"
 #include "core/agent/strip.h"
 #include "core/oob/oob.h"
 #include "core/transport/endpoint.h"
@@ -220,7 +220,7 @@ struct agent_links {
 	bool steal;		/* RDMATOOL_AGENT_STEAL (default 1): siblings share the READ backlog */
 	struct agent_pool pool; /* receive buffers, and rma's slots targets read chunks from */
 	struct rma_read *reads_waiting, **reads_tail;
-	/* Stealing (core/agent/steal.h): our board and what waits on it, and the siblings' boards. */
+	/* Stealing (core/chan/steal.h): our board and what waits on it, and the siblings' boards. */
 	struct steal_board *board;
 	struct rma_read *offered[STEAL_SLOTS];
 	uint64_t offered_ns[STEAL_SLOTS];

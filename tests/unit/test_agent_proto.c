@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "core/agent/proto.h"
-#include "core/agent/channel.h"
+#include "core/chan/channel.h"
 #include "core/util/rng.h"
 
 #include <errno.h>

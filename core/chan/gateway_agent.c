@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The agent's side of the gateway (gateway_impl.h): serving and completing slots, sleeping. */
-#include "core/agent/gateway_impl.h"
+#include "core/chan/gateway_impl.h"
 
 /*
  * Pairs with the client's seq_cst store of sleeping before its last look at

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The gateway between clients and their local agent (gateway.h): its shared mapping and spill files. */
-#include "core/agent/gateway_impl.h"
+#include "core/chan/gateway_impl.h"
 
 static void gw_path(char *path, size_t len, const char *dir, uint32_t rank)
 {
