@@ -2,8 +2,9 @@
 /*
  * What the gateway's files share (core/chan/gateway.h is the contract): the
  * layout of the shared mapping and the functions one side calls in another.
- *   gateway.c         the mapping: created, opened, described, removed; spill files
- *   gateway_agent.c   the agent's side: serving slots, completing them, sleeping
+ *   gateway.c         the mapping: created, opened, described; file names, spill files
+ *   gateway_agent.c   the agent's side: serving slots, completing them, sleeping, removing
+ *                     the gateway (it calls gateway.c, never the other way round)
  *   gateway_client.c  the clients' side: posting requests and waiting for answers
  */
 #ifndef RDMATOOL_CORE_CHAN_GATEWAY_IMPL_H
@@ -125,6 +126,8 @@ struct gateway {
 #define SPILL_PATH_MAX (PATH_MAX + 64)
 
 /* gateway.c */
+/* The gateway file of agent id rank in dir. */
+void gw_path(char *path, size_t len, const char *dir, uint32_t rank);
 bool gw_spill_path(char *path, size_t len, const char *dir, uint32_t rank, uint32_t slot, uint64_t ticket);
 int gw_spill_write(const char *path, const void *data, size_t len);
 int gw_spill_read(const char *path, void *out, size_t cap, uint64_t len);
