@@ -3,7 +3,7 @@
 #include "core/agent/engine.h"
 
 #include "core/agent/agent.h"
-#include "core/agent/link.h"
+#include "core/agent/link/link.h"
 #include "core/chan/pidfile.h"
 #include "core/chan/sibling.h"
 #include "core/stats/stats.h"

@@ -2,7 +2,7 @@
 /*
  * The agent's engine: what `rdmatool agent foreground` runs.  It owns the pid
  * file (one agent per directory and rank), the gateway, the links to the
- * other agents (core/agent/link.h) and the agent's stats entry, and serves
+ * other agents (core/agent/link/link.h) and the agent's stats entry, and serves
  * gateway requests until asked to stop.
  *
  * A request for another node goes over the link to it: a send in mode

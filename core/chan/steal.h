@@ -3,7 +3,7 @@
  * Work stealing between the agents of one node (core/chan/sibling.h): each
  * agent publishes a board, <dir>/steal.<id> (owner-only, O_EXCL), of up to
  * STEAL_SLOTS large-message READs it cannot post yet (its ejection cap is
- * full: the backlog of core/agent/link.h).  A sibling whose own backlog is
+ * full: the backlog of core/agent/link/link.h).  A sibling whose own backlog is
  * empty takes one, READs the chunk from the sending agent over its own link
  * to it (every agent links to every agent of the other nodes) into the
  * slot's buffer, and marks it done; the owner copies the chunk into its

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The target side of the links: channel operations for requests, and their answers (link_impl.h). */
-#include "core/agent/link_impl.h"
+#include "core/agent/link/link_impl.h"
 
 #define LINK_CHAN_RECHECK_NS 10000000ull /* a served channel's name is looked up again after 10 ms */
 #define LINK_DATA_PIECE	     (GW_INLINE - 4 - PROTO_CHUNK_SIZE) /* message bytes per chunk of a GETMSG answer */

@@ -60,8 +60,8 @@
  * Single-threaded: every call, and every callback, runs in the agent's
  * engine loop.
  */
-#ifndef RDMATOOL_CORE_AGENT_LINK_H
-#define RDMATOOL_CORE_AGENT_LINK_H
+#ifndef RDMATOOL_CORE_AGENT_LINK_LINK_H
+#define RDMATOOL_CORE_AGENT_LINK_LINK_H
 
 #include "core/agent/agent_log.h"
 #include "core/chan/flow.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The links' sending side: eager buffers, large frames, aggregation, posting (link_impl.h). */
-#include "core/agent/link_impl.h"
+#include "core/agent/link/link_impl.h"
 
 /*
  * Frees a unit that is not in flight: a block goes back to the pool; one from

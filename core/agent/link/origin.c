@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The origin side of the links: requests out, their answers in (link_impl.h). */
-#include "core/agent/link_impl.h"
+#include "core/agent/link/link_impl.h"
 
 /* The binding slot of a channel name (FNV-1a), for the direct-mapped port tables. */
 static uint32_t bind_slot(const char *name)

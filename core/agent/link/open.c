@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Opening and closing an agent's links: the pool, the receives, the peers (link_impl.h). */
-#include "core/agent/link_impl.h"
+#include "core/agent/link/link_impl.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The links' receives: read in the order sent, parsed into items (link_impl.h). */
-#include "core/agent/link_impl.h"
+#include "core/agent/link/link_impl.h"
 
 #define LINK_TAG_KIND 0xffull /* the rest of a core tag: the message's sequence number on its link */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * What the link files share (core/agent/link.h is the contract): the state of
+ * What the link files share (core/agent/link/link.h is the contract): the state of
  * an agent's links and the functions one part calls in another.
  *   link.c            peers going down, the progress pass, stats and sleeping
  *   link_open.c       opening and closing the links (pool, receives, peers)
@@ -12,10 +12,10 @@
  *   link_rma.c        large messages in: chunks put together, rma READs
  *   link_steal.c      siblings sharing the READ backlog
  */
-#ifndef RDMATOOL_CORE_AGENT_LINK_IMPL_H
-#define RDMATOOL_CORE_AGENT_LINK_IMPL_H
+#ifndef RDMATOOL_CORE_AGENT_LINK_LINK_IMPL_H
+#define RDMATOOL_CORE_AGENT_LINK_LINK_IMPL_H
 
-#include "core/agent/link.h"
+#include "core/agent/link/link.h"
 
 #include "core/agent/agent.h"
 #include "core/chan/agent_key.h"

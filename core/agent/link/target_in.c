@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Large messages in: chunks put together, rma READs of the senders' slots (link_impl.h). */
-#include "core/agent/link_impl.h"
+#include "core/agent/link/link_impl.h"
 
 /*
  * The message a chunk belongs to: chunks of one message come in order (one

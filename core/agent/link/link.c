@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Links between agents (link.h): peers going down, the progress pass, stats and sleeping. */
-#include "core/agent/link_impl.h"
+#include "core/agent/link/link_impl.h"
 
 #define LINK_OOB_CHECK_NS    5000000ull	  /* accepting, and noticing a peer that died */
 #define LINK_ORPHAN_CHECK_NS 100000000ull /* GETMSGs of clients that died */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Siblings sharing the READ backlog through their board (core/chan/steal.h, link_impl.h). */
-#include "core/agent/link_impl.h"
+#include "core/agent/link/link_impl.h"
 
 /*
  * Stealing (core/chan/steal.h).  Ranks of one node: rank / siblings is the
