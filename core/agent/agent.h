@@ -63,7 +63,7 @@
 /*
  * A chunk is one RDMA READ (PROTO_RMA_MAX): a gateway slot less 4 KiB, so
  * that one READ fits beside one posted large receive (a slot and its
- * headers) under the smallest ejection cap, 1 MiB (link_open.c).
+ * headers) under the smallest ejection cap, 1 MiB (core/agent/link/open.c).
  */
 #define AGENT_CHUNK_MAX_KB 508
 

@@ -1,213 +1,33 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* Links between agents (link.h): peers going down, the progress pass, stats and sleeping. */
+/* Links between agents (link.h), the top: the progress pass and its dispatch, stats and sleeping. */
 #include "core/agent/link/link_impl.h"
 
 #define LINK_OOB_CHECK_NS    5000000ull	  /* accepting, and noticing a peer that died */
 #define LINK_ORPHAN_CHECK_NS 100000000ull /* GETMSGs of clients that died */
 
-/* A link rank as the user knows it: the node's rank, and "R.S" when the node runs several agents. */
-const char *link_peer_name(const struct agent_links *lk, uint32_t rank, char *out, size_t len)
+/* The progress pass's dispatch of what rx reads: requests to the target side, answers to the origin. */
+static void take_item(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+		      const uint8_t *body, size_t len)
 {
-	uint32_t n = lk->cfg.siblings ? lk->cfg.siblings : 1;
-
-	agent_id_text(agent_id(rank / n, rank % n), out, len);
-	return out;
-}
-
-void link_peer_addr(struct agent_links *lk, uint32_t rank, char *out, size_t len)
-{
-	uint16_t port = lk->cfg.ports && lk->cfg.ports[rank] ? lk->cfg.ports[rank] : LINK_DEFAULT_PORT;
-
-	snprintf(out, len, "%s:%u", lk->cfg.hosts[rank], (unsigned)port);
-}
-
-void link_finish_origin(struct agent_links *lk, uint32_t idx, int status, const void *data, size_t len)
-{
-	struct origin *o = &lk->origins[idx];
-
-	o->used = false;
-	if (status < 0)
-		lk->peers[o->node].stats.last_error = status;
-	if (o->token != LINK_NO_TOKEN && lk->cfg.done)
-		lk->cfg.done(lk->cfg.arg, o->token, status, data, len);
-	if (o->answer)
-		flow_give(&lk->flow[FLOW_HEAP], o->answer_total);
-	free(o->answer);
-	o->answer = NULL;
-}
-
-/* Drops what waits to go to rank: the requests among it fail with status. */
-void link_drop_waiting(struct agent_links *lk, uint32_t rank, int status)
-{
-	struct link_peer *p = &lk->peers[rank];
-
-	while (p->wait_head) {
-		struct waiting *w = p->wait_head;
-
-		p->wait_head = w->next;
-		if (w->token != LINK_NO_TOKEN && lk->cfg.done)
-			lk->cfg.done(lk->cfg.arg, w->token, status, NULL, 0);
-		flow_give(&lk->flow[w->kind], w->charge);
-		free(w);
-	}
-	p->wait_tail = &p->wait_head;
-	p->nwaiting = 0;
-	/* Units queued to post never went out: free large frames, mark the buffers free again. */
-	for (struct unit *u = p->post_head, *next; u; u = next) {
-		next = u->next;
-		link_unit_release(lk, u);
-		if (u->kind == UNIT_LARGE)
-			link_unit_free(lk, u);
-		else
-			((struct txbuf *)u)->busy = false;
-	}
-	p->post_head = NULL;
-	p->post_tail = &p->post_head;
-}
-
-/* A target item that may still have reads landing in it: freed by the last one then. */
-void link_target_free(struct target_item *t)
-{
-	if (t && t->reads_left)
-		t->orphan = true;
+	if (h->type == PROTO_CONNECT)
+		link_take_connect(lk, from, h, body, len);
+	else if (h->type == PROTO_CANCEL)
+		link_take_cancel(lk, from, h);
+	else if (h->type <= PROTO_POLL)
+		link_take_request(lk, from, h, body, len);
 	else
-		link_target_destroy(t);
+		link_take_answer(lk, from, h, body, len);
 }
 
-/* Frees a target item and its large message's buffer, which the heap gauge gets back. */
-void link_target_destroy(struct target_item *t)
+/* A READ finished: one stolen for a sibling goes back to its board, one of ours into its message. */
+static void read_done(struct agent_links *lk, struct rma_read *rd, const struct core_cqe *e)
 {
-	if (t && t->big) {
-		free(t->big);
-		flow_give(t->heap, t->big_len);
-	}
-	free(t);
-}
+	int status = e->status == IBV_WC_SUCCESS && !e->err ? 0 : e->err ? e->err : -EIO;
 
-/*
- * Takes a large message's buffer when it has none yet: 0 (also when it needs
- * none), -EAGAIN while the heap gauge has no room (try again once a message
- * left), -ENOMEM.
- */
-int link_target_reserve(struct target_item *t)
-{
-	if (t->big || !t->big_len)
-		return 0;
-	if (!flow_fits(t->heap, t->big_len))
-		return -EAGAIN;
-	t->big = malloc(t->big_len);
-	if (!t->big)
-		return -ENOMEM;
-	flow_take(t->heap, t->big_len);
-	return 0;
-}
-
-void link_drop_reasm(struct agent_links *lk, uint32_t from, bool all)
-{
-	for (struct reasm **pp = &lk->reasm; *pp;) {
-		struct reasm *r = *pp;
-
-		if (all || r->from == from) {
-			*pp = r->next;
-			lk->reasm_bytes -= r->t ? r->total : 0;
-			link_target_free(r->t);
-			free(r);
-		} else {
-			pp = &r->next;
-		}
-	}
-}
-
-/* READs not posted yet, from rank (or all): never will be; their messages lose a reader. */
-void link_drop_reads(struct agent_links *lk, uint32_t from, bool all)
-{
-	for (struct rma_read **pp = &lk->reads_waiting; *pp;) {
-		struct rma_read *rd = *pp;
-
-		if (all || rd->from == from) {
-			*pp = rd->next;
-			rd->t->read_status = -EHOSTDOWN;
-			if (--rd->t->reads_left == 0 && rd->t->orphan)
-				link_target_destroy(rd->t);
-			free(rd);
-		} else {
-			pp = &rd->next;
-		}
-	}
-	lk->reads_tail = &lk->reads_waiting;
-	while (*lk->reads_tail)
-		lk->reads_tail = &(*lk->reads_tail)->next;
-}
-
-void link_peer_down(struct agent_links *lk, uint32_t rank, const char *why)
-{
-	struct link_peer *p = &lk->peers[rank];
-	char name[32];
-
-	if (p->oob)
-		oob_close(p->oob);
-	p->oob = NULL;
-	if (p->up)
-		agent_logf(&lk->cfg.log, "link to rank %s (%s) down: %s",
-			   link_peer_name(lk, rank, name, sizeof(name)), lk->cfg.hosts[rank], why);
-	p->up = false;
-	p->next_try_ns = clock_ns() + LINK_RETRY_NS;
-	link_drop_waiting(lk, rank, -EHOSTDOWN);
-	link_drop_held(lk, rank);
-	if (link_peer_tx_init(lk, rank))
-		agent_logf(&lk->cfg.log, "out of memory for the eager buffers of rank %u", rank);
-	/* Ports are bound again after a rejoin. */
-	memset(p->bind_out, 0, PORT_BINDINGS * sizeof(*p->bind_out));
-	memset(p->bind_in, 0, PORT_BINDINGS * sizeof(*p->bind_in));
-	/*
-	 * Requests in flight to it: they may have been done there (a message deposited, or taken by a
-	 * GETMSG) with only the answer lost, so "outcome unknown" (-ECONNRESET), never -EHOSTDOWN,
-	 * which says nothing was sent (agent.h).
-	 */
-	for (uint32_t i = 0; i < LINK_ORIGIN_MAX; i++)
-		if (lk->origins[i].used && lk->origins[i].node == rank)
-			link_finish_origin(lk, i, -ECONNRESET, NULL, 0);
-	/* Requests from it can no longer be answered (a deposited message stays where it is). */
-	p->epoch++;
-	flow_give(&lk->flow[FLOW_INJECTION], pool_give_slots(&lk->pool, rank) * lk->pool.slot_size);
-	link_drop_reads(lk, rank, false);
-	link_drop_offered(lk, rank, false);
-	link_drop_reasm(lk, rank, false);
-	for (struct target_item **t = &lk->pending; *t;) {
-		if ((*t)->from == rank) {
-			struct target_item *dead = *t;
-
-			*t = dead->next;
-			link_target_free(dead);
-		} else {
-			t = &(*t)->next;
-		}
-	}
-	lk->pending_tail = &lk->pending;
-	while (*lk->pending_tail)
-		lk->pending_tail = &(*lk->pending_tail)->next;
-}
-
-bool links_up(struct agent_links *lk, uint32_t node)
-{
-	return node < lk->cfg.nodes && lk->peers[node].up;
-}
-
-void links_peer_stats(struct agent_links *lk, uint32_t node, struct gw_peer_stats *out)
-{
-	static const struct gw_peer_stats none;
-	const struct link_peer *p;
-
-	if (node >= lk->cfg.nodes) {
-		*out = none;
-		return;
-	}
-	p = &lk->peers[node];
-	*out = p->stats;
-	out->eager_in_use = 0;
-	for (int i = 0; i < LINK_TX_BUFS; i++)
-		out->eager_in_use += p->tx[i] && (p->tx[i]->busy || p->tx[i] == p->open);
-	out->waiting = p->nwaiting;
+	if (rd->board)
+		link_steal_complete(lk, rd, status);
+	else
+		link_read_complete(lk, rd, status);
 }
 
 int links_progress(struct agent_links *lk)
@@ -225,11 +45,11 @@ int links_progress(struct agent_links *lk)
 		work += n;
 		for (int i = 0; i < n; i++) {
 			if (e[i].flags & CORE_CQE_RECV)
-				link_rx_complete(lk, &e[i]);
+				link_rx_complete(lk, &e[i], take_item);
 			else if ((e[i].flags & CORE_CQE_SEND) && e[i].context)
 				link_send_done(lk, e[i].context, &e[i]);
 			else if ((e[i].flags & CORE_CQE_READ) && e[i].context)
-				link_read_complete(lk, e[i].context, &e[i]);
+				read_done(lk, e[i].context, &e[i]);
 		}
 	}
 	if (lk->reads_waiting)
