@@ -4,7 +4,7 @@
 #define RDMATOOL_CMD_AGENT_H
 
 #include "core/agent/bootstrap.h"
-#include "core/agent/sibling.h"
+#include "core/chan/sibling.h"
 
 #include <stdint.h>
 
@@ -15,7 +15,7 @@ struct agent_opts {
 	uint32_t nodes;
 	const char (*hosts)[GW_HOST_LEN];
 	const struct boot_nodes *boot; /* where the node list and the rank came from */
-	uint32_t siblings;	       /* --agents-per-node (core/agent/sibling.h); 1 by default */
+	uint32_t siblings;	       /* --agents-per-node (core/chan/sibling.h); 1 by default */
 	const char (*devices)[64]; /* with --agents-per-node=auto on verbs devices: sibling k's; else NULL */
 	const char *mode;
 	const char *bind; /* --bind: the links' listening address, or NULL */

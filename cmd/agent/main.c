@@ -6,8 +6,8 @@
  * poll, chan).
  */
 #include "cmd/agent/agent_cmd.h"
-#include "core/agent/agent_dir.h"
-#include "core/agent/pidfile.h"
+#include "core/chan/agent_dir.h"
+#include "core/chan/pidfile.h"
 #include "cmd/cmd.h"
 #include "hw/hw.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Bytes copied per payload byte: the agents' counters bench agent_bw reads (agent_copies.h). */
 #include "cmd/bench/agent_copies.h"
-#include "core/agent/gateway.h"
+#include "core/chan/gateway.h"
 #include "core/util/clock.h"
 
 #include <stdlib.h>

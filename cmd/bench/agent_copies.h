@@ -2,7 +2,7 @@
 /*
  * Bytes copied per payload byte (bench agent_bw), a figure the core count
  * does not change, from the counters each agent publishes in its gateway
- * (core/agent/gateway.h): the bytes the agent copied with the CPU, and the
+ * (core/chan/gateway.h): the bytes the agent copied with the CPU, and the
  * bytes it had its NIC send or READ (a real NIC moves those by DMA; the soft
  * NIC copies each with the CPU, into and out of its socket).  The clients'
  * own copies are one per byte on each side by construction: the sender's

@@ -18,7 +18,7 @@
 #include "cmd/cmd.h"
 #include "cmd/print.h"
 #include "core/agent/agent.h"
-#include "core/agent/gateway.h"
+#include "core/chan/gateway.h"
 #include "core/util/clock.h"
 
 #include <errno.h>

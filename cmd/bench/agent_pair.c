@@ -5,9 +5,9 @@
 #include "cmd/bench/child.h"
 #include "cmd/bench/pin.h"
 #include "cmd/cmd.h"
-#include "core/agent/agent_key.h"
+#include "core/chan/agent_key.h"
 #include "core/agent/engine.h"
-#include "core/agent/gateway.h"
+#include "core/chan/gateway.h"
 #include "core/stats/stats.h"
 #include "core/util/clock.h"
 

@@ -23,8 +23,8 @@
 #include "cmd/cmd.h"
 #include "cmd/print.h"
 #include "core/agent/agent.h"
-#include "core/agent/channel.h"
-#include "core/agent/gateway.h"
+#include "core/chan/channel.h"
+#include "core/chan/gateway.h"
 #include "core/util/clock.h"
 #include "core/util/env.h"
 

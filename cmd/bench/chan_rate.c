@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * bench chan_rate: message rate through an agent channel (core/agent/channel.h)
+ * bench chan_rate: message rate through an agent channel (core/chan/channel.h)
  * between two processes, one producer and one consumer, against a pipe
  * carrying the same messages between the same two kinds of processes in the
  * same run (--baseline).  Also reports the channel's futex calls per message:
@@ -11,7 +11,7 @@
 #include "cmd/bench/pin.h"
 #include "cmd/cmd.h"
 #include "cmd/print.h"
-#include "core/agent/channel.h"
+#include "core/chan/channel.h"
 #include "core/util/clock.h"
 
 #include <errno.h>

@@ -44,7 +44,7 @@
 #ifndef RDMATOOL_CORE_AGENT_AGENT_H
 #define RDMATOOL_CORE_AGENT_AGENT_H
 
-#include "core/agent/channel.h"
+#include "core/chan/channel.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -63,7 +63,7 @@
 /*
  * A chunk is one RDMA READ (PROTO_RMA_MAX): a gateway slot less 4 KiB, so
  * that one READ fits beside one posted large receive (a slot and its
- * headers) under the smallest ejection cap, 1 MiB (link_open.c).
+ * headers) under the smallest ejection cap, 1 MiB (core/agent/link/open.c).
  */
 #define AGENT_CHUNK_MAX_KB 508
 
@@ -92,7 +92,7 @@ struct agent_client;
 struct agent_chan;
 
 /*
- * Attaches to this node's agent directory (core/agent/agent_dir.h), and to
+ * Attaches to this node's agent directory (core/chan/agent_dir.h), and to
  * its agent when one runs (rank: the local agent's rank, 0 unless several
  * agents share the machine).  Local channels work without an agent.  why
  * gets a message for the user on failure; -EINVAL is the user's to fix (a

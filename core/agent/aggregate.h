@@ -4,7 +4,7 @@
  * target node are packed back to back into one 2 KB eager buffer, which goes
  * out when the next item would not fit, when it holds max_items (128), or
  * after two progress passes that added nothing (the link sends a lone item
- * on an idle link at once: core/agent/link.h).  With aggregation off
+ * on an idle link at once: core/agent/link/link.h).  With aggregation off
  * (RDMATOOL_AGENT_AGGREGATE=0, the benchmark's baseline) max_items is 1.
  * The receiver walks the buffer with proto_next().
  */

@@ -2,9 +2,9 @@
 /* The client API of core/agent/agent.h: local channels directly, remote ones through the gateway. */
 #include "core/agent/agent.h"
 
-#include "core/agent/agent_dir.h"
-#include "core/agent/gateway.h"
-#include "core/agent/sibling.h"
+#include "core/chan/agent_dir.h"
+#include "core/chan/gateway.h"
+#include "core/chan/sibling.h"
 #include "core/util/clock.h"
 
 #include <errno.h>

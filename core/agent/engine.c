@@ -3,9 +3,9 @@
 #include "core/agent/engine.h"
 
 #include "core/agent/agent.h"
-#include "core/agent/link.h"
-#include "core/agent/pidfile.h"
-#include "core/agent/sibling.h"
+#include "core/agent/link/link.h"
+#include "core/chan/pidfile.h"
+#include "core/chan/sibling.h"
 #include "core/stats/stats.h"
 #include "core/util/clock.h"
 
@@ -60,7 +60,7 @@ struct agent_engine {
 	uint64_t spin_ns;   /* how long the loop polls after its last work (adaptive, see engine_sleep) */
 	/*
 	 * Sibling S > 0: the node's first agent's gateway, and the agents per node each other node said
-	 * to it.  A node that runs another count may never dial S's rail (core/agent/sibling.h), so
+	 * to it.  A node that runs another count may never dial S's rail (core/chan/sibling.h), so
 	 * S learns of the mismatch from sibling 0.
 	 */
 	struct gateway *first;

@@ -2,7 +2,7 @@
 /*
  * The agent's engine: what `rdmatool agent foreground` runs.  It owns the pid
  * file (one agent per directory and rank), the gateway, the links to the
- * other agents (core/agent/link.h) and the agent's stats entry, and serves
+ * other agents (core/agent/link/link.h) and the agent's stats entry, and serves
  * gateway requests until asked to stop.
  *
  * A request for another node goes over the link to it: a send in mode
@@ -17,7 +17,7 @@
 #define RDMATOOL_CORE_AGENT_ENGINE_H
 
 #include "core/agent/agent_log.h"
-#include "core/agent/gateway.h"
+#include "core/chan/gateway.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -28,7 +28,7 @@ struct agent_engine_config {
 	const char *dir;
 	uint32_t rank, nodes; /* nodes = 1 and rank = 0 for a single node */
 	uint32_t sibling,
-	    siblings;	    /* this agent among the node's agents (core/agent/sibling.h); 0 and 1 alone */
+	    siblings;	    /* this agent among the node's agents (core/chan/sibling.h); 0 and 1 alone */
 	const char *device; /* NULL: core's default */
 	const char (*hosts)[GW_HOST_LEN];
 	const uint16_t *ports; /* each agent's port for the links (0: the default) */

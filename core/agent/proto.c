@@ -2,7 +2,7 @@
 /* The agents' wire format; the byte layout is documented in proto.h. */
 #include "core/agent/proto.h"
 
-#include "core/agent/channel.h"
+#include "core/chan/channel.h"
 
 #include <errno.h>
 #include <string.h>
@@ -139,7 +139,7 @@ int proto_connect_decode(const uint8_t *in, size_t len, struct proto_connect *c,
 	for (size_t i = 0; i < in[2]; i++) {
 		uint8_t ch = in[3 + i];
 
-		/* The characters of a channel name (core/agent/channel.h), nothing else. */
+		/* The characters of a channel name (core/chan/channel.h), nothing else. */
 		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
 		      ch == '.' || ch == '_' || ch == '-') ||
 		    (i == 0 && ch == '.'))

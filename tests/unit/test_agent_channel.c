@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * core/agent/channel: boundaries and order, wrap-around, full/empty and
+ * core/chan/channel: boundaries and order, wrap-around, full/empty and
  * timeouts, sizes, permissions, exactly-once delivery between several
  * producer and consumer processes, and producers killed mid-send.
  */
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "core/agent/channel.h"
+#include "core/chan/channel.h"
 #include "core/util/clock.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * core/agent/gateway + pidfile: backpressure as -EAGAIN, ticket order (also
+ * core/chan/gateway + pidfile: backpressure as -EAGAIN, ticket order (also
  * while the agent serves concurrently), a
  * client killed mid-request reclaimed, a dead agent seen as -ENOTCONN, and a
  * second agent refused while the first holds the pid file.
@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "core/agent/gateway.h"
-#include "core/agent/pidfile.h"
+#include "core/chan/gateway.h"
+#include "core/chan/pidfile.h"
 #include "core/util/clock.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * core/agent/agent_key: agents that start at the same moment with no key
+ * core/chan/agent_key: agents that start at the same moment with no key
  * file yet agree on one key (the file is created atomically, never read half
  * written); it is mode 0600 and no temporary file is left behind; a key
  * readable by others is refused.
@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "core/agent/agent_key.h"
+#include "core/chan/agent_key.h"
 
 #include <dirent.h>
 #include <errno.h>

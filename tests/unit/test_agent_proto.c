@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "core/agent/proto.h"
-#include "core/agent/channel.h"
+#include "core/chan/channel.h"
 #include "core/util/rng.h"
 
 #include <errno.h>
@@ -365,7 +365,7 @@ static uint64_t error_total(const struct proto_errors *e)
 }
 
 /*
- * The agent's whole receive-side parser (proto_parse, what link.c runs on
+ * The agent's whole receive-side parser (proto_parse, what core/agent/link/rx.c runs on
  * every message) over valid, mutated and random messages, each in a buffer
  * of exactly its length so ASan sees a read one byte too far: valid ones are
  * read whole without an error, and every rejected one is counted exactly

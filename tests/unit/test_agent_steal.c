@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * core/agent/steal: a READ offered on a board is taken by one thief only,
+ * core/chan/steal: a READ offered on a board is taken by one thief only,
  * its data and status reach the owner, an offer nobody took is taken back,
  * a slot whose thief died is the owner's again, and a file that is not a
  * board (or open to others) is refused.  Plus the agent id naming of
- * core/agent/sibling.h.
+ * core/chan/sibling.h.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "core/agent/sibling.h"
-#include "core/agent/steal.h"
+#include "core/chan/sibling.h"
+#include "core/chan/steal.h"
 
 #include <errno.h>
 #include <fcntl.h>

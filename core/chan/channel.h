@@ -4,7 +4,7 @@
  * shared memory on one node (DESIGN.md "agent"; HSTA's channels).
  *
  * A channel is one file, <dir>/chan.<NAME>, mapped by every process that uses
- * it; the directory is owner-only (core/agent/agent_dir.h), so only the owning
+ * it; the directory is owner-only (core/chan/agent_dir.h), so only the owning
  * user can attach.  Messages keep their boundaries and are 0 .. max_msg bytes;
  * a channel holds at most capacity_msgs messages and data_size bytes of
  * records (a 16-byte record header plus the payload rounded up to 8).
@@ -28,8 +28,8 @@
  * (chan_corrupt).
  * Every function returns 0 or a negative errno.
  */
-#ifndef RDMATOOL_CORE_AGENT_CHANNEL_H
-#define RDMATOOL_CORE_AGENT_CHANNEL_H
+#ifndef RDMATOOL_CORE_CHAN_CHANNEL_H
+#define RDMATOOL_CORE_CHAN_CHANNEL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The links' out-of-band handshake: ranks, the key's proof, endpoint addresses (link_impl.h). */
-#include "core/agent/link_impl.h"
+#include "core/agent/link/link_impl.h"
 
 #define LINK_HELLO     0x4148 /* OOB frame types of the handshake */
 #define LINK_CHALLENGE 0x4143

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Work stealing between the agents of one node (core/agent/sibling.h): each
+ * Work stealing between the agents of one node (core/chan/sibling.h): each
  * agent publishes a board, <dir>/steal.<id> (owner-only, O_EXCL), of up to
  * STEAL_SLOTS large-message READs it cannot post yet (its ejection cap is
- * full: the backlog of core/agent/link.h).  A sibling whose own backlog is
+ * full: the backlog of core/agent/link/link.h).  A sibling whose own backlog is
  * empty takes one, READs the chunk from the sending agent over its own link
  * to it (every agent links to every agent of the other nodes) into the
  * slot's buffer, and marks it done; the owner copies the chunk into its
@@ -16,8 +16,8 @@
  * CAS, and a TAKEN one whose thief died.  Thieves copy and check every
  * field they read (the board is another process's memory).
  */
-#ifndef RDMATOOL_CORE_AGENT_STEAL_H
-#define RDMATOOL_CORE_AGENT_STEAL_H
+#ifndef RDMATOOL_CORE_CHAN_STEAL_H
+#define RDMATOOL_CORE_CHAN_STEAL_H
 
 #include <stdbool.h>
 #include <stddef.h>

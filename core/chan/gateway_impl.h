@@ -1,20 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * What the gateway's files share (core/agent/gateway.h is the contract): the
+ * What the gateway's files share (core/chan/gateway.h is the contract): the
  * layout of the shared mapping and the functions one side calls in another.
- *   gateway.c         the mapping: created, opened, described, removed; spill files
- *   gateway_agent.c   the agent's side: serving slots, completing them, sleeping
+ *   gateway.c         the mapping: created, opened, described; file names, spill files
+ *   gateway_agent.c   the agent's side: serving slots, completing them, sleeping, removing
+ *                     the gateway (it calls gateway.c, never the other way round)
  *   gateway_client.c  the clients' side: posting requests and waiting for answers
  */
-#ifndef RDMATOOL_CORE_AGENT_GATEWAY_IMPL_H
-#define RDMATOOL_CORE_AGENT_GATEWAY_IMPL_H
+#ifndef RDMATOOL_CORE_CHAN_GATEWAY_IMPL_H
+#define RDMATOOL_CORE_CHAN_GATEWAY_IMPL_H
 
-#include "core/agent/gateway.h"
-#include "core/agent/agent_dir.h"
+#include "core/chan/gateway.h"
+#include "core/chan/agent_dir.h"
 
 #include "core/agent/agent.h"
-#include "core/agent/pidfile.h"
-#include "core/agent/sibling.h"
+#include "core/chan/pidfile.h"
+#include "core/chan/sibling.h"
 #include "core/util/clock.h"
 #include "core/util/futex.h"
 
@@ -72,7 +73,7 @@ struct gw_ident {
 	uint32_t nslots;
 	int32_t pid;
 	uint32_t rank, nodes;
-	uint32_t sibling, siblings; /* core/agent/sibling.h */
+	uint32_t sibling, siblings; /* core/chan/sibling.h */
 };
 
 struct gw_shared {
@@ -125,6 +126,8 @@ struct gateway {
 #define SPILL_PATH_MAX (PATH_MAX + 64)
 
 /* gateway.c */
+/* The gateway file of agent id rank in dir. */
+void gw_path(char *path, size_t len, const char *dir, uint32_t rank);
 bool gw_spill_path(char *path, size_t len, const char *dir, uint32_t rank, uint32_t slot, uint64_t ticket);
 int gw_spill_write(const char *path, const void *data, size_t len);
 int gw_spill_read(const char *path, void *out, size_t cap, uint64_t len);

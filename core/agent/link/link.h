@@ -43,7 +43,7 @@
  * the client once copied: the agent's slot, not the client's buffer, must
  * live until read.
  *
- * Flow control (core/agent/flow.h): request data counts toward the injection
+ * Flow control (core/chan/flow.h): request data counts toward the injection
  * cap until its send completes (an rma slot: until the target read it);
  * posted large receives and rma READs in flight toward the ejection cap
  * (receives get what it allows, at most LINK_RX_LARGE_MAX, minus what is
@@ -51,21 +51,21 @@
  * data toward the GETMSG cap until its answer's send completes, and a GETMSG
  * that would go over it waits in its channel's queue.
  *
- * Several agents per node (core/agent/sibling.h): link ranks are virtual
+ * Several agents per node (core/chan/sibling.h): link ranks are virtual
  * (node rank x siblings + sibling), ranks of one node never link, and an
  * rma READ backlog is shared with the siblings through a board in shared
- * memory (core/agent/steal.h): an idle sibling READs a chunk over its own
+ * memory (core/chan/steal.h): an idle sibling READs a chunk over its own
  * link to the sender, the owner copies it into the message and answers.
  *
  * Single-threaded: every call, and every callback, runs in the agent's
  * engine loop.
  */
-#ifndef RDMATOOL_CORE_AGENT_LINK_H
-#define RDMATOOL_CORE_AGENT_LINK_H
+#ifndef RDMATOOL_CORE_AGENT_LINK_LINK_H
+#define RDMATOOL_CORE_AGENT_LINK_LINK_H
 
 #include "core/agent/agent_log.h"
-#include "core/agent/flow.h"
-#include "core/agent/gateway.h"
+#include "core/chan/flow.h"
+#include "core/chan/gateway.h"
 #include "core/agent/proto.h"
 
 #include <stdbool.h>
@@ -79,7 +79,7 @@
 #define LINK_NO_TOKEN	   UINT64_MAX /* links_request: nobody to tell (done is not called) */
 
 struct link_config {
-	uint32_t rank, nodes; /* link ranks: node rank x siblings + sibling (core/agent/sibling.h) */
+	uint32_t rank, nodes; /* link ranks: node rank x siblings + sibling (core/chan/sibling.h) */
 	uint32_t siblings;    /* agents per node (0 counts as 1): ranks of one node never link */
 	const char *device;   /* NULL: core's default */
 	const char (*hosts)[GW_HOST_LEN];
@@ -139,7 +139,7 @@ int links_tx_pass(struct agent_links *lk);
 int links_post(struct agent_links *lk);
 /*
  * Whether the injection cap leaves room for one more gateway request; when
- * not, the engine leaves requests in the gateway (core/agent/flow.h).
+ * not, the engine leaves requests in the gateway (core/chan/flow.h).
  */
 bool links_can_inject(struct agent_links *lk);
 /* This agent's own counters: stealing, and the registered pool. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* Large messages in: chunks put together, rma READs of the senders' slots (link_impl.h). */
-#include "core/agent/link_impl.h"
+/* Requests in: whole ones queued, large ones put together from chunks or rma READs (link_impl.h). */
+#include "core/agent/link/link_impl.h"
 
 /*
  * The message a chunk belongs to: chunks of one message come in order (one
@@ -183,14 +183,8 @@ int link_reads_progress(struct agent_links *lk)
 }
 
 /* A READ finished: the sender may reuse its slot; the message may now be complete. */
-void link_read_complete(struct agent_links *lk, struct rma_read *rd, const struct core_cqe *e)
+void link_read_complete(struct agent_links *lk, struct rma_read *rd, int status)
 {
-	int status = e->status == IBV_WC_SUCCESS && !e->err ? 0 : e->err ? e->err : -EIO;
-
-	if (rd->board) {
-		link_steal_complete(lk, rd, status);
-		return;
-	}
 	flow_give(&lk->flow[FLOW_EJECTION], rd->rma.len);
 	link_read_finish(lk, rd, status);
 }
@@ -231,19 +225,78 @@ void link_take_rma(struct agent_links *lk, uint32_t from, const struct proto_hea
 		reasm_last(lk, r, pp, from, h);
 }
 
-/* The target read our chunk at the address in body: its slot is free again. */
-void link_take_read_done(struct agent_links *lk, uint32_t from, const uint8_t *body)
+void link_drop_reasm(struct agent_links *lk, uint32_t from, bool all)
 {
-	int32_t status;
-	uint64_t addr;
+	for (struct reasm **pp = &lk->reasm; *pp;) {
+		struct reasm *r = *pp;
 
-	memcpy(&status, body, 4);
-	memcpy(&addr, body + 4, 8);
-	if (pool_give_slot(&lk->pool, addr, from)) {
-		lk->errors.count[PROTO_ERR_RESPONSE]++;
+		if (all || r->from == from) {
+			*pp = r->next;
+			lk->reasm_bytes -= r->t ? r->total : 0;
+			link_target_free(r->t);
+			free(r);
+		} else {
+			pp = &r->next;
+		}
+	}
+}
+
+/* READs not posted yet, from rank (or all): never will be; their messages lose a reader. */
+void link_drop_reads(struct agent_links *lk, uint32_t from, bool all)
+{
+	for (struct rma_read **pp = &lk->reads_waiting; *pp;) {
+		struct rma_read *rd = *pp;
+
+		if (all || rd->from == from) {
+			*pp = rd->next;
+			rd->t->read_status = -EHOSTDOWN;
+			if (--rd->t->reads_left == 0 && rd->t->orphan)
+				link_target_destroy(rd->t);
+			free(rd);
+		} else {
+			pp = &rd->next;
+		}
+	}
+	lk->reads_tail = &lk->reads_waiting;
+	while (*lk->reads_tail)
+		lk->reads_tail = &(*lk->reads_tail)->next;
+}
+
+/* A request item from a peer: to the queue of requests, in arrival order. */
+void link_take_request(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+		       const uint8_t *payload, size_t payload_len)
+{
+	struct proto_chunk c;
+	struct target_item *t;
+
+	if ((h->type == PROTO_POLL && payload_len) ||
+	    (h->type == PROTO_GETMSG && payload_len != 0 && payload_len != 8) ||
+	    (h->port >> 32) >= PORT_BINDINGS) {
+		lk->errors.count[PROTO_ERR_CONNECT]++;
 		return;
 	}
-	flow_give(&lk->flow[FLOW_INJECTION], lk->pool.slot_size);
-	if (status < 0)
-		lk->peers[from].stats.last_error = status;
+	if (h->type == PROTO_SENDMSG && h->protocol == PROTO_RMA) {
+		struct proto_rma rma;
+
+		if (!proto_rma_decode(payload, payload_len, &c, &rma, &lk->errors))
+			link_take_rma(lk, from, h, &c, &rma);
+		return;
+	}
+	if (h->type == PROTO_SENDMSG && h->protocol == PROTO_P2P) {
+		if (proto_chunk_decode(payload, payload_len, &c, &lk->errors))
+			return;
+		payload += PROTO_CHUNK_SIZE;
+		payload_len -= PROTO_CHUNK_SIZE;
+		if (c.offset != 0 || c.total != payload_len) {
+			link_take_chunk(lk, from, h, &c, payload, payload_len);
+			return;
+		}
+	}
+	t = malloc(sizeof(*t) + payload_len);
+	if (!t)
+		return;
+	*t = (struct target_item){.from = from, .h = *h, .len = payload_len};
+	if (payload_len)
+		memcpy(t->data, payload, payload_len);
+	link_queue_request(lk, t);
 }

@@ -6,8 +6,8 @@
  * whether an agent runs: it dies with its process, so a pid file left by an
  * agent killed with SIGKILL is simply taken over by the next one.
  */
-#ifndef RDMATOOL_CORE_AGENT_PIDFILE_H
-#define RDMATOOL_CORE_AGENT_PIDFILE_H
+#ifndef RDMATOOL_CORE_CHAN_PIDFILE_H
+#define RDMATOOL_CORE_CHAN_PIDFILE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The links' sending side: eager buffers, large frames, aggregation, posting (link_impl.h). */
-#include "core/agent/link_impl.h"
+/* The links' sending side: eager buffers, large frames, aggregation, posting, peers' queues (link_impl.h). */
+#include "core/agent/link/link_impl.h"
 
 /*
  * Frees a unit that is not in flight: a block goes back to the pool; one from
@@ -320,4 +320,61 @@ void link_send_done(struct agent_links *lk, struct unit *u, const struct core_cq
 		((struct txbuf *)u)->busy = false;
 	if (e->status != IBV_WC_SUCCESS || e->err)
 		p->stats.last_error = e->err ? e->err : -EIO;
+}
+
+/* Drops what waits to go to rank: the requests among it fail with status. */
+void link_drop_waiting(struct agent_links *lk, uint32_t rank, int status)
+{
+	struct link_peer *p = &lk->peers[rank];
+
+	while (p->wait_head) {
+		struct waiting *w = p->wait_head;
+
+		p->wait_head = w->next;
+		if (w->token != LINK_NO_TOKEN && lk->cfg.done)
+			lk->cfg.done(lk->cfg.arg, w->token, status, NULL, 0);
+		flow_give(&lk->flow[w->kind], w->charge);
+		free(w);
+	}
+	p->wait_tail = &p->wait_head;
+	p->nwaiting = 0;
+	/* Units queued to post never went out: free large frames, mark the buffers free again. */
+	for (struct unit *u = p->post_head, *next; u; u = next) {
+		next = u->next;
+		link_unit_release(lk, u);
+		if (u->kind == UNIT_LARGE)
+			link_unit_free(lk, u);
+		else
+			((struct txbuf *)u)->busy = false;
+	}
+	p->post_head = NULL;
+	p->post_tail = &p->post_head;
+}
+
+/* A fresh set of eager buffers for a peer (the old ones may still be in flight on a dead link). */
+int link_peer_tx_init(struct agent_links *lk, uint32_t rank)
+{
+	struct link_peer *p = &lk->peers[rank];
+
+	for (int i = 0; i < LINK_TX_BUFS; i++) {
+		struct txbuf *b = p->tx[i];
+
+		if (b && b->busy) {
+			b->u.orphan = true; /* its completion frees it */
+			b = NULL;
+		}
+		if (!b && !(b = pool_take(&lk->pool.tx)) && !(b = calloc(1, sizeof(*b))))
+			return -ENOMEM;
+		link_unit_release(lk, &b->u);
+		b->u = (struct unit){.kind = UNIT_EAGER, .rank = rank};
+		b->busy = false;
+		agg_init(&b->agg, lk->max_items);
+		p->tx[i] = b;
+	}
+	p->open = NULL;
+	p->post_head = NULL;
+	p->post_tail = &p->post_head;
+	p->eager_out = p->rndv_out = 0;
+	p->tx_seq = 0;
+	return 0;
 }

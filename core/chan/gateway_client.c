@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The clients' side of the gateway (gateway_impl.h): posting requests, waiting for answers. */
-#include "core/agent/gateway_impl.h"
+#include "core/chan/gateway_impl.h"
 
 static void bell_ring(struct gateway *g)
 {

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Boards of large-message READs siblings steal; the contract is in steal.h. */
-#include "core/agent/steal.h"
-#include "core/agent/agent_dir.h"
+#include "core/chan/steal.h"
+#include "core/chan/agent_dir.h"
 
-#include "core/agent/sibling.h"
+#include "core/chan/sibling.h"
 #include "core/util/process.h"
 
 #include <errno.h>
@@ -46,7 +46,7 @@ struct steal_board {
 	dev_t dev;
 	ino_t ino;
 	uint32_t id;
-	int bell_fd; /* to ring the board's agent (gateway.<id>.bell, core/agent/gateway.h) */
+	int bell_fd; /* to ring the board's agent (gateway.<id>.bell, core/chan/gateway.h) */
 	struct sockaddr_un bell;
 };
 

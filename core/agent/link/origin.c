@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The origin side of the links: requests out, their answers in (link_impl.h). */
-#include "core/agent/link_impl.h"
+/* The origin side of the links: requests out, their answers in, slots read (link_impl.h). */
+#include "core/agent/link/link_impl.h"
 
 /* The binding slot of a channel name (FNV-1a), for the direct-mapped port tables. */
 static uint32_t bind_slot(const char *name)
@@ -234,4 +234,50 @@ void link_take_answer(struct agent_links *lk, uint32_t from, const struct proto_
 		return;
 	}
 	link_finish_origin(lk, idx, status, body + 4, h->type == PROTO_DATA ? len - 4 : 0);
+}
+
+void link_finish_origin(struct agent_links *lk, uint32_t idx, int status, const void *data, size_t len)
+{
+	struct origin *o = &lk->origins[idx];
+
+	o->used = false;
+	if (status < 0)
+		lk->peers[o->node].stats.last_error = status;
+	if (o->token != LINK_NO_TOKEN && lk->cfg.done)
+		lk->cfg.done(lk->cfg.arg, o->token, status, data, len);
+	if (o->answer)
+		flow_give(&lk->flow[FLOW_HEAP], o->answer_total);
+	free(o->answer);
+	o->answer = NULL;
+}
+
+/* The target read our chunk at the address in body: its slot is free again. */
+void link_take_read_done(struct agent_links *lk, uint32_t from, const uint8_t *body)
+{
+	int32_t status;
+	uint64_t addr;
+
+	memcpy(&status, body, 4);
+	memcpy(&addr, body + 4, 8);
+	if (pool_give_slot(&lk->pool, addr, from)) {
+		lk->errors.count[PROTO_ERR_RESPONSE]++;
+		return;
+	}
+	flow_give(&lk->flow[FLOW_INJECTION], lk->pool.slot_size);
+	if (status < 0)
+		lk->peers[from].stats.last_error = status;
+}
+
+/*
+ * Rank went down with requests in flight to it: they may have been done there (a message
+ * deposited, or taken by a GETMSG) with only the answer lost, so "outcome unknown" (-ECONNRESET),
+ * never -EHOSTDOWN, which says nothing was sent (agent.h).  The rma slots it was to read are ours
+ * again.
+ */
+void link_origins_down(struct agent_links *lk, uint32_t rank)
+{
+	for (uint32_t i = 0; i < LINK_ORIGIN_MAX; i++)
+		if (lk->origins[i].used && lk->origins[i].node == rank)
+			link_finish_origin(lk, i, -ECONNRESET, NULL, 0);
+	flow_give(&lk->flow[FLOW_INJECTION], pool_give_slots(&lk->pool, rank) * lk->pool.slot_size);
 }

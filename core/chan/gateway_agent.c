@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The agent's side of the gateway (gateway_impl.h): serving and completing slots, sleeping. */
-#include "core/agent/gateway_impl.h"
+/* The agent's side of the gateway (gateway_impl.h): serving and completing slots, sleeping, removing it. */
+#include "core/chan/gateway_impl.h"
 
 /*
  * Pairs with the client's seq_cst store of sleeping before its last look at
@@ -262,4 +262,34 @@ void gw_wait_for_work(struct gateway *g, int timeout_us)
 	else
 		nanosleep(&ts, NULL);
 	gw_sleep_end(g);
+}
+
+void gw_destroy(struct gateway *g, const char *dir)
+{
+	char path[PATH_MAX];
+	struct gw_shared *s;
+
+	if (!g)
+		return;
+	s = g->s;
+	atomic_store(&s->running, 0);
+	/* Every request still waiting or in progress fails: nothing is left hanging. */
+	for (int i = 0; i < GW_SLOTS; i++) {
+		struct gw_slot *sl = &s->slots[i];
+		uint32_t st = SLOT_READY;
+
+		if (atomic_compare_exchange_strong(&sl->state, &st, SLOT_BUSY) || st == SLOT_BUSY ||
+		    st == SLOT_ABANDONED) {
+			sl->outlen = 0;
+			gw_slot_complete(s, sl, -ESHUTDOWN);
+		}
+	}
+	gw_path(path, sizeof(path), dir, g->rank);
+	unlink(path);
+	if (g->bell_fd >= 0) {
+		close(g->bell_fd);
+		unlink(g->bell.sun_path);
+	}
+	munmap(s, sizeof(*s));
+	free(g);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The gateway between clients and their local agent (gateway.h): its shared mapping and spill files. */
-#include "core/agent/gateway_impl.h"
+/* The gateway between clients and their local agent (gateway.h): its mapping, file names, spill files. */
+#include "core/chan/gateway_impl.h"
 
-static void gw_path(char *path, size_t len, const char *dir, uint32_t rank)
+void gw_path(char *path, size_t len, const char *dir, uint32_t rank)
 {
 	char id[32];
 
@@ -170,36 +170,6 @@ int gw_create(const char *dir, const struct gw_info *self, struct gateway **out)
 	}
 	*out = g;
 	return 0;
-}
-
-void gw_destroy(struct gateway *g, const char *dir)
-{
-	char path[PATH_MAX];
-	struct gw_shared *s;
-
-	if (!g)
-		return;
-	s = g->s;
-	atomic_store(&s->running, 0);
-	/* Every request still waiting or in progress fails: nothing is left hanging. */
-	for (int i = 0; i < GW_SLOTS; i++) {
-		struct gw_slot *sl = &s->slots[i];
-		uint32_t st = SLOT_READY;
-
-		if (atomic_compare_exchange_strong(&sl->state, &st, SLOT_BUSY) || st == SLOT_BUSY ||
-		    st == SLOT_ABANDONED) {
-			sl->outlen = 0;
-			gw_slot_complete(s, sl, -ESHUTDOWN);
-		}
-	}
-	gw_path(path, sizeof(path), dir, g->rank);
-	unlink(path);
-	if (g->bell_fd >= 0) {
-		close(g->bell_fd);
-		unlink(g->bell.sun_path);
-	}
-	munmap(s, sizeof(*s));
-	free(g);
 }
 
 int gw_open(const char *dir, uint32_t rank, struct gateway **out)

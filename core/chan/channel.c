@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Channels in shared memory; the contract and the design are in channel.h. */
-#include "core/agent/channel.h"
-#include "core/agent/agent_dir.h"
+#include "core/chan/channel.h"
+#include "core/chan/agent_dir.h"
 
 #include "core/util/clock.h"
 #include "core/util/futex.h"

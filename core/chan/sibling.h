@@ -14,7 +14,7 @@
  * listens on P + S, and link ranks are virtual, rank x N + S.  A port's
  * traffic to node B always goes from sibling S to sibling S of B (its rail),
  * so per-port order holds on one link; the links across rails carry the
- * large-message READs siblings steal from each other (core/agent/steal.h).
+ * large-message READs siblings steal from each other (core/chan/steal.h).
  * Every node runs the same N: the link handshake carries each side's N, and
  * a node whose N differs is marked "mismatch" (no link; requests to it fail
  * at once with -EBADE; both logs name the nodes and counts).  A sibling the
@@ -28,8 +28,8 @@
  * another sibling only when its agent died or lost its link to the target
  * node (core/agent/client.c, handle_gateway, says how order is kept).
  */
-#ifndef RDMATOOL_CORE_AGENT_SIBLING_H
-#define RDMATOOL_CORE_AGENT_SIBLING_H
+#ifndef RDMATOOL_CORE_CHAN_SIBLING_H
+#define RDMATOOL_CORE_CHAN_SIBLING_H
 
 #include <stddef.h>
 #include <stdint.h>

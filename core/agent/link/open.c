@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* Opening and closing an agent's links: the pool, the receives, the peers (link_impl.h). */
-#include "core/agent/link_impl.h"
+/* Opening and closing an agent's links: the pool, the receives, the peers; a peer gone (link_impl.h). */
+#include "core/agent/link/link_impl.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,34 +14,6 @@
 #define LINK_FRAMES_MAX	   1024
 #define LINK_HEAP_KEEP	   (256 << 20) /* freed heap the agent keeps for the next large messages */
 #define LINK_MMAP_FROM	   (32 << 20)  /* allocations that still get a mapping of their own */
-
-/* A fresh set of eager buffers for a peer (the old ones may still be in flight on a dead link). */
-int link_peer_tx_init(struct agent_links *lk, uint32_t rank)
-{
-	struct link_peer *p = &lk->peers[rank];
-
-	for (int i = 0; i < LINK_TX_BUFS; i++) {
-		struct txbuf *b = p->tx[i];
-
-		if (b && b->busy) {
-			b->u.orphan = true; /* its completion frees it */
-			b = NULL;
-		}
-		if (!b && !(b = pool_take(&lk->pool.tx)) && !(b = calloc(1, sizeof(*b))))
-			return -ENOMEM;
-		link_unit_release(lk, &b->u);
-		b->u = (struct unit){.kind = UNIT_EAGER, .rank = rank};
-		b->busy = false;
-		agg_init(&b->agg, lk->max_items);
-		p->tx[i] = b;
-	}
-	p->open = NULL;
-	p->post_head = NULL;
-	p->post_tail = &p->post_head;
-	p->eager_out = p->rndv_out = 0;
-	p->tx_seq = 0;
-	return 0;
-}
 
 /*
  * Large messages are put together in buffers of up to 4 MiB (and more) that
@@ -187,6 +159,25 @@ static void listen_address(struct agent_links *lk, char *addr, size_t len)
 	snprintf(addr, len, "0.0.0.0:%u", port);
 }
 
+/*
+ * A peer went down (link_peer_down set its table entry): what every layer holds for it goes.
+ * What waits to go out fails as not sent, held receives go back, it gets fresh eager buffers;
+ * requests in flight to it end with outcome unknown; READs, offered READs, messages being put
+ * together and requests from it are dropped.
+ */
+static void peer_gone(struct agent_links *lk, uint32_t rank)
+{
+	link_drop_waiting(lk, rank, -EHOSTDOWN);
+	link_drop_held(lk, rank);
+	if (link_peer_tx_init(lk, rank))
+		agent_logf(&lk->cfg.log, "out of memory for the eager buffers of rank %u", rank);
+	link_origins_down(lk, rank);
+	link_drop_reads(lk, rank, false);
+	link_drop_offered(lk, rank, false);
+	link_drop_reasm(lk, rank, false);
+	link_drop_pending(lk, rank);
+}
+
 int links_open(const struct link_config *cfg, struct agent_links **out, char *why, size_t whylen)
 {
 	struct agent_links *lk = calloc(1, sizeof(*lk));
@@ -198,6 +189,7 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 		return -ENOMEM;
 	keep_freed_heap();
 	lk->cfg = *cfg;
+	lk->peer_gone = peer_gone;
 	for (int k = 0; k < FLOW_NKINDS; k++)
 		flow_init(&lk->flow[k], cfg->caps.cap[k]);
 	snprintf(lk->dir, sizeof(lk->dir), "%s", cfg->dir);

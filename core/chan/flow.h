@@ -24,8 +24,8 @@
  * Caps come from RDMATOOL_AGENT_MAX_{INJECTION,EJECTION,GETMSG,HEAP}_MB
  * (whole MiB, 1..FLOW_MAX_MB, default 8; heap FLOW_HEAP_DEFAULT_MB).
  */
-#ifndef RDMATOOL_CORE_AGENT_FLOW_H
-#define RDMATOOL_CORE_AGENT_FLOW_H
+#ifndef RDMATOOL_CORE_CHAN_FLOW_H
+#define RDMATOOL_CORE_CHAN_FLOW_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The target side of the links: channel operations for requests, and their answers (link_impl.h). */
-#include "core/agent/link_impl.h"
+/* The target side: channel operations for queued requests, their answers; target items (link_impl.h). */
+#include "core/agent/link/link_impl.h"
 
 #define LINK_CHAN_RECHECK_NS 10000000ull /* a served channel's name is looked up again after 10 ms */
 #define LINK_DATA_PIECE	     (GW_INLINE - 4 - PROTO_CHUNK_SIZE) /* message bytes per chunk of a GETMSG answer */
@@ -325,45 +325,6 @@ void link_queue_request(struct agent_links *lk, struct target_item *t)
 	lk->pending_tail = &t->next;
 }
 
-/* A request item from a peer: to the queue of requests, in arrival order. */
-void link_take_request(struct agent_links *lk, uint32_t from, const struct proto_header *h,
-		       const uint8_t *payload, size_t payload_len)
-{
-	struct proto_chunk c;
-	struct target_item *t;
-
-	if ((h->type == PROTO_POLL && payload_len) ||
-	    (h->type == PROTO_GETMSG && payload_len != 0 && payload_len != 8) ||
-	    (h->port >> 32) >= PORT_BINDINGS) {
-		lk->errors.count[PROTO_ERR_CONNECT]++;
-		return;
-	}
-	if (h->type == PROTO_SENDMSG && h->protocol == PROTO_RMA) {
-		struct proto_rma rma;
-
-		if (!proto_rma_decode(payload, payload_len, &c, &rma, &lk->errors))
-			link_take_rma(lk, from, h, &c, &rma);
-		return;
-	}
-	if (h->type == PROTO_SENDMSG && h->protocol == PROTO_P2P) {
-		if (proto_chunk_decode(payload, payload_len, &c, &lk->errors))
-			return;
-		payload += PROTO_CHUNK_SIZE;
-		payload_len -= PROTO_CHUNK_SIZE;
-		if (c.offset != 0 || c.total != payload_len) {
-			link_take_chunk(lk, from, h, &c, payload, payload_len);
-			return;
-		}
-	}
-	t = malloc(sizeof(*t) + payload_len);
-	if (!t)
-		return;
-	*t = (struct target_item){.from = from, .h = *h, .len = payload_len};
-	if (payload_len)
-		memcpy(t->data, payload, payload_len);
-	link_queue_request(lk, t);
-}
-
 /*
  * The origin's client of a GETMSG died: the GETMSG is withdrawn if it still
  * waits here, so it takes no message (answered -ECANCELED).  One already
@@ -398,4 +359,59 @@ void link_take_connect(struct agent_links *lk, uint32_t from, const struct proto
 		return;
 	}
 	snprintf(lk->peers[from].bind_in[h->port >> 32], PROTO_NAME_MAX + 1, "%s", bind.name);
+}
+
+/* A target item that may still have reads landing in it: freed by the last one then. */
+void link_target_free(struct target_item *t)
+{
+	if (t && t->reads_left)
+		t->orphan = true;
+	else
+		link_target_destroy(t);
+}
+
+/* Frees a target item and its large message's buffer, which the heap gauge gets back. */
+void link_target_destroy(struct target_item *t)
+{
+	if (t && t->big) {
+		free(t->big);
+		flow_give(t->heap, t->big_len);
+	}
+	free(t);
+}
+
+/*
+ * Takes a large message's buffer when it has none yet: 0 (also when it needs
+ * none), -EAGAIN while the heap gauge has no room (try again once a message
+ * left), -ENOMEM.
+ */
+int link_target_reserve(struct target_item *t)
+{
+	if (t->big || !t->big_len)
+		return 0;
+	if (!flow_fits(t->heap, t->big_len))
+		return -EAGAIN;
+	t->big = malloc(t->big_len);
+	if (!t->big)
+		return -ENOMEM;
+	flow_take(t->heap, t->big_len);
+	return 0;
+}
+
+/* Requests from rank waiting for their channel: they can no longer be answered. */
+void link_drop_pending(struct agent_links *lk, uint32_t rank)
+{
+	for (struct target_item **t = &lk->pending; *t;) {
+		if ((*t)->from == rank) {
+			struct target_item *dead = *t;
+
+			*t = dead->next;
+			link_target_free(dead);
+		} else {
+			t = &(*t)->next;
+		}
+	}
+	lk->pending_tail = &lk->pending;
+	while (*lk->pending_tail)
+		lk->pending_tail = &(*lk->pending_tail)->next;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The agent's flow-control gauges; the contract is in flow.h. */
-#include "core/agent/flow.h"
+#include "core/chan/flow.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,30 +1,34 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * What the link files share (core/agent/link.h is the contract): the state of
- * an agent's links and the functions one part calls in another.
- *   link.c            peers going down, the progress pass, stats and sleeping
- *   link_open.c       opening and closing the links (pool, receives, peers)
- *   link_handshake.c  the out-of-band handshake: ranks, key proof, addresses
- *   link_tx.c         eager buffers, large frames, aggregation, posting
- *   link_request.c    the origin side: requests out, their answers in
- *   link_serve.c      the target side: channel operations and their answers
- *   link_rx.c         receives: in link order, parsed into items
- *   link_rma.c        large messages in: chunks put together, rma READs
- *   link_steal.c      siblings sharing the READ backlog
+ * What the link files share (core/agent/link/link.h is the contract): the
+ * state of an agent's links and the functions one part calls in another.
+ * The files are layers by role, and every call points down (the structure
+ * test, tests/agent_calls.py, fails on a loop):
+ *   open.c      top: opening and closing the links; what a peer going down drops
+ *   link.c      top: the progress pass and its dispatch of what comes in, stats, sleeping
+ *   connect.c   the out-of-band handshake: ranks, key proof, addresses; peers joining
+ *   steal.c     siblings sharing the READ backlog (core/chan/steal.h)
+ *   target_in.c requests in: whole ones queued, large ones put together from chunks or READs
+ *   target.c    channel operations for queued requests, answers out; target items
+ *   origin.c    requests out, their answers in
+ *   rx.c        receives in link order, parsed into items handed to the caller's dispatch
+ *   tx.c        eager buffers, large frames, aggregation, posting
+ *   peer.c      bottom: the peer table; a peer going down (the layers above hear of it through
+ *               peer_gone, set by open.c)
  */
-#ifndef RDMATOOL_CORE_AGENT_LINK_IMPL_H
-#define RDMATOOL_CORE_AGENT_LINK_IMPL_H
+#ifndef RDMATOOL_CORE_AGENT_LINK_LINK_IMPL_H
+#define RDMATOOL_CORE_AGENT_LINK_LINK_IMPL_H
 
-#include "core/agent/link.h"
+#include "core/agent/link/link.h"
 
 #include "core/agent/agent.h"
-#include "core/agent/agent_key.h"
+#include "core/chan/agent_key.h"
 #include "core/agent/aggregate.h"
-#include "core/agent/channel.h"
-#include "core/agent/flow.h"
+#include "core/chan/channel.h"
+#include "core/chan/flow.h"
 #include "core/agent/pool.h"
-#include "core/agent/sibling.h"
-#include "core/agent/steal.h"
+#include "core/chan/sibling.h"
+#include "core/chan/steal.h"
 #include "core/agent/strip.h"
 #include "core/oob/oob.h"
 #include "core/transport/endpoint.h"
@@ -190,7 +194,7 @@ struct rma_read {
 	struct proto_rma rma;
 };
 
-/* A connection not proven yet (link_handshake.c): advanced a frame at a time, never waited for. */
+/* A connection not proven yet (connect.c): advanced a frame at a time, never waited for. */
 #define LINK_HS_MAX 32
 #define NONCE_LEN   16
 enum hs_state { HS_WAIT_CHALLENGE, HS_WAIT_HELLO, HS_WAIT_PROOF };
@@ -208,8 +212,14 @@ struct handshake {
 	uint32_t node, siblings;  /* the peer's, once proven */
 };
 
+/* What rx hands each item it reads to: the progress pass's dispatch (link.c). */
+typedef void link_take_fn(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+			  const uint8_t *body, size_t len);
+
 struct agent_links {
 	struct link_config cfg;
+	/* A peer went down (link_peer_down): what the layers above hold for it goes (set by open.c). */
+	void (*peer_gone)(struct agent_links *lk, uint32_t rank);
 	char dir[4096];
 	struct core_ep *ep;
 	struct oob_listener *listener;
@@ -220,7 +230,7 @@ struct agent_links {
 	bool steal;		/* RDMATOOL_AGENT_STEAL (default 1): siblings share the READ backlog */
 	struct agent_pool pool; /* receive buffers, and rma's slots targets read chunks from */
 	struct rma_read *reads_waiting, **reads_tail;
-	/* Stealing (core/agent/steal.h): our board and what waits on it, and the siblings' boards. */
+	/* Stealing (core/chan/steal.h): our board and what waits on it, and the siblings' boards. */
 	struct steal_board *board;
 	struct rma_read *offered[STEAL_SLOTS];
 	uint64_t offered_ns[STEAL_SLOTS];
@@ -270,26 +280,12 @@ static inline bool same_node(const struct agent_links *lk, uint32_t a, uint32_t 
 	return a / n == b / n;
 }
 
-/* link.c */
+/* peer.c */
 const char *link_peer_name(const struct agent_links *lk, uint32_t rank, char *out, size_t len);
 void link_peer_addr(struct agent_links *lk, uint32_t rank, char *out, size_t len);
-void link_finish_origin(struct agent_links *lk, uint32_t idx, int status, const void *data, size_t len);
-void link_drop_waiting(struct agent_links *lk, uint32_t rank, int status);
-void link_target_free(struct target_item *t);
-void link_target_destroy(struct target_item *t);
-int link_target_reserve(struct target_item *t);
-void link_drop_reasm(struct agent_links *lk, uint32_t from, bool all);
-void link_drop_reads(struct agent_links *lk, uint32_t from, bool all);
 void link_peer_down(struct agent_links *lk, uint32_t rank, const char *why);
-/* link_open.c */
+/* tx.c */
 int link_peer_tx_init(struct agent_links *lk, uint32_t rank);
-/* link_handshake.c */
-bool link_handshakes_pending(const struct agent_links *lk);
-int link_handshake_fds(const struct agent_links *lk, struct pollfd *fds, int max);
-void link_handshakes_close(struct agent_links *lk);
-void link_peer_mismatch(struct agent_links *lk, uint32_t node, uint32_t theirs);
-int link_connect_peers(struct agent_links *lk);
-/* link_tx.c */
 void link_unit_free(struct agent_links *lk, struct unit *u);
 void link_unit_release(struct agent_links *lk, struct unit *u);
 void link_close_open(struct link_peer *p);
@@ -299,39 +295,54 @@ bool link_lone_on_idle_link(const struct link_peer *p);
 int link_tx_post(struct agent_links *lk);
 int link_tx_progress(struct agent_links *lk);
 void link_send_done(struct agent_links *lk, struct unit *u, const struct core_cqe *e);
-/* link_request.c */
+void link_drop_waiting(struct agent_links *lk, uint32_t rank, int status);
+/* rx.c */
+uint8_t *link_rx_buf(struct agent_links *lk, int i);
+int link_rx_post(struct agent_links *lk, uint8_t *buf, bool large);
+void link_drop_held(struct agent_links *lk, uint32_t rank);
+void link_rx_complete(struct agent_links *lk, const struct core_cqe *e, link_take_fn *take);
+/* origin.c */
+void link_finish_origin(struct agent_links *lk, uint32_t idx, int status, const void *data, size_t len);
 int link_cancel_orphans(struct agent_links *lk);
 void link_take_answer(struct agent_links *lk, uint32_t from, const struct proto_header *h,
 		      const uint8_t *body, size_t len);
-/* link_serve.c */
+void link_take_read_done(struct agent_links *lk, uint32_t from, const uint8_t *body);
+void link_origins_down(struct agent_links *lk, uint32_t rank);
+/* target.c */
+void link_target_free(struct target_item *t);
+void link_target_destroy(struct target_item *t);
+int link_target_reserve(struct target_item *t);
 void link_answer(struct agent_links *lk, const struct target_item *t, int status, const struct chan_state *st,
 		 size_t msg_len);
 void link_serve_pending(struct agent_links *lk);
 void link_queue_request(struct agent_links *lk, struct target_item *t);
-void link_take_request(struct agent_links *lk, uint32_t from, const struct proto_header *h,
-		       const uint8_t *payload, size_t payload_len);
 void link_take_connect(struct agent_links *lk, uint32_t from, const struct proto_header *h,
 		       const uint8_t *eager, size_t len);
 void link_take_cancel(struct agent_links *lk, uint32_t from, const struct proto_header *h);
-/* link_rx.c */
-uint8_t *link_rx_buf(struct agent_links *lk, int i);
-int link_rx_post(struct agent_links *lk, uint8_t *buf, bool large);
-void link_drop_held(struct agent_links *lk, uint32_t rank);
-void link_rx_complete(struct agent_links *lk, const struct core_cqe *e);
-/* link_rma.c */
+void link_drop_pending(struct agent_links *lk, uint32_t rank);
+/* target_in.c */
+void link_take_request(struct agent_links *lk, uint32_t from, const struct proto_header *h,
+		       const uint8_t *payload, size_t payload_len);
 void link_take_chunk(struct agent_links *lk, uint32_t from, const struct proto_header *h,
 		     const struct proto_chunk *c, const uint8_t *data, size_t len);
-void link_read_finish(struct agent_links *lk, struct rma_read *rd, int status);
-int link_reads_progress(struct agent_links *lk);
-void link_read_complete(struct agent_links *lk, struct rma_read *rd, const struct core_cqe *e);
 void link_take_rma(struct agent_links *lk, uint32_t from, const struct proto_header *h,
 		   const struct proto_chunk *c, const struct proto_rma *rma);
-void link_take_read_done(struct agent_links *lk, uint32_t from, const uint8_t *body);
-/* link_steal.c */
+void link_read_finish(struct agent_links *lk, struct rma_read *rd, int status);
+int link_reads_progress(struct agent_links *lk);
+void link_read_complete(struct agent_links *lk, struct rma_read *rd, int status);
+void link_drop_reasm(struct agent_links *lk, uint32_t from, bool all);
+void link_drop_reads(struct agent_links *lk, uint32_t from, bool all);
+/* steal.c */
 void link_steal_open(struct agent_links *lk);
 bool link_offered_any(const struct agent_links *lk);
 void link_steal_complete(struct agent_links *lk, struct rma_read *rd, int status);
 int link_steal_pass(struct agent_links *lk, uint64_t now);
 void link_drop_offered(struct agent_links *lk, uint32_t from, bool all);
+/* connect.c */
+bool link_handshakes_pending(const struct agent_links *lk);
+int link_handshake_fds(const struct agent_links *lk, struct pollfd *fds, int max);
+void link_handshakes_close(struct agent_links *lk);
+void link_peer_mismatch(struct agent_links *lk, uint32_t node, uint32_t theirs);
+int link_connect_peers(struct agent_links *lk);
 
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-#include "core/agent/agent_key.h"
+#include "core/chan/agent_key.h"
 
 #include "core/util/sha256.h"
 

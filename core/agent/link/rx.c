@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The links' receives: read in the order sent, parsed into items (link_impl.h). */
-#include "core/agent/link_impl.h"
+/* The links' receives: read in the order sent, parsed into items for the caller's dispatch (link_impl.h). */
+#include "core/agent/link/link_impl.h"
 
 #define LINK_TAG_KIND 0xffull /* the rest of a core tag: the message's sequence number on its link */
 
@@ -26,22 +26,10 @@ int link_rx_post(struct agent_links *lk, uint8_t *buf, bool large)
 	return rc;
 }
 
-static void take_item(struct agent_links *lk, uint32_t from, const struct proto_header *h,
-		      const uint8_t *body, size_t len)
-{
-	if (h->type == PROTO_CONNECT)
-		link_take_connect(lk, from, h, body, len);
-	else if (h->type == PROTO_CANCEL)
-		link_take_cancel(lk, from, h);
-	else if (h->type <= PROTO_POLL)
-		link_take_request(lk, from, h, body, len);
-	else
-		link_take_answer(lk, from, h, body, len);
-}
-
 struct take_ctx {
 	struct agent_links *lk;
 	uint32_t from;
+	link_take_fn *take;
 };
 
 static void take_parsed(void *arg, const struct proto_header *h, const uint8_t *data, size_t len)
@@ -51,14 +39,14 @@ static void take_parsed(void *arg, const struct proto_header *h, const uint8_t *
 
 	p->stats.msgs_recv++;
 	p->stats.bytes_recv += PROTO_HEADER_SIZE + len;
-	take_item(ctx->lk, ctx->from, h, data, len);
+	ctx->take(ctx->lk, ctx->from, h, data, len);
 }
 
 /* A message from a peer: an eager buffer of items, or one large frame (checked by proto_parse). */
 static void take_message(struct agent_links *lk, uint32_t core_peer, const uint8_t *buf, size_t len,
-			 bool large)
+			 bool large, link_take_fn *take)
 {
-	struct take_ctx ctx = {.lk = lk};
+	struct take_ctx ctx = {.lk = lk, .take = take};
 
 	for (ctx.from = 0; ctx.from < lk->cfg.nodes; ctx.from++)
 		if (lk->peers[ctx.from].up && lk->peers[ctx.from].core_peer == core_peer)
@@ -71,10 +59,11 @@ static void take_message(struct agent_links *lk, uint32_t core_peer, const uint8
 }
 
 /* Reads one received message (if it came whole) and posts its receive again. */
-static void rx_done(struct agent_links *lk, uint32_t core_peer, uint8_t *buf, size_t len, bool large, bool ok)
+static void rx_done(struct agent_links *lk, uint32_t core_peer, uint8_t *buf, size_t len, bool large, bool ok,
+		    link_take_fn *take)
 {
-	if (ok)
-		take_message(lk, core_peer, buf, len, large);
+	if (ok && take)
+		take_message(lk, core_peer, buf, len, large, take);
 	if (large)
 		flow_give(&lk->flow[FLOW_EJECTION], LINK_LARGE_MAX);
 	if (link_rx_post(lk, buf, large))
@@ -90,14 +79,17 @@ void link_drop_held(struct agent_links *lk, uint32_t rank)
 		struct held *h = p->held;
 
 		p->held = h->next;
-		rx_done(lk, 0, h->buf, 0, h->large, false);
+		rx_done(lk, 0, h->buf, 0, h->large, false, NULL);
 		free(h);
 	}
 	p->rx_next = 0;
 }
 
-/* A completed receive: read in the order its peer sent it (the sequence number in its tag). */
-void link_rx_complete(struct agent_links *lk, const struct core_cqe *e)
+/*
+ * A completed receive: read in the order its peer sent it (the sequence number in its tag), its
+ * items handed to take (the caller's dispatch: rx only demultiplexes).
+ */
+void link_rx_complete(struct agent_links *lk, const struct core_cqe *e, link_take_fn *take)
 {
 	bool large = (e->tag & LINK_TAG_KIND) == LINK_TAG_LARGE;
 	/* A message longer than the buffer was cut: never read past the buffer. */
@@ -110,7 +102,7 @@ void link_rx_complete(struct agent_links *lk, const struct core_cqe *e)
 		if (lk->peers[r].up && lk->peers[r].core_peer == e->peer)
 			p = &lk->peers[r];
 	if (!p) {
-		rx_done(lk, e->peer, e->context, e->len, large, false);
+		rx_done(lk, e->peer, e->context, e->len, large, false, take);
 		return;
 	}
 	if (seq != p->rx_next) {
@@ -128,7 +120,7 @@ void link_rx_complete(struct agent_links *lk, const struct core_cqe *e)
 		}
 		lk->errors.count[PROTO_ERR_TRUNCATED]++; /* no memory to wait: read out of order */
 	}
-	rx_done(lk, e->peer, e->context, e->len, large, ok);
+	rx_done(lk, e->peer, e->context, e->len, large, ok, take);
 	p->rx_next = seq + 1;
 	for (struct held **pp = &p->held; *pp;) {
 		struct held *h = *pp;
@@ -138,7 +130,7 @@ void link_rx_complete(struct agent_links *lk, const struct core_cqe *e)
 			continue;
 		}
 		*pp = h->next;
-		rx_done(lk, e->peer, h->buf, h->len, h->large, h->ok);
+		rx_done(lk, e->peer, h->buf, h->len, h->large, h->ok, take);
 		p->rx_next++;
 		free(h);
 		pp = &p->held; /* the next one may sit anywhere in the list */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* Siblings sharing the READ backlog through their board (core/agent/steal.h, link_impl.h). */
-#include "core/agent/link_impl.h"
+/* Siblings sharing the READ backlog through their board (core/chan/steal.h, link_impl.h). */
+#include "core/agent/link/link_impl.h"
 
 /*
- * Stealing (core/agent/steal.h).  Ranks of one node: rank / siblings is the
+ * Stealing (core/chan/steal.h).  Ranks of one node: rank / siblings is the
  * node, rank % siblings the sibling.  Alone on the node, or without rma,
  * there is no board and none of this runs.
  */

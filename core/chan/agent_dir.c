@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-#include "core/agent/agent_dir.h"
+#include "core/chan/agent_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>

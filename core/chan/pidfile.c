@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-#include "core/agent/pidfile.h"
+#include "core/chan/pidfile.h"
 
-#include "core/agent/sibling.h"
+#include "core/chan/sibling.h"
 
 #include <dirent.h>
 #include <errno.h>
