@@ -217,22 +217,39 @@ int boot_expand_nodelist(const char *list, struct boot_nodes *b, char *why, size
 }
 
 /* Whether host (a name or a literal address) resolves to one of addrs. */
-static bool host_is_local(const char *host, const char *self, struct ifaddrs *addrs)
+/*
+ * The first address of host (a name or a literal address) that is one of
+ * addrs, a non-loopback one first; false when none is.
+ */
+static bool local_addr_of(const char *host, struct ifaddrs *addrs, struct in_addr *out)
 {
 	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res, *ai;
 	bool found = false;
 
-	if (!strcmp(host, self))
-		return true;
 	if (getaddrinfo(host, NULL, &hints, &res))
 		return false;
-	for (ai = res; ai && !found; ai = ai->ai_next)
-		for (struct ifaddrs *ifa = addrs; ifa && !found; ifa = ifa->ifa_next)
-			found = ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET &&
-				((struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr ==
-				    ((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr;
+	for (int pass = 0; pass < 2 && !found; pass++)
+		for (ai = res; ai && !found; ai = ai->ai_next) {
+			struct in_addr a = ((struct sockaddr_in *)ai->ai_addr)->sin_addr;
+
+			if (pass == 0 && (ntohl(a.s_addr) >> 24) == 127)
+				continue; /* loopback only when there is nothing else */
+			for (struct ifaddrs *ifa = addrs; ifa && !found; ifa = ifa->ifa_next)
+				found = ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET &&
+					((struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr == a.s_addr;
+			if (found)
+				*out = a;
+		}
 	freeaddrinfo(res);
 	return found;
+}
+
+/* Whether host is this machine: its host name, or a name or address of one of addrs. */
+static bool host_is_local(const char *host, const char *self, struct ifaddrs *addrs)
+{
+	struct in_addr a;
+
+	return !strcmp(host, self) || local_addr_of(host, addrs, &a);
 }
 
 /* A rank variable: set and a number below the node count, or an error naming it. */
@@ -386,5 +403,35 @@ int boot_rank_from_local(struct boot_nodes *b, char *why, size_t whylen)
 	}
 	b->rank = match;
 	snprintf(b->rank_source, sizeof(b->rank_source), "the entry %.60s, this machine", b->hosts[match]);
+	return 0;
+}
+
+int boot_node_addr(const struct boot_nodes *b, char *ip, size_t len, char *why, size_t whylen)
+{
+	struct ifaddrs *addrs = NULL;
+	struct in_addr a;
+	bool found;
+
+	if (b->rank < 0 || (uint32_t)b->rank >= b->nodes) {
+		snprintf(why, whylen, "no rank yet");
+		return -EINVAL;
+	}
+	if (getifaddrs(&addrs)) {
+		int rc = -errno;
+
+		snprintf(why, whylen, "cannot list this machine's addresses: %s", strerror(-rc));
+		return rc;
+	}
+	found = local_addr_of(b->hosts[b->rank], addrs, &a);
+	freeifaddrs(addrs);
+	if (!found) {
+		snprintf(why, whylen, "%.64s (entry %d of %s) names no address of this machine",
+			 b->hosts[b->rank], b->rank, b->hosts_source);
+		return -ENOENT;
+	}
+	if (!inet_ntop(AF_INET, &a, ip, (socklen_t)len)) {
+		snprintf(why, whylen, "no room for an address");
+		return -ENOSPC;
+	}
 	return 0;
 }

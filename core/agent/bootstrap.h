@@ -55,5 +55,13 @@ int boot_from_env(struct boot_nodes *b, char *why, size_t whylen);
  * started several tasks on this node (several agents would take one rank).
  */
 int boot_rank_from_local(struct boot_nodes *b, char *why, size_t whylen);
+/*
+ * The IPv4 address (text, len >= INET_ADDRSTRLEN) that this node's entry,
+ * hosts[rank], names on this machine, a non-loopback one first: where the
+ * other nodes reach it, so where a soft device must listen when the nodes
+ * are separate hosts.  -ENOENT when the entry names no address of this
+ * machine; why says so.
+ */
+int boot_node_addr(const struct boot_nodes *b, char *ip, size_t len, char *why, size_t whylen);
 
 #endif

@@ -306,6 +306,27 @@ static void test_local_rank(void **state)
 	assert_int_equal(boot_rank_from_local(b, why, sizeof(why)), -EINVAL);
 }
 
+/* Where this node's soft device must listen: the address its entry names here. */
+static void test_node_addr(void **state)
+{
+	struct boot_nodes *b = fresh();
+	char why[256], ip[64];
+
+	(void)state;
+	assert_int_equal(boot_parse_hosts("240.0.0.1,127.0.0.1:7000,localhost", b, why, sizeof(why)), 0);
+	b->rank = 1;
+	assert_int_equal(boot_node_addr(b, ip, sizeof(ip), why, sizeof(why)), 0);
+	assert_string_equal(ip, "127.0.0.1");
+	b->rank = 2;
+	assert_int_equal(boot_node_addr(b, ip, sizeof(ip), why, sizeof(why)), 0);
+	assert_string_equal(ip, "127.0.0.1");
+	b->rank = 0;
+	assert_int_equal(boot_node_addr(b, ip, sizeof(ip), why, sizeof(why)), -ENOENT);
+	assert_non_null(strstr(why, "240.0.0.1 (entry 0 of --hosts)"));
+	b->rank = 3;
+	assert_int_equal(boot_node_addr(b, ip, sizeof(ip), why, sizeof(why)), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -313,7 +334,7 @@ int main(void)
 	    cmocka_unit_test(test_hostfile),	cmocka_unit_test(test_env),
 	    cmocka_unit_test(test_local_rank),	cmocka_unit_test(test_env_slurm),
 	    cmocka_unit_test(test_env_openmpi), cmocka_unit_test(test_env_pmix),
-	    cmocka_unit_test(test_env_order),
+	    cmocka_unit_test(test_env_order),	cmocka_unit_test(test_node_addr),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
