@@ -32,7 +32,7 @@ mkdir -m 755 "$NC/munge"
 mkdir -m 700 "$NC/munge/etc"
 head -c 1024 /dev/urandom >"$NC/munge/etc/key"
 chmod 400 "$NC/munge/etc/key"
-on_node ctl munged -F --key-file="$NC/munge/etc/key" --socket="$NC/munge/sock" --pid-file="$NC/munge/etc/pid" \
+"$NC/bin/on_node" ctl munged -F --key-file="$NC/munge/etc/key" --socket="$NC/munge/sock" --pid-file="$NC/munge/etc/pid" \
 	--log-file="$NC/munge/etc/log" --seed-file="$NC/munge/etc/seed" >"$NC/munge/out" 2>&1 &
 cluster_pid $!
 cluster_wait 10 test -S "$NC/munge/sock" || fail "munged did not start: $(cat "$NC/munge/out")"
@@ -70,10 +70,10 @@ PartitionName=test Nodes=n[1-3] Default=YES MaxTime=10 State=UP
 EOF
 : >"$NC/slurm/plugstack.conf"
 export SLURM_CONF=$NC/slurm/conf
-on_node ctl slurmctld -D -i >"$NC/slurm/slurmctld.out" 2>&1 &
+"$NC/bin/on_node" ctl slurmctld -D -i >"$NC/slurm/slurmctld.out" 2>&1 &
 cluster_pid $!
 for i in 1 2 3; do
-	on_node $i slurmd -D -N "n$i" >"$NC/slurm/slurmd.n$i.out" 2>&1 &
+	"$NC/bin/on_node" $i slurmd -D -N "n$i" >"$NC/slurm/slurmd.n$i.out" 2>&1 &
 	cluster_pid $!
 done
 nodes_idle() { [ "$(on_node ctl sinfo -h -N -o %t 2>/dev/null | sort -u | tr -d ' \n')" = idle ]; }
@@ -83,8 +83,8 @@ cluster_wait 30 nodes_idle || fail "the Slurm nodes are not idle: $(on_node ctl 
 # (a cluster's home directory would hold it); no stats segments.
 export RDMATOOL_AGENT_KEY=$NC/key RDMATOOL_STATS=0
 start=$SECONDS
-on_node ctl srun -N3 -l "$RDMATOOL" agent foreground >"$NC/agents.out" 2>&1 &
-srun_pid=$!
+"$NC/bin/on_node" ctl srun -N3 -l "$RDMATOOL" agent foreground >"$NC/agents.out" 2>&1 &
+srun_pid=$! # srun itself: on_node execs it
 cluster_pid $srun_pid
 links_up() { # NODE: its agent has both links up
 	[ "$(on_node "$1" "$RDMATOOL" -j agent status 2>/dev/null | jq '[.peers[]? | select(.state == "up")] | length' 2>/dev/null)" = 2 ]

@@ -14,7 +14,9 @@
 #     namespace) and its own /dev/shm ($NC/nN/shm bound over it in a mount namespace of its
 #     own), as separate hosts would have.
 # It defines $NC (the test's directory, removed on exit), $NET, $NODES, and
-#   on_node N CMD...     CMD on node N (1..NODES), or on the head node for N = ctl
+#   on_node N CMD...     CMD on node N (1..NODES, or nN), or on the head node for N = ctl;
+#                        $NC/bin/on_node is the same as a program, which execs CMD in the
+#                        end: `"$NC/bin/on_node" N CMD &` makes $! CMD's own pid
 #   cluster_pid PID      a daemon to kill (TERM, then KILL) when the test ends
 #   cluster_wait S CMD.. retries CMD every 0.05 s for S seconds; 1 if it never succeeded
 # Everything the test started through cluster_pid is stopped and the namespaces deleted on exit;
@@ -99,16 +101,22 @@ for i in $(seq "$NODES"); do
 done
 mkdir -m 1777 -p "$NC/ctl/shm"
 
-on_node() {
-	local n=$1 name
-	shift
-	case "$n" in
-	ctl) name=ctl ;;
-	*) name=n$n ;;
-	esac
-	# nsenter, not `ip netns exec`: that one mounts a fresh /sys, without /sys/fs/cgroup, which
-	# slurmd wants to find.
-	nsenter "--net=/run/netns/$name" unshare --uts --mount -- sh -c \
-		'echo "$1" >/proc/sys/kernel/hostname && mount --bind "$2" /dev/shm && shift 2 && exec "$@"' \
-		sh "$name" "$NC/$name/shm" "$@"
-}
+# on_node as a program too ($NC/bin/on_node), for what runs commands itself (Open MPI's launch
+# agent).  nsenter, not `ip netns exec`: that one mounts a fresh /sys, without the
+# /sys/fs/cgroup that slurmd wants to find.
+mkdir "$NC/bin"
+cat >"$NC/bin/on_node" <<'EOF'
+#!/bin/sh
+# on_node N|nN|ctl CMD...: CMD on that node of the test's cluster ($NC is two levels up).
+nc=$(dirname "$(dirname "$(readlink -f "$0")")")
+case "$1" in
+ctl | n[0-9]*) name=$1 ;;
+*) name=n$1 ;;
+esac
+shift
+exec nsenter "--net=/run/netns/$name" unshare --uts --mount -- sh -c \
+	'echo "$1" >/proc/sys/kernel/hostname && mount --bind "$2" /dev/shm && shift 2 && exec "$@"' \
+	sh "$name" "$nc/$name/shm" "$@"
+EOF
+chmod 755 "$NC/bin/on_node"
+on_node() { "$NC/bin/on_node" "$@"; }
