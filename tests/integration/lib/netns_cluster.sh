@@ -30,8 +30,9 @@ if [ -z "${RDMATOOL_NETNS_INNER:-}" ]; then
 	for tool in ip unshare nsenter; do
 		command -v $tool >/dev/null || fail "$tool missing; run 'make deps'"
 	done
-	# Can this machine (or container) make the namespaces at all?
-	if ! why=$(unshare --mount --net --uts --propagation private true 2>&1); then
+	# Can this machine (or container) make the namespaces, a veth pair and a bridge at all?
+	if ! why=$(unshare --mount --net --uts --propagation private -- sh -c \
+		'ip link add rdt0 type veth peer name rdt1 && ip link add rdt2 type bridge' 2>&1); then
 		echo "SKIP: $NC_NAME: network namespaces cannot be made here: $why"
 		exit 77
 	fi
