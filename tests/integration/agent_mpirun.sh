@@ -99,6 +99,9 @@ sum=$(sha256sum <"$NC/blob" | cut -d' ' -f1)
 [ "$(jq -c '[.len, .sha256]' "$NC/out/getmsg" | sort | uniq -c | tr -s ' ')" = " 3 [3000000,\"$sum\"]" ] ||
 	fail "the 3 MB messages changed on the way (sha256 $sum): $(cat "$NC/out/getmsg")"
 
+mpi "$RDMATOOL" agent chan destroy in || fail "chan destroy job"
+mpi "$RDMATOOL" agent chan destroy blob || fail "chan destroy job"
+
 # SIGTERM to mpirun (as a job scheduler's kill does) stops the agents: mpirun returns, no agent
 # is left on a node.
 kill -TERM $mpirun_pid
@@ -107,3 +110,21 @@ agents_gone() { ! on_node "$1" "$RDMATOOL" agent status >/dev/null 2>&1; }
 cluster_wait 20 mpirun_gone || fail "mpirun did not return after SIGTERM"
 for i in 1 2 3; do cluster_wait 20 agents_gone $i || fail "node n$i's agent still runs after mpirun ended"; done
 echo "agent_mpirun: $((SECONDS - start)) s from mpirun to its end"
+
+# README's Open MPI recipe, as written there but for the host names: it starts the agents, waits
+# for their links, says hello to the next node and stops the agents.
+mkdir -p "$NC/recipe/bin"
+ln -s "$RDMATOOL" "$NC/recipe/bin/rdmatool"
+sed -n "/^printf '%s\\\\n' node1 node2 node3 node4 >hosts\$/,/^wait\$/p" "$RDMATOOL_TOP/README.md" |
+	sed "1s/.*/printf '%s\\\\n' n1 n2 n3 >hosts/" >"$NC/recipe/recipe.sh"
+grep -q '^mpirun -N 1 --hostfile hosts rdmatool agent foreground --hostfile=hosts &$' "$NC/recipe/recipe.sh" ||
+	fail "README.md has no Open MPI recipe (printf ... >hosts ... wait): $(cat "$NC/recipe/recipe.sh")"
+start=$SECONDS
+(cd "$NC/recipe" && PATH=$NC/recipe/bin:$PATH on_node ctl timeout 60 sh -e recipe.sh >out 2>&1) ||
+	fail "README's Open MPI recipe failed: $(cat "$NC/recipe/out")"
+for i in 1 2 3; do
+	grep -qx "n$i: hello from n$(((i + 1) % 3 + 1))" "$NC/recipe/out" &&
+		grep -q "agent rank $((i - 1)) (pid [0-9]*) stopped" "$NC/recipe/out" ||
+		fail "README's Open MPI recipe, node n$i: $(cat "$NC/recipe/out")"
+done
+echo "README's Open MPI recipe: $((SECONDS - start)) s"

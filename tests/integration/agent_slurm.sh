@@ -8,76 +8,12 @@
 # (the shell client and the client API, every message checked), and scancel stops the agents.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-for tool in munged slurmctld slurmd srun sinfo squeue scancel jq; do
-	command -v $tool >/dev/null || fail "$tool missing; run 'make deps' (packages slurm-wlm, munge, jq)"
-done
+command -v jq >/dev/null || fail "jq missing; run 'make deps'"
 TRAFFIC=$BUILD/tests/tools/agent_traffic
 [ -x "$TRAFFIC" ] || fail "$TRAFFIC missing; run 'make check'"
 TRAFFIC=$(cd "$(dirname "$TRAFFIC")" && pwd)/agent_traffic
 . "$(dirname "$0")/lib/netns_cluster.sh" agent_slurm 3
-
-cluster_cleanup_hook() {
-	if [ "$1" != 0 ]; then
-		for f in "$NC"/agents.out "$NC"/slurm/*.log "$NC"/slurm/*.out "$NC"/munge/out; do
-			[ -f "$f" ] && { echo "--- ${f#"$NC"/} (last 15 lines):"; tail -n 15 "$f"; } >&2
-		done
-	fi
-	[ -f "$NC/slurm/conf" ] && on_node ctl scancel --full --quiet --signal=KILL "--user=$(id -un)" 2>/dev/null
-	return 0
-}
-
-# munge: a key of the test's own in $NC/munge/etc (0700), its socket in $NC/munge (0755: every
-# client must reach it), as munged wants them.
-mkdir -m 755 "$NC/munge"
-mkdir -m 700 "$NC/munge/etc"
-head -c 1024 /dev/urandom >"$NC/munge/etc/key"
-chmod 400 "$NC/munge/etc/key"
-"$NC/bin/on_node" ctl munged -F --key-file="$NC/munge/etc/key" --socket="$NC/munge/sock" --pid-file="$NC/munge/etc/pid" \
-	--log-file="$NC/munge/etc/log" --seed-file="$NC/munge/etc/seed" >"$NC/munge/out" 2>&1 &
-cluster_pid $!
-cluster_wait 10 test -S "$NC/munge/sock" || fail "munged did not start: $(cat "$NC/munge/out")"
-
-# Slurm: slurmctld on the head node, one slurmd per node, state and logs in $NC/slurm.
-mkdir -p "$NC/slurm/state" "$NC"/slurm/n{1,2,3}
-cat >"$NC/slurm/conf" <<EOF
-ClusterName=rdmatool-test
-SlurmctldHost=ctl
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$NC/munge/sock
-PlugStackConfig=$NC/slurm/plugstack.conf
-MpiDefault=none
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SchedulerType=sched/builtin
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-ReturnToService=2
-KillWait=5
-StateSaveLocation=$NC/slurm/state
-SlurmdSpoolDir=$NC/slurm/%n
-SlurmctldPidFile=$NC/slurm/slurmctld.pid
-SlurmdPidFile=$NC/slurm/slurmd.%n.pid
-SlurmctldLogFile=$NC/slurm/slurmctld.log
-SlurmdLogFile=$NC/slurm/slurmd.%n.log
-NodeName=n[1-3] CPUs=2 State=UNKNOWN
-PartitionName=test Nodes=n[1-3] Default=YES MaxTime=10 State=UP
-EOF
-: >"$NC/slurm/plugstack.conf"
-export SLURM_CONF=$NC/slurm/conf
-"$NC/bin/on_node" ctl slurmctld -D -i >"$NC/slurm/slurmctld.out" 2>&1 &
-cluster_pid $!
-for i in 1 2 3; do
-	"$NC/bin/on_node" $i slurmd -D -N "n$i" >"$NC/slurm/slurmd.n$i.out" 2>&1 &
-	cluster_pid $!
-done
-nodes_idle() { [ "$(on_node ctl sinfo -h -N -o %t 2>/dev/null | sort -u | tr -d ' \n')" = idle ]; }
-cluster_wait 30 nodes_idle || fail "the Slurm nodes are not idle: $(on_node ctl sinfo -N 2>&1)"
+. "$(dirname "$0")/lib/netns_slurm.sh"
 
 # The agents: one per node, everything from Slurm's environment.  The key is the test's
 # (a cluster's home directory would hold it); no stats segments.
@@ -125,6 +61,9 @@ sum=$(sha256sum <"$NC/blob" | cut -d' ' -f1)
 [ "$(jq -c '[.len, .sha256]' "$NC/out/getmsg" | sort | uniq -c | tr -s ' ')" = " 3 [3000000,\"$sum\"]" ] ||
 	fail "the 3 MB messages changed on the way (sha256 $sum): $(cat "$NC/out/getmsg")"
 
+job "$RDMATOOL" agent chan destroy in || fail "chan destroy job"
+job "$RDMATOOL" agent chan destroy blob || fail "chan destroy job"
+
 # scancel stops the agents (SIGTERM to every task): srun returns, no agent is left on a node.
 job_id=$(on_node ctl squeue -h -o %i -t RUNNING)
 [ -n "$job_id" ] || fail "no job holds the agents"
@@ -133,4 +72,31 @@ srun_gone() { ! kill -0 $srun_pid 2>/dev/null; }
 agents_gone() { ! on_node "$1" "$RDMATOOL" agent status >/dev/null 2>&1; }
 cluster_wait 20 srun_gone || fail "srun did not return after scancel"
 for i in 1 2 3; do cluster_wait 20 agents_gone $i || fail "node n$i's agent still runs after scancel"; done
+for r in 0 1 2; do
+	grep -q "^$r: .*agent $r stopping: " "$NC/agents.out" || fail "agent $r did not stop cleanly on scancel"
+done
 echo "agent_slurm: $((SECONDS - start)) s from srun to scancel"
+
+# README's Slurm recipe, as written there but for the node count: a batch script whose steps
+# start the agents, wait for their links, say hello to the next node and stop the agents.
+mkdir -p "$NC/recipe/bin"
+ln -s "$RDMATOOL" "$NC/recipe/bin/rdmatool"
+sed -n "/^cat >agents.sbatch <<'EOF'\$/,/^EOF\$/p" "$RDMATOOL_TOP/README.md" | sed '1d;$d' |
+	sed 's/--nodes=4/--nodes=3/' >"$NC/recipe/agents.sbatch"
+grep -q '^srun --overlap rdmatool agent foreground &$' "$NC/recipe/agents.sbatch" ||
+	fail "README.md has no Slurm recipe (cat >agents.sbatch <<'EOF' ... EOF)"
+start=$SECONDS
+# sbatch --wait polls every few seconds; squeue every 0.1 s.
+job_id=$(cd "$NC/recipe" && PATH=$NC/recipe/bin:$PATH on_node ctl sbatch --parsable agents.sbatch)
+job_done() { [ -z "$(on_node ctl squeue -h -j "$job_id" 2>/dev/null)" ]; }
+cluster_wait 60 job_done || fail "README's Slurm recipe still runs after 60 s: $(cat "$NC"/recipe/slurm-*.out)"
+on_node ctl scontrol -o show job "$job_id" | grep -q 'JobState=COMPLETED .* ExitCode=0:0' ||
+	fail "README's Slurm recipe failed: $(on_node ctl scontrol show job "$job_id"; cat "$NC"/recipe/slurm-*.out)"
+! grep 'rdmatool agent: ' "$NC"/recipe/slurm-*.out | grep -v ') stopped$' ||
+	fail "README's Slurm recipe: a step failed: $(cat "$NC"/recipe/slurm-*.out)"
+for i in 1 2 3; do
+	grep -qx "n$i: hello from n$(((i + 1) % 3 + 1))" "$NC"/recipe/slurm-*.out &&
+		grep -q "agent rank $((i - 1)) (pid [0-9]*) stopped" "$NC"/recipe/slurm-*.out ||
+		fail "README's Slurm recipe, node n$i: $(cat "$NC"/recipe/slurm-*.out)"
+done
+echo "README's Slurm recipe: $((SECONDS - start)) s"
