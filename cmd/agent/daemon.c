@@ -88,11 +88,19 @@ static void sibling_soft_addr(uint32_t sibling)
  */
 static void node_soft_addr(const struct agent_opts *o)
 {
-	char ip[64], why[256];
+	char ip[64], why[256], line[400];
 
-	if (o->nodes > 1 && !getenv("RDMATOOL_SOFT_ADDR") &&
-	    !boot_node_addr(o->boot, ip, sizeof(ip), why, sizeof(why)))
+	if (o->nodes < 2 || getenv("RDMATOOL_SOFT_ADDR"))
+		return;
+	if (!boot_node_addr(o->boot, ip, sizeof(ip), why, sizeof(why))) {
 		setenv("RDMATOOL_SOFT_ADDR", ip, 0);
+		return;
+	}
+	snprintf(line, sizeof(line),
+		 "%s, so a soft device listens on 127.0.0.1, which other hosts cannot reach: set "
+		 "RDMATOOL_SOFT_ADDR to this node's address",
+		 why);
+	log_line(NULL, line);
 }
 
 /* Runs the engine of one of the node's agents; ready_fd (or -1) gets one byte once it serves. */

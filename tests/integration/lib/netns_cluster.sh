@@ -83,8 +83,8 @@ mount -t tmpfs -o mode=755 rdmatool-netns /run/netns
 	echo "# $NC_NAME: the test's cluster"
 	echo "$NET.254 ctl"
 	for i in $(seq "$NODES"); do echo "$NET.$i n$i"; done
-} >"$NC/hosts"
-mount --bind "$NC/hosts" /etc/hosts
+} >"$NC/etc-hosts"
+mount --bind "$NC/etc-hosts" /etc/hosts
 
 ip netns add ctl
 ip -n ctl link set lo up
