@@ -57,6 +57,7 @@ cluster_cleanup() {
 	local status=$? pid
 	set +e
 	trap - EXIT
+	trap '' PIPE # a reader of the test's output that went away must not stop the cleanup
 	[ "$(type -t cluster_cleanup_hook)" = function ] && cluster_cleanup_hook "$status"
 	for pid in "${cluster_pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
 	for pid in "${cluster_pids[@]}"; do
