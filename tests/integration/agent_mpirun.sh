@@ -9,13 +9,11 @@
 # launch, and two agents per node, fail at once with a message saying what to do.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
-for tool in mpirun orted jq; do
-	command -v $tool >/dev/null || fail "$tool missing; run 'make deps' (packages openmpi-bin, jq)"
+for tool in mpirun orted; do
+	command -v $tool >/dev/null || fail "$tool missing; run 'make deps' (package openmpi-bin)"
 done
-TRAFFIC=$BUILD/tests/tools/agent_traffic
-[ -x "$TRAFFIC" ] || fail "$TRAFFIC missing; run 'make check'"
-TRAFFIC=$(cd "$(dirname "$TRAFFIC")" && pwd)/agent_traffic
 . "$(dirname "$0")/lib/netns_cluster.sh" agent_mpirun 3
+. "$(dirname "$0")/lib/netns_agents.sh"
 
 cluster_cleanup_hook() {
 	[ "$1" = 0 ] || for f in "$NC"/agents.out "$NC"/bad.out; do
@@ -64,49 +62,17 @@ start=$SECONDS
 	"$RDMATOOL" agent foreground --hostfile="$NC/hostfile" >"$NC/agents.out" 2>&1 &
 mpirun_pid=$! # mpirun itself: on_node execs it
 cluster_pid $mpirun_pid
-links_up() { # NODE: its agent has both links up
-	[ "$(on_node "$1" "$RDMATOOL" -j agent status 2>/dev/null | jq '[.peers[]? | select(.state == "up")] | length' 2>/dev/null)" = 2 ]
-}
-for i in 1 2 3; do cluster_wait 30 links_up $i || fail "node n$i's agent has no fabric: $(on_node $i "$RDMATOOL" agent status 2>&1)"; done
+wait_fabric
 echo "fabric formed $((SECONDS - start)) s after mpirun"
-for r in 0 1 2; do
-	grep -q "3 node(s) from --hostfile=$NC/hostfile; rank $r from OMPI_COMM_WORLD_RANK" "$NC/agents.out" ||
-		fail "no startup line says rank $r came from OMPI_COMM_WORLD_RANK: $(cat "$NC/agents.out")"
-done
-[ "$(on_node 3 "$RDMATOOL" -j agent status | jq -c '[.rank, [.peers[].host]]')" = '[2,["n1","n2"]]' ] ||
-	fail "node n3's agent is not rank 2 with peers n1 and n2: $(on_node 3 "$RDMATOOL" -j agent status)"
+check_startup "--hostfile=$NC/hostfile" OMPI_COMM_WORLD_RANK
 
-# Client jobs, as in agent_slurm: 300 checked messages from every node to the next, then a 3 MB
-# file deposited on the next node and read back from the node after it (remote GETMSG).
-mpi "$RDMATOOL" agent chan create in || fail "chan create job"
-mpi "$RDMATOOL" agent chan create blob || fail "chan create job"
-mkdir "$NC/out"
-mpi sh -c 'r=$OMPI_COMM_WORLD_RANK; "$1" send $r $(((r + 1) % 3))/in $r 300 $((r + 7)) 1048576 >"$2/send.$r" 2>&1 &
-	"$1" recv $r in 5000 300 >"$2/recv.$r" 2>&1; rc=$?; wait $! && exit $rc' sh "$TRAFFIC" "$NC/out" ||
-	fail "traffic job: $(tail -n 3 "$NC"/out/*)"
-for r in 0 1 2; do
-	from=$(((r + 2) % 3))
-	grep -qx 'sent 300 eagain [0-9]* failed 0' "$NC/out/send.$r" || fail "node $r's sender: $(cat "$NC/out/send.$r")"
-	grep -qx 'received 300 timeouts [0-9]*' "$NC/out/recv.$r" || fail "node $r's receiver: $(tail -n 3 "$NC/out/recv.$r")"
-	[ "$(grep -c "^$from " "$NC/out/recv.$r")" = 300 ] || fail "node $r got messages from another node than $from"
-done
-head -c 3000000 /dev/urandom >"$NC/blob"
-mpi sh -c 'r=$OMPI_COMM_WORLD_RANK; "$1" agent send $(((r + 1) % 3))/blob "$2/blob" --mode=deposited --timeout=20000' \
-	sh "$RDMATOOL" "$NC" || fail "blob send job"
-mpi sh -c 'r=$OMPI_COMM_WORLD_RANK; "$1" -j agent recv $(((r + 2) % 3))/blob --timeout=20000' \
-	sh "$RDMATOOL" >"$NC/out/getmsg" || fail "remote GETMSG job: $(cat "$NC/out/getmsg")"
-sum=$(sha256sum <"$NC/blob" | cut -d' ' -f1)
-[ "$(jq -c '[.len, .sha256]' "$NC/out/getmsg" | sort | uniq -c | tr -s ' ')" = " 3 [3000000,\"$sum\"]" ] ||
-	fail "the 3 MB messages changed on the way (sha256 $sum): $(cat "$NC/out/getmsg")"
-
-mpi "$RDMATOOL" agent chan destroy in || fail "chan destroy job"
-mpi "$RDMATOOL" agent chan destroy blob || fail "chan destroy job"
+# Client jobs (lib/netns_agents.sh), each an mpirun of its own on the three nodes.
+client_jobs mpi OMPI_COMM_WORLD_RANK
 
 # SIGTERM to mpirun (as a job scheduler's kill does) stops the agents: mpirun returns, no agent
 # is left on a node.
 kill -TERM $mpirun_pid
 mpirun_gone() { ! kill -0 $mpirun_pid 2>/dev/null; }
-agents_gone() { ! on_node "$1" "$RDMATOOL" agent status >/dev/null 2>&1; }
 cluster_wait 20 mpirun_gone || fail "mpirun did not return after SIGTERM"
 for i in 1 2 3; do cluster_wait 20 agents_gone $i || fail "node n$i's agent still runs after mpirun ended"; done
 echo "agent_mpirun: $((SECONDS - start)) s from mpirun to its end"
@@ -122,9 +88,5 @@ grep -q '^mpirun -N 1 --hostfile hosts rdmatool agent foreground --hostfile=host
 start=$SECONDS
 (cd "$NC/recipe" && PATH=$NC/recipe/bin:$PATH on_node ctl timeout 60 sh -e recipe.sh >out 2>&1) ||
 	fail "README's Open MPI recipe failed: $(cat "$NC/recipe/out")"
-for i in 1 2 3; do
-	grep -qx "n$i: hello from n$(((i + 1) % 3 + 1))" "$NC/recipe/out" &&
-		grep -q "agent rank $((i - 1)) (pid [0-9]*) stopped" "$NC/recipe/out" ||
-		fail "README's Open MPI recipe, node n$i: $(cat "$NC/recipe/out")"
-done
+check_recipe "Open MPI" "$NC/recipe/out"
 echo "README's Open MPI recipe: $((SECONDS - start)) s"
