@@ -36,7 +36,7 @@ if [ -z "${RDMATOOL_NETNS_INNER:-}" ]; then
 		echo "SKIP: $NC_NAME: network namespaces cannot be made here: $why"
 		exit 77
 	fi
-	RDMATOOL_NETNS_INNER=1 exec unshare --mount --propagation private -- bash "$0" "$@"
+	RDMATOOL_NETNS_INNER=1 exec unshare --mount --propagation private -- bash "$0" # (tests take no arguments)
 fi
 
 NC=$(mktemp -d "/tmp/rdmatool-$NC_NAME.XXXXXX")
@@ -87,21 +87,27 @@ mount -t tmpfs -o mode=755 rdmatool-netns /run/netns
 } >"$NC/etc-hosts"
 mount --bind "$NC/etc-hosts" /etc/hosts
 
+# IPv4 only: an IPv6 link-local address is tentative for a while after a link comes up, and
+# daemons that pick one (Open MPI's) would wait on it.
+no_ipv6() { nsenter "--net=/run/netns/$1" sh -c 'echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6 &&
+	echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6' 2>/dev/null || true; }
 ip netns add ctl
+no_ipv6 ctl
 ip -n ctl link set lo up
 ip -n ctl link add br0 type bridge
 ip -n ctl addr add "$NET.254/24" dev br0
 ip -n ctl link set br0 up
 for i in $(seq "$NODES"); do
 	ip netns add "n$i"
+	no_ipv6 "n$i"
 	ip -n "n$i" link set lo up
 	ip -n "n$i" link add eth0 type veth peer name "p$i" netns ctl
 	ip -n ctl link set "p$i" master br0 up
 	ip -n "n$i" addr add "$NET.$i/24" dev eth0
 	ip -n "n$i" link set eth0 up
-	mkdir -m 1777 -p "$NC/n$i/shm"
+	mkdir "$NC/n$i" && mkdir -m 1777 "$NC/n$i/shm"
 done
-mkdir -m 1777 -p "$NC/ctl/shm"
+mkdir "$NC/ctl" && mkdir -m 1777 "$NC/ctl/shm"
 
 # on_node as a program too ($NC/bin/on_node), for what runs commands itself (Open MPI's launch
 # agent).  nsenter, not `ip netns exec`: that one mounts a fresh /sys, without the
