@@ -80,6 +80,29 @@ static void sibling_soft_addr(uint32_t sibling)
 	setenv("RDMATOOL_SOFT_ADDR", addr, 1);
 }
 
+/*
+ * Separate hosts reach this node's soft device at the address the node's
+ * entry names, not at its default 127.0.0.1: listen there unless
+ * RDMATOOL_SOFT_ADDR says otherwise (srun and mpirun give every node the
+ * same environment, so nobody can set it per node).
+ */
+static void node_soft_addr(const struct agent_opts *o)
+{
+	char ip[64], why[256], line[400];
+
+	if (o->nodes < 2 || getenv("RDMATOOL_SOFT_ADDR"))
+		return;
+	if (!boot_node_addr(o->boot, ip, sizeof(ip), why, sizeof(why))) {
+		setenv("RDMATOOL_SOFT_ADDR", ip, 0);
+		return;
+	}
+	snprintf(line, sizeof(line),
+		 "%s, so a soft device listens on 127.0.0.1, which other hosts cannot reach: set "
+		 "RDMATOOL_SOFT_ADDR to this node's address",
+		 why);
+	log_line(NULL, line);
+}
+
 /* Runs the engine of one of the node's agents; ready_fd (or -1) gets one byte once it serves. */
 static int serve(const struct agent_opts *o, const char *dir, uint32_t sibling, int ready_fd)
 {
@@ -100,6 +123,7 @@ static int serve(const struct agent_opts *o, const char *dir, uint32_t sibling, 
 
 	catch_interrupts(on_stop_signal);
 	signal(SIGPIPE, SIG_IGN);
+	node_soft_addr(o);
 	sibling_soft_addr(sibling);
 	stats_segment_open("agent");
 	rc = agent_engine_open(&cfg, &e, why, sizeof(why));

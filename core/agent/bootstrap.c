@@ -216,6 +216,42 @@ int boot_expand_nodelist(const char *list, struct boot_nodes *b, char *why, size
 	return 0;
 }
 
+/* Whether host (a name or a literal address) resolves to one of addrs. */
+/*
+ * The first address of host (a name or a literal address) that is one of
+ * addrs, a non-loopback one first; false when none is.
+ */
+static bool local_addr_of(const char *host, struct ifaddrs *addrs, struct in_addr *out)
+{
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res, *ai;
+	bool found = false;
+
+	if (getaddrinfo(host, NULL, &hints, &res))
+		return false;
+	for (int pass = 0; pass < 2 && !found; pass++)
+		for (ai = res; ai && !found; ai = ai->ai_next) {
+			struct in_addr a = ((struct sockaddr_in *)ai->ai_addr)->sin_addr;
+
+			if (pass == 0 && (ntohl(a.s_addr) >> 24) == 127)
+				continue; /* loopback only when there is nothing else */
+			for (struct ifaddrs *ifa = addrs; ifa && !found; ifa = ifa->ifa_next)
+				found = ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET &&
+					((struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr == a.s_addr;
+			if (found)
+				*out = a;
+		}
+	freeaddrinfo(res);
+	return found;
+}
+
+/* Whether host is this machine: its host name, or a name or address of one of addrs. */
+static bool host_is_local(const char *host, const char *self, struct ifaddrs *addrs)
+{
+	struct in_addr a;
+
+	return !strcmp(host, self) || local_addr_of(host, addrs, &a);
+}
+
 /* A rank variable: set and a number below the node count, or an error naming it. */
 static int env_rank(const char *var, struct boot_nodes *b, char *why, size_t whylen)
 {
@@ -236,14 +272,73 @@ static int env_rank(const char *var, struct boot_nodes *b, char *why, size_t why
 	return 1;
 }
 
+/*
+ * How many tasks the launcher started on this node, from the first of
+ * Open MPI's, PMIx's or MPICH's variables that is set (0: none is).
+ */
+static long env_local_size(const char **var)
+{
+	static const char *const size_vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_LOCAL_SIZE",
+						"MPI_LOCALNRANKS"};
+
+	for (size_t i = 0; i < sizeof(size_vars) / sizeof(size_vars[0]); i++) {
+		const char *v = getenv(size_vars[i]);
+		char *end;
+		long n;
+
+		if (!v)
+			continue;
+		n = strtol(v, &end, 10);
+		*var = size_vars[i];
+		return *v && !*end && n > 0 ? n : 0;
+	}
+	return 0;
+}
+
+/*
+ * A world rank names an entry of the host list only when the launcher's
+ * order and the list's agree: when the entry it names is not this machine
+ * but another entry is, the list is in another order than the launch.
+ */
+static int check_world_rank(struct boot_nodes *b, char *why, size_t whylen)
+{
+	struct ifaddrs *addrs = NULL;
+	char self[256] = "";
+	int other = -1;
+
+	gethostname(self, sizeof(self) - 1);
+	if (getifaddrs(&addrs))
+		return 0; /* nothing to compare with */
+	if (!host_is_local(b->hosts[b->rank], self, addrs))
+		for (uint32_t i = 0; i < b->nodes && other < 0; i++)
+			if (host_is_local(b->hosts[i], self, addrs))
+				other = (int)i;
+	freeifaddrs(addrs);
+	if (other < 0)
+		return 0;
+	snprintf(why, whylen,
+		 "%s=%d names %.64s, entry %d of %s, but this machine is %.64s, entry %d: list the "
+		 "hosts in the order the launcher starts its tasks (or give --rank)",
+		 b->rank_source, b->rank, b->hosts[b->rank], b->rank, b->hosts_source, b->hosts[other],
+		 other);
+	b->rank = -1;
+	return -EINVAL;
+}
+
 int boot_from_env(struct boot_nodes *b, char *why, size_t whylen)
 {
-	/* One agent per node: the node's index, not the task's, is the rank. */
-	static const char *const rank_vars[] = {"SLURM_NODEID", "OMPI_COMM_WORLD_NODE_RANK", "PMIX_RANK",
-						"OMPI_COMM_WORLD_RANK", "PMI_RANK"};
-	const char *list = getenv("SLURM_JOB_NODELIST");
+	/*
+	 * One agent per node: Slurm's node index is the rank whatever the task
+	 * count; a world rank (task index) is one only where the launcher started
+	 * one task per node (mpirun -N 1).  OMPI_COMM_WORLD_NODE_RANK is the
+	 * task's index within its node, never the node's.
+	 */
+	static const char *const world_vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+	const char *list = getenv("SLURM_JOB_NODELIST"), *size_var = NULL;
+	long local_size;
 	int rc;
 
+	b->launch_note[0] = '\0';
 	if (!b->nodes && list) {
 		rc = boot_expand_nodelist(list, b, why, whylen);
 		if (rc)
@@ -252,31 +347,27 @@ int boot_from_env(struct boot_nodes *b, char *why, size_t whylen)
 	}
 	if (b->rank >= 0)
 		return 0;
-	for (size_t i = 0; i < sizeof(rank_vars) / sizeof(rank_vars[0]); i++) {
-		rc = env_rank(rank_vars[i], b, why, whylen);
-		if (rc)
-			return rc < 0 ? rc : 0;
+	rc = env_rank("SLURM_NODEID", b, why, whylen);
+	if (rc)
+		return rc < 0 ? rc : 0;
+	local_size = env_local_size(&size_var);
+	for (size_t i = 0; i < sizeof(world_vars) / sizeof(world_vars[0]); i++) {
+		if (!getenv(world_vars[i]))
+			continue;
+		if (local_size > 1) {
+			snprintf(b->launch_note, sizeof(b->launch_note),
+				 "%s=%ld: the launcher started %ld tasks on this node, so %s is no node's "
+				 "rank; start one agent per node (mpirun -N 1), and --agents-per-node=N for "
+				 "more",
+				 size_var, local_size, local_size, world_vars[i]);
+			return 0;
+		}
+		rc = env_rank(world_vars[i], b, why, whylen);
+		if (rc < 0)
+			return rc;
+		return b->nodes > 1 ? check_world_rank(b, why, whylen) : 0;
 	}
 	return 0;
-}
-
-/* Whether host (a name or a literal address) resolves to one of addrs. */
-static bool host_is_local(const char *host, const char *self, struct ifaddrs *addrs)
-{
-	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res, *ai;
-	bool found = false;
-
-	if (!strcmp(host, self))
-		return true;
-	if (getaddrinfo(host, NULL, &hints, &res))
-		return false;
-	for (ai = res; ai && !found; ai = ai->ai_next)
-		for (struct ifaddrs *ifa = addrs; ifa && !found; ifa = ifa->ifa_next)
-			found = ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET &&
-				((struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr ==
-				    ((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr;
-	freeaddrinfo(res);
-	return found;
 }
 
 int boot_rank_from_local(struct boot_nodes *b, char *why, size_t whylen)
@@ -285,6 +376,10 @@ int boot_rank_from_local(struct boot_nodes *b, char *why, size_t whylen)
 	char self[256] = "";
 	int match = -1, nmatch = 0;
 
+	if (b->launch_note[0]) {
+		snprintf(why, whylen, "%s", b->launch_note);
+		return -EINVAL;
+	}
 	gethostname(self, sizeof(self) - 1);
 	if (getifaddrs(&addrs))
 		addrs = NULL;
@@ -308,5 +403,35 @@ int boot_rank_from_local(struct boot_nodes *b, char *why, size_t whylen)
 	}
 	b->rank = match;
 	snprintf(b->rank_source, sizeof(b->rank_source), "the entry %.60s, this machine", b->hosts[match]);
+	return 0;
+}
+
+int boot_node_addr(const struct boot_nodes *b, char *ip, size_t len, char *why, size_t whylen)
+{
+	struct ifaddrs *addrs = NULL;
+	struct in_addr a;
+	bool found;
+
+	if (b->rank < 0 || (uint32_t)b->rank >= b->nodes) {
+		snprintf(why, whylen, "no rank yet");
+		return -EINVAL;
+	}
+	if (getifaddrs(&addrs)) {
+		int rc = -errno;
+
+		snprintf(why, whylen, "cannot list this machine's addresses: %s", strerror(-rc));
+		return rc;
+	}
+	found = local_addr_of(b->hosts[b->rank], addrs, &a);
+	freeifaddrs(addrs);
+	if (!found) {
+		snprintf(why, whylen, "%.64s (entry %d of %s) names no address of this machine",
+			 b->hosts[b->rank], b->rank, b->hosts_source);
+		return -ENOENT;
+	}
+	if (!inet_ntop(AF_INET, &a, ip, (socklen_t)len)) {
+		snprintf(why, whylen, "no room for an address");
+		return -ENOSPC;
+	}
 	return 0;
 }

@@ -22,6 +22,29 @@ static struct boot_nodes *fresh(void)
 	return &b;
 }
 
+/* Every variable a launcher may have left in this process's environment. */
+static void clear_launcher_env(void)
+{
+	static const char *const vars[] = {
+	    "SLURM_JOB_NODELIST",
+	    "SLURM_NODEID",
+	    "SLURM_PROCID",
+	    "SLURM_LOCALID",
+	    "OMPI_COMM_WORLD_RANK",
+	    "OMPI_COMM_WORLD_NODE_RANK",
+	    "OMPI_COMM_WORLD_LOCAL_RANK",
+	    "OMPI_COMM_WORLD_SIZE",
+	    "OMPI_COMM_WORLD_LOCAL_SIZE",
+	    "PMIX_RANK",
+	    "PMIX_LOCAL_SIZE",
+	    "PMI_RANK",
+	    "MPI_LOCALNRANKS",
+	};
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+}
+
 /* The expansion as one space-separated string, like `scontrol show hostnames | xargs`. */
 static const char *expand(const char *list)
 {
@@ -109,6 +132,7 @@ static void test_env(void **state)
 	char why[256];
 
 	(void)state;
+	clear_launcher_env();
 	setenv("SLURM_JOB_NODELIST", "n[1-4]", 1);
 	setenv("SLURM_NODEID", "2", 1);
 	setenv("PMIX_RANK", "3", 1);
@@ -143,6 +167,126 @@ static void test_env(void **state)
 	assert_int_equal(b->rank, -1);
 }
 
+/* What `srun -N3` gives the task on the second node, also with --mpi=pmix. */
+static void test_env_slurm(void **state)
+{
+	struct boot_nodes *b = fresh();
+	char why[256];
+
+	(void)state;
+	clear_launcher_env();
+	setenv("SLURM_JOB_NODELIST", "node[08-10]", 1);
+	setenv("SLURM_NODEID", "1", 1);
+	setenv("SLURM_PROCID", "4", 1); /* a task index, not the node's */
+	setenv("SLURM_LOCALID", "1", 1);
+	setenv("PMIX_RANK", "4", 1);
+	assert_int_equal(boot_from_env(b, why, sizeof(why)), 0);
+	assert_int_equal(b->nodes, 3);
+	assert_string_equal(b->hosts[0], "node08");
+	assert_string_equal(b->hosts[2], "node10");
+	assert_int_equal(b->rank, 1);
+	assert_string_equal(b->rank_source, "SLURM_NODEID");
+	assert_string_equal(b->launch_note, "");
+	clear_launcher_env();
+}
+
+/*
+ * `mpirun -N 1 --host n1,n2,n3`: the third node's task is world rank 2 and
+ * rank 0 within its node; the agent is rank 2.
+ */
+static void test_env_openmpi(void **state)
+{
+	struct boot_nodes *b = fresh();
+	char why[256];
+
+	(void)state;
+	clear_launcher_env();
+	setenv("OMPI_COMM_WORLD_RANK", "2", 1);
+	setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+	setenv("OMPI_COMM_WORLD_NODE_RANK", "0", 1);
+	setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
+	setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1", 1);
+	setenv("PMIX_RANK", "2", 1);
+	assert_int_equal(boot_parse_hosts("n1,n2,n3", b, why, sizeof(why)), 0);
+	assert_int_equal(boot_from_env(b, why, sizeof(why)), 0);
+	assert_int_equal(b->rank, 2);
+	assert_string_equal(b->rank_source, "OMPI_COMM_WORLD_RANK");
+	/* Without a host list too (a client learns its node's agent this way). */
+	b = fresh();
+	assert_int_equal(boot_from_env(b, why, sizeof(why)), 0);
+	assert_int_equal(b->rank, 2);
+	/* Two tasks per node (mpirun -N 2): no world rank is a node's; the agent says how to launch. */
+	setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+	setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+	b = fresh();
+	assert_int_equal(boot_parse_hosts("n1,n2,n3", b, why, sizeof(why)), 0);
+	assert_int_equal(boot_from_env(b, why, sizeof(why)), 0);
+	assert_int_equal(b->rank, -1);
+	assert_non_null(strstr(b->launch_note, "OMPI_COMM_WORLD_LOCAL_SIZE=2"));
+	assert_int_equal(boot_rank_from_local(b, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "one agent per node"));
+	clear_launcher_env();
+}
+
+/* PMIx alone (prterun, or another PMIx launcher), and PMI-1 (MPICH's hydra). */
+static void test_env_pmix(void **state)
+{
+	struct boot_nodes *b = fresh();
+	char why[256];
+
+	(void)state;
+	clear_launcher_env();
+	setenv("PMIX_RANK", "1", 1);
+	setenv("PMIX_LOCAL_SIZE", "1", 1);
+	assert_int_equal(boot_from_env(b, why, sizeof(why)), 0);
+	assert_int_equal(b->rank, 1);
+	assert_string_equal(b->rank_source, "PMIX_RANK");
+	setenv("PMIX_LOCAL_SIZE", "4", 1);
+	b = fresh();
+	assert_int_equal(boot_from_env(b, why, sizeof(why)), 0);
+	assert_int_equal(b->rank, -1);
+	assert_non_null(strstr(b->launch_note, "PMIX_LOCAL_SIZE=4"));
+	clear_launcher_env();
+	setenv("PMI_RANK", "3", 1);
+	setenv("MPI_LOCALNRANKS", "1", 1);
+	b = fresh();
+	assert_int_equal(boot_from_env(b, why, sizeof(why)), 0);
+	assert_int_equal(b->rank, 3);
+	assert_string_equal(b->rank_source, "PMI_RANK");
+	clear_launcher_env();
+}
+
+/*
+ * A host list in another order than the launch: world rank 0 names an entry
+ * that is not this machine while entry 1 is.  240.0.0.0/4 is reserved.
+ */
+static void test_env_order(void **state)
+{
+	struct boot_nodes *b = fresh();
+	char why[256];
+
+	(void)state;
+	clear_launcher_env();
+	setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+	setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1", 1);
+	assert_int_equal(boot_parse_hosts("240.0.0.1,127.0.0.1", b, why, sizeof(why)), 0);
+	assert_int_equal(boot_from_env(b, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "OMPI_COMM_WORLD_RANK=0 names 240.0.0.1"));
+	assert_non_null(strstr(why, "127.0.0.1, entry 1"));
+	setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+	b = fresh();
+	assert_int_equal(boot_parse_hosts("240.0.0.1,127.0.0.1", b, why, sizeof(why)), 0);
+	assert_int_equal(boot_from_env(b, why, sizeof(why)), 0);
+	assert_int_equal(b->rank, 1);
+	/* No entry is this machine: nothing to compare with, the launcher's rank stands. */
+	setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+	b = fresh();
+	assert_int_equal(boot_parse_hosts("240.0.0.1,240.0.0.2", b, why, sizeof(why)), 0);
+	assert_int_equal(boot_from_env(b, why, sizeof(why)), 0);
+	assert_int_equal(b->rank, 0);
+	clear_launcher_env();
+}
+
 /* 240.0.0.0/4 is reserved: no machine has those addresses. */
 static void test_local_rank(void **state)
 {
@@ -162,12 +306,35 @@ static void test_local_rank(void **state)
 	assert_int_equal(boot_rank_from_local(b, why, sizeof(why)), -EINVAL);
 }
 
+/* Where this node's soft device must listen: the address its entry names here. */
+static void test_node_addr(void **state)
+{
+	struct boot_nodes *b = fresh();
+	char why[256], ip[64];
+
+	(void)state;
+	assert_int_equal(boot_parse_hosts("240.0.0.1,127.0.0.1:7000,localhost", b, why, sizeof(why)), 0);
+	b->rank = 1;
+	assert_int_equal(boot_node_addr(b, ip, sizeof(ip), why, sizeof(why)), 0);
+	assert_string_equal(ip, "127.0.0.1");
+	b->rank = 2;
+	assert_int_equal(boot_node_addr(b, ip, sizeof(ip), why, sizeof(why)), 0);
+	assert_string_equal(ip, "127.0.0.1");
+	b->rank = 0;
+	assert_int_equal(boot_node_addr(b, ip, sizeof(ip), why, sizeof(why)), -ENOENT);
+	assert_non_null(strstr(why, "240.0.0.1 (entry 0 of --hosts)"));
+	b->rank = 3;
+	assert_int_equal(boot_node_addr(b, ip, sizeof(ip), why, sizeof(why)), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_nodelist),   cmocka_unit_test(test_hosts_option),
-	    cmocka_unit_test(test_hostfile),   cmocka_unit_test(test_env),
-	    cmocka_unit_test(test_local_rank),
+	    cmocka_unit_test(test_nodelist),	cmocka_unit_test(test_hosts_option),
+	    cmocka_unit_test(test_hostfile),	cmocka_unit_test(test_env),
+	    cmocka_unit_test(test_local_rank),	cmocka_unit_test(test_env_slurm),
+	    cmocka_unit_test(test_env_openmpi), cmocka_unit_test(test_env_pmix),
+	    cmocka_unit_test(test_env_order),	cmocka_unit_test(test_node_addr),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
