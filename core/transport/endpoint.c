@@ -299,6 +299,29 @@ int conn_create(struct core_ep *ep, struct conn *c, uint32_t peer, uint32_t stri
 	return 0;
 }
 
+/*
+ * A connect that failed after its slot was prepared gives the slot back.
+ * Slots are published in the order they were prepared, so one left behind
+ * would refuse every later connect (EINVAL, or EBUSY on the CM path) and the
+ * endpoint could never reach a new peer again.  Only the newest unpublished
+ * slot can go back; the data path never reads a slot at or past npeers.
+ */
+static void slot_drop_locked(struct core_ep *ep, uint32_t slot)
+{
+	if (slot + 1 != ep->nprepared || slot != atomic_load(&ep->npeers))
+		return;
+	peer_free(ep, ep->peers[slot]);
+	ep->peers[slot] = NULL;
+	ep->nprepared--;
+}
+
+void peer_drop(struct core_ep *ep, uint32_t slot)
+{
+	pthread_mutex_lock(&ep->ctrl);
+	slot_drop_locked(ep, slot);
+	pthread_mutex_unlock(&ep->ctrl);
+}
+
 int core_ep_prepare(struct core_ep *ep, void *blob, uint32_t *len, uint32_t *slot)
 {
 	struct addr_blob *b = blob;
@@ -328,8 +351,10 @@ int core_ep_prepare(struct core_ep *ep, void *blob, uint32_t *len, uint32_t *slo
 	b->lid = htobe32(ep->lid);
 	for (uint32_t k = 0; k < p->nconn; k++) {
 		rc = conn_create(ep, &p->conns[k], p->id, k, NULL);
-		if (rc)
+		if (rc) {
+			slot_drop_locked(ep, p->id);
 			goto out;
+		}
 		b->qpn[k] = htobe32(p->conns[k].qp->qp_num);
 		p->conns[k].sq_psn = random_psn();
 		b->psn[k] = htobe32(p->conns[k].sq_psn);
@@ -394,8 +419,10 @@ int core_ep_connect(struct core_ep *ep, uint32_t slot, const void *remote, uint3
 	struct peer *p;
 	int rc = 0;
 
-	if (len != sizeof(*b) || be32toh(b->magic) != ADDR_MAGIC)
+	if (len != sizeof(*b) || be32toh(b->magic) != ADDR_MAGIC) {
+		peer_drop(ep, slot);
 		return -EPROTO;
+	}
 	pthread_mutex_lock(&ep->ctrl);
 	if (slot >= ep->nprepared || slot != atomic_load(&ep->npeers)) {
 		rc = -EINVAL; /* connect in the order of prepare */
@@ -405,6 +432,7 @@ int core_ep_connect(struct core_ep *ep, uint32_t slot, const void *remote, uint3
 	remote_nconn = be32toh(b->nconn);
 	if (remote_nconn < 1 || remote_nconn > CORE_MAX_STRIPES || be32toh(b->rx_depth) < 4) {
 		rc = -EPROTO;
+		slot_drop_locked(ep, slot);
 		goto out;
 	}
 	/*
@@ -419,8 +447,10 @@ int core_ep_connect(struct core_ep *ep, uint32_t slot, const void *remote, uint3
 		conn_free(ep, &p->conns[--p->nconn]);
 	p->eager_max = be32toh(b->eager_max) < ep->attr.eager_max ? be32toh(b->eager_max) : ep->attr.eager_max;
 	for (uint32_t k = 0; k < p->nconn; k++)
-		if ((rc = conn_connect(ep, &p->conns[k], b, k)))
+		if ((rc = conn_connect(ep, &p->conns[k], b, k))) {
+			slot_drop_locked(ep, slot); /* half connected: unusable */
 			goto out;
+		}
 	/* Publish: the entry is complete and never changes again. */
 	atomic_store_explicit(&ep->npeers, slot + 1, memory_order_release);
 	*peer = slot;
@@ -496,11 +526,10 @@ int core_ep_connect_oob(struct core_ep *ep, struct oob_conn *conn, uint32_t *pee
 		return rc;
 	if ((rc = core_ep_prepare(ep, &mine, &len, &slot)))
 		return rc;
-	if ((rc = oob_send(conn, OOB_TYPE_EP_ADDR, &mine, len)))
-		return rc;
-	if ((rc = oob_recv(conn, &type, &theirs, sizeof(theirs), &rlen, 30000)))
-		return rc;
-	if (type != OOB_TYPE_EP_ADDR)
-		return -EPROTO;
-	return core_ep_connect(ep, slot, &theirs, rlen, peer);
+	if (!(rc = oob_send(conn, OOB_TYPE_EP_ADDR, &mine, len)) &&
+	    !(rc = oob_recv(conn, &type, &theirs, sizeof(theirs), &rlen, 30000)))
+		rc = type == OOB_TYPE_EP_ADDR ? core_ep_connect(ep, slot, &theirs, rlen, peer) : -EPROTO;
+	if (rc)
+		peer_drop(ep, slot);
+	return rc;
 }

@@ -313,6 +313,10 @@ int ep_cm_connect_pair(struct core_ep *a, struct core_ep *b, uint32_t *pa, uint3
 		rc = peer_publish(b, rb.p, rb.eager_max, pb);
 	cm_run_drop(&ra);
 	ep_cm(b)->destroy_id(rb.listen);
+	if (rc && rb.p)
+		peer_drop(b, rb.p->id);
+	if (rc && ra.p)
+		peer_drop(a, ra.p->id);
 	return rc;
 }
 
@@ -367,6 +371,8 @@ int ep_cm_connect_oob(struct core_ep *ep, struct oob_conn *conn, uint32_t *peer)
 	if (!(rc = run.active ? cm_active_start(&run, &remote) : 0) && !(rc = cm_pump(runs, 1)))
 		rc = peer_publish(ep, run.p, run.eager_max, peer);
 	cm_run_drop(&run);
+	if (rc)
+		peer_drop(ep, run.p->id); /* gives the slot back for the next connect */
 out:
 	if (listen)
 		ep_cm(ep)->destroy_id(listen);

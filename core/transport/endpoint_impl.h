@@ -277,6 +277,8 @@ int conn_create(struct core_ep *ep, struct conn *c, uint32_t peer, uint32_t stri
 int peer_add(struct core_ep *ep, uint32_t nconn, struct peer **out);
 /* Publishes p (all its connections up): data calls may use it from now on. */
 int peer_publish(struct core_ep *ep, struct peer *p, uint32_t remote_eager_max, uint32_t *peer);
+/* A connect that failed gives its unpublished slot back (the newest one only). */
+void peer_drop(struct core_ep *ep, uint32_t slot);
 
 /* endpoint_cm.c */
 bool ep_uses_cm(const struct core_ep *ep);

@@ -278,6 +278,43 @@ static void test_eager_max_of_device(void **state)
 	free(dst);
 }
 
+/*
+ * A connect that fails after its slot was prepared (a peer that closed
+ * mid-exchange, a bad address blob) gives the slot back: slots connect in
+ * the order they were prepared, and one left behind made every later
+ * connect of the endpoint fail with EINVAL, so an agent whose peer dropped
+ * during a rejoin could never link to anyone again.
+ */
+static void test_failed_connect_gives_slot_back(void **state)
+{
+	struct core_ep_attr attr;
+	struct core_ep *a, *b;
+	struct core_cqe e;
+	uint32_t slot, len, pa, pb;
+	char blob[1024], err[256], msg[] = "after a failed connect", got[sizeof(msg)] = {0};
+
+	(void)state;
+	core_ep_attr_defaults(&attr);
+	attr.device = "soft0";
+	assert_int_equal(core_ep_open(&attr, &a, err, sizeof(err)), 0);
+	assert_int_equal(core_ep_open(&attr, &b, err, sizeof(err)), 0);
+	for (int round = 0; round < 3; round++) {
+		assert_int_equal(core_ep_prepare(a, blob, &len, &slot), 0);
+		assert_true(len <= sizeof(blob));
+		assert_int_equal(core_ep_connect(a, slot, blob, 4, &pa), -EPROTO); /* a truncated blob */
+	}
+	assert_int_equal(core_ep_connect_pair(a, b, &pa, &pb), 0);
+	assert_int_equal(core_recv(b, got, sizeof(got), (void *)1), 0);
+	assert_int_equal(core_send(a, pa, msg, sizeof(msg), (void *)2), 0);
+	assert_int_equal(wait_one(b, &e), 1);
+	assert_int_equal(e.status, 0);
+	assert_memory_equal(got, msg, sizeof(msg));
+	assert_int_equal(wait_one(a, &e), 1);
+	assert_int_equal(e.status, 0);
+	core_ep_close(a);
+	core_ep_close(b);
+}
+
 static void test_ops_striped(void **state)
 {
 	(void)state;
@@ -331,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_rx_states),      cmocka_unit_test(test_ops_striped),
 		cmocka_unit_test(test_ops_global),     cmocka_unit_test(test_credits_stream),
 		cmocka_unit_test(test_eager_max_of_device),
+		cmocka_unit_test(test_failed_connect_gives_slot_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
