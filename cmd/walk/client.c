@@ -697,7 +697,6 @@ static void one_step(struct walk_client *c, bool lockstep)
 	}
 	walk_probe_step(c);
 	walk_devprobe_step(c);
-	walk_rcprobe_step(c);
 	poll_all(c);
 	walk_flush_outbox(c);
 	check_flush_deadlines(c);
@@ -736,7 +735,6 @@ static void teardown(struct walk_client *c)
 	int rc;
 
 	walk_devprobe_end(c);
-	walk_rcprobe_end(c);
 	move_all_to_error(c);
 	while (c->inflight && walk_now_ns() < end)
 		if (!poll_all(c))

@@ -173,10 +173,6 @@ struct walk_devprobe {
 	uint32_t late_polls; /* polls since the deadline passed (a starved process is not a late device) */
 	uint64_t base_id, t0, next_ns;
 	enum ibv_wc_status st[DEVPROBE_MAX_WR];
-	unsigned char *rc_mem; /* the RC probes' memory and its model (rcprobe.c) */
-	struct rng rc_rng;
-	uint64_t rc_next_ns;
-	bool rc_no_atomic_write; /* the device refused IBV_WR_ATOMIC_WRITE */
 };
 
 struct walk_client {
@@ -304,8 +300,6 @@ void walk_devprobe_step(struct walk_client *c);
 void walk_check_wc_fields(struct walk_client *c, const struct wr_rec *w, const struct qp_rec *r,
 			  const struct ibv_wc *wc);
 void walk_devprobe_end(struct walk_client *c);
-void walk_rcprobe_step(struct walk_client *c);
-void walk_rcprobe_end(struct walk_client *c);
 void walk_mark_inv_probe(struct walk_client *c, uint32_t slot, const struct rkey_rec *k);
 void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_status st);
 void walk_probe_hit(struct walk_client *c, const struct walk_msg *m);

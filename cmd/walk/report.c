@@ -156,7 +156,6 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 			   t->probes[PROBE_INV_OTHER_QP]);
 		print_uint(PRINT_ANY, "probe_cq_full", ", CQs filled to capacity %llu", t->devprobes[0]);
 		print_uint(PRINT_ANY, "probe_ud_sqe", ", UD send errors (SQE) %llu", t->devprobes[1]);
-		print_uint(PRINT_ANY, "probe_rc", ", RC pair scripts %llu", t->devprobes[2]);
 		print_uint(PRINT_ANY, "probe_qp_access", ", denied by the QP %llu",
 			   t->probes[PROBE_QP_ACCESS]);
 		print_uint(PRINT_ANY, "posted_to_err", ", WRs posted to QPs in ERR %llu", t->flush_posts);
@@ -167,8 +166,11 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 	}
 	print_uint(PRINT_ANY, "objects_alive_at_end", "\nobjects alive when the walk stopped: %llu",
 		   t->alive_end);
-	print_bool(PRINT_JSON, "destroy_failures", NULL, t->destroy_failures);
-	print_text(" (all destroyed at shutdown%s)\n", t->destroy_failures ? ", with failures" : "");
+	print_uint(PRINT_JSON, "destroy_failures", NULL, (unsigned long long)t->destroy_failures);
+	if (t->destroy_failures)
+		print_text(" (%d destroys failed at shutdown)\n", t->destroy_failures);
+	else
+		print_text(" (all destroyed at shutdown)\n");
 	if (t->outbox_full)
 		print_uint(PRINT_ANY, "updates_held_back", "updates held back by a full queue: %llu times\n",
 			   t->outbox_full);
