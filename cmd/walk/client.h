@@ -172,6 +172,7 @@ struct walk_devprobe {
 	uint32_t posted, seen;
 	uint32_t late_polls; /* polls since the deadline passed (a starved process is not a late device) */
 	uint64_t base_id, t0, next_ns;
+	uint64_t next_step; /* --steps: the step the next probe starts at the latest */
 	enum ibv_wc_status st[DEVPROBE_MAX_WR];
 };
 

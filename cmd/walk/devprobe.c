@@ -22,6 +22,7 @@
 #include "cmd/walk/actions.h"
 
 #define DEVPROBE_PERIOD_NS   (100 * 1000000ull)
+#define DEVPROBE_PERIOD_STEPS 250 /* --steps: also every this many steps, however slow the machine */
 #define DEVPROBE_SETTLE_NS   (10 * 1000000ull)	 /* before the first poll of a CQ_FULL probe */
 #define DEVPROBE_DEADLINE_NS (2000 * 1000000ull) /* for every completion to arrive */
 /*
@@ -310,8 +311,12 @@ void walk_devprobe_step(struct walk_client *c)
 		rng_seed(&d->rng, c->cfg->seed, 0xde7000u + (uint64_t)c->id);
 		d->next_ns = walk_now_ns() + DEVPROBE_PERIOD_NS;
 	}
-	if (walk_now_ns() >= d->next_ns)
+	if (!d->next_step)
+		d->next_step = c->seq + DEVPROBE_PERIOD_STEPS;
+	if (walk_now_ns() >= d->next_ns || (c->cfg->steps && c->seq >= d->next_step)) {
+		d->next_step = c->seq + DEVPROBE_PERIOD_STEPS;
 		devprobe_start(c);
+	}
 }
 
 /* At the end: what is in flight is abandoned, unjudged. */
