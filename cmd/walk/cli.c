@@ -14,7 +14,7 @@
 static const char *const CMD = "walk";
 
 #define STR_(x) #x
-#define STR(x)	 STR_(x)
+#define STR(x)	STR_(x)
 
 static bool parse_bool(const char *s, bool *out)
 {
@@ -127,10 +127,12 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 	/* perftest's letters for the device, port, GID index and duration (-d, -i, -x, -D). */
 	struct poptOption options[] = {
 	    {"clients", 'c', POPT_ARG_STRING, &ia.clients, 0, "number of clients (default 2)", "N"},
-	    {"duration", 'D', POPT_ARG_STRING, &ia.duration, 0, "seconds each client walks (default 20)", "S"},
+	    {"duration", 'D', POPT_ARG_STRING, &ia.duration, 0, "seconds each client walks (default 20)",
+	     "S"},
 	    {"multinode", 'm', POPT_ARG_STRING, &multinode, 0,
 	     "true: each client is its own process, updates over TCP (default false)", "BOOL"},
-	    {"ib-dev", 'd', POPT_ARG_STRING, &device, 0, "device (default: first active, else soft0)", "NAME"},
+	    {"ib-dev", 'd', POPT_ARG_STRING, &device, 0, "device (default: first active, else soft0)",
+	     "NAME"},
 	    {"device", 0, POPT_ARG_STRING, &device, 0, "the same as --ib-dev", "NAME"},
 	    {"ib-port", 'i', POPT_ARG_STRING, &ia.port, 0, "port number (default 1)", "N"},
 	    {"port", 'P', POPT_ARG_STRING, &ia.port, 0, "the same as --ib-port", "N"},
@@ -139,8 +141,8 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 	    {"seed", 's', POPT_ARG_STRING, &seed, 0, "random seed (printed when not given)", "N"},
 	    {"weight", 'w', POPT_ARG_STRING, &weight, 'w', "set an action's weight (repeatable)", "ACTION=W"},
 	    {"preset", 0, POPT_ARG_STRING, &preset, 0, "weights: default, control or rdma", "NAME"},
-	    {"history", 'H', POPT_ARG_STRING, &ia.history, 0, "actions kept per client for triage (default 200)",
-	     "N"},
+	    {"history", 'H', POPT_ARG_STRING, &ia.history, 0,
+	     "actions kept per client for triage (default 200)", "N"},
 	    {"history-file", 0, POPT_ARG_STRING, &history_file, 0, "also write the history to FILE", "FILE"},
 	    {"heartbeat", 0, POPT_ARG_STRING, &ia.heartbeat, 0,
 	     "multinode: a client or the hub silent this many seconds is reported and stopped (default 10)",

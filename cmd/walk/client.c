@@ -27,11 +27,6 @@
 #define DRAIN_TIMEOUT_NS  (5ULL * 1000000000ULL)
 #define PROBE_PROBABILITY 0.3
 
-uint64_t walk_now_ns(void)
-{
-	return clock_ns();
-}
-
 int walk_client_open(struct walk_client *c)
 {
 	memcpy(c->weight, c->cfg->weight, sizeof(c->weight));

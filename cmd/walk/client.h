@@ -4,6 +4,7 @@
 #define RDMATOOL_CMD_WALK_CLIENT_H
 
 #include "cmd/walk/walk.h"
+#include "core/util/clock.h"
 
 #define BUF_SIZE   (16u << 20) /* the per-client memory MRs are carved from */
 #define CHECK_SLOT (64u << 10) /* --verify: one slot per writer at the end */
@@ -257,7 +258,10 @@ int walk_client_run(struct walk_client *c);
 /* Handles every message waiting for this client (a barrier must keep its inbox moving too). */
 void walk_client_take_messages(struct walk_client *c);
 void walk_client_close(struct walk_client *c);
-uint64_t walk_now_ns(void);
+static inline uint64_t walk_now_ns(void)
+{
+	return clock_ns();
+}
 /* The pause that keeps one of `clients` never-blocking processes to its share of `cpus` (0: none needed). */
 uint64_t walk_pace_for(int clients, long cpus);
 
