@@ -26,6 +26,7 @@ enum {
 	LA_SEND_STALE_REUSED,
 	LA_RECV_PAST_END,
 	LA_ATOMIC_WRITE_LEN,
+	LA_SEND_PAST_END,
 	LA_KINDS
 };
 
@@ -40,6 +41,7 @@ static const char *const la_names[LA_KINDS] = {
     "local access: a SEND from a deregistered lkey whose table slot a new MR took",
     "local access: a receive SGE ending one byte past its MR",
     "local access: an ATOMIC_WRITE of 4 or 16 bytes",
+    "local access: a SEND gather SGE ending one byte past its MR",
 };
 
 /*
@@ -115,6 +117,12 @@ void rcp_case_local(struct rcp *p)
 		if (odd->lkey == old) /* the same key again: nothing stale to test */
 			goto out;
 		sge = (struct ibv_sge){(uintptr_t)(p->buf + at), len, old};
+		goto post;
+	} else if (kind == LA_SEND_PAST_END) {
+		/* the gather SGE's last byte is one past the MR's end: LOC_PROT_ERR at A, nothing sent */
+		if (!(odd = hw_reg_mr(p->pd, p->buf + at, RCP_SLOT / 2, IBV_ACCESS_LOCAL_WRITE)))
+			goto out;
+		sge = (struct ibv_sge){(uintptr_t)(p->buf + at + RCP_SLOT / 2 - len + 1), len, odd->lkey};
 		goto post;
 	} else if (kind == LA_RECV_PAST_END) {
 		/* the SGE's last byte is one past the MR's end: LOC_PROT_ERR (ibv_post_recv(3)) */

@@ -4,7 +4,7 @@
  * they judge), the script, what it needs of the device.  A script draws
  * its details (sizes, SGEs, PSNs near the wrap, path attributes) from its
  * round's random stream and walks its named variants in turn
- * (rcp_variant), so --rounds of at least 7 runs every variant.
+ * (rcp_variant), so --rounds of at least 11 runs every variant.
  */
 #include "cmd/conform/cases.h"
 #include "cmd/conform/rcp.h"

@@ -11,7 +11,7 @@
 
 static const char *const CMD = "conform";
 
-#define DEFAULT_ROUNDS 8 /* at least as many as a script has named variants (7) */
+#define DEFAULT_ROUNDS 12 /* at least as many as a script has named variants (11) */
 
 struct cf_opts {
 	char *device, *cases, *seed, *format;
@@ -65,7 +65,7 @@ static int parse(int argc, const char **argv, struct cf_opts *o)
 	    {"gid-index", 'x', POPT_ARG_INT, &o->gid_index, 0, "GID index (default 0)", "N"},
 	    {"seed", 's', POPT_ARG_STRING, &o->seed, 0, "random seed of the cases' details (default 1)", "N"},
 	    {"rounds", 'r', POPT_ARG_INT, &o->rounds, 0,
-	     "rounds of each case, each on fresh objects (default 8: every variant)", "N"},
+	     "rounds of each case, each on fresh objects (default 12: every variant)", "N"},
 	    {"format", 'f', POPT_ARG_STRING, &o->format, 0, "text, tap or junit (-j: JSON)", "FORMAT"},
 	    POPT_AUTOHELP POPT_TABLEEND,
 	};
