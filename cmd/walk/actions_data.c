@@ -141,7 +141,11 @@ int walk_do_send(struct walk_client *c)
 	wr.wr.ud.remote_qpn = c->ruds[rud].qpn;
 	wr.wr.ud.remote_qkey = c->ruds[rud].qkey;
 	if (c->cfg->verify && rng_bernoulli(&c->rng, WRONG_QKEY_PROBABILITY)) {
-		wr.wr.ud.remote_qkey ^= 1; /* Q_Keys never have the privileged top bit set here */
+		/* another Q_Key: the one the QP had before, or one bit off (never the privileged top bit) */
+		if (c->ruds[rud].changed && rng_bernoulli(&c->rng, 0.5))
+			wr.wr.ud.remote_qkey = c->ruds[rud].prev_qkey;
+		else
+			wr.wr.ud.remote_qkey ^= 1;
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
 		wr.imm_data = htobe32(WRONG_QKEY_IMM | (uint32_t)c->id);
 	} else if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {

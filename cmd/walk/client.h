@@ -128,9 +128,9 @@ struct rkey_rec {
 };
 
 struct rud_rec {
-	bool used;
+	bool used, changed; /* changed: the owner moved the QP to another Q_Key, prev_qkey */
 	int owner;
-	uint32_t qpn, qkey;
+	uint32_t qpn, qkey, prev_qkey;
 };
 
 struct wr_rec {
@@ -174,7 +174,7 @@ struct walk_devprobe {
 	uint32_t late_polls; /* polls since the deadline passed (a starved process is not a late device) */
 	uint64_t base_id, t0, next_ns;
 	uint64_t next_step; /* --steps: the step the next probe starts at the latest */
-	enum ibv_wc_status st[DEVPROBE_MAX_WR];
+	struct ibv_wc wc[DEVPROBE_MAX_WR];
 };
 
 struct walk_client {
@@ -302,8 +302,6 @@ void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st);
 int walk_post_probe(struct walk_client *c, const struct walk_msg *m);
 void walk_probe_step(struct walk_client *c);
 void walk_devprobe_step(struct walk_client *c);
-void walk_check_wc_fields(struct walk_client *c, const struct wr_rec *w, const struct qp_rec *r,
-			  const struct ibv_wc *wc);
 void walk_devprobe_end(struct walk_client *c);
 void walk_mark_inv_probe(struct walk_client *c, uint32_t slot, const struct rkey_rec *k);
 void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_status st);
@@ -312,6 +310,9 @@ void walk_post_to_err(struct walk_client *c, int q);
 int walk_destroy_qp_rec(struct walk_client *c, int q);
 /* pd_id: the PD serial the initiator asked for (0 or unknown: any PD). */
 int walk_create_rc_responder(struct walk_client *c, uint32_t pd_id);
+
+/* modify.c (--verify): now and then, a random RTS-to-RTS modify_qp, judged by the model */
+void walk_modify_step(struct walk_client *c);
 
 /* toward.c: one step toward a drawn action that cannot run; 1 if it issued one. */
 int walk_toward(struct walk_client *c, enum walk_action a);

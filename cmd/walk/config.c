@@ -170,6 +170,8 @@ void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from)
 	into->devprobes[0] += from->devprobes[0];
 	into->devprobes[1] += from->devprobes[1];
 	into->flush_posts += from->flush_posts;
+	into->modifies += from->modifies;
+	into->qkey_changes += from->qkey_changes;
 	into->atomics_checked += from->atomics_checked;
 	into->msgs_checked += from->msgs_checked;
 	into->msgs_content_checked += from->msgs_content_checked;

@@ -20,11 +20,15 @@
  * the completions settle.
  */
 #include "cmd/walk/actions.h"
+#include "cmd/walk/model.h"
+#include "cmd/walk/oracle.h"
 
-#define DEVPROBE_PERIOD_NS   (100 * 1000000ull)
+#include <stdio.h>
+
+#define DEVPROBE_PERIOD_NS    (100 * 1000000ull)
 #define DEVPROBE_PERIOD_STEPS 250 /* --steps: also every this many steps, however slow the machine */
-#define DEVPROBE_SETTLE_NS   (10 * 1000000ull)	 /* before the first poll of a CQ_FULL probe */
-#define DEVPROBE_DEADLINE_NS (2000 * 1000000ull) /* for every completion to arrive */
+#define DEVPROBE_SETTLE_NS    (10 * 1000000ull)	  /* before the first poll of a CQ_FULL probe */
+#define DEVPROBE_DEADLINE_NS  (2000 * 1000000ull) /* for every completion to arrive */
 /*
  * Past the deadline, polls before the probe is judged late: on a loaded
  * machine the whole process (the soft device's progress with it) can
@@ -190,35 +194,61 @@ static void devprobe_start(struct walk_client *c)
 	    cq_full ? "CQ filled to capacity" : "UD send error", n, d->qp->qp_num, d->cqe);
 }
 
+/* Completion i of the probe against the model: a SEND of 8 bytes on the probe's QP, ending in `statuses`. */
+static bool judge_wc(struct walk_client *c, uint32_t i, uint64_t statuses, const char *what)
+{
+	struct walk_devprobe *d = &c->devprobe;
+	struct model_wc e;
+
+	model_send_wc(&e, IBV_WR_SEND, 8, d->qp->qp_num);
+	e.statuses = statuses;
+	return walk_oracle(
+	    c,
+	    &(struct walk_obs){.kind = WALK_OBS_PREDICTED, .predicted = &e, .wc = &d->wc[i], .what = what});
+}
+
+/* The status of the chain's broken send, from the key rules: its SGE is in MR 1 (PD 1) or past MR 0's end. */
+static uint64_t broken_send_status(struct walk_client *c)
+{
+	struct walk_devprobe *d = &c->devprobe;
+	uint32_t k = d->bad_other_pd ? 1 : 0;
+	struct model_key key = {.valid = true,
+				.addr = (uintptr_t)d->buf[k],
+				.length = DEVPROBE_MR_BYTES,
+				.access = IBV_ACCESS_LOCAL_WRITE,
+				.pd = k};
+	uint64_t addr = d->bad_other_pd ? (uintptr_t)d->buf[1] : (uintptr_t)d->buf[0] + DEVPROBE_MR_BYTES - 4;
+
+	return MODEL_ST(model_local_sge(&key, 0, addr, 8, false));
+}
+
 static void judge_sqe(struct walk_client *c)
 {
 	struct walk_devprobe *d = &c->devprobe;
 	struct ibv_qp_attr attr;
 	struct ibv_qp_init_attr init;
 	const char *why = d->bad_other_pd ? "an lkey of another PD" : "a range past its MR's end";
+	char what[160];
 
-	if (d->st[0] != IBV_WC_SUCCESS || d->st[1] != IBV_WC_LOC_PROT_ERR)
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: UD QP %u, sends 1 and 2 (2 with %s) completed with %s and %s; "
-		    "expected SUCCESS and LOC_PROT_ERR",
-		    c->id, (unsigned long long)c->seq, d->qp->qp_num, why, ibv_wc_status_str(d->st[0]),
-		    ibv_wc_status_str(d->st[1]));
-	for (uint32_t i = 2; i < d->posted; i++)
-		if (d->st[i] != IBV_WC_WR_FLUSH_ERR) {
-			walk_stats_fail(
-			    &c->stats,
-			    "client %d #%llu: UD QP %u, send %u of %u posted behind one that failed "
-			    "(%s) completed with %s; expected WR_FLUSH_ERR (the QP is in SQE)",
-			    c->id, (unsigned long long)c->seq, d->qp->qp_num, i + 1, d->posted, why,
-			    ibv_wc_status_str(d->st[i]));
+	for (uint32_t i = 0; i < d->posted; i++) {
+		snprintf(what, sizeof(what), "UD QP %u, send %u of a chain of %u (send 2 with %s)%s",
+			 d->qp->qp_num, i + 1, d->posted, why,
+			 i > 1 ? ", posted behind the one that failed," : "");
+		if (!judge_wc(c, i,
+			      i == 0   ? MODEL_ST(IBV_WC_SUCCESS)
+			      : i == 1 ? broken_send_status(c)
+				       : MODEL_ST(IBV_WC_WR_FLUSH_ERR), /* the QP is in SQE */
+			      what))
 			break;
-		}
-	if (hw_query_qp(d->qp, &attr, IBV_QP_STATE, &init) == 0 && attr.qp_state != IBV_QPS_SQE)
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: UD QP %u is in state %d after a send failed (%s); expected SQE", c->id,
-		    (unsigned long long)c->seq, d->qp->qp_num, attr.qp_state, why);
+	}
+	if (hw_query_qp(d->qp, &attr, IBV_QP_STATE, &init) == 0) {
+		snprintf(what, sizeof(what), "UD QP %u after a send failed (%s)", d->qp->qp_num, why);
+		walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_ATTR,
+						  .verb = "the state",
+						  .what = what,
+						  .rc = attr.qp_state,
+						  .want = IBV_QPS_SQE});
+	}
 	attr = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .cur_qp_state = IBV_QPS_SQE};
 	if (hw_modify_qp(d->qp, &attr, IBV_QP_STATE | IBV_QP_CUR_STATE) == 0 && post_chain(c, 1, 1) == 0) {
 		d->kind = DEVPROBE_UD_RECOVERED;
@@ -230,27 +260,22 @@ static void judge_sqe(struct walk_client *c)
 static void judge(struct walk_client *c)
 {
 	struct walk_devprobe *d = &c->devprobe;
+	char what[160];
 
 	if (d->kind == DEVPROBE_CQ_FULL) {
-		for (uint32_t i = 0; i < d->posted; i++)
-			if (d->st[i] != IBV_WC_SUCCESS) {
-				walk_stats_fail(
-				    &c->stats,
-				    "client %d #%llu: UD send %u of %u on QP %u (CQ of capacity %d, "
-				    "filled exactly) completed with %s; expected SUCCESS",
-				    c->id, (unsigned long long)c->seq, i + 1, d->posted, d->qp->qp_num,
-				    d->cqe, ibv_wc_status_str(d->st[i]));
+		for (uint32_t i = 0; i < d->posted; i++) {
+			snprintf(what, sizeof(what),
+				 "UD send %u of %u on QP %u (CQ of capacity %d, filled exactly)", i + 1,
+				 d->posted, d->qp->qp_num, d->cqe);
+			if (!judge_wc(c, i, MODEL_ST(IBV_WC_SUCCESS), what))
 				break;
-			}
+		}
 	} else if (d->kind == DEVPROBE_UD_SQE) {
 		judge_sqe(c);
 		return;
-	} else if (d->st[0] != IBV_WC_SUCCESS) {
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: UD QP %u moved from SQE back to RTS: a send completed with %s; "
-		    "expected SUCCESS",
-		    c->id, (unsigned long long)c->seq, d->qp->qp_num, ibv_wc_status_str(d->st[0]));
+	} else {
+		snprintf(what, sizeof(what), "UD QP %u moved from SQE back to RTS: a send", d->qp->qp_num);
+		judge_wc(c, 0, MODEL_ST(IBV_WC_SUCCESS), what);
 	}
 	devprobe_free(c);
 }
@@ -280,7 +305,7 @@ static void devprobe_poll(struct walk_client *c)
 			devprobe_free(c);
 			return;
 		}
-		d->st[d->seen++] = wc[i].status;
+		d->wc[d->seen++] = wc[i];
 	}
 	if (d->seen == d->posted) {
 		judge(c);
