@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 void walk_print_header(const struct walk_config *cfg, const char *device, bool type2_dropped)
@@ -71,6 +72,7 @@ static uint64_t wc_total(const struct walk_stats *s, int status)
 /* One printer for both outputs (cmd/print.h): each field is printed once, for text and JSON. */
 void walk_print_report(const struct walk_config *cfg, const struct walk_result *r)
 {
+	struct rusage ru;
 	const struct walk_stats *t = &r->total;
 
 	print_begin();
@@ -175,6 +177,9 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 		print_text(" (%d destroys failed at shutdown)\n", t->destroy_failures);
 	else
 		print_text(" (all destroyed at shutdown)\n");
+	if (getrusage(RUSAGE_SELF, &ru) == 0) /* this process: in a multinode run, the hub */
+		print_uint(PRINT_ANY, "peak_rss_kb", "peak RSS: %llu KiB\n",
+			   (unsigned long long)ru.ru_maxrss);
 	if (t->outbox_full)
 		print_uint(PRINT_ANY, "updates_held_back", "updates held back by a full queue: %llu times\n",
 			   t->outbox_full);
