@@ -169,6 +169,7 @@ struct walk_devprobe {
 	struct ibv_ah *ah;
 	unsigned char buf[2][64];
 	bool bad_other_pd;
+	uint32_t past; /* UD_SQE in the same PD: the broken SGE ends this many bytes past its MR */
 	int cqe;
 	uint32_t posted, seen;
 	uint32_t late_polls; /* polls since the deadline passed (a starved process is not a late device) */

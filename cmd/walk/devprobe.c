@@ -9,7 +9,7 @@
  *    N must be there, in order, and nothing more (the walk itself never
  *    fills a CQ to the brim, so a CQ that overflows one early escapes it).
  *  - UD_SQE: a chain of UD sends whose second one breaks a local rule (an
- *    lkey of another PD, or a range past its MR's end): the first succeeds,
+ *    lkey of another PD, or a range 1 to 4 bytes past its MR's end): the first succeeds,
  *    the broken one completes with LOC_PROT_ERR, every one after it with
  *    WR_FLUSH_ERR, and the QP is in SQE; moved back to RTS, a send works.
  *  - either way, the QP's receive queue first takes exactly the max_recv_wr
@@ -147,8 +147,8 @@ static int post_chain(struct walk_client *c, uint32_t n, uint32_t bad)
 		if (i == bad && d->bad_other_pd)
 			sge[i] = (struct ibv_sge){(uintptr_t)d->buf[1], 8,
 						  d->mr[1]->lkey}; /* an MR of another PD */
-		else if (i == bad)
-			sge[i].addr = (uintptr_t)d->buf[0] + DEVPROBE_MR_BYTES - 4; /* 4 bytes past the end */
+		else if (i == bad)				   /* 1 to 4 bytes past the end */
+			sge[i].addr = (uintptr_t)d->buf[0] + DEVPROBE_MR_BYTES - 8 + d->past;
 		wr[i] = (struct ibv_send_wr){.wr_id = d->base_id + i,
 					     .next = i + 1 < n ? &wr[i + 1] : NULL,
 					     .sg_list = &sge[i],
@@ -174,6 +174,7 @@ static void devprobe_start(struct walk_client *c)
 
 	d->base_id = rng_next(&d->rng) << 8;
 	d->bad_other_pd = rng_bernoulli(&d->rng, 0.5);
+	d->past = (uint32_t)rng_range(&d->rng, 1, 4);
 	if (devprobe_objects(c, cqe)) {
 		devprobe_free(c); /* a device may refuse a resource: not a finding */
 		return;
@@ -217,7 +218,8 @@ static uint64_t broken_send_status(struct walk_client *c)
 				.length = DEVPROBE_MR_BYTES,
 				.access = IBV_ACCESS_LOCAL_WRITE,
 				.pd = k};
-	uint64_t addr = d->bad_other_pd ? (uintptr_t)d->buf[1] : (uintptr_t)d->buf[0] + DEVPROBE_MR_BYTES - 4;
+	uint64_t addr =
+	    d->bad_other_pd ? (uintptr_t)d->buf[1] : (uintptr_t)d->buf[0] + DEVPROBE_MR_BYTES - 8 + d->past;
 
 	return MODEL_ST(model_local_sge(&key, 0, addr, 8, false));
 }

@@ -272,7 +272,7 @@ void walk_probe_step(struct walk_client *c)
 
 	if (!c->cfg->verify || c->probe_busy || !rng_bernoulli(&c->rng, PROBE_STEP_PROBABILITY))
 		return;
-	if (rng_range(&c->rng, 0, 6) == 6) { /* a local probe: no remote key needed */
+	if (rng_range(&c->rng, 0, 3) == 3) { /* a local probe: no remote key needed */
 		local_sge_probe(c);
 		return;
 	}

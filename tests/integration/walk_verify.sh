@@ -16,6 +16,9 @@ echo "$out" | jq -e '.verify.messages_checked > 0 and .verify.payloads_checked >
 # the device probes ran (a CQ filled to capacity, a UD QP driven to SQE), and SEND_WITH_INV on another QP
 echo "$out" | jq -e '.verify.probe_cq_full > 0 and .verify.probe_ud_sqe > 0 and .verify.probe_inv_other_qp > 0' \
 	>/dev/null || fail "a probe kind never ran: $out"
+# random RTS-to-RTS modify_qp calls, judged by the model, and UD Q_Key changes the peers then send with
+echo "$out" | jq -e '.verify.modify_qp > 0 and .verify.qkey_changes > 0' >/dev/null ||
+	fail "no modify_qp or Q_Key change: $out"
 # walk --verify no longer runs conformance scripts: those are rdmatool conform's cases
 echo "$out" | jq -e '.verify | has("probe_rc") | not' >/dev/null || fail "walk still reports RC scripts: $out"
 
