@@ -172,6 +172,7 @@ void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from)
 	into->flush_posts += from->flush_posts;
 	into->modifies += from->modifies;
 	into->qkey_changes += from->qkey_changes;
+	into->cq_resizes += from->cq_resizes;
 	into->atomics_checked += from->atomics_checked;
 	into->msgs_checked += from->msgs_checked;
 	into->msgs_content_checked += from->msgs_content_checked;

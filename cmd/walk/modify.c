@@ -7,6 +7,9 @@
  * must take effect on the data path: it is announced to the peers, who
  * send with it, and whose deliberately wrong Q_Key (now and then the one
  * the QP had before) the device must drop (actions_data.c, oracle.c).
+ * Also ibv_resize_cq(3) of a CQ in use, completions waiting in it: any
+ * size that holds the work in flight must be accepted, and the walk goes
+ * on polling it (completions kept, in order: the oracle's checks).
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"
@@ -66,6 +69,37 @@ static void announce_qkey(struct walk_client *c, int q)
 	walk_broadcast(c, &m);
 }
 
+static void resize_cq(struct walk_client *c)
+{
+	int maxcqe = imin(c->dattr.max_cqe, 1 << 16), i, lo, cqe, rc;
+	char what[96];
+
+	if ((i = walk_pick_index(c, MAX_CQ, walk_any_cq, NULL)) < 0)
+		return;
+	lo = c->cq[i].outstanding > 1 ? c->cq[i].outstanding : 1; /* what may be waiting in it, at most */
+	if (lo > maxcqe)
+		return;
+	cqe = (int)rng_range(&c->rng, (uint64_t)lo, (uint64_t)imin(maxcqe, lo + 2 * c->cq[i].cqe));
+	rc = hw_resize_cq(c->cq[i].cq, cqe);
+	LOG_STEP(c, "resize_cq cq[%d] %d -> %d (outstanding %d) -> %d", i, c->cq[i].cqe, cqe,
+		 c->cq[i].outstanding, rc);
+	if (rc == EOPNOTSUPP || rc == ENOSYS)
+		return; /* an optional verb */
+	c->stats.cq_resizes++;
+	snprintf(what, sizeof(what), "a CQ of %d entries with %d in flight, to %d", c->cq[i].cqe,
+		 c->cq[i].outstanding, cqe);
+	if (!walk_oracle(c, &(struct walk_obs){
+				.kind = WALK_OBS_VERB, .verb = "ibv_resize_cq", .what = what, .rc = rc}))
+		return;
+	/* it holds at least what was asked */
+	walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_ATTR,
+					  .verb = "the CQ's cqe",
+					  .what = what,
+					  .rc = imin(c->cq[i].cq->cqe, cqe),
+					  .want = cqe});
+	c->cq[i].cqe = cqe;
+}
+
 void walk_modify_step(struct walk_client *c)
 {
 	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RTS, .cur_qp_state = IBV_QPS_RTS}, got;
@@ -74,8 +108,13 @@ void walk_modify_step(struct walk_client *c)
 	uint32_t old_qkey;
 	char what[96];
 
-	if (!c->cfg->verify || c->faults || !rng_bernoulli(&c->rng, MODIFY_STEP_PROBABILITY) ||
-	    walk_outbox_busy(c) || (q = walk_pick_index(c, MAX_QP, qp_live, NULL)) < 0)
+	if (!c->cfg->verify || c->faults || !rng_bernoulli(&c->rng, MODIFY_STEP_PROBABILITY))
+		return;
+	if (rng_range(&c->rng, 0, 3) == 0) {
+		resize_cq(c);
+		return;
+	}
+	if (walk_outbox_busy(c) || (q = walk_pick_index(c, MAX_QP, qp_live, NULL)) < 0)
 		return;
 	r = &c->qp[q];
 	if (!query(c, q, &got) || got.qp_state != IBV_QPS_RTS)

@@ -165,6 +165,7 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 		print_uint(PRINT_ANY, "posted_to_err", ", WRs posted to QPs in ERR %llu", t->flush_posts);
 		print_uint(PRINT_ANY, "modify_qp", ", RTS-to-RTS modify_qp %llu", t->modifies);
 		print_uint(PRINT_ANY, "qkey_changes", " (Q_Key changes %llu)", t->qkey_changes);
+		print_uint(PRINT_ANY, "cq_resizes", ", CQs resized %llu", t->cq_resizes);
 		print_uint(PRINT_ANY, "atomics_checked", ", atomics checked %llu", t->atomics_checked);
 		print_uint(PRINT_ANY, "messages_checked", ", message headers checked %llu", t->msgs_checked);
 		print_uint(PRINT_ANY, "payloads_checked", " (payloads %llu)\n", t->msgs_content_checked);

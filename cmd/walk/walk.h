@@ -107,9 +107,11 @@ struct walk_stats {
 	uint64_t wc[ACT_COUNT][WALK_WC_STATUSES];
 	uint64_t wc_other;	      /* a status outside the known enum */
 	uint64_t probes[PROBE_KINDS]; /* --verify probes posted, by kind */
-	uint64_t devprobes[2]; /* --verify device probes: CQ filled to capacity, UD send error */
+	uint64_t devprobes[2];	      /* --verify device probes: CQ filled to capacity, UD send error */
 	uint64_t flush_posts;
-	uint64_t modifies, qkey_changes; /* --verify: random RTS-to-RTS modify_qp calls, and UD Q_Key changes */
+	uint64_t modifies,
+	    qkey_changes;    /* --verify: random RTS-to-RTS modify_qp calls, and UD Q_Key changes */
+	uint64_t cq_resizes; /* --verify: ibv_resize_cq of CQs in use */
 	uint64_t atomics_checked;
 	uint64_t msgs_checked, msgs_content_checked; /* --verify: received headers, and payloads compared */
 	/* --verify: atomics on owned words whose result was compared */ /* --verify: WRs posted to a QP
