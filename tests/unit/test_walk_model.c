@@ -48,10 +48,13 @@ static void test_required_and_extra_attributes(void **state)
 {
 	(void)state;
 	/* every required attribute missing in turn */
-	for (int bit = 1; bit; bit <<= 1)
+	for (int i = 0; i < 31; i++) {
+		int bit = 1 << i;
+
 		if ((RC_RTR & bit) && bit != IBV_QP_STATE)
 			assert_int_equal(
 			    model_modify_qp(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, RC_RTR & ~bit), EINVAL);
+	}
 	assert_int_equal(model_modify_qp(IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT, RC_INIT | IBV_QP_QKEY),
 			 EINVAL);
 	assert_int_equal(model_modify_qp(IBV_QPT_UD, IBV_QPS_RESET, IBV_QPS_INIT, RC_INIT), EINVAL);
