@@ -66,5 +66,6 @@ int cmd_bench(int argc, const char **argv);
 int cmd_walk(int argc, const char **argv);
 int cmd_agent(int argc, const char **argv);
 int cmd_exec(int argc, const char **argv);
+int cmd_conform(int argc, const char **argv);
 
 #endif

@@ -12,6 +12,7 @@ const struct command commands[] = {
     {"cqstat", cmd_cqstat, "live per-stripe and per-CQ counters of running rdmatool processes", 0},
     {"agent", cmd_agent, "node-level transport agent: shared-memory channels, daemon and client", 0},
     {"devices", cmd_devices, "list RDMA devices and ports, the soft device included", 0},
+    {"conform", cmd_conform, "named, deterministic verbs conformance cases on any device", 0},
     {"exec", cmd_exec, "run any verbs program (ibv_devinfo, perftest, pyverbs) on the soft device",
      CMD_ARGS_END_OPTIONS},
     {NULL, NULL, NULL, 0},

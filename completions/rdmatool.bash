@@ -13,7 +13,8 @@ _rdmatool_options()
 	madstress) echo "-t --time -C --ca -P --port -N --local-depth -n --dest-depth -T --timeout -r --retries -m --method -p --workers -L --lids -D --dr-path -c --count -v --decode" ;;
 	bench) echo "-s --size -a --all -n --iters -D --duration --threads --stripes --lock --progress-thread --device --server --client --rounds --baseline -R --rdma_cm" ;;
 	agent) echo "--rank --hosts --hostfile --agents-per-node --bind --mode --timeout -n --count --out --capacity --bytes --max-msg" ;;
-	walk) echo "-c --clients -d --duration -m --multinode -D --device -P --port -g --gid-index -n --steps -s --seed -w --weight --preset -H --history --history-file --heartbeat -V --verify --allow-outstanding-ops" ;;
+	walk) echo "-c --clients -D --duration -m --multinode -d --ib-dev --device -i --ib-port -P --port -x --gid-index -n --steps -s --seed -w --weight --preset -H --history --history-file --heartbeat -V --verify --allow-outstanding-ops" ;;
+	conform) echo "-l --list -C --case -d --ib-dev -D --device -i --ib-port -P --port -x --gid-index -s --seed -r --rounds -f --format" ;;
 	esac
 }
 
@@ -29,6 +30,8 @@ _rdmatool_values()
 	walk:--preset) echo "default control rdma" ;;
 	walk:-m | walk:--multinode) echo "true false" ;;
 	walk:--history-file) echo "@files" ;;
+	conform:-f | conform:--format) echo "text tap junit" ;;
+	conform:-C | conform:--case) rdmatool conform --list 2>/dev/null | awk '{print $1}' ;;
 	madstress:-m | madstress:--method) echo "set get 1 2" ;;
 	bench:--lock) echo "striped global both" ;;
 	cqstat:-c | cqstat:--comm) echo "bench walk madstress agent" ;;
@@ -45,9 +48,9 @@ _rdmatool_takes_value()
 {
 	case "$1:$2" in
 	*:--*=*) return 1 ;;
-	walk:-[cdmDPgnswH] | madstress:-[tCPNnTrmpLDc] | bench:-[snD] | cqstat:-[cin] | agent:-n | exec:-[aL]) return 0 ;;
+	walk:-[cdmDiPxnswH] | conform:-[CdDiPxsrf] | madstress:-[tCPNnTrmpLDc] | bench:-[snD] | cqstat:-[cin] | agent:-n | exec:-[aL]) return 0 ;;
 	*:--all | *:--baseline | *:-R | *:--rdma_cm | *:--progress-thread | *:--verify | *:--allow-outstanding-ops | *:--details | \
-		*:--clean | *:--decode | *:--help | *:--server) return 1 ;;
+		*:--clean | *:--decode | *:--help | *:--server | *:--list) return 1 ;;
 	*:--*) return 0 ;;
 	esac
 	return 1
@@ -150,3 +153,4 @@ complete -F _rdmatool rdmatool-bench
 complete -F _rdmatool rdmatool-walk
 complete -F _rdmatool rdmatool-agent
 complete -F _rdmatool rdmatool-exec
+complete -F _rdmatool rdmatool-conform

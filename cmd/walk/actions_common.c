@@ -244,3 +244,37 @@ int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, s
 		 (unsigned long long)wr->wr_id);
 	return 0;
 }
+
+bool walk_qp_reaches(struct walk_client *c, int i, const void *arg)
+{
+	const struct reach *w = arg;
+	const struct qp_rec *r = &c->qp[i];
+
+	if (!r->used || r->type != IBV_QPT_RC || r->state != QP_READY || r->peer != w->k->owner)
+		return false;
+	if (w->k->kind == 2 ? r->peer_qpn != w->k->qpn : r->peer_pd != w->k->pd_id)
+		return false;
+	if ((w->credit && !r->credit_count) || (r->peer_access & w->access) != w->access)
+		return false;
+	return walk_can_post_send(c, i);
+}
+
+uint32_t walk_access_for(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_ACCESS_REMOTE_WRITE;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_ACCESS_REMOTE_ATOMIC;
+	default:
+		return IBV_ACCESS_REMOTE_READ;
+	}
+}
+
+/* Remote address of buffer offset `off` (inside remote region k). */
+uint64_t walk_remote_addr(const struct rkey_rec *k, uint32_t off)
+{
+	return k->addr + (off - k->off);
+}

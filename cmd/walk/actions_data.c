@@ -141,7 +141,11 @@ int walk_do_send(struct walk_client *c)
 	wr.wr.ud.remote_qpn = c->ruds[rud].qpn;
 	wr.wr.ud.remote_qkey = c->ruds[rud].qkey;
 	if (c->cfg->verify && rng_bernoulli(&c->rng, WRONG_QKEY_PROBABILITY)) {
-		wr.wr.ud.remote_qkey ^= 1; /* Q_Keys never have the privileged top bit set here */
+		/* another Q_Key: the one the QP had before, or one bit off (never the privileged top bit) */
+		if (c->ruds[rud].changed && rng_bernoulli(&c->rng, 0.5))
+			wr.wr.ud.remote_qkey = c->ruds[rud].prev_qkey;
+		else
+			wr.wr.ud.remote_qkey ^= 1;
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
 		wr.imm_data = htobe32(WRONG_QKEY_IMM | (uint32_t)c->id);
 	} else if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
@@ -157,20 +161,6 @@ int walk_do_send(struct walk_client *c)
 	}
 	walk_post_send_wr(c, ACT_SEND, q, m, &wr, slot);
 	return 1;
-}
-
-bool walk_qp_reaches(struct walk_client *c, int i, const void *arg)
-{
-	const struct reach *w = arg;
-	const struct qp_rec *r = &c->qp[i];
-
-	if (!r->used || r->type != IBV_QPT_RC || r->state != QP_READY || r->peer != w->k->owner)
-		return false;
-	if (w->k->kind == 2 ? r->peer_qpn != w->k->qpn : r->peer_pd != w->k->pd_id)
-		return false;
-	if ((w->credit && !r->credit_count) || (r->peer_access & w->access) != w->access)
-		return false;
-	return walk_can_post_send(c, i);
 }
 
 /* A type-2 window's rkey and, on the QP it is bound to, a peer QP of ours with credit. */
@@ -317,26 +307,6 @@ int walk_do_recv(struct walk_client *c)
 		walk_publish(c, &msg);
 	}
 	return 1;
-}
-
-/* Remote address of buffer offset `off` (inside remote region k). */
-uint64_t walk_remote_addr(const struct rkey_rec *k, uint32_t off)
-{
-	return k->addr + (off - k->off);
-}
-
-uint32_t walk_access_for(enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_ACCESS_REMOTE_WRITE;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_ACCESS_REMOTE_ATOMIC;
-	default:
-		return IBV_ACCESS_REMOTE_READ;
-	}
 }
 
 int walk_remote_access(struct walk_client *c)

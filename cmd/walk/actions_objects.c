@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Actions on CQs, PDs, MRs and memory windows (create, destroy, register, bind). */
 #include "cmd/walk/actions.h"
+#include "cmd/walk/oracle.h"
 
 /* ---- control path ---- */
 
@@ -39,9 +40,7 @@ int walk_do_destroy_cq(struct walk_client *c)
 	LOG_STEP(c, "destroy_cq cq[%d] -> %d", i, rc);
 	if (rc) {
 		walk_count_error(c, ACT_DESTROY_CQ, rc);
-		if (c->cfg->verify)
-			walk_stats_fail(&c->stats, "client %d: ibv_destroy_cq of an idle CQ failed: %s",
-					c->id, strerror(rc));
+		walk_verb_returned(c, "ibv_destroy_cq", "an idle CQ", rc);
 		return 1;
 	}
 	c->cq[i].used = false;
@@ -85,9 +84,7 @@ int walk_do_dealloc_pd(struct walk_client *c)
 	LOG_STEP(c, "dealloc_pd pd[%d] -> %d", i, rc);
 	if (rc) {
 		walk_count_error(c, ACT_DEALLOC_PD, rc);
-		if (c->cfg->verify)
-			walk_stats_fail(&c->stats, "client %d: ibv_dealloc_pd of an unused PD failed: %s",
-					c->id, strerror(rc));
+		walk_verb_returned(c, "ibv_dealloc_pd", "an unused PD", rc);
 		return 1;
 	}
 	c->pd[i].used = false;
@@ -161,9 +158,7 @@ int walk_do_dereg_mr(struct walk_client *c)
 	LOG_STEP(c, "dereg_mr mr[%d] rkey=%x -> %d", i, rkey, rc);
 	if (rc) {
 		walk_count_error(c, ACT_DEREG_MR, rc);
-		if (c->cfg->verify)
-			walk_stats_fail(&c->stats, "client %d: ibv_dereg_mr of an idle MR failed: %s", c->id,
-					strerror(rc));
+		walk_verb_returned(c, "ibv_dereg_mr", "an idle MR", rc);
 		return 1;
 	}
 	c->pd[c->mr[i].pd].users--;
@@ -228,9 +223,7 @@ int walk_do_dealloc_mw(struct walk_client *c, int type)
 		 m->state == MW_BOUND ? "bound" : "unbound", m->rkey, rc);
 	if (rc) {
 		walk_count_error(c, a, rc);
-		if (c->cfg->verify)
-			walk_stats_fail(&c->stats, "client %d: ibv_dealloc_mw failed: %s", c->id,
-					strerror(rc));
+		walk_verb_returned(c, "ibv_dealloc_mw", "a window", rc);
 		return 1;
 	}
 	c->pd[m->pd].users--;
@@ -239,9 +232,8 @@ int walk_do_dealloc_mw(struct walk_client *c, int type)
 		c->mr[m->mr].bound_mws--;
 		if (m->qp >= 0)
 			c->qp[m->qp].type2_bound--;
-		send_rkey(c, MSG_REMOVE_RKEY, type, m->rkey, c->pd[m->pd].id,
-			  m->qp, (uint32_t)(m->addr - (uintptr_t)c->buf),
-			  (uint32_t)m->len, m->access);
+		send_rkey(c, MSG_REMOVE_RKEY, type, m->rkey, c->pd[m->pd].id, m->qp,
+			  (uint32_t)(m->addr - (uintptr_t)c->buf), (uint32_t)m->len, m->access);
 	}
 	m->used = false;
 	walk_count_ok(c, a);

@@ -7,10 +7,12 @@
 #include "cmd/walk/actions.h"
 #include "cmd/walk/bus.h"
 #include "cmd/walk/client.h"
+#include "cmd/walk/oracle.h"
 #include "core/util/clock.h"
 #include "core/stats/stats.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,11 +28,7 @@
 #define FLUSH_LATE_STEPS  256
 #define DRAIN_TIMEOUT_NS  (5ULL * 1000000000ULL)
 #define PROBE_PROBABILITY 0.3
-
-uint64_t walk_now_ns(void)
-{
-	return clock_ns();
-}
+#define TRIM_STEPS	  4096 /* steps between two malloc_trim(3) calls */
 
 int walk_client_open(struct walk_client *c)
 {
@@ -125,153 +123,6 @@ static void bind_done(struct walk_client *c, int i, bool ok)
 	publish_mw(c, i, MSG_ADD_RKEY);
 }
 
-static void check_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_status st)
-{
-	uint32_t slot_off = SLOT_OFF(c->id);
-	unsigned char *expect = c->buf + slot_off, *got = c->buf + slot_off + CHECK_SLOT / 4;
-
-	if (w->action == ACT_WRITE) {
-		c->check_write_ok = st == IBV_WC_SUCCESS;
-		return;
-	}
-	c->check_busy = false;
-	if (st != IBV_WC_SUCCESS || !c->check_write_ok)
-		return;
-	walk_fill_pattern(expect, c->check_len, c->check_seed);
-	if (memcmp(expect, got, c->check_len) != 0) {
-		uint32_t at = 0;
-
-		while (at < c->check_len && expect[at] == got[at])
-			at++;
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d: data check failed: %u-byte WRITE (seed %llx) read back differs at byte %u "
-		    "(%02x, expected %02x)",
-		    c->id, c->check_len, (unsigned long long)c->check_seed, at, got[at], expect[at]);
-	}
-}
-
-/*
- * --verify: the walker posts only well-formed work (local SGEs in MRs it
- * keeps registered while the WR is out, receives as large as the credit it
- * gave, binds inside the MR): a local, bind or response error is the
- * device's.  The statuses a correct device gives the walk are success,
- * flush, REM_ACCESS_ERR, REM_INV_REQ_ERR and the retry/RNR/timeout family
- * (peers destroy their QPs); the rest are judged unless faults were asked.
- */
-static void check_local_status(struct walk_client *c, const struct wr_rec *w, const struct qp_rec *r,
-			       enum ibv_wc_status st)
-{
-	switch (st) {
-	case IBV_WC_LOC_LEN_ERR:
-	case IBV_WC_LOC_QP_OP_ERR:
-	case IBV_WC_LOC_PROT_ERR:
-	case IBV_WC_MW_BIND_ERR:
-	case IBV_WC_BAD_RESP_ERR:
-	case IBV_WC_LOC_ACCESS_ERR:
-	case IBV_WC_FATAL_ERR:
-	case IBV_WC_GENERAL_ERR:
-		if (!c->faults)
-			walk_stats_fail(
-			    &c->stats,
-			    "client %d #%llu: a %s on QP %u completed with %s; the walker posts only "
-			    "well-formed work (local MRs kept registered, receives as large as their "
-			    "credit), so this status is the device's",
-			    c->id, (unsigned long long)c->seq,
-			    w->is_recv ? "receive" : walk_action_names[w->action], r->qp->qp_num,
-			    ibv_wc_status_str(st));
-		break;
-	default:
-		break;
-	}
-}
-
-/*
- * --verify: a WR posted to a QP already in ERR must flush; on a send queue,
- * every completion after an error completion must be WR_FLUSH_ERR (send
- * queue completions are in order, and the error moved the QP to ERR).
- */
-static void check_flush_status(struct walk_client *c, const struct wr_rec *w, struct qp_rec *r,
-			       enum ibv_wc_status st)
-{
-	if (w->expect_flush && st != IBV_WC_WR_FLUSH_ERR)
-		walk_stats_fail(&c->stats,
-				"client %d #%llu: a %s posted to QP %u in ERR completed with %s; expected "
-				"WR_FLUSH_ERR (it must never execute)",
-				c->id, (unsigned long long)c->seq, w->is_recv ? "receive" : "send",
-				r->qp->qp_num, ibv_wc_status_str(st));
-	if (w->is_recv || w->expect_flush)
-		return;
-	if (r->sq_failed && st != IBV_WC_WR_FLUSH_ERR)
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: QP %u: a %s completed with %s after an error completion on the "
-		    "same send queue; expected WR_FLUSH_ERR",
-		    c->id, (unsigned long long)c->seq, r->qp->qp_num, walk_action_names[w->action],
-		    ibv_wc_status_str(st));
-	if (st != IBV_WC_SUCCESS && st != IBV_WC_WR_FLUSH_ERR)
-		r->sq_failed = true;
-}
-
-/*
- * --verify: what a receive completion says about the message, checked
- * without looking at memory (others may write the buffer): byte_len fits
- * the receive (a UD message is exactly 40 + 1000 bytes), and immediate
- * data, which --verify senders fill with the length and their id, matches
- * byte_len and the RC peer.
- */
-static void check_recv(struct walk_client *c, const struct wr_rec *w, struct qp_rec *r,
-		       const struct ibv_wc *wc)
-{
-	uint32_t want = r->type == IBV_QPT_UD ? UD_RECV_BYTES : w->len, imm, len, from;
-
-	if (wc->status != IBV_WC_SUCCESS || w->expect_flush)
-		return;
-	if (r->type == IBV_QPT_UD && !(wc->wc_flags & IBV_WC_GRH))
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: a UD receive on QP %u completed without IBV_WC_GRH; the first 40 "
-		    "bytes of every UD receive hold a GRH",
-		    c->id, (unsigned long long)c->seq, r->qp->qp_num);
-	if (r->type == IBV_QPT_UD ? wc->byte_len != UD_RECV_BYTES : wc->byte_len > want) {
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: a receive of %u bytes on %s QP %u completed with byte_len %u; "
-		    "expected %s%u",
-		    c->id, (unsigned long long)c->seq, w->len, r->type == IBV_QPT_UD ? "UD" : "RC",
-		    r->qp->qp_num, wc->byte_len, r->type == IBV_QPT_UD ? "" : "at most ", want);
-		return;
-	}
-	if (!(wc->wc_flags & IBV_WC_WITH_IMM))
-		return;
-	imm = be32toh(wc->imm_data);
-	len = imm >> 8;
-	from = imm & 0xff; /* UD: the sender's id; RC: the sequence on this QP */
-	if (r->type == IBV_QPT_UD && (imm & WRONG_QKEY_IMM) == WRONG_QKEY_IMM) {
-		walk_stats_fail(&c->stats,
-				"client %d #%llu: UD QP %u (Q_Key %x) received a message client %u sent with "
-				"another Q_Key; expected the device to drop it",
-				c->id, (unsigned long long)c->seq, r->qp->qp_num, r->qkey, from);
-		return;
-	}
-	if (len != wc->byte_len - (r->type == IBV_QPT_UD ? UD_RECV_BYTES - UD_SEND_BYTES : 0) ||
-	    (r->type == IBV_QPT_UD && from >= (uint32_t)c->clients))
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: a receive on QP %u (peer c%d) has byte_len %u and immediate data "
-		    "%08x (host order); the sender put the length there (and %s): expected length %u",
-		    c->id, (unsigned long long)c->seq, r->qp->qp_num, r->peer, wc->byte_len, imm,
-		    r->type == IBV_QPT_UD ? "its id" : "its sequence", wc->byte_len);
-	else if (r->type == IBV_QPT_RC && from != r->rx_imm_seq)
-		walk_stats_fail(&c->stats,
-				"client %d #%llu: RC QP %u received message %u with immediate data from c%d; "
-				"expected message %u (RC delivers in order, once)",
-				c->id, (unsigned long long)c->seq, r->qp->qp_num, from, r->peer,
-				r->rx_imm_seq);
-	if (r->type == IBV_QPT_RC)
-		r->rx_imm_seq = (uint8_t)(from + 1);
-}
-
 static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 {
 	uint32_t slot = (uint32_t)wc->wr_id, gen = (uint32_t)(wc->wr_id >> 32);
@@ -311,15 +162,8 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		c->stats.ok[w->action]++;
 	else
 		c->stats.errors[w->action]++;
-	if (c->cfg->verify) {
-		walk_check_wc_fields(c, w, r, wc);
-		check_local_status(c, w, r, wc->status);
-		check_flush_status(c, w, r, wc->status);
-		if (w->is_recv)
-			check_recv(c, w, r, wc);
-		if (w->msg && wc->status == IBV_WC_SUCCESS && !w->expect_flush)
-			walk_msg_check(c, slot, r, wc);
-	}
+	if (c->cfg->verify)
+		walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_WC, .slot = slot, .wc = wc});
 	if (!ok && r->state != QP_ERR) {
 		/* Any error completion leaves the QP in an error state. */
 		r->state = QP_ERR;
@@ -332,26 +176,12 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		int i = find_mw_by_rkey(c, wc->invalidated_rkey);
 
 		/* Not found: we deallocated it after the NIC invalidated it. */
-		if (i >= 0 && c->cfg->verify && c->mw[i].qp != w->qp)
-			walk_stats_fail(
-			    &c->stats,
-			    "client %d #%llu: a SEND_WITH_INV received on QP %u invalidated rkey %x of "
-			    "the type-2 window mw[%d] bound to our QP %u; only the QP a window is "
-			    "bound to may invalidate it (expected REM_INV_REQ_ERR)",
-			    c->id, (unsigned long long)c->seq, r->qp->qp_num, wc->invalidated_rkey, i,
-			    c->mw[i].qp >= 0 ? c->qp[c->mw[i].qp].qp->qp_num : 0);
 		if (i >= 0) {
 			walk_note_key(c, wc->invalidated_rkey, false);
 			publish_mw(c, i, MSG_REMOVE_RKEY);
 			unbind_mw(c, i);
 		}
 	}
-	if (w->probe)
-		walk_probe_done(c, w, wc->status);
-	if (w->check)
-		check_done(c, w, wc->status);
-	if (w->atom_check)
-		walk_atomic_check_done(c, wc->status);
 	walk_release_wr(c, slot);
 }
 
@@ -542,13 +372,27 @@ static void handle_msg(struct walk_client *c, const struct walk_msg *m)
 			c->qp[q].credit_count = 0;
 		}
 		break;
-	case MSG_ADD_UD_QP:
-		for (int i = 0; i < MAX_REMOTE_UD; i++)
-			if (!c->ruds[i].used) {
-				c->ruds[i] = (struct rud_rec){true, m->src, m->qpn, m->qkey};
+	case MSG_ADD_UD_QP: {
+		int free_i = -1;
+
+		for (int i = 0; i < MAX_REMOTE_UD; i++) {
+			struct rud_rec *u = &c->ruds[i];
+
+			if (u->used && u->owner == m->src && u->qpn == m->qpn) { /* a new Q_Key (modify.c) */
+				u->changed = u->qkey != m->qkey;
+				u->prev_qkey = u->qkey;
+				u->qkey = m->qkey;
+				free_i = -2;
 				break;
 			}
+			if (!u->used && free_i == -1)
+				free_i = i;
+		}
+		if (free_i >= 0)
+			c->ruds[free_i] =
+			    (struct rud_rec){.used = true, .owner = m->src, .qpn = m->qpn, .qkey = m->qkey};
 		break;
+	}
 	case MSG_REMOVE_UD_QP:
 		for (int i = 0; i < MAX_REMOTE_UD; i++)
 			if (c->ruds[i].used && c->ruds[i].owner == m->src && c->ruds[i].qpn == m->qpn)
@@ -701,7 +545,7 @@ static void one_step(struct walk_client *c, bool lockstep)
 	}
 	walk_probe_step(c);
 	walk_devprobe_step(c);
-	walk_rcprobe_step(c);
+	walk_modify_step(c);
 	poll_all(c);
 	walk_flush_outbox(c);
 	check_flush_deadlines(c);
@@ -740,7 +584,6 @@ static void teardown(struct walk_client *c)
 	int rc;
 
 	walk_devprobe_end(c);
-	walk_rcprobe_end(c);
 	move_all_to_error(c);
 	while (c->inflight && walk_now_ns() < end)
 		if (!poll_all(c))
@@ -797,6 +640,14 @@ int walk_client_run(struct walk_client *c)
 		       (c->cfg->steps ? steps < c->cfg->steps : walk_now_ns() < end)) {
 			one_step(c, lockstep);
 			steps++;
+			/*
+			 * The device's short-lived blocks below the mmap threshold
+			 * (queues, packets) leave free pages inside every thread's
+			 * heap arena that glibc keeps; give them back now and then,
+			 * or RSS creeps up for as long as the walk runs.
+			 */
+			if (steps % TRIM_STEPS == 0)
+				malloc_trim(0);
 			atomic_store_explicit(&c->live_steps, steps, memory_order_relaxed);
 		}
 	}

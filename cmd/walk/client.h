@@ -4,6 +4,7 @@
 #define RDMATOOL_CMD_WALK_CLIENT_H
 
 #include "cmd/walk/walk.h"
+#include "core/util/clock.h"
 
 #define BUF_SIZE   (16u << 20) /* the per-client memory MRs are carved from */
 #define CHECK_SLOT (64u << 10) /* --verify: one slot per writer at the end */
@@ -127,9 +128,9 @@ struct rkey_rec {
 };
 
 struct rud_rec {
-	bool used;
+	bool used, changed; /* changed: the owner moved the QP to another Q_Key, prev_qkey */
 	int owner;
-	uint32_t qpn, qkey;
+	uint32_t qpn, qkey, prev_qkey;
 };
 
 struct wr_rec {
@@ -168,15 +169,13 @@ struct walk_devprobe {
 	struct ibv_ah *ah;
 	unsigned char buf[2][64];
 	bool bad_other_pd;
+	uint32_t past; /* UD_SQE in the same PD: the broken SGE ends this many bytes past its MR */
 	int cqe;
 	uint32_t posted, seen;
 	uint32_t late_polls; /* polls since the deadline passed (a starved process is not a late device) */
 	uint64_t base_id, t0, next_ns;
-	enum ibv_wc_status st[DEVPROBE_MAX_WR];
-	unsigned char *rc_mem; /* the RC probes' memory and its model (rcprobe.c) */
-	struct rng rc_rng;
-	uint64_t rc_next_ns;
-	bool rc_no_atomic_write; /* the device refused IBV_WR_ATOMIC_WRITE */
+	uint64_t next_step; /* --steps: the step the next probe starts at the latest */
+	struct ibv_wc wc[DEVPROBE_MAX_WR];
 };
 
 struct walk_client {
@@ -260,7 +259,10 @@ int walk_client_run(struct walk_client *c);
 /* Handles every message waiting for this client (a barrier must keep its inbox moving too). */
 void walk_client_take_messages(struct walk_client *c);
 void walk_client_close(struct walk_client *c);
-uint64_t walk_now_ns(void);
+static inline uint64_t walk_now_ns(void)
+{
+	return clock_ns();
+}
 /* The pause that keeps one of `clients` never-blocking processes to its share of `cpus` (0: none needed). */
 uint64_t walk_pace_for(int clients, long cpus);
 
@@ -301,11 +303,7 @@ void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st);
 int walk_post_probe(struct walk_client *c, const struct walk_msg *m);
 void walk_probe_step(struct walk_client *c);
 void walk_devprobe_step(struct walk_client *c);
-void walk_check_wc_fields(struct walk_client *c, const struct wr_rec *w, const struct qp_rec *r,
-			  const struct ibv_wc *wc);
 void walk_devprobe_end(struct walk_client *c);
-void walk_rcprobe_step(struct walk_client *c);
-void walk_rcprobe_end(struct walk_client *c);
 void walk_mark_inv_probe(struct walk_client *c, uint32_t slot, const struct rkey_rec *k);
 void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_status st);
 void walk_probe_hit(struct walk_client *c, const struct walk_msg *m);
@@ -313,6 +311,9 @@ void walk_post_to_err(struct walk_client *c, int q);
 int walk_destroy_qp_rec(struct walk_client *c, int q);
 /* pd_id: the PD serial the initiator asked for (0 or unknown: any PD). */
 int walk_create_rc_responder(struct walk_client *c, uint32_t pd_id);
+
+/* modify.c (--verify): now and then, a random RTS-to-RTS modify_qp, judged by the model */
+void walk_modify_step(struct walk_client *c);
 
 /* toward.c: one step toward a drawn action that cannot run; 1 if it issued one. */
 int walk_toward(struct walk_client *c, enum walk_action a);

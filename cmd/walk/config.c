@@ -169,8 +169,10 @@ void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from)
 		into->probes[k] += from->probes[k];
 	into->devprobes[0] += from->devprobes[0];
 	into->devprobes[1] += from->devprobes[1];
-	into->devprobes[2] += from->devprobes[2];
 	into->flush_posts += from->flush_posts;
+	into->modifies += from->modifies;
+	into->qkey_changes += from->qkey_changes;
+	into->cq_resizes += from->cq_resizes;
 	into->atomics_checked += from->atomics_checked;
 	into->msgs_checked += from->msgs_checked;
 	into->msgs_content_checked += from->msgs_content_checked;

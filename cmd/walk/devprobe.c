@@ -9,7 +9,7 @@
  *    N must be there, in order, and nothing more (the walk itself never
  *    fills a CQ to the brim, so a CQ that overflows one early escapes it).
  *  - UD_SQE: a chain of UD sends whose second one breaks a local rule (an
- *    lkey of another PD, or a range past its MR's end): the first succeeds,
+ *    lkey of another PD, or a range 1 to 4 bytes past its MR's end): the first succeeds,
  *    the broken one completes with LOC_PROT_ERR, every one after it with
  *    WR_FLUSH_ERR, and the QP is in SQE; moved back to RTS, a send works.
  *  - either way, the QP's receive queue first takes exactly the max_recv_wr
@@ -20,10 +20,15 @@
  * the completions settle.
  */
 #include "cmd/walk/actions.h"
+#include "cmd/walk/model.h"
+#include "cmd/walk/oracle.h"
 
-#define DEVPROBE_PERIOD_NS   (100 * 1000000ull)
-#define DEVPROBE_SETTLE_NS   (10 * 1000000ull)	 /* before the first poll of a CQ_FULL probe */
-#define DEVPROBE_DEADLINE_NS (2000 * 1000000ull) /* for every completion to arrive */
+#include <stdio.h>
+
+#define DEVPROBE_PERIOD_NS    (100 * 1000000ull)
+#define DEVPROBE_PERIOD_STEPS 250 /* --steps: also every this many steps, however slow the machine */
+#define DEVPROBE_SETTLE_NS    (10 * 1000000ull)	  /* before the first poll of a CQ_FULL probe */
+#define DEVPROBE_DEADLINE_NS  (2000 * 1000000ull) /* for every completion to arrive */
 /*
  * Past the deadline, polls before the probe is judged late: on a loaded
  * machine the whole process (the soft device's progress with it) can
@@ -142,8 +147,8 @@ static int post_chain(struct walk_client *c, uint32_t n, uint32_t bad)
 		if (i == bad && d->bad_other_pd)
 			sge[i] = (struct ibv_sge){(uintptr_t)d->buf[1], 8,
 						  d->mr[1]->lkey}; /* an MR of another PD */
-		else if (i == bad)
-			sge[i].addr = (uintptr_t)d->buf[0] + DEVPROBE_MR_BYTES - 4; /* 4 bytes past the end */
+		else if (i == bad)				   /* 1 to 4 bytes past the end */
+			sge[i].addr = (uintptr_t)d->buf[0] + DEVPROBE_MR_BYTES - 8 + d->past;
 		wr[i] = (struct ibv_send_wr){.wr_id = d->base_id + i,
 					     .next = i + 1 < n ? &wr[i + 1] : NULL,
 					     .sg_list = &sge[i],
@@ -169,6 +174,7 @@ static void devprobe_start(struct walk_client *c)
 
 	d->base_id = rng_next(&d->rng) << 8;
 	d->bad_other_pd = rng_bernoulli(&d->rng, 0.5);
+	d->past = (uint32_t)rng_range(&d->rng, 1, 4);
 	if (devprobe_objects(c, cqe)) {
 		devprobe_free(c); /* a device may refuse a resource: not a finding */
 		return;
@@ -189,35 +195,62 @@ static void devprobe_start(struct walk_client *c)
 	    cq_full ? "CQ filled to capacity" : "UD send error", n, d->qp->qp_num, d->cqe);
 }
 
+/* Completion i of the probe against the model: a SEND of 8 bytes on the probe's QP, ending in `statuses`. */
+static bool judge_wc(struct walk_client *c, uint32_t i, uint64_t statuses, const char *what)
+{
+	struct walk_devprobe *d = &c->devprobe;
+	struct model_wc e;
+
+	model_send_wc(&e, IBV_WR_SEND, 8, d->qp->qp_num);
+	e.statuses = statuses;
+	return walk_oracle(
+	    c,
+	    &(struct walk_obs){.kind = WALK_OBS_PREDICTED, .predicted = &e, .wc = &d->wc[i], .what = what});
+}
+
+/* The status of the chain's broken send, from the key rules: its SGE is in MR 1 (PD 1) or past MR 0's end. */
+static uint64_t broken_send_status(struct walk_client *c)
+{
+	struct walk_devprobe *d = &c->devprobe;
+	uint32_t k = d->bad_other_pd ? 1 : 0;
+	struct model_key key = {.valid = true,
+				.addr = (uintptr_t)d->buf[k],
+				.length = DEVPROBE_MR_BYTES,
+				.access = IBV_ACCESS_LOCAL_WRITE,
+				.pd = k};
+	uint64_t addr =
+	    d->bad_other_pd ? (uintptr_t)d->buf[1] : (uintptr_t)d->buf[0] + DEVPROBE_MR_BYTES - 8 + d->past;
+
+	return MODEL_ST(model_local_sge(&key, 0, addr, 8, false));
+}
+
 static void judge_sqe(struct walk_client *c)
 {
 	struct walk_devprobe *d = &c->devprobe;
 	struct ibv_qp_attr attr;
 	struct ibv_qp_init_attr init;
 	const char *why = d->bad_other_pd ? "an lkey of another PD" : "a range past its MR's end";
+	char what[160];
 
-	if (d->st[0] != IBV_WC_SUCCESS || d->st[1] != IBV_WC_LOC_PROT_ERR)
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: UD QP %u, sends 1 and 2 (2 with %s) completed with %s and %s; "
-		    "expected SUCCESS and LOC_PROT_ERR",
-		    c->id, (unsigned long long)c->seq, d->qp->qp_num, why, ibv_wc_status_str(d->st[0]),
-		    ibv_wc_status_str(d->st[1]));
-	for (uint32_t i = 2; i < d->posted; i++)
-		if (d->st[i] != IBV_WC_WR_FLUSH_ERR) {
-			walk_stats_fail(
-			    &c->stats,
-			    "client %d #%llu: UD QP %u, send %u of %u posted behind one that failed "
-			    "(%s) completed with %s; expected WR_FLUSH_ERR (the QP is in SQE)",
-			    c->id, (unsigned long long)c->seq, d->qp->qp_num, i + 1, d->posted, why,
-			    ibv_wc_status_str(d->st[i]));
+	for (uint32_t i = 0; i < d->posted; i++) {
+		snprintf(what, sizeof(what), "UD QP %u, send %u of a chain of %u (send 2 with %s)%s",
+			 d->qp->qp_num, i + 1, d->posted, why,
+			 i > 1 ? ", posted behind the one that failed," : "");
+		if (!judge_wc(c, i,
+			      i == 0   ? MODEL_ST(IBV_WC_SUCCESS)
+			      : i == 1 ? broken_send_status(c)
+				       : MODEL_ST(IBV_WC_WR_FLUSH_ERR), /* the QP is in SQE */
+			      what))
 			break;
-		}
-	if (hw_query_qp(d->qp, &attr, IBV_QP_STATE, &init) == 0 && attr.qp_state != IBV_QPS_SQE)
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: UD QP %u is in state %d after a send failed (%s); expected SQE", c->id,
-		    (unsigned long long)c->seq, d->qp->qp_num, attr.qp_state, why);
+	}
+	if (hw_query_qp(d->qp, &attr, IBV_QP_STATE, &init) == 0) {
+		snprintf(what, sizeof(what), "UD QP %u after a send failed (%s)", d->qp->qp_num, why);
+		walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_ATTR,
+						  .verb = "the state",
+						  .what = what,
+						  .rc = attr.qp_state,
+						  .want = IBV_QPS_SQE});
+	}
 	attr = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .cur_qp_state = IBV_QPS_SQE};
 	if (hw_modify_qp(d->qp, &attr, IBV_QP_STATE | IBV_QP_CUR_STATE) == 0 && post_chain(c, 1, 1) == 0) {
 		d->kind = DEVPROBE_UD_RECOVERED;
@@ -229,27 +262,22 @@ static void judge_sqe(struct walk_client *c)
 static void judge(struct walk_client *c)
 {
 	struct walk_devprobe *d = &c->devprobe;
+	char what[160];
 
 	if (d->kind == DEVPROBE_CQ_FULL) {
-		for (uint32_t i = 0; i < d->posted; i++)
-			if (d->st[i] != IBV_WC_SUCCESS) {
-				walk_stats_fail(
-				    &c->stats,
-				    "client %d #%llu: UD send %u of %u on QP %u (CQ of capacity %d, "
-				    "filled exactly) completed with %s; expected SUCCESS",
-				    c->id, (unsigned long long)c->seq, i + 1, d->posted, d->qp->qp_num,
-				    d->cqe, ibv_wc_status_str(d->st[i]));
+		for (uint32_t i = 0; i < d->posted; i++) {
+			snprintf(what, sizeof(what),
+				 "UD send %u of %u on QP %u (CQ of capacity %d, filled exactly)", i + 1,
+				 d->posted, d->qp->qp_num, d->cqe);
+			if (!judge_wc(c, i, MODEL_ST(IBV_WC_SUCCESS), what))
 				break;
-			}
+		}
 	} else if (d->kind == DEVPROBE_UD_SQE) {
 		judge_sqe(c);
 		return;
-	} else if (d->st[0] != IBV_WC_SUCCESS) {
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: UD QP %u moved from SQE back to RTS: a send completed with %s; "
-		    "expected SUCCESS",
-		    c->id, (unsigned long long)c->seq, d->qp->qp_num, ibv_wc_status_str(d->st[0]));
+	} else {
+		snprintf(what, sizeof(what), "UD QP %u moved from SQE back to RTS: a send", d->qp->qp_num);
+		judge_wc(c, 0, MODEL_ST(IBV_WC_SUCCESS), what);
 	}
 	devprobe_free(c);
 }
@@ -279,7 +307,7 @@ static void devprobe_poll(struct walk_client *c)
 			devprobe_free(c);
 			return;
 		}
-		d->st[d->seen++] = wc[i].status;
+		d->wc[d->seen++] = wc[i];
 	}
 	if (d->seen == d->posted) {
 		judge(c);
@@ -310,8 +338,12 @@ void walk_devprobe_step(struct walk_client *c)
 		rng_seed(&d->rng, c->cfg->seed, 0xde7000u + (uint64_t)c->id);
 		d->next_ns = walk_now_ns() + DEVPROBE_PERIOD_NS;
 	}
-	if (walk_now_ns() >= d->next_ns)
+	if (!d->next_step)
+		d->next_step = c->seq + DEVPROBE_PERIOD_STEPS;
+	if (walk_now_ns() >= d->next_ns || (c->cfg->steps && c->seq >= d->next_step)) {
+		d->next_step = c->seq + DEVPROBE_PERIOD_STEPS;
 		devprobe_start(c);
+	}
 }
 
 /* At the end: what is in flight is abandoned, unjudged. */

@@ -13,6 +13,7 @@
  * Also here: a WR posted to a QP already in ERR must flush, never execute.
  */
 #include "cmd/walk/actions.h"
+#include "cmd/walk/model.h"
 
 #include <stdio.h>
 
@@ -27,6 +28,7 @@ static const char *const probe_names[PROBE_KINDS] = {
     [PROBE_UNALIGNED] = "on an address not 8-byte aligned through",
     [PROBE_QP_ACCESS] = "that the responder QP's access flags do not grant, through",
     [PROBE_INV_OTHER_QP] = "on a QP of the PD the type-2 window is not bound to, invalidating",
+    [PROBE_LOCAL_SGE] = "from a local SGE ending one byte past its MR",
 };
 
 static const char *opcode_name(uint32_t op)
@@ -214,6 +216,52 @@ static void qp_access_probe(struct walk_client *c, const struct rkey_rec *k)
 		   8);
 }
 
+/* An MR whose byte past the end is still in the buffer, before the check zone: reading it harms nothing. */
+static bool mr_ends_early(struct walk_client *c, int i, const void *arg)
+{
+	const struct mr_rec *m = &c->mr[i];
+
+	return m->used && m->pd == *(const int *)arg && m->len >= 8 && m->off + m->len < ZONE_START;
+}
+
+/*
+ * The send side of the local key rules: an RC SEND whose gather SGE ends
+ * one byte past its MR must complete with LOC_PROT_ERR, before anything is
+ * sent (so it needs no receive credit; the QP goes to ERR).  Judged by the
+ * oracle: the key is ours.
+ */
+static void local_sge_probe(struct walk_client *c)
+{
+	struct qp_want qw = {IBV_QPT_RC, -1, true, false, false};
+	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND, .num_sge = 1};
+	struct model_key k;
+	struct ibv_sge sge;
+	int q, m, slot;
+
+	if ((q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0 ||
+	    (m = walk_pick_index(c, MAX_MR, mr_ends_early, &c->qp[q].pd)) < 0)
+		return;
+	k = (struct model_key){.valid = true,
+			       .addr = (uintptr_t)(c->buf + c->mr[m].off),
+			       .length = c->mr[m].len,
+			       .access = (uint32_t)c->mr[m].access,
+			       .pd = (uint32_t)c->qp[q].pd};
+	sge = (struct ibv_sge){(uintptr_t)(c->buf + c->mr[m].off + c->mr[m].len - 7), 8, c->mr[m].mr->lkey};
+	if (model_local_sge(&k, k.pd, sge.addr, sge.length, false) != IBV_WC_LOC_PROT_ERR ||
+	    (slot = walk_alloc_wr(c, ACT_SEND, q, m, &wr.wr_id)) < 0)
+		return;
+	c->wr[slot].probe = true;
+	c->wr[slot].probe_kind = PROBE_LOCAL_SGE;
+	c->wr[slot].probe_owner = c->id;
+	wr.sg_list = &sge;
+	if (walk_post_send_wr(c, ACT_SEND, q, m, &wr, slot) != 0)
+		return;
+	c->probe_busy = true;
+	c->stats.probes[PROBE_LOCAL_SGE]++;
+	LOG(c, "c%d #%llu probe SEND %s (MR [%u, +%u)) qp=%u", c->id, (unsigned long long)c->seq,
+	    probe_names[PROBE_LOCAL_SGE], c->mr[m].off, c->mr[m].len, c->qp[q].qp->qp_num);
+}
+
 /* --verify: now and then, a step also posts one probe of a live key. */
 void walk_probe_step(struct walk_client *c)
 {
@@ -222,8 +270,13 @@ void walk_probe_step(struct walk_client *c)
 	int ki, q;
 	int64_t off;
 
-	if (!c->cfg->verify || c->probe_busy || !rng_bernoulli(&c->rng, PROBE_STEP_PROBABILITY) ||
-	    (ki = walk_pick_index(c, MAX_REMOTE_KEYS, key_usable, NULL)) < 0)
+	if (!c->cfg->verify || c->probe_busy || !rng_bernoulli(&c->rng, PROBE_STEP_PROBABILITY))
+		return;
+	if (rng_range(&c->rng, 0, 3) == 3) { /* a local probe: no remote key needed */
+		local_sge_probe(c);
+		return;
+	}
+	if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, key_usable, NULL)) < 0)
 		return;
 	k = &c->rkeys[ki];
 	w = (struct reach){k, false, 0};
@@ -329,6 +382,8 @@ void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_
 			       .probe_kind = w->probe_kind};
 
 	c->probe_busy = false;
+	if (w->probe_kind == PROBE_LOCAL_SGE)
+		return; /* our own key: the oracle judged it */
 	switch (w->action) {
 	case ACT_WRITE:
 		hit.access = IBV_WR_RDMA_WRITE;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 void walk_print_header(const struct walk_config *cfg, const char *device, bool type2_dropped)
@@ -71,6 +72,7 @@ static uint64_t wc_total(const struct walk_stats *s, int status)
 /* One printer for both outputs (cmd/print.h): each field is printed once, for text and JSON. */
 void walk_print_report(const struct walk_config *cfg, const struct walk_result *r)
 {
+	struct rusage ru;
 	const struct walk_stats *t = &r->total;
 
 	print_begin();
@@ -156,10 +158,14 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 			   t->probes[PROBE_INV_OTHER_QP]);
 		print_uint(PRINT_ANY, "probe_cq_full", ", CQs filled to capacity %llu", t->devprobes[0]);
 		print_uint(PRINT_ANY, "probe_ud_sqe", ", UD send errors (SQE) %llu", t->devprobes[1]);
-		print_uint(PRINT_ANY, "probe_rc", ", RC pair scripts %llu", t->devprobes[2]);
 		print_uint(PRINT_ANY, "probe_qp_access", ", denied by the QP %llu",
 			   t->probes[PROBE_QP_ACCESS]);
+		print_uint(PRINT_ANY, "probe_local_sge", ", send SGEs past their MR %llu",
+			   t->probes[PROBE_LOCAL_SGE]);
 		print_uint(PRINT_ANY, "posted_to_err", ", WRs posted to QPs in ERR %llu", t->flush_posts);
+		print_uint(PRINT_ANY, "modify_qp", ", RTS-to-RTS modify_qp %llu", t->modifies);
+		print_uint(PRINT_ANY, "qkey_changes", " (Q_Key changes %llu)", t->qkey_changes);
+		print_uint(PRINT_ANY, "cq_resizes", ", CQs resized %llu", t->cq_resizes);
 		print_uint(PRINT_ANY, "atomics_checked", ", atomics checked %llu", t->atomics_checked);
 		print_uint(PRINT_ANY, "messages_checked", ", message headers checked %llu", t->msgs_checked);
 		print_uint(PRINT_ANY, "payloads_checked", " (payloads %llu)\n", t->msgs_content_checked);
@@ -167,8 +173,14 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 	}
 	print_uint(PRINT_ANY, "objects_alive_at_end", "\nobjects alive when the walk stopped: %llu",
 		   t->alive_end);
-	print_bool(PRINT_JSON, "destroy_failures", NULL, t->destroy_failures);
-	print_text(" (all destroyed at shutdown%s)\n", t->destroy_failures ? ", with failures" : "");
+	print_uint(PRINT_JSON, "destroy_failures", NULL, (unsigned long long)t->destroy_failures);
+	if (t->destroy_failures)
+		print_text(" (%d destroys failed at shutdown)\n", t->destroy_failures);
+	else
+		print_text(" (all destroyed at shutdown)\n");
+	if (getrusage(RUSAGE_SELF, &ru) == 0) /* this process: in a multinode run, the hub */
+		print_uint(PRINT_ANY, "peak_rss_kb", "peak RSS: %llu KiB\n",
+			   (unsigned long long)ru.ru_maxrss);
 	if (t->outbox_full)
 		print_uint(PRINT_ANY, "updates_held_back", "updates held back by a full queue: %llu times\n",
 			   t->outbox_full);

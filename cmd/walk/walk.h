@@ -88,6 +88,7 @@ enum walk_probe_kind {
 	PROBE_UNALIGNED,    /* an atomic on an address that is not 8-byte aligned: must fail */
 	PROBE_QP_ACCESS,    /* an access the responder QP's access flags do not grant: must fail */
 	PROBE_INV_OTHER_QP, /* SEND_WITH_INV of a type-2 window bound to another QP of the PD: must fail */
+	PROBE_LOCAL_SGE,    /* a SEND from a local SGE ending one byte past its MR: LOC_PROT_ERR */
 	PROBE_KINDS
 };
 
@@ -106,8 +107,11 @@ struct walk_stats {
 	uint64_t wc[ACT_COUNT][WALK_WC_STATUSES];
 	uint64_t wc_other;	      /* a status outside the known enum */
 	uint64_t probes[PROBE_KINDS]; /* --verify probes posted, by kind */
-	uint64_t devprobes[3]; /* --verify device probes: CQ filled to capacity, UD send error, RC pair */
+	uint64_t devprobes[2];	      /* --verify device probes: CQ filled to capacity, UD send error */
 	uint64_t flush_posts;
+	uint64_t modifies,
+	    qkey_changes;    /* --verify: random RTS-to-RTS modify_qp calls, and UD Q_Key changes */
+	uint64_t cq_resizes; /* --verify: ibv_resize_cq of CQs in use */
 	uint64_t atomics_checked;
 	uint64_t msgs_checked, msgs_content_checked; /* --verify: received headers, and payloads compared */
 	/* --verify: atomics on owned words whose result was compared */ /* --verify: WRs posted to a QP

@@ -16,6 +16,7 @@
 #   -w           also one walk through GID index 1 (every QP's traffic over the soft wire, first seed)
 #   -k           keep the copies (their paths are printed)
 #   -n           only check that every mutation still applies (no build, no walk)
+#   -C           skip conform (walk --verify and the unit tests only)
 #
 # A .mut file: '#' description lines, 'file PATH', then one or more blocks
 #   <<<            the exact text to find (must occur exactly once)
@@ -27,8 +28,8 @@ set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
 BUILD=${BUILD:-build}
-duration=20 clients=5 seeds="1 2 3" unit=1 keep=0 check_only=0 multinode=0 wire=0
-while getopts "d:c:s:mwUkn" o; do
+duration=20 clients=5 seeds="1 2 3" unit=1 keep=0 check_only=0 multinode=0 wire=0 conform=1
+while getopts "d:c:s:mwUknC" o; do
 	case $o in
 	d) duration=$OPTARG ;;
 	c) clients=$OPTARG ;;
@@ -38,6 +39,7 @@ while getopts "d:c:s:mwUkn" o; do
 	U) unit=0 ;;
 	k) keep=1 ;;
 	n) check_only=1 ;;
+	C) conform=0 ;;
 	*) sed -n '2,20p' "$0" >&2; exit 2 ;;
 	esac
 done
@@ -61,9 +63,9 @@ if [ $check_only = 1 ]; then
 	exit
 fi
 
-printf '%-24s %-12s %-24s %s\n' mutation walk unit "first walk failure"
+printf '%-40s %-24s %-6s %-20s %s\n' mutation conform walk unit "first walk failure"
 rc=0
-caught_walk=0 caught_unit=0 caught_any=0 total=0
+caught_walk=0 caught_conform=0 caught_unit=0 caught_any=0 total=0
 for m in "${muts[@]}"; do
 	name=$(basename "$m" .mut)
 	[ -f "$m" ] || { echo "mutation: no $m" >&2; rc=1; continue; }
@@ -84,7 +86,23 @@ for m in "${muts[@]}"; do
 		continue
 	fi
 	total=$((total + 1))
-	n=0 hit=0 first=""
+	n=0 hit=0 first="" ccaught="-"
+	if [ $conform = 1 ]; then
+		cout=$(RDMATOOL_STATS=0 timeout -k 5 300 "$tmp/build/rdmatool" -j conform 2>"$tmp/conform.err")
+		st=$?
+		if [ $st -eq 0 ]; then
+			ccaught="no"
+		else
+			caught_conform=$((caught_conform + 1))
+			if [ $st -eq 1 ] && echo "$cout" | jq -e . >/dev/null 2>&1; then
+				# the first failing case, and how many more failed
+				ccaught=$(echo "$cout" | jq -r '[.cases[] | select(.result == "fail") | .name] |
+					.[0] + (if length > 1 then "+\(length - 1)" else "" end)')
+			else
+				ccaught="exit$st"
+			fi
+		fi
+	fi
 	runs=$seeds
 	[ $multinode = 1 ] && runs="$runs multinode"
 	[ $wire = 1 ] && runs="$runs wire"
@@ -122,9 +140,11 @@ for m in "${muts[@]}"; do
 		[ -n "$failed" ] && ucaught=$failed && caught_unit=$((caught_unit + 1))
 	fi
 	[ $hit -gt 0 ] && caught_walk=$((caught_walk + 1))
-	{ [ $hit -gt 0 ] || [ "$ucaught" != none -a "$ucaught" != - ]; } && caught_any=$((caught_any + 1))
-	printf '%-24s %-12s %-24s %s\n' "$name" "$hit/$n" "$ucaught" "$first"
+	{ [ $hit -gt 0 ] || [ "$ucaught" != none -a "$ucaught" != - ] || [ "$ccaught" != no -a "$ccaught" != - ]; } &&
+		caught_any=$((caught_any + 1))
+	printf '%-40s %-24s %-6s %-20s %s\n' "$name" "$ccaught" "$hit/$n" "$ucaught" "$first"
 	if [ $keep = 1 ]; then echo "  kept: $tmp"; else rm -rf "$tmp"; fi
 done
-echo "walk --verify caught $caught_walk of $total mutations (on at least one seed); soft unit tests caught $caught_unit; either: $caught_any"
+echo "of $total mutations: conform caught $caught_conform; walk --verify caught $caught_walk (on at least one seed);" \
+	"soft unit tests caught $caught_unit; any of them: $caught_any"
 exit $rc

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "cmd/conform/rcp.h"
 #include "hw/hw.h"
 
 #define FX_BUF 65536
@@ -240,28 +241,18 @@ static inline int fx_setup(void **state)
 	return fx_setup_common(state, 1);
 }
 
+/* One receive, and one signaled send WR of one SGE: the same helpers as rdmatool conform's loopback pair. */
 static inline int fx_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
-	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1}, *bad;
-
-	return hw_post_recv(qp, &wr, &bad);
+	return rcp_recv1(qp, wr_id, (struct ibv_sge){.addr = (uintptr_t)addr, .length = len, .lkey = lkey});
 }
 
 static inline int fx_post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void *addr, uint32_t len,
 			  uint32_t lkey, uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
-	struct ibv_send_wr wr = {.wr_id = wr_id,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
-
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	return hw_post_send(qp, &wr, &bad);
+	return rcp_post1_through(qp, op, wr_id,
+				 (struct ibv_sge){.addr = (uintptr_t)addr, .length = len, .lkey = lkey},
+				 raddr, rkey);
 }
 
 #endif

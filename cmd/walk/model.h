@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The walker's reference model of a verbs device: pure functions of the
+ * verbs' own structs and of small records of what the caller created, no
+ * device, no threads, no clock.  It says what a correct device must do:
+ * the return of ibv_modify_qp(3) for a transition and attribute mask (RC,
+ * UC, UD), the completion status a local scatter/gather entry or a remote
+ * access earns from the key rules (bounds, access flags, PD, the QP a
+ * type-2 window is bound to, invalidation), and a work request's predicted
+ * completion: the statuses it may end with ("any of these" when the
+ * outcome is racy), its opcode and byte_len.  oracle.c holds the walker's
+ * records against it; tests/unit/test_walk_model.c tests it alone.
+ */
+#ifndef RDMATOOL_CMD_WALK_MODEL_H
+#define RDMATOOL_CMD_WALK_MODEL_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- the QP state machine ---- */
+
+/* ibv_modify_qp(3): 0 if moving a `type` QP from `cur` to `next` with attr_mask `mask` is legal, else EINVAL.
+ */
+int model_modify_qp(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next, int mask);
+/* The attributes a transition requires, and those it also accepts (IBV_QP_STATE excluded); false: illegal. */
+bool model_qp_masks(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next, int *required,
+		    int *optional);
+/* Whether a QP in `state` accepts work: posting sends (RTS, SQD; ERR and SQE flush) and receives. */
+bool model_can_post_send(enum ibv_qp_state state);
+bool model_can_post_recv(enum ibv_qp_state state);
+
+/* ---- keys ---- */
+
+/* A memory region or bound window, as its owner registered it. */
+struct model_key {
+	bool valid;	 /* registered / bound and not invalidated */
+	uint64_t addr;	 /* first byte */
+	uint64_t length; /* bytes */
+	uint32_t access; /* IBV_ACCESS_* */
+	uint32_t pd;	 /* the owner's PD (any identifier) */
+	uint32_t qpn;	 /* a type-2 window: the QP it is bound to; 0: any QP of the PD */
+};
+
+/* The status of a local SGE [addr, addr + len) through key k from a QP on `pd`; `write`: the device stores
+ * there (a receive, a READ's or an atomic's result). */
+enum ibv_wc_status model_local_sge(const struct model_key *k, uint32_t pd, uint64_t addr, uint32_t len,
+				   bool write);
+/*
+ * The status the requester sees for a remote access needing `access` (one
+ * IBV_ACCESS_REMOTE_* flag) of [addr, addr + len) through key k, from
+ * responder QP qpn on `pd` whose own access flags are qp_access; atomics
+ * also need an 8-byte aligned address.
+ */
+enum ibv_wc_status model_remote_access(const struct model_key *k, uint32_t pd, uint32_t qpn,
+				       uint32_t qp_access, uint32_t access, uint64_t addr, uint64_t len);
+/* The remote access flag an RDMA opcode needs (0: none). */
+uint32_t model_access_for(enum ibv_wr_opcode op);
+
+/* ---- completions ---- */
+
+#define MODEL_ANY_LEN UINT32_MAX
+
+/* A predicted completion: any of `statuses`; on success, opcode and byte_len (in [len_min, len_max]). */
+struct model_wc {
+	uint64_t statuses; /* bit s: status s is right */
+	int opcode;	   /* enum ibv_wc_opcode; -1: not predicted */
+	uint32_t len_min, len_max;
+	uint32_t qp_num;
+	unsigned int flags_set, flags_clear; /* wc_flags that must be set / clear on success */
+};
+
+#define MODEL_ST(s) (1ull << (s))
+/* The statuses a peer's life or a previous error may always bring to a connected QP's send. */
+#define MODEL_ST_REMOTE_GONE                                                                                 \
+	(MODEL_ST(IBV_WC_WR_FLUSH_ERR) | MODEL_ST(IBV_WC_RETRY_EXC_ERR) |                                    \
+	 MODEL_ST(IBV_WC_RNR_RETRY_EXC_ERR) | MODEL_ST(IBV_WC_RESP_TIMEOUT_ERR) |                            \
+	 MODEL_ST(IBV_WC_REM_OP_ERR) | MODEL_ST(IBV_WC_REM_ABORT_ERR))
+
+/* The completion a posted send WR earns; racy statuses added by the caller. */
+void model_send_wc(struct model_wc *e, enum ibv_wr_opcode op, uint32_t sge_bytes, uint32_t qp_num);
+/* The completion a posted receive earns on a QP of `type` (UD: the GRH in front). */
+void model_recv_wc(struct model_wc *e, enum ibv_qp_type type, uint32_t recv_bytes, uint32_t qp_num);
+/* The completion of a WR posted to a QP in ERR: a flush, nothing else. */
+void model_flush_wc(struct model_wc *e, uint32_t qp_num);
+/*
+ * Compares a completion with the prediction.  Returns true if it fits; else
+ * false with what differs in why (a sentence without subject: "completed
+ * with ...; expected ...").
+ */
+bool model_wc_matches(const struct model_wc *e, const struct ibv_wc *wc, char *why, size_t why_len);
+
+#endif

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * --verify: the oracle (oracle.h).  For a completion it builds the model's
+ * prediction (model.h) from the walker's records of the WR, its QP and its
+ * keys, compares, and then runs the checks that need the walker's own
+ * memory: the immediate data and message headers senders fill in, the
+ * checked WRITE's read-back, the atomics on owned words, and the rkey
+ * probes, whose verdict the key's owner gives.
+ */
+#include "cmd/walk/oracle.h"
+
+#include "cmd/walk/actions.h"
+#include "cmd/walk/model.h"
+
+#include <stdio.h>
+
+/* What the walker asked for, in the verbs' own opcode (WR slots record the action). */
+static enum ibv_wr_opcode wr_opcode(const struct wr_rec *w)
+{
+	switch (w->action) {
+	case ACT_READ:
+		return IBV_WR_RDMA_READ;
+	case ACT_WRITE:
+		return IBV_WR_RDMA_WRITE;
+	case ACT_FETCH_ADD:
+		return IBV_WR_ATOMIC_FETCH_AND_ADD;
+	case ACT_COMP_SWAP:
+		return IBV_WR_ATOMIC_CMP_AND_SWP;
+	case ACT_BIND_MW_TYPE1:
+	case ACT_BIND_MW_TYPE2:
+		return IBV_WR_BIND_MW;
+	default:
+		return IBV_WR_SEND; /* SEND, SEND_WITH_IMM, SEND_WITH_INV: the same completion */
+	}
+}
+
+/*
+ * The statuses a correct device may give the walk's well-formed work
+ * (local SGEs in MRs it keeps registered while the WR is out, receives as
+ * large as the credit it gave, binds inside the MR): any of them but a
+ * local, bind or response error, which are the device's; the peers destroy
+ * QPs and keys at any time, and what that brings (flush, remote access,
+ * invalid request, retry, RNR, timeout) the walk cannot time.
+ */
+#define ST_DEVICE_ONLY                                                                                       \
+	(MODEL_ST(IBV_WC_LOC_LEN_ERR) | MODEL_ST(IBV_WC_LOC_QP_OP_ERR) | MODEL_ST(IBV_WC_LOC_PROT_ERR) |     \
+	 MODEL_ST(IBV_WC_MW_BIND_ERR) | MODEL_ST(IBV_WC_BAD_RESP_ERR) | MODEL_ST(IBV_WC_LOC_ACCESS_ERR) |    \
+	 MODEL_ST(IBV_WC_FATAL_ERR) | MODEL_ST(IBV_WC_GENERAL_ERR))
+#define ST_PEERS (~ST_DEVICE_ONLY)
+
+static void predict(struct walk_client *c, const struct wr_rec *w, const struct qp_rec *r, struct model_wc *e)
+{
+	if (w->expect_flush) { /* posted to a QP in ERR: it must never execute */
+		model_flush_wc(e, r->qp->qp_num);
+		return;
+	}
+	if (w->is_recv) {
+		model_recv_wc(e, r->type, r->type == IBV_QPT_UD ? UD_RECV_BYTES : w->len, r->qp->qp_num);
+		if (r->type == IBV_QPT_UD) /* every UD message of the walk has UD_SEND_BYTES */
+			e->len_min = UD_RECV_BYTES;
+	} else {
+		model_send_wc(e, wr_opcode(w), w->len, r->qp->qp_num);
+	}
+	e->statuses |= ST_PEERS;
+	if (w->probe && w->probe_kind == PROBE_LOCAL_SGE) /* an SGE past its MR: never sent */
+		e->statuses = MODEL_ST(IBV_WC_LOC_PROT_ERR) | MODEL_ST(IBV_WC_WR_FLUSH_ERR);
+	else if (!w->is_recv && r->sq_failed) /* send completions are in order; the error moved it to ERR */
+		e->statuses = MODEL_ST(IBV_WC_WR_FLUSH_ERR);
+	if (c->faults) /* the statuses a fault explains are not judged */
+		e->statuses = ~0ull;
+}
+
+static const char *wr_name(const struct wr_rec *w)
+{
+	if (w->is_recv)
+		return "receive";
+	if (w->probe && w->probe_kind == PROBE_LOCAL_SGE)
+		return "SEND from an SGE ending one byte past its MR";
+	return walk_action_names[w->action];
+}
+
+static const char *why_expected(const struct wr_rec *w, const struct qp_rec *r, enum ibv_wc_status st)
+{
+	if (w->expect_flush)
+		return " (posted to a QP in ERR, it must never execute)";
+	if (w->probe && w->probe_kind == PROBE_LOCAL_SGE)
+		return " (a local SGE outside its MR must fail before anything is sent)";
+	if (!w->is_recv && r->sq_failed)
+		return " (an error completion came before on the same send queue)";
+	switch (st) {
+	case IBV_WC_LOC_LEN_ERR:
+	case IBV_WC_LOC_QP_OP_ERR:
+	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_MW_BIND_ERR:
+	case IBV_WC_BAD_RESP_ERR:
+	case IBV_WC_LOC_ACCESS_ERR:
+	case IBV_WC_FATAL_ERR:
+	case IBV_WC_GENERAL_ERR:
+		return "; the walker posts only well-formed work (local MRs kept registered, receives as "
+		       "large as their credit), so this status is the device's";
+	default:
+		return "";
+	}
+}
+
+/*
+ * What a receive completion says about the message, checked without
+ * looking at memory (others may write the buffer): immediate data, which
+ * --verify senders fill with the length and their id (UD) or the QP's
+ * sequence (RC), matches byte_len and RC's in-order, exactly-once delivery.
+ */
+static void check_recv_imm(struct walk_client *c, struct qp_rec *r, const struct ibv_wc *wc)
+{
+	uint32_t imm, len, from;
+
+	if (!(wc->wc_flags & IBV_WC_WITH_IMM))
+		return;
+	imm = be32toh(wc->imm_data);
+	len = imm >> 8;
+	from = imm & 0xff; /* UD: the sender's id; RC: the sequence on this QP */
+	if (r->type == IBV_QPT_UD && (imm & WRONG_QKEY_IMM) == WRONG_QKEY_IMM) {
+		walk_stats_fail(&c->stats,
+				"client %d #%llu: UD QP %u (Q_Key %x) received a message client %u sent with "
+				"another Q_Key; expected the device to drop it",
+				c->id, (unsigned long long)c->seq, r->qp->qp_num, r->qkey, from);
+		return;
+	}
+	if (len != wc->byte_len - (r->type == IBV_QPT_UD ? UD_RECV_BYTES - UD_SEND_BYTES : 0) ||
+	    (r->type == IBV_QPT_UD && from >= (uint32_t)c->clients))
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d #%llu: a receive on QP %u (peer c%d) has byte_len %u and immediate data "
+		    "%08x (host order); the sender put the length there (and %s): expected length %u",
+		    c->id, (unsigned long long)c->seq, r->qp->qp_num, r->peer, wc->byte_len, imm,
+		    r->type == IBV_QPT_UD ? "its id" : "its sequence", wc->byte_len);
+	else if (r->type == IBV_QPT_RC && from != r->rx_imm_seq)
+		walk_stats_fail(&c->stats,
+				"client %d #%llu: RC QP %u received message %u with immediate data from c%d; "
+				"expected message %u (RC delivers in order, once)",
+				c->id, (unsigned long long)c->seq, r->qp->qp_num, from, r->peer,
+				r->rx_imm_seq);
+	if (r->type == IBV_QPT_RC)
+		r->rx_imm_seq = (uint8_t)(from + 1);
+}
+
+/* A SEND_WITH_INV received may invalidate only a type-2 window bound to the QP it arrived on. */
+static void check_invalidated(struct walk_client *c, const struct wr_rec *w, const struct qp_rec *r,
+			      const struct ibv_wc *wc)
+{
+	for (int i = 0; i < 2 * MAX_MW; i++) {
+		const struct mw_rec *m = &c->mw[i];
+
+		if (!m->used || m->type != 2 || m->state != MW_BOUND || m->rkey != wc->invalidated_rkey)
+			continue;
+		if (m->qp != w->qp)
+			walk_stats_fail(
+			    &c->stats,
+			    "client %d #%llu: a SEND_WITH_INV received on QP %u invalidated rkey %x of "
+			    "the type-2 window mw[%d] bound to our QP %u; only the QP a window is "
+			    "bound to may invalidate it (expected REM_INV_REQ_ERR)",
+			    c->id, (unsigned long long)c->seq, r->qp->qp_num, wc->invalidated_rkey, i,
+			    m->qp >= 0 ? c->qp[m->qp].qp->qp_num : 0);
+		return;
+	}
+}
+
+/* The checked WRITE and its READ-back: what was read is what was written. */
+static void check_data(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_status st)
+{
+	uint32_t slot_off = SLOT_OFF(c->id);
+	unsigned char *expect = c->buf + slot_off, *got = c->buf + slot_off + CHECK_SLOT / 4;
+
+	if (w->action == ACT_WRITE) {
+		c->check_write_ok = st == IBV_WC_SUCCESS;
+		return;
+	}
+	c->check_busy = false;
+	if (st != IBV_WC_SUCCESS || !c->check_write_ok)
+		return;
+	walk_fill_pattern(expect, c->check_len, c->check_seed);
+	if (memcmp(expect, got, c->check_len) != 0) {
+		uint32_t at = 0;
+
+		while (at < c->check_len && expect[at] == got[at])
+			at++;
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d: data check failed: %u-byte WRITE (seed %llx) read back differs at byte %u "
+		    "(%02x, expected %02x)",
+		    c->id, c->check_len, (unsigned long long)c->check_seed, at, got[at], expect[at]);
+	}
+}
+
+static bool oracle_wc(struct walk_client *c, uint32_t slot, const struct ibv_wc *wc)
+{
+	const struct wr_rec *w = &c->wr[slot];
+	struct qp_rec *r = &c->qp[w->qp];
+	struct model_wc e;
+	char why[256];
+	bool ok;
+
+	predict(c, w, r, &e);
+	ok = model_wc_matches(&e, wc, why, sizeof(why));
+	if (!ok)
+		walk_stats_fail(&c->stats, "client %d #%llu: a %s posted to QP %u %s%s", c->id,
+				(unsigned long long)c->seq, wr_name(w), r->qp->qp_num, why,
+				why_expected(w, r, wc->status));
+	if (!w->is_recv && wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
+		r->sq_failed = true;
+	if (ok && wc->status == IBV_WC_SUCCESS && w->is_recv && !w->expect_flush) {
+		check_recv_imm(c, r, wc);
+		if (wc->wc_flags & IBV_WC_WITH_INV)
+			check_invalidated(c, w, r, wc);
+	}
+	if (w->msg && wc->status == IBV_WC_SUCCESS && !w->expect_flush)
+		walk_msg_check(c, slot, r, wc);
+	if (w->probe)
+		walk_probe_done(c, w, wc->status);
+	if (w->check)
+		check_data(c, w, wc->status);
+	if (w->atom_check)
+		walk_atomic_check_done(c, wc->status);
+	return ok;
+}
+
+static bool oracle_verb(struct walk_client *c, const struct walk_obs *o)
+{
+	if (o->kind == WALK_OBS_ATTR) {
+		if (o->rc != o->want)
+			walk_stats_fail(&c->stats, "client %d #%llu: %s after %s is %#x; expected %#x", c->id,
+					(unsigned long long)c->seq, o->verb, o->what, (unsigned)o->rc,
+					(unsigned)o->want);
+		return o->rc == o->want;
+	}
+	if (o->rc == o->want || (o->want == -1 && o->rc))
+		return true;
+	if (o->want == 0)
+		walk_stats_fail(&c->stats, "client %d #%llu: %s of %s failed: %s; expected success", c->id,
+				(unsigned long long)c->seq, o->verb, o->what,
+				strerror(o->rc < 0 ? -o->rc : o->rc));
+	else
+		walk_stats_fail(&c->stats, "client %d #%llu: %s of %s returned %d; expected %s", c->id,
+				(unsigned long long)c->seq, o->verb, o->what, o->rc,
+				o->want == -1 ? "an error (EINVAL)"
+					      : strerror(o->want < 0 ? -o->want : o->want));
+	return false;
+}
+
+bool walk_oracle(struct walk_client *c, const struct walk_obs *o)
+{
+	char why[256];
+
+	switch (o->kind) {
+	case WALK_OBS_WC:
+		return oracle_wc(c, o->slot, o->wc);
+	case WALK_OBS_PREDICTED:
+		if (model_wc_matches(o->predicted, o->wc, why, sizeof(why)))
+			return true;
+		walk_stats_fail(&c->stats, "client %d #%llu: %s %s", c->id, (unsigned long long)c->seq,
+				o->what, why);
+		return false;
+	default:
+		return oracle_verb(c, o);
+	}
+}
+
+void walk_verb_returned(struct walk_client *c, const char *verb, const char *what, int rc)
+{
+	if (c->cfg->verify)
+		walk_oracle(c,
+			    &(struct walk_obs){.kind = WALK_OBS_VERB, .verb = verb, .what = what, .rc = rc});
+}
