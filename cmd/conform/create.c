@@ -410,8 +410,8 @@ static void srq_limits(struct rcp *p)
 		init.attr.max_wr = (uint32_t)d->max_srq_wr + 1;
 	else
 		init.attr.max_sge = (uint32_t)d->max_srq_sge + 1;
-	if ((srq = ibv_create_srq(p->pd, &init))) {
-		ibv_destroy_srq(srq);
+	if ((srq = hw_create_srq(p->pd, &init))) {
+		hw_destroy_srq(srq);
 		rcp_fail(p,
 			 "ibv_create_srq with max_wr %u, max_sge %u (device max_srq_wr %d, max_srq_sge %d) "
 			 "succeeded",
@@ -422,14 +422,14 @@ static void srq_limits(struct rcp *p)
 	    .max_wr = (uint32_t)rng_range(p->rng, 2, (uint64_t)imin(d->max_srq_wr, 64)),
 	    .max_sge = (uint32_t)rng_range(p->rng, 1, (uint64_t)imin(d->max_srq_sge, 4))};
 	want = init.attr;
-	if (!(srq = ibv_create_srq(p->pd, &init))) {
+	if (!(srq = hw_create_srq(p->pd, &init))) {
 		p->abandoned = true;
 		return;
 	}
 	if (init.attr.max_wr < want.max_wr || init.attr.max_sge < want.max_sge)
 		rcp_fail(p, "ibv_create_srq of max_wr %u, max_sge %u reported max_wr %u, max_sge %u",
 			 want.max_wr, want.max_sge, init.attr.max_wr, init.attr.max_sge);
-	else if ((rc = ibv_query_srq(srq, &q)))
+	else if ((rc = hw_query_srq(srq, &q)))
 		rcp_fail(p, "ibv_query_srq of a new SRQ failed: %s", strerror(rc));
 	else if (q.max_wr < want.max_wr || q.max_sge < want.max_sge)
 		rcp_fail(
@@ -438,11 +438,11 @@ static void srq_limits(struct rcp *p)
 		    want.max_wr, want.max_sge, q.max_wr, q.max_sge);
 	else {
 		lim = (struct ibv_srq_attr){.srq_limit = q.max_wr + 1};
-		if (!ibv_modify_srq(srq, &lim, IBV_SRQ_LIMIT))
+		if (!hw_modify_srq(srq, &lim, IBV_SRQ_LIMIT))
 			rcp_fail(p, "ibv_modify_srq to srq_limit %u above the SRQ's max_wr %u succeeded",
 				 lim.srq_limit, q.max_wr);
 	}
-	ibv_destroy_srq(srq);
+	hw_destroy_srq(srq);
 }
 
 /* The MR's old rights still hold: its lkey gathers for a WRITE, a remote WRITE through its rkey fails. */
