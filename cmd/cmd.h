@@ -59,6 +59,17 @@ void catch_interrupts(void (*handler)(int));
 /* Progress on stderr only when it is a terminal and -q is not given. */
 bool progress_wanted(void);
 
+/*
+ * Whether a write to stdout failed because its reader went away (`| head`):
+ * a normal end, not an error; commands that print for long stop there.
+ */
+bool stdout_closed(void);
+/*
+ * Flushes and closes stdout: a write error (a full disk) turns an EXIT_OK
+ * status into EXIT_FAILURES with a message; a closed pipe keeps the status.
+ */
+int finish_stdout(int status);
+
 int cmd_devices(int argc, const char **argv);
 int cmd_cqstat(int argc, const char **argv);
 int cmd_madstress(int argc, const char **argv);

@@ -22,6 +22,7 @@
 static const char *const CMD = "cqstat";
 
 #define MAX_INTERVAL_S (24 * 3600.0)
+#define MIN_INTERVAL_S 0.01 /* shorter is a busy loop, not a sample rate */
 
 struct cqstat_opts {
 	const char *comm;
@@ -528,6 +529,8 @@ static int run_samples(const struct cqstat_opts *o)
 			since_header = print_header(o);
 		since_header += print_sample(o, &cur, have_prev ? &prev : NULL);
 		fflush(stdout);
+		if (stdout_closed())
+			break; /* `cqstat -i 1 | head`: the reader has what it wanted */
 		taken++;
 		sample_free(&prev);
 		prev = cur;
@@ -603,7 +606,7 @@ static bool parse_interval(const char *arg, double *out)
 
 	errno = 0;
 	v = strtod(arg, &end);
-	if (errno || end == arg || *end || !isfinite(v) || v <= 0 || v > MAX_INTERVAL_S)
+	if (errno || end == arg || *end || !isfinite(v) || v < MIN_INTERVAL_S || v > MAX_INTERVAL_S)
 		return false;
 	*out = v;
 	return true;
@@ -656,8 +659,8 @@ static int parse_args(int argc, const char **argv, struct cqstat_opts *o)
 	rc = EXIT_OK;
 	if (interval && !parse_interval(interval, &o->interval)) {
 		rc = usage_error(CMD,
-				 "bad interval '%s'; give seconds > 0 and at most %.0f, e.g. -i 1 or -i 0.5",
-				 interval, MAX_INTERVAL_S);
+				 "bad interval '%s'; give %g to %.0f seconds, e.g. -i 1 or -i 0.5",
+				 interval, MIN_INTERVAL_S, MAX_INTERVAL_S);
 		goto out;
 	}
 	if (count && !parse_positive(count, 1000000000L, &o->count)) {

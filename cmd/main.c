@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <libgen.h>
+#include <poll.h>
 #include <popt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -152,29 +153,44 @@ static int take_global_options(const struct command *c, int argc, const char **a
 	return out;
 }
 
+static bool stdout_reader_gone(void)
+{
+	struct pollfd p = {.fd = STDOUT_FILENO, .events = 0};
+
+	/* A pipe whose reading end is closed polls POLLERR for its writer; a socket, POLLHUP. */
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
+}
+
+bool stdout_closed(void)
+{
+	return ferror(stdout) && stdout_reader_gone();
+}
+
 /*
- * A full disk or a closed pipe must not pass for success: as git's
- * run_builtin() does, flush and close stdout once after the command, and
- * fail with a message if anything it printed was lost.
+ * A full disk must not pass for success: as git's run_builtin() does, flush
+ * and close stdout once after the command, and fail with a message if
+ * anything it printed was lost.  A reader that went away (`| head`) is a
+ * normal end, as for git and iproute2: the command's own status, no message.
  */
-static int finish_stdout(int status)
+int finish_stdout(int status)
 {
 	int err = 0;
-	bool failed;
+	bool failed, gone;
 
 	errno = 0;
 	failed = fflush(stdout) != 0 || ferror(stdout);
 	err = errno;
+	gone = err == EPIPE || (failed && stdout_reader_gone());
 	if (fclose(stdout) && !failed) {
 		failed = true;
 		err = errno;
+		gone = err == EPIPE;
 	}
-	if (!failed || status != EXIT_OK)
+	if (!failed || gone || status != EXIT_OK)
 		return status;
 	/* A line-buffered stream may have failed long before: then errno no longer says why. */
 	return err ? run_error(NULL, "cannot write to standard output: %s", strerror(err))
-		   : run_error(NULL,
-			       "cannot write to standard output (a full disk?); the output is incomplete");
+		   : run_error(NULL, "cannot write to standard output; the output is incomplete");
 }
 
 static int run_command(const struct command *c, int argc, const char **argv)
@@ -185,6 +201,14 @@ static int run_command(const struct command *c, int argc, const char **argv)
 	snprintf(name, sizeof(name), "rdmatool %s", c->name);
 	argv[0] = name;
 	argc = take_global_options(c, argc, argv);
+	/*
+	 * A closed pipe is an error of write() (EPIPE), which finish_stdout and the
+	 * commands that print for long (cqstat, bench sweeps) take for a normal
+	 * end, with their stats segments removed; not a SIGPIPE that kills before
+	 * they clean up.  exec keeps the default: the program it runs inherits it.
+	 */
+	if (!(c->flags & CMD_ARGS_END_OPTIONS))
+		signal(SIGPIPE, SIG_IGN);
 	if (stats_env_check(msg, sizeof(msg)))
 		return run_error(c->name, "%s", msg);
 	return c->run(argc, argv);

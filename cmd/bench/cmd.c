@@ -497,7 +497,8 @@ static int bench_sweep(const struct bench_cli *c, struct bench_report *rep)
 						continue;
 					if ((rc = measure_one(c, &o, m, &base, rep, &val[m])))
 						return rc;
-					if (bench_interrupted)
+					/* `bench -a | head`: no one reads the rest */
+					if (bench_interrupted || stdout_closed())
 						return EXIT_OK;
 				}
 				if (c->do_striped && c->do_global && val[0] > 0 && val[1] > 0)
