@@ -6,6 +6,7 @@
  */
 #include "core/stats/stats_reader.h"
 #include "cmd/cmd.h"
+#include "cmd/help.h"
 #include "cmd/print.h"
 
 #include <ctype.h>
@@ -637,7 +638,7 @@ static int parse_args(int argc, const char **argv, struct cqstat_opts *o)
 	    {"details", 'd', POPT_ARG_NONE, &o->details, 0, "show every counter", NULL},
 	    {"clean", 0, POPT_ARG_NONE, &o->clean, 0, "remove stale segments of processes that are gone",
 	     NULL},
-	    POPT_AUTOHELP POPT_TABLEEND,
+	    CMD_HELP(options), POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 	const char *arg;
@@ -703,6 +704,23 @@ out:
 	free(comm);
 	poptFreeContext(pc);
 	return rc;
+}
+
+/* The PIDs of the processes that publish stats now. */
+void cqstat_complete_arg(int n, const char **args, const char *cur)
+{
+	pid_t *pids = NULL;
+	size_t npids = 0;
+	char word[16];
+
+	(void)n, (void)args;
+	if (stats_list_pids(&pids, &npids))
+		return;
+	for (size_t i = 0; i < npids; i++) {
+		snprintf(word, sizeof(word), "%d", (int)pids[i]);
+		complete_word(cur, "", word);
+	}
+	free(pids);
 }
 
 int cmd_cqstat(int argc, const char **argv)

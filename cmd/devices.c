@@ -174,7 +174,7 @@ static int query_device(const struct hw_device *dev, struct ibv_device_attr *att
 int cmd_devices(int argc, const char **argv)
 {
 	struct poptOption options[] = {
-	    POPT_AUTOHELP POPT_TABLEEND,
+	    CMD_HELP(options), POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 	struct hw_device devs[HW_MAX_DEVICES];

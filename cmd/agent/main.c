@@ -170,7 +170,7 @@ int cmd_agent(int argc, const char **argv)
 	    {"mode", 0, POPT_ARG_STRING, &mode, 0,
 	     "send: return when the message is queued (immediately), copied (buffered, the default), in the "
 	     "channel (deposited) or taken (received)",
-	     "MODE"},
+	     "immediately|buffered|deposited|received"},
 	    {"timeout", 0, POPT_ARG_LONG, &timeout, 0,
 	     "send/recv/poll: give up after MS milliseconds (default: wait)", "MS"},
 	    {"count", 'n', POPT_ARG_LONG, &count, 0,
@@ -183,7 +183,7 @@ int cmd_agent(int argc, const char **argv)
 	     "BYTES"},
 	    {"max-msg", 0, POPT_ARG_LONG, &max_msg, 0, "chan create: largest message (default 4 MiB)",
 	     "BYTES"},
-	    POPT_AUTOHELP POPT_TABLEEND};
+	    CMD_HELP(opts), POPT_TABLEEND};
 	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
 	const char *action;
 	int rc;

@@ -89,7 +89,7 @@ int bench_conn_rate(const struct bench_opts *o, long iters, char *err, size_t er
 		return rc;
 	print_begin();
 	print_string(PRINT_JSON, "test", NULL, "conn_rate");
-	print_string(PRINT_JSON, "mode", NULL, "one process");
+	print_string(PRINT_JSON, "mode", NULL, "local");
 	print_text("%-6s %12s %14s %16s\n", "setup", "connections", "conn/sec", "usec/connection");
 	print_open_array("results");
 	for (int i = 0; i < 2; i++) {

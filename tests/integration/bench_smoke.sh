@@ -65,7 +65,7 @@ for t in send_lat write_bw; do
 	bench_server_start "$dir/server.err" "$RDMATOOL" bench --server=127.0.0.1:0
 	"$RDMATOOL" -j bench "$t" -s 16384 -n 30 --baseline --client="127.0.0.1:$port" >"$dir/remote.json" ||
 		fail "$t --client --baseline failed"
-	jq -e '.mode == "two processes"' "$dir/remote.json" >/dev/null || fail "mode: $(cat "$dir/remote.json")"
+	jq -e '.mode == "client"' "$dir/remote.json" >/dev/null || fail "mode: $(cat "$dir/remote.json")"
 	check_transport "$dir/remote.json" "$t"
 	case $t in
 	*_lat) jq -e '.results[] | .tcp_t_typical > 0 and .ratio_to_tcp > 0' "$dir/remote.json" >/dev/null ;;

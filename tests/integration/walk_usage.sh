@@ -49,7 +49,7 @@ set +e
 wait $pid; rc=$?
 set -e
 pid=
-[ $rc -eq 0 ] || fail "SIGINT run exit $rc"
+[ $rc -eq 130 ] || fail "SIGINT run exit $rc, want 130"
 grep -q -- "--- history of client 1" "$err" || fail "no history after SIGINT: $(cat "$err")"
 grep -q "stopped by signal 2" "$err" || fail "no stop notice"
 # A bad soft-device setting is named, not reported as a generic open failure.
