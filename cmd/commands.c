@@ -16,8 +16,9 @@ const struct command commands[] = {
     {"cqstat", cmd_cqstat, "live per-stripe and per-CQ counters of running rdmatool processes", 0,
      "[OPTION...] [PID...]", NULL, cqstat_complete_arg},
     {"agent", cmd_agent, "node-level transport agent: shared-memory channels, daemon and client", 0,
-     "[OPTION...] foreground|start|stop|status | send ADDR [FILE|-] | recv ADDR | poll ADDR | "
-     "chan create|destroy NAME | chan list",
+     "[OPTION...] foreground|start|stop|status\n"
+     "[OPTION...] send ADDR [FILE|-] | recv ADDR | poll ADDR\n"
+     "[OPTION...] chan create|destroy NAME | chan list",
      NULL, agent_complete_arg},
     {"devices", cmd_devices, "list RDMA devices and ports, the soft device included", 0, "[OPTION...]", NULL,
      NULL},

@@ -120,7 +120,7 @@ static void print_port(const struct port_info *port)
 }
 
 static void print_device(const struct hw_device *dev, const struct ibv_device_attr *attr,
-			 const struct port_info *ports, int nports)
+			 const struct port_info *ports, int nports, const char *why)
 {
 	char guid[32];
 
@@ -128,7 +128,7 @@ static void print_device(const struct hw_device *dev, const struct ibv_device_at
 	print_string(PRINT_ANY, "name", "%s", dev->name);
 	print_string(PRINT_ANY, "provider", " (%s)\n", dev->provider->name);
 	if (!attr) {
-		print_string(PRINT_ANY, "error", "\t%s\n", "cannot open device");
+		print_string(PRINT_ANY, "error", "\tcannot open the device: %s\n", why);
 		print_close_object();
 		return;
 	}
@@ -178,7 +178,7 @@ int cmd_devices(int argc, const char **argv)
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 	struct hw_device devs[HW_MAX_DEVICES];
-	int rc, n, verbs_errno;
+	int rc, n, verbs_errno, status = EXIT_OK;
 
 	poptSetOtherOptionHelp(pc, "[OPTION...]");
 	rc = poptGetNextOpt(pc);
@@ -204,11 +204,19 @@ int cmd_devices(int argc, const char **argv)
 	for (int i = 0; i < n; i++) {
 		struct ibv_device_attr attr;
 		struct port_info ports[8];
-		int nports = query_device(&devs[i], &attr, ports, 8);
+		char why[256] = "";
+		int nports;
 
-		print_device(&devs[i], nports < 0 ? NULL : &attr, ports, nports);
+		errno = 0;
+		nports = query_device(&devs[i], &attr, ports, 8);
+		if (nports < 0) {
+			/* The provider's own reason (a bad RDMATOOL_SOFT_* setting names the variable). */
+			snprintf(why, sizeof(why), "%s", *hw_open_error() ? hw_open_error() : strerror(errno ? errno : EIO));
+			status = run_error(CMD, "cannot open %s: %s", devs[i].name, why);
+		}
+		print_device(&devs[i], nports < 0 ? NULL : &attr, ports, nports, why);
 	}
 	print_close_array();
 	print_end();
-	return EXIT_OK;
+	return status;
 }

@@ -150,7 +150,13 @@ void help_print_options(FILE *out, const struct poptOption *table)
 
 static void print_command_help(const struct command *c, const struct poptOption *table)
 {
-	printf("Usage: rdmatool %s %s\n", c->name, c->usage);
+	/* One usage line per line of c->usage, the later ones under the first. */
+	for (const char *u = c->usage, *first = u; *u;) {
+		int len = (int)strcspn(u, "\n");
+
+		printf("%s rdmatool %s %.*s\n", u == first ? "Usage:" : "      ", c->name, len, u);
+		u += len + (u[len] == '\n');
+	}
 	help_wrap(stdout, c->summary, 0, 0);
 	fputs("\nOptions:\n", stdout);
 	help_print_options(stdout, table);
@@ -158,9 +164,9 @@ static void print_command_help(const struct command *c, const struct poptOption 
 		fputc('\n', stdout);
 		c->more_help(stdout);
 	}
-	printf("\nThe global options (-j, -p, -v, -q) may also follow the command; see 'rdmatool --help'.\n"
-	       "Exit status: 0 success, 1 failures found or the work failed, 2 usage error, 130 interrupted.\n"
-	       "Manual: rdmatool-%s(1).\n",
+	printf("\nThe global options -j, -p, -v, -q may follow the command ('rdmatool --help').\n"
+	       "Exit status: 0 success, 1 failures or the work failed, 2 usage error,\n"
+	       "130 interrupted (Ctrl-C).  Manual: rdmatool-%s(1).\n",
 	       c->name);
 }
 

@@ -137,7 +137,8 @@ static void print_help(FILE *out)
 	fputc('\n', out);
 	list_commands(out);
 	fputs("\nRun 'rdmatool <command> --help' for the options of a command.\n"
-	      "Exit status: 0 success, 1 failures found or the work failed, 2 usage error, 130 interrupted.\n",
+	      "Exit status: 0 success, 1 failures or the work failed, 2 usage error,\n"
+	      "130 interrupted (Ctrl-C).  Manual: rdmatool(1).\n",
 	      out);
 }
 

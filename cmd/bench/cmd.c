@@ -27,9 +27,9 @@ static const struct {
     {"send_bw", "SEND/RECV bandwidth (ib_send_bw)"},
     {"write_bw", "RDMA WRITE bandwidth (ib_write_bw)"},
     {"read_bw", "RDMA READ bandwidth (ib_read_bw)"},
-    {"msg_rate", "small-message rate from --threads producers, striped against global lock"},
+    {"msg_rate", "small messages from --threads producers, striped vs global lock"},
     {"ring", "the completion ring alone: lock-free MPSC against a mutex queue"},
-    {"conn_rate", "connection setup rate: the connection manager against the out-of-band exchange"},
+    {"conn_rate", "connection setups: the CM against the out-of-band exchange"},
     {"chan_rate", "agent channel messages between two processes, against a pipe"},
     {"agent_lat", "a deposited send through two agents, against core send_lat"},
     {"agent_rate", "small messages through two agents, against the direct transport"},
@@ -255,7 +255,7 @@ struct bench_cli {
 	bool extra_arg;
 	long size, iters;
 	double duration;
-	int stripes, progress, baseline, all, is_server, rounds, iters_given, rdma_cm;
+	int stripes, progress, baseline, all, is_server, rounds, iters_given, size_given, rdma_cm;
 	int threads[16], nthreads;
 	bool do_striped, do_global, is_ring, is_lat;
 	size_t sizes[MAX_SWEEP];
@@ -274,7 +274,7 @@ struct bench_report {
 static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 {
 	struct poptOption opts[] = {
-	    {"size", 's', POPT_ARG_LONG, &c->size, 0, "message size in bytes (default 8)", "BYTES"},
+	    {"size", 's', POPT_ARG_LONG, &c->size, 's', "message size in bytes (default 8)", "BYTES"},
 	    {"all", 'a', POPT_ARG_NONE, &c->all, 0, "sweep sizes 2 B .. 8 MiB (powers of two)", NULL},
 	    {"iters", 'n', POPT_ARG_LONG, &c->iters, 'n', "iterations per thread", "N"},
 	    {"duration", 'D', POPT_ARG_DOUBLE, &c->duration, 0, "run each measurement for this many seconds",
@@ -308,6 +308,7 @@ static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 	while ((rc = poptGetNextOpt(pc)) > 0) {
 		c->is_server |= rc == 1;
 		c->iters_given |= rc == 'n';
+		c->size_given |= rc == 's';
 	}
 	if (rc < -1) {
 		rc = popt_usage_error(CMD, pc, rc, argv);
@@ -409,6 +410,8 @@ static int bench_validate(struct bench_cli *c)
 	if (!c->stripes)
 		c->stripes = c->env.tx_stripes;
 	c->progress = c->progress || c->env.progress_thread;
+	if (c->all && c->size_given)
+		return usage_error(CMD, "--all sweeps every size from 2 B to 8 MiB; drop --size (or --all)");
 	if (c->iters_given && c->iters < 1)
 		return usage_error(
 		    CMD, "--iters %ld: give at least 1 iteration, or --duration to run for a time", c->iters);
