@@ -69,10 +69,13 @@ static void format_guid(uint64_t be_guid, char *buf, size_t len)
 		 (unsigned)(g >> 16) & 0xffff, (unsigned)g & 0xffff);
 }
 
+#define MAX_GIDS 16 /* the first entries of the GID table: the ones -x picks in practice */
+
 struct port_info {
 	uint8_t num;
 	struct ibv_port_attr attr;
-	char gid[INET6_ADDRSTRLEN];
+	int ngids;
+	char gids[MAX_GIDS][INET6_ADDRSTRLEN]; /* "" for an empty entry */
 };
 
 /* The limits: all of them in JSON, the ones people look for on one text line. */
@@ -115,7 +118,17 @@ static void print_port(const struct port_info *port)
 	print_int(PRINT_ANY, "sm_lid", "\t\tsm_lid:         %lld\n", p->sm_lid);
 	print_string(PRINT_ANY, "link_layer", "\t\tlink_layer:     %s\n", link_layer_str(p->link_layer));
 	print_int(PRINT_ANY, "active_mtu", "\t\tactive_mtu:     %lld\n", mtu_bytes(p->active_mtu));
-	print_string(PRINT_ANY, "gid0", "\t\tgid[0]:         %s\n", port->gid);
+	/* As ibv_devinfo -v: every entry that holds a GID, with its index (perftest's -x). */
+	print_open_array("gids");
+	for (int i = 0; i < port->ngids; i++) {
+		if (!*port->gids[i])
+			continue;
+		print_open_object(NULL);
+		print_int(PRINT_ANY, "index", "\t\tgid[%2lld]:", i);
+		print_string(PRINT_ANY, "gid", "        %s\n", port->gids[i]);
+		print_close_object();
+	}
+	print_close_array();
 	print_close_object();
 }
 
@@ -163,8 +176,13 @@ static int query_device(const struct hw_device *dev, struct ibv_device_attr *att
 		ports[n].num = port;
 		if (hw_query_port(ctx, port, &ports[n].attr))
 			continue;
-		if (hw_query_gid(ctx, port, 0, &gid) == 0)
-			inet_ntop(AF_INET6, gid.raw, ports[n].gid, sizeof(ports[n].gid));
+		ports[n].ngids = ports[n].attr.gid_tbl_len < MAX_GIDS ? ports[n].attr.gid_tbl_len : MAX_GIDS;
+		for (int i = 0; i < ports[n].ngids; i++) {
+			static const uint8_t zero[16];
+
+			if (hw_query_gid(ctx, port, i, &gid) == 0 && memcmp(gid.raw, zero, 16))
+				inet_ntop(AF_INET6, gid.raw, ports[n].gids[i], sizeof(ports[n].gids[i]));
+		}
 		n++;
 	}
 	hw_close_device(ctx);

@@ -23,7 +23,13 @@ struct bench_opts {
 	int progress_thread;
 	const char *device;
 	struct core_env env; /* RDMATOOL_* variables: progress CPU, ring size */
+	/* perftest's -i, -x, --sl, --mtu: 0 is core's default for each */
+	uint8_t port, gid_index, sl;
+	enum ibv_mtu mtu;
 };
+
+/* The device's path options of o into an endpoint's attributes. */
+void bench_ep_path(struct core_ep_attr *attr, const struct bench_opts *o);
 
 struct core_ep;
 /* The device of the first measurement, for the report (in_report), else said on stderr. */

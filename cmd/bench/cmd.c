@@ -256,6 +256,7 @@ struct bench_cli {
 	long size, iters;
 	double duration;
 	int stripes, progress, baseline, all, is_server, rounds, iters_given, size_given, rdma_cm;
+	int port, gid_index, sl, mtu;
 	int threads[16], nthreads;
 	bool do_striped, do_global, is_ring, is_lat;
 	size_t sizes[MAX_SWEEP];
@@ -284,8 +285,15 @@ static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 	    {"stripes", 0, POPT_ARG_INT, &c->stripes, 0, "stripes per endpoint (0 = auto)", "N"},
 	    {"lock", 0, POPT_ARG_STRING, &c->lock, 0, "which locking to measure (default both)", "striped|global|both"},
 	    {"progress-thread", 0, POPT_ARG_NONE, &c->progress, 0, "progress in a background thread", NULL},
-	    {"device", 0, POPT_ARG_STRING, &c->device, 0, "device to use (default: first active, else soft0)",
-	     "NAME"},
+	    {"ib-dev", 'd', POPT_ARG_STRING, &c->device, 0,
+	     "device to use, as perftest's -d (default: first active, else soft0)", "NAME"},
+	    {"device", 0, POPT_ARG_STRING, &c->device, 0, "the same as --ib-dev", "NAME"},
+	    {"ib-port", 'i', POPT_ARG_INT, &c->port, 0, "the device's port (default 1)", "PORT"},
+	    {"gid-index", 'x', POPT_ARG_INT, &c->gid_index, 0,
+	     "source GID index, e.g. a RoCEv2 GID (default 0)", "INDEX"},
+	    {"sl", 0, POPT_ARG_INT, &c->sl, 0, "service level (default 0)", "SL"},
+	    {"mtu", 0, POPT_ARG_INT, &c->mtu, 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's)",
+	     "BYTES"},
 	    {"server", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, &c->server, 1,
 	     "serve clients on [ADDR:]PORT until one completes a run (default 127.0.0.1:18515; port 0 = any, "
 	     "printed)",
@@ -410,6 +418,10 @@ static int bench_validate(struct bench_cli *c)
 	if (!c->stripes)
 		c->stripes = c->env.tx_stripes;
 	c->progress = c->progress || c->env.progress_thread;
+	if (c->port < 0 || c->port > 255 || c->gid_index < 0 || c->gid_index > 255 || c->sl < 0 || c->sl > 15)
+		return usage_error(CMD, "--ib-port must be 1..255 (0: 1), --gid-index 0..255, --sl 0..15");
+	if (c->mtu && c->mtu != 256 && c->mtu != 512 && c->mtu != 1024 && c->mtu != 2048 && c->mtu != 4096)
+		return usage_error(CMD, "--mtu %d: give 256, 512, 1024, 2048 or 4096", c->mtu);
 	if (c->all && c->size_given)
 		return usage_error(CMD, "--all sweeps every size from 2 B to 8 MiB; drop --size (or --all)");
 	if (c->iters_given && c->iters < 1)
@@ -496,6 +508,15 @@ static void report_end(struct bench_report *rep, const struct bench_cli *c)
 	print_end();
 }
 
+/* -i, -x, --sl, --mtu (validated) into the options of the runs. */
+static void bench_cli_path(const struct bench_cli *c, struct bench_opts *o)
+{
+	o->port = (uint8_t)c->port;
+	o->gid_index = (uint8_t)c->gid_index;
+	o->sl = (uint8_t)c->sl;
+	o->mtu = c->mtu ? (enum ibv_mtu)(__builtin_ctz((unsigned)c->mtu) - 7) : 0;
+}
+
 /* One measurement of one lock mode (m: 0 striped, 1 global); prints its row. */
 static int measure_one(const struct bench_cli *c, struct bench_opts *o, int m, const struct baseline *base,
 		       struct bench_report *rep, double *value)
@@ -529,6 +550,8 @@ static int bench_sweep(const struct bench_cli *c, struct bench_report *rep)
 			       .progress_thread = c->progress,
 			       .device = c->device,
 			       .env = c->env};
+
+	bench_cli_path(c, &o);
 	char err[512];
 
 	for (int si = 0; si < c->nsizes; si++) {
@@ -581,6 +604,7 @@ static int bench_run(const struct bench_cli *c)
 	if (c->is_server) {
 		struct bench_opts d = {.device = c->device, .env = c->env};
 
+		bench_cli_path(c, &d);
 		return bench_server(c->addr, &d, err, sizeof(err)) ? run_error(CMD, "%s", err) : EXIT_OK;
 	}
 	if (!strcmp(c->test, "agent_lat"))
@@ -593,6 +617,7 @@ static int bench_run(const struct bench_cli *c)
 	if (!strcmp(c->test, "conn_rate")) {
 		struct bench_opts o = {.device = c->device, .env = c->env};
 
+		bench_cli_path(c, &o);
 		return bench_conn_rate(&o, c->iters_given ? c->iters : 100, err, sizeof(err))
 			   ? run_error(CMD, "%s", err)
 			   : EXIT_OK;

@@ -34,6 +34,7 @@ static int open_pair(const struct bench_opts *o, enum core_connect mode, struct 
 	attr.env.tx_stripes = 1;
 	attr.threading = CORE_THREAD_SINGLE;
 	attr.device = o->device;
+	bench_ep_path(&attr, o);
 	attr.rx_depth = 4;
 	if ((rc = core_ep_open(&attr, a, err, errlen)))
 		return rc;

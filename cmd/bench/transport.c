@@ -167,6 +167,14 @@ static int post_op(struct run *run, void *context)
 
 struct bench_device bench_device;
 
+void bench_ep_path(struct core_ep_attr *attr, const struct bench_opts *o)
+{
+	attr->port = o->port;
+	attr->gid_index = o->gid_index;
+	attr->sl = o->sl;
+	attr->mtu = o->mtu;
+}
+
 /*
  * Says once which device the measurements run on: in the report, as
  * perftest's header does (and walk's), or, for a server, which has none, on
@@ -611,6 +619,7 @@ int bench_transport(const char *test, const struct bench_opts *o, struct bench_r
 	core_ep_attr_defaults(&attr);
 	attr.env = o->env;
 	attr.device = o->device;
+	bench_ep_path(&attr, o);
 	attr.lock = o->lock;
 	attr.env.tx_stripes = o->stripes;
 	attr.env.progress_thread = o->progress_thread;

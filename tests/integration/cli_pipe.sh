@@ -31,7 +31,7 @@ done
 
 # A command that prints until stopped stops when its reader has gone (with a deadline, not forever).
 set +e
-timeout 20 "$RDMATOOL" cqstat -i 0.1 2>"$tmp/err" | head -1 >/dev/null
+timeout 20 "$RDMATOOL" -q cqstat -i 0.1 2>"$tmp/err" | head -1 >/dev/null
 rc=${PIPESTATUS[0]}
 set -e
 check "cqstat -i 0.1 | head -1" "$rc" "$tmp/err"

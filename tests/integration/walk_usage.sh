@@ -24,7 +24,7 @@ expect2 "not ACTION=W" --weight read
 expect2 "--preset 'fast'" --preset=fast
 expect2 "--port 0" --port=0
 expect2 "--history -1" --history=-1
-expect2 "no such device" --device=nope0
+expect2 "no device .nope0.; .rdmatool devices. lists them" --device=nope0
 expect2 "every action weight is 0" --preset=control --weight create_cq=0 --weight destroy_cq=0 \
 	--weight alloc_pd=0 --weight dealloc_pd=0 --weight reg_mr=0 --weight dereg_mr=0 \
 	--weight alloc_mw_type1=0 --weight alloc_mw_type2=0 --weight dealloc_mw_type1=0 \
