@@ -320,7 +320,11 @@ static void print_entry(const struct cqstat_opts *o, const struct stats_snapshot
 	print_text("%7d %-12.12s ", (int)snap->pid, snap->comm);
 	print_string(PRINT_ANY, "name", "%-20.20s", e->name);
 	print_string(PRINT_JSON, "kind", NULL, kind_names[e->kind]);
-	print_int(PRINT_ANY, "stripe", " %6lld", e->stripe);
+	/* A CQ (or a walk client, an agent) belongs to no stripe: "-", and no "stripe" in JSON. */
+	if (e->stripe >= 0)
+		print_int(PRINT_ANY, "stripe", " %6lld", e->stripe);
+	else
+		print_text(" %6s", "-");
 	for (size_t f = 0; f < NFIELDS; f++) {
 		const struct field *fd = &fields[f];
 		/* Every field in JSON; in the table, the detail columns only with -d. */

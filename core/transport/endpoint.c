@@ -37,6 +37,9 @@ static uint32_t random_psn(void)
 	return v & 0xffffff;
 }
 
+/* Numbers the unnamed endpoints of this process for their stats entries. */
+static _Atomic unsigned ep_count;
+
 void core_ep_attr_defaults(struct core_ep_attr *attr)
 {
 	memset(attr, 0, sizeof(*attr));
@@ -101,6 +104,10 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 		return -ENOMEM;
 	memset(ep, 0, sizeof(*ep));
 	ep->attr = *attr;
+	if (attr->name)
+		snprintf(ep->label, sizeof(ep->label), "%s", attr->name);
+	else
+		snprintf(ep->label, sizeof(ep->label), "ep%u", atomic_fetch_add(&ep_count, 1) + 1);
 	ep->cq_fd = -1;
 	ep->global = attr->lock == CORE_LOCK_GLOBAL;
 	pthread_mutex_init(&ep->ctrl, NULL);
@@ -180,7 +187,8 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 				goto fail;
 			}
 		}
-		rc = stripe_init(&ep->stripes[i], (uint32_t)i, ep->pd, cq, nreqs, HDR_SIZE + ep->attr.eager_max);
+		rc = stripe_init(&ep->stripes[i], ep->label, (uint32_t)i, ep->pd, cq, nreqs,
+				 HDR_SIZE + ep->attr.eager_max);
 		if (rc) {
 			if (cq && !ep->stripes[i].cq)
 				hw_destroy_cq(cq);
