@@ -15,6 +15,9 @@
 BUILD    ?= build
 PREFIX   ?= /usr/local
 VERSION  := $(shell sed -n 's/^#define RDMATOOL_VERSION "\(.*\)"/\1/p' cmd/version.h)
+# The man pages' .TH date and version come from cmd/version.h alone: man/*.1 say @DATE@ and @VERSION@.
+MANDATE  := $(shell sed -n 's/^#define RDMATOOL_DATE "\(.*\)"/\1/p' cmd/version.h)
+MAN_PAGES := $(patsubst man/%.1,$(BUILD)/man/%.1,$(wildcard man/*.1))
 # The command names, from the command table: make install names the links without running the binary.
 COMMANDS := $(shell sed -n 's/^[[:space:]]*{"\([a-z]*\)", cmd_[a-z]*,.*/\1/p' cmd/commands.c)
 
@@ -61,7 +64,11 @@ CMD_LIB  := $(BUILD)/librdmacmd.a
 
 .PHONY: all check check-verbs check-deps unit integration deps demo asan tsan bench lint install dist clean mutation fuzz
 
-all: $(RDMATOOL) $(CORE_LIB) $(VERBS_LIB)
+all: $(RDMATOOL) $(CORE_LIB) $(VERBS_LIB) $(MAN_PAGES)
+
+$(BUILD)/man/%.1: man/%.1 cmd/version.h
+	@mkdir -p $(dir $@)
+	sed -e 's/@DATE@/$(MANDATE)/g' -e 's/@VERSION@/$(VERSION)/g' $< >$@
 
 # Where make install puts the preload library: rdmatool exec looks there when it is not beside the binary.
 LIBDIR   ?= $(PREFIX)/lib
@@ -179,7 +186,7 @@ install: all
 	install -d $(DESTDIR)$(LIBDIR)/rdmatool
 	install -m 644 $(VERBS_LIB) $(DESTDIR)$(LIBDIR)/rdmatool/librdmatool-verbs.so
 	for c in $(COMMANDS); do ln -sf rdmatool $(DESTDIR)$(PREFIX)/bin/rdmatool-$$c; done
-	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 $(MAN_PAGES) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 completions/rdmatool.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmatool
 	for c in $(COMMANDS); do \
 	  ln -sf rdmatool $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmatool-$$c; done

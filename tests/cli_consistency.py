@@ -105,15 +105,23 @@ def script_problems(comp_dir, cmds):
 
 
 def man_lint(man_dir):
-    """Every page passes mandoc -Tlint without warnings or errors."""
+    """Every page passes mandoc -Tlint without warnings or errors, and takes its .TH date and
+    version from cmd/version.h (the Makefile fills @DATE@ and @VERSION@): none is typed by hand."""
     problems = []
     for name in sorted(os.listdir(man_dir)):
         if not name.endswith(".1"):
             continue
-        out = subprocess.run(["mandoc", "-Tlint", "-W", "warning", os.path.join(man_dir, name)],
+        path = os.path.join(man_dir, name)
+        text = open(path, encoding="utf-8").read()
+        th = next((line for line in text.splitlines() if line.startswith(".TH ")), "")
+        if '"@DATE@" "rdmatool @VERSION@"' not in th:
+            problems.append(f"{path}: .TH says '{th}'; write \"@DATE@\" \"rdmatool @VERSION@\" "
+                            "(the Makefile fills them in from cmd/version.h)")
+        text = text.replace("@DATE@", "2000-01-01").replace("@VERSION@", "0.0.0")
+        out = subprocess.run(["mandoc", "-Tlint", "-W", "warning"], input=text,
                              capture_output=True, text=True, timeout=30)
         for line in (out.stdout + out.stderr).splitlines():
-            problems.append(f"mandoc -Tlint: {line}")
+            problems.append(f"mandoc -Tlint: {line.replace('<stdin>', path)}")
     return problems
 
 

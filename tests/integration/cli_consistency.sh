@@ -26,6 +26,15 @@ if python3 tests/cli_consistency.py --rdmatool "$RDMATOOL" --man-dir "$tmp/man" 
 fi
 grep -q 'mandoc -Tlint: .*rdmatool-bench.1' "$tmp/out"
 
+# ... and when a page types its .TH date by hand instead of taking it from cmd/version.h.
+rm -rf "$tmp/man" && cp -r man "$tmp/man"
+sed -i '1s/"@DATE@"/"2026-11-22"/' "$tmp/man/rdmatool-walk.1"
+if python3 tests/cli_consistency.py --rdmatool "$RDMATOOL" --man-dir "$tmp/man" >"$tmp/out" 2>&1; then
+	echo "checker passed with a .TH date typed by hand" >&2
+	exit 1
+fi
+grep -q 'rdmatool-walk.1: .TH says' "$tmp/out"
+
 # ... and when the completion offers an option that --help does not (a binary whose __complete says more).
 printf '#!/bin/sh\nif [ "$1" = __complete ]; then "%s" "$@"; echo --no-such-option; else exec "%s" "$@"; fi\n' \
 	"$RDMATOOL" "$RDMATOOL" >"$tmp/rdmatool"
