@@ -28,7 +28,7 @@ ifeq ($(filter -j%,$(MAKEFLAGS)),)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 endif
 CC       ?= gcc
-PKGS     := libibverbs librdmacm libibumad popt libcrypto
+PKGS     := libibverbs librdmacm libibumad libibmad popt libcrypto
 SAN_CFLAGS ?=
 
 # Asked of pkg-config on first use (a recipe), not when the Makefile is read:

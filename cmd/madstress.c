@@ -11,6 +11,8 @@
 #include "core/stats/stats.h"
 #include "cmd/print.h"
 
+#include <infiniband/mad.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -190,6 +192,7 @@ static double cpu_us_per_mad(const struct mad_stats *total, double cpu_pct, doub
 	return answered ? cpu_pct / 100.0 * elapsed * 1e6 / (double)answered : 0;
 }
 
+/* -v: the last reply's fields as smpquery prints them ("Guid:....0x..."); in JSON numbers, hex ones as "0x..". */
 static void print_decoded(uint16_t attr, uint32_t mod, const uint8_t *data)
 {
 	struct smp_field f[SMP_DATA_SIZE];
@@ -199,14 +202,25 @@ static void print_decoded(uint16_t attr, uint32_t mod, const uint8_t *data)
 		return;
 	print_open_object("decoded");
 	for (int i = 0; i < n; i++) {
-		char v[24];
+		char v[24], dots[40], text[64];
+		int len = (int)strlen(f[i].name) + 1;
+		bool hex;
 
-		print_text("    %-20s ", f[i].name);
-		if (f[i].hex) {
+		/* libibmad's rendering, smpquery's: "0x0002c90300001234", "Switch", "Active". */
+		if (f[i].mad_field)
+			mad_dump_val((enum MAD_FIELDS)f[i].mad_field, text, sizeof(text), f[i].raw);
+		else
+			snprintf(text, sizeof(text), "%" PRIu64, f[i].value);
+		hex = !strncmp(text, "0x", 2);
+		/* smpquery's layout: the name, a colon and dots to column 33, then the value. */
+		snprintf(dots, sizeof(dots), "%.*s", len < 33 ? 33 - len : 0,
+			 "........................................");
+		print_text("    %s:%s%s\n", f[i].name, dots, text);
+		if (hex) {
 			snprintf(v, sizeof(v), "0x%" PRIx64, f[i].value);
-			print_string(PRINT_ANY, f[i].name, "%s\n", v);
+			print_string(PRINT_JSON, f[i].name, NULL, v);
 		} else {
-			print_uint(PRINT_ANY, f[i].name, "%llu\n", f[i].value);
+			print_uint(PRINT_JSON, f[i].name, NULL, f[i].value);
 		}
 	}
 	print_close_object();
