@@ -33,8 +33,8 @@ struct command {
 	const char *name;
 	int (*run)(int argc, const char **argv);
 	const char *summary;
-	unsigned flags;	   /* CMD_OWNS_SHORT_*, CMD_ARGS_END_OPTIONS */
-	const char *usage; /* what follows "rdmatool NAME" on the help's usage line */
+	unsigned flags;		      /* CMD_OWNS_SHORT_*, CMD_ARGS_END_OPTIONS */
+	const char *usage;	      /* what follows "rdmatool NAME" on the help's usage line */
 	void (*more_help)(FILE *out); /* sections after the options (bench: its tests), or NULL */
 	/* The candidates for positional argument n (0 = first) after args[0..n), one a line; or NULL. */
 	void (*complete_arg)(int n, const char **args, const char *cur);
@@ -49,7 +49,9 @@ extern const struct command commands[];
 struct poptOption;
 struct poptOption *cmd_help_table(void);
 #define CMD_HELP(table)                                                                                      \
-	{NULL, '\0', POPT_ARG_INCLUDE_TABLE, cmd_help_table(), 0, (const char *)(table), NULL}
+	{                                                                                                    \
+		NULL, '\0', POPT_ARG_INCLUDE_TABLE, cmd_help_table(), 0, (const char *)(table), NULL         \
+	}
 
 /* Prints "rdmatool <cmd>: <message>" on stderr; returns EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -113,7 +113,8 @@ static const struct poptOption *find_option(const struct poptOption *table, cons
 				return in;
 		} else if (!help_option_shown(o)) {
 			continue;
-		} else if (lname ? o->longName && strlen(o->longName) == len && !strncmp(o->longName, lname, len)
+		} else if (lname ? o->longName && strlen(o->longName) == len &&
+				       !strncmp(o->longName, lname, len)
 				 : o->shortName == sname) {
 			return o;
 		}

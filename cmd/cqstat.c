@@ -642,7 +642,8 @@ static int parse_args(int argc, const char **argv, struct cqstat_opts *o)
 	    {"details", 'd', POPT_ARG_NONE, &o->details, 0, "show every counter", NULL},
 	    {"clean", 0, POPT_ARG_NONE, &o->clean, 0, "remove stale segments of processes that are gone",
 	     NULL},
-	    CMD_HELP(options), POPT_TABLEEND,
+	    CMD_HELP(options),
+	    POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 	const char *arg;
@@ -663,8 +664,7 @@ static int parse_args(int argc, const char **argv, struct cqstat_opts *o)
 	}
 	rc = EXIT_OK;
 	if (interval && !parse_interval(interval, &o->interval)) {
-		rc = usage_error(CMD,
-				 "bad interval '%s'; give %g to %.0f seconds, e.g. -i 1 or -i 0.5",
+		rc = usage_error(CMD, "bad interval '%s'; give %g to %.0f seconds, e.g. -i 1 or -i 0.5",
 				 interval, MIN_INTERVAL_S, MAX_INTERVAL_S);
 		goto out;
 	}

@@ -192,7 +192,8 @@ static int query_device(const struct hw_device *dev, struct ibv_device_attr *att
 int cmd_devices(int argc, const char **argv)
 {
 	struct poptOption options[] = {
-	    CMD_HELP(options), POPT_TABLEEND,
+	    CMD_HELP(options),
+	    POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 	struct hw_device devs[HW_MAX_DEVICES];
@@ -229,7 +230,8 @@ int cmd_devices(int argc, const char **argv)
 		nports = query_device(&devs[i], &attr, ports, 8);
 		if (nports < 0) {
 			/* The provider's own reason (a bad RDMATOOL_SOFT_* setting names the variable). */
-			snprintf(why, sizeof(why), "%s", *hw_open_error() ? hw_open_error() : strerror(errno ? errno : EIO));
+			snprintf(why, sizeof(why), "%s",
+				 *hw_open_error() ? hw_open_error() : strerror(errno ? errno : EIO));
 			status = run_error(CMD, "cannot open %s: %s", devs[i].name, why);
 		}
 		print_device(&devs[i], nports < 0 ? NULL : &attr, ports, nports, why);

@@ -192,7 +192,8 @@ static double cpu_us_per_mad(const struct mad_stats *total, double cpu_pct, doub
 	return answered ? cpu_pct / 100.0 * elapsed * 1e6 / (double)answered : 0;
 }
 
-/* -v: the last reply's fields as smpquery prints them ("Guid:....0x..."); in JSON numbers, hex ones as "0x..". */
+/* -v: the last reply's fields as smpquery prints them ("Guid:....0x..."); in JSON numbers, hex ones as
+ * "0x..". */
 static void print_decoded(uint16_t attr, uint32_t mod, const uint8_t *data)
 {
 	struct smp_field f[SMP_DATA_SIZE];
@@ -506,10 +507,11 @@ static int check_opts(struct madstress_opts *o, poptContext pc)
 	if (mod && mad_parse_number(mod, UINT32_MAX, &o->mod) < 0)
 		return usage_error(CMD, "bad attribute modifier '%s'; give a number like 0 or 0x1", mod);
 	if (extra)
-		return usage_error(CMD,
-				   "unexpected argument '%s'; usage: madstress [options] [<lids>|-L LIDS|-D PATH] "
-				   "<attr> [mod]",
-				   extra);
+		return usage_error(
+		    CMD,
+		    "unexpected argument '%s'; usage: madstress [options] [<lids>|-L LIDS|-D PATH] "
+		    "<attr> [mod]",
+		    extra);
 	if (!o->lids == !o->dr_path)
 		return usage_error(CMD,
 				   "give the destinations with -L <lids> (like 2,4-9) or -D <dr_path> (like "
@@ -554,7 +556,8 @@ static int parse(int argc, const char **argv, struct madstress_opts *o)
 	    {"timeout", 'T', POPT_ARG_INT, &o->timeout_ms, 0, "MAD timeout in ms (default 1000)", "MS"},
 	    {"retries", 'r', POPT_ARG_INT, &o->retries, 0, "retransmissions after a timeout (default 0)",
 	     "N"},
-	    {"method", 'm', POPT_ARG_STRING, &method, 0, "SET (the default, writes back what it read) or GET", "set|get|1|2"},
+	    {"method", 'm', POPT_ARG_STRING, &method, 0, "SET (the default, writes back what it read) or GET",
+	     "set|get|1|2"},
 	    {"workers", 'p', POPT_ARG_INT, &o->workers, 0, "worker threads, one umad fd each (default 1)",
 	     "N"},
 	    {"lids", 'L', POPT_ARG_STRING, &lids, 0, "destination LIDs: comma list, ranges like 4-9", "LIDS"},
@@ -563,7 +566,8 @@ static int parse(int argc, const char **argv, struct madstress_opts *o)
 	    {"count", 'c', POPT_ARG_LONGLONG, &count, 'c', "stop after N MADs", "N"},
 	    {"decode", 'v', POPT_ARG_NONE, &o->decode, 0,
 	     "decode the last reply per destination (NodeInfo, PortInfo, SwitchInfo, LFT)", NULL},
-	    CMD_HELP(options), POPT_TABLEEND,
+	    CMD_HELP(options),
+	    POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 	int rc;

@@ -186,7 +186,8 @@ static int unknown_command(const char *name)
 		}
 	}
 	if (best)
-		return usage_error(NULL, "unknown command '%s'; did you mean '%s'? 'rdmatool --help' lists them",
+		return usage_error(NULL,
+				   "unknown command '%s'; did you mean '%s'? 'rdmatool --help' lists them",
 				   name, best->name);
 	usage_error(NULL, "unknown command '%s'; 'rdmatool --help' lists them", name);
 	list_commands(stderr);

@@ -283,7 +283,8 @@ static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 	    {"threads", 0, POPT_ARG_STRING, &c->threads_text, 0, "thread counts to sweep, e.g. 1,2,4",
 	     "LIST"},
 	    {"stripes", 0, POPT_ARG_INT, &c->stripes, 0, "stripes per endpoint (0 = auto)", "N"},
-	    {"lock", 0, POPT_ARG_STRING, &c->lock, 0, "which locking to measure (default both)", "striped|global|both"},
+	    {"lock", 0, POPT_ARG_STRING, &c->lock, 0, "which locking to measure (default both)",
+	     "striped|global|both"},
 	    {"progress-thread", 0, POPT_ARG_NONE, &c->progress, 0, "progress in a background thread", NULL},
 	    {"ib-dev", 'd', POPT_ARG_STRING, &c->device, 0,
 	     "device to use, as perftest's -d (default: first active, else soft0)", "NAME"},
@@ -292,8 +293,8 @@ static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 	    {"gid-index", 'x', POPT_ARG_INT, &c->gid_index, 0,
 	     "source GID index, e.g. a RoCEv2 GID (default 0)", "INDEX"},
 	    {"sl", 0, POPT_ARG_INT, &c->sl, 0, "service level (default 0)", "SL"},
-	    {"mtu", 0, POPT_ARG_INT, &c->mtu, 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's)",
-	     "BYTES"},
+	    {"mtu", 0, POPT_ARG_INT, &c->mtu, 0,
+	     "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's)", "BYTES"},
 	    {"server", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, &c->server, 1,
 	     "serve clients on [ADDR:]PORT until one completes a run (default 127.0.0.1:18515; port 0 = any, "
 	     "printed)",
@@ -307,7 +308,8 @@ static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 	     "measure memcpy and raw TCP loopback in the same run", NULL},
 	    {"rdma_cm", 'R', POPT_ARG_NONE, &c->rdma_cm, 0,
 	     "connect the QPs through the connection manager (default: the out-of-band exchange)", NULL},
-	    CMD_HELP(opts), POPT_TABLEEND};
+	    CMD_HELP(opts),
+	    POPT_TABLEEND};
 	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
 	const char *test;
 	int rc;

@@ -50,8 +50,8 @@ int smp_decode(const uint8_t *mad, size_t len, struct smp_response *resp)
 	resp->method = (uint8_t)(mad_get_field(RD(mad), 0, IB_MAD_METHOD_F) |
 				 mad_get_field(RD(mad), 0, IB_MAD_RESPONSE_F) << 7);
 	/* A directed-route SMP's status has the direction bit on top: not part of the status. */
-	resp->status = (uint16_t)mad_get_field(RD(mad), 0,
-					       resp->mgmt_class == SMP_CLASS_DR ? IB_DRSMP_STATUS_F : IB_MAD_STATUS_F);
+	resp->status = (uint16_t)mad_get_field(
+	    RD(mad), 0, resp->mgmt_class == SMP_CLASS_DR ? IB_DRSMP_STATUS_F : IB_MAD_STATUS_F);
 	resp->tid = (uint32_t)mad_get_field64(RD(mad), 0, IB_MAD_TRID_F);
 	resp->attr = (uint16_t)mad_get_field(RD(mad), 0, IB_MAD_ATTRID_F);
 	resp->mod = mad_get_field(RD(mad), 0, IB_MAD_ATTRMOD_F);
@@ -108,8 +108,8 @@ static void decode_field(const uint8_t *data, enum MAD_FIELDS f, struct smp_fiel
 		out->value = out->raw[0];
 }
 
-static int decode_range(enum MAD_FIELDS first, enum MAD_FIELDS last, const uint8_t *data, struct smp_field *out,
-			int max)
+static int decode_range(enum MAD_FIELDS first, enum MAD_FIELDS last, const uint8_t *data,
+			struct smp_field *out, int max)
 {
 	int n = 0;
 
@@ -134,7 +134,8 @@ int smp_decode_attr(uint16_t attr, uint32_t mod, const uint8_t data[SMP_DATA_SIZ
 	case SMP_ATTR_LINEAR_FWD_TABLE:
 		/* Block mod holds LIDs 64*mod .. 64*mod+63, one egress port byte each. */
 		for (i = 0; i < SMP_DATA_SIZE && i < max; i++) {
-			snprintf(out[i].name, sizeof(out[i].name), "lid%u", (unsigned)(mod * 64 + (unsigned)i));
+			snprintf(out[i].name, sizeof(out[i].name), "lid%u",
+				 (unsigned)(mod * 64 + (unsigned)i));
 			out[i].value = data[i];
 			out[i].mad_field = 0;
 		}

@@ -16,7 +16,13 @@ static void build_bytes(struct json *j)
 {
 	json_begin_object(j, NULL);
 	json_string(j, "ok", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
-	json_string(j, "bad", "a\xff" "b\xc3" "c\xc0\xaf" "d\xed\xa0\x80" "e\xf4\x90\x80\x80" "f\x7f");
+	json_string(j, "bad",
+		    "a\xff"
+		    "b\xc3"
+		    "c\xc0\xaf"
+		    "d\xed\xa0\x80"
+		    "e\xf4\x90\x80\x80"
+		    "f\x7f");
 	json_end_object(j);
 }
 
@@ -105,10 +111,10 @@ static void escapes_and_numbers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(nested_compact),
-		cmocka_unit_test(nested_pretty),
-		cmocka_unit_test(escapes_and_numbers),
-		cmocka_unit_test(invalid_utf8_replaced),
+	    cmocka_unit_test(nested_compact),
+	    cmocka_unit_test(nested_pretty),
+	    cmocka_unit_test(escapes_and_numbers),
+	    cmocka_unit_test(invalid_utf8_replaced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

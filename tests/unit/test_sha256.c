@@ -69,7 +69,8 @@ static void test_hkdf(void **state)
 		salt[i] = (unsigned char)i;
 	assert_int_equal(hkdf_sha256(salt, sizeof(salt), ikm, sizeof(ikm), info, okm, sizeof(okm)), 0);
 	hex(okm, sizeof(okm), h);
-	assert_string_equal(h, "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865");
+	assert_string_equal(
+	    h, "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865");
 }
 
 static void test_secret_equal(void **state)
