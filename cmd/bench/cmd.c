@@ -7,6 +7,7 @@
 #include "cmd/bench/bench.h"
 #include "core/util/clock.h"
 #include "core/stats/stats.h"
+#include "core/stats/stats_path.h"
 #include "core/oob/oob.h"
 #include "hw/hw.h"
 
@@ -601,7 +602,12 @@ static int bench_run(const struct bench_cli *c)
 	char err[512];
 	int status;
 
-	stats_segment_open("bench"); /* cqstat -c bench; without a segment bench still runs */
+	/* cqstat -c bench; without a segment bench still runs, and says why (naming the variable). */
+	int serr = stats_segment_open("bench");
+
+	if (serr && serr != -ECANCELED)
+		notice(CMD, "no stats for cqstat: cannot create a segment in %s (RDMATOOL_STATS_DIR): %s",
+		       stats_segment_dir(), strerror(-serr));
 	catch_interrupts(on_interrupt);
 	if (c->is_server) {
 		struct bench_opts d = {.device = c->device, .env = c->env};

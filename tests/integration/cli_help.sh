@@ -66,6 +66,10 @@ set -e
 [ $rc -eq 1 ] || fail "devices with RDMATOOL_SOFT_FAULTS=bogus: exit $rc: $out"
 echo "$out" | grep -q "cannot open soft0: RDMATOOL_SOFT_FAULTS: 'bogus'" || fail "devices does not say why: $out"
 
+# An environment variable that points nowhere is named, not only its path.
+RDMATOOL_STATS_DIR=/etc/passwd "$RDMATOOL" bench send_lat -n 5 >/dev/null 2>"$tmp/err" || fail "bench: $(cat "$tmp/err")"
+grep -q "RDMATOOL_STATS_DIR" "$tmp/err" || fail "bench does not name RDMATOOL_STATS_DIR: $(cat "$tmp/err")"
+
 # bench -a sweeps every size: a --size beside it is a mistake, not ignored.
 set +e
 out=$("$RDMATOOL" bench -a -s 64 send_lat 2>&1)
