@@ -35,6 +35,13 @@ done
 	fail "bench never published its CQ: $(cat "$dir/probe.json" 2>/dev/null)"
 [ "$(jq '.processes[0].pid' "$dir/probe.json")" -eq "$bench_pid" ] || fail "cqstat -c bench found another process"
 
+# Both of bench's endpoints are published (b opens after a).
+for _ in $(seq 200); do
+	"$RDMATOOL" -j cqstat "$bench" >"$dir/probe.json" 2>/dev/null &&
+		jq -e '.processes[0].cqs | map(.name) | index("a.cq") != null and index("b.cq") != null' \
+			"$dir/probe.json" >/dev/null && break
+	sleep 0.05
+done
 # bench's two endpoints ("a" and "b") in one process stay apart: every row's name is unique and says
 # which endpoint; a CQ belongs to no stripe (no "stripe" in JSON, "-" in the table, never -1).
 jq -e '.processes[0].cqs | map(.name) | (length == (unique | length)) and (map(select(startswith("a."))) | length > 1)
