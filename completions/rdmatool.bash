@@ -5,8 +5,8 @@
 
 # bash splits "--lock=s" into "--lock" "=" "s" (COMP_WORDBREAKS); rdmatool
 # sees one word.  Joins the pieces back, as the program will get them, from
-# COMP_LINE: _rdmatool_words gets the words up to the cursor, the last being
-# the one completed.
+# COMP_LINE: _rdmatool_words (the caller's local) gets the words up to the
+# cursor, the last being the one completed.
 _rdmatool_join_words()
 {
 	local line=${COMP_LINE:0:COMP_POINT} i w
@@ -28,7 +28,7 @@ _rdmatool_join_words()
 
 _rdmatool()
 {
-	local cur prog pre reply=() directive value vpre c
+	local cur prog pre reply=() directive value vpre c _rdmatool_words
 	_rdmatool_join_words
 	cur=${_rdmatool_words[${#_rdmatool_words[@]} - 1]}
 	prog=${_rdmatool_words[0]/#\~/$HOME}
