@@ -9,12 +9,17 @@
 #   make bench      the benchmarks, each against its same-run baseline
 #   make lint       cppcheck over the tree
 #   make mutation   seeded soft-device bugs against walk --verify and the soft unit tests (slow)
-#   make install    PREFIX=/usr/local, DESTDIR honoured
+#   make install    PREFIX=/usr/local, DESTDIR, LIBDIR, SYSTEMDUNITDIR honoured
+#   make check-unit the unit tests alone, needing no root and no test-only package (package builds)
+#   WERROR=         warnings are not errors (packagers; -Wno-error in CFLAGS does the same)
 #   make dist       rdmatool-VERSION.tar.gz of HEAD
 
 BUILD    ?= build
 PREFIX   ?= /usr/local
 VERSION  := $(shell sed -n 's/^#define RDMATOOL_VERSION "\(.*\)"/\1/p' cmd/version.h)
+# The man pages' .TH date and version come from cmd/version.h alone: man/*.1 say @DATE@ and @VERSION@.
+MANDATE  := $(shell sed -n 's/^#define RDMATOOL_DATE "\(.*\)"/\1/p' cmd/version.h)
+MAN_PAGES := $(patsubst man/%.1,$(BUILD)/man/%.1,$(wildcard man/*.1))
 # The command names, from the command table: make install names the links without running the binary.
 COMMANDS := $(shell sed -n 's/^[[:space:]]*{"\([a-z]*\)", cmd_[a-z]*,.*/\1/p' cmd/commands.c)
 
@@ -23,7 +28,7 @@ ifeq ($(filter -j%,$(MAKEFLAGS)),)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 endif
 CC       ?= gcc
-PKGS     := libibverbs librdmacm libibumad popt libcrypto
+PKGS     := libibverbs librdmacm libibumad libibmad popt libcrypto
 SAN_CFLAGS ?=
 
 # Asked of pkg-config on first use (a recipe), not when the Makefile is read:
@@ -33,7 +38,13 @@ PKG_LIBS = $(eval PKG_LIBS := $$(shell pkg-config --libs $$(PKGS) 2>/dev/null))$
 CMOCKA_LIBS = $(eval CMOCKA_LIBS := $$(shell pkg-config --libs cmocka 2>/dev/null))$(CMOCKA_LIBS)
 
 CFLAGS   ?= -O2 -g
-override CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -pthread $(SAN_CFLAGS)
+# Warnings are errors for developers and CI; a packager's build (WERROR=, or -Wno-error in CFLAGS, as
+# packaging/debian/rules and the RPM spec do) must not break on the next compiler's new warnings.
+WERROR   ?= -Werror
+ifneq ($(filter -Wno-error,$(CFLAGS)),)
+WERROR   :=
+endif
+override CFLAGS   += -std=gnu11 -Wall -Wextra $(WERROR) -pthread $(SAN_CFLAGS)
 override CPPFLAGS += -D_GNU_SOURCE -I. -MMD -MP $(PKG_CFLAGS)
 override LDFLAGS  += -pthread $(SAN_CFLAGS)
 override LDLIBS   += $(PKG_LIBS) -lm -lrt
@@ -59,12 +70,19 @@ VERBS_LIB := $(BUILD)/librdmatool-verbs.so
 CORE_LIB := $(BUILD)/librdmacore.a
 CMD_LIB  := $(BUILD)/librdmacmd.a
 
-.PHONY: all check check-verbs check-deps unit integration deps demo asan tsan bench lint install dist clean mutation fuzz
+.PHONY: all check check-verbs check-deps check-unit unit integration deps demo asan tsan bench lint install dist clean mutation fuzz
 
-all: $(RDMATOOL) $(CORE_LIB) $(VERBS_LIB)
+all: $(RDMATOOL) $(CORE_LIB) $(VERBS_LIB) $(MAN_PAGES)
+
+$(BUILD)/man/%.1: man/%.1 cmd/version.h
+	@mkdir -p $(dir $@)
+	sed -e 's/@DATE@/$(MANDATE)/g' -e 's/@VERSION@/$(VERSION)/g' $< >$@
 
 # Where make install puts the preload library: rdmatool exec looks there when it is not beside the binary.
+# Debian passes its multiarch directory (/usr/lib/x86_64-linux-gnu), the RPM spec %{_libdir}.
 LIBDIR   ?= $(PREFIX)/lib
+# The agent's systemd unit (Type=simple over `rdmatool agent foreground`).
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 $(BUILD)/cmd/exec.o: override CPPFLAGS += -DRDMATOOL_PKGLIBDIR='"$(LIBDIR)/rdmatool"'
 
 $(BUILD)/%.o: %.c
@@ -118,6 +136,11 @@ check-verbs: check-deps all $(TOOL_BIN)
 	@BUILD=$(BUILD) tests/run-tests.sh $(VERBS_TESTS)
 
 unit: check-deps all $(UNIT_BIN)
+	@BUILD=$(BUILD) tests/run-tests.sh $(UNIT_BIN)
+
+# The unit tests a package build runs (dh_auto_test, %check): no root, no test-only packages
+# (check-deps), only the build dependencies (cmocka) and loopback.
+check-unit: all $(UNIT_BIN)
 	@BUILD=$(BUILD) tests/run-tests.sh $(UNIT_BIN)
 
 integration: check-deps all $(TOOL_BIN)
@@ -179,11 +202,14 @@ install: all
 	install -d $(DESTDIR)$(LIBDIR)/rdmatool
 	install -m 644 $(VERBS_LIB) $(DESTDIR)$(LIBDIR)/rdmatool/librdmatool-verbs.so
 	for c in $(COMMANDS); do ln -sf rdmatool $(DESTDIR)$(PREFIX)/bin/rdmatool-$$c; done
-	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 $(MAN_PAGES) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 completions/rdmatool.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmatool
 	for c in $(COMMANDS); do \
 	  ln -sf rdmatool $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmatool-$$c; done
 	install -m 644 completions/_rdmatool $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_rdmatool
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR)
+	sed 's|@BINDIR@|$(PREFIX)/bin|g' packaging/rdmatool-agent.service >$(DESTDIR)$(SYSTEMDUNITDIR)/rdmatool-agent.service
+	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/rdmatool-agent.service
 
 # The release tarball (rpmbuild's Source0, Debian's orig tarball): the committed tree at HEAD.
 dist:

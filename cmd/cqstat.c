@@ -6,6 +6,7 @@
  */
 #include "core/stats/stats_reader.h"
 #include "cmd/cmd.h"
+#include "cmd/help.h"
 #include "cmd/print.h"
 
 #include <ctype.h>
@@ -22,6 +23,7 @@
 static const char *const CMD = "cqstat";
 
 #define MAX_INTERVAL_S (24 * 3600.0)
+#define MIN_INTERVAL_S 0.01 /* shorter is a busy loop, not a sample rate */
 
 struct cqstat_opts {
 	const char *comm;
@@ -318,7 +320,11 @@ static void print_entry(const struct cqstat_opts *o, const struct stats_snapshot
 	print_text("%7d %-12.12s ", (int)snap->pid, snap->comm);
 	print_string(PRINT_ANY, "name", "%-20.20s", e->name);
 	print_string(PRINT_JSON, "kind", NULL, kind_names[e->kind]);
-	print_int(PRINT_ANY, "stripe", " %6lld", e->stripe);
+	/* A CQ (or a walk client, an agent) belongs to no stripe: "-", and no "stripe" in JSON. */
+	if (e->stripe >= 0)
+		print_int(PRINT_ANY, "stripe", " %6lld", e->stripe);
+	else
+		print_text(" %6s", "-");
 	for (size_t f = 0; f < NFIELDS; f++) {
 		const struct field *fd = &fields[f];
 		/* Every field in JSON; in the table, the detail columns only with -d. */
@@ -528,6 +534,8 @@ static int run_samples(const struct cqstat_opts *o)
 			since_header = print_header(o);
 		since_header += print_sample(o, &cur, have_prev ? &prev : NULL);
 		fflush(stdout);
+		if (stdout_closed())
+			break; /* `cqstat -i 1 | head`: the reader has what it wanted */
 		taken++;
 		sample_free(&prev);
 		prev = cur;
@@ -603,7 +611,7 @@ static bool parse_interval(const char *arg, double *out)
 
 	errno = 0;
 	v = strtod(arg, &end);
-	if (errno || end == arg || *end || !isfinite(v) || v <= 0 || v > MAX_INTERVAL_S)
+	if (errno || end == arg || *end || !isfinite(v) || v < MIN_INTERVAL_S || v > MAX_INTERVAL_S)
 		return false;
 	*out = v;
 	return true;
@@ -634,7 +642,8 @@ static int parse_args(int argc, const char **argv, struct cqstat_opts *o)
 	    {"details", 'd', POPT_ARG_NONE, &o->details, 0, "show every counter", NULL},
 	    {"clean", 0, POPT_ARG_NONE, &o->clean, 0, "remove stale segments of processes that are gone",
 	     NULL},
-	    POPT_AUTOHELP POPT_TABLEEND,
+	    CMD_HELP(options),
+	    POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 	const char *arg;
@@ -655,9 +664,8 @@ static int parse_args(int argc, const char **argv, struct cqstat_opts *o)
 	}
 	rc = EXIT_OK;
 	if (interval && !parse_interval(interval, &o->interval)) {
-		rc = usage_error(CMD,
-				 "bad interval '%s'; give seconds > 0 and at most %.0f, e.g. -i 1 or -i 0.5",
-				 interval, MAX_INTERVAL_S);
+		rc = usage_error(CMD, "bad interval '%s'; give %g to %.0f seconds, e.g. -i 1 or -i 0.5",
+				 interval, MIN_INTERVAL_S, MAX_INTERVAL_S);
 		goto out;
 	}
 	if (count && !parse_positive(count, 1000000000L, &o->count)) {
@@ -700,6 +708,23 @@ out:
 	free(comm);
 	poptFreeContext(pc);
 	return rc;
+}
+
+/* The PIDs of the processes that publish stats now. */
+void cqstat_complete_arg(int n, const char **args, const char *cur)
+{
+	pid_t *pids = NULL;
+	size_t npids = 0;
+	char word[16];
+
+	(void)n, (void)args;
+	if (stats_list_pids(&pids, &npids))
+		return;
+	for (size_t i = 0; i < npids; i++) {
+		snprintf(word, sizeof(word), "%d", (int)pids[i]);
+		complete_word(cur, "", word);
+	}
+	free(pids);
 }
 
 int cmd_cqstat(int argc, const char **argv)

@@ -69,10 +69,13 @@ static void format_guid(uint64_t be_guid, char *buf, size_t len)
 		 (unsigned)(g >> 16) & 0xffff, (unsigned)g & 0xffff);
 }
 
+#define MAX_GIDS 16 /* the first entries of the GID table: the ones -x picks in practice */
+
 struct port_info {
 	uint8_t num;
 	struct ibv_port_attr attr;
-	char gid[INET6_ADDRSTRLEN];
+	int ngids;
+	char gids[MAX_GIDS][INET6_ADDRSTRLEN]; /* "" for an empty entry */
 };
 
 /* The limits: all of them in JSON, the ones people look for on one text line. */
@@ -115,12 +118,22 @@ static void print_port(const struct port_info *port)
 	print_int(PRINT_ANY, "sm_lid", "\t\tsm_lid:         %lld\n", p->sm_lid);
 	print_string(PRINT_ANY, "link_layer", "\t\tlink_layer:     %s\n", link_layer_str(p->link_layer));
 	print_int(PRINT_ANY, "active_mtu", "\t\tactive_mtu:     %lld\n", mtu_bytes(p->active_mtu));
-	print_string(PRINT_ANY, "gid0", "\t\tgid[0]:         %s\n", port->gid);
+	/* As ibv_devinfo -v: every entry that holds a GID, with its index (perftest's -x). */
+	print_open_array("gids");
+	for (int i = 0; i < port->ngids; i++) {
+		if (!*port->gids[i])
+			continue;
+		print_open_object(NULL);
+		print_int(PRINT_ANY, "index", "\t\tgid[%2lld]:", i);
+		print_string(PRINT_ANY, "gid", "        %s\n", port->gids[i]);
+		print_close_object();
+	}
+	print_close_array();
 	print_close_object();
 }
 
 static void print_device(const struct hw_device *dev, const struct ibv_device_attr *attr,
-			 const struct port_info *ports, int nports)
+			 const struct port_info *ports, int nports, const char *why)
 {
 	char guid[32];
 
@@ -128,7 +141,7 @@ static void print_device(const struct hw_device *dev, const struct ibv_device_at
 	print_string(PRINT_ANY, "name", "%s", dev->name);
 	print_string(PRINT_ANY, "provider", " (%s)\n", dev->provider->name);
 	if (!attr) {
-		print_string(PRINT_ANY, "error", "\t%s\n", "cannot open device");
+		print_string(PRINT_ANY, "error", "\tcannot open the device: %s\n", why);
 		print_close_object();
 		return;
 	}
@@ -163,8 +176,13 @@ static int query_device(const struct hw_device *dev, struct ibv_device_attr *att
 		ports[n].num = port;
 		if (hw_query_port(ctx, port, &ports[n].attr))
 			continue;
-		if (hw_query_gid(ctx, port, 0, &gid) == 0)
-			inet_ntop(AF_INET6, gid.raw, ports[n].gid, sizeof(ports[n].gid));
+		ports[n].ngids = ports[n].attr.gid_tbl_len < MAX_GIDS ? ports[n].attr.gid_tbl_len : MAX_GIDS;
+		for (int i = 0; i < ports[n].ngids; i++) {
+			static const uint8_t zero[16];
+
+			if (hw_query_gid(ctx, port, i, &gid) == 0 && memcmp(gid.raw, zero, 16))
+				inet_ntop(AF_INET6, gid.raw, ports[n].gids[i], sizeof(ports[n].gids[i]));
+		}
 		n++;
 	}
 	hw_close_device(ctx);
@@ -174,11 +192,12 @@ static int query_device(const struct hw_device *dev, struct ibv_device_attr *att
 int cmd_devices(int argc, const char **argv)
 {
 	struct poptOption options[] = {
-	    POPT_AUTOHELP POPT_TABLEEND,
+	    CMD_HELP(options),
+	    POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 	struct hw_device devs[HW_MAX_DEVICES];
-	int rc, n, verbs_errno;
+	int rc, n, verbs_errno, status = EXIT_OK;
 
 	poptSetOtherOptionHelp(pc, "[OPTION...]");
 	rc = poptGetNextOpt(pc);
@@ -204,11 +223,20 @@ int cmd_devices(int argc, const char **argv)
 	for (int i = 0; i < n; i++) {
 		struct ibv_device_attr attr;
 		struct port_info ports[8];
-		int nports = query_device(&devs[i], &attr, ports, 8);
+		char why[256] = "";
+		int nports;
 
-		print_device(&devs[i], nports < 0 ? NULL : &attr, ports, nports);
+		errno = 0;
+		nports = query_device(&devs[i], &attr, ports, 8);
+		if (nports < 0) {
+			/* The provider's own reason (a bad RDMATOOL_SOFT_* setting names the variable). */
+			snprintf(why, sizeof(why), "%s",
+				 *hw_open_error() ? hw_open_error() : strerror(errno ? errno : EIO));
+			status = run_error(CMD, "cannot open %s: %s", devs[i].name, why);
+		}
+		print_device(&devs[i], nports < 0 ? NULL : &attr, ports, nports, why);
 	}
 	print_close_array();
 	print_end();
-	return EXIT_OK;
+	return status;
 }

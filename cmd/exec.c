@@ -147,7 +147,7 @@ int cmd_exec(int argc, const char **argv)
 	     "the soft device's wire address: IP or IP:PORT (default 127.0.0.1, any free port)", "IP[:PORT]"},
 	    {"library", 'L', POPT_ARG_STRING, &library, 0,
 	     "the preload library (default: next to rdmatool, else " RDMATOOL_PKGLIBDIR ")", "PATH"},
-	    POPT_AUTOHELP POPT_TABLEEND,
+	    CMD_HELP(options), POPT_TABLEEND,
 	};
 	/* Options end at the program's name: its own options are its own. */
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, POPT_CONTEXT_POSIXMEHARDER);

@@ -11,10 +11,42 @@ void json_init(struct json *j, FILE *out, bool pretty)
 	j->has_items[0] = false;
 }
 
+/*
+ * The length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF), or 0 if there is none.
+ */
+static int utf8_length(const unsigned char *p)
+{
+	unsigned c = p[0];
+	int n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+
+	if (c >= 0xf5)
+		return 0;
+	for (int i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0) || (c == 0xf0 && p[1] < 0x90) ||
+	    (c == 0xf4 && p[1] >= 0x90))
+		return 0;
+	return n;
+}
+
+/* A JSON string, valid UTF-8 whatever the bytes: each byte of a malformed sequence becomes U+FFFD. */
 static void write_escaped(FILE *out, const char *s)
 {
 	fputc('"', out);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p >= 0x80) {
+			int n = utf8_length(p);
+
+			if (n) {
+				fwrite(p, 1, (size_t)n, out);
+				p += n - 1;
+			} else {
+				fputs("\\ufffd", out);
+			}
+			continue;
+		}
 		switch (*p) {
 		case '"':
 			fputs("\\\"", out);
@@ -32,7 +64,7 @@ static void write_escaped(FILE *out, const char *s)
 			fputs("\\r", out);
 			break;
 		default:
-			if (*p < 0x20)
+			if (*p < 0x20 || *p == 0x7f)
 				fprintf(out, "\\u%04x", *p);
 			else
 				fputc(*p, out);

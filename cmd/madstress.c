@@ -7,9 +7,13 @@
 #include "core/mad/mad_engine.h"
 #include "core/mad/mad_target.h"
 #include "cmd/cmd.h"
+#include "cmd/help.h"
 #include "core/stats/stats.h"
 #include "cmd/print.h"
 
+#include <infiniband/mad.h>
+
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <popt.h>
@@ -103,6 +107,18 @@ static int parse_attr(const char *text, uint16_t *attr)
 	return 0;
 }
 
+/* The attribute's names (letters first: a destination is digits); after the destination when one is given. */
+void madstress_complete_arg(int n, const char **args, const char *cur)
+{
+	uint16_t attr;
+
+	if (n > 1 || (n == 1 && !parse_attr(args[0], &attr) && !isdigit((unsigned char)args[0][0])) ||
+	    (n == 0 && isdigit((unsigned char)cur[0])))
+		return;
+	for (size_t i = 0; i < sizeof(attr_names) / sizeof(attr_names[0]); i++)
+		complete_word(cur, "", attr_names[i].name);
+}
+
 static int parse_method(const char *text, uint8_t *method)
 {
 	if (!strcmp(text, "1") || !strcasecmp(text, "set"))
@@ -176,6 +192,8 @@ static double cpu_us_per_mad(const struct mad_stats *total, double cpu_pct, doub
 	return answered ? cpu_pct / 100.0 * elapsed * 1e6 / (double)answered : 0;
 }
 
+/* -v: the last reply's fields as smpquery prints them ("Guid:....0x..."); in JSON numbers, hex ones as
+ * "0x..". */
 static void print_decoded(uint16_t attr, uint32_t mod, const uint8_t *data)
 {
 	struct smp_field f[SMP_DATA_SIZE];
@@ -185,14 +203,25 @@ static void print_decoded(uint16_t attr, uint32_t mod, const uint8_t *data)
 		return;
 	print_open_object("decoded");
 	for (int i = 0; i < n; i++) {
-		char v[24];
+		char v[24], dots[40], text[64];
+		int len = (int)strlen(f[i].name) + 1;
+		bool hex;
 
-		print_text("    %-20s ", f[i].name);
-		if (f[i].hex) {
+		/* libibmad's rendering, smpquery's: "0x0002c90300001234", "Switch", "Active". */
+		if (f[i].mad_field)
+			mad_dump_val((enum MAD_FIELDS)f[i].mad_field, text, sizeof(text), f[i].raw);
+		else
+			snprintf(text, sizeof(text), "%" PRIu64, f[i].value);
+		hex = !strncmp(text, "0x", 2);
+		/* smpquery's layout: the name, a colon and dots to column 33, then the value. */
+		snprintf(dots, sizeof(dots), "%.*s", len < 33 ? 33 - len : 0,
+			 "........................................");
+		print_text("    %s:%s%s\n", f[i].name, dots, text);
+		if (hex) {
 			snprintf(v, sizeof(v), "0x%" PRIx64, f[i].value);
-			print_string(PRINT_ANY, f[i].name, "%s\n", v);
+			print_string(PRINT_JSON, f[i].name, NULL, v);
 		} else {
-			print_uint(PRINT_ANY, f[i].name, "%llu\n", f[i].value);
+			print_uint(PRINT_JSON, f[i].name, NULL, f[i].value);
 		}
 	}
 	print_close_object();
@@ -446,10 +475,29 @@ static int find_port(struct madstress_opts *o, struct hw_umad_port_info *port)
 
 static int check_opts(struct madstress_opts *o, poptContext pc)
 {
-	const char *attr = poptGetArg(pc), *mod = poptGetArg(pc), *extra = poptGetArg(pc);
+	const char *attr, *mod, *extra;
 
+	/* smpdump's form: without -L or -D the destination comes first, LIDs or a DR path (from 0). */
+	if (!o->lids && !o->dr_path && poptPeekArg(pc)) {
+		const char *dest = poptGetArg(pc);
+
+		if (!poptPeekArg(pc))
+			return usage_error(CMD,
+					   "'%s' alone: give the destination and the attribute ('rdmatool "
+					   "madstress 4 NodeInfo'), or the destinations with -L <lids> or -D "
+					   "<dr_path>",
+					   dest);
+		if (!strcmp(dest, "0") || !strncmp(dest, "0,", 2))
+			o->dr_path = strdup(dest);
+		else
+			o->lids = strdup(dest);
+	}
+	attr = poptGetArg(pc);
+	mod = poptGetArg(pc);
+	extra = poptGetArg(pc);
 	if (!attr)
-		return usage_error(CMD, "missing <attr>; e.g. 'rdmatool madstress -L 2,4-9 0x11' (NodeInfo)");
+		return usage_error(CMD, "missing <attr>; e.g. 'rdmatool madstress 4 NodeInfo' or 'rdmatool "
+					"madstress -L 2,4-9 0x11' (NodeInfo)");
 	if (parse_attr(attr, &o->attr) < 0)
 		return usage_error(
 		    CMD,
@@ -459,8 +507,11 @@ static int check_opts(struct madstress_opts *o, poptContext pc)
 	if (mod && mad_parse_number(mod, UINT32_MAX, &o->mod) < 0)
 		return usage_error(CMD, "bad attribute modifier '%s'; give a number like 0 or 0x1", mod);
 	if (extra)
-		return usage_error(CMD, "unexpected argument '%s'; usage: madstress [options] <attr> [mod]",
-				   extra);
+		return usage_error(
+		    CMD,
+		    "unexpected argument '%s'; usage: madstress [options] [<lids>|-L LIDS|-D PATH] "
+		    "<attr> [mod]",
+		    extra);
 	if (!o->lids == !o->dr_path)
 		return usage_error(CMD,
 				   "give the destinations with -L <lids> (like 2,4-9) or -D <dr_path> (like "
@@ -505,7 +556,8 @@ static int parse(int argc, const char **argv, struct madstress_opts *o)
 	    {"timeout", 'T', POPT_ARG_INT, &o->timeout_ms, 0, "MAD timeout in ms (default 1000)", "MS"},
 	    {"retries", 'r', POPT_ARG_INT, &o->retries, 0, "retransmissions after a timeout (default 0)",
 	     "N"},
-	    {"method", 'm', POPT_ARG_STRING, &method, 0, "1|set (default) or 2|get", "METHOD"},
+	    {"method", 'm', POPT_ARG_STRING, &method, 0, "SET (the default, writes back what it read) or GET",
+	     "set|get|1|2"},
 	    {"workers", 'p', POPT_ARG_INT, &o->workers, 0, "worker threads, one umad fd each (default 1)",
 	     "N"},
 	    {"lids", 'L', POPT_ARG_STRING, &lids, 0, "destination LIDs: comma list, ranges like 4-9", "LIDS"},
@@ -514,7 +566,8 @@ static int parse(int argc, const char **argv, struct madstress_opts *o)
 	    {"count", 'c', POPT_ARG_LONGLONG, &count, 'c', "stop after N MADs", "N"},
 	    {"decode", 'v', POPT_ARG_NONE, &o->decode, 0,
 	     "decode the last reply per destination (NodeInfo, PortInfo, SwitchInfo, LFT)", NULL},
-	    POPT_AUTOHELP POPT_TABLEEND,
+	    CMD_HELP(options),
+	    POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 	int rc;

@@ -3,7 +3,7 @@
 # tests/deps.sh check|install: the build and test dependencies, from Debian packages.
 set -euo pipefail
 
-BUILD_PKGS="gcc make pkg-config libibverbs-dev librdmacm-dev libibumad-dev libpopt-dev libcmocka-dev libssl-dev"
+BUILD_PKGS="gcc make pkg-config libibverbs-dev librdmacm-dev libibumad-dev libibmad-dev libpopt-dev libcmocka-dev libssl-dev"
 TEST_PKGS="ibsim-utils libumad2sim0 opensm infiniband-diags iproute2 util-linux python3 procps jq zsh mandoc ibverbs-utils perftest python3-pyverbs rdmacm-utils qperf libfabric-bin ucx-utils openmpi-bin libopenmpi-dev slurm-wlm munge"
 # What tests/integration/packaging.sh builds the .deb and .rpm with (dpkg-buildpackage
 # checks for build-essential itself: a minimal Debian has gcc and make without it).

@@ -367,11 +367,13 @@ int agent_chan_cmd(const struct agent_opts *o)
 
 		if (global_opts.json) {
 			json_init(&j, stdout, global_opts.pretty);
-			json_begin_array(&j, NULL);
+			json_begin_object(&j, NULL); /* an object, as every document: {"channels":[...]} */
+			json_begin_array(&j, "channels");
 		}
 		rc = chan_list(agent_client_dir(cl), print_name, global_opts.json ? &j : NULL);
 		if (global_opts.json) {
 			json_end_array(&j);
+			json_end_object(&j);
 			json_finish(&j);
 		}
 	} else if (!strcmp(what, "create")) {

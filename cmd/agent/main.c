@@ -307,7 +307,7 @@ int cmd_agent(int argc, const char **argv)
 	    {"mode", 0, POPT_ARG_STRING, &mode, OPT_MODE,
 	     "send: return when the message is queued (immediately), copied (buffered, the default), in the "
 	     "channel (deposited) or taken (received)",
-	     "MODE"},
+	     "immediately|buffered|deposited|received"},
 	    {"timeout", 0, POPT_ARG_LONG, &timeout, OPT_TIMEOUT,
 	     "send/recv/poll: give up after MS milliseconds (default: wait)", "MS"},
 	    {"count", 'n', POPT_ARG_LONG, &count, OPT_COUNT,
@@ -320,7 +320,7 @@ int cmd_agent(int argc, const char **argv)
 	     "chan create: bytes the channel holds (default 16 MiB)", "BYTES"},
 	    {"max-msg", 0, POPT_ARG_LONG, &max_msg, OPT_MAX_MSG,
 	     "chan create: largest message (default 4 MiB)", "BYTES"},
-	    POPT_AUTOHELP POPT_TABLEEND};
+	    CMD_HELP(opts), POPT_TABLEEND};
 	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
 	const char *action;
 	unsigned given = 0;

@@ -23,9 +23,21 @@ struct bench_opts {
 	int progress_thread;
 	const char *device;
 	struct core_env env; /* RDMATOOL_* variables: progress CPU, ring size */
+	/* perftest's -i, -x, --sl, --mtu: 0 is core's default for each */
+	uint8_t port, gid_index, sl;
+	enum ibv_mtu mtu;
 };
 
+/* The device's path options of o into an endpoint's attributes. */
+void bench_ep_path(struct core_ep_attr *attr, const struct bench_opts *o);
+
 struct core_ep;
+/* The device of the first measurement, for the report (in_report), else said on stderr. */
+struct bench_device {
+	char name[64], provider[32];
+	bool in_report;
+};
+extern struct bench_device bench_device;
 void bench_announce_device(const struct core_ep *ep);
 
 struct bench_result {
@@ -53,8 +65,8 @@ int bench_ring(const struct bench_opts *o, int lockfree, struct bench_result *r,
 int bench_transport(const char *test, const struct bench_opts *o, struct bench_result *r, char *err,
 		    size_t errlen);
 /* The measuring side over an established link (in-process or to a server). */
-/* Set by SIGINT/SIGTERM: the measurement under way ends early and the sweep stops, with what was measured
- * printed. */
+/* Set by SIGINT/SIGTERM (to the signal's number): the measurement under way ends early and the sweep stops,
+ * with what was measured printed. */
 extern volatile sig_atomic_t bench_interrupted;
 
 int bench_measure(const char *test, const struct bench_opts *o, struct bench_link *l, struct bench_result *r,

@@ -262,10 +262,10 @@ int bench_chan_rate(size_t size, long iters, bool baseline, int rounds)
 	pin_to_cpu(0);
 	print_begin();
 	print_string(PRINT_JSON, "test", NULL, "chan_rate");
-	print_string(PRINT_JSON, "mode", NULL, "two processes");
+	print_string(PRINT_JSON, "mode", NULL, "two_processes");
 	print_uint(PRINT_ANY, "MsgSize",
 		   "chan_rate: %llu-byte messages, one producer and one consumer process ", size);
-	print_int(PRINT_ANY, "iters", "(pinned to two CPUs), %lld messages per run\n", iters);
+	print_int(PRINT_ANY, "n_iterations", "(pinned to two CPUs), %lld messages per run\n", iters);
 	print_text(" %-6s %-16s %-16s %-14s %s\n", "round", "channel[Mmsg/s]", baseline ? "pipe[Mmsg/s]" : "",
 		   baseline ? "channel/pipe" : "", "futex calls/msg");
 	print_open_array("results");
@@ -304,7 +304,7 @@ int bench_chan_rate(size_t size, long iters, bool baseline, int rounds)
 		bench_pin_restore(&saved);
 	print_close_array();
 	if (bench_interrupted && status == EXIT_OK)
-		status = run_error("bench", "interrupted: the results above are partial");
+		status = interrupted_status("bench", bench_interrupted);
 	if (baseline && status == EXIT_OK) {
 		print_text("channel/pipe message rate (median of %d round%s): ", rounds,
 			   rounds > 1 ? "s" : "");

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rdmatool bench <test>: perftest-like tests over core, striped against global lock in one run. */
 #include "cmd/cmd.h"
+#include "cmd/help.h"
 #include "cmd/print.h"
 #include "cmd/bench/agent_pair.h"
 #include "cmd/bench/bench.h"
 #include "core/util/clock.h"
 #include "core/stats/stats.h"
+#include "core/stats/stats_path.h"
 #include "core/oob/oob.h"
+#include "hw/hw.h"
 
 #include <errno.h>
 #include <popt.h>
@@ -14,9 +17,40 @@
 #include <string.h>
 
 static const char *const CMD = "bench";
-static const char *const TESTS[] = {"send_lat",	 "write_lat", "read_lat",   "atomic_lat", "send_bw",
-				    "chan_rate", "agent_lat", "agent_rate", "agent_bw",	  "write_bw",
-				    "read_bw",	 "msg_rate",  "ring",	    "conn_rate",  NULL};
+/* The tests, in the order --help lists them, each with the line it says. */
+static const struct {
+	const char *name, *what;
+} TESTS[] = {
+    {"send_lat", "SEND/RECV ping-pong latency (ib_send_lat)"},
+    {"write_lat", "RDMA WRITE ping-pong latency (ib_write_lat)"},
+    {"read_lat", "RDMA READ latency (ib_read_lat)"},
+    {"atomic_lat", "FETCH_ADD latency (ib_atomic_lat)"},
+    {"send_bw", "SEND/RECV bandwidth (ib_send_bw)"},
+    {"write_bw", "RDMA WRITE bandwidth (ib_write_bw)"},
+    {"read_bw", "RDMA READ bandwidth (ib_read_bw)"},
+    {"msg_rate", "small messages from --threads producers, striped vs global lock"},
+    {"ring", "the completion ring alone: lock-free MPSC against a mutex queue"},
+    {"conn_rate", "connection setups: the CM against the out-of-band exchange"},
+    {"chan_rate", "agent channel messages between two processes, against a pipe"},
+    {"agent_lat", "a deposited send through two agents, against core send_lat"},
+    {"agent_rate", "small messages through two agents, against the direct transport"},
+    {"agent_bw", "large messages through two agents, against the direct transport"},
+};
+#define NTESTS (sizeof(TESTS) / sizeof(TESTS[0]))
+
+void bench_more_help(FILE *out)
+{
+	fputs("Tests:\n", out);
+	for (size_t i = 0; i < NTESTS; i++)
+		fprintf(out, "  %-12s%s\n", TESTS[i].name, TESTS[i].what);
+}
+
+void bench_complete_arg(int n, const char **args, const char *cur)
+{
+	(void)args;
+	for (size_t i = 0; n == 0 && i < NTESTS; i++)
+		complete_word(cur, "", TESTS[i].name);
+}
 
 #define MAX_SIZE   (8l << 20)
 #define MAX_SWEEP  32
@@ -212,7 +246,7 @@ static void on_interrupt(int sig)
 		signal(sig, SIG_DFL), raise(sig);
 	if (!bench_interrupted)
 		interrupted_ns = now;
-	bench_interrupted = 1;
+	bench_interrupted = sig;
 }
 
 /* The command line, parsed and then validated; the strings are popt's malloc'd copies. */
@@ -222,7 +256,8 @@ struct bench_cli {
 	bool extra_arg;
 	long size, iters;
 	double duration;
-	int stripes, progress, baseline, all, is_server, rounds, iters_given, rdma_cm;
+	int stripes, progress, baseline, all, is_server, rounds, iters_given, size_given, rdma_cm;
+	int port, gid_index, sl, mtu;
 	int threads[16], nthreads;
 	bool do_striped, do_global, is_ring, is_lat;
 	size_t sizes[MAX_SWEEP];
@@ -241,7 +276,7 @@ struct bench_report {
 static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 {
 	struct poptOption opts[] = {
-	    {"size", 's', POPT_ARG_LONG, &c->size, 0, "message size in bytes (default 8)", "BYTES"},
+	    {"size", 's', POPT_ARG_LONG, &c->size, 's', "message size in bytes (default 8)", "BYTES"},
 	    {"all", 'a', POPT_ARG_NONE, &c->all, 0, "sweep sizes 2 B .. 8 MiB (powers of two)", NULL},
 	    {"iters", 'n', POPT_ARG_LONG, &c->iters, 'n', "iterations per thread", "N"},
 	    {"duration", 'D', POPT_ARG_DOUBLE, &c->duration, 0, "run each measurement for this many seconds",
@@ -249,10 +284,18 @@ static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 	    {"threads", 0, POPT_ARG_STRING, &c->threads_text, 0, "thread counts to sweep, e.g. 1,2,4",
 	     "LIST"},
 	    {"stripes", 0, POPT_ARG_INT, &c->stripes, 0, "stripes per endpoint (0 = auto)", "N"},
-	    {"lock", 0, POPT_ARG_STRING, &c->lock, 0, "striped, global or both (default both)", "MODE"},
+	    {"lock", 0, POPT_ARG_STRING, &c->lock, 0, "which locking to measure (default both)",
+	     "striped|global|both"},
 	    {"progress-thread", 0, POPT_ARG_NONE, &c->progress, 0, "progress in a background thread", NULL},
-	    {"device", 0, POPT_ARG_STRING, &c->device, 0, "device to use (default: first active, else soft0)",
-	     "NAME"},
+	    {"ib-dev", 'd', POPT_ARG_STRING, &c->device, 0,
+	     "device to use, as perftest's -d (default: first active, else soft0)", "NAME"},
+	    {"device", 0, POPT_ARG_STRING, &c->device, 0, "the same as --ib-dev", "NAME"},
+	    {"ib-port", 'i', POPT_ARG_INT, &c->port, 0, "the device's port (default 1)", "PORT"},
+	    {"gid-index", 'x', POPT_ARG_INT, &c->gid_index, 0,
+	     "source GID index, e.g. a RoCEv2 GID (default 0)", "INDEX"},
+	    {"sl", 0, POPT_ARG_INT, &c->sl, 0, "service level (default 0)", "SL"},
+	    {"mtu", 0, POPT_ARG_INT, &c->mtu, 0,
+	     "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's)", "BYTES"},
 	    {"server", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, &c->server, 1,
 	     "serve clients on [ADDR:]PORT until one completes a run (default 127.0.0.1:18515; port 0 = any, "
 	     "printed)",
@@ -266,7 +309,8 @@ static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 	     "measure memcpy and raw TCP loopback in the same run", NULL},
 	    {"rdma_cm", 'R', POPT_ARG_NONE, &c->rdma_cm, 0,
 	     "connect the QPs through the connection manager (default: the out-of-band exchange)", NULL},
-	    POPT_AUTOHELP POPT_TABLEEND};
+	    CMD_HELP(opts),
+	    POPT_TABLEEND};
 	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
 	const char *test;
 	int rc;
@@ -275,6 +319,7 @@ static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 	while ((rc = poptGetNextOpt(pc)) > 0) {
 		c->is_server |= rc == 1;
 		c->iters_given |= rc == 'n';
+		c->size_given |= rc == 's';
 	}
 	if (rc < -1) {
 		rc = popt_usage_error(CMD, pc, rc, argv);
@@ -294,8 +339,8 @@ static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 
 static bool is_known_test(const char *test)
 {
-	for (int i = 0; TESTS[i]; i++)
-		if (!strcmp(test, TESTS[i]))
+	for (size_t i = 0; i < NTESTS; i++)
+		if (!strcmp(test, TESTS[i].name))
 			return true;
 	return false;
 }
@@ -345,9 +390,24 @@ static int bench_validate_transport(struct bench_cli *c)
 	return EXIT_OK;
 }
 
+/* A device that is not there is a usage error before anything runs, worded as walk's. */
+static bool device_exists(const char *name)
+{
+	struct hw_device devs[HW_MAX_DEVICES];
+	int verbs_errno, n = hw_list_devices(devs, HW_MAX_DEVICES, &verbs_errno);
+
+	for (int i = 0; i < n; i++)
+		if (!strcmp(devs[i].name, name))
+			return true;
+	return false;
+}
+
 static int bench_validate(struct bench_cli *c)
 {
 	char env_error[256];
+
+	if (c->device && !device_exists(c->device))
+		return unknown_device_error(CMD, c->device);
 
 	core_env_defaults(&c->env);
 	if (core_env_read(&c->env, env_error, sizeof(env_error)))
@@ -361,6 +421,12 @@ static int bench_validate(struct bench_cli *c)
 	if (!c->stripes)
 		c->stripes = c->env.tx_stripes;
 	c->progress = c->progress || c->env.progress_thread;
+	if (c->port < 0 || c->port > 255 || c->gid_index < 0 || c->gid_index > 255 || c->sl < 0 || c->sl > 15)
+		return usage_error(CMD, "--ib-port must be 1..255 (0: 1), --gid-index 0..255, --sl 0..15");
+	if (c->mtu && c->mtu != 256 && c->mtu != 512 && c->mtu != 1024 && c->mtu != 2048 && c->mtu != 4096)
+		return usage_error(CMD, "--mtu %d: give 256, 512, 1024, 2048 or 4096", c->mtu);
+	if (c->all && c->size_given)
+		return usage_error(CMD, "--all sweeps every size from 2 B to 8 MiB; drop --size (or --all)");
 	if (c->iters_given && c->iters < 1)
 		return usage_error(
 		    CMD, "--iters %ld: give at least 1 iteration, or --duration to run for a time", c->iters);
@@ -378,8 +444,7 @@ static int bench_validate(struct bench_cli *c)
 	if (!*c->test || !is_known_test(c->test) || c->extra_arg)
 		return usage_error(
 		    CMD,
-		    "%s%s%s; use one of send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw "
-		    "msg_rate ring chan_rate agent_lat agent_rate agent_bw conn_rate",
+		    "%s%s%s; 'rdmatool bench --help' lists the tests (send_lat, write_bw, msg_rate, ...)",
 		    !*c->test		      ? "missing test"
 		    : !is_known_test(c->test) ? "unknown test "
 					      : "one test only",
@@ -395,15 +460,19 @@ static void report_begin(struct bench_report *rep, const struct bench_cli *c)
 {
 	rep->header_due = true;
 	rep->nratios = 0;
+	bench_device.in_report = true;
 	print_begin();
 	print_string(PRINT_JSON, "test", NULL, c->test);
-	print_string(PRINT_JSON, "mode", NULL, c->client ? "two processes" : "one process");
+	/* An enum: local (both ends here), client (against a --server), two_processes (chan_rate). */
+	print_string(PRINT_JSON, "mode", NULL, c->client ? "client" : "local");
 	print_open_array("results");
 }
 
 static void report_row(struct bench_report *rep, const struct bench_cli *c, const struct row *w)
 {
-	/* The header waits for the first row, so the device notice of the first measurement comes first. */
+	/* The header waits for the first row, so the device of the first measurement comes first. */
+	if (rep->header_due && *bench_device.name)
+		print_text("device %s (%s)\n", bench_device.name, bench_device.provider);
 	if (rep->header_due)
 		print_header(c->is_ring, c->is_lat, c->baseline && !c->is_ring);
 	rep->header_due = false;
@@ -434,8 +503,21 @@ static void report_end(struct bench_report *rep, const struct bench_cli *c)
 		print_close_object();
 	}
 	print_close_array();
+	if (*bench_device.name) {
+		print_string(PRINT_JSON, "device", NULL, bench_device.name);
+		print_string(PRINT_JSON, "provider", NULL, bench_device.provider);
+	}
 	print_bool(PRINT_JSON, "interrupted", NULL, bench_interrupted);
 	print_end();
+}
+
+/* -i, -x, --sl, --mtu (validated) into the options of the runs. */
+static void bench_cli_path(const struct bench_cli *c, struct bench_opts *o)
+{
+	o->port = (uint8_t)c->port;
+	o->gid_index = (uint8_t)c->gid_index;
+	o->sl = (uint8_t)c->sl;
+	o->mtu = c->mtu ? (enum ibv_mtu)(__builtin_ctz((unsigned)c->mtu) - 7) : 0;
 }
 
 /* One measurement of one lock mode (m: 0 striped, 1 global); prints its row. */
@@ -471,6 +553,8 @@ static int bench_sweep(const struct bench_cli *c, struct bench_report *rep)
 			       .progress_thread = c->progress,
 			       .device = c->device,
 			       .env = c->env};
+
+	bench_cli_path(c, &o);
 	char err[512];
 
 	for (int si = 0; si < c->nsizes; si++) {
@@ -497,7 +581,8 @@ static int bench_sweep(const struct bench_cli *c, struct bench_report *rep)
 						continue;
 					if ((rc = measure_one(c, &o, m, &base, rep, &val[m])))
 						return rc;
-					if (bench_interrupted)
+					/* `bench -a | head`: no one reads the rest */
+					if (bench_interrupted || stdout_closed())
 						return EXIT_OK;
 				}
 				if (c->do_striped && c->do_global && val[0] > 0 && val[1] > 0)
@@ -526,6 +611,7 @@ static int bench_run(const struct bench_cli *c)
 	if (c->is_server) {
 		struct bench_opts d = {.device = c->device, .env = c->env};
 
+		bench_cli_path(c, &d);
 		return bench_server(c->addr, &d, err, sizeof(err)) ? run_error(CMD, "%s", err) : EXIT_OK;
 	}
 	if (!strcmp(c->test, "agent_lat"))
@@ -538,6 +624,7 @@ static int bench_run(const struct bench_cli *c)
 	if (!strcmp(c->test, "conn_rate")) {
 		struct bench_opts o = {.device = c->device, .env = c->env};
 
+		bench_cli_path(c, &o);
 		return bench_conn_rate(&o, c->iters_given ? c->iters : 100, err, sizeof(err))
 			   ? run_error(CMD, "%s", err)
 			   : EXIT_OK;
@@ -550,7 +637,7 @@ static int bench_run(const struct bench_cli *c)
 		bench_client_close();
 	report_end(&rep, c);
 	if (bench_interrupted && status == EXIT_OK)
-		status = run_error(CMD, "interrupted: the results above are partial");
+		status = interrupted_status(CMD, bench_interrupted);
 	return status;
 }
 

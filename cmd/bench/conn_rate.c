@@ -34,6 +34,7 @@ static int open_pair(const struct bench_opts *o, enum core_connect mode, struct 
 	attr.env.tx_stripes = 1;
 	attr.threading = CORE_THREAD_SINGLE;
 	attr.device = o->device;
+	bench_ep_path(&attr, o);
 	attr.rx_depth = 4;
 	if ((rc = core_ep_open(&attr, a, err, errlen)))
 		return rc;
@@ -89,7 +90,7 @@ int bench_conn_rate(const struct bench_opts *o, long iters, char *err, size_t er
 		return rc;
 	print_begin();
 	print_string(PRINT_JSON, "test", NULL, "conn_rate");
-	print_string(PRINT_JSON, "mode", NULL, "one process");
+	print_string(PRINT_JSON, "mode", NULL, "local");
 	print_text("%-6s %12s %14s %16s\n", "setup", "connections", "conn/sec", "usec/connection");
 	print_open_array("results");
 	for (int i = 0; i < 2; i++) {

@@ -99,6 +99,7 @@ static void ep_attr(struct core_ep_attr *attr, const struct bench_opts *o, enum 
 	core_ep_attr_defaults(attr);
 	attr->env = o->env;
 	attr->device = o->device;
+	bench_ep_path(attr, o);
 	attr->lock = lock;
 	attr->env.tx_stripes = stripes;
 	attr->env.progress_thread = progress;

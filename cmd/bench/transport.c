@@ -165,17 +165,32 @@ static int post_op(struct run *run, void *context)
 	return core_fetch_add(l->a, l->pa, l->raddr, l->rkey, 1, &result, context);
 }
 
-/* Says once which device the measurements run on, as perftest's header does. */
+struct bench_device bench_device;
+
+void bench_ep_path(struct core_ep_attr *attr, const struct bench_opts *o)
+{
+	attr->port = o->port;
+	attr->gid_index = o->gid_index;
+	attr->sl = o->sl;
+	attr->mtu = o->mtu;
+}
+
+/*
+ * Says once which device the measurements run on: in the report, as
+ * perftest's header does (and walk's), or, for a server, which has none, on
+ * stderr.
+ */
 void bench_announce_device(const struct core_ep *ep)
 {
-	static bool announced;
-
-	if (announced)
+	if (*bench_device.name)
 		return;
-	announced = true;
+	snprintf(bench_device.name, sizeof(bench_device.name), "%s", core_ep_device_name(ep));
+	snprintf(bench_device.provider, sizeof(bench_device.provider), "%s", core_ep_provider_name(ep));
+	if (bench_device.in_report)
+		return;
 	if (progress_wanted())
 		fputs("\r\033[K", stderr); /* not glued onto the progress line */
-	notice("bench", "device %s (%s)", core_ep_device_name(ep), core_ep_provider_name(ep));
+	notice("bench", "device %s (%s)", bench_device.name, bench_device.provider);
 }
 
 void bench_stats_latency(double *samples, long n, struct bench_result *r)
@@ -604,6 +619,7 @@ int bench_transport(const char *test, const struct bench_opts *o, struct bench_r
 	core_ep_attr_defaults(&attr);
 	attr.env = o->env;
 	attr.device = o->device;
+	bench_ep_path(&attr, o);
 	attr.lock = o->lock;
 	attr.env.tx_stripes = o->stripes;
 	attr.env.progress_thread = o->progress_thread;

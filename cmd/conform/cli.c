@@ -66,8 +66,8 @@ static int parse(int argc, const char **argv, struct cf_opts *o)
 	    {"seed", 's', POPT_ARG_STRING, &o->seed, 0, "random seed of the cases' details (default 1)", "N"},
 	    {"rounds", 'r', POPT_ARG_INT, &o->rounds, 0,
 	     "rounds of each case, each on fresh objects (default 12: every variant)", "N"},
-	    {"format", 'f', POPT_ARG_STRING, &o->format, 0, "text, tap or junit (-j: JSON)", "FORMAT"},
-	    POPT_AUTOHELP POPT_TABLEEND,
+	    {"format", 'f', POPT_ARG_STRING, &o->format, 0, "text, tap or junit (-j: JSON)", "text|tap|junit"},
+	    CMD_HELP(options), POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 	int rc;

@@ -68,8 +68,7 @@ static int probe_device(struct walk_config *cfg, char *name, size_t len, bool *t
 
 	if (!ctx) {
 		if (cfg->device && errno == ENODEV)
-			return usage_error(CMD, "--ib-dev %s: no such device; 'rdmatool devices' lists them",
-					   cfg->device);
+			return unknown_device_error(CMD, cfg->device);
 		if (*hw_open_error())
 			return run_error(CMD, "%s", hw_open_error());
 		return run_error(CMD, "cannot open %s: %s; check 'rdmatool devices'",
@@ -141,7 +140,7 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 	    {"steps", 'n', POPT_ARG_STRING, &steps, 0, "steps per client instead of --duration", "N"},
 	    {"seed", 's', POPT_ARG_STRING, &seed, 0, "random seed (printed when not given)", "N"},
 	    {"weight", 'w', POPT_ARG_STRING, &weight, 'w', "set an action's weight (repeatable)", "ACTION=W"},
-	    {"preset", 0, POPT_ARG_STRING, &preset, 0, "weights: default, control or rdma", "NAME"},
+	    {"preset", 0, POPT_ARG_STRING, &preset, 0, "weights: default, control or rdma", "default|control|rdma"},
 	    {"history", 'H', POPT_ARG_STRING, &ia.history, 0,
 	     "actions kept per client for triage (default 200)", "N"},
 	    {"history-file", 0, POPT_ARG_STRING, &history_file, 0, "also write the history to FILE", "FILE"},
@@ -152,7 +151,7 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 	     "judge every completion and verb return against a model of the device (see the man page)", NULL},
 	    {"allow-outstanding-ops", 0, POPT_ARG_NONE, &outstanding, 0,
 	     "allow modify-to-ERR and destroy of QPs with WRs in flight", NULL},
-	    POPT_AUTOHELP POPT_TABLEEND,
+	    CMD_HELP(options), POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 
@@ -282,6 +281,8 @@ int cmd_walk(int argc, const char **argv)
 		if (atomic_load(&walk_stop_signal))
 			notice(CMD, "stopped by signal %d after %llu steps", atomic_load(&walk_stop_signal),
 			       (unsigned long long)res.total.steps);
+		if (atomic_load(&walk_stop_signal))
+			rc = interrupted_status(CMD, atomic_load(&walk_stop_signal));
 	}
 	free(res.per_client);
 out:

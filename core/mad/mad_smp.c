@@ -1,101 +1,61 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* SMP encoding and decoding, and the attribute decoders behind -v. */
+/* SMP encoding and decoding, and the attribute decoders behind -v, on libibmad's field tables. */
 #include "core/mad/mad_smp.h"
 
-#include <endian.h>
 #include <errno.h>
+#include <infiniband/mad.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Offsets in the 256-byte SMP (IBTA 14.2.1.1 and 14.2.1.2). */
-enum {
-	OFF_BASE_VERSION = 0,
-	OFF_MGMT_CLASS = 1,
-	OFF_CLASS_VERSION = 2,
-	OFF_METHOD = 3,
-	OFF_STATUS = 4,
-	OFF_HOP_POINTER = 6,
-	OFF_HOP_COUNT = 7,
-	OFF_TID = 8,
-	OFF_ATTR_ID = 16,
-	OFF_ATTR_MOD = 20,
-	OFF_MKEY = 24,
-	OFF_DR_SLID = 32,
-	OFF_DR_DLID = 34,
-	OFF_DATA = 64,
-	OFF_INITIAL_PATH = 128,
-	OFF_RETURN_PATH = 192,
-};
-
-#define DR_DIRECTION_BIT 0x8000
 #define PERMISSIVE_LID 0xffff
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	v = htobe16(v);
-	memcpy(p, &v, 2);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htobe32(v);
-	memcpy(p, &v, 4);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return be16toh(v);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return be32toh(v);
-}
+/* libibmad's accessors take a non-const buffer for reading too; they only read. */
+#define RD(mad) ((void *)(uintptr_t)(mad))
 
 void smp_encode(uint8_t mad[SMP_SIZE], const struct smp_route *route, const struct smp_request *req)
 {
+	uint8_t path[64] = {0};
+
 	memset(mad, 0, SMP_SIZE);
-	mad[OFF_BASE_VERSION] = 1;
-	mad[OFF_MGMT_CLASS] = route->directed ? SMP_CLASS_DR : SMP_CLASS_LID;
-	mad[OFF_CLASS_VERSION] = 1;
-	mad[OFF_METHOD] = req->method;
-	/* TID bytes 8..11 stay zero: the kernel puts the agent id there. */
-	put32(mad + OFF_TID + 4, req->tid);
-	put16(mad + OFF_ATTR_ID, req->attr);
-	put32(mad + OFF_ATTR_MOD, req->mod);
+	mad_set_field(mad, 0, IB_MAD_BASEVER_F, 1);
+	mad_set_field(mad, 0, IB_MAD_MGMTCLASS_F, route->directed ? SMP_CLASS_DR : SMP_CLASS_LID);
+	mad_set_field(mad, 0, IB_MAD_CLASSVER_F, 1);
+	/* libibmad splits the method byte: the response bit on top, the method below. */
+	mad_set_field(mad, 0, IB_MAD_METHOD_F, req->method & 0x7f);
+	mad_set_field(mad, 0, IB_MAD_RESPONSE_F, req->method >> 7);
+	/* The TID's high 32 bits stay zero: the kernel puts the agent id there. */
+	mad_set_field64(mad, 0, IB_MAD_TRID_F, req->tid);
+	mad_set_field(mad, 0, IB_MAD_ATTRID_F, req->attr);
+	mad_set_field(mad, 0, IB_MAD_ATTRMOD_F, req->mod);
 	if (route->directed) {
-		mad[OFF_HOP_POINTER] = 0;
-		mad[OFF_HOP_COUNT] = route->hops;
-		put16(mad + OFF_DR_SLID, PERMISSIVE_LID);
-		put16(mad + OFF_DR_DLID, PERMISSIVE_LID);
-		memcpy(mad + OFF_INITIAL_PATH, route->path, (size_t)route->hops + 1);
+		mad_set_field(mad, 0, IB_DRSMP_HOPPTR_F, 0);
+		mad_set_field(mad, 0, IB_DRSMP_HOPCNT_F, route->hops);
+		mad_set_field(mad, 0, IB_DRSMP_DRSLID_F, PERMISSIVE_LID);
+		mad_set_field(mad, 0, IB_DRSMP_DRDLID_F, PERMISSIVE_LID);
+		memcpy(path, route->path, (size_t)route->hops + 1);
+		mad_set_array(mad, 0, IB_DRSMP_PATH_F, path);
 	}
 	if (req->data)
-		memcpy(mad + OFF_DATA, req->data, SMP_DATA_SIZE);
+		memcpy(mad + IB_SMP_DATA_OFFS, req->data, SMP_DATA_SIZE);
 }
 
 int smp_decode(const uint8_t *mad, size_t len, struct smp_response *resp)
 {
-	uint16_t status;
-
-	if (len < OFF_DATA + SMP_DATA_SIZE)
+	if (len < IB_SMP_DATA_OFFS + SMP_DATA_SIZE)
 		return -EINVAL;
-	if (mad[OFF_MGMT_CLASS] != SMP_CLASS_LID && mad[OFF_MGMT_CLASS] != SMP_CLASS_DR)
+	resp->mgmt_class = (uint8_t)mad_get_field(RD(mad), 0, IB_MAD_MGMTCLASS_F);
+	if (resp->mgmt_class != SMP_CLASS_LID && resp->mgmt_class != SMP_CLASS_DR)
 		return -EINVAL;
-	status = get16(mad + OFF_STATUS);
-	resp->mgmt_class = mad[OFF_MGMT_CLASS];
-	resp->method = mad[OFF_METHOD];
-	resp->status = resp->mgmt_class == SMP_CLASS_DR ? status & ~DR_DIRECTION_BIT : status;
-	resp->tid = get32(mad + OFF_TID + 4);
-	resp->attr = get16(mad + OFF_ATTR_ID);
-	resp->mod = get32(mad + OFF_ATTR_MOD);
-	resp->data = mad + OFF_DATA;
+	resp->method = (uint8_t)(mad_get_field(RD(mad), 0, IB_MAD_METHOD_F) |
+				 mad_get_field(RD(mad), 0, IB_MAD_RESPONSE_F) << 7);
+	/* A directed-route SMP's status has the direction bit on top: not part of the status. */
+	resp->status = (uint16_t)mad_get_field(
+	    RD(mad), 0, resp->mgmt_class == SMP_CLASS_DR ? IB_DRSMP_STATUS_F : IB_MAD_STATUS_F);
+	resp->tid = (uint32_t)mad_get_field64(RD(mad), 0, IB_MAD_TRID_F);
+	resp->attr = (uint16_t)mad_get_field(RD(mad), 0, IB_MAD_ATTRID_F);
+	resp->mod = mad_get_field(RD(mad), 0, IB_MAD_ATTRMOD_F);
+	resp->data = mad + IB_SMP_DATA_OFFS;
 	return 0;
 }
 
@@ -127,82 +87,37 @@ const char *smp_attr_name(uint16_t attr)
 	return NULL;
 }
 
-/* A field of a big-endian attribute: bit offset from the start, width in bits (<= 64). */
-struct field_def {
-	const char *name;
-	uint16_t bit;
-	uint8_t width;
-	bool hex;
-};
-
-static uint64_t get_bits(const uint8_t *data, unsigned bit, unsigned width)
+/* One field of an attribute through libibmad's own table: smpquery's names and offsets. */
+static void decode_field(const uint8_t *data, enum MAD_FIELDS f, struct smp_field *out)
 {
-	uint64_t v = 0;
+	uint32_t v32;
 
-	for (unsigned i = 0; i < width; i++) {
-		unsigned b = bit + i;
-
-		v = (v << 1) | ((data[b / 8] >> (7 - b % 8)) & 1);
-	}
-	return v;
+	snprintf(out->name, sizeof(out->name), "%s", mad_field_name(f));
+	out->mad_field = (int)f;
+	memset(out->raw, 0, sizeof(out->raw)); /* mad_decode_field writes a uint32_t, a uint64_t or bytes */
+	mad_decode_field(RD(data), f, out->raw);
+	/*
+	 * The value as a number in either byte order: a field of up to 32 bits
+	 * came as a uint32_t (what mad_get_field says, nothing after it), a
+	 * 64-bit one as a uint64_t.
+	 */
+	memcpy(&v32, out->raw, sizeof(v32));
+	if (v32 == mad_get_field(RD(data), 0, f) && !memcmp((const char *)out->raw + 4, "\0\0\0\0", 4))
+		out->value = v32;
+	else
+		out->value = out->raw[0];
 }
 
-static const struct field_def node_info[] = {
-	{ "BaseVers", 0, 8, false },	    { "ClassVers", 8, 8, false },      { "NodeType", 16, 8, false },
-	{ "NumPorts", 24, 8, false },	    { "SystemImageGUID", 32, 64, true }, { "NodeGUID", 96, 64, true },
-	{ "PortGUID", 160, 64, true },	    { "PartitionCap", 224, 16, false }, { "DeviceID", 240, 16, true },
-	{ "Revision", 256, 32, true },	    { "LocalPortNum", 288, 8, false }, { "VendorID", 296, 24, true },
-};
-
-static const struct field_def switch_info[] = {
-	{ "LinearFDBCap", 0, 16, false },     { "RandomFDBCap", 16, 16, false },
-	{ "MulticastFDBCap", 32, 16, false }, { "LinearFDBTop", 48, 16, false },
-	{ "DefaultPort", 64, 8, false },      { "DefMcastPriPort", 72, 8, false },
-	{ "DefMcastNotPriPort", 80, 8, false }, { "LifeTimeValue", 88, 5, false },
-	{ "PortStateChange", 93, 1, false },  { "LIDsPerPort", 96, 16, false },
-	{ "PartEnforceCap", 112, 16, false }, { "EnhancedPort0", 132, 1, false },
-};
-
-static const struct field_def port_info[] = {
-	{ "Mkey", 0, 64, true },
-	{ "GidPrefix", 64, 64, true },
-	{ "Lid", 128, 16, false },
-	{ "SMLid", 144, 16, false },
-	{ "CapMask", 160, 32, true },
-	{ "DiagCode", 192, 16, true },
-	{ "MkeyLeasePeriod", 208, 16, false },
-	{ "LocalPort", 224, 8, false },
-	{ "LinkWidthEnabled", 232, 8, false },
-	{ "LinkWidthSupported", 240, 8, false },
-	{ "LinkWidthActive", 248, 8, false },
-	{ "LinkSpeedSupported", 256, 4, false },
-	{ "LinkState", 260, 4, false },
-	{ "PhysLinkState", 264, 4, false },
-	{ "LinkDownDefState", 268, 4, false },
-	{ "LMC", 277, 3, false },
-	{ "LinkSpeedActive", 280, 4, false },
-	{ "LinkSpeedEnabled", 284, 4, false },
-	{ "NeighborMTU", 288, 4, false },
-	{ "SMSL", 292, 4, false },
-	{ "VLCap", 296, 4, false },
-	{ "VLHighLimit", 304, 8, false },
-	{ "MtuCap", 332, 4, false },
-	{ "OperVLs", 344, 4, false },
-};
-
-static int decode_table(const struct field_def *defs, int n, const uint8_t *data, struct smp_field *out, int max)
+static int decode_range(enum MAD_FIELDS first, enum MAD_FIELDS last, const uint8_t *data,
+			struct smp_field *out, int max)
 {
-	int i;
+	int n = 0;
 
-	for (i = 0; i < n && i < max; i++) {
-		snprintf(out[i].name, sizeof(out[i].name), "%s", defs[i].name);
-		out[i].value = get_bits(data, defs[i].bit, defs[i].width);
-		out[i].hex = defs[i].hex;
-	}
-	return i;
+	for (int f = first; f < (int)last && n < max; f++)
+		if (mad_field_name((enum MAD_FIELDS)f))
+			decode_field(data, (enum MAD_FIELDS)f, &out[n++]);
+	return n;
 }
-
-#define ARRAY_SIZE(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 int smp_decode_attr(uint16_t attr, uint32_t mod, const uint8_t data[SMP_DATA_SIZE], struct smp_field *out,
 		    int max)
@@ -211,17 +126,18 @@ int smp_decode_attr(uint16_t attr, uint32_t mod, const uint8_t data[SMP_DATA_SIZ
 
 	switch (attr) {
 	case SMP_ATTR_NODE_INFO:
-		return decode_table(node_info, ARRAY_SIZE(node_info), data, out, max);
+		return decode_range(IB_NODE_FIRST_F, IB_NODE_LAST_F, data, out, max);
 	case SMP_ATTR_SWITCH_INFO:
-		return decode_table(switch_info, ARRAY_SIZE(switch_info), data, out, max);
+		return decode_range(IB_SW_FIRST_F, IB_SW_LAST_F, data, out, max);
 	case SMP_ATTR_PORT_INFO:
-		return decode_table(port_info, ARRAY_SIZE(port_info), data, out, max);
+		return decode_range(IB_PORT_FIRST_F, IB_PORT_LAST_F, data, out, max);
 	case SMP_ATTR_LINEAR_FWD_TABLE:
 		/* Block mod holds LIDs 64*mod .. 64*mod+63, one egress port byte each. */
 		for (i = 0; i < SMP_DATA_SIZE && i < max; i++) {
-			snprintf(out[i].name, sizeof(out[i].name), "lid%u", (unsigned)(mod * 64 + (unsigned)i));
+			snprintf(out[i].name, sizeof(out[i].name), "lid%u",
+				 (unsigned)(mod * 64 + (unsigned)i));
 			out[i].value = data[i];
-			out[i].hex = false;
+			out[i].mad_field = 0;
 		}
 		return i;
 	}

@@ -61,11 +61,17 @@ const char *smp_method_name(uint8_t method);
 /* "NodeInfo" ..., or NULL for an attribute this file does not know. */
 const char *smp_attr_name(uint16_t attr);
 
-/* One decoded attribute field, for -v. */
+/*
+ * One decoded attribute field, for -v: libibmad's name and value.  The
+ * rendering smpquery prints (mad_dump_val(mad_field, .., raw)) is left to
+ * the caller: libibmad's dump functions warn on stderr about odd values,
+ * and core never prints.
+ */
 struct smp_field {
 	char name[32];
-	uint64_t value;
-	bool hex;
+	uint64_t value;		 /* fields of up to 64 bits */
+	int mad_field;		 /* libibmad's enum MAD_FIELDS, 0 for an LFT entry */
+	uint64_t raw[8];	 /* the field as mad_decode_field wrote it, for mad_dump_val */
 };
 
 /*

@@ -166,7 +166,8 @@ fail:
 	if (seg.problem_pid != pid) { /* the first failure is told, once per process */
 		snprintf(
 		    seg.problem, sizeof(seg.problem),
-		    "no stats segment in %s (%s%s): cqstat will not show this process; it runs on without",
+		    "no stats segment in %s (%s%s): cqstat will not show this process; it runs on without "
+		    "(RDMATOOL_STATS_DIR names another directory)",
 		    dir, strerror(-err), err == -ENOSPC ? ": the file system is full" : "");
 		seg.problem_pid = pid;
 		seg.problem_told = false;

@@ -37,7 +37,7 @@ int cq_init(struct core_ep *ep, uint32_t size)
 	atomic_init(&ep->cq_sleepers, 0);
 	char name[STATS_NAME_LEN];
 
-	snprintf(name, sizeof(name), "%s%scq", ep->attr.name ? ep->attr.name : "", ep->attr.name ? "." : "");
+	snprintf(name, sizeof(name), "%s.cq", ep->label);
 	ep->cq_stats = stats_entry_add(name, STATS_KIND_CQ, -1);
 	return 0;
 }

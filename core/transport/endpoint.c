@@ -37,6 +37,9 @@ static uint32_t random_psn(void)
 	return v & 0xffffff;
 }
 
+/* Numbers the unnamed endpoints of this process for their stats entries. */
+static _Atomic unsigned ep_count;
+
 void core_ep_attr_defaults(struct core_ep_attr *attr)
 {
 	memset(attr, 0, sizeof(*attr));
@@ -101,6 +104,10 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 		return -ENOMEM;
 	memset(ep, 0, sizeof(*ep));
 	ep->attr = *attr;
+	if (attr->name)
+		snprintf(ep->label, sizeof(ep->label), "%s", attr->name);
+	else
+		snprintf(ep->label, sizeof(ep->label), "ep%u", atomic_fetch_add(&ep_count, 1) + 1);
 	ep->cq_fd = -1;
 	ep->global = attr->lock == CORE_LOCK_GLOBAL;
 	pthread_mutex_init(&ep->ctrl, NULL);
@@ -121,12 +128,30 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 		return rc;
 	}
 	rc = -EIO;
-	if (hw_query_port(ep->ctx, 1, &port) || hw_query_gid(ep->ctx, 1, 0, &ep->gid)) {
-		snprintf(err, errlen, "cannot query port 1 of the device");
+	if (!ep->attr.port)
+		ep->attr.port = 1;
+	if (!ep->attr.hop_limit)
+		ep->attr.hop_limit = 64;
+	if (hw_query_port(ep->ctx, ep->attr.port, &port)) {
+		rc = -EINVAL;
+		snprintf(err, errlen, "%s has no port %u; 'rdmatool devices' lists its ports", ep->device.name,
+			 ep->attr.port);
+		goto fail;
+	}
+	if (hw_query_gid(ep->ctx, ep->attr.port, ep->attr.gid_index, &ep->gid)) {
+		rc = -EINVAL;
+		snprintf(err, errlen, "port %u of %s has no GID at index %u (its table holds %d)", ep->attr.port,
+			 ep->device.name, ep->attr.gid_index, port.gid_tbl_len);
+		goto fail;
+	}
+	if (ep->attr.mtu > port.active_mtu) {
+		rc = -EINVAL;
+		snprintf(err, errlen, "the MTU asked for is larger than port %u's active MTU (%d bytes)",
+			 ep->attr.port, 128 << port.active_mtu);
 		goto fail;
 	}
 	ep->lid = port.lid;
-	ep->mtu = port.active_mtu;
+	ep->mtu = ep->attr.mtu ? ep->attr.mtu : port.active_mtu;
 	/* The caller's threshold, else RDMATOOL_EAGER_MAX's, else the device's. */
 	if (!ep->attr.eager_max)
 		ep->attr.eager_max = attr->env.eager_max;
@@ -162,7 +187,8 @@ int core_ep_open(const struct core_ep_attr *attr, struct core_ep **out, char *er
 				goto fail;
 			}
 		}
-		rc = stripe_init(&ep->stripes[i], (uint32_t)i, ep->pd, cq, nreqs, HDR_SIZE + ep->attr.eager_max);
+		rc = stripe_init(&ep->stripes[i], ep->label, (uint32_t)i, ep->pd, cq, nreqs,
+				 HDR_SIZE + ep->attr.eager_max);
 		if (rc) {
 			if (cq && !ep->stripes[i].cq)
 				hw_destroy_cq(cq);
@@ -266,7 +292,7 @@ int conn_create(struct core_ep *ep, struct conn *c, uint32_t peer, uint32_t stri
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = ep->attr.port,
 				 .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 						    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC };
 	int rc;
@@ -378,8 +404,9 @@ static int conn_connect(struct core_ep *ep, struct conn *c, const struct addr_bl
 		.rq_psn = be32toh(b->psn[k]) & 0xffffff,
 		.max_dest_rd_atomic = 16,
 		.min_rnr_timer = 12,
-		.ah_attr = { .is_global = 1, .dlid = (uint16_t)be32toh(b->lid), .port_num = 1,
-			     .grh = { .hop_limit = 1, .sgid_index = 0 } },
+		.ah_attr = { .is_global = 1, .dlid = (uint16_t)be32toh(b->lid), .sl = ep->attr.sl,
+			     .port_num = ep->attr.port,
+			     .grh = { .hop_limit = ep->attr.hop_limit, .sgid_index = ep->attr.gid_index } },
 	};
 	int rc;
 

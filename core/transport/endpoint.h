@@ -41,6 +41,12 @@ struct core_ep_attr {
 	uint32_t eager_max;	  /* largest eager payload; 0 (the default): the device's (core_ep_eager_max) */
 	uint32_t rx_depth;	  /* receive buffers per connection (default 64) */
 	uint32_t max_recv;	  /* posted user receives (default 1024) */
+	/* The path, as perftest's -i, -x, --sl, --mtu choose it; 0 is each one's default. */
+	uint8_t port;		  /* the device's port (0: port 1) */
+	uint8_t gid_index;	  /* the source GID (0: index 0); RoCEv2 GIDs sit at other indexes */
+	uint8_t sl;		  /* service level (0) */
+	uint8_t hop_limit;	  /* GRH hop limit (0: 64, so routed RoCE reaches its peer) */
+	enum ibv_mtu mtu;	  /* path MTU (0: the port's active MTU); at most the port's */
 };
 
 void core_ep_attr_defaults(struct core_ep_attr *attr);

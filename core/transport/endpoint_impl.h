@@ -122,6 +122,7 @@ struct mr_cache_slot {
 
 struct core_ep {
 	struct core_ep_attr attr;
+	char label[16]; /* attr.name, else "ep<N>": its stats entries' prefix */
 	struct ibv_context *ctx;
 	struct hw_device device; /* which device ctx is */
 	struct ibv_pd *pd;

@@ -16,8 +16,8 @@ static uint32_t pow2_at_least(uint32_t n)
 	return p;
 }
 
-int stripe_init(struct stripe *s, uint32_t index, struct ibv_pd *pd, struct ibv_cq *cq, uint32_t nreqs,
-		uint32_t bounce_size)
+int stripe_init(struct stripe *s, const char *label, uint32_t index, struct ibv_pd *pd, struct ibv_cq *cq,
+		uint32_t nreqs, uint32_t bounce_size)
 {
 	char name[32];
 	int rc;
@@ -45,7 +45,10 @@ int stripe_init(struct stripe *s, uint32_t index, struct ibv_pd *pd, struct ibv_
 		ring_push(s->free, &i, NULL);
 	}
 	atomic_init(&s->draining, 0);
-	snprintf(name, sizeof(name), cq ? "stripe%u" : "rx-engine", index);
+	if (cq)
+		snprintf(name, sizeof(name), "%.15s.stripe%u", label, index);
+	else
+		snprintf(name, sizeof(name), "%.15s.rx-engine", label);
 	s->stats = stats_entry_add(name, STATS_KIND_STRIPE, (int)index);
 	return 0;
 }

@@ -98,8 +98,9 @@ struct stripe {
 	struct stats_entry *stats;
 };
 
-int stripe_init(struct stripe *s, uint32_t index, struct ibv_pd *pd, struct ibv_cq *cq, uint32_t nreqs,
-		uint32_t bounce_size);
+/* label names the endpoint in the stats entry ("a.stripe0"): two endpoints of one process stay apart. */
+int stripe_init(struct stripe *s, const char *label, uint32_t index, struct ibv_pd *pd, struct ibv_cq *cq,
+		uint32_t nreqs, uint32_t bounce_size);
 void stripe_fini(struct stripe *s);
 /* A free request, or NULL (pool empty: the caller returns -EAGAIN). */
 struct core_req *stripe_req_alloc(struct stripe *s);

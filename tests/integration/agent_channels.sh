@@ -34,7 +34,7 @@ run agent chan create q
 run agent chan create ../evil
 [ $rc -eq 2 ] && grep -q 'name must be' "$dir/err" || fail "bad name: $rc $(cat "$dir/err")"
 A agent chan create small --capacity=2 --max-msg=100 --bytes=4096
-[ "$(A -j agent chan list | jq -c 'sort')" = '["q","small"]' ] || fail "list: $(A -j agent chan list)"
+[ "$(A -j agent chan list | jq -c '.channels | sort')" = '["q","small"]' ] || fail "list: $(A -j agent chan list)"
 
 # Binary content keeps its bytes and boundaries: from a file, from stdin, and empty.
 head -c 100000 /dev/urandom >"$dir/big"

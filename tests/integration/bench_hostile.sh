@@ -121,7 +121,7 @@ set +e
 wait $pid
 rc=$?
 set -e
-[ $rc -eq 1 ] || fail "interrupted bench: exit $rc, want 1: $(cat "$dir/int.err")"
+[ $rc -eq 130 ] || fail "interrupted bench: exit $rc, want 130: $(cat "$dir/int.err")"
 grep -q "interrupted: the results above are partial" "$dir/int.err" || fail "no notice: $(cat "$dir/int.err")"
 rows=$(grep -c '^striped' "$dir/int.txt")
 [ "$rows" -ge 1 ] && [ "$rows" -lt 23 ] || fail "interrupted sweep printed $rows rows"

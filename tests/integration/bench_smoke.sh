@@ -65,7 +65,7 @@ for t in send_lat write_bw; do
 	bench_server_start "$dir/server.err" "$RDMATOOL" bench --server=127.0.0.1:0
 	"$RDMATOOL" -j bench "$t" -s 16384 -n 30 --baseline --client="127.0.0.1:$port" >"$dir/remote.json" ||
 		fail "$t --client --baseline failed"
-	jq -e '.mode == "two processes"' "$dir/remote.json" >/dev/null || fail "mode: $(cat "$dir/remote.json")"
+	jq -e '.mode == "client"' "$dir/remote.json" >/dev/null || fail "mode: $(cat "$dir/remote.json")"
 	check_transport "$dir/remote.json" "$t"
 	case $t in
 	*_lat) jq -e '.results[] | .tcp_t_typical > 0 and .ratio_to_tcp > 0' "$dir/remote.json" >/dev/null ;;
@@ -91,9 +91,39 @@ grep -q 't_typical\[usec\]' "$dir/text" && grep -q '99.9% percentile\[usec\]' "$
 jq -e '.results[0] | has("percentile_99.9") and has("percentile_99")' "$dir/write_lat.json" >/dev/null ||
 	fail "no perftest key percentile_99.9: $(cat "$dir/write_lat.json")"
 
-# Without --device it says which device it picked (the soft one here), unless -q.
-"$RDMATOOL" bench write_lat -n 5 2>"$dir/err" >/dev/null || fail "write_lat for the device notice"
-grep -q "device ${RDMATOOL_TEST_DEVICE:-soft0} (${RDMATOOL_TEST_PROVIDER:-soft})" "$dir/err" || fail "no device notice: $(cat "$dir/err")"
+# Without --device it says which device it picked (the soft one here) in its report, as walk does:
+# a line before the table, "device" and "provider" in JSON; nothing on stderr.
+"$RDMATOOL" bench write_lat -n 5 2>"$dir/err" >"$dir/out" || fail "write_lat for the device line"
+head -1 "$dir/out" | grep -qx "device ${RDMATOOL_TEST_DEVICE:-soft0} (${RDMATOOL_TEST_PROVIDER:-soft})" ||
+	fail "no device line: $(cat "$dir/out")"
+[ ! -s "$dir/err" ] || fail "bench printed on stderr: $(cat "$dir/err")"
+jq -e --arg d "${RDMATOOL_TEST_DEVICE:-soft0}" '.device == $d' "$dir/write_lat.json" >/dev/null ||
+	fail "no device in the JSON: $(cat "$dir/write_lat.json")"
+
+# perftest's path options: -d, -i, -x, --sl, --mtu reach core's connect (no fixed port 1 / GID 0).
+"$RDMATOOL" -j bench send_lat -n 20 -d "${RDMATOOL_TEST_DEVICE:-soft0}" -i 1 -x 1 --sl 1 --mtu 1024 \
+	>"$dir/path.json" 2>"$dir/err" || fail "send_lat -i 1 -x 1 --sl 1 --mtu 1024: $(cat "$dir/err")"
+check_transport "$dir/path.json" send_lat
+path_error() { # want args...
+	local want=$1 rc
+	shift
+	set +e
+	"$RDMATOOL" bench send_lat -n 5 "$@" >/dev/null 2>"$dir/err"
+	rc=$?
+	set -e
+	[ $rc -ne 0 ] && grep -q -- "$want" "$dir/err" || fail "bench $*: exit $rc: $(cat "$dir/err")"
+}
+path_error "has no port 2" -i 2
+path_error "has no GID at index 99" -x 99
+path_error "give 256, 512, 1024, 2048 or 4096" --mtu 1000
+path_error "no device 'nodev0'" -d nodev0
+# Two processes, each with its own path options.
+bench_server_start "$dir/server.err" "$RDMATOOL" bench --server=127.0.0.1:0 -i 1 -x 0 --sl 2 --mtu 2048
+"$RDMATOOL" -j bench write_lat -n 20 -i 1 -x 0 --sl 2 --mtu 2048 --client="127.0.0.1:$port" >"$dir/remote.json" ||
+	fail "write_lat -i 1 -x 0 --sl 2 --mtu 2048 --client failed"
+check_transport "$dir/remote.json" write_lat
+wait "$server" || fail "server -i 1 -x 0 --sl 2 --mtu 2048 failed: $(cat "$dir/server.err")"
+server=
 "$RDMATOOL" -q bench write_lat -n 5 2>"$dir/err" >/dev/null || fail "write_lat -q"
 [ ! -s "$dir/err" ] || fail "-q still printed: $(cat "$dir/err")"
 

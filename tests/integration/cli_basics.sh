@@ -52,8 +52,11 @@ p = soft[0]["ports"][0]
 assert p["port"] == 1 and p["state"] == "ACTIVE" and p["active_mtu"] == 4096, p
 for k in ("name", "node_guid", "limits", "ports"):
     assert k in soft[0], k
-for k in ("physical_state", "lid", "sm_lid", "link_layer", "gid0"):
+for k in ("physical_state", "lid", "sm_lid", "link_layer", "gids"):
     assert k in p, k
+# As ibv_devinfo -v: the GID table entries with their index (for -x); no gid0 key.
+assert "gid0" not in p and p["gids"] and p["gids"][0]["index"] == 0, p
+assert all(set(g) == {"index", "gid"} and ":" in g["gid"] for g in p["gids"]), p["gids"]
 ' || fail "devices -j"
 "$RDMATOOL" -j -p devices 2>/dev/null | python3 -m json.tool >/dev/null || fail "-j -p is valid JSON"
 

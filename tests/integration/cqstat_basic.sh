@@ -177,7 +177,7 @@ jq -e '.removed == []' "$dir/out" >/dev/null || fail "--clean -j removed a non-s
 grep -q "not an rdmatool stats segment" "$dir/err" || fail "--clean did not say why it kept it: $(cat "$dir/err")"
 
 # Bad input: exit 2 for usage errors, 1 for PIDs that cannot be shown.
-for bad in "-i 0" "-i -1" "-i abc" "-i nan" "-i 1e9" "-n 0" "-n x" "abc" "-5" "--clean -i 1" "--bogus"; do
+for bad in "-i 0" "-i -1" "-i 1e-9" "-i 0.001" "-i abc" "-i nan" "-i 1e9" "-n 0" "-n x" "abc" "-5" "--clean -i 1" "--bogus"; do
 	run cqstat $bad
 	[ $rc -eq 2 ] || fail "'cqstat $bad' exit $rc, want 2"
 	[ -s "$dir/err" ] || fail "'cqstat $bad' says nothing"

@@ -35,6 +35,26 @@ done
 	fail "bench never published its CQ: $(cat "$dir/probe.json" 2>/dev/null)"
 [ "$(jq '.processes[0].pid' "$dir/probe.json")" -eq "$bench_pid" ] || fail "cqstat -c bench found another process"
 
+# Both of bench's endpoints are published (b opens after a).
+for _ in $(seq 200); do
+	"$RDMATOOL" -j cqstat "$bench" >"$dir/probe.json" 2>/dev/null &&
+		jq -e '.processes[0].cqs | map(.name) | index("a.cq") != null and index("b.cq") != null' \
+			"$dir/probe.json" >/dev/null && break
+	sleep 0.05
+done
+# bench's two endpoints ("a" and "b") in one process stay apart: every row's name is unique and says
+# which endpoint; a CQ belongs to no stripe (no "stripe" in JSON, "-" in the table, never -1).
+jq -e '.processes[0].cqs | map(.name) | (length == (unique | length)) and (map(select(startswith("a."))) | length > 1)
+	and (map(select(startswith("b."))) | length > 1)' "$dir/probe.json" >/dev/null ||
+	fail "cqstat cannot tell bench's endpoints apart: $(jq -c '.processes[0].cqs | map(.name)' "$dir/probe.json")"
+jq -e '[.processes[0].cqs[] | select(.kind == "cq")] | length > 0 and all(has("stripe") | not)' "$dir/probe.json" \
+	>/dev/null || fail "a CQ row has a stripe: $(cat "$dir/probe.json")"
+jq -e '[.processes[0].cqs[] | select(.kind == "stripe")] | all(.stripe >= 0)' "$dir/probe.json" >/dev/null ||
+	fail "a stripe row has no stripe: $(cat "$dir/probe.json")"
+"$RDMATOOL" cqstat "$bench" >"$dir/table.txt" || fail "cqstat text on bench failed"
+! grep -qE ' -1 ' "$dir/table.txt" || fail "the table shows STRIPE -1: $(cat "$dir/table.txt")"
+grep -qE '^ *[0-9]+ bench +a\.cq +- ' "$dir/table.txt" || fail "no a.cq row with STRIPE '-': $(cat "$dir/table.txt")"
+
 "$RDMATOOL" -j cqstat -i 1 -n 2 "$bench" >"$dir/samples.json" || fail "cqstat on bench failed"
 [ "$(wc -l <"$dir/samples.json")" -eq 2 ] || fail "want 2 samples: $(cat "$dir/samples.json")"
 jq -e '.processes[0].comm == "bench"' <(head -n 1 "$dir/samples.json") >/dev/null ||

@@ -21,8 +21,13 @@ for c in $cmds; do
 	[ -f "$p/share/man/man1/rdmatool-$c.1" ] || fail "no man page rdmatool-$c.1"
 done
 "$p/bin/rdmatool-devices" -j 2>/dev/null | python3 -c 'import json,sys; json.load(sys.stdin)' || fail "installed link -j"
+version=$(sed -n 's/^#define RDMATOOL_VERSION "\(.*\)"/\1/p' "$RDMATOOL_TOP/cmd/version.h")
+date=$(sed -n 's/^#define RDMATOOL_DATE "\(.*\)"/\1/p' "$RDMATOOL_TOP/cmd/version.h")
 for page in "$p"/share/man/man1/*.1; do
 	mandoc -Tascii "$page" >/dev/null 2>&1 || fail "$page does not render"
+	# The date and version from cmd/version.h, the one place they are written.
+	head -1 "$page" | grep -q "^\.TH [A-Z-]* 1 \"$date\" \"rdmatool $version\" " ||
+		fail "$page: $(head -1 "$page"), want the date $date and version $version of cmd/version.h"
 done
 mandoc -Tascii "$p/share/man/man1/rdmatool-bench.1" | sed 's/.\x08//g' | grep -q -- '--server' || fail "bench.1 lost --server"
 [ -f "$p/lib/rdmatool/librdmatool-verbs.so" ] || fail "no lib/rdmatool/librdmatool-verbs.so"

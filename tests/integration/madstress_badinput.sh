@@ -30,6 +30,11 @@ expect 2 "must start at 0" -D 1,2 0x11
 expect 2 "not an exit port" -D 0,300 0x11
 expect 2 "with -L <lids>" 0x11
 expect 2 "not both" -L 1 -D 0,1 0x11
+# smpdump's positional destination: LIDs, or a directed route from 0.
+expect 2 "give LIDs like 2,4-9" 2,x NodeInfo
+expect 2 "must start at 0" -D 1,2 NodeInfo
+expect 2 "bad attribute modifier 'zz'" 4 NodeInfo zz
+expect 2 "unexpected argument 'extra'" 4 NodeInfo 0 extra
 expect 2 "-N 4 is less than -n 8" -N 4 -n 8 -L 1 0x11
 expect 2 "-N 1 is less than -p 2" -N 1 -n 1 -p 2 -L 1 0x11
 expect 2 "-m put" -m put -L 1 0x11
@@ -45,5 +50,7 @@ expect 2 -- "--bogus" --bogus -L 1 0x11
 # No umad device here (the kernel has no RDMA; no umad2sim preloaded).
 if [ ! -d /sys/class/infiniband_mad ]; then
 	expect 1 "no umad device.*libumad2sim.so" -m get -L 1 0x11
+	expect 1 "no umad device.*libumad2sim.so" -m get 4 NodeInfo
+	expect 1 "no umad device.*libumad2sim.so" -m get 0,1 NodeInfo
 fi
 echo ok

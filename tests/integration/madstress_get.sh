@@ -59,8 +59,15 @@ unset RDMATOOL_STATS_DIR
 lid=$(echo "$lids" | cut -d, -f5)
 sim "$RDMATOOL" -j madstress -m get -c 20 -v -L "$lid" 0x11 >"$out" || fail "decode run"
 want=$(sim smpquery nodeinfo "$lid" 2>/dev/null | awk -F. '/^Guid:/ {print $NF}')
-got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["destinations"][0]["decoded"]["NodeGUID"])' "$out")
-[ "$(printf '%x' "$want")" = "$(printf '%x' "$got")" ] || fail "decoded NodeGUID $got, smpquery says $want"
+got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["destinations"][0]["decoded"]["Guid"])' "$out")
+[ "$(printf '%x' "$want")" = "$(printf '%x' "$got")" ] || fail "decoded Guid $got, smpquery says $want"
+# In text, -v reads as smpquery does: libibmad's names, layout and renderings, field for field.
+sim "$RDMATOOL" madstress -m get -c 20 -v -L "$lid" NodeInfo >"$out.txt" || fail "decode text run"
+sim smpquery nodeinfo "$lid" 2>/dev/null | grep -v '^#' >"$out.smpquery"
+for field in BaseVers NodeType NumPorts SystemGuid Guid PortGuid DevId VendorId; do
+	grep -qxF "$(grep "^$field:" "$out.smpquery")" <(sed 's/^ *//' "$out.txt") ||
+		fail "-v $field: '$(grep "$field:" "$out.txt")', smpquery: '$(grep "^$field:" "$out.smpquery")'"
+done
 
 # Directed route 0,1 leaves Hca1 through port 1 and reaches Switch1 (NodeType 2).
 sim "$RDMATOOL" -j madstress -m get -c 200 -v -D 0,1 NodeInfo >"$out" || fail "DR GET exit $?"
@@ -75,7 +82,7 @@ assert d["params"]["routing"] == "directed"
 PY
 # Two hops: Switch1 port 7 leads to Switch2.
 sim "$RDMATOOL" -j madstress -m get -c 10 -v -D 0,1,7 NodeInfo >"$out" || fail "2-hop DR GET"
-python3 -c 'import json,sys; x=json.load(open(sys.argv[1]))["destinations"][0]["decoded"]; assert x["NodeType"]==2 and x["NodeGUID"]=="0x200001", x' "$out" ||
+python3 -c 'import json,sys; x=json.load(open(sys.argv[1]))["destinations"][0]["decoded"]; assert x["NodeType"]==2 and x["Guid"]=="0x200001", x' "$out" ||
 	fail "2-hop DR reached the wrong node"
 
 # Human output names the totals.

@@ -30,8 +30,8 @@ expect2 "--ib-port '0'" --port=0
 expect2 "--ib-port '0'" -i 0
 expect2 "--gid-index '256'" -x 256
 expect2 "--history '-1'" --history=-1
-expect2 "no such device" --device=nope0
-expect2 "--ib-dev nope0: no such device" -d nope0
+expect2 "no device .nope0.; .rdmatool devices. lists them" --device=nope0
+expect2 "no device .nope0.; .rdmatool devices. lists them" -d nope0
 expect2 "every action weight is 0" --preset=control --weight create_cq=0 --weight destroy_cq=0 \
 	--weight alloc_pd=0 --weight dealloc_pd=0 --weight reg_mr=0 --weight dereg_mr=0 \
 	--weight alloc_mw_type1=0 --weight alloc_mw_type2=0 --weight dealloc_mw_type1=0 \
@@ -63,7 +63,7 @@ set +e
 wait $pid; rc=$?
 set -e
 pid=
-[ $rc -eq 0 ] || fail "SIGINT run exit $rc"
+[ $rc -eq 130 ] || fail "SIGINT run exit $rc, want 130"
 grep -q -- "--- history of client 1" "$err" || fail "no history after SIGINT: $(cat "$err")"
 grep -q "stopped by signal 2" "$err" || fail "no stop notice"
 # A bad soft-device setting is named, not reported as a generic open failure.

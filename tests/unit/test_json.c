@@ -9,6 +9,34 @@
 
 #include "cmd/json.h"
 
+static char *render(void (*build)(struct json *), bool pretty);
+
+/* A process or channel name is bytes: what is not UTF-8 must not reach the document as it is. */
+static void build_bytes(struct json *j)
+{
+	json_begin_object(j, NULL);
+	json_string(j, "ok", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+	json_string(j, "bad",
+		    "a\xff"
+		    "b\xc3"
+		    "c\xc0\xaf"
+		    "d\xed\xa0\x80"
+		    "e\xf4\x90\x80\x80"
+		    "f\x7f");
+	json_end_object(j);
+}
+
+static void invalid_utf8_replaced(void **state)
+{
+	char *out = render(build_bytes, false);
+
+	(void)state;
+	assert_string_equal(out, "{\"ok\":\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\","
+				 "\"bad\":\"a\\ufffdb\\ufffdc\\ufffd\\ufffdd\\ufffd\\ufffd\\ufffde"
+				 "\\ufffd\\ufffd\\ufffd\\ufffdf\\u007f\"}");
+	free(out);
+}
+
 static char *render(void (*build)(struct json *), bool pretty)
 {
 	char *buf = NULL;
@@ -83,9 +111,10 @@ static void escapes_and_numbers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(nested_compact),
-		cmocka_unit_test(nested_pretty),
-		cmocka_unit_test(escapes_and_numbers),
+	    cmocka_unit_test(nested_compact),
+	    cmocka_unit_test(nested_pretty),
+	    cmocka_unit_test(escapes_and_numbers),
+	    cmocka_unit_test(invalid_utf8_replaced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

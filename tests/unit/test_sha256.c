@@ -56,11 +56,40 @@ static void test_hmac(void **state)
 	assert_string_equal(h, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
 }
 
+/* RFC 5869, test case 1. */
+static void test_hkdf(void **state)
+{
+	unsigned char ikm[22], salt[13], okm[42];
+	const char info[] = "\xf0\xf1\xf2\xf3\xf4\xf5\xf6\xf7\xf8\xf9";
+	char h[85];
+
+	(void)state;
+	memset(ikm, 0x0b, sizeof(ikm));
+	for (int i = 0; i < 13; i++)
+		salt[i] = (unsigned char)i;
+	assert_int_equal(hkdf_sha256(salt, sizeof(salt), ikm, sizeof(ikm), info, okm, sizeof(okm)), 0);
+	hex(okm, sizeof(okm), h);
+	assert_string_equal(
+	    h, "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865");
+}
+
+static void test_secret_equal(void **state)
+{
+	unsigned char a[32] = {1, 2, 3}, b[32] = {1, 2, 3};
+
+	(void)state;
+	assert_true(secret_equal(a, b, sizeof(a)));
+	b[31] ^= 1;
+	assert_false(secret_equal(a, b, sizeof(a)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_digests),
 	    cmocka_unit_test(test_hmac),
+	    cmocka_unit_test(test_hkdf),
+	    cmocka_unit_test(test_secret_equal),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
