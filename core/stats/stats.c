@@ -163,16 +163,22 @@ static int create_segment(const char *comm)
 fail:
 	close(fd);
 	unlink(tmp);
-	if (seg.problem_pid != pid) { /* the first failure is told, once per process */
-		snprintf(
-		    seg.problem, sizeof(seg.problem),
-		    "no stats segment in %s (%s%s): cqstat will not show this process; it runs on without "
-		    "(RDMATOOL_STATS_DIR names another directory)",
-		    dir, strerror(-err), err == -ENOSPC ? ": the file system is full" : "");
-		seg.problem_pid = pid;
-		seg.problem_told = false;
-	}
 	return err;
+}
+
+/* The first failure to create a segment, told once per process (a forked child has its own). */
+static void remember_problem(int err)
+{
+	pid_t pid = getpid();
+
+	if (seg.problem_pid == pid)
+		return;
+	snprintf(seg.problem, sizeof(seg.problem),
+		 "no stats segment in %s (%s%s): cqstat will not show this process; it runs on without "
+		 "(RDMATOOL_STATS_DIR names another directory)",
+		 stats_segment_dir(), strerror(-err), err == -ENOSPC ? ": the file system is full" : "");
+	seg.problem_pid = pid;
+	seg.problem_told = false;
 }
 
 static int open_locked(const char *comm)
@@ -189,8 +195,10 @@ static int open_locked(const char *comm)
 	 */
 	seg.hdr = NULL;
 	err = create_segment(comm);
-	if (err)
+	if (err) {
+		remember_problem(err);
 		return err;
+	}
 	if (!seg.atexit_done)
 		seg.atexit_done = atexit(remove_at_exit) == 0;
 	return 0;
