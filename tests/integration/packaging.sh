@@ -4,6 +4,7 @@
 # and binary packages (dpkg-buildpackage -us -uc, lintian clean at warning level) and the RPMs
 # (rpmbuild -ba).  Each is unpacked into a private root, where the installed binary runs and an
 # installed man page renders.  Skipped (77) only when the packaging tools are not installed.
+# test-timeout: 900 (two package builds, each compiling the tree and running its unit tests)
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 for t in dpkg-buildpackage dh lintian rpmbuild rpm2cpio cpio; do
