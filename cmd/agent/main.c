@@ -173,6 +173,39 @@ static int check_hostfile(const char *path)
 }
 
 /*
+ * Which local agent a client (send, recv, poll, chan, stop, status) talks to,
+ * without --rank: the one running in the agent directory.  The launcher's
+ * environment describes the client's own job, not the agents': a step on
+ * other nodes (srun -N1 -w n2: SLURM_NODEID=0 on the node whose agent is
+ * rank 1) or a world rank that counts tasks would name another node's agent,
+ * and an address for that rank would then be taken for this node.  It only
+ * chooses among several agents of one directory (ranks sharing a machine), and
+ * names the rank when none runs (for the error that says so).
+ */
+static int client_rank(struct boot_nodes *b)
+{
+	char dir[4096], why[512];
+	uint32_t first = 0;
+	int running = 0;
+
+	if (b->rank >= 0)
+		return 0; /* --rank */
+	if (agent_dir_resolve(dir, sizeof(dir), false, why, sizeof(why)) == 0)
+		running = pidfile_running(dir, &first);
+	if (running == 1) {
+		b->rank = (int32_t)first;
+		return 0;
+	}
+	if (boot_from_env(b, why, sizeof(why)))
+		return usage_error(AGENT_CMD, "%s", why);
+	if (running > 1 && (b->rank < 0 || !pidfile_holder(dir, (uint32_t)b->rank)))
+		b->rank = (int32_t)first; /* the environment names none of them */
+	if (b->rank < 0)
+		b->rank = 0;
+	return 0;
+}
+
+/*
  * The node list and this agent's rank: --hosts or --hostfile, else the
  * launcher's environment (Slurm, Open MPI, PMIx); the rank from --rank, else
  * the environment, else the entry that is this machine.  Alone: one node.
@@ -196,25 +229,14 @@ static int resolve_nodes(struct boot_nodes *b, const char *hosts, const char *ho
 		b->rank = (int32_t)rank;
 		snprintf(b->rank_source, sizeof(b->rank_source), "--rank");
 	}
-	if (!rc)
-		rc = boot_from_env(b, why, sizeof(why));
 	if (rc)
+		return usage_error(AGENT_CMD, "%s", why);
+	if (!daemon)
+		return client_rank(b);
+	if ((rc = boot_from_env(b, why, sizeof(why))))
 		return usage_error(AGENT_CMD, "%s", why);
 	if ((rc = check_duplicate_hosts(b)))
 		return rc;
-	if (!daemon) {
-		/* A client only needs to know which local agent to talk to: the one running here, if one is.
-		 */
-		char dir[4096];
-		uint32_t first = 0;
-
-		if (b->rank < 0)
-			b->rank = agent_dir_resolve(dir, sizeof(dir), false, why, sizeof(why)) == 0 &&
-					  pidfile_running(dir, &first) == 1
-				      ? (int32_t)first
-				      : 0;
-		return 0;
-	}
 	if (!b->nodes) {
 		b->nodes = 1;
 		snprintf(b->hosts[0], sizeof(b->hosts[0]), "localhost");
