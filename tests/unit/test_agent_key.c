@@ -95,21 +95,30 @@ static void test_racing_agents_agree(void **state)
 	rmdir(dir);
 }
 
+#define KEY_TEXT "0123456789abcdef0123456789abcdef\n"
+
+/* A key file of KEY_TEXT with mode in a fresh directory dir, named by AGENT_KEY_ENV; its path. */
+static void make_key(char *dir, char *path, size_t len, mode_t mode)
+{
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, len, "%s/key", dir);
+	setenv(AGENT_KEY_ENV, path, 1);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(KEY_TEXT, f);
+	fclose(f);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
 static void test_loose_key_refused(void **state)
 {
 	char dir[] = "/tmp/rdmatool-key-test.XXXXXX", path[128], why[256];
 	unsigned char key[AGENT_KEY_LEN];
-	FILE *f;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/key", dir);
-	setenv(AGENT_KEY_ENV, path, 1);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("0123456789abcdef0123456789abcdef\n", f);
-	fclose(f);
-	assert_int_equal(chmod(path, 0644), 0);
+	make_key(dir, path, sizeof(path), 0644);
 	assert_int_equal(agent_key_load(key, why, sizeof(why)), -EPERM);
 	assert_non_null(strstr(why, "0600"));
 	assert_int_equal(chmod(path, 0600), 0);
@@ -120,8 +129,8 @@ static void test_loose_key_refused(void **state)
 
 /*
  * The link key is HKDF-SHA256 (RFC 5869) of the file's bytes, salt "rdmatool agent key", info
- * "rdmatool agent links": the value below is RFC 5869's extract and expand done by hand (Python's
- * hmac), so it checks the derivation, not libcrypto against itself.
+ * "rdmatool agent links": the value below is RFC 5869's extract and expand of KEY_TEXT done by hand
+ * (Python's hmac), so it checks the derivation, not libcrypto against itself.
  */
 static void test_key_is_hkdf(void **state)
 {
@@ -130,17 +139,9 @@ static void test_key_is_hkdf(void **state)
 	    0xe4, 0x16, 0x24, 0xfa, 0x3f, 0xa1, 0xa9, 0xb2, 0xbb, 0x47, 0x83, 0x5b, 0x53, 0xe8, 0xa6, 0x5b};
 	char dir[] = "/tmp/rdmatool-key-test.XXXXXX", path[128], why[256];
 	unsigned char key[AGENT_KEY_LEN];
-	FILE *f;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/key", dir);
-	setenv(AGENT_KEY_ENV, path, 1);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("0123456789abcdef0123456789abcdef\n", f);
-	fclose(f);
-	assert_int_equal(chmod(path, 0600), 0);
+	make_key(dir, path, sizeof(path), 0600);
 	assert_int_equal(agent_key_load(key, why, sizeof(why)), 0);
 	assert_memory_equal(key, want, AGENT_KEY_LEN);
 	unlink(path);
