@@ -52,11 +52,11 @@ enum {
 	OPT_MTU = 17,
 	OPT_LAST = OPT_MTU,
 };
+#define BIT(o) (1u << (o))
 #define DAEMON_OPTS                                                                                          \
 	(BIT(OPT_HOSTFILE) | BIT(OPT_HOSTS) | BIT(OPT_PER_NODE) | BIT(OPT_BIND) | BIT(OPT_IB_DEV) |          \
 	 BIT(OPT_IB_PORT) | BIT(OPT_GID_INDEX) | BIT(OPT_SL) | BIT(OPT_MTU))
 #define DAEMON_TAKES "--rank, --hosts, --hostfile, --agents-per-node, --bind, -d, -i, -x, --sl, --mtu"
-#define BIT(o)	     (1u << (o))
 
 static const struct {
 	const char *action;
@@ -328,7 +328,7 @@ int cmd_agent(int argc, const char **argv)
 	struct poptOption opts[] = {
 	    {"rank", 0, POPT_ARG_LONG, &rank, OPT_RANK,
 	     "the agent's rank among the nodes (default: from the launcher, else the entry that is this "
-	     "machine)",
+	     "machine; for a client: the agent running in the agent directory)",
 	     "N"},
 	    {"hostfile", 0, POPT_ARG_STRING, &hostfile, OPT_HOSTFILE,
 	     "foreground/start: the nodes, one host[:PORT] per line", "FILE"},
