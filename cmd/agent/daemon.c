@@ -111,7 +111,7 @@ static int serve(const struct agent_opts *o, const char *dir, uint32_t sibling, 
 					  .nodes = o->nodes,
 					  .sibling = sibling,
 					  .siblings = o->siblings,
-					  .device = o->devices ? o->devices[sibling] : NULL,
+					  .path = o->path,
 					  .hosts = o->hosts,
 					  .ports = o->boot->ports,
 					  .bind = o->bind,
@@ -121,6 +121,8 @@ static int serve(const struct agent_opts *o, const char *dir, uint32_t sibling, 
 	char why[512];
 	int rc;
 
+	if (o->devices)
+		cfg.path.device = o->devices[sibling];
 	catch_interrupts(on_stop_signal);
 	signal(SIGPIPE, SIG_IGN);
 	node_soft_addr(o);
@@ -136,7 +138,7 @@ static int serve(const struct agent_opts *o, const char *dir, uint32_t sibling, 
 	}
 	snprintf(why, sizeof(why), "%u node(s) from %s; rank %u from %s; agent %u of %u on this node%s%s",
 		 o->nodes, o->boot->hosts_source, o->rank, o->boot->rank_source, sibling, o->siblings,
-		 cfg.device ? ", device " : "", cfg.device ? cfg.device : "");
+		 cfg.path.device ? ", device " : "", cfg.path.device ? cfg.path.device : "");
 	log_line(NULL, why);
 	if (ready_fd >= 0) {
 		if (write(ready_fd, "\n", 1) != 1)

@@ -45,18 +45,26 @@ enum {
 	OPT_BYTES = 10,
 	OPT_MAX_MSG = 11,
 	OPT_BIND = 12,
+	OPT_IB_DEV = 13,
+	OPT_IB_PORT = 14,
+	OPT_GID_INDEX = 15,
+	OPT_SL = 16,
+	OPT_MTU = 17,
+	OPT_LAST = OPT_MTU,
 };
 #define BIT(o) (1u << (o))
+#define DAEMON_OPTS                                                                                          \
+	(BIT(OPT_HOSTFILE) | BIT(OPT_HOSTS) | BIT(OPT_PER_NODE) | BIT(OPT_BIND) | BIT(OPT_IB_DEV) |          \
+	 BIT(OPT_IB_PORT) | BIT(OPT_GID_INDEX) | BIT(OPT_SL) | BIT(OPT_MTU))
+#define DAEMON_TAKES "--rank, --hosts, --hostfile, --agents-per-node, --bind, -d, -i, -x, --sl, --mtu"
 
 static const struct {
 	const char *action;
 	unsigned allowed; /* --rank goes with every action */
 	const char *takes;
 } action_opts[] = {
-    {"foreground", BIT(OPT_HOSTFILE) | BIT(OPT_HOSTS) | BIT(OPT_PER_NODE) | BIT(OPT_BIND),
-     "--rank, --hosts, --hostfile, --agents-per-node, --bind"},
-    {"start", BIT(OPT_HOSTFILE) | BIT(OPT_HOSTS) | BIT(OPT_PER_NODE) | BIT(OPT_BIND),
-     "--rank, --hosts, --hostfile, --agents-per-node, --bind"},
+    {"foreground", DAEMON_OPTS, DAEMON_TAKES},
+    {"start", DAEMON_OPTS, DAEMON_TAKES},
     {"stop", 0, "--rank"},
     {"status", 0, "--rank"},
     {"send", BIT(OPT_MODE) | BIT(OPT_TIMEOUT), "--rank, --mode, --timeout"},
@@ -79,7 +87,12 @@ static int check_action_options(const char *action, const char *what, unsigned g
 					    [OPT_CAPACITY] = "--capacity",
 					    [OPT_BYTES] = "--bytes",
 					    [OPT_MAX_MSG] = "--max-msg",
-					    [OPT_BIND] = "--bind"};
+					    [OPT_BIND] = "--bind",
+					    [OPT_IB_DEV] = "--ib-dev",
+					    [OPT_IB_PORT] = "--ib-port",
+					    [OPT_GID_INDEX] = "--gid-index",
+					    [OPT_SL] = "--sl",
+					    [OPT_MTU] = "--mtu"};
 
 	for (size_t i = 0; action && i < sizeof(action_opts) / sizeof(action_opts[0]); i++) {
 		unsigned allowed = action_opts[i].allowed | BIT(OPT_RANK);
@@ -89,7 +102,7 @@ static int check_action_options(const char *action, const char *what, unsigned g
 		/* Only chan create makes a channel. */
 		if (!strcmp(action, "chan") && (!what || strcmp(what, "create")))
 			allowed &= ~(BIT(OPT_CAPACITY) | BIT(OPT_BYTES) | BIT(OPT_MAX_MSG));
-		for (unsigned o = OPT_HOSTFILE; o <= OPT_BIND; o++)
+		for (unsigned o = OPT_HOSTFILE; o <= OPT_LAST; o++)
 			if ((given & BIT(o)) && !(allowed & BIT(o)))
 				return usage_error(AGENT_CMD, "%s is not an option of '%s%s%s'; it takes %s",
 						   names[o], action, what ? " " : "", what ? what : "",
@@ -160,6 +173,39 @@ static int check_hostfile(const char *path)
 }
 
 /*
+ * Which local agent a client (send, recv, poll, chan, stop, status) talks to,
+ * without --rank: the one running in the agent directory.  The launcher's
+ * environment describes the client's own job, not the agents': a step on
+ * other nodes (srun -N1 -w n2: SLURM_NODEID=0 on the node whose agent is
+ * rank 1) or a world rank that counts tasks would name another node's agent,
+ * and an address for that rank would then be taken for this node.  It only
+ * chooses among several agents of one directory (ranks sharing a machine), and
+ * names the rank when none runs (for the error that says so).
+ */
+static int client_rank(struct boot_nodes *b)
+{
+	char dir[4096], why[512];
+	uint32_t first = 0;
+	int running = 0;
+
+	if (b->rank >= 0)
+		return 0; /* --rank */
+	if (agent_dir_resolve(dir, sizeof(dir), false, why, sizeof(why)) == 0)
+		running = pidfile_running(dir, &first);
+	if (running == 1) {
+		b->rank = (int32_t)first;
+		return 0;
+	}
+	if (boot_from_env(b, why, sizeof(why)))
+		return usage_error(AGENT_CMD, "%s", why);
+	if (running > 1 && (b->rank < 0 || !pidfile_holder(dir, (uint32_t)b->rank)))
+		b->rank = (int32_t)first; /* the environment names none of them */
+	if (b->rank < 0)
+		b->rank = 0;
+	return 0;
+}
+
+/*
  * The node list and this agent's rank: --hosts or --hostfile, else the
  * launcher's environment (Slurm, Open MPI, PMIx); the rank from --rank, else
  * the environment, else the entry that is this machine.  Alone: one node.
@@ -183,25 +229,14 @@ static int resolve_nodes(struct boot_nodes *b, const char *hosts, const char *ho
 		b->rank = (int32_t)rank;
 		snprintf(b->rank_source, sizeof(b->rank_source), "--rank");
 	}
-	if (!rc)
-		rc = boot_from_env(b, why, sizeof(why));
 	if (rc)
+		return usage_error(AGENT_CMD, "%s", why);
+	if (!daemon)
+		return client_rank(b);
+	if ((rc = boot_from_env(b, why, sizeof(why))))
 		return usage_error(AGENT_CMD, "%s", why);
 	if ((rc = check_duplicate_hosts(b)))
 		return rc;
-	if (!daemon) {
-		/* A client only needs to know which local agent to talk to: the one running here, if one is.
-		 */
-		char dir[4096];
-		uint32_t first = 0;
-
-		if (b->rank < 0)
-			b->rank = agent_dir_resolve(dir, sizeof(dir), false, why, sizeof(why)) == 0 &&
-					  pidfile_running(dir, &first) == 1
-				      ? (int32_t)first
-				      : 0;
-		return 0;
-	}
 	if (!b->nodes) {
 		b->nodes = 1;
 		snprintf(b->hosts[0], sizeof(b->hosts[0]), "localhost");
@@ -288,10 +323,12 @@ int cmd_agent(int argc, const char **argv)
 	static struct boot_nodes boot; /* 16 KiB: not on the stack */
 	char *hosts = NULL, *hostfile = NULL, *mode = NULL, *out_dir = NULL, *per_node = NULL, *bind = NULL;
 	long rank = -1, timeout = -1, count = 1, capacity = 0, bytes = 0, max_msg = 0;
+	char *ib_dev = NULL;
+	struct agent_path_args path = {0};
 	struct poptOption opts[] = {
 	    {"rank", 0, POPT_ARG_LONG, &rank, OPT_RANK,
 	     "the agent's rank among the nodes (default: from the launcher, else the entry that is this "
-	     "machine)",
+	     "machine; for a client: the agent running in the agent directory)",
 	     "N"},
 	    {"hostfile", 0, POPT_ARG_STRING, &hostfile, OPT_HOSTFILE,
 	     "foreground/start: the nodes, one host[:PORT] per line", "FILE"},
@@ -304,6 +341,20 @@ int cmd_agent(int argc, const char **argv)
 	     "foreground/start: the address the link port listens on (default: this node's --hosts entry; "
 	     "0.0.0.0: every address)",
 	     "ADDRESS"},
+	    {"ib-dev", 'd', POPT_ARG_STRING, &ib_dev, OPT_IB_DEV,
+	     "foreground/start: the RDMA device the links use, as perftest's -d (default: the first active, "
+	     "else soft0)",
+	     "NAME"},
+	    {"ib-port", 'i', POPT_ARG_INT, &path.port, OPT_IB_PORT,
+	     "foreground/start: the device's port, as perftest's -i (default 1)", "PORT"},
+	    {"gid-index", 'x', POPT_ARG_INT, &path.gid_index, OPT_GID_INDEX,
+	     "foreground/start: the source GID's index, as perftest's -x, e.g. a RoCEv2 GID (default 0)",
+	     "INDEX"},
+	    {"sl", 0, POPT_ARG_INT, &path.sl, OPT_SL,
+	     "foreground/start: the links' service level (default 0)", "SL"},
+	    {"mtu", 0, POPT_ARG_INT, &path.mtu, OPT_MTU,
+	     "foreground/start: the links' path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's)",
+	     "BYTES"},
 	    {"mode", 0, POPT_ARG_STRING, &mode, OPT_MODE,
 	     "send: return when the message is queued (immediately), copied (buffered, the default), in the "
 	     "channel (deposited) or taken (received)",
@@ -320,10 +371,12 @@ int cmd_agent(int argc, const char **argv)
 	     "chan create: bytes the channel holds (default 16 MiB)", "BYTES"},
 	    {"max-msg", 0, POPT_ARG_LONG, &max_msg, OPT_MAX_MSG,
 	     "chan create: largest message (default 4 MiB)", "BYTES"},
-	    CMD_HELP(opts), POPT_TABLEEND};
+	    CMD_HELP(opts),
+	    POPT_TABLEEND};
 	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
 	const char *action;
 	unsigned given = 0;
+	bool daemon;
 	int rc;
 
 	poptSetOtherOptionHelp(pc,
@@ -363,17 +416,22 @@ int cmd_agent(int argc, const char **argv)
 		if (rc)
 			goto out;
 	}
-	if (action && (hosts || hostfile || per_node) && strcmp(action, "foreground") &&
-	    strcmp(action, "start")) {
+	daemon = action && (!strcmp(action, "foreground") || !strcmp(action, "start"));
+	if (action && (hosts || hostfile || per_node) && !daemon) {
 		rc =
 		    usage_error(AGENT_CMD, "--hosts, --hostfile and --agents-per-node are for foreground and "
 					   "start");
 		goto out;
 	}
-	rc = resolve_nodes(&boot, hosts, hostfile, rank,
-			   action && (!strcmp(action, "foreground") || !strcmp(action, "start")));
+	rc = resolve_nodes(&boot, hosts, hostfile, rank, daemon);
 	if (!rc)
 		rc = parse_agents_per_node(per_node, &boot, &o);
+	path.device = ib_dev;
+	path.port_given = given & BIT(OPT_IB_PORT);
+	if (!rc)
+		rc = agent_path_parse(&path, &o.path);
+	if (!rc && daemon)
+		rc = agent_path_check(&o);
 	if (rc)
 		goto out;
 	o.boot = &boot;
@@ -407,5 +465,6 @@ out:
 	free(out_dir);
 	free(per_node);
 	free(bind);
+	free(ib_dev);
 	return rc;
 }

@@ -186,7 +186,7 @@ int bench_agent_lat(size_t size, long iters, bool baseline)
 	print_string(PRINT_JSON, "test", NULL, "agent_lat");
 	print_uint(PRINT_ANY, "MsgSize",
 		   "agent_lat: %llu-byte deposited sends from node 0 to a channel on node 1 ", size);
-	print_int(PRINT_ANY, "iters", "(two agent processes), %lld iterations\n", iters);
+	print_int(PRINT_ANY, "n_iterations", "(two agent processes), %lld iterations\n", iters);
 	print_double(PRINT_ANY, "deposited_median_us",
 		     "  through the agents: %.2f usec median (request, deposit, acknowledgement)",
 		     agent.median);

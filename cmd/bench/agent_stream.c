@@ -364,7 +364,7 @@ static void report(const char *test, size_t size, long iters, int procs, enum ag
 	print_begin();
 	print_string(PRINT_JSON, "test", NULL, test);
 	print_text("%s: ", test);
-	print_int(PRINT_ANY, "iters", "%lld", iters);
+	print_int(PRINT_ANY, "n_iterations", "%lld", iters);
 	print_string(PRINT_ANY, "mode", " %s sends", agent_send_mode_name(mode));
 	print_int(PRINT_ANY, "procs", " by %lld process(es)", procs);
 	print_uint(PRINT_ANY, "MsgSize",

@@ -147,7 +147,7 @@ int agent_engine_open(const struct agent_engine_config *cfg, struct agent_engine
 		struct link_config lc = {.rank = cfg->rank * n + cfg->sibling,
 					 .nodes = cfg->nodes * n,
 					 .siblings = n,
-					 .device = cfg->device,
+					 .path = cfg->path,
 					 .dir = e->dir,
 					 .bind = cfg->bind,
 					 .done = engine_done,

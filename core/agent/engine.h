@@ -17,6 +17,7 @@
 #define RDMATOOL_CORE_AGENT_ENGINE_H
 
 #include "core/agent/agent_log.h"
+#include "core/agent/path.h"
 #include "core/chan/gateway.h"
 
 #include <signal.h>
@@ -28,8 +29,8 @@ struct agent_engine_config {
 	const char *dir;
 	uint32_t rank, nodes; /* nodes = 1 and rank = 0 for a single node */
 	uint32_t sibling,
-	    siblings;	    /* this agent among the node's agents (core/chan/sibling.h); 0 and 1 alone */
-	const char *device; /* NULL: core's default */
+	    siblings;		/* this agent among the node's agents (core/chan/sibling.h); 0 and 1 alone */
+	struct agent_path path; /* the links' device, port, GID index, SL, MTU (0: core's default) */
 	const char (*hosts)[GW_HOST_LEN];
 	const uint16_t *ports; /* each agent's port for the links (0: the default) */
 	const char *bind;      /* the links' listening address (link.h); NULL: this rank's host entry */

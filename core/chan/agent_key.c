@@ -13,6 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* HKDF's salt and context: a key file used for something else derives another key here. */
+#define AGENT_KEY_SALT "rdmatool agent key"
+#define AGENT_KEY_INFO "rdmatool agent links"
+
 static int key_path(char *path, size_t len, char *why, size_t whylen)
 {
 	const char *env = getenv(AGENT_KEY_ENV), *home = getenv("HOME");
@@ -104,7 +108,11 @@ int agent_key_load(unsigned char key[AGENT_KEY_LEN], char *why, size_t whylen)
 		snprintf(why, whylen, "the agents' key %s is shorter than 16 bytes", path);
 		return -EINVAL;
 	}
-	/* Whatever the file holds (hex or not) becomes a 32-byte key. */
-	hmac_sha256("rdmatool agent key", 18, text, (size_t)n, key);
-	return 0;
+	/* Whatever the file holds (hex or not) becomes a 32-byte key: HKDF-SHA256 (RFC 5869), libcrypto's. */
+	rc = hkdf_sha256(AGENT_KEY_SALT, strlen(AGENT_KEY_SALT), text, (size_t)n, AGENT_KEY_INFO, key,
+			 AGENT_KEY_LEN);
+	explicit_bzero(text, sizeof(text));
+	if (rc)
+		snprintf(why, whylen, "cannot derive the agents' key from %s: libcrypto's HKDF failed", path);
+	return rc;
 }

@@ -4,7 +4,8 @@
  * Erlang nodes do with ~/.erlang.cookie: $RDMATOOL_AGENT_KEY names the file,
  * else ~/.rdmatool-agent.key, created with 32 random bytes (mode 0600) on
  * first use, atomically (a complete temporary file linked to the name, which
- * never replaces one), so agents starting at once agree on one key.  Agents of one user on machines that
+ * never replaces one), so agents starting at once agree on one key.  The
+ * link key is HKDF-SHA256 of the file's bytes (libcrypto's).  Agents of one user on machines that
  * share the home directory agree without setup; elsewhere, copy the file.  A key file that is a symlink, not
  * the user's, or readable by others is refused.
  */

@@ -37,15 +37,6 @@ static void proof(struct agent_links *lk, char role, uint32_t mine, uint32_t the
 	hmac_sha256(lk->key, sizeof(lk->key), msg, sizeof(msg), mac);
 }
 
-static bool same_mac(const uint8_t *a, const uint8_t *b)
-{
-	uint8_t diff = 0;
-
-	for (int i = 0; i < 32; i++)
-		diff |= a[i] ^ b[i];
-	return diff == 0;
-}
-
 /*
  * Mutual proof of the key before anything else: the dialer sends its rank
  * and a nonce (HELLO); the acceptor answers with its nonce and its proof
@@ -82,7 +73,7 @@ static int hs_dialer_step(struct agent_links *lk, struct handshake *hs, const vo
 	if (ch.node != dialing / n || (ch.siblings == n && ch.rank != dialing))
 		return -EPROTO;
 	proof(lk, 'A', ch.rank, lk->cfg.rank, ch.siblings, n, hs->hello.nonce, expect);
-	if (!same_mac(ch.mac, expect))
+	if (!secret_equal(ch.mac, expect, sizeof(expect)))
 		return -EACCES;
 	proof(lk, 'D', lk->cfg.rank, ch.rank, n, ch.siblings, ch.nonce, mac);
 	rc = oob_send_timeout(hs->c, LINK_PROOF, mac, sizeof(mac), LINK_HS_READ_MS);
@@ -122,7 +113,7 @@ static int hs_acceptor_step(struct agent_links *lk, struct handshake *hs, const 
 		return oob_send_timeout(hs->c, LINK_CHALLENGE, &ch, sizeof(ch), LINK_HS_READ_MS);
 	}
 	proof(lk, 'D', hello->rank, lk->cfg.rank, hello->siblings, n, hs->nonce, expect);
-	if (type != LINK_PROOF || len != sizeof(expect) || !same_mac(frame, expect))
+	if (type != LINK_PROOF || len != sizeof(expect) || !secret_equal(frame, expect, sizeof(expect)))
 		return -EACCES;
 	hs->node = hello->node;
 	hs->siblings = hello->siblings;

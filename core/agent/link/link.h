@@ -64,6 +64,7 @@
 #define RDMATOOL_CORE_AGENT_LINK_LINK_H
 
 #include "core/agent/agent_log.h"
+#include "core/agent/path.h"
 #include "core/chan/flow.h"
 #include "core/chan/gateway.h"
 #include "core/agent/proto.h"
@@ -79,9 +80,9 @@
 #define LINK_NO_TOKEN	   UINT64_MAX /* links_request: nobody to tell (done is not called) */
 
 struct link_config {
-	uint32_t rank, nodes; /* link ranks: node rank x siblings + sibling (core/chan/sibling.h) */
-	uint32_t siblings;    /* agents per node (0 counts as 1): ranks of one node never link */
-	const char *device;   /* NULL: core's default */
+	uint32_t rank, nodes;	/* link ranks: node rank x siblings + sibling (core/chan/sibling.h) */
+	uint32_t siblings;	/* agents per node (0 counts as 1): ranks of one node never link */
+	struct agent_path path; /* the links' endpoint: device, port, GID index, SL, MTU */
 	const char (*hosts)[GW_HOST_LEN];
 	const uint16_t *ports; /* 0: LINK_DEFAULT_PORT */
 	const char *dir;       /* the agent directory: where targets open channels */

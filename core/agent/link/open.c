@@ -118,6 +118,18 @@ static int open_pool(struct agent_links *lk, char *why, size_t whylen)
 	return 0;
 }
 
+/* The path the links take, as the endpoint was opened with it (perftest's -d, -i, -x, --sl, --mtu). */
+static void log_path(const struct agent_links *lk)
+{
+	const struct agent_path *p = &lk->cfg.path;
+	char mtu[16] = "the port's";
+
+	if (p->mtu)
+		snprintf(mtu, sizeof(mtu), "%d", 128 << p->mtu);
+	agent_logf(&lk->cfg.log, "links on device %s, port %u, GID index %u, SL %u, MTU %s",
+		   core_ep_device_name(lk->ep), p->port ? p->port : 1, p->gid_index, p->sl, mtu);
+}
+
 /*
  * Where the link port listens (issue 46 defect 6): the address given
  * (--bind), else our own --hosts entry, which peers dial, so the port is not
@@ -260,7 +272,11 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	}
 	core_ep_attr_defaults(&attr);
 	attr.name = "agent";
-	attr.device = cfg->device;
+	attr.device = cfg->path.device;
+	attr.port = cfg->path.port;
+	attr.gid_index = cfg->path.gid_index;
+	attr.sl = cfg->path.sl;
+	attr.mtu = cfg->path.mtu;
 	attr.threading = CORE_THREAD_SINGLE;
 	attr.env.tx_stripes = 1;
 	/*
@@ -273,6 +289,7 @@ int links_open(const struct link_config *cfg, struct agent_links **out, char *wh
 	lk->nlarge = lk->nlarge > LINK_RX_LARGE_MAX ? LINK_RX_LARGE_MAX : lk->nlarge < 1 ? 1 : lk->nlarge;
 	rc = core_ep_open(&attr, &lk->ep, why, whylen);
 	if (!rc) {
+		log_path(lk);
 		lk->core_eager_max = core_ep_eager_max(lk->ep);
 		rc = open_pool(lk, why, whylen);
 	}
