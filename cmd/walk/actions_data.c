@@ -275,7 +275,8 @@ int walk_do_recv(struct walk_client *c)
 	c->wr[slot].is_recv = true;
 	c->wr[slot].len = len;
 	if (c->cfg->verify) {
-		walk_msg_recv_fill(c, q, (uint32_t)slot, &wr, len, m, start, head, sge);
+		walk_msg_recv_fill(c, c->qp[q].pd, c->qp[q].cap.max_recv_sge, (uint32_t)slot, &wr, len, m,
+				   start, head, sge);
 	} else {
 		wr.sg_list = sge;
 		wr.num_sge = walk_make_sges(c, c->mr[m].mr->lkey, start, len,

@@ -34,13 +34,17 @@ const char *const walk_action_names[ACT_COUNT] = {
     [ACT_WRITE] = "write",
     [ACT_FETCH_ADD] = "fetch_add",
     [ACT_COMP_SWAP] = "comp_swap",
+    [ACT_CREATE_SRQ] = "create_srq",
+    [ACT_DESTROY_SRQ] = "destroy_srq",
+    [ACT_POST_SRQ_RECV] = "post_srq_recv",
 };
 
 /*
  * The original's weights, except modify_qp_error and send_with_inv, which
  * it leaves at 0: here they run too, so the whole action space is covered.
  * modify_qp_error weighs as much as destroy_qp because every QP the walker
- * destroys goes through ERR first (its WRs must flush).
+ * destroys goes through ERR first (its WRs must flush).  The SRQ actions
+ * (not in the original) weigh as their CQ and RECV counterparts.
  */
 static const uint32_t default_weight[ACT_COUNT] = {
     [ACT_CREATE_CQ] = 1,
@@ -68,10 +72,13 @@ static const uint32_t default_weight[ACT_COUNT] = {
     [ACT_WRITE] = 10,
     [ACT_FETCH_ADD] = 10,
     [ACT_COMP_SWAP] = 10,
+    [ACT_CREATE_SRQ] = 1,
+    [ACT_DESTROY_SRQ] = 1,
+    [ACT_POST_SRQ_RECV] = 5,
 };
 
-static const enum walk_action data_path[] = {ACT_SEND,	ACT_SEND_WITH_INV, ACT_RECV,	 ACT_READ,
-					     ACT_WRITE, ACT_FETCH_ADD,	   ACT_COMP_SWAP};
+static const enum walk_action data_path[] = {ACT_SEND,	ACT_SEND_WITH_INV, ACT_RECV,	  ACT_READ,
+					     ACT_WRITE, ACT_FETCH_ADD,	   ACT_COMP_SWAP, ACT_POST_SRQ_RECV};
 
 int walk_action_from_name(const char *name)
 {

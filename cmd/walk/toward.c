@@ -21,8 +21,8 @@ static int toward(struct walk_client *c, enum walk_action a, int depth);
 
 static void hint_clear(struct walk_client *c)
 {
-	c->hint =
-	    (struct walk_hint){.on = false, .pd = -1, .qp = -1, .mr = -1, .mw = -1, .ah = -1, .peer = -1};
+	c->hint = (struct walk_hint){
+	    .on = false, .pd = -1, .qp = -1, .mr = -1, .mw = -1, .ah = -1, .peer = -1, .srq = -1};
 }
 
 /* Runs action a with the hint in place; if it cannot run either, a step toward it. */
@@ -43,7 +43,7 @@ static int step(struct walk_client *c, enum walk_action a, struct walk_hint h, i
 
 static struct walk_hint no_hint(void)
 {
-	return (struct walk_hint){.pd = -1, .qp = -1, .mr = -1, .mw = -1, .ah = -1, .peer = -1};
+	return (struct walk_hint){.pd = -1, .qp = -1, .mr = -1, .mw = -1, .ah = -1, .peer = -1, .srq = -1};
 }
 
 static struct walk_hint hint_qp(int q)
@@ -83,8 +83,9 @@ static int retire_qp(struct walk_client *c, int q, int depth)
 	if (!r->used || r->state == QP_CONNECTING)
 		return 0; /* the handshake decides first */
 	if (r->state != QP_ERR)
-		return r->send_inflight && r->state != QP_PEER_DOWN ? 0
-								    : step(c, ACT_MODIFY_QP_ERROR, hint_qp(q), depth);
+		return r->send_inflight && r->state != QP_PEER_DOWN
+			   ? 0
+			   : step(c, ACT_MODIFY_QP_ERROR, hint_qp(q), depth);
 	if (r->type2_bound) {
 		for (int i = 0; i < 2 * MAX_MW; i++)
 			if (c->mw[i].used && c->mw[i].type == 2 && c->mw[i].state == MW_BOUND &&
@@ -445,6 +446,45 @@ static int recv_toward(struct walk_client *c, int depth)
 	return rc_pending(c) ? 0 : new_pair(c, no_hint(), depth);
 }
 
+/* One step toward an idle SRQ: retire a QP of the least used one, then destroy it. */
+static int free_srq(struct walk_client *c, int depth)
+{
+	struct walk_hint h = no_hint();
+	int s = -1;
+
+	for (int i = 0; i < MAX_SRQ; i++)
+		if (c->srq[i].used && (s < 0 || c->srq[i].users < c->srq[s].users))
+			s = i;
+	if (s < 0)
+		return 0;
+	if (!c->srq[s].users) {
+		h.srq = s;
+		return step(c, ACT_DESTROY_SRQ, h, depth);
+	}
+	for (int q = 0; q < MAX_QP; q++)
+		if (c->qp[q].used && c->qp[q].srq == s && retire_qp(c, q, depth))
+			return 1;
+	return 0;
+}
+
+/* post_srq_recv: an SRQ first, then a QP on it (a QP of its type, created with the hint to take it). */
+static int srq_toward(struct walk_client *c, int depth)
+{
+	struct walk_hint h = no_hint();
+	int s = -1;
+
+	for (int i = 0; i < MAX_SRQ; i++)
+		if (c->srq[i].used && (s < 0 || c->srq[i].users < c->srq[s].users))
+			s = i;
+	if (s < 0)
+		return step(c, ACT_CREATE_SRQ, no_hint(), depth);
+	if (c->srq[s].users)
+		return 0; /* its QPs connect, or its receives wait for room */
+	h.pd = c->srq[s].pd;
+	h.srq = s;
+	return c->srq[s].type == IBV_QPT_UD ? step(c, ACT_CREATE_UD_QP, h, depth) : new_pair(c, h, depth);
+}
+
 static int toward(struct walk_client *c, enum walk_action a, int depth)
 {
 	switch (a) {
@@ -497,6 +537,15 @@ static int toward(struct walk_client *c, enum walk_action a, int depth)
 		return c->dattr.atomic_cap == IBV_ATOMIC_NONE
 			   ? 0
 			   : rdma_toward(c, 8, IBV_ACCESS_REMOTE_ATOMIC, depth);
+	case ACT_CREATE_SRQ:
+		for (int i = 0; i < MAX_SRQ; i++)
+			if (!c->srq[i].used)
+				return 0; /* no SRQs on this device */
+		return free_srq(c, depth);
+	case ACT_DESTROY_SRQ:
+		return free_srq(c, depth);
+	case ACT_POST_SRQ_RECV:
+		return c->dattr.max_srq > 0 ? srq_toward(c, depth) : 0;
 	default:
 		return 0;
 	}

@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Actions on shared receive queues: create_srq, destroy_srq (EBUSY while a
+ * QP uses it, as the model predicts), post_srq_recv, and the completions of
+ * SRQ receives, which name the QP that consumed them.  Each SRQ serves one
+ * QP type with receives of one size: an RC receive posted to it is a credit
+ * (of that size) for the peer of one of its QPs, and whichever of its QPs
+ * the message arrives on, the receive fits.  Only on a device with SRQs
+ * (max_srq > 0); elsewhere the actions redraw.
+ */
+#include "cmd/walk/actions.h"
+#include "cmd/walk/model.h"
+#include "cmd/walk/oracle.h"
+
+#define SRQ_QP_PROBABILITY	     0.5 /* a new QP goes on an SRQ of its type and PD, when one lives */
+#define SRQ_UD_PROBABILITY	     0.5
+#define SRQ_MAX_POSTED		     CREDITS /* receives an SRQ holds at most (they hold CQ room and MRs) */
+#define SRQ_BUSY_DESTROY_PROBABILITY 0.25    /* destroy_srq with no idle SRQ: one in use, EBUSY */
+
+static bool device_has_srq(const struct walk_client *c)
+{
+	return c->dattr.max_srq > 0 && c->dattr.max_srq_wr > 0 && c->dattr.max_srq_sge > 0;
+}
+
+struct srq_want {
+	enum ibv_qp_type type;
+	int pd;
+};
+
+static bool srq_for_qp(struct walk_client *c, int i, const void *arg)
+{
+	const struct srq_want *w = arg;
+
+	return c->srq[i].used && c->srq[i].type == w->type && c->srq[i].pd == w->pd;
+}
+
+int walk_pick_srq_for_qp(struct walk_client *c, enum ibv_qp_type type, int p)
+{
+	struct srq_want w = {type, p};
+	bool any = false;
+
+	for (int i = 0; i < MAX_SRQ && !any; i++)
+		any = srq_for_qp(c, i, &w);
+	if (!any || !device_has_srq(c))
+		return -1;
+	if (c->hint.on && c->hint.srq >= 0 && c->hint.srq < MAX_SRQ) {
+		if (srq_for_qp(c, c->hint.srq, &w)) /* the one toward.c found without QPs */
+			return c->hint.srq;
+	} else if (!rng_bernoulli(&c->rng, SRQ_QP_PROBABILITY)) {
+		return -1;
+	}
+	return walk_pick_busy_srq(c, type, p);
+}
+
+/* Mostly the SRQ with the most QPs, as with PDs and CQs: the others empty and can be destroyed. */
+int walk_pick_busy_srq(struct walk_client *c, enum ibv_qp_type type, int p)
+{
+	struct srq_want w = {type, p};
+	int s = -1;
+
+	if (rng_range(&c->rng, 0, 3))
+		for (int i = 0; i < MAX_SRQ; i++)
+			if (srq_for_qp(c, i, &w) && (s < 0 || c->srq[i].users > c->srq[s].users))
+				s = i;
+	return s >= 0 ? s : walk_pick_index(c, MAX_SRQ, srq_for_qp, &w);
+}
+
+int walk_srq_posted(struct walk_client *c)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_SRQ; i++)
+		if (c->srq[i].used)
+			n += c->srq[i].posted;
+	return n;
+}
+
+int walk_do_create_srq(struct walk_client *c)
+{
+	int wr_max = imin(c->dattr.max_srq_wr, imin(c->dattr.max_qp_wr / 8, SRQ_MAX_POSTED * 4));
+	int sge_max = imin(c->dattr.max_srq_sge / 2, MAX_SGE_USED), sge_min, i, p, cq;
+	struct ibv_srq_init_attr init = {0};
+	enum ibv_qp_type type;
+	struct ibv_srq *srq;
+	uint32_t len;
+
+	if (!device_has_srq(c))
+		return 0;
+	for (i = 0; i < MAX_SRQ && c->srq[i].used; i++)
+		;
+	if (i == MAX_SRQ || (p = walk_pick_pd_for_new(c)) < 0 || (cq = walk_pick_cq_for_new(c)) < 0)
+		return 0;
+	wr_max = wr_max < MIN_QP_WR ? MIN_QP_WR : wr_max;
+	sge_max = sge_max < 1 ? 1 : sge_max;
+	sge_min = c->cfg->verify && sge_max >= 2 ? 2 : 1; /* --verify: a header takes an SGE of its own */
+	type = rng_bernoulli(&c->rng, SRQ_UD_PROBABILITY) ? IBV_QPT_UD : IBV_QPT_RC;
+	init.attr.max_wr = (uint32_t)rng_range(&c->rng, MIN_QP_WR, (uint64_t)wr_max);
+	init.attr.max_sge = (uint32_t)rng_range(&c->rng, (uint64_t)sge_min, (uint64_t)sge_max);
+	if (type == IBV_QPT_UD)
+		len = UD_RECV_BYTES;
+	else if (c->cfg->verify && (init.attr.max_sge < 2 || rng_bernoulli(&c->rng, 0.5)))
+		len = (uint32_t)rng_range(&c->rng, 1, MSG_CELL); /* all in the message cell */
+	else
+		len = (uint32_t)rng_range(&c->rng, MSG_CELL + 1, RC_MSG_MAX);
+	c->stats.issued[ACT_CREATE_SRQ]++;
+	srq = hw_create_srq(c->pd[p].pd, &init);
+	LOG_STEP(c, "create_srq pd[%d] cq=%d %s max_wr=%u max_sge=%u len=%u -> %s", p, cq,
+		 type == IBV_QPT_UD ? "UD" : "RC", init.attr.max_wr, init.attr.max_sge, len,
+		 srq ? "ok" : "error");
+	if (!srq) {
+		walk_count_error(c, ACT_CREATE_SRQ, errno);
+		walk_verb_returned(c, "ibv_create_srq",
+				   "an SRQ within the device's max_srq_wr and max_srq_sge",
+				   errno ? errno : EIO);
+		return 1;
+	}
+	c->srq[i] = (struct srq_rec){.used = true,
+				     .srq = srq,
+				     .type = type,
+				     .pd = p,
+				     .cq = cq,
+				     .max_wr = init.attr.max_wr,
+				     .max_sge = init.attr.max_sge,
+				     .recv_len = len};
+	c->pd[p].users++;
+	c->cq[cq].users++;
+	walk_count_ok(c, ACT_CREATE_SRQ);
+	return 1;
+}
+
+void walk_srq_orphan(struct walk_client *c, int s)
+{
+	struct srq_rec *r = &c->srq[s];
+
+	for (uint32_t slot = 0; slot < MAX_WR; slot++) {
+		struct wr_rec *w = &c->wr[slot];
+
+		if (!w->busy || !w->srq_recv || w->srq != s)
+			continue;
+		if (w->mr >= 0)
+			c->mr[w->mr].inflight--;
+		walk_release_wr(c, slot);
+	}
+	c->cq[r->cq].outstanding -= r->posted;
+	c->cq[r->cq].users--;
+	c->pd[r->pd].users--;
+	r->used = false;
+}
+
+static bool any_srq(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	return c->srq[i].used;
+}
+
+static bool idle_srq(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	return c->srq[i].used && !c->srq[i].users;
+}
+
+/*
+ * An idle SRQ when there is one; else, now and then, one that QPs use,
+ * where the device must refuse (EBUSY) and leave it working, and otherwise
+ * a redraw (toward.c then retires a QP of the least used SRQ).  Before an
+ * idle one goes, the CQs are polled: the receives its last QPs took must be
+ * seen first.
+ */
+int walk_do_destroy_srq(struct walk_client *c)
+{
+	int s = -1, rc, want, users;
+
+	if (!device_has_srq(c))
+		return 0;
+	if (c->hint.on && c->hint.srq >= 0 && c->hint.srq < MAX_SRQ && idle_srq(c, c->hint.srq, NULL))
+		s = c->hint.srq;
+	if (s < 0 && (s = walk_pick_index(c, MAX_SRQ, idle_srq, NULL)) < 0 &&
+	    (!rng_bernoulli(&c->rng, SRQ_BUSY_DESTROY_PROBABILITY) ||
+	     (s = walk_pick_index(c, MAX_SRQ, any_srq, NULL)) < 0))
+		return 0;
+	users = c->srq[s].users;
+	if (!users)
+		walk_poll_all(c);
+	want = model_destroy_srq(users);
+	c->stats.issued[ACT_DESTROY_SRQ]++;
+	rc = hw_destroy_srq(c->srq[s].srq);
+	LOG_STEP(c, "destroy_srq srq[%d] qps=%d posted=%d -> %d (expected %d)", s, users, c->srq[s].posted,
+		 rc, want);
+	if (c->cfg->verify)
+		walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_VERB,
+						  .verb = "ibv_destroy_srq",
+						  .what = users ? "an SRQ that QPs use" : "an SRQ no QP uses",
+						  .rc = rc,
+						  .want = want});
+	if (rc == want)
+		walk_count_ok(c, ACT_DESTROY_SRQ);
+	else
+		walk_count_error(c, ACT_DESTROY_SRQ, rc ? rc : EINVAL);
+	if (!rc) {
+		/* gone, even if QPs use it (the oracle said so): no receive comes from it any more */
+		for (int q = 0; q < MAX_QP; q++)
+			if (c->qp[q].used && c->qp[q].srq == s)
+				c->qp[q].srq = -1;
+		walk_srq_orphan(c, s);
+	}
+	return 1;
+}
+
+/* An SRQ that can take a receive: room in it and its CQ, and a QP of its own to serve. */
+static bool srq_for_post(struct walk_client *c, int i, const void *arg)
+{
+	const struct srq_rec *s = &c->srq[i];
+
+	(void)arg;
+	if (!s->used || !s->users || s->posted >= imin((int)s->max_wr, SRQ_MAX_POSTED) ||
+	    c->cq[s->cq].outstanding >= c->cq[s->cq].cqe || !c->nfree_wr ||
+	    (c->cfg->verify && !c->pd[s->pd].msg_mr))
+		return false;
+	for (int q = 0; q < MAX_QP; q++)
+		if (c->qp[q].used && c->qp[q].srq == i && c->qp[q].state == QP_READY &&
+		    (s->type == IBV_QPT_UD || c->qp[q].srq_credit < CREDITS))
+			return true;
+	return false;
+}
+
+/* RC: the QP on SRQ s whose peer gets the credit for the new receive. */
+static bool qp_to_credit(struct walk_client *c, int q, const void *arg)
+{
+	const struct qp_rec *r = &c->qp[q];
+
+	return r->used && r->srq == *(const int *)arg && r->state == QP_READY && r->type == IBV_QPT_RC &&
+	       r->srq_credit < CREDITS;
+}
+
+/* The receive's buffers: the SRQ's size exactly, laid out as RECV lays out its own (message.c). */
+static int srq_recv_sges(struct walk_client *c, int s, struct ibv_recv_wr *wr, struct ibv_sge *sge,
+			 uint64_t *wr_id)
+{
+	const struct srq_rec *r = &c->srq[s];
+	bool ud = r->type == IBV_QPT_UD;
+	uint32_t len = r->recv_len, head = 0, start = 0;
+	int m = -1, slot;
+
+	if (c->cfg->verify) {
+		head = ud ? UD_RECV_BYTES - UD_SEND_BYTES + MSG_HDR : MSG_HDR;
+		if (!ud && len <= MSG_CELL)
+			head = 0; /* all in the cell */
+		else if (r->max_sge < 2)
+			return -1;
+	}
+	if (!c->cfg->verify || head) {
+		if ((m = walk_pick_busy_mr(c, r->pd, len - head)) < 0 ||
+		    walk_choose_range(c, c->mr[m].off, c->mr[m].len, len - head, true, 1, &start) !=
+			len - head)
+			return -1;
+	}
+	if ((slot = walk_alloc_wr(c, ACT_POST_SRQ_RECV, -1, m, wr_id)) < 0)
+		return -1;
+	c->wr[slot].is_recv = c->wr[slot].srq_recv = true;
+	c->wr[slot].srq = (int8_t)s;
+	c->wr[slot].len = len;
+	if (c->cfg->verify) {
+		walk_msg_recv_fill(c, r->pd, r->max_sge, (uint32_t)slot, wr, len, m, start, head, sge);
+	} else {
+		wr->sg_list = sge;
+		wr->num_sge =
+		    walk_make_sges(c, c->mr[m].mr->lkey, start, len, walk_sge_count(c, r->max_sge), sge);
+	}
+	return slot;
+}
+
+int walk_do_post_srq_recv(struct walk_client *c)
+{
+	struct ibv_sge sge[MAX_SGE_USED];
+	struct ibv_recv_wr wr = {0}, *bad;
+	struct srq_rec *r;
+	int s, q = -1, slot, rc;
+
+	if (!device_has_srq(c) || walk_outbox_busy(c) ||
+	    (s = walk_pick_index(c, MAX_SRQ, srq_for_post, NULL)) < 0)
+		return 0;
+	r = &c->srq[s];
+	if (r->type == IBV_QPT_RC && (q = walk_pick_index(c, MAX_QP, qp_to_credit, &s)) < 0)
+		return 0;
+	if ((slot = srq_recv_sges(c, s, &wr, sge, &wr.wr_id)) < 0)
+		return 0;
+	c->stats.issued[ACT_POST_SRQ_RECV]++;
+	rc = hw_post_srq_recv(r->srq, &wr, &bad);
+	if (!rc)
+		stats_inc(c->counters, STATS_POSTED);
+	LOG_STEP(c, "post_srq_recv srq[%d] sges=%d len=%u wr=%llx credit=qp %u -> %d", s, wr.num_sge,
+		 r->recv_len, (unsigned long long)wr.wr_id, q >= 0 ? c->qp[q].qp->qp_num : 0, rc);
+	if (rc) {
+		walk_release_wr(c, (uint32_t)slot);
+		walk_count_error(c, ACT_POST_SRQ_RECV, rc);
+		walk_verb_returned(c, "ibv_post_srq_recv", "a receive within the SRQ's max_wr and max_sge",
+				   rc);
+		return 1;
+	}
+	r->posted++; /* ok is counted when it completes, as RECV's */
+	c->cq[r->cq].outstanding++;
+	if (c->wr[slot].mr >= 0)
+		c->mr[c->wr[slot].mr].inflight++;
+	if (q >= 0) {
+		/* Receive credit: the peer of one of the SRQ's QPs may now send up to recv_len bytes once. */
+		struct walk_msg msg = {.type = MSG_CREDIT,
+				       .dst = (uint16_t)c->qp[q].peer,
+				       .qpn = c->qp[q].qp->qp_num,
+				       .peer_qpn = c->qp[q].peer_qpn,
+				       .bytes = r->recv_len};
+
+		c->qp[q].srq_credit++;
+		walk_publish(c, &msg);
+	}
+	return 1;
+}
+
+bool walk_srq_recv_done(struct walk_client *c, uint32_t slot, const struct ibv_wc *wc)
+{
+	struct wr_rec *w = &c->wr[slot];
+	struct srq_rec *s = &c->srq[w->srq];
+	bool gone = false;
+
+	s->posted--;
+	c->cq[s->cq].outstanding--;
+	for (int q = 0; q < MAX_QP; q++)
+		if (c->qp[q].used && c->qp[q].qp->qp_num == wc->qp_num && c->qp[q].srq == w->srq) {
+			w->qp = (int8_t)q;
+			if (c->qp[q].srq_credit)
+				c->qp[q].srq_credit--;
+			return true;
+		}
+	for (int i = 0; i < s->ngone; i++)
+		gone |= s->gone[i] == wc->qp_num;
+	if (wc->status == IBV_WC_SUCCESS)
+		c->stats.ok[w->action]++;
+	else
+		c->stats.errors[w->action]++;
+	if (!gone && c->cfg->verify)
+		walk_stats_fail(
+		    &c->stats,
+		    "client %d #%llu: a receive posted to SRQ srq[%d] completed (%s) naming QP %u, "
+		    "which is not on that SRQ; expected the QP that consumed it",
+		    c->id, (unsigned long long)c->seq, w->srq, ibv_wc_status_str(wc->status), wc->qp_num);
+	return false;
+}
