@@ -115,6 +115,9 @@ void walk_msg_recv_fill(struct walk_client *c, int pd, uint32_t max_sge, uint32_
 			struct ibv_sge *sge);
 void walk_msg_check(struct walk_client *c, uint32_t slot, struct qp_rec *r, const struct ibv_wc *wc);
 
+int walk_recv_buffers(struct walk_client *c, enum walk_action a, int q, int pd, uint32_t max_sge, bool ud,
+		      uint32_t want, bool cell, bool exact, struct ibv_recv_wr *wr, struct ibv_sge *sge);
+
 /* The actions: 1 done (issued), 0 precondition not met (redraw). */
 int walk_do_create_cq(struct walk_client *c);
 int walk_do_destroy_cq(struct walk_client *c);

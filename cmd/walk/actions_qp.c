@@ -286,6 +286,7 @@ int walk_do_modify_qp_error(struct walk_client *c)
 	}
 	c->qp[q].state = QP_ERR;
 	c->qp[q].err_since_ns = walk_now_ns();
+	c->qp[q].err_seq = c->seq;
 	walk_count_ok(c, ACT_MODIFY_QP_ERROR);
 	announce_down(c, q);
 	walk_post_to_err(c, q);
@@ -297,7 +298,8 @@ static bool qp_for_destroy(struct walk_client *c, int i, const void *arg)
 	const struct qp_rec *r = &c->qp[i];
 
 	(void)arg;
-	return r->used && r->state == QP_ERR && !r->type2_bound &&
+	/* on an SRQ: a whole poll of the CQs since it entered ERR saw the last receives it took */
+	return r->used && r->state == QP_ERR && !r->type2_bound && (r->srq < 0 || c->seq > r->err_seq + 1) &&
 	       (c->cfg->allow_outstanding_ops || (!r->send_inflight && !r->recv_inflight));
 }
 
@@ -328,7 +330,6 @@ static void orphan_wrs(struct walk_client *c, int q)
 int walk_destroy_qp_rec(struct walk_client *c, int q)
 {
 	struct qp_rec *r = &c->qp[q];
-	uint32_t qpn = r->qp->qp_num;
 	int rc;
 
 	announce_down(c, q);
@@ -340,14 +341,8 @@ int walk_destroy_qp_rec(struct walk_client *c, int q)
 	c->pd[r->pd].users--;
 	c->cq[r->scq].users--;
 	c->cq[r->rcq].users--;
-	if (r->srq >= 0) {
-		struct srq_rec *s = &c->srq[r->srq];
-
-		s->users--;
-		if (s->ngone == SRQ_GONE)
-			memmove(s->gone, s->gone + 1, sizeof(s->gone) - sizeof(s->gone[0]));
-		s->gone[s->ngone < SRQ_GONE ? s->ngone++ : SRQ_GONE - 1] = qpn;
-	}
+	if (r->srq >= 0)
+		c->srq[r->srq].users--;
 	r->used = false;
 	return 0;
 }

@@ -17,10 +17,7 @@
 #define SRQ_MAX_POSTED		     CREDITS /* receives an SRQ holds at most (they hold CQ room and MRs) */
 #define SRQ_BUSY_DESTROY_PROBABILITY 0.25    /* destroy_srq with no idle SRQ: one in use, EBUSY */
 
-static bool device_has_srq(const struct walk_client *c)
-{
-	return c->dattr.max_srq > 0 && c->dattr.max_srq_wr > 0 && c->dattr.max_srq_sge > 0;
-}
+#define device_has_srq(c) ((c)->dattr.max_srq > 0 && (c)->dattr.max_srq_wr > 0 && (c)->dattr.max_srq_sge > 0)
 
 struct srq_want {
 	enum ibv_qp_type type;
@@ -34,35 +31,24 @@ static bool srq_for_qp(struct walk_client *c, int i, const void *arg)
 	return c->srq[i].used && c->srq[i].type == w->type && c->srq[i].pd == w->pd;
 }
 
+/* Now and then, mostly the SRQ with the most QPs (as with PDs and CQs: the others empty and can go). */
 int walk_pick_srq_for_qp(struct walk_client *c, enum ibv_qp_type type, int p)
-{
-	struct srq_want w = {type, p};
-	bool any = false;
-
-	for (int i = 0; i < MAX_SRQ && !any; i++)
-		any = srq_for_qp(c, i, &w);
-	if (!any || !device_has_srq(c))
-		return -1;
-	if (c->hint.on && c->hint.srq >= 0 && c->hint.srq < MAX_SRQ) {
-		if (srq_for_qp(c, c->hint.srq, &w)) /* the one toward.c found without QPs */
-			return c->hint.srq;
-	} else if (!rng_bernoulli(&c->rng, SRQ_QP_PROBABILITY)) {
-		return -1;
-	}
-	return walk_pick_busy_srq(c, type, p);
-}
-
-/* Mostly the SRQ with the most QPs, as with PDs and CQs: the others empty and can be destroyed. */
-int walk_pick_busy_srq(struct walk_client *c, enum ibv_qp_type type, int p)
 {
 	struct srq_want w = {type, p};
 	int s = -1;
 
-	if (rng_range(&c->rng, 0, 3))
-		for (int i = 0; i < MAX_SRQ; i++)
-			if (srq_for_qp(c, i, &w) && (s < 0 || c->srq[i].users > c->srq[s].users))
-				s = i;
-	return s >= 0 ? s : walk_pick_index(c, MAX_SRQ, srq_for_qp, &w);
+	if (c->hint.on && c->hint.srq >= 0 && c->hint.srq < MAX_SRQ) /* one toward.c found without QPs */
+		return srq_for_qp(c, c->hint.srq, &w) ? c->hint.srq : -1;
+	for (int i = 0; i < MAX_SRQ && s < 0; i++)
+		s = srq_for_qp(c, i, &w) ? i : -1;
+	if (s < 0 || !rng_bernoulli(&c->rng, SRQ_QP_PROBABILITY))
+		return -1;
+	if (!rng_range(&c->rng, 0, 3))
+		return walk_pick_index(c, MAX_SRQ, srq_for_qp, &w);
+	for (int i = 0; i < MAX_SRQ; i++)
+		if (srq_for_qp(c, i, &w) && c->srq[i].users > c->srq[s].users)
+			s = i;
+	return s;
 }
 
 int walk_srq_posted(struct walk_client *c)
@@ -114,14 +100,10 @@ int walk_do_create_srq(struct walk_client *c)
 				   errno ? errno : EIO);
 		return 1;
 	}
-	c->srq[i] = (struct srq_rec){.used = true,
-				     .srq = srq,
-				     .type = type,
-				     .pd = p,
-				     .cq = cq,
-				     .max_wr = init.attr.max_wr,
-				     .max_sge = init.attr.max_sge,
-				     .recv_len = len};
+	c->srq[i] = (struct srq_rec){.used = true, .srq = srq, .type = type, .pd = p, .cq = cq};
+	c->srq[i].max_wr = init.attr.max_wr;
+	c->srq[i].max_sge = init.attr.max_sge;
+	c->srq[i].recv_len = len;
 	c->pd[p].users++;
 	c->cq[cq].users++;
 	walk_count_ok(c, ACT_CREATE_SRQ);
@@ -147,24 +129,16 @@ void walk_srq_orphan(struct walk_client *c, int s)
 	r->used = false;
 }
 
-static bool any_srq(struct walk_client *c, int i, const void *arg)
+/* Any SRQ (arg non-NULL), or an idle one (destroy_qp waits until the receives its QPs took were seen). */
+static bool srq_to_destroy(struct walk_client *c, int i, const void *arg)
 {
-	(void)arg;
-	return c->srq[i].used;
-}
-
-static bool idle_srq(struct walk_client *c, int i, const void *arg)
-{
-	(void)arg;
-	return c->srq[i].used && !c->srq[i].users;
+	return c->srq[i].used && (arg || !c->srq[i].users);
 }
 
 /*
  * An idle SRQ when there is one; else, now and then, one that QPs use,
  * where the device must refuse (EBUSY) and leave it working, and otherwise
- * a redraw (toward.c then retires a QP of the least used SRQ).  Before an
- * idle one goes, the CQs are polled: the receives its last QPs took must be
- * seen first.
+ * a redraw (toward.c then retires a QP of the least used SRQ).
  */
 int walk_do_destroy_srq(struct walk_client *c)
 {
@@ -172,30 +146,23 @@ int walk_do_destroy_srq(struct walk_client *c)
 
 	if (!device_has_srq(c))
 		return 0;
-	if (c->hint.on && c->hint.srq >= 0 && c->hint.srq < MAX_SRQ && idle_srq(c, c->hint.srq, NULL))
-		s = c->hint.srq;
-	if (s < 0 && (s = walk_pick_index(c, MAX_SRQ, idle_srq, NULL)) < 0 &&
+	if ((s = walk_pick_hinted(c, MAX_SRQ, srq_to_destroy, NULL, c->hint.srq)) < 0 &&
 	    (!rng_bernoulli(&c->rng, SRQ_BUSY_DESTROY_PROBABILITY) ||
-	     (s = walk_pick_index(c, MAX_SRQ, any_srq, NULL)) < 0))
+	     (s = walk_pick_index(c, MAX_SRQ, srq_to_destroy, c)) < 0))
 		return 0;
 	users = c->srq[s].users;
-	if (!users)
-		walk_poll_all(c);
 	want = model_destroy_srq(users);
 	c->stats.issued[ACT_DESTROY_SRQ]++;
 	rc = hw_destroy_srq(c->srq[s].srq);
 	LOG_STEP(c, "destroy_srq srq[%d] qps=%d posted=%d -> %d (expected %d)", s, users, c->srq[s].posted,
 		 rc, want);
 	if (c->cfg->verify)
-		walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_VERB,
-						  .verb = "ibv_destroy_srq",
-						  .what = users ? "an SRQ that QPs use" : "an SRQ no QP uses",
-						  .rc = rc,
-						  .want = want});
-	if (rc == want)
-		walk_count_ok(c, ACT_DESTROY_SRQ);
-	else
-		walk_count_error(c, ACT_DESTROY_SRQ, rc ? rc : EINVAL);
+		walk_oracle(
+		    c, &(struct walk_obs){WALK_OBS_VERB, .verb = "ibv_destroy_srq", .rc = rc, .want = want,
+					  .what = users ? "an SRQ that QPs use" : "an SRQ no QP uses"});
+	c->stats.srq_busy += users && rc == EBUSY;
+	c->stats.ok[ACT_DESTROY_SRQ] += rc == want;
+	c->stats.errors[ACT_DESTROY_SRQ] += rc != want;
 	if (!rc) {
 		/* gone, even if QPs use it (the oracle said so): no receive comes from it any more */
 		for (int q = 0; q < MAX_QP; q++)
@@ -232,43 +199,6 @@ static bool qp_to_credit(struct walk_client *c, int q, const void *arg)
 	       r->srq_credit < CREDITS;
 }
 
-/* The receive's buffers: the SRQ's size exactly, laid out as RECV lays out its own (message.c). */
-static int srq_recv_sges(struct walk_client *c, int s, struct ibv_recv_wr *wr, struct ibv_sge *sge,
-			 uint64_t *wr_id)
-{
-	const struct srq_rec *r = &c->srq[s];
-	bool ud = r->type == IBV_QPT_UD;
-	uint32_t len = r->recv_len, head = 0, start = 0;
-	int m = -1, slot;
-
-	if (c->cfg->verify) {
-		head = ud ? UD_RECV_BYTES - UD_SEND_BYTES + MSG_HDR : MSG_HDR;
-		if (!ud && len <= MSG_CELL)
-			head = 0; /* all in the cell */
-		else if (r->max_sge < 2)
-			return -1;
-	}
-	if (!c->cfg->verify || head) {
-		if ((m = walk_pick_busy_mr(c, r->pd, len - head)) < 0 ||
-		    walk_choose_range(c, c->mr[m].off, c->mr[m].len, len - head, true, 1, &start) !=
-			len - head)
-			return -1;
-	}
-	if ((slot = walk_alloc_wr(c, ACT_POST_SRQ_RECV, -1, m, wr_id)) < 0)
-		return -1;
-	c->wr[slot].is_recv = c->wr[slot].srq_recv = true;
-	c->wr[slot].srq = (int8_t)s;
-	c->wr[slot].len = len;
-	if (c->cfg->verify) {
-		walk_msg_recv_fill(c, r->pd, r->max_sge, (uint32_t)slot, wr, len, m, start, head, sge);
-	} else {
-		wr->sg_list = sge;
-		wr->num_sge =
-		    walk_make_sges(c, c->mr[m].mr->lkey, start, len, walk_sge_count(c, r->max_sge), sge);
-	}
-	return slot;
-}
-
 int walk_do_post_srq_recv(struct walk_client *c)
 {
 	struct ibv_sge sge[MAX_SGE_USED];
@@ -282,14 +212,19 @@ int walk_do_post_srq_recv(struct walk_client *c)
 	r = &c->srq[s];
 	if (r->type == IBV_QPT_RC && (q = walk_pick_index(c, MAX_QP, qp_to_credit, &s)) < 0)
 		return 0;
-	if ((slot = srq_recv_sges(c, s, &wr, sge, &wr.wr_id)) < 0)
+	/* the SRQ's size exactly, laid out as RECV lays out its own */
+	if ((slot = walk_recv_buffers(
+		 c, ACT_POST_SRQ_RECV, -1, r->pd, r->max_sge, r->type == IBV_QPT_UD, r->recv_len,
+		 c->cfg->verify && r->type == IBV_QPT_RC && r->recv_len <= MSG_CELL, true, &wr, sge)) < 0)
 		return 0;
+	c->wr[slot].srq_recv = true;
+	c->wr[slot].srq = (int8_t)s;
 	c->stats.issued[ACT_POST_SRQ_RECV]++;
 	rc = hw_post_srq_recv(r->srq, &wr, &bad);
 	if (!rc)
 		stats_inc(c->counters, STATS_POSTED);
-	LOG_STEP(c, "post_srq_recv srq[%d] sges=%d len=%u wr=%llx credit=qp %u -> %d", s, wr.num_sge,
-		 r->recv_len, (unsigned long long)wr.wr_id, q >= 0 ? c->qp[q].qp->qp_num : 0, rc);
+	LOG_STEP(c, "post_srq_recv srq[%d] sges=%d len=%u wr=%llx qp=%u -> %d", s, wr.num_sge, r->recv_len,
+		 (unsigned long long)wr.wr_id, q >= 0 ? c->qp[q].qp->qp_num : 0, rc);
 	if (rc) {
 		walk_release_wr(c, (uint32_t)slot);
 		walk_count_error(c, ACT_POST_SRQ_RECV, rc);
@@ -303,12 +238,10 @@ int walk_do_post_srq_recv(struct walk_client *c)
 		c->mr[c->wr[slot].mr].inflight++;
 	if (q >= 0) {
 		/* Receive credit: the peer of one of the SRQ's QPs may now send up to recv_len bytes once. */
-		struct walk_msg msg = {.type = MSG_CREDIT,
-				       .dst = (uint16_t)c->qp[q].peer,
-				       .qpn = c->qp[q].qp->qp_num,
-				       .peer_qpn = c->qp[q].peer_qpn,
-				       .bytes = r->recv_len};
+		struct walk_msg msg = {MSG_CREDIT, .dst = (uint16_t)c->qp[q].peer, .bytes = r->recv_len};
 
+		msg.qpn = c->qp[q].qp->qp_num;
+		msg.peer_qpn = c->qp[q].peer_qpn;
 		c->qp[q].srq_credit++;
 		walk_publish(c, &msg);
 	}
@@ -318,29 +251,19 @@ int walk_do_post_srq_recv(struct walk_client *c)
 bool walk_srq_recv_done(struct walk_client *c, uint32_t slot, const struct ibv_wc *wc)
 {
 	struct wr_rec *w = &c->wr[slot];
-	struct srq_rec *s = &c->srq[w->srq];
-	bool gone = false;
 
-	s->posted--;
-	c->cq[s->cq].outstanding--;
+	c->srq[w->srq].posted--;
+	c->cq[c->srq[w->srq].cq].outstanding--;
 	for (int q = 0; q < MAX_QP; q++)
 		if (c->qp[q].used && c->qp[q].qp->qp_num == wc->qp_num && c->qp[q].srq == w->srq) {
 			w->qp = (int8_t)q;
-			if (c->qp[q].srq_credit)
-				c->qp[q].srq_credit--;
+			c->qp[q].srq_credit -= c->qp[q].srq_credit > 0;
 			return true;
 		}
-	for (int i = 0; i < s->ngone; i++)
-		gone |= s->gone[i] == wc->qp_num;
-	if (wc->status == IBV_WC_SUCCESS)
-		c->stats.ok[w->action]++;
-	else
-		c->stats.errors[w->action]++;
-	if (!gone && c->cfg->verify)
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: a receive posted to SRQ srq[%d] completed (%s) naming QP %u, "
-		    "which is not on that SRQ; expected the QP that consumed it",
-		    c->id, (unsigned long long)c->seq, w->srq, ibv_wc_status_str(wc->status), wc->qp_num);
+	c->stats.errors[w->action]++;
+	walk_stats_fail(&c->stats,
+			"client %d #%llu: a receive posted to SRQ srq[%d] completed (%s) naming QP %u, "
+			"which is not on that SRQ; expected the QP that consumed it",
+			c->id, (unsigned long long)c->seq, w->srq, ibv_wc_status_str(wc->status), wc->qp_num);
 	return false;
 }

@@ -149,7 +149,6 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 	LOG(c, "c%d cqe %s wr=%llx qp=%u %s", c->id, walk_action_names[w->action],
 	    (unsigned long long)wc->wr_id, wc->qp_num, ibv_wc_status_str(wc->status));
 	if (w->srq_recv && !walk_srq_recv_done(c, slot, wc)) {
-		/* its QP is gone (or never was on the SRQ: reported) */
 		if (w->mr >= 0)
 			c->mr[w->mr].inflight--;
 		walk_release_wr(c, slot);
@@ -177,6 +176,7 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		/* Any error completion leaves the QP in an error state. */
 		r->state = QP_ERR;
 		r->err_since_ns = walk_now_ns();
+		r->err_seq = c->seq;
 		r->credit_count = 0;
 	}
 	if (w->mw >= 0)
@@ -194,7 +194,7 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 	walk_release_wr(c, slot);
 }
 
-int walk_poll_all(struct walk_client *c)
+static int poll_all(struct walk_client *c)
 {
 	struct ibv_wc wc[16];
 	int total = 0;
@@ -474,7 +474,7 @@ static void quiesce_sends(struct walk_client *c, uint64_t timeout_ns)
 	uint64_t end = walk_now_ns() + timeout_ns;
 
 	while (sends_outstanding(c) && walk_now_ns() < end) {
-		if (!walk_poll_all(c))
+		if (!poll_all(c))
 			sched_yield();
 		walk_flush_outbox(c);
 	}
@@ -555,7 +555,7 @@ static void one_step(struct walk_client *c, bool lockstep)
 	walk_probe_step(c);
 	walk_devprobe_step(c);
 	walk_modify_step(c);
-	walk_poll_all(c);
+	poll_all(c);
 	walk_flush_outbox(c);
 	check_flush_deadlines(c);
 	if (lockstep)
@@ -596,13 +596,13 @@ static void teardown(struct walk_client *c)
 	move_all_to_error(c);
 	/* receives posted to an SRQ stay there: only the QPs' own WRs flush */
 	while (c->inflight > walk_srq_posted(c) && walk_now_ns() < end)
-		if (!walk_poll_all(c))
+		if (!poll_all(c))
 			sched_yield();
 	if (c->inflight > walk_srq_posted(c) && !c->cfg->allow_outstanding_ops)
 		walk_stats_fail(&c->stats,
 				"client %d: %d WRs never completed within 5 s of their QP entering ERR",
 				c->id, c->inflight - walk_srq_posted(c));
-	walk_poll_all(c); /* the last receives the QPs took from SRQs, while the QPs live */
+	poll_all(c); /* the last receives the QPs took from SRQs, while the QPs live */
 	for (int i = 0; i < 2 * MAX_MW; i++)
 		if (c->mw[i].used && (rc = hw_dealloc_mw(c->mw[i].mw)))
 			destroy_failed(c, "ibv_dealloc_mw", rc);

@@ -45,7 +45,6 @@
 #define MAX_UD		  8
 #define MAX_AH		  16
 #define MAX_SRQ		  4
-#define SRQ_GONE	  16 /* QPs that left an SRQ, whose receives may still be in the CQ */
 #define MAX_REMOTE_KEYS	  1024
 #define MAX_REMOTE_UD	  (MAX_UD * WALK_MAX_CLIENTS)
 #define MAX_WR		  8192
@@ -109,7 +108,7 @@ struct qp_rec {
 	int send_inflight, recv_inflight, type2_bound;
 	uint32_t credit[CREDITS]; /* bytes of each receive the peer posted for us */
 	int credit_head, credit_count;
-	uint64_t err_since_ns;
+	uint64_t err_since_ns, err_seq; /* when it entered ERR, and in which step */
 	uint32_t err_late_steps;	/* --verify: steps (each polls) since the flush deadline passed */
 	bool sq_failed;			/* --verify: an error completion came from the send queue */
 	uint8_t tx_imm_seq, rx_imm_seq; /* --verify: RC SEND_WITH_IMM sequence, sent and received */
@@ -127,8 +126,6 @@ struct srq_rec {
 	enum ibv_qp_type type;
 	int pd, cq, users, posted;
 	uint32_t max_wr, max_sge, recv_len;
-	uint32_t gone[SRQ_GONE]; /* numbers of QPs destroyed off it, most recent last */
-	int ngone;
 };
 
 struct ah_rec {
@@ -278,8 +275,6 @@ struct walk_client {
 
 /* client.c */
 int walk_client_open(struct walk_client *c);
-/* Polls every CQ and handles what it finds; the number of completions. */
-int walk_poll_all(struct walk_client *c);
 int walk_client_run(struct walk_client *c);
 /* Handles every message waiting for this client (a barrier must keep its inbox moving too). */
 void walk_client_take_messages(struct walk_client *c);
@@ -338,8 +333,6 @@ int walk_destroy_qp_rec(struct walk_client *c, int q);
 bool walk_srq_recv_done(struct walk_client *c, uint32_t slot, const struct ibv_wc *wc);
 /* The SRQ a new QP of `type` on PD p takes (-1: its own receive queue). */
 int walk_pick_srq_for_qp(struct walk_client *c, enum ibv_qp_type type, int p);
-/* Mostly the SRQ of `type` on PD p with the most QPs (-1: none). */
-int walk_pick_busy_srq(struct walk_client *c, enum ibv_qp_type type, int p);
 /* Forgets SRQ s's receives still posted (the device drops them with the SRQ). */
 void walk_srq_orphan(struct walk_client *c, int s);
 /* Receives posted to SRQs, which complete only when a message consumes them. */

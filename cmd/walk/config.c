@@ -180,6 +180,8 @@ void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from)
 	into->modifies += from->modifies;
 	into->qkey_changes += from->qkey_changes;
 	into->cq_resizes += from->cq_resizes;
+	into->srq_recvs_checked += from->srq_recvs_checked;
+	into->srq_busy += from->srq_busy;
 	into->atomics_checked += from->atomics_checked;
 	into->msgs_checked += from->msgs_checked;
 	into->msgs_content_checked += from->msgs_content_checked;

@@ -214,6 +214,7 @@ static bool oracle_wc(struct walk_client *c, uint32_t slot, const struct ibv_wc 
 		r->sq_failed = true;
 	if (w->srq_recv && wc->status != IBV_WC_SUCCESS)
 		r->srq_failed++;
+	c->stats.srq_recvs_checked += w->srq_recv;
 	if (ok && wc->status == IBV_WC_SUCCESS && w->is_recv && !w->expect_flush) {
 		check_recv_imm(c, r, wc);
 		if (wc->wc_flags & IBV_WC_WITH_INV)

@@ -227,7 +227,7 @@ static int unpin_mr(struct walk_client *c, int depth)
 		return 0;
 	for (uint32_t s = 0; s < MAX_WR; s++)
 		if (c->wr[s].busy && c->wr[s].is_recv && c->wr[s].mr == m)
-			return retire_qp(c, c->wr[s].qp, depth);
+			return c->wr[s].srq_recv ? 0 : retire_qp(c, c->wr[s].qp, depth);
 	return 0;
 }
 
@@ -446,8 +446,11 @@ static int recv_toward(struct walk_client *c, int depth)
 	return rc_pending(c) ? 0 : new_pair(c, no_hint(), depth);
 }
 
-/* One step toward an idle SRQ: retire a QP of the least used one, then destroy it. */
-static int free_srq(struct walk_client *c, int depth)
+/*
+ * One step toward an idle SRQ (free: retire a QP of the least used one,
+ * then destroy it) or toward post_srq_recv (an SRQ, then a QP on it).
+ */
+static int srq_toward(struct walk_client *c, bool free, int depth)
 {
 	struct walk_hint h = no_hint();
 	int s = -1;
@@ -456,32 +459,16 @@ static int free_srq(struct walk_client *c, int depth)
 		if (c->srq[i].used && (s < 0 || c->srq[i].users < c->srq[s].users))
 			s = i;
 	if (s < 0)
-		return 0;
-	if (!c->srq[s].users) {
-		h.srq = s;
+		return free ? 0 : step(c, ACT_CREATE_SRQ, h, depth);
+	h.srq = s;
+	if (free && !c->srq[s].users)
 		return step(c, ACT_DESTROY_SRQ, h, depth);
-	}
-	for (int q = 0; q < MAX_QP; q++)
+	for (int q = 0; free && q < MAX_QP; q++)
 		if (c->qp[q].used && c->qp[q].srq == s && retire_qp(c, q, depth))
 			return 1;
-	return 0;
-}
-
-/* post_srq_recv: an SRQ first, then a QP on it (a QP of its type, created with the hint to take it). */
-static int srq_toward(struct walk_client *c, int depth)
-{
-	struct walk_hint h = no_hint();
-	int s = -1;
-
-	for (int i = 0; i < MAX_SRQ; i++)
-		if (c->srq[i].used && (s < 0 || c->srq[i].users < c->srq[s].users))
-			s = i;
-	if (s < 0)
-		return step(c, ACT_CREATE_SRQ, no_hint(), depth);
-	if (c->srq[s].users)
+	if (free || c->srq[s].users)
 		return 0; /* its QPs connect, or its receives wait for room */
 	h.pd = c->srq[s].pd;
-	h.srq = s;
 	return c->srq[s].type == IBV_QPT_UD ? step(c, ACT_CREATE_UD_QP, h, depth) : new_pair(c, h, depth);
 }
 
@@ -541,11 +528,11 @@ static int toward(struct walk_client *c, enum walk_action a, int depth)
 		for (int i = 0; i < MAX_SRQ; i++)
 			if (!c->srq[i].used)
 				return 0; /* no SRQs on this device */
-		return free_srq(c, depth);
+		return srq_toward(c, true, depth);
 	case ACT_DESTROY_SRQ:
-		return free_srq(c, depth);
+		return srq_toward(c, true, depth);
 	case ACT_POST_SRQ_RECV:
-		return c->dattr.max_srq > 0 ? srq_toward(c, depth) : 0;
+		return c->dattr.max_srq > 0 ? srq_toward(c, false, depth) : 0;
 	default:
 		return 0;
 	}

@@ -115,6 +115,7 @@ struct walk_stats {
 	uint64_t modifies,
 	    qkey_changes;    /* --verify: random RTS-to-RTS modify_qp calls, and UD Q_Key changes */
 	uint64_t cq_resizes; /* --verify: ibv_resize_cq of CQs in use */
+	uint64_t srq_recvs_checked, srq_busy; /* --verify: SRQ receives judged, destroy_srq refused (EBUSY) */
 	uint64_t atomics_checked;
 	uint64_t msgs_checked, msgs_content_checked; /* --verify: received headers, and payloads compared */
 	/* --verify: atomics on owned words whose result was compared */ /* --verify: WRs posted to a QP
