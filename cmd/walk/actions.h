@@ -115,6 +115,8 @@ void walk_msg_recv_fill(struct walk_client *c, int pd, uint32_t max_sge, uint32_
 			struct ibv_sge *sge);
 void walk_msg_check(struct walk_client *c, uint32_t slot, struct qp_rec *r, const struct ibv_wc *wc);
 
+/* Receive credit: the peer of RC QP q may now send up to `bytes` once. */
+void walk_give_credit(struct walk_client *c, int q, uint32_t bytes);
 int walk_recv_buffers(struct walk_client *c, enum walk_action a, int q, int pd, uint32_t max_sge, bool ud,
 		      uint32_t want, bool cell, bool exact, struct ibv_recv_wr *wr, struct ibv_sge *sge);
 

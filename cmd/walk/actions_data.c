@@ -309,17 +309,20 @@ int walk_do_recv(struct walk_client *c)
 	c->cq[c->qp[q].rcq].outstanding++;
 	if (m >= 0)
 		c->mr[m].inflight++;
-	if (!ud) {
-		/* Receive credit: the peer may now send up to len bytes once. */
-		struct walk_msg msg = {.type = MSG_CREDIT,
-				       .dst = (uint16_t)c->qp[q].peer,
-				       .qpn = c->qp[q].qp->qp_num,
-				       .peer_qpn = c->qp[q].peer_qpn,
-				       .bytes = c->wr[slot].len};
-
-		walk_publish(c, &msg);
-	}
+	if (!ud)
+		walk_give_credit(c, q, c->wr[slot].len);
 	return 1;
+}
+
+void walk_give_credit(struct walk_client *c, int q, uint32_t bytes)
+{
+	struct walk_msg msg = {.type = MSG_CREDIT,
+			       .dst = (uint16_t)c->qp[q].peer,
+			       .qpn = c->qp[q].qp->qp_num,
+			       .peer_qpn = c->qp[q].peer_qpn,
+			       .bytes = bytes};
+
+	walk_publish(c, &msg);
 }
 
 int walk_remote_access(struct walk_client *c)

@@ -13,11 +13,7 @@ static int qp_slot(struct walk_client *c)
 	return -1;
 }
 
-/*
- * Creates a QP in RESET with caps sampled as the original (bounded for
- * small WQEs); now and then on an SRQ of its type and PD, when one lives
- * (its receive CQ is then the SRQ's).
- */
+/* Creates a QP in RESET with caps sampled as the original (bounded for small WQEs), or on an SRQ. */
 static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 {
 	int p = pd >= 0 ? pd : walk_pick_pd_for_new(c), i = qp_slot(c);
@@ -48,8 +44,8 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 	qp = hw_create_qp(c->pd[p].pd, &init);
 	if (!qp)
 		return -2;
-	if (srq >= 0) /* no receive queue of its own: recv and the probes never post to it */
-		init.cap.max_recv_wr = init.cap.max_recv_sge = 0;
+	init.cap.max_recv_wr *=
+	    srq < 0; /* on an SRQ, none of its own: recv and the probes never post to it */
 	c->qp[i] = (struct qp_rec){.used = true,
 				   .qp = qp,
 				   .type = type,

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Actions on shared receive queues: create_srq, destroy_srq (EBUSY while a
- * QP uses it, as the model predicts), post_srq_recv, and the completions of
- * SRQ receives, which name the QP that consumed them.  Each SRQ serves one
- * QP type with receives of one size: an RC receive posted to it is a credit
- * (of that size) for the peer of one of its QPs, and whichever of its QPs
- * the message arrives on, the receive fits.  Only on a device with SRQs
- * (max_srq > 0); elsewhere the actions redraw.
+ * SRQ actions: create_srq, destroy_srq (EBUSY while a QP uses it, as the
+ * model predicts), post_srq_recv, and the completions of SRQ receives (they
+ * name the consuming QP).  An SRQ serves one QP type with one receive size:
+ * an RC receive on it is a credit of that size for the peer of one of its
+ * QPs, and fits whichever of them the message comes to.  A device without
+ * SRQs (max_srq 0) redraws them.
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"
@@ -19,23 +18,18 @@
 
 #define device_has_srq(c) ((c)->dattr.max_srq > 0 && (c)->dattr.max_srq_wr > 0 && (c)->dattr.max_srq_sge > 0)
 
-struct srq_want {
-	enum ibv_qp_type type;
-	int pd;
-};
-
+/* An SRQ for QPs of type w[0] on PD w[1]. */
 static bool srq_for_qp(struct walk_client *c, int i, const void *arg)
 {
-	const struct srq_want *w = arg;
+	const int *w = arg;
 
-	return c->srq[i].used && c->srq[i].type == w->type && c->srq[i].pd == w->pd;
+	return c->srq[i].used && (int)c->srq[i].type == w[0] && c->srq[i].pd == w[1];
 }
 
 /* Now and then, mostly the SRQ with the most QPs (as with PDs and CQs: the others empty and can go). */
 int walk_pick_srq_for_qp(struct walk_client *c, enum ibv_qp_type type, int p)
 {
-	struct srq_want w = {type, p};
-	int s = -1;
+	int w[2] = {(int)type, p}, s = -1;
 
 	if (c->hint.on && c->hint.srq >= 0 && c->hint.srq < MAX_SRQ) /* one toward.c found without QPs */
 		return srq_for_qp(c, c->hint.srq, &w) ? c->hint.srq : -1;
@@ -51,16 +45,6 @@ int walk_pick_srq_for_qp(struct walk_client *c, enum ibv_qp_type type, int p)
 	return s;
 }
 
-int walk_srq_posted(struct walk_client *c)
-{
-	int n = 0;
-
-	for (int i = 0; i < MAX_SRQ; i++)
-		if (c->srq[i].used)
-			n += c->srq[i].posted;
-	return n;
-}
-
 int walk_do_create_srq(struct walk_client *c)
 {
 	int wr_max = imin(c->dattr.max_srq_wr, imin(c->dattr.max_qp_wr / 8, SRQ_MAX_POSTED * 4));
@@ -70,11 +54,10 @@ int walk_do_create_srq(struct walk_client *c)
 	struct ibv_srq *srq;
 	uint32_t len;
 
-	if (!device_has_srq(c))
-		return 0;
 	for (i = 0; i < MAX_SRQ && c->srq[i].used; i++)
 		;
-	if (i == MAX_SRQ || (p = walk_pick_pd_for_new(c)) < 0 || (cq = walk_pick_cq_for_new(c)) < 0)
+	if (!device_has_srq(c) || i == MAX_SRQ || (p = walk_pick_pd_for_new(c)) < 0 ||
+	    (cq = walk_pick_cq_for_new(c)) < 0)
 		return 0;
 	wr_max = wr_max < MIN_QP_WR ? MIN_QP_WR : wr_max;
 	sge_max = sge_max < 1 ? 1 : sge_max;
@@ -95,15 +78,11 @@ int walk_do_create_srq(struct walk_client *c)
 		 srq ? "ok" : "error");
 	if (!srq) {
 		walk_count_error(c, ACT_CREATE_SRQ, errno);
-		walk_verb_returned(c, "ibv_create_srq",
-				   "an SRQ within the device's max_srq_wr and max_srq_sge",
+		walk_verb_returned(c, "ibv_create_srq", "an SRQ within the device's limits",
 				   errno ? errno : EIO);
 		return 1;
 	}
-	c->srq[i] = (struct srq_rec){.used = true, .srq = srq, .type = type, .pd = p, .cq = cq};
-	c->srq[i].max_wr = init.attr.max_wr;
-	c->srq[i].max_sge = init.attr.max_sge;
-	c->srq[i].recv_len = len;
+	c->srq[i] = (struct srq_rec){true, srq, type, p, cq, 0, 0, init.attr.max_wr, init.attr.max_sge, len};
 	c->pd[p].users++;
 	c->cq[cq].users++;
 	walk_count_ok(c, ACT_CREATE_SRQ);
@@ -124,6 +103,7 @@ void walk_srq_orphan(struct walk_client *c, int s)
 		walk_release_wr(c, slot);
 	}
 	c->cq[r->cq].outstanding -= r->posted;
+	c->srq_posted -= r->posted;
 	c->cq[r->cq].users--;
 	c->pd[r->pd].users--;
 	r->used = false;
@@ -135,20 +115,15 @@ static bool srq_to_destroy(struct walk_client *c, int i, const void *arg)
 	return c->srq[i].used && (arg || !c->srq[i].users);
 }
 
-/*
- * An idle SRQ when there is one; else, now and then, one that QPs use,
- * where the device must refuse (EBUSY) and leave it working, and otherwise
- * a redraw (toward.c then retires a QP of the least used SRQ).
- */
+/* An idle SRQ; else now and then one in use, which must stay (EBUSY); else a redraw (toward.c frees one). */
 int walk_do_destroy_srq(struct walk_client *c)
 {
 	int s = -1, rc, want, users;
 
-	if (!device_has_srq(c))
-		return 0;
-	if ((s = walk_pick_hinted(c, MAX_SRQ, srq_to_destroy, NULL, c->hint.srq)) < 0 &&
-	    (!rng_bernoulli(&c->rng, SRQ_BUSY_DESTROY_PROBABILITY) ||
-	     (s = walk_pick_index(c, MAX_SRQ, srq_to_destroy, c)) < 0))
+	if (!device_has_srq(c) ||
+	    ((s = walk_pick_hinted(c, MAX_SRQ, srq_to_destroy, NULL, c->hint.srq)) < 0 &&
+	     (!rng_bernoulli(&c->rng, SRQ_BUSY_DESTROY_PROBABILITY) ||
+	      (s = walk_pick_index(c, MAX_SRQ, srq_to_destroy, c)) < 0)))
 		return 0;
 	users = c->srq[s].users;
 	want = model_destroy_srq(users);
@@ -164,7 +139,6 @@ int walk_do_destroy_srq(struct walk_client *c)
 	c->stats.ok[ACT_DESTROY_SRQ] += rc == want;
 	c->stats.errors[ACT_DESTROY_SRQ] += rc != want;
 	if (!rc) {
-		/* gone, even if QPs use it (the oracle said so): no receive comes from it any more */
 		for (int q = 0; q < MAX_QP; q++)
 			if (c->qp[q].used && c->qp[q].srq == s)
 				c->qp[q].srq = -1;
@@ -173,30 +147,27 @@ int walk_do_destroy_srq(struct walk_client *c)
 	return 1;
 }
 
+/* A ready QP on SRQ *arg (RC: with room for one more credit to its peer). */
+static bool qp_on_srq(struct walk_client *c, int q, const void *arg)
+{
+	const struct qp_rec *r = &c->qp[q];
+
+	return r->used && r->srq == *(const int *)arg && r->state == QP_READY && r->srq_credit < CREDITS;
+}
+
 /* An SRQ that can take a receive: room in it and its CQ, and a QP of its own to serve. */
 static bool srq_for_post(struct walk_client *c, int i, const void *arg)
 {
 	const struct srq_rec *s = &c->srq[i];
 
 	(void)arg;
-	if (!s->used || !s->users || s->posted >= imin((int)s->max_wr, SRQ_MAX_POSTED) ||
-	    c->cq[s->cq].outstanding >= c->cq[s->cq].cqe || !c->nfree_wr ||
-	    (c->cfg->verify && !c->pd[s->pd].msg_mr))
+	if (!s->used || s->posted >= imin((int)s->max_wr, SRQ_MAX_POSTED) ||
+	    c->cq[s->cq].outstanding >= c->cq[s->cq].cqe || !c->nfree_wr)
 		return false;
 	for (int q = 0; q < MAX_QP; q++)
-		if (c->qp[q].used && c->qp[q].srq == i && c->qp[q].state == QP_READY &&
-		    (s->type == IBV_QPT_UD || c->qp[q].srq_credit < CREDITS))
+		if (qp_on_srq(c, q, &i))
 			return true;
 	return false;
-}
-
-/* RC: the QP on SRQ s whose peer gets the credit for the new receive. */
-static bool qp_to_credit(struct walk_client *c, int q, const void *arg)
-{
-	const struct qp_rec *r = &c->qp[q];
-
-	return r->used && r->srq == *(const int *)arg && r->state == QP_READY && r->type == IBV_QPT_RC &&
-	       r->srq_credit < CREDITS;
 }
 
 int walk_do_post_srq_recv(struct walk_client *c)
@@ -204,14 +175,13 @@ int walk_do_post_srq_recv(struct walk_client *c)
 	struct ibv_sge sge[MAX_SGE_USED];
 	struct ibv_recv_wr wr = {0}, *bad;
 	struct srq_rec *r;
-	int s, q = -1, slot, rc;
+	int s, q, slot, rc;
 
 	if (!device_has_srq(c) || walk_outbox_busy(c) ||
 	    (s = walk_pick_index(c, MAX_SRQ, srq_for_post, NULL)) < 0)
 		return 0;
 	r = &c->srq[s];
-	if (r->type == IBV_QPT_RC && (q = walk_pick_index(c, MAX_QP, qp_to_credit, &s)) < 0)
-		return 0;
+	q = walk_pick_index(c, MAX_QP, qp_on_srq, &s);
 	/* the SRQ's size exactly, laid out as RECV lays out its own */
 	if ((slot = walk_recv_buffers(
 		 c, ACT_POST_SRQ_RECV, -1, r->pd, r->max_sge, r->type == IBV_QPT_UD, r->recv_len,
@@ -224,7 +194,7 @@ int walk_do_post_srq_recv(struct walk_client *c)
 	if (!rc)
 		stats_inc(c->counters, STATS_POSTED);
 	LOG_STEP(c, "post_srq_recv srq[%d] sges=%d len=%u wr=%llx qp=%u -> %d", s, wr.num_sge, r->recv_len,
-		 (unsigned long long)wr.wr_id, q >= 0 ? c->qp[q].qp->qp_num : 0, rc);
+		 (unsigned long long)wr.wr_id, c->qp[q].qp->qp_num, rc);
 	if (rc) {
 		walk_release_wr(c, (uint32_t)slot);
 		walk_count_error(c, ACT_POST_SRQ_RECV, rc);
@@ -233,17 +203,13 @@ int walk_do_post_srq_recv(struct walk_client *c)
 		return 1;
 	}
 	r->posted++; /* ok is counted when it completes, as RECV's */
+	c->srq_posted++;
 	c->cq[r->cq].outstanding++;
 	if (c->wr[slot].mr >= 0)
 		c->mr[c->wr[slot].mr].inflight++;
-	if (q >= 0) {
-		/* Receive credit: the peer of one of the SRQ's QPs may now send up to recv_len bytes once. */
-		struct walk_msg msg = {MSG_CREDIT, .dst = (uint16_t)c->qp[q].peer, .bytes = r->recv_len};
-
-		msg.qpn = c->qp[q].qp->qp_num;
-		msg.peer_qpn = c->qp[q].peer_qpn;
+	if (r->type == IBV_QPT_RC) { /* the credit goes to the peer of one of the SRQ's QPs */
 		c->qp[q].srq_credit++;
-		walk_publish(c, &msg);
+		walk_give_credit(c, q, r->recv_len);
 	}
 	return 1;
 }
@@ -253,6 +219,7 @@ bool walk_srq_recv_done(struct walk_client *c, uint32_t slot, const struct ibv_w
 	struct wr_rec *w = &c->wr[slot];
 
 	c->srq[w->srq].posted--;
+	c->srq_posted--;
 	c->cq[c->srq[w->srq].cq].outstanding--;
 	for (int q = 0; q < MAX_QP; q++)
 		if (c->qp[q].used && c->qp[q].qp->qp_num == wc->qp_num && c->qp[q].srq == w->srq) {

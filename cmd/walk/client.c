@@ -155,8 +155,7 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		return;
 	}
 	r = &c->qp[w->qp];
-	if (w->srq_recv) {
-		/* walk_srq_recv_done did the SRQ's accounting */
+	if (w->srq_recv) { /* walk_srq_recv_done did the SRQ's accounting */
 	} else if (w->is_recv) {
 		r->recv_inflight--;
 		c->cq[r->rcq].outstanding--;
@@ -595,13 +594,13 @@ static void teardown(struct walk_client *c)
 	walk_devprobe_end(c);
 	move_all_to_error(c);
 	/* receives posted to an SRQ stay there: only the QPs' own WRs flush */
-	while (c->inflight > walk_srq_posted(c) && walk_now_ns() < end)
+	while (c->inflight > c->srq_posted && walk_now_ns() < end)
 		if (!poll_all(c))
 			sched_yield();
-	if (c->inflight > walk_srq_posted(c) && !c->cfg->allow_outstanding_ops)
+	if (c->inflight > c->srq_posted && !c->cfg->allow_outstanding_ops)
 		walk_stats_fail(&c->stats,
 				"client %d: %d WRs never completed within 5 s of their QP entering ERR",
-				c->id, c->inflight - walk_srq_posted(c));
+				c->id, c->inflight - c->srq_posted);
 	poll_all(c); /* the last receives the QPs took from SRQs, while the QPs live */
 	for (int i = 0; i < 2 * MAX_MW; i++)
 		if (c->mw[i].used && (rc = hw_dealloc_mw(c->mw[i].mw)))

@@ -115,11 +115,7 @@ struct qp_rec {
 	uint32_t tx_seq, rx_seq;	/* --verify: RC messages with a header, sent and received */
 };
 
-/*
- * A shared receive queue: of one QP type (RC or UD) and one receive size,
- * so that any of its QPs can consume any of its receives; their
- * completions go to its CQ, which all its QPs take as their receive CQ.
- */
+/* An SRQ of one QP type and receive size (any of its QPs fits any receive); its CQ is their receive CQ. */
 struct srq_rec {
 	bool used;
 	struct ibv_srq *srq;
@@ -234,6 +230,7 @@ struct walk_client {
 	struct qp_rec qp[MAX_QP];
 	struct ah_rec ah[MAX_AH];
 	struct srq_rec srq[MAX_SRQ];
+	int srq_posted; /* receives posted to SRQs: they complete only when a message consumes them */
 	struct rkey_rec rkeys[MAX_REMOTE_KEYS];
 	struct rud_rec ruds[MAX_REMOTE_UD];
 
@@ -335,8 +332,6 @@ bool walk_srq_recv_done(struct walk_client *c, uint32_t slot, const struct ibv_w
 int walk_pick_srq_for_qp(struct walk_client *c, enum ibv_qp_type type, int p);
 /* Forgets SRQ s's receives still posted (the device drops them with the SRQ). */
 void walk_srq_orphan(struct walk_client *c, int s);
-/* Receives posted to SRQs, which complete only when a message consumes them. */
-int walk_srq_posted(struct walk_client *c);
 /* pd_id: the PD serial the initiator asked for (0 or unknown: any PD). */
 int walk_create_rc_responder(struct walk_client *c, uint32_t pd_id);
 

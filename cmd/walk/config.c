@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,36 +158,21 @@ bool walk_msg_valid(const struct walk_msg *m, int clients)
 	return true;
 }
 
+/* Every field from issued[] to outbox_full is a uint64_t count (walk.h): they add up. */
 void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from)
 {
 	into->steps += from->steps;
 	if (from->seconds > into->seconds)
 		into->seconds = from->seconds;
-	for (int a = 0; a < ACT_COUNT; a++) {
-		into->issued[a] += from->issued[a];
-		into->ok[a] += from->ok[a];
-		into->redraws[a] += from->redraws[a];
-		into->toward[a] += from->toward[a];
-		into->errors[a] += from->errors[a];
-		for (int s = 0; s < WALK_WC_STATUSES; s++)
-			into->wc[a][s] += from->wc[a][s];
+	for (size_t off = offsetof(struct walk_stats, issued);
+	     off <= offsetof(struct walk_stats, outbox_full); off += sizeof(uint64_t)) {
+		uint64_t a, b;
+
+		memcpy(&a, (char *)into + off, sizeof(a));
+		memcpy(&b, (const char *)from + off, sizeof(b));
+		a += b;
+		memcpy((char *)into + off, &a, sizeof(a));
 	}
-	into->wc_other += from->wc_other;
-	for (int k = 0; k < PROBE_KINDS; k++)
-		into->probes[k] += from->probes[k];
-	into->devprobes[0] += from->devprobes[0];
-	into->devprobes[1] += from->devprobes[1];
-	into->flush_posts += from->flush_posts;
-	into->modifies += from->modifies;
-	into->qkey_changes += from->qkey_changes;
-	into->cq_resizes += from->cq_resizes;
-	into->srq_recvs_checked += from->srq_recvs_checked;
-	into->srq_busy += from->srq_busy;
-	into->atomics_checked += from->atomics_checked;
-	into->msgs_checked += from->msgs_checked;
-	into->msgs_content_checked += from->msgs_content_checked;
-	into->alive_end += from->alive_end;
-	into->outbox_full += from->outbox_full;
 	into->destroy_failures += from->destroy_failures;
 	for (int i = 0; i < from->nfailures && i < WALK_MAX_FAILURES; i++)
 		walk_stats_fail(into, "%s", walk_stats_failure(from, i));

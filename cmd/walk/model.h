@@ -88,12 +88,8 @@ void model_flush_wc(struct model_wc *e, uint32_t qp_num);
 
 /* ibv_destroy_srq(3): EBUSY while `qps` QPs use the SRQ, else 0. */
 int model_destroy_srq(int qps);
-/*
- * Whether a receive a QP took from an SRQ may complete with an error (a
- * flush among them), given the errors that QP's SRQ receives had before.
- * A QP on an SRQ that enters ERR flushes its send queue and at most the one
- * receive it was filling; the SRQ's other receives stay for its other QPs.
- */
+/* Whether a receive a QP took from an SRQ may fail (or flush), after `failed_before` did: a QP on an SRQ
+ * entering ERR flushes its sends and at most the receive it was filling, the SRQ's others stay. */
 bool model_srq_recv_may_fail(int failed_before);
 
 /*

@@ -212,8 +212,7 @@ static bool oracle_wc(struct walk_client *c, uint32_t slot, const struct ibv_wc 
 				why_expected(w, r, wc->status));
 	if (!w->is_recv && wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
 		r->sq_failed = true;
-	if (w->srq_recv && wc->status != IBV_WC_SUCCESS)
-		r->srq_failed++;
+	r->srq_failed += w->srq_recv && wc->status != IBV_WC_SUCCESS;
 	c->stats.srq_recvs_checked += w->srq_recv;
 	if (ok && wc->status == IBV_WC_SUCCESS && w->is_recv && !w->expect_flush) {
 		check_recv_imm(c, r, wc);

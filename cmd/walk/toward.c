@@ -524,11 +524,7 @@ static int toward(struct walk_client *c, enum walk_action a, int depth)
 		return c->dattr.atomic_cap == IBV_ATOMIC_NONE
 			   ? 0
 			   : rdma_toward(c, 8, IBV_ACCESS_REMOTE_ATOMIC, depth);
-	case ACT_CREATE_SRQ:
-		for (int i = 0; i < MAX_SRQ; i++)
-			if (!c->srq[i].used)
-				return 0; /* no SRQs on this device */
-		return srq_toward(c, true, depth);
+	case ACT_CREATE_SRQ: /* all slots taken (without SRQs on the device, there is none to free) */
 	case ACT_DESTROY_SRQ:
 		return srq_toward(c, true, depth);
 	case ACT_POST_SRQ_RECV:
