@@ -25,7 +25,13 @@ for seed in 1 2 3; do
 	check "soft0 seed $seed" "$out"
 done
 
-out=$("$RDMATOOL" exec -- "$RDMATOOL" -j walk -d softv0 --clients=2 --steps=2000 --verify --seed=4 \
+# In a sanitizer build the preload library needs its runtime first in LD_PRELOAD (lib/sanitizer.sh).
+. "$RDMATOOL_TOP/tests/integration/lib/sanitizer.sh"
+runtime=$(sanitizer_runtime "$(dirname "$RDMATOOL")/librdmatool-verbs.so")
+out=$(if [ -n "$runtime" ]; then
+	export LD_PRELOAD="$runtime${LD_PRELOAD:+:$LD_PRELOAD}" ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+fi
+"$RDMATOOL" exec -- "$RDMATOOL" -j walk -d softv0 --clients=2 --steps=2000 --verify --seed=4 \
 	"${srq_weights[@]}" 2>/dev/null) || fail "exec softv0: $out"
 check "exec softv0" "$out"
 
