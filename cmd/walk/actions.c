@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The 25 actions, by the action each implements.  Every action checks its
+ * The 28 actions, by the action each implements.  Every action checks its
  * preconditions against the client's bookkeeping (0 asks for a redraw),
  * samples its parameters, issues the verb and records the result; they
  * live in one file per kind of object (actions_objects.c, actions_qp.c,
- * actions_data.c).
+ * actions_data.c, actions_srq.c).
  */
 #include "cmd/walk/actions.h"
 
@@ -42,6 +42,9 @@ static const struct action_entry actions[ACT_COUNT] = {
     [ACT_WRITE] = {.run_action = walk_do_read_write},
     [ACT_FETCH_ADD] = {.run_action = walk_do_atomic},
     [ACT_COMP_SWAP] = {.run_action = walk_do_atomic},
+    [ACT_CREATE_SRQ] = {.run = walk_do_create_srq},
+    [ACT_DESTROY_SRQ] = {.run = walk_do_destroy_srq},
+    [ACT_POST_SRQ_RECV] = {.run = walk_do_post_srq_recv},
 };
 
 int walk_do_action(struct walk_client *c, enum walk_action a)

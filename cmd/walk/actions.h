@@ -108,10 +108,17 @@ int walk_msg_mr_dereg(struct walk_client *c, int p);
  * start. */
 void walk_msg_fill(struct walk_client *c, int q, uint32_t slot, struct ibv_send_wr *wr, uint32_t len, int m,
 		   uint32_t start, struct ibv_sge *sge);
-/* A receive of len bytes: all in the cell (m < 0) or its first `head` bytes there, the rest from MR m. */
-void walk_msg_recv_fill(struct walk_client *c, int q, uint32_t slot, struct ibv_recv_wr *wr, uint32_t len,
-			int m, uint32_t start, uint32_t head, struct ibv_sge *sge);
+/* A receive of len bytes (a QP's or an SRQ's on PD pd, up to max_sge SGEs): all in the cell (m < 0) or its
+ * first `head` bytes there, the rest from MR m. */
+void walk_msg_recv_fill(struct walk_client *c, int pd, uint32_t max_sge, uint32_t slot,
+			struct ibv_recv_wr *wr, uint32_t len, int m, uint32_t start, uint32_t head,
+			struct ibv_sge *sge);
 void walk_msg_check(struct walk_client *c, uint32_t slot, struct qp_rec *r, const struct ibv_wc *wc);
+
+/* Receive credit: the peer of RC QP q may now send up to `bytes` once. */
+void walk_give_credit(struct walk_client *c, int q, uint32_t bytes);
+int walk_recv_buffers(struct walk_client *c, enum walk_action a, int q, int pd, uint32_t max_sge, bool ud,
+		      uint32_t want, bool cell, bool exact, struct ibv_recv_wr *wr, struct ibv_sge *sge);
 
 /* The actions: 1 done (issued), 0 precondition not met (redraw). */
 int walk_do_create_cq(struct walk_client *c);
@@ -134,5 +141,8 @@ int walk_do_send_with_inv(struct walk_client *c);
 int walk_do_recv(struct walk_client *c);
 int walk_do_read_write(struct walk_client *c, enum walk_action a);
 int walk_do_atomic(struct walk_client *c, enum walk_action a);
+int walk_do_create_srq(struct walk_client *c);
+int walk_do_destroy_srq(struct walk_client *c);
+int walk_do_post_srq_recv(struct walk_client *c);
 
 #endif

@@ -122,6 +122,8 @@ bool walk_qp_match(struct walk_client *c, int i, const void *arg)
 		return false;
 	if (w->credit && !r->credit_count)
 		return false;
+	if (w->recv && r->srq >= 0) /* its receives go to its SRQ (post_srq_recv) */
+		return false;
 	/* RC receives are bounded by the peer's credit ring. */
 	if (w->recv && r->type == IBV_QPT_RC && r->recv_inflight >= CREDITS)
 		return false;

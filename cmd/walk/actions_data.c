@@ -232,13 +232,49 @@ int walk_do_send_with_inv(struct walk_client *c)
 	return 1;
 }
 
+/*
+ * A receive's buffers on PD pd, `want` bytes (at most; exactly if `exact`):
+ * with --verify the header (after a UD GRH) in the WR slot's cell and the
+ * rest from an MR, or all in the cell (`cell`).  The WR slot, or -1.
+ */
+int walk_recv_buffers(struct walk_client *c, enum walk_action a, int q, int pd, uint32_t max_sge, bool ud,
+		      uint32_t want, bool cell, bool exact, struct ibv_recv_wr *wr, struct ibv_sge *sge)
+{
+	uint32_t head = !c->cfg->verify || cell ? 0 : ud ? UD_RECV_BYTES - UD_SEND_BYTES + MSG_HDR : MSG_HDR;
+	uint32_t len = want, start = 0;
+	int m = -1, slot;
+
+	if (c->cfg->verify && (!c->pd[pd].msg_mr || (head && max_sge < 2)))
+		return -1;
+	if (!c->cfg->verify || head) {
+		if ((m = walk_pick_busy_mr(c, pd, ud || exact ? want - head : 1)) < 0)
+			return -1;
+		len = walk_choose_range(c, c->mr[m].off, c->mr[m].len, want - head, true, 1, &start);
+		if (!len || ((ud || exact) && len < want - head))
+			return -1;
+		len += head;
+	}
+	if ((slot = walk_alloc_wr(c, a, q, m, &wr->wr_id)) < 0)
+		return -1;
+	c->wr[slot].is_recv = true;
+	c->wr[slot].len = len;
+	if (c->cfg->verify) {
+		walk_msg_recv_fill(c, pd, max_sge, (uint32_t)slot, wr, len, m, start, head, sge);
+	} else {
+		wr->sg_list = sge;
+		wr->num_sge =
+		    walk_make_sges(c, c->mr[m].mr->lkey, start, len, walk_sge_count(c, max_sge), sge);
+	}
+	return slot;
+}
+
 int walk_do_recv(struct walk_client *c)
 {
-	bool ud = rng_bernoulli(&c->rng, MSG_UD_PROBABILITY);
+	bool ud = rng_bernoulli(&c->rng, MSG_UD_PROBABILITY), cell = false;
 	struct qp_want qw;
 	struct ibv_sge sge[MAX_SGE_USED];
 	struct ibv_recv_wr wr = {0}, *bad;
-	uint32_t start, len, want, head = 0;
+	uint32_t want;
 	int q, m, slot, rc;
 
 	if (c->hint.on && c->hint.qp >= 0 && c->qp[c->hint.qp].used)
@@ -248,45 +284,22 @@ int walk_do_recv(struct walk_client *c)
 	    (q = walk_pick_hinted(c, MAX_QP, walk_qp_match, &qw, c->hint.qp)) < 0)
 		return 0;
 	want = ud ? UD_RECV_BYTES : (uint32_t)rng_range(&c->rng, 1, RC_MSG_MAX);
-	if (c->cfg->verify) {
-		/* the header (after the GRH) lands in the slot's cell; an RC receive may be all cell */
-		head = ud ? UD_RECV_BYTES - UD_SEND_BYTES + MSG_HDR : MSG_HDR;
-		if (!c->pd[c->qp[q].pd].msg_mr || (ud && c->qp[q].cap.max_recv_sge < 2))
-			return 0;
-		if (!ud && (want <= head || c->qp[q].cap.max_recv_sge < 2 || rng_bernoulli(&c->rng, 0.5))) {
-			head = 0;
-			want = want < MSG_CELL ? want : (uint32_t)rng_range(&c->rng, 1, MSG_CELL);
-		}
+	/* --verify: an RC receive may be all cell */
+	if (c->cfg->verify && !ud &&
+	    (want <= MSG_HDR || c->qp[q].cap.max_recv_sge < 2 || rng_bernoulli(&c->rng, 0.5))) {
+		cell = true;
+		want = want < MSG_CELL ? want : (uint32_t)rng_range(&c->rng, 1, MSG_CELL);
 	}
-	if (c->cfg->verify && !head) {
-		m = -1;
-		len = want;
-		start = 0;
-	} else {
-		if ((m = walk_pick_busy_mr(c, c->qp[q].pd, ud ? UD_RECV_BYTES - head : 1)) < 0)
-			return 0;
-		len = walk_choose_range(c, c->mr[m].off, c->mr[m].len, want - head, true, 1, &start);
-		if (!len || (ud && len < UD_RECV_BYTES - head))
-			return 0;
-		len += head;
-	}
-	if ((slot = walk_alloc_wr(c, ACT_RECV, q, m, &wr.wr_id)) < 0)
+	if ((slot = walk_recv_buffers(c, ACT_RECV, q, c->qp[q].pd, c->qp[q].cap.max_recv_sge, ud, want, cell,
+				      false, &wr, sge)) < 0)
 		return 0;
-	c->wr[slot].is_recv = true;
-	c->wr[slot].len = len;
-	if (c->cfg->verify) {
-		walk_msg_recv_fill(c, q, (uint32_t)slot, &wr, len, m, start, head, sge);
-	} else {
-		wr.sg_list = sge;
-		wr.num_sge = walk_make_sges(c, c->mr[m].mr->lkey, start, len,
-					    walk_sge_count(c, c->qp[q].cap.max_recv_sge), sge);
-	}
+	m = c->wr[slot].mr;
 	c->stats.issued[ACT_RECV]++;
 	rc = hw_post_recv(c->qp[q].qp, &wr, &bad);
 	if (!rc)
 		stats_inc(c->counters, STATS_POSTED);
-	LOG_STEP(c, "recv qp=%u sges=%d len=%u wr=%llx -> %d", c->qp[q].qp->qp_num, wr.num_sge, len,
-		 (unsigned long long)wr.wr_id, rc);
+	LOG_STEP(c, "recv qp=%u sges=%d len=%u wr=%llx -> %d", c->qp[q].qp->qp_num, wr.num_sge,
+		 c->wr[slot].len, (unsigned long long)wr.wr_id, rc);
 	if (rc) {
 		walk_release_wr(c, (uint32_t)slot);
 		walk_count_error(c, ACT_RECV, rc);
@@ -296,17 +309,20 @@ int walk_do_recv(struct walk_client *c)
 	c->cq[c->qp[q].rcq].outstanding++;
 	if (m >= 0)
 		c->mr[m].inflight++;
-	if (!ud) {
-		/* Receive credit: the peer may now send up to len bytes once. */
-		struct walk_msg msg = {.type = MSG_CREDIT,
-				       .dst = (uint16_t)c->qp[q].peer,
-				       .qpn = c->qp[q].qp->qp_num,
-				       .peer_qpn = c->qp[q].peer_qpn,
-				       .bytes = len};
-
-		walk_publish(c, &msg);
-	}
+	if (!ud)
+		walk_give_credit(c, q, c->wr[slot].len);
 	return 1;
+}
+
+void walk_give_credit(struct walk_client *c, int q, uint32_t bytes)
+{
+	struct walk_msg msg = {.type = MSG_CREDIT,
+			       .dst = (uint16_t)c->qp[q].peer,
+			       .qpn = c->qp[q].qp->qp_num,
+			       .peer_qpn = c->qp[q].peer_qpn,
+			       .bytes = bytes};
+
+	walk_publish(c, &msg);
 }
 
 int walk_remote_access(struct walk_client *c)

@@ -13,11 +13,12 @@ static int qp_slot(struct walk_client *c)
 	return -1;
 }
 
-/* Creates a QP in RESET with caps sampled as the original (bounded for small WQEs). */
+/* Creates a QP in RESET with caps sampled as the original (bounded for small WQEs), or on an SRQ. */
 static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 {
 	int p = pd >= 0 ? pd : walk_pick_pd_for_new(c), i = qp_slot(c);
 	int scq = walk_pick_cq_for_new(c), rcq = walk_pick_cq_for_new(c);
+	int srq = p >= 0 ? walk_pick_srq_for_qp(c, type, p) : -1;
 	int wr_max = c->dattr.max_qp_wr / 8, sge_max = c->dattr.max_sge / 2, sge_min;
 	struct ibv_qp_init_attr init = {.qp_type = type};
 	struct ibv_qp *qp;
@@ -34,9 +35,17 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 	init.cap.max_recv_wr = (uint32_t)rng_range(&c->rng, MIN_QP_WR, (uint64_t)wr_max);
 	init.cap.max_send_sge = (uint32_t)rng_range(&c->rng, (uint64_t)sge_min, (uint64_t)sge_max);
 	init.cap.max_recv_sge = (uint32_t)rng_range(&c->rng, (uint64_t)sge_min, (uint64_t)sge_max);
+	if (srq >= 0) {
+		rcq = c->srq[srq].cq;
+		init.recv_cq = c->cq[rcq].cq;
+		init.srq = c->srq[srq].srq;
+		init.cap.max_recv_wr = init.cap.max_recv_sge = 0;
+	}
 	qp = hw_create_qp(c->pd[p].pd, &init);
 	if (!qp)
 		return -2;
+	init.cap.max_recv_wr *=
+	    srq < 0; /* on an SRQ, none of its own: recv and the probes never post to it */
 	c->qp[i] = (struct qp_rec){.used = true,
 				   .qp = qp,
 				   .type = type,
@@ -47,7 +56,10 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 				   .cap = init.cap,
 				   .access = QP_ACCESS,
 				   .peer_access = QP_ACCESS,
-				   .peer = -1};
+				   .peer = -1,
+				   .srq = srq};
+	if (srq >= 0)
+		c->srq[srq].users++;
 	c->pd[p].users++;
 	c->cq[scq].users++;
 	c->cq[rcq].users++;
@@ -164,8 +176,9 @@ int walk_do_create_rc_qp_pair(struct walk_client *c)
 	c->qp[q].peer = peer;
 	c->qp[q].access = (uint32_t)walk_remote_access(c);
 	/* ok is counted when the handshake completes (handle RC_REPLY) */
-	LOG_STEP(c, "create_rc_qp_pair qp=%u pd[%d] cq=%d/%d access=%x peer=c%d -> requested",
-		 c->qp[q].qp->qp_num, c->qp[q].pd, c->qp[q].scq, c->qp[q].rcq, c->qp[q].access, peer);
+	LOG_STEP(c, "create_rc_qp_pair qp=%u pd[%d] cq=%d/%d srq=%d access=%x peer=c%d -> requested",
+		 c->qp[q].qp->qp_num, c->qp[q].pd, c->qp[q].scq, c->qp[q].rcq, c->qp[q].srq, c->qp[q].access,
+		 peer);
 	m.dst = (uint16_t)peer;
 	m.qpn = c->qp[q].qp->qp_num;
 	m.pd_id = c->pd[c->qp[q].pd].id;
@@ -204,7 +217,7 @@ int walk_do_create_ud_qp(struct walk_client *c)
 		attr.sq_psn = initial_psn(c, c->qp[q].qp->qp_num);
 		rc = hw_modify_qp(c->qp[q].qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
 	}
-	LOG_STEP(c, "create_ud_qp qp=%u qkey=%x -> %d", c->qp[q].qp->qp_num, qkey, rc);
+	LOG_STEP(c, "create_ud_qp qp=%u srq=%d qkey=%x -> %d", c->qp[q].qp->qp_num, c->qp[q].srq, qkey, rc);
 	if (rc) {
 		walk_count_error(c, ACT_CREATE_UD_QP, rc);
 		c->qp[q].state = QP_ERR; /* destroy_qp reclaims it */
@@ -269,6 +282,7 @@ int walk_do_modify_qp_error(struct walk_client *c)
 	}
 	c->qp[q].state = QP_ERR;
 	c->qp[q].err_since_ns = walk_now_ns();
+	c->qp[q].err_seq = c->seq;
 	walk_count_ok(c, ACT_MODIFY_QP_ERROR);
 	announce_down(c, q);
 	walk_post_to_err(c, q);
@@ -280,7 +294,8 @@ static bool qp_for_destroy(struct walk_client *c, int i, const void *arg)
 	const struct qp_rec *r = &c->qp[i];
 
 	(void)arg;
-	return r->used && r->state == QP_ERR && !r->type2_bound &&
+	/* on an SRQ: a whole poll of the CQs since it entered ERR saw the last receives it took */
+	return r->used && r->state == QP_ERR && !r->type2_bound && (r->srq < 0 || c->seq > r->err_seq + 1) &&
 	       (c->cfg->allow_outstanding_ops || (!r->send_inflight && !r->recv_inflight));
 }
 
@@ -322,6 +337,8 @@ int walk_destroy_qp_rec(struct walk_client *c, int q)
 	c->pd[r->pd].users--;
 	c->cq[r->scq].users--;
 	c->cq[r->rcq].users--;
+	if (r->srq >= 0)
+		c->srq[r->srq].users--;
 	r->used = false;
 	return 0;
 }

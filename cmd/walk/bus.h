@@ -62,7 +62,6 @@ struct walk_hello {
 	struct walk_peer_addr addr;
 };
 
-struct oob_conn;
 /* Multinode: the child's reader thread sets this when GO_DOWN arrives. */
 bool walk_bus_go_down(struct walk_bus *b);
 /* Multinode: sends a control frame through the writer, in order with messages. */

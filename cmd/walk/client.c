@@ -142,14 +142,21 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		return;
 	}
 	w = &c->wr[slot];
-	r = &c->qp[w->qp];
 	if ((unsigned)wc->status < WALK_WC_STATUSES)
 		c->stats.wc[w->action][wc->status]++;
 	else
 		c->stats.wc_other++;
 	LOG(c, "c%d cqe %s wr=%llx qp=%u %s", c->id, walk_action_names[w->action],
 	    (unsigned long long)wc->wr_id, wc->qp_num, ibv_wc_status_str(wc->status));
-	if (w->is_recv) {
+	if (w->srq_recv && !walk_srq_recv_done(c, slot, wc)) {
+		if (w->mr >= 0)
+			c->mr[w->mr].inflight--;
+		walk_release_wr(c, slot);
+		return;
+	}
+	r = &c->qp[w->qp];
+	if (w->srq_recv) { /* walk_srq_recv_done did the SRQ's accounting */
+	} else if (w->is_recv) {
 		r->recv_inflight--;
 		c->cq[r->rcq].outstanding--;
 	} else {
@@ -168,6 +175,7 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		/* Any error completion leaves the QP in an error state. */
 		r->state = QP_ERR;
 		r->err_since_ns = walk_now_ns();
+		r->err_seq = c->seq;
 		r->credit_count = 0;
 	}
 	if (w->mw >= 0)
@@ -585,13 +593,15 @@ static void teardown(struct walk_client *c)
 
 	walk_devprobe_end(c);
 	move_all_to_error(c);
-	while (c->inflight && walk_now_ns() < end)
+	/* receives posted to an SRQ stay there: only the QPs' own WRs flush */
+	while (c->inflight > c->srq_posted && walk_now_ns() < end)
 		if (!poll_all(c))
 			sched_yield();
-	if (c->inflight && !c->cfg->allow_outstanding_ops)
+	if (c->inflight > c->srq_posted && !c->cfg->allow_outstanding_ops)
 		walk_stats_fail(&c->stats,
 				"client %d: %d WRs never completed within 5 s of their QP entering ERR",
-				c->id, c->inflight);
+				c->id, c->inflight - c->srq_posted);
+	poll_all(c); /* the last receives the QPs took from SRQs, while the QPs live */
 	for (int i = 0; i < 2 * MAX_MW; i++)
 		if (c->mw[i].used && (rc = hw_dealloc_mw(c->mw[i].mw)))
 			destroy_failed(c, "ibv_dealloc_mw", rc);
@@ -601,6 +611,12 @@ static void teardown(struct walk_client *c)
 			c->qp[q].down_sent = true;
 			if ((rc = hw_destroy_qp(c->qp[q].qp)))
 				destroy_failed(c, "ibv_destroy_qp", rc);
+		}
+	for (int i = 0; i < MAX_SRQ; i++)
+		if (c->srq[i].used) {
+			if ((rc = hw_destroy_srq(c->srq[i].srq)))
+				destroy_failed(c, "ibv_destroy_srq", rc);
+			walk_srq_orphan(c, i);
 		}
 	for (int i = 0; i < MAX_AH; i++)
 		if (c->ah[i].used && (rc = hw_destroy_ah(c->ah[i].ah)))
@@ -619,6 +635,7 @@ static void teardown(struct walk_client *c)
 	memset(c->mw, 0, sizeof(c->mw));
 	memset(c->qp, 0, sizeof(c->qp));
 	memset(c->ah, 0, sizeof(c->ah));
+	memset(c->srq, 0, sizeof(c->srq));
 	memset(c->mr, 0, sizeof(c->mr));
 	memset(c->pd, 0, sizeof(c->pd));
 	memset(c->cq, 0, sizeof(c->cq));

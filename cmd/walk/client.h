@@ -44,6 +44,7 @@
 #define MAX_QP		  96 /* RC initiated + responders (which may exceed) + UD */
 #define MAX_UD		  8
 #define MAX_AH		  16
+#define MAX_SRQ		  4
 #define MAX_REMOTE_KEYS	  1024
 #define MAX_REMOTE_UD	  (MAX_UD * WALK_MAX_CLIENTS)
 #define MAX_WR		  8192
@@ -96,6 +97,9 @@ struct qp_rec {
 	enum ibv_qp_type type;
 	enum qp_state state;
 	int pd, scq, rcq;
+	int srq;	/* the SRQ its receives come from (srq_rec index), -1: its own receive queue */
+	int srq_credit; /* RC on an SRQ: receive credits given to the peer, not yet consumed */
+	int srq_failed; /* --verify: receives it took from its SRQ that completed with an error */
 	struct ibv_qp_cap cap;
 	bool initiator, down_sent;
 	int peer;
@@ -104,11 +108,20 @@ struct qp_rec {
 	int send_inflight, recv_inflight, type2_bound;
 	uint32_t credit[CREDITS]; /* bytes of each receive the peer posted for us */
 	int credit_head, credit_count;
-	uint64_t err_since_ns;
+	uint64_t err_since_ns, err_seq; /* when it entered ERR, and in which step */
 	uint32_t err_late_steps;	/* --verify: steps (each polls) since the flush deadline passed */
 	bool sq_failed;			/* --verify: an error completion came from the send queue */
 	uint8_t tx_imm_seq, rx_imm_seq; /* --verify: RC SEND_WITH_IMM sequence, sent and received */
 	uint32_t tx_seq, rx_seq;	/* --verify: RC messages with a header, sent and received */
+};
+
+/* An SRQ of one QP type and receive size (any of its QPs fits any receive); its CQ is their receive CQ. */
+struct srq_rec {
+	bool used;
+	struct ibv_srq *srq;
+	enum ibv_qp_type type;
+	int pd, cq, users, posted;
+	uint32_t max_wr, max_sge, recv_len;
 };
 
 struct ah_rec {
@@ -136,8 +149,9 @@ struct rud_rec {
 struct wr_rec {
 	bool busy, is_recv, probe, check, expect_flush, atom_check;
 	bool msg, msg_private; /* --verify receive: its message cell holds the header (and all of it) */
+	bool srq_recv;	       /* posted to SRQ `srq`; qp is the consuming QP once it completes */
 	uint8_t action, probe_kind;
-	int8_t qp, mr, mw;
+	int8_t qp, mr, mw, srq;
 	uint32_t gen, len;
 	uint32_t probe_rkey;
 	int probe_owner;
@@ -153,6 +167,7 @@ struct walk_hint {
 	bool on;
 	int pd, qp, mr, mw, ah, peer;
 	uint32_t peer_pd_id; /* create_rc_qp_pair: the PD the responder should use (0: any) */
+	int srq;	     /* a new QP goes on this SRQ (of its type and PD); destroy_srq takes it */
 };
 
 struct walk_shared; /* the orchestrator's view, see run.h */
@@ -214,6 +229,8 @@ struct walk_client {
 	struct mw_rec mw[2 * MAX_MW];
 	struct qp_rec qp[MAX_QP];
 	struct ah_rec ah[MAX_AH];
+	struct srq_rec srq[MAX_SRQ];
+	int srq_posted; /* receives posted to SRQs: they complete only when a message consumes them */
 	struct rkey_rec rkeys[MAX_REMOTE_KEYS];
 	struct rud_rec ruds[MAX_REMOTE_UD];
 
@@ -309,6 +326,12 @@ void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_
 void walk_probe_hit(struct walk_client *c, const struct walk_msg *m);
 void walk_post_to_err(struct walk_client *c, int q);
 int walk_destroy_qp_rec(struct walk_client *c, int q);
+/* actions_srq.c: a completion of an SRQ receive; false: it names no QP that was on the SRQ (reported). */
+bool walk_srq_recv_done(struct walk_client *c, uint32_t slot, const struct ibv_wc *wc);
+/* The SRQ a new QP of `type` on PD p takes (-1: its own receive queue). */
+int walk_pick_srq_for_qp(struct walk_client *c, enum ibv_qp_type type, int p);
+/* Forgets SRQ s's receives still posted (the device drops them with the SRQ). */
+void walk_srq_orphan(struct walk_client *c, int s);
 /* pd_id: the PD serial the initiator asked for (0 or unknown: any PD). */
 int walk_create_rc_responder(struct walk_client *c, uint32_t pd_id);
 

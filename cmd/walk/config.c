@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +35,17 @@ const char *const walk_action_names[ACT_COUNT] = {
     [ACT_WRITE] = "write",
     [ACT_FETCH_ADD] = "fetch_add",
     [ACT_COMP_SWAP] = "comp_swap",
+    [ACT_CREATE_SRQ] = "create_srq",
+    [ACT_DESTROY_SRQ] = "destroy_srq",
+    [ACT_POST_SRQ_RECV] = "post_srq_recv",
 };
 
 /*
  * The original's weights, except modify_qp_error and send_with_inv, which
  * it leaves at 0: here they run too, so the whole action space is covered.
  * modify_qp_error weighs as much as destroy_qp because every QP the walker
- * destroys goes through ERR first (its WRs must flush).
+ * destroys goes through ERR first (its WRs must flush).  The SRQ actions
+ * (not in the original) weigh as their CQ and RECV counterparts.
  */
 static const uint32_t default_weight[ACT_COUNT] = {
     [ACT_CREATE_CQ] = 1,
@@ -68,10 +73,13 @@ static const uint32_t default_weight[ACT_COUNT] = {
     [ACT_WRITE] = 10,
     [ACT_FETCH_ADD] = 10,
     [ACT_COMP_SWAP] = 10,
+    [ACT_CREATE_SRQ] = 1,
+    [ACT_DESTROY_SRQ] = 1,
+    [ACT_POST_SRQ_RECV] = 5,
 };
 
-static const enum walk_action data_path[] = {ACT_SEND,	ACT_SEND_WITH_INV, ACT_RECV,	 ACT_READ,
-					     ACT_WRITE, ACT_FETCH_ADD,	   ACT_COMP_SWAP};
+static const enum walk_action data_path[] = {ACT_SEND,	ACT_SEND_WITH_INV, ACT_RECV,	  ACT_READ,
+					     ACT_WRITE, ACT_FETCH_ADD,	   ACT_COMP_SWAP, ACT_POST_SRQ_RECV};
 
 int walk_action_from_name(const char *name)
 {
@@ -150,34 +158,21 @@ bool walk_msg_valid(const struct walk_msg *m, int clients)
 	return true;
 }
 
+/* Every field from issued[] to outbox_full is a uint64_t count (walk.h): they add up. */
 void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from)
 {
 	into->steps += from->steps;
 	if (from->seconds > into->seconds)
 		into->seconds = from->seconds;
-	for (int a = 0; a < ACT_COUNT; a++) {
-		into->issued[a] += from->issued[a];
-		into->ok[a] += from->ok[a];
-		into->redraws[a] += from->redraws[a];
-		into->toward[a] += from->toward[a];
-		into->errors[a] += from->errors[a];
-		for (int s = 0; s < WALK_WC_STATUSES; s++)
-			into->wc[a][s] += from->wc[a][s];
+	for (size_t off = offsetof(struct walk_stats, issued);
+	     off <= offsetof(struct walk_stats, outbox_full); off += sizeof(uint64_t)) {
+		uint64_t a, b;
+
+		memcpy(&a, (char *)into + off, sizeof(a));
+		memcpy(&b, (const char *)from + off, sizeof(b));
+		a += b;
+		memcpy((char *)into + off, &a, sizeof(a));
 	}
-	into->wc_other += from->wc_other;
-	for (int k = 0; k < PROBE_KINDS; k++)
-		into->probes[k] += from->probes[k];
-	into->devprobes[0] += from->devprobes[0];
-	into->devprobes[1] += from->devprobes[1];
-	into->flush_posts += from->flush_posts;
-	into->modifies += from->modifies;
-	into->qkey_changes += from->qkey_changes;
-	into->cq_resizes += from->cq_resizes;
-	into->atomics_checked += from->atomics_checked;
-	into->msgs_checked += from->msgs_checked;
-	into->msgs_content_checked += from->msgs_content_checked;
-	into->alive_end += from->alive_end;
-	into->outbox_full += from->outbox_full;
 	into->destroy_failures += from->destroy_failures;
 	for (int i = 0; i < from->nfailures && i < WALK_MAX_FAILURES; i++)
 		walk_stats_fail(into, "%s", walk_stats_failure(from, i));

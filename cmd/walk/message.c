@@ -84,11 +84,11 @@ void walk_msg_fill(struct walk_client *c, int q, uint32_t slot, struct ibv_send_
 					 walk_sge_count(c, r->cap.max_send_sge - 1), sge + 1);
 }
 
-void walk_msg_recv_fill(struct walk_client *c, int q, uint32_t slot, struct ibv_recv_wr *wr, uint32_t len,
-			int m, uint32_t start, uint32_t head, struct ibv_sge *sge)
+void walk_msg_recv_fill(struct walk_client *c, int pd, uint32_t max_sge, uint32_t slot,
+			struct ibv_recv_wr *wr, uint32_t len, int m, uint32_t start, uint32_t head,
+			struct ibv_sge *sge)
 {
-	const struct qp_rec *r = &c->qp[q];
-	uint32_t lkey = c->pd[r->pd].msg_mr->lkey;
+	uint32_t lkey = c->pd[pd].msg_mr->lkey;
 
 	c->wr[slot].msg = true;
 	c->wr[slot].msg_private = m < 0;
@@ -96,13 +96,13 @@ void walk_msg_recv_fill(struct walk_client *c, int q, uint32_t slot, struct ibv_
 	memset(cell(c, slot), 0, MSG_CELL);
 	wr->sg_list = sge;
 	if (m < 0) {
-		wr->num_sge = walk_make_sges(c, lkey, MSG_CELL_OFF(slot), len,
-					     walk_sge_count(c, r->cap.max_recv_sge), sge);
+		wr->num_sge =
+		    walk_make_sges(c, lkey, MSG_CELL_OFF(slot), len, walk_sge_count(c, max_sge), sge);
 		return;
 	}
 	sge[0] = (struct ibv_sge){(uintptr_t)cell(c, slot), head, lkey};
 	wr->num_sge = 1 + walk_make_sges(c, c->mr[m].mr->lkey, start, len - head,
-					 walk_sge_count(c, r->cap.max_recv_sge - 1), sge + 1);
+					 walk_sge_count(c, max_sge - 1), sge + 1);
 }
 
 /*

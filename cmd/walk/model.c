@@ -194,6 +194,16 @@ void model_recv_wc(struct model_wc *e, enum ibv_qp_type type, uint32_t recv_byte
 	}
 }
 
+int model_destroy_srq(int qps)
+{
+	return qps > 0 ? EBUSY : 0;
+}
+
+bool model_srq_recv_may_fail(int failed_before)
+{
+	return failed_before == 0;
+}
+
 void model_flush_wc(struct model_wc *e, uint32_t qp_num)
 {
 	*e = (struct model_wc){.statuses = MODEL_ST(IBV_WC_WR_FLUSH_ERR),

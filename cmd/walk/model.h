@@ -84,6 +84,14 @@ void model_send_wc(struct model_wc *e, enum ibv_wr_opcode op, uint32_t sge_bytes
 void model_recv_wc(struct model_wc *e, enum ibv_qp_type type, uint32_t recv_bytes, uint32_t qp_num);
 /* The completion of a WR posted to a QP in ERR: a flush, nothing else. */
 void model_flush_wc(struct model_wc *e, uint32_t qp_num);
+/* ---- shared receive queues ---- */
+
+/* ibv_destroy_srq(3): EBUSY while `qps` QPs use the SRQ, else 0. */
+int model_destroy_srq(int qps);
+/* Whether a receive a QP took from an SRQ may fail (or flush), after `failed_before` did: a QP on an SRQ
+ * entering ERR flushes its sends and at most the receive it was filling, the SRQ's others stay. */
+bool model_srq_recv_may_fail(int failed_before);
+
 /*
  * Compares a completion with the prediction.  Returns true if it fits; else
  * false with what differs in why (a sentence without subject: "completed

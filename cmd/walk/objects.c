@@ -107,6 +107,7 @@ int walk_alloc_wr(struct walk_client *c, enum walk_action a, int qp, int mr, uin
 	w->qp = (int8_t)qp;
 	w->mr = (int8_t)mr;
 	w->mw = -1;
+	w->srq = -1;
 	w->gen = ++c->gen;
 	*wr_id = (uint64_t)w->gen << 32 | slot;
 	c->inflight++;
@@ -202,6 +203,8 @@ uint64_t walk_objects_alive(struct walk_client *c)
 		n += c->qp[i].used;
 	for (int i = 0; i < MAX_AH; i++)
 		n += c->ah[i].used;
+	for (int i = 0; i < MAX_SRQ; i++)
+		n += c->srq[i].used;
 	return n;
 }
 

@@ -62,6 +62,8 @@ static void predict(struct walk_client *c, const struct wr_rec *w, const struct 
 		model_send_wc(e, wr_opcode(w), w->len, r->qp->qp_num);
 	}
 	e->statuses |= ST_PEERS;
+	if (w->srq_recv && !model_srq_recv_may_fail(r->srq_failed)) /* the SRQ's receives are not flushed */
+		e->statuses = MODEL_ST(IBV_WC_SUCCESS);
 	if (w->probe && w->probe_kind == PROBE_LOCAL_SGE) /* an SGE past its MR: never sent */
 		e->statuses = MODEL_ST(IBV_WC_LOC_PROT_ERR) | MODEL_ST(IBV_WC_WR_FLUSH_ERR);
 	else if (!w->is_recv && r->sq_failed) /* send completions are in order; the error moved it to ERR */
@@ -83,6 +85,8 @@ static const char *why_expected(const struct wr_rec *w, const struct qp_rec *r, 
 {
 	if (w->expect_flush)
 		return " (posted to a QP in ERR, it must never execute)";
+	if (w->srq_recv && r->srq_failed)
+		return " (one failed before: an ERR QP flushes at most the SRQ receive it was filling)";
 	if (w->probe && w->probe_kind == PROBE_LOCAL_SGE)
 		return " (a local SGE outside its MR must fail before anything is sent)";
 	if (!w->is_recv && r->sq_failed)
@@ -202,11 +206,14 @@ static bool oracle_wc(struct walk_client *c, uint32_t slot, const struct ibv_wc 
 	predict(c, w, r, &e);
 	ok = model_wc_matches(&e, wc, why, sizeof(why));
 	if (!ok)
-		walk_stats_fail(&c->stats, "client %d #%llu: a %s posted to QP %u %s%s", c->id,
-				(unsigned long long)c->seq, wr_name(w), r->qp->qp_num, why,
+		walk_stats_fail(&c->stats, "client %d #%llu: a %s %s QP %u %s%s", c->id,
+				(unsigned long long)c->seq, wr_name(w),
+				w->srq_recv ? "posted to an SRQ, taken by" : "posted to", r->qp->qp_num, why,
 				why_expected(w, r, wc->status));
 	if (!w->is_recv && wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
 		r->sq_failed = true;
+	r->srq_failed += w->srq_recv && wc->status != IBV_WC_SUCCESS;
+	c->stats.srq_recvs_checked += w->srq_recv;
 	if (ok && wc->status == IBV_WC_SUCCESS && w->is_recv && !w->expect_flush) {
 		check_recv_imm(c, r, wc);
 		if (wc->wc_flags & IBV_WC_WITH_INV)

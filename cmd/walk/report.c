@@ -109,8 +109,8 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 	}
 	print_close_object();
 	uint64_t data_ops = t->issued[ACT_SEND] + t->issued[ACT_SEND_WITH_INV] + t->issued[ACT_RECV] +
-			    t->issued[ACT_READ] + t->issued[ACT_WRITE] + t->issued[ACT_FETCH_ADD] +
-			    t->issued[ACT_COMP_SWAP];
+			    t->issued[ACT_POST_SRQ_RECV] + t->issued[ACT_READ] + t->issued[ACT_WRITE] +
+			    t->issued[ACT_FETCH_ADD] + t->issued[ACT_COMP_SWAP];
 
 	print_double(PRINT_ANY, "data_ops_per_s", "data-path operations per second: %.0f\n",
 		     r->wall_s > 0 ? (double)data_ops / r->wall_s : 0);
@@ -166,6 +166,10 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 		print_uint(PRINT_ANY, "modify_qp", ", RTS-to-RTS modify_qp %llu", t->modifies);
 		print_uint(PRINT_ANY, "qkey_changes", " (Q_Key changes %llu)", t->qkey_changes);
 		print_uint(PRINT_ANY, "cq_resizes", ", CQs resized %llu", t->cq_resizes);
+		print_uint(PRINT_ANY, "srq_receives_checked", ", SRQ receives checked %llu",
+			   t->srq_recvs_checked);
+		print_uint(PRINT_ANY, "srq_destroy_busy", " (destroys refused while in use %llu)",
+			   t->srq_busy);
 		print_uint(PRINT_ANY, "atomics_checked", ", atomics checked %llu", t->atomics_checked);
 		print_uint(PRINT_ANY, "messages_checked", ", message headers checked %llu", t->msgs_checked);
 		print_uint(PRINT_ANY, "payloads_checked", " (payloads %llu)\n", t->msgs_content_checked);

@@ -21,8 +21,8 @@ static int toward(struct walk_client *c, enum walk_action a, int depth);
 
 static void hint_clear(struct walk_client *c)
 {
-	c->hint =
-	    (struct walk_hint){.on = false, .pd = -1, .qp = -1, .mr = -1, .mw = -1, .ah = -1, .peer = -1};
+	c->hint = (struct walk_hint){
+	    .on = false, .pd = -1, .qp = -1, .mr = -1, .mw = -1, .ah = -1, .peer = -1, .srq = -1};
 }
 
 /* Runs action a with the hint in place; if it cannot run either, a step toward it. */
@@ -43,7 +43,7 @@ static int step(struct walk_client *c, enum walk_action a, struct walk_hint h, i
 
 static struct walk_hint no_hint(void)
 {
-	return (struct walk_hint){.pd = -1, .qp = -1, .mr = -1, .mw = -1, .ah = -1, .peer = -1};
+	return (struct walk_hint){.pd = -1, .qp = -1, .mr = -1, .mw = -1, .ah = -1, .peer = -1, .srq = -1};
 }
 
 static struct walk_hint hint_qp(int q)
@@ -83,8 +83,9 @@ static int retire_qp(struct walk_client *c, int q, int depth)
 	if (!r->used || r->state == QP_CONNECTING)
 		return 0; /* the handshake decides first */
 	if (r->state != QP_ERR)
-		return r->send_inflight && r->state != QP_PEER_DOWN ? 0
-								    : step(c, ACT_MODIFY_QP_ERROR, hint_qp(q), depth);
+		return r->send_inflight && r->state != QP_PEER_DOWN
+			   ? 0
+			   : step(c, ACT_MODIFY_QP_ERROR, hint_qp(q), depth);
 	if (r->type2_bound) {
 		for (int i = 0; i < 2 * MAX_MW; i++)
 			if (c->mw[i].used && c->mw[i].type == 2 && c->mw[i].state == MW_BOUND &&
@@ -226,7 +227,7 @@ static int unpin_mr(struct walk_client *c, int depth)
 		return 0;
 	for (uint32_t s = 0; s < MAX_WR; s++)
 		if (c->wr[s].busy && c->wr[s].is_recv && c->wr[s].mr == m)
-			return retire_qp(c, c->wr[s].qp, depth);
+			return c->wr[s].srq_recv ? 0 : retire_qp(c, c->wr[s].qp, depth);
 	return 0;
 }
 
@@ -445,6 +446,32 @@ static int recv_toward(struct walk_client *c, int depth)
 	return rc_pending(c) ? 0 : new_pair(c, no_hint(), depth);
 }
 
+/*
+ * One step toward an idle SRQ (free: retire a QP of the least used one,
+ * then destroy it) or toward post_srq_recv (an SRQ, then a QP on it).
+ */
+static int srq_toward(struct walk_client *c, bool free, int depth)
+{
+	struct walk_hint h = no_hint();
+	int s = -1;
+
+	for (int i = 0; i < MAX_SRQ; i++)
+		if (c->srq[i].used && (s < 0 || c->srq[i].users < c->srq[s].users))
+			s = i;
+	if (s < 0)
+		return free ? 0 : step(c, ACT_CREATE_SRQ, h, depth);
+	h.srq = s;
+	if (free && !c->srq[s].users)
+		return step(c, ACT_DESTROY_SRQ, h, depth);
+	for (int q = 0; free && q < MAX_QP; q++)
+		if (c->qp[q].used && c->qp[q].srq == s && retire_qp(c, q, depth))
+			return 1;
+	if (free || c->srq[s].users)
+		return 0; /* its QPs connect, or its receives wait for room */
+	h.pd = c->srq[s].pd;
+	return c->srq[s].type == IBV_QPT_UD ? step(c, ACT_CREATE_UD_QP, h, depth) : new_pair(c, h, depth);
+}
+
 static int toward(struct walk_client *c, enum walk_action a, int depth)
 {
 	switch (a) {
@@ -497,6 +524,11 @@ static int toward(struct walk_client *c, enum walk_action a, int depth)
 		return c->dattr.atomic_cap == IBV_ATOMIC_NONE
 			   ? 0
 			   : rdma_toward(c, 8, IBV_ACCESS_REMOTE_ATOMIC, depth);
+	case ACT_CREATE_SRQ: /* all slots taken (without SRQs on the device, there is none to free) */
+	case ACT_DESTROY_SRQ:
+		return srq_toward(c, true, depth);
+	case ACT_POST_SRQ_RECV:
+		return c->dattr.max_srq > 0 ? srq_toward(c, false, depth) : 0;
 	default:
 		return 0;
 	}

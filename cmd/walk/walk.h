@@ -41,6 +41,9 @@ enum walk_action {
 	ACT_WRITE,
 	ACT_FETCH_ADD,
 	ACT_COMP_SWAP,
+	ACT_CREATE_SRQ,
+	ACT_DESTROY_SRQ,
+	ACT_POST_SRQ_RECV,
 	ACT_COUNT
 };
 
@@ -96,7 +99,7 @@ enum walk_probe_kind {
 
 #define WALK_WC_STATUSES (IBV_WC_TM_RNDV_INCOMPLETE + 1)
 
-struct walk_stats {
+struct walk_stats { /* issued[] .. outbox_full: uint64_t counts only (walk_stats_merge adds them) */
 	uint64_t steps;
 	double seconds;
 	uint64_t issued[ACT_COUNT];
@@ -108,16 +111,15 @@ struct walk_stats {
 	uint64_t wc_other;	      /* a status outside the known enum */
 	uint64_t probes[PROBE_KINDS]; /* --verify probes posted, by kind */
 	uint64_t devprobes[2];	      /* --verify device probes: CQ filled to capacity, UD send error */
-	uint64_t flush_posts;
+	uint64_t flush_posts;	      /* --verify: WRs posted to a QP in ERR (they must flush) */
 	uint64_t modifies,
 	    qkey_changes;    /* --verify: random RTS-to-RTS modify_qp calls, and UD Q_Key changes */
 	uint64_t cq_resizes; /* --verify: ibv_resize_cq of CQs in use */
-	uint64_t atomics_checked;
+	uint64_t srq_recvs_checked, srq_busy; /* --verify: SRQ receives judged, destroy_srq refused (EBUSY) */
+	uint64_t atomics_checked;	      /* --verify: atomics on owned words whose result was compared */
 	uint64_t msgs_checked, msgs_content_checked; /* --verify: received headers, and payloads compared */
-	/* --verify: atomics on owned words whose result was compared */ /* --verify: WRs posted to a QP
-									    in ERR (they must flush) */
-	uint64_t alive_end;   /* objects alive when the walk stopped */
-	uint64_t outbox_full; /* times backpressure held an update back */
+	uint64_t alive_end;			     /* objects alive when the walk stopped */
+	uint64_t outbox_full;			     /* times backpressure held an update back */
 	int destroy_failures;
 	int nfailures;
 	char failures[WALK_FAILURE_LEN * WALK_MAX_FAILURES];

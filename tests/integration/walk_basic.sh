@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-# walk: 5 clients on the soft device pass, every one of the 25 actions succeeds,
+# walk: 5 clients on the soft device pass, every one of the 28 actions succeeds,
 # the JSON has the documented shape, and every object is destroyed cleanly.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -8,7 +8,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 out=$("$RDMATOOL" -j walk --clients=5 --duration=4 --seed=11 2>/dev/null) || fail "walk exit $?: $out"
 echo "$out" | jq -e '.result == "pass" and .clients == 5 and .seed == 11 and .steps > 0 and .steps_per_s > 0' \
 	>/dev/null || fail "summary: $out"
-[ "$(echo "$out" | jq '.actions | length')" -eq 25 ] || fail "want 25 actions"
+[ "$(echo "$out" | jq '.actions | length')" -eq 28 ] || fail "want 28 actions"
 missing=$(echo "$out" | jq -r '[.actions | to_entries[] | select(.value.ok == 0) | .key] | join(" ")')
 [ -z "$missing" ] || fail "actions that never succeeded: $missing"
 echo "$out" | jq -e '.actions.read | has("issued") and has("ok") and has("errors")' >/dev/null || fail "action shape"

@@ -37,7 +37,7 @@ expect2 "every action weight is 0" --preset=control --weight create_cq=0 --weigh
 	--weight alloc_mw_type1=0 --weight alloc_mw_type2=0 --weight dealloc_mw_type1=0 \
 	--weight dealloc_mw_type2=0 --weight bind_mw_type1=0 --weight bind_mw_type2=0 \
 	--weight create_rc_qp_pair=0 --weight create_ud_qp=0 --weight modify_qp_error=0 \
-	--weight destroy_qp=0 --weight create_ah=0 --weight destroy_ah=0
+	--weight destroy_qp=0 --weight create_ah=0 --weight destroy_ah=0 --weight create_srq=0 --weight destroy_srq=0
 expect2 "--bogus" --bogus
 
 # perftest's letters: -d device, -i port, -x GID index, -D duration; --device and --port stay as aliases.

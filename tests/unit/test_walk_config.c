@@ -19,7 +19,7 @@ static void test_names_round_trip(void **state)
 		assert_int_equal(walk_action_from_name(walk_action_names[a]), a);
 	}
 	assert_int_equal(walk_action_from_name("nope"), -1);
-	assert_int_equal(ACT_COUNT, 25);
+	assert_int_equal(ACT_COUNT, 28);
 }
 
 static void test_default_weights_are_the_originals(void **state)

@@ -240,6 +240,18 @@ static void test_predicted_completions(void **state)
 	assert_false(model_wc_matches(&e, &wc, why, sizeof(why)));
 }
 
+/* SRQs: destroy is refused while a QP uses one; a QP entering ERR flushes at most the receive it took. */
+static void test_srq(void **state)
+{
+	(void)state;
+	assert_int_equal(model_destroy_srq(0), 0);
+	assert_int_equal(model_destroy_srq(1), EBUSY);
+	assert_int_equal(model_destroy_srq(7), EBUSY);
+	assert_true(model_srq_recv_may_fail(0));
+	assert_false(model_srq_recv_may_fail(1));
+	assert_false(model_srq_recv_may_fail(2));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -250,6 +262,7 @@ int main(void)
 	    cmocka_unit_test(test_local_sge),
 	    cmocka_unit_test(test_remote_access),
 	    cmocka_unit_test(test_predicted_completions),
+	    cmocka_unit_test(test_srq),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
