@@ -18,19 +18,18 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#define SOFT_WINDOW	    64	   /* RC requests in flight per QP */
-#define SOFT_TIMER_TICK_NS  500000 /* timer scan period while work waits on a timer */
-#define SOFT_BATCH	    16	   /* requests one QP sends before the next QP's turn */
-#define SOFT_BATCH_BYTES    262144 /* ... or bytes: the poster waits on the QP lock meanwhile */
-#define SOFT_SPIN_NS	    50000  /* busy-poll this long after the last work before sleeping */
-#define SOFT_LISTEN_POLL_NS 100000 /* accept period while busy with no connection yet */
-#define SOFT_APP_WINDOW_NS  200000 /* application threads drove a round this recently: the engine naps */
-#ifndef SOFT_APP_POLLER_NS
-#define SOFT_APP_POLLER_NS 200000 /* ... and read the wire this recently: they take the packets */
-#endif
-#define SOFT_APP_LOOP_NS    20000   /* ... and twice within this: a polling loop, not one look */
-#define SOFT_IDLE_TICK_NS   20000   /* the engine's longest look away from the wire's timers while idle */
-#define SOFT_APP_NAP_MAX_NS 1600000 /* the longest nap, reached while application threads keep driving */
+#define SOFT_WINDOW	    64	     /* RC requests in flight per QP */
+#define SOFT_TIMER_TICK_NS  500000   /* timer scan period while work waits on a timer */
+#define SOFT_BATCH	    16	     /* requests one QP sends before the next QP's turn */
+#define SOFT_BATCH_BYTES    262144   /* ... or bytes: the poster waits on the QP lock meanwhile */
+#define SOFT_SPIN_NS	    50000    /* busy-poll this long after the last work before sleeping */
+#define SOFT_LISTEN_POLL_NS 100000   /* accept period while busy with no connection yet */
+#define SOFT_APP_WINDOW_NS  200000   /* application threads drove a round this recently: the engine naps */
+#define SOFT_APP_POLLER_NS  200000   /* ... and read the wire this recently: they take the packets */
+#define SOFT_APP_LOOP_NS    20000    /* ... and twice within this: a polling loop, not one look */
+#define SOFT_IDLE_TICK_NS   20000    /* the engine's longest look away from the wire's timers while idle */
+#define SOFT_APP_BUSY_NS    10000000 /* application threads ran a round this recently: they use CPUs */
+#define SOFT_APP_NAP_MAX_NS 1600000  /* the longest nap, reached while application threads keep driving */
 
 /* IB min_rnr_timer encoding, in microseconds (0 is the longest, 655.36 ms). */
 static const uint32_t soft_rnr_us[32] = {
@@ -617,6 +616,15 @@ static bool soft_apps_driving(struct soft_nic *nic, uint64_t now)
 	return last && now - last < SOFT_APP_WINDOW_NS;
 }
 
+/* Application threads ran a round lately (10 ms): the engine's yield would leave it behind them. */
+static bool soft_apps_busy(struct soft_nic *nic, uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&nic->app_round_ns, memory_order_relaxed);
+
+	return atomic_load_explicit(&nic->n_conns, memory_order_relaxed) && last &&
+	       now - last < SOFT_APP_BUSY_NS;
+}
+
 static void soft_wake_fd_drain(struct soft_nic *nic)
 {
 	uint64_t v;
@@ -653,24 +661,27 @@ bool soft_engine_watches_wire(struct soft_nic *nic)
  * The engine waits up to nap_ns for a doorbell or a packet, without running
  * rounds: while application threads drive them, the engine thread stays off
  * the CPUs they need; while idle, it sleeps rather than spins.  It watches the
- * wire unless an application thread polls it (soft_app_polls_until): a poller
- * takes the packets itself, and waking the engine for them too would only
- * have it compete for the CPUs (on 2 vCPUs, ib_send_lat 6 -> 48 us).  It looks
+ * wire unless an application thread polls it (soft_app_polls_until, or
+ * app_takes_wire: it took the last packet that woke the engine and has read
+ * the wire since its last post): a poller takes the packets itself, and
+ * waking the engine for them too would only have it compete for the CPUs (on
+ * 2 vCPUs, ib_send_lat 6 -> 48 us).  It looks
  * again when that poller's window ends, so a packet that nobody reads waits at
  * most SOFT_APP_POLLER_NS after the last read before a packet wakes the
  * engine; one that arrives while nobody polls wakes it at once.  That is what
  * a target that makes no verbs call while it waits needs (perftest's
  * ib_write_lat -c UC and qperf's rc_rdma_write_poll_lat spin on memory): a NIC
- * serves the WRITE without them.  *early: whether a packet or a doorbell
- * ended the wait before nap_ns.
+ * serves the WRITE without them.  Returns whether a packet ended the wait;
+ * *early, whether a packet or a doorbell did, before nap_ns.
  */
-static void soft_engine_nap(struct soft_nic *nic, uint64_t nap_ns, bool *early)
+static bool soft_engine_nap(struct soft_nic *nic, bool app_takes_wire, uint64_t nap_ns, bool *early)
 {
 	struct pollfd pfd[2] = {
 	    {.fd = nic->wake_fd, .events = POLLIN},
 	    {.fd = soft_wire_fd(nic), .events = POLLIN},
 	};
 	uint64_t now = soft_now_ns(), end = now + nap_ns;
+	bool wire_woke = false;
 
 	/*
 	 * Pairs with soft_ring_doorbell (queue, then look at `sleeping`): a
@@ -684,17 +695,21 @@ static void soft_engine_nap(struct soft_nic *nic, uint64_t nap_ns, bool *early)
 		 !atomic_load_explicit(&nic->round_owner, memory_order_relaxed);
 	while (!*early && now < end) {
 		uint64_t polls_until = soft_app_polls_until(nic);
-		bool watch = polls_until <= now;
+		uint64_t read = atomic_load_explicit(&nic->app_read_ns, memory_order_relaxed);
+		bool watch =
+		    polls_until <= now && !(app_takes_wire && read && now - read < SOFT_APP_POLLER_NS);
 		uint64_t until = watch || polls_until > end ? end : polls_until;
 		struct timespec ts = {.tv_sec = (time_t)((until - now) / 1000000000),
 				      .tv_nsec = (long)((until - now) % 1000000000)};
 
 		*early = ppoll(pfd, watch ? 2 : 1, &ts, NULL) > 0;
+		wire_woke = *early && watch && pfd[1].revents;
 		now = soft_now_ns();
 	}
 	if (pfd[0].revents & POLLIN)
 		soft_wake_fd_drain(nic);
 	atomic_store(&nic->sleeping, false);
+	return wire_woke;
 }
 
 /*
@@ -757,17 +772,31 @@ static void *soft_engine_main(void *arg)
 {
 	struct soft_nic *nic = arg;
 	uint64_t now, idle_since = soft_now_ns(), nap_ns = SOFT_APP_WINDOW_NS;
+	bool app_takes_wire = false, wire_woke = false;
 
 	/* Its waits end on time to the microsecond, not the default 50 us later. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	while (!atomic_load(&nic->stop)) {
-		bool worked = false, holding = false;
+		bool worked = false, holding = false, owned = soft_round_try_own(nic);
 
-		if (soft_round_try_own(nic)) {
+		if (owned) {
 			worked = soft_round(nic, SOFT_WIRE_POLL);
 			holding = soft_wire_holding(nic);
 			soft_round_release(nic);
 		}
+		/*
+		 * A packet that woke the engine but was gone when its round read
+		 * the wire was taken by an application thread that reads the
+		 * wire: while that thread keeps reading, the naps leave the wire
+		 * to it (each such wake-up is a context switch on a CPU it needs:
+		 * ib_send_lat 10 -> 37 us).  Its next post, or a round of ours
+		 * that finds work, ends that.
+		 */
+		if (worked)
+			app_takes_wire = false;
+		else if (wire_woke && owned)
+			app_takes_wire = true;
+		wire_woke = false;
 		now = soft_now_ns();
 		if (worked) {
 			idle_since = now;
@@ -776,8 +805,9 @@ static void *soft_engine_main(void *arg)
 			bool early;
 
 			/* An ACK held back for a request to ride with leaves on time. */
-			soft_engine_nap(
-			    nic, holding && nap_ns > SOFT_IDLE_TICK_NS ? SOFT_IDLE_TICK_NS : nap_ns, &early);
+			wire_woke = soft_engine_nap(
+			    nic, app_takes_wire,
+			    holding && nap_ns > SOFT_IDLE_TICK_NS ? SOFT_IDLE_TICK_NS : nap_ns, &early);
 			/*
 			 * Application threads that drove rounds through a whole nap
 			 * did not need the engine: the next nap is twice as long, up
@@ -793,23 +823,25 @@ static void *soft_engine_main(void *arg)
 			idle_since = soft_now_ns();
 		} else if (now - idle_since < nic->spin_ns) {
 			nap_ns = SOFT_APP_WINDOW_NS;
-			if (!atomic_load_explicit(&nic->n_conns, memory_order_relaxed)) {
+			if (!soft_apps_busy(nic, now)) {
 				/* Free when the CPU is ours alone; lets a poster sharing it run. */
 				sched_yield();
 			} else {
 				/*
-				 * With a wire, a packet must not wait for the scheduler
-				 * to come back to a thread that yielded: on a busy machine
-				 * that takes milliseconds (perftest ib_write_lat -c UC:
+				 * Application threads that post keep CPUs busy, and may
+				 * spin on memory for what the wire brings: a thread that
+				 * yields waits behind them, milliseconds on a busy machine,
+				 * while the packets wait for it (perftest ib_write_lat -c UC:
 				 * 2 ms a message).  A thread asleep on the wire is woken
-				 * when the packet arrives.  Short waits: held ACKs and
-				 * timers are due within the spin window.
+				 * when a packet arrives.  Short waits: held ACKs and timers
+				 * fall due within the spin window.
 				 */
 				uint64_t left = nic->spin_ns - (now - idle_since);
 				bool early;
 
-				soft_engine_nap(nic, left < SOFT_IDLE_TICK_NS ? left : SOFT_IDLE_TICK_NS,
-						&early);
+				wire_woke = soft_engine_nap(
+				    nic, app_takes_wire, left < SOFT_IDLE_TICK_NS ? left : SOFT_IDLE_TICK_NS,
+				    &early);
 			}
 		} else {
 			soft_engine_sleep(nic);
