@@ -694,11 +694,16 @@ static bool soft_engine_nap(struct soft_nic *nic, bool app_takes_wire, uint64_t 
 	*early = atomic_load(&nic->runq_nonempty) &&
 		 !atomic_load_explicit(&nic->round_owner, memory_order_relaxed);
 	while (!*early && now < end) {
-		uint64_t polls_until = soft_app_polls_until(nic);
+		/* Until when an application thread takes the packets: the wire is its. */
+		uint64_t blind = soft_app_polls_until(nic);
 		uint64_t read = atomic_load_explicit(&nic->app_read_ns, memory_order_relaxed);
-		bool watch =
-		    polls_until <= now && !(app_takes_wire && read && now - read < SOFT_APP_POLLER_NS);
-		uint64_t until = watch || polls_until > end ? end : polls_until;
+		bool watch;
+		uint64_t until;
+
+		if (app_takes_wire && read && read + SOFT_APP_POLLER_NS > blind)
+			blind = read + SOFT_APP_POLLER_NS;
+		watch = blind <= now;
+		until = watch || blind > end ? end : blind;
 		struct timespec ts = {.tv_sec = (time_t)((until - now) / 1000000000),
 				      .tv_nsec = (long)((until - now) % 1000000000)};
 
