@@ -59,7 +59,8 @@ static int end_open(struct end *e, int fd)
 	e->me.rkey = e->mr->rkey;
 	e->me.addr = (uintptr_t)e->buf;
 	me = e->me;
-	if (write(fd, &me, sizeof(me)) != sizeof(me) || read(fd, &e->peer, sizeof(e->peer)) != sizeof(e->peer))
+	if (write(fd, &me, sizeof(me)) != sizeof(me) ||
+	    read(fd, &e->peer, sizeof(e->peer)) != sizeof(e->peer))
 		return -1;
 	fx_rc_to_rts(e->qp, e->peer.qpn, &e->peer.gid, 16, 7, 7, 1);
 	return 0;
@@ -150,15 +151,6 @@ static int spinner_main(int fd)
 	return rc ? 20 + rc : 0;
 }
 
-static void expect_clean_exit(pid_t pid)
-{
-	int status;
-
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-}
-
 static void spinning_targets_get_every_write(void **state)
 {
 	struct end e = {0};
@@ -171,7 +163,7 @@ static void spinning_targets_get_every_write(void **state)
 	assert_int_equal(sync_peer(fd), 0);
 	assert_int_equal(write_poll_pingpong(&e, true), 0);
 	assert_int_equal(sync_peer(fd), 0);
-	expect_clean_exit(pid);
+	fx_expect_clean_exit(pid);
 	end_close(&e);
 	close(fd);
 }
@@ -244,7 +236,7 @@ static void one_look_is_not_a_polling_loop(void **state)
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 
 	close(fd);
-	expect_clean_exit(pid);
+	fx_expect_clean_exit(pid);
 	end_close(&e);
 }
 
