@@ -554,6 +554,10 @@ bool soft_app_round(struct soft_nic *nic, bool poll_wire)
 
 	if (!atomic_load_explicit(&nic->n_conns, memory_order_relaxed))
 		return false;
+	/* Whether or not this thread gets the round, it keeps a CPU busy (soft_apps_busy). */
+	now = soft_now_ns();
+	if (now - atomic_load_explicit(&nic->app_busy_ns, memory_order_relaxed) > 1000000)
+		atomic_store_explicit(&nic->app_busy_ns, now, memory_order_relaxed);
 	/* A post ends a polling loop: reads on each side of it are one look each (soft_app_polls_until). */
 	if (!poll_wire && atomic_load_explicit(&nic->app_read_ns, memory_order_relaxed))
 		atomic_store_explicit(&nic->app_read_ns, 0, memory_order_relaxed);
@@ -616,10 +620,11 @@ static bool soft_apps_driving(struct soft_nic *nic, uint64_t now)
 	return last && now - last < SOFT_APP_WINDOW_NS;
 }
 
-/* Application threads ran a round lately (10 ms): the engine's yield would leave it behind them. */
+/* Application threads posted or polled over the wire lately (10 ms): a yield would leave the engine behind
+ * them. */
 static bool soft_apps_busy(struct soft_nic *nic, uint64_t now)
 {
-	uint64_t last = atomic_load_explicit(&nic->app_round_ns, memory_order_relaxed);
+	uint64_t last = atomic_load_explicit(&nic->app_busy_ns, memory_order_relaxed);
 
 	return atomic_load_explicit(&nic->n_conns, memory_order_relaxed) && last &&
 	       now - last < SOFT_APP_BUSY_NS;
@@ -700,7 +705,11 @@ static bool soft_engine_nap(struct soft_nic *nic, bool app_takes_wire, uint64_t 
 		bool watch;
 		uint64_t until;
 
-		if (app_takes_wire && read && read + SOFT_APP_POLLER_NS > blind)
+		/* ... or took a packet the engine woke for, and has read the wire more than once since its
+		 * post. */
+		if (app_takes_wire && read &&
+		    atomic_load_explicit(&nic->app_read_prev_ns, memory_order_relaxed) &&
+		    read + SOFT_APP_POLLER_NS > blind)
 			blind = read + SOFT_APP_POLLER_NS;
 		watch = blind <= now;
 		until = watch || blind > end ? end : blind;

@@ -301,8 +301,9 @@ struct soft_nic {
 	atomic_ullong app_round_ns; /* when an application thread last ran one (0: not lately) */
 	atomic_ullong app_read_ns;  /* ... and last read the wire in one (a poller: it takes the packets) */
 	atomic_ullong app_read_prev_ns; /* ... and the read before that: a poller reads again and again */
-	atomic_int n_conns;	    /* wire connections: application threads drive rounds only if any */
-	bool timer_waiting;	    /* round owner's: a QP waits on a retry or RNR timer */
+	atomic_ullong app_busy_ns;     /* an application thread posted or polled over the wire (1 ms steps) */
+	atomic_int n_conns;	       /* wire connections: application threads drive rounds only if any */
+	bool timer_waiting;	       /* round owner's: a QP waits on a retry or RNR timer */
 	uint64_t next_tick, next_wire; /* round owner's: next timer scan, next listener poll */
 	atomic_bool runq_nonempty;     /* runq_head != NULL, readable without runq_lock */
 	_Alignas(64) pthread_mutex_t runq_lock;
