@@ -28,7 +28,7 @@
 #define SOFT_APP_POLLER_NS  200000   /* ... and read the wire this recently: they take the packets */
 #define SOFT_APP_LOOP_NS    20000    /* ... and twice within this: a polling loop, not one look */
 #define SOFT_IDLE_TICK_NS   20000    /* the engine's longest look away from the wire's timers while idle */
-#define SOFT_APP_BUSY_NS    10000000 /* application threads ran a round this recently: they use CPUs */
+#define SOFT_APP_BUSY_NS    10000000 /* application threads posted or polled over the wire this recently */
 #define SOFT_APP_NAP_MAX_NS 1600000  /* the longest nap, reached while application threads keep driving */
 
 /* IB min_rnr_timer encoding, in microseconds (0 is the longest, 655.36 ms). */
@@ -620,8 +620,7 @@ static bool soft_apps_driving(struct soft_nic *nic, uint64_t now)
 	return last && now - last < SOFT_APP_WINDOW_NS;
 }
 
-/* Application threads posted or polled over the wire lately (10 ms): a yield would leave the engine behind
- * them. */
+/* Application threads posted or polled over the wire lately: a yield would leave the engine behind them. */
 static bool soft_apps_busy(struct soft_nic *nic, uint64_t now)
 {
 	uint64_t last = atomic_load_explicit(&nic->app_busy_ns, memory_order_relaxed);
@@ -670,10 +669,10 @@ bool soft_engine_watches_wire(struct soft_nic *nic)
  * app_takes_wire: it took the last packet that woke the engine and has read
  * the wire since its last post): a poller takes the packets itself, and
  * waking the engine for them too would only have it compete for the CPUs (on
- * 2 vCPUs, ib_send_lat 6 -> 48 us).  It looks
- * again when that poller's window ends, so a packet that nobody reads waits at
- * most SOFT_APP_POLLER_NS after the last read before a packet wakes the
- * engine; one that arrives while nobody polls wakes it at once.  That is what
+ * 2 vCPUs, ib_send_lat 6 -> 48 us).  It looks again when that poller's window
+ * ends, so a packet that nobody reads waits at most SOFT_APP_POLLER_NS after
+ * the last read before a packet wakes the engine; one that arrives while
+ * nobody polls wakes it at once.  That is what
  * a target that makes no verbs call while it waits needs (perftest's
  * ib_write_lat -c UC and qperf's rc_rdma_write_poll_lat spin on memory): a NIC
  * serves the WRITE without them.  Returns whether a packet ended the wait;
@@ -699,14 +698,16 @@ static bool soft_engine_nap(struct soft_nic *nic, bool app_takes_wire, uint64_t 
 	*early = atomic_load(&nic->runq_nonempty) &&
 		 !atomic_load_explicit(&nic->round_owner, memory_order_relaxed);
 	while (!*early && now < end) {
-		/* Until when an application thread takes the packets: the wire is its. */
+		/*
+		 * Until when an application thread takes the packets: one that
+		 * polls in a loop, or took a packet the engine woke for and has
+		 * read the wire more than once since its last post.
+		 */
 		uint64_t blind = soft_app_polls_until(nic);
 		uint64_t read = atomic_load_explicit(&nic->app_read_ns, memory_order_relaxed);
 		bool watch;
 		uint64_t until;
 
-		/* ... or took a packet the engine woke for, and has read the wire more than once since its
-		 * post. */
 		if (app_takes_wire && read &&
 		    atomic_load_explicit(&nic->app_read_prev_ns, memory_order_relaxed) &&
 		    read + SOFT_APP_POLLER_NS > blind)
