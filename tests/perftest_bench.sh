@@ -13,6 +13,7 @@
 # (PERFTEST_PIN=0 leaves the placement to the scheduler).
 #   PERFTEST_TESTS (all five)  PERFTEST_ROUNDS (5)  PERFTEST_ITERS (latency iterations, 5000)  PERFTEST_BW_ITERS (5000)
 #   PERFTEST_PIN (1)
+# With write_lat, each round also runs ib_write_lat -c UC, whose targets never poll the wire.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 RDMATOOL=${RDMATOOL:-$top/${BUILD:-build}/rdmatool}
@@ -49,6 +50,11 @@ bar() { printf '%-58s %8.3fx  (bar %s)  %s\n' "$1" "$2" "$3" "${4:-}"; }
 perftest() {
 	local t=$1
 	case $t in
+	uc_write_lat)
+		# The target spins on memory and nothing polls the wire: its NIC serves the WRITE alone.
+		verbs_pair_ok "$t" 120 ib_write_lat -c UC -d soft0 -x 0 -F -s 8 -n "$ITERS"
+		awk -v n="$ITERS" '$2 == n && $1 ~ /^[0-9]+$/ {print $5}' "$dir/$t.client" >>"$dir/$t.perftest"
+		;;
 	*_lat)
 		verbs_pair_ok "$t" 120 "ib_$t" -d soft0 -x 0 -F -s 8 -n "$ITERS"
 		# Latency row: bytes, iterations, t_min, t_max, t_typical, ...
@@ -86,10 +92,14 @@ core() {
 median() { sort -g "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 tests=${PERFTEST_TESTS:-"send_lat write_lat read_lat write_bw send_bw"}
+uc=
+[[ " $tests " == *" write_lat "* ]] && uc=uc_write_lat
 for ((r = 1; r <= ROUNDS; r++)); do
 	for t in $tests; do
 		perftest "$t"
 		core "$t"
+		# Right after RC ib_write_lat, so that both see the same spell of the machine.
+		[ "$t" = write_lat ] && [ -n "$uc" ] && perftest "$uc"
 	done
 done
 for t in $tests; do
@@ -123,6 +133,14 @@ for t in $tests; do
 	*_bw) bar "bench $t 64 KiB / ib_$t (median of round ratios)" "$(ratio "$t")" ">= 0.9" "$(detail "$t")" ;;
 	esac
 done
+# ib_write_lat -c UC: each side spins on memory after its post, and with nothing to wait for
+# (UC sends complete at once) no program thread reads the wire: every WRITE is served by the
+# target's engine thread, woken by the packet (rdmatool(1), "THE SOFT NIC'S PROGRESS"; issue 43).
+if [ -n "$uc" ]; then
+	paste "$dir/uc_write_lat.perftest" "$dir/write_lat.perftest" | awk '{print $1 / $2}' >"$dir/uc_write_lat.ratios"
+	bar "perftest ib_write_lat -c UC / RC ib_write_lat (median of round ratios)" "$(median "$dir/uc_write_lat.ratios")" \
+		"<= 1.5" "($(median "$dir/uc_write_lat.perftest") vs $(median "$dir/write_lat.perftest") us)"
+fi
 [[ " $tests " == *" write_lat "* && " $tests " == *" send_lat "* ]] || exit 0
 # ib_write_lat's target makes no verbs call while it waits (it spins on memory): whether the
 # soft NIC serves a WRITE without the target's help shows in this ratio (issue 19).

@@ -13,19 +13,23 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#define SOFT_WINDOW	    64	    /* RC requests in flight per QP */
-#define SOFT_TIMER_TICK_NS  500000  /* timer scan period while work waits on a timer */
-#define SOFT_BATCH	    16	    /* requests one QP sends before the next QP's turn */
-#define SOFT_BATCH_BYTES    262144  /* ... or bytes: the poster waits on the QP lock meanwhile */
-#define SOFT_SPIN_NS	    50000   /* busy-poll this long after the last work before sleeping */
-#define SOFT_LISTEN_POLL_NS 100000  /* accept period while busy with no connection yet */
-#define SOFT_APP_WINDOW_NS  200000  /* application threads drove a round this recently: the engine naps */
-#define SOFT_APP_POLLER_NS  200000  /* ... and read the wire this recently: they take the packets */
-#define SOFT_APP_NAP_MAX_NS 1600000 /* the longest nap, reached while application threads keep driving */
+#define SOFT_WINDOW	    64	     /* RC requests in flight per QP */
+#define SOFT_TIMER_TICK_NS  500000   /* timer scan period while work waits on a timer */
+#define SOFT_BATCH	    16	     /* requests one QP sends before the next QP's turn */
+#define SOFT_BATCH_BYTES    262144   /* ... or bytes: the poster waits on the QP lock meanwhile */
+#define SOFT_SPIN_NS	    50000    /* busy-poll this long after the last work before sleeping */
+#define SOFT_LISTEN_POLL_NS 100000   /* accept period while busy with no connection yet */
+#define SOFT_APP_WINDOW_NS  200000   /* application threads drove a round this recently: the engine naps */
+#define SOFT_APP_POLLER_NS  200000   /* ... and read the wire this recently: they take the packets */
+#define SOFT_APP_LOOP_NS    20000    /* ... and twice within this: a polling loop, not one look */
+#define SOFT_IDLE_TICK_NS   20000    /* the engine's longest look away from the wire's timers while idle */
+#define SOFT_APP_BUSY_NS    10000000 /* application threads posted or polled over the wire this recently */
+#define SOFT_APP_NAP_MAX_NS 1600000  /* the longest nap, reached while application threads keep driving */
 
 /* IB min_rnr_timer encoding, in microseconds (0 is the longest, 655.36 ms). */
 static const uint32_t soft_rnr_us[32] = {
@@ -548,12 +552,26 @@ bool soft_app_round(struct soft_nic *nic, bool poll_wire)
 	bool worked, left;
 	uint64_t now;
 
-	if (!atomic_load_explicit(&nic->n_conns, memory_order_relaxed) || !soft_round_try_own(nic))
+	if (!atomic_load_explicit(&nic->n_conns, memory_order_relaxed))
+		return false;
+	/* Whether or not this thread gets the round, it keeps a CPU busy (soft_apps_busy). */
+	now = soft_now_ns();
+	if (now - atomic_load_explicit(&nic->app_busy_ns, memory_order_relaxed) > 1000000)
+		atomic_store_explicit(&nic->app_busy_ns, now, memory_order_relaxed);
+	/* A post ends a polling loop: reads on each side of it are one look each (soft_app_polls_until). */
+	if (!poll_wire && atomic_load_explicit(&nic->app_read_ns, memory_order_relaxed))
+		atomic_store_explicit(&nic->app_read_ns, 0, memory_order_relaxed);
+	if (!soft_round_try_own(nic))
 		return false;
 	now = soft_now_ns();
 	atomic_store_explicit(&nic->app_round_ns, now, memory_order_relaxed);
-	if (poll_wire)
+	if (poll_wire) {
+		/* After a post (app_read_ns 0) the first read is one look, the second a loop. */
+		atomic_store_explicit(&nic->app_read_prev_ns,
+				      atomic_load_explicit(&nic->app_read_ns, memory_order_relaxed),
+				      memory_order_relaxed);
 		atomic_store_explicit(&nic->app_read_ns, now, memory_order_relaxed);
+	}
 	worked = soft_round(nic, poll_wire ? SOFT_WIRE_READ : SOFT_WIRE_NONE);
 	left = soft_round_left_work(nic);
 	soft_round_release(nic);
@@ -591,6 +609,7 @@ void soft_apps_leave(struct soft_nic *nic)
 	if (!atomic_load_explicit(&nic->app_round_ns, memory_order_relaxed))
 		return;
 	atomic_store_explicit(&nic->app_round_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&nic->app_read_ns, 0, memory_order_relaxed); /* nor does it poll the wire */
 	soft_engine_wake(nic);
 }
 
@@ -599,6 +618,15 @@ static bool soft_apps_driving(struct soft_nic *nic, uint64_t now)
 	uint64_t last = atomic_load_explicit(&nic->app_round_ns, memory_order_relaxed);
 
 	return last && now - last < SOFT_APP_WINDOW_NS;
+}
+
+/* Application threads posted or polled over the wire lately: a yield would leave the engine behind them. */
+static bool soft_apps_busy(struct soft_nic *nic, uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&nic->app_busy_ns, memory_order_relaxed);
+
+	return atomic_load_explicit(&nic->n_conns, memory_order_relaxed) && last &&
+	       now - last < SOFT_APP_BUSY_NS;
 }
 
 static void soft_wake_fd_drain(struct soft_nic *nic)
@@ -610,21 +638,45 @@ static void soft_wake_fd_drain(struct soft_nic *nic)
 }
 
 /*
- * Application threads drive the rounds: the engine thread stays off the
- * CPUs they need, and looks again after nap_ns (then it runs a round:
- * timers and held ACKs never wait longer), when a doorbell finds no
- * application thread to run it, or, unless an application thread polls
- * the wire itself, when a packet arrives.  The last one matters to a
- * target that posts but then makes no verbs call while it waits
- * (perftest's ib_write_lat spins on memory): nobody would read the wire,
- * and an incoming WRITE would wait out the nap.  A poller takes the
- * packets itself: waking the engine for them too would only have it
- * compete for the CPUs.  A poller is a thread that read the wire in the
- * last SOFT_APP_POLLER_NS, or took the last packet that woke the engine
- * (app_takes_wire): a poller kept off its CPU for a moment must not turn
- * every later packet into a race with the engine, which then keeps it off
- * longer.  Returns whether a packet woke the engine; *early, whether a
- * packet or a doorbell ended the nap before nap_ns.
+ * Until when an application thread takes the wire's packets itself: one that
+ * polls the wire (read it twice within SOFT_APP_LOOP_NS, a polling loop) and
+ * did so lately (within SOFT_APP_POLLER_NS).  0 when none does.  A thread that
+ * read the wire once and went on with something else (qperf's
+ * rc_rdma_write_poll_lat posts, polls its CQ once, then spins on memory) is no
+ * poller: the packet it waits for must not wait for it.
+ */
+static uint64_t soft_app_polls_until(struct soft_nic *nic)
+{
+	uint64_t last = atomic_load_explicit(&nic->app_read_ns, memory_order_relaxed);
+	uint64_t prev = atomic_load_explicit(&nic->app_read_prev_ns, memory_order_relaxed);
+	uint64_t gap = last > prev ? last - prev : prev - last; /* two threads may store out of order */
+
+	if (!last || !prev || gap >= SOFT_APP_LOOP_NS)
+		return 0;
+	return last + SOFT_APP_POLLER_NS;
+}
+
+bool soft_engine_watches_wire(struct soft_nic *nic)
+{
+	return soft_app_polls_until(nic) <= soft_now_ns();
+}
+
+/*
+ * The engine waits up to nap_ns for a doorbell or a packet, without running
+ * rounds: while application threads drive them, the engine thread stays off
+ * the CPUs they need; while idle, it sleeps rather than spins.  It watches the
+ * wire unless an application thread polls it (soft_app_polls_until, or
+ * app_takes_wire: it took the last packet that woke the engine and has read
+ * the wire since its last post): a poller takes the packets itself, and
+ * waking the engine for them too would only have it compete for the CPUs (on
+ * 2 vCPUs, ib_send_lat 6 -> 48 us).  It looks again when that poller's window
+ * ends, so a packet that nobody reads waits at most SOFT_APP_POLLER_NS after
+ * the last read before a packet wakes the engine; one that arrives while
+ * nobody polls wakes it at once.  That is what
+ * a target that makes no verbs call while it waits needs (perftest's
+ * ib_write_lat -c UC and qperf's rc_rdma_write_poll_lat spin on memory): a NIC
+ * serves the WRITE without them.  Returns whether a packet ended the wait;
+ * *early, whether a packet or a doorbell did, before nap_ns.
  */
 static bool soft_engine_nap(struct soft_nic *nic, bool app_takes_wire, uint64_t nap_ns, bool *early)
 {
@@ -632,11 +684,8 @@ static bool soft_engine_nap(struct soft_nic *nic, bool app_takes_wire, uint64_t 
 	    {.fd = nic->wake_fd, .events = POLLIN},
 	    {.fd = soft_wire_fd(nic), .events = POLLIN},
 	};
-	uint64_t last_read = atomic_load_explicit(&nic->app_read_ns, memory_order_relaxed);
-	bool poller = app_takes_wire || (last_read && soft_now_ns() - last_read < SOFT_APP_POLLER_NS);
+	uint64_t now = soft_now_ns(), end = now + nap_ns;
 	bool wire_woke = false;
-	struct timespec ts = {.tv_sec = (time_t)(nap_ns / 1000000000),
-			      .tv_nsec = (long)(nap_ns % 1000000000)};
 
 	/*
 	 * Pairs with soft_ring_doorbell (queue, then look at `sleeping`): a
@@ -648,9 +697,29 @@ static bool soft_engine_nap(struct soft_nic *nic, bool app_takes_wire, uint64_t 
 	atomic_store(&nic->sleeping, true);
 	*early = atomic_load(&nic->runq_nonempty) &&
 		 !atomic_load_explicit(&nic->round_owner, memory_order_relaxed);
-	if (!*early) {
-		*early = ppoll(pfd, poller ? 1 : 2, &ts, NULL) > 0;
-		wire_woke = *early && !poller && pfd[1].revents;
+	while (!*early && now < end) {
+		/*
+		 * Until when an application thread takes the packets: one that
+		 * polls in a loop, or took a packet the engine woke for and has
+		 * read the wire more than once since its last post.
+		 */
+		uint64_t blind = soft_app_polls_until(nic);
+		uint64_t read = atomic_load_explicit(&nic->app_read_ns, memory_order_relaxed);
+		bool watch;
+		uint64_t until;
+
+		if (app_takes_wire && read &&
+		    atomic_load_explicit(&nic->app_read_prev_ns, memory_order_relaxed) &&
+		    read + SOFT_APP_POLLER_NS > blind)
+			blind = read + SOFT_APP_POLLER_NS;
+		watch = blind <= now;
+		until = watch || blind > end ? end : blind;
+		struct timespec ts = {.tv_sec = (time_t)((until - now) / 1000000000),
+				      .tv_nsec = (long)((until - now) % 1000000000)};
+
+		*early = ppoll(pfd, watch ? 2 : 1, &ts, NULL) > 0;
+		wire_woke = *early && watch && pfd[1].revents;
+		now = soft_now_ns();
 	}
 	if (pfd[0].revents & POLLIN)
 		soft_wake_fd_drain(nic);
@@ -720,21 +789,27 @@ static void *soft_engine_main(void *arg)
 	uint64_t now, idle_since = soft_now_ns(), nap_ns = SOFT_APP_WINDOW_NS;
 	bool app_takes_wire = false, wire_woke = false;
 
+	/* Its waits end on time to the microsecond, not the default 50 us later. */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	while (!atomic_load(&nic->stop)) {
-		bool worked = false;
+		bool worked = false, holding = false, owned = soft_round_try_own(nic);
 
-		if (soft_round_try_own(nic)) {
+		if (owned) {
 			worked = soft_round(nic, SOFT_WIRE_POLL);
+			holding = soft_wire_holding(nic);
 			soft_round_release(nic);
 		}
 		/*
-		 * A packet that woke the engine but left it nothing to do was
-		 * taken by an application thread polling the wire: stop watching
-		 * the wire in naps until a round of ours finds work again.
+		 * A packet that woke the engine but was gone when its round read
+		 * the wire was taken by an application thread that reads the
+		 * wire: while that thread keeps reading, the naps leave the wire
+		 * to it (each such wake-up is a context switch on a CPU it needs:
+		 * ib_send_lat 10 -> 37 us).  Its next post, or a round of ours
+		 * that finds work, ends that.
 		 */
 		if (worked)
 			app_takes_wire = false;
-		else if (wire_woke)
+		else if (wire_woke && owned)
 			app_takes_wire = true;
 		wire_woke = false;
 		now = soft_now_ns();
@@ -744,7 +819,10 @@ static void *soft_engine_main(void *arg)
 			uint64_t drove = atomic_load_explicit(&nic->app_round_ns, memory_order_relaxed);
 			bool early;
 
-			wire_woke = soft_engine_nap(nic, app_takes_wire, nap_ns, &early);
+			/* An ACK held back for a request to ride with leaves on time. */
+			wire_woke = soft_engine_nap(
+			    nic, app_takes_wire,
+			    holding && nap_ns > SOFT_IDLE_TICK_NS ? SOFT_IDLE_TICK_NS : nap_ns, &early);
 			/*
 			 * Application threads that drove rounds through a whole nap
 			 * did not need the engine: the next nap is twice as long, up
@@ -759,9 +837,27 @@ static void *soft_engine_main(void *arg)
 				nap_ns = SOFT_APP_WINDOW_NS;
 			idle_since = soft_now_ns();
 		} else if (now - idle_since < nic->spin_ns) {
-			/* Free when the CPU is ours alone; lets a poster sharing it run. */
-			sched_yield();
 			nap_ns = SOFT_APP_WINDOW_NS;
+			if (!soft_apps_busy(nic, now)) {
+				/* Free when the CPU is ours alone; lets a poster sharing it run. */
+				sched_yield();
+			} else {
+				/*
+				 * Application threads that post keep CPUs busy, and may
+				 * spin on memory for what the wire brings: a thread that
+				 * yields waits behind them, milliseconds on a busy machine,
+				 * while the packets wait for it (perftest ib_write_lat -c UC:
+				 * 2 ms a message).  A thread asleep on the wire is woken
+				 * when a packet arrives.  Short waits: held ACKs and timers
+				 * fall due within the spin window.
+				 */
+				uint64_t left = nic->spin_ns - (now - idle_since);
+				bool early;
+
+				wire_woke = soft_engine_nap(
+				    nic, app_takes_wire, left < SOFT_IDLE_TICK_NS ? left : SOFT_IDLE_TICK_NS,
+				    &early);
+			}
 		} else {
 			soft_engine_sleep(nic);
 			idle_since = soft_now_ns();

@@ -300,8 +300,10 @@ struct soft_nic {
 	atomic_ulong rounds;	    /* rounds completed, by anyone */
 	atomic_ullong app_round_ns; /* when an application thread last ran one (0: not lately) */
 	atomic_ullong app_read_ns;  /* ... and last read the wire in one (a poller: it takes the packets) */
-	atomic_int n_conns;	    /* wire connections: application threads drive rounds only if any */
-	bool timer_waiting;	    /* round owner's: a QP waits on a retry or RNR timer */
+	atomic_ullong app_read_prev_ns; /* ... and the read before that: a poller reads again and again */
+	atomic_ullong app_busy_ns;     /* an application thread posted or polled over the wire (1 ms steps) */
+	atomic_int n_conns;	       /* wire connections: application threads drive rounds only if any */
+	bool timer_waiting;	       /* round owner's: a QP waits on a retry or RNR timer */
 	uint64_t next_tick, next_wire; /* round owner's: next timer scan, next listener poll */
 	atomic_bool runq_nonempty;     /* runq_head != NULL, readable without runq_lock */
 	_Alignas(64) pthread_mutex_t runq_lock;
@@ -593,6 +595,8 @@ bool soft_app_round(struct soft_nic *nic, bool poll_wire);
 void soft_run_queued(struct soft_nic *nic);
 /* An application thread is about to block on a completion channel: the engine takes over. */
 void soft_apps_leave(struct soft_nic *nic);
+/* Whether the napping engine would wake for a packet now: no application thread polls the wire in a loop. */
+bool soft_engine_watches_wire(struct soft_nic *nic);
 void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp);
 /* rx.c: a response for QP qpn of this NIC, from the wire or the delay line (locks the QP itself). */
 void soft_rx_response(struct soft_nic *nic, uint32_t qpn, const struct soft_resp *resp);

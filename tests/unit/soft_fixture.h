@@ -12,6 +12,7 @@
 #include <time.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -155,6 +156,16 @@ static inline int fx_fork_peer(int (*child)(int fd), pid_t *pid)
 	}
 	close(sv[1]);
 	return sv[0];
+}
+
+/* Waits for the forked peer, which must have exited with status 0. */
+static inline void fx_expect_clean_exit(pid_t pid)
+{
+	int status;
+
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 static inline void expect_state(struct ibv_qp *qp, enum ibv_qp_state state)

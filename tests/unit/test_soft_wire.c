@@ -387,15 +387,6 @@ static int ping_a_forked_ponger(struct side *s, int (*peer_main)(int), pid_t *pi
 	return fd;
 }
 
-static void expect_clean_exit(pid_t pid)
-{
-	int status;
-
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-}
-
 static void ping_pong_answers_on_the_pingers_connection(void **state)
 {
 	struct side s = {0};
@@ -404,7 +395,7 @@ static void ping_pong_answers_on_the_pingers_connection(void **state)
 
 	(void)state;
 	fd = ping_a_forked_ponger(&s, ponger_main, &pid);
-	expect_clean_exit(pid);
+	fx_expect_clean_exit(pid);
 	side_close(&s);
 	close(fd);
 }
@@ -468,7 +459,7 @@ static void stranger_cannot_take_a_peers_place(void **state)
 	got += stranger_drain(stranger, seen + got, sizeof(seen) - got, 100);
 	/* At most the ponger's HELLO: no packet of the ping-pong. */
 	assert_true(got <= SOFT_AUTH_HELLO_LEN);
-	expect_clean_exit(pid);
+	fx_expect_clean_exit(pid);
 	close(stranger);
 	side_close(&s);
 	close(fd);
@@ -532,7 +523,7 @@ static void engine_serves_a_target_that_stopped_polling(void **state)
 		assert_memory_equal(s.buf + 2048, src, 256);
 	}
 	close(fd);
-	expect_clean_exit(pid);
+	fx_expect_clean_exit(pid);
 	side_close(&s);
 }
 
