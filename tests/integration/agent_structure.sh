@@ -3,7 +3,7 @@
 # The agent's shape (issue 46): core/chan holds what clients and the agent
 # both map, core/agent/link its links by role, and no files of core/agent or
 # core/chan call each other in a loop (every call points down: peer table at
-# the bottom, the progress pass at the top).  tests/agent_calls.py finds the
+# the bottom, the progress pass at the top).  tests/file_calls.py finds the
 # loops; this test also plants one and checks the checker catches it.
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -24,7 +24,7 @@ if grep -n '#include "core/agent/' core/chan/*.c core/chan/*.h | grep -v 'core/a
 	fail "core/chan includes core/agent headers (above)"
 fi
 
-out=$(python3 tests/agent_calls.py --order core/agent core/chan) || {
+out=$(python3 tests/file_calls.py --order core/agent core/chan) || {
 	echo "$out" >&2
 	fail "files of core/agent or core/chan call each other in a loop (above)"
 }
@@ -40,7 +40,7 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/core"
 cp -r core/agent core/chan "$tmp/core/"
 printf '\nint planted_loop(struct agent_links *lk)\n{\n\treturn links_progress(lk);\n}\n' >>"$tmp/core/agent/link/peer.c"
-if planted=$(python3 tests/agent_calls.py --root "$tmp" core/agent core/chan); then
+if planted=$(python3 tests/file_calls.py --root "$tmp" core/agent core/chan); then
 	echo "$planted" >&2
 	fail "the checker found no loop with peer.c calling links_progress"
 fi

@@ -5,7 +5,7 @@
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 cd "$RDMATOOL_TOP"
-out=$(python3 tests/file_cycles.py cmd/walk) || fail "$out"
+out=$(python3 tests/file_calls.py cmd/walk) || fail "$out"
 lines=$(cat cmd/walk/*.c cmd/walk/*.h | wc -l)
 [ "$lines" -lt 8000 ] || fail "cmd/walk has $lines lines; keep it under 8000"
 
@@ -15,8 +15,8 @@ trap 'rm -rf "$tmp"' EXIT
 printf 'int loop_b(void);\nint loop_a(void)\n{\n\treturn loop_b();\n}\n' >"$tmp/a.c"
 printf 'int loop_a(void);\nint loop_b(void)\n{\n\treturn loop_a();\n}\n' >"$tmp/b.c"
 printf 'static int helper(void)\n{\n\treturn 0;\n}\n' >"$tmp/c.c"
-if python3 tests/file_cycles.py "$tmp" >"$tmp/out" 2>&1; then
+if python3 tests/file_calls.py --root "$tmp" . >"$tmp/out" 2>&1; then
 	fail "the checker passed a loop: $(cat "$tmp/out")"
 fi
-grep -q 'a.c -> b.c (loop_b)' "$tmp/out" || fail "the loop is not named: $(cat "$tmp/out")"
+grep -q 'a.c:4 loop_a() uses loop_b() of b.c' "$tmp/out" || fail "the loop is not named: $(cat "$tmp/out")"
 echo "walk structure ok ($lines lines)"

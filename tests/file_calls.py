@@ -9,7 +9,7 @@ a name the file defines itself, stays inside the file).  The file graph must
 have no cycle: a loop means the files are one unit cut in pieces, and the
 order the issue asks for (every call pointing down) does not hold.
 
-  agent_calls.py [--root DIR] [--order] [PATH...]
+  file_calls.py [--root DIR] [--order] [PATH...]
 PATHs are files or directories (searched recursively for *.c); the default is
 core/agent and core/chan under --root (default: the current directory).
 Exit 0: no cycle (with --order, the files bottom first); 1: a cycle, printed
@@ -127,7 +127,7 @@ def files_of(paths, root):
         elif os.path.isfile(full):
             found.append(full)
         else:
-            sys.exit(f"agent_calls.py: {p}: no such file or directory under {root}")
+            sys.exit(f"file_calls.py: {p}: no such file or directory under {root}")
     return sorted(set(found))
 
 
@@ -197,7 +197,7 @@ def main():
     args = ap.parse_args()
     files = files_of(args.paths, args.root)
     if not files:
-        print("agent_calls.py: no .c files found", file=sys.stderr)
+        print("file_calls.py: no .c files found", file=sys.stderr)
         return 2
     rel = {f: os.path.relpath(f, args.root) for f in files}
     scanned = {rel[f]: scan(f) for f in files}
