@@ -140,8 +140,10 @@ unit: check-deps all $(UNIT_BIN)
 
 # The unit tests a package build runs (dh_auto_test, %check): no root, no test-only packages
 # (check-deps), only the build dependencies (cmocka) and loopback.
+# Package builds: the stats segments go to a private directory (a build chroot's /dev/shm may be
+# missing or shared); make check keeps /dev/shm and its leftover check.
 check-unit: all $(UNIT_BIN)
-	@BUILD=$(BUILD) tests/run-tests.sh $(UNIT_BIN)
+	@d=$$(mktemp -d) && BUILD=$(BUILD) RDMATOOL_STATS_DIR=$$d tests/run-tests.sh $(UNIT_BIN); rc=$$?; rm -rf "$$d"; exit $$rc
 
 integration: check-deps all $(TOOL_BIN)
 	@BUILD=$(BUILD) tests/run-tests.sh $(sort $(wildcard tests/integration/*.sh))
