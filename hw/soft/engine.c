@@ -289,7 +289,15 @@ static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w, uint64_t now)
 	return true;
 }
 
-/* The wire lost its connection to peer: every RC QP waiting on it fails. */
+/*
+ * The wire lost its connection to peer: every RC QP waiting on it fails with
+ * RETRY_EXC_ERR, when the request at its head times out (its local ACK
+ * timeout, counted from its transmission), as on a NIC whose peer went
+ * silent, not at once: a program whose peer finished and left while one of
+ * its requests was in flight (ibv_srq_pingpong's last sends) still completes
+ * what it was waiting for first.  No retries: nothing can answer them.  A QP
+ * with no timer (timeout 0, "forever") fails at once instead of hanging.
+ */
 void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer)
 {
 	for (int i = 0; i < SOFT_MAX_QP; i++) {
@@ -299,8 +307,14 @@ void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer)
 			continue;
 		pthread_mutex_lock(&qp->lock);
 		if (qp->sq_head != qp->sq_next && qp->attr.ah_attr.is_global &&
-		    memcmp(qp->attr.ah_attr.grh.dgid.raw, peer->raw, 16) == 0)
-			soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+		    memcmp(qp->attr.ah_attr.grh.dgid.raw, peer->raw, 16) == 0) {
+			struct soft_swqe *h = &qp->sq[qp->sq_head & qp->sq_mask];
+
+			if (h->sent && h->deadline_ns)
+				h->peer_lost = true;
+			else
+				soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+		}
 		pthread_mutex_unlock(&qp->lock);
 	}
 }
@@ -333,6 +347,10 @@ static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 
 		bool due = h->sent && h->deadline_ns && now >= h->deadline_ns;
 
+		if (due && h->peer_lost) {
+			soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+			return false;
+		}
 		if (due && h->wire_waits < SOFT_WIRE_WAITS && qp->attr.ah_attr.is_global &&
 		    soft_wire_in_flight(nic, &qp->attr.ah_attr.grh.dgid)) {
 			/*

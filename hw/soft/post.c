@@ -156,6 +156,7 @@ static int soft_fill_swqe(struct soft_qp *qp, struct soft_swqe *w, const struct 
 	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
 	w->sent = false;
 	w->retries = w->rnr_retries = w->wire_waits = 0;
+	w->peer_lost = false;
 	w->deadline_ns = w->rnr_until_ns = 0;
 	if (wr->opcode != IBV_WR_BIND_MW && wr->opcode != IBV_WR_LOCAL_INV) {
 		w->psn = qp->next_psn;

@@ -202,6 +202,7 @@ struct soft_swqe {
 	uint64_t deadline_ns, rnr_until_ns;
 	unsigned retries, rnr_retries;
 	unsigned wire_waits; /* timeouts forgiven because the request was still on the wire */
+	bool peer_lost;	     /* its peer's connection closed: fails when its timer expires */
 };
 
 struct soft_rwqe {

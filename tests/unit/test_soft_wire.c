@@ -527,6 +527,43 @@ static void engine_serves_a_target_that_stopped_polling(void **state)
 	side_close(&s);
 }
 
+/*
+ * A peer that leaves while our SEND is in flight: the SEND ends in
+ * RETRY_EXC_ERR when its local ACK timeout expires, as on a NIC whose peer
+ * went silent, not the moment the peer's connection closes.  (Failing at
+ * once made ibv_srq_pingpong's server see RETRY_EXC for a last send its
+ * client, already done, would never answer, while it still had completions
+ * to reap.)  Timeout 16 is 268 ms; only a lower bound is asserted, which a
+ * loaded machine cannot break.
+ */
+static void a_peer_that_left_fails_at_the_timeout(void **state)
+{
+	struct side s = {0};
+	struct ibv_wc wc;
+	uint64_t posted;
+	pid_t pid;
+	int fd;
+	char c;
+
+	(void)state;
+	fd = ping_a_forked_ponger(&s, quiet_target_main, &pid);
+	assert_int_equal(read(fd, &c, 1), 1);
+	assert_int_equal(c, 'p');
+	/* Its QP came up with timeout 16 (ping_a_forked_ponger).  Stopped, nobody will ACK. */
+	assert_int_equal(kill(pid, SIGSTOP), 0);
+	posted = fx_now_ms();
+	assert_int_equal(fx_post(s.rc, IBV_WR_SEND, 77, s.buf, 8, s.mr->lkey, 0, 0), 0);
+	usleep(20000);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	assert_int_equal(wait_wc(s.cq, &wc), 0);
+	assert_int_equal(wc.wr_id, 77);
+	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
+	assert_true(fx_now_ms() - posted >= 200);
+	close(fd);
+	side_close(&s);
+}
+
 static void unreachable_peer_is_retry_exceeded(void **state)
 {
 	struct side s = {0};
@@ -795,6 +832,7 @@ int main(void)
 	    cmocka_unit_test(stranger_cannot_take_a_peers_place),
 	    cmocka_unit_test(engine_serves_a_target_that_stopped_polling),
 	    cmocka_unit_test(unreachable_peer_is_retry_exceeded),
+	    cmocka_unit_test(a_peer_that_left_fails_at_the_timeout),
 	    cmocka_unit_test(bad_configuration_is_einval_with_message),
 	    cmocka_unit_test(fault_drop_all_is_retry_exceeded),
 	    cmocka_unit_test(fault_drop_some_is_recovered),
