@@ -493,18 +493,26 @@ static int quiet_target_main(int fd)
 	return 0;
 }
 
+/* Forks a quiet target, plays one ping-pong with it and waits until it has stopped polling. */
+static int start_quiet_target(struct side *s, pid_t *pid)
+{
+	int fd = ping_a_forked_ponger(s, quiet_target_main, pid);
+	char c;
+
+	assert_int_equal(read(fd, &c, 1), 1);
+	assert_int_equal(c, 'p');
+	return fd;
+}
+
 static void engine_serves_a_target_that_stopped_polling(void **state)
 {
 	struct side s = {0};
 	struct ibv_wc wc;
 	pid_t pid;
 	int fd;
-	char c;
 
 	(void)state;
-	fd = ping_a_forked_ponger(&s, quiet_target_main, &pid);
-	assert_int_equal(read(fd, &c, 1), 1);
-	assert_int_equal(c, 'p');
+	fd = start_quiet_target(&s, &pid);
 	for (uint32_t i = 0; i < 200; i++) {
 		uint8_t *src = s.buf + 1024;
 
@@ -543,12 +551,9 @@ static void a_peer_that_left_fails_at_the_timeout(void **state)
 	uint64_t posted;
 	pid_t pid;
 	int fd;
-	char c;
 
 	(void)state;
-	fd = ping_a_forked_ponger(&s, quiet_target_main, &pid);
-	assert_int_equal(read(fd, &c, 1), 1);
-	assert_int_equal(c, 'p');
+	fd = start_quiet_target(&s, &pid);
 	/* Its QP came up with timeout 16 (ping_a_forked_ponger).  Stopped, nobody will ACK. */
 	assert_int_equal(kill(pid, SIGSTOP), 0);
 	posted = fx_now_ms();
