@@ -81,7 +81,11 @@ struct ibv_srq *soft_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *ini
 	return &srq->ibv;
 }
 
-/* ibv_create_srq_ex: the basic type only (XRC and tag matching are not implemented). */
+/*
+ * ibv_create_srq_ex of the basic type.  The device offers no XRC domains and
+ * no tag matching (query_device_ex reports neither), so an XRC or TM SRQ, or
+ * an attribute only they use, is EOPNOTSUPP, as on any NIC without them.
+ */
 struct ibv_srq *soft_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *init)
 {
 	const uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_CQ;
