@@ -49,9 +49,9 @@ override CPPFLAGS += -D_GNU_SOURCE -I. -MMD -MP $(PKG_CFLAGS)
 override LDFLAGS  += -pthread $(SAN_CFLAGS)
 override LDLIBS   += $(PKG_LIBS) -lm -lrt
 
-CORE_SRC := $(sort $(filter-out hw/preload/%,$(wildcard core/*.c core/*/*.c core/*/*/*.c hw/*.c hw/*/*.c)))
+CORE_SRC := $(sort $(filter-out hw/preload/%,$(wildcard core/*.c core/*/*.c core/*/*/*.c hw/*.c hw/*/*.c hw/*/*/*.c)))
 # librdmatool-verbs.so: the soft device behind libibverbs' own API (rdmatool exec), position-independent.
-VERBS_LIB_SRC := $(sort $(wildcard hw/preload/*.c hw/soft/*.c))
+VERBS_LIB_SRC := $(sort $(wildcard hw/preload/*.c hw/soft/*.c hw/soft/*/*.c))
 VERBS_LIB_OBJ := $(VERBS_LIB_SRC:%.c=$(BUILD)/pic/%.o)
 CMD_SRC  := $(sort $(filter-out cmd/main.c,$(wildcard cmd/*.c cmd/*/*.c)))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))

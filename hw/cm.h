@@ -8,7 +8,7 @@
  * whose fd polls readable while one is queued.
  *
  * hw_cm_verbs forwards to librdmacm (hw/cm_verbs.c); hw_cm_soft is the soft
- * device's CM (hw/soft/cm*.c), which speaks to other soft CMs over TCP at
+ * device's CM (hw/soft/cm/), which speaks to other soft CMs over TCP at
  * the IP address and port a program listens on.
  */
 #ifndef RDMATOOL_HW_CM_H

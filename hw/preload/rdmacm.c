@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * librdmacm's API for the soft device: each function, in librdmacm's own
- * version node (libibverbs.map), goes to the soft CM (hw/soft/cm.h), so
+ * version node (libibverbs.map), goes to the soft CM (hw/soft/cm/cm.h), so
  * rping, rdma_server/rdma_client, ucmatose and perftest -R run unmodified
  * under rdmatool exec.  Every id resolves to soft0; a real NIC's connection
  * manager is not reached through this library.  The helpers rdma_verbs.h
@@ -9,7 +9,7 @@
  * libibverbs calls on the id's objects and need nothing here.
  */
 #include "hw/preload/preload.h"
-#include "hw/soft/cm.h"
+#include "hw/soft/cm/cm.h"
 
 #include <errno.h>
 #include <rdma/rdma_verbs.h>

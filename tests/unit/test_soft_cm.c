@@ -9,7 +9,7 @@
  */
 #include "tests/unit/soft_fixture.h"
 #include "hw/cm.h"
-#include "hw/soft/cm.h"
+#include "hw/soft/cm/cm.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

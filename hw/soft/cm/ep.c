@@ -4,7 +4,7 @@
  * rdma_create_ep/rdma_destroy_ep and rdma_get_request, built on the
  * synchronous ids of cm.c (rdma_server and rdma_client use nothing else).
  */
-#include "hw/soft/cm_id.h"
+#include "hw/soft/cm/id.h"
 
 #include <errno.h>
 #include <netdb.h>

@@ -7,7 +7,7 @@
  * REQ).  Ids are named in the epoll set by serial number, so an id the
  * application destroyed meanwhile is simply not found.
  */
-#include "hw/soft/cm_id.h"
+#include "hw/soft/cm/id.h"
 #include "hw/soft/soft.h"
 
 #include <errno.h>

@@ -5,7 +5,7 @@
  * event waits, and a program that made it non-blocking gets EAGAIN from
  * rdma_get_cm_event as with librdmacm.
  */
-#include "hw/soft/cm.h"
+#include "hw/soft/cm/cm.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,7 @@
  * A listening id listens on the TCP address it was bound to (the IP and
  * "port space" port a program names, e.g. rping's 127.0.0.1:7174); an
  * active id connects there.  On that connection the two sides exchange
- * IB CM-like messages (cm_msg.c): REQ (QPN, starting PSN, the QP's soft
+ * IB CM-like messages (msg.c): REQ (QPN, starting PSN, the QP's soft
  * GID, RDMA read depths, private data), REP, RTU, REJ, DREQ, DREP.  The CM
  * moves the QPs as librdmacm does: INIT at rdma_create_qp, RTR and RTS on
  * REP (active) and at rdma_accept (passive), ERR at rdma_disconnect.
@@ -19,8 +19,8 @@
  * UNREACHABLE.  A malformed message closes its connection and counts in
  * soft_cm_bad_messages().
  */
-#ifndef RDMATOOL_HW_SOFT_CM_H
-#define RDMATOOL_HW_SOFT_CM_H
+#ifndef RDMATOOL_HW_SOFT_CM_CM_H
+#define RDMATOOL_HW_SOFT_CM_CM_H
 
 #include "hw/cm.h"
 
@@ -42,7 +42,7 @@ enum soft_cm_msg_type {
 	SOFT_CM_DREP,
 };
 
-/* A message as both sides hold it; cm_msg.c turns it into bytes and back. */
+/* A message as both sides hold it; msg.c turns it into bytes and back. */
 struct soft_cm_msg {
 	uint8_t type; /* enum soft_cm_msg_type */
 	uint8_t qp_type;
@@ -71,7 +71,7 @@ long soft_cm_msg_decode(const uint8_t *buf, size_t len, struct soft_cm_msg *m);
 unsigned long soft_cm_bad_messages(void);
 void soft_cm_count_bad_message(void);
 
-/* The librdmacm-named entry points of the soft CM (cm.c, cm_event.c, cm_ep.c). */
+/* The librdmacm-named entry points of the soft CM (cm.c, event.c, ep.c, conn.c, msg.c). */
 struct rdma_event_channel *soft_cm_create_event_channel(void);
 void soft_cm_destroy_event_channel(struct rdma_event_channel *channel);
 int soft_cm_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event);
@@ -111,7 +111,7 @@ void soft_cm_free_devices(struct ibv_context **list);
 /* Every id, channel and event of the process is under this lock. */
 extern pthread_mutex_t soft_cm_lock;
 
-/* cm_event.c, for cm.c: queue an event (the caller holds the CM lock) and wait for one. */
+/* event.c, for cm.c and conn.c: queue an event (the caller holds the CM lock) and wait for one. */
 struct soft_cm_id;
 void soft_cm_post(struct rdma_event_channel *channel, struct rdma_cm_id *id, struct rdma_cm_id *listen,
 		  enum rdma_cm_event_type type, int status, const struct soft_cm_msg *m);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The soft CM's ids and the operations on them (cm.h); cm_conn.c does what follows on the wire. */
-#include "hw/soft/cm_id.h"
+/* The soft CM's ids and the operations on them (cm.h); conn.c does what follows on the wire. */
+#include "hw/soft/cm/id.h"
 #include "hw/soft/soft.h"
 
 #include <arpa/inet.h>

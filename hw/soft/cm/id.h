@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The soft CM's id and its states, shared by cm.c (the API) and cm_conn.c (the CM thread). */
+/* The soft CM's id and its states, shared by cm.c (the API) and conn.c (the CM thread). */
 #ifndef RDMATOOL_HW_SOFT_CM_ID_H
 #define RDMATOOL_HW_SOFT_CM_ID_H
 
-#include "hw/soft/cm.h"
+#include "hw/soft/cm/cm.h"
 
 #define SOFT_CM_CONNECT_WAIT_NS 10000000000ull /* REP or REJ within this, else UNREACHABLE */
 #define SOFT_CM_RTU_WAIT_NS	5000000000ull  /* RTU within this, else CONNECT_ERROR */
@@ -61,7 +61,7 @@ static inline struct soft_cm_id *to_soft_cm_id(struct rdma_cm_id *id)
 	return (struct soft_cm_id *)((char *)id - offsetof(struct soft_cm_id, id));
 }
 
-/* cm_conn.c; all with soft_cm_lock held. */
+/* conn.c; all with soft_cm_lock held. */
 int soft_cm_watch(struct soft_cm_id *id, uint32_t events);
 void soft_cm_close(struct soft_cm_id *id);
 int soft_cm_send(struct soft_cm_id *id, const struct soft_cm_msg *m);

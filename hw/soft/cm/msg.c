@@ -10,7 +10,7 @@
  * all little-endian.  What arrives is parsed from a private copy and checked
  * field by field before anything acts on it.
  */
-#include "hw/soft/cm.h"
+#include "hw/soft/cm/cm.h"
 
 #include <endian.h>
 #include <stdatomic.h>
