@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The soft CM's id and its states, shared by cm.c (the API) and conn.c (the CM thread). */
+/* The soft CM's id and its states: kept by id.c, shared by cm.c (the API), conn.c (the CM thread), ep.c. */
 #ifndef RDMATOOL_HW_SOFT_CM_ID_H
 #define RDMATOOL_HW_SOFT_CM_ID_H
 
@@ -71,12 +71,15 @@ int soft_cm_dial(struct soft_cm_id *id);
 int soft_cm_qp_connect(struct soft_cm_id *id);
 /* Registers the fork handler (once): every entry point that creates state calls it first. */
 void soft_cm_init(void);
-/* cm.c */
+/* id.c: the ids of the process, all with soft_cm_lock held (but soft_cm_lock_live, which takes it). */
+extern struct soft_cm_id *soft_cm_ids;
 /* A forked child's view: the parent's ids, context and PD are not its own. */
 void soft_cm_forget_ids(void);
 struct soft_cm_id *soft_cm_find(uint64_t serial);
 struct soft_cm_id *soft_cm_new_id(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps);
 void soft_cm_unlink(struct soft_cm_id *id);
+/* A destroyed id, kept allocated a while (a stale pointer never names another live id); unlinked first. */
+void soft_cm_retire(struct soft_cm_id *id);
 /*
  * The id cm names if it is live (created and not destroyed), else NULL; only
  * pointers are compared, a destroyed id is never read.  Lock held.
@@ -84,6 +87,9 @@ void soft_cm_unlink(struct soft_cm_id *id);
 struct soft_cm_id *soft_cm_live(const struct rdma_cm_id *cm);
 /* Every entry point taking an id: locks the CM if cm is live, else fails with EINVAL (unlocked). */
 bool soft_cm_lock_live(const struct rdma_cm_id *cm);
-extern struct soft_cm_id *soft_cm_ids;
+/* The soft device's context every id is bound to, opened on first use (NULL: none, errno says why). */
+struct ibv_context *soft_cm_context(void);
+/* The PD for a QP made without one: the process's default on cm's context (NULL: cm has none yet). */
+struct ibv_pd *soft_cm_default_pd(struct rdma_cm_id *cm);
 
 #endif
