@@ -36,6 +36,7 @@ struct hw_cm_ops {
 	int (*get_cm_event)(struct rdma_event_channel *channel, struct rdma_cm_event **event);
 	int (*ack_cm_event)(struct rdma_cm_event *event);
 	int (*migrate_id)(struct rdma_cm_id *id, struct rdma_event_channel *channel);
+	int (*set_option)(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen);
 };
 
 extern const struct hw_cm_ops hw_cm_verbs;

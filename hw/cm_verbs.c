@@ -20,4 +20,5 @@ const struct hw_cm_ops hw_cm_verbs = {
     .get_cm_event = rdma_get_cm_event,
     .ack_cm_event = rdma_ack_cm_event,
     .migrate_id = rdma_migrate_id,
+    .set_option = rdma_set_option,
 };

@@ -392,9 +392,6 @@ out:
 	return rc;
 }
 
-#define CORE_QP_TIMEOUT	  18
-#define CORE_QP_RETRY_CNT 7
-
 static int conn_connect(struct core_ep *ep, struct conn *c, const struct addr_blob *b, uint32_t k)
 {
 	struct ibv_qp_attr a = {

@@ -94,8 +94,24 @@ static void cm_param(struct rdma_conn_param *cp, const struct cm_pdata *d)
 	cp->private_data_len = sizeof(*d);
 	cp->responder_resources = 16;
 	cp->initiator_depth = 16;
-	cp->retry_count = 7;
+	cp->retry_count = CORE_QP_RETRY_CNT;
 	cp->rnr_retry_count = 7;
+}
+
+/*
+ * The connection manager takes a QP to RTS itself (accept on the passive
+ * side, the REP on the active one) with its own default ACK timeout, which
+ * on a real NIC is the path's packet lifetime, often far shorter than
+ * CORE_QP_TIMEOUT: a starved peer would end its connections in RETRY_EXC.
+ */
+static int cm_set_timers(const struct core_ep *ep, struct rdma_cm_id *id)
+{
+	uint8_t timeout = CORE_QP_TIMEOUT;
+
+	return ep_cm(ep)->set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout,
+				     sizeof(timeout))
+		   ? -errno
+		   : 0;
 }
 
 /*
@@ -141,6 +157,8 @@ static int cm_on_request(struct cm_run *run, struct rdma_cm_event *ev)
 		return rc;
 	c->remote_rx_depth = d.rx_depth;
 	run->eager_max = d.eager_max;
+	if ((rc = cm_set_timers(run->ep, ev->id)))
+		return rc;
 	pdata_fill(run->ep, d.index, &mine);
 	cm_param(&cp, &mine);
 	return cm->accept(ev->id, &cp) ? -errno : 0;
@@ -156,6 +174,8 @@ static int cm_on_route(struct cm_run *run, uint32_t k)
 	if ((rc = conn_create(run->ep, &run->p->conns[k], run->p->id, k, run->ids[k])))
 		return rc;
 	run->ids[k] = NULL; /* the connection owns it now */
+	if ((rc = cm_set_timers(run->ep, run->p->conns[k].cm_id)))
+		return rc;
 	pdata_fill(run->ep, k, &d);
 	cm_param(&cp, &d);
 	return ep_cm(run->ep)->connect(run->p->conns[k].cm_id, &cp) ? -errno : 0;

@@ -36,6 +36,14 @@ struct msg_hdr {
  * A peer with fewer stripes gets fewer of these; stripes beyond share them.
  */
 struct rdma_cm_id;
+/*
+ * Every RC connection's transport timers, whichever path connected it (the
+ * address exchange's modify_qp or the connection manager's
+ * RDMA_OPTION_ID_ACK_TIMEOUT and retry_count): see conn_connect.
+ */
+#define CORE_QP_TIMEOUT	  18
+#define CORE_QP_RETRY_CNT 7
+
 struct conn {
 	struct ibv_qp *qp;
 	struct rdma_cm_id *cm_id; /* the connection manager's id that connected qp (NULL: oob) */

@@ -6,6 +6,8 @@
 #include <cmocka.h>
 
 #include "core/transport/endpoint.h"
+#include "core/transport/endpoint_impl.h"
+#include "hw/hw.h"
 #include "core/transport/rx.h"
 #include "core/transport/stripe.h"
 
@@ -134,6 +136,35 @@ static void open_pair(struct pair *p, enum core_lock_mode lock, int stripes)
 	assert_int_equal(core_ep_open(&attr, &p->a, err, sizeof(err)), 0);
 	assert_int_equal(core_ep_open(&attr, &p->b, err, sizeof(err)), 0);
 	assert_int_equal(core_ep_connect_pair(p->a, p->b, &p->pa, &p->pb), 0);
+}
+
+/*
+ * Every connection gets the transport's timers whichever path connected it:
+ * the connection manager's own default ACK timeout (RDMATOOL_CONNECT=cm) is
+ * not the transport's.
+ */
+static void test_transport_timers(void **state)
+{
+	struct pair p;
+
+	(void)state;
+	open_pair(&p, CORE_LOCK_STRIPED, 2);
+	for (int side = 0; side < 2; side++) {
+		struct core_ep *ep = side ? p.b : p.a;
+		struct peer *peer = ep->peers[side ? p.pb : p.pa];
+
+		for (uint32_t k = 0; k < peer->nconn; k++) {
+			struct ibv_qp_attr a;
+			struct ibv_qp_init_attr init;
+
+			assert_int_equal(
+			    hw_query_qp(peer->conns[k].qp, &a, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT, &init), 0);
+			assert_int_equal(a.timeout, CORE_QP_TIMEOUT);
+			assert_int_equal(a.retry_cnt, CORE_QP_RETRY_CNT);
+		}
+	}
+	core_ep_close(p.a);
+	core_ep_close(p.b);
 }
 
 static void run_ops(enum core_lock_mode lock)
@@ -364,11 +395,11 @@ static void test_credits_stream(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_wr_id_encoding), cmocka_unit_test(test_env),
-		cmocka_unit_test(test_rx_states),      cmocka_unit_test(test_ops_striped),
-		cmocka_unit_test(test_ops_global),     cmocka_unit_test(test_credits_stream),
-		cmocka_unit_test(test_eager_max_of_device),
-		cmocka_unit_test(test_failed_connect_gives_slot_back),
+	    cmocka_unit_test(test_wr_id_encoding),	cmocka_unit_test(test_env),
+	    cmocka_unit_test(test_rx_states),		cmocka_unit_test(test_ops_striped),
+	    cmocka_unit_test(test_ops_global),		cmocka_unit_test(test_credits_stream),
+	    cmocka_unit_test(test_eager_max_of_device), cmocka_unit_test(test_failed_connect_gives_slot_back),
+	    cmocka_unit_test(test_transport_timers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -724,4 +724,5 @@ const struct hw_cm_ops hw_cm_soft = {
     .get_cm_event = soft_cm_get_cm_event,
     .ack_cm_event = soft_cm_ack_cm_event,
     .migrate_id = soft_cm_migrate_id,
+    .set_option = soft_cm_set_option,
 };
