@@ -395,12 +395,15 @@ int agent_chan_cmd(const struct agent_opts *o)
 			return run_error(AGENT_CMD, "channel '%s' already exists", o->args[1]);
 		}
 		if (rc == -ENOSPC) {
-			agent_detach(cl);
-			return run_error(
+			/* The message names the agent's directory: said before the client lets go of it. */
+			int status = run_error(
 			    AGENT_CMD,
 			    "no room in %s for channel '%s' (its memory is reserved when it is made): "
 			    "free space there, or give a smaller --bytes",
 			    agent_client_dir(cl), o->args[1]);
+
+			agent_detach(cl);
+			return status;
 		}
 	} else if (!strcmp(what, "destroy")) {
 		rc = agent_chan_destroy(cl, o->args[1]);
