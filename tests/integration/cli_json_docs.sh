@@ -43,10 +43,11 @@ check rdmatool-devices.1 "$tmp/devices.json"
 "$RDMATOOL" -j bench send_lat -n 20 >"$tmp/bench.json" 2>/dev/null
 check rdmatool-bench.1 "$tmp/bench.json"
 
-"$RDMATOOL" bench send_lat -D 30 >/dev/null 2>&1 &
+# Long enough to outlast a slow start (a sanitizer build on a busy machine); it is stopped below.
+"$RDMATOOL" bench send_lat -D 600 >/dev/null 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-deadline=$((SECONDS + 30))
+deadline=$((SECONDS + 120))
 until "$RDMATOOL" -j cqstat "$pid" 2>/dev/null | jq -e '.processes[0].cqs | map(.kind) | index("stripe") != null' >/dev/null; do
 	[ $SECONDS -lt $deadline ] || fail "bench published no stripes"
 	sleep 0.1
