@@ -40,12 +40,21 @@ row() { # row NAME SIZE COLUMN: a figure of a run
 	awk -v s="$2" -v c="$3" '$1 == s { print $c }' "$dir/$1"
 }
 
-run ucx_defaults --mca pml ucx
-run ucx_rc --mca pml ucx -x UCX_TLS=rc_v,self -x UCX_NET_DEVICES=soft0:1
+# Under TSan (make tsan) Open MPI's pml ucx dies at exit with no library of ours in the
+# process (shown with UCX's own shared-memory transports): those two runs are left to the
+# other builds, and say so.  exec_ucx.sh still runs UCX over soft0 under TSan.
+if [[ ${LD_PRELOAD:-} == *libtsan* ]]; then
+	echo "ucx_defaults, ucx_rc: not run under TSan (Open MPI's pml ucx crashes at exit under it)"
+else
+	run ucx_defaults --mca pml ucx
+	run ucx_rc --mca pml ucx -x UCX_TLS=rc_v,self -x UCX_NET_DEVICES=soft0:1
+fi
 run ofi_rxm --mca pml cm --mca mtl ofi -x FI_PROVIDER="verbs;ofi_rxm" -x FI_UNIVERSE_SIZE=16
 run tcp --mca pml ob1 --mca btl self,tcp
 for r in ucx_rc ofi_rxm tcp; do
+	[ -e "$dir/$r" ] || continue
 	echo "$r: 8 B latency $(row "$r" 8 2) us, 1 MiB bandwidth $(row "$r" 1048576 3) MB/s"
 done
-awk -v u="$(row ucx_rc 8 2)" -v t="$(row tcp 8 2)" 'BEGIN { printf "8 B latency, rc_verbs on soft0 / btl tcp: %.2fx\n", u / t }'
+[ ! -e "$dir/ucx_rc" ] ||
+	awk -v u="$(row ucx_rc 8 2)" -v t="$(row tcp 8 2)" 'BEGIN { printf "8 B latency, rc_verbs on soft0 / btl tcp: %.2fx\n", u / t }'
 echo "open mpi ok"

@@ -18,6 +18,9 @@ verbs_sanitizer_env() {
 	if [ -n "$runtime" ]; then
 		export LD_PRELOAD="$runtime${LD_PRELOAD:+:$LD_PRELOAD}"
 		export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+		# UCX's memory hooks patch malloc and mmap, which the runtime intercepts too: under
+		# TSan, `ucx_info -d` crashes with no library of ours in the process.
+		export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none
 	fi
 }
 verbs_sanitizer_env
