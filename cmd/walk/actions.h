@@ -32,6 +32,9 @@
 #define WRONG_QKEY_PROBABILITY 0.05	   /* --verify: a UD send with a wrong Q_Key, which must be dropped */
 #define WRONG_QKEY_IMM	       0xffffff00u /* its immediate data (| the sender's id): no length is that large */
 #define MAX_SGE_USED	       16
+#define WR_API_PROBABILITY     0.3	   /* a WR posted through the ibv_wr_* API (when the QP has it) */
+#define WRITE_IMM_PROBABILITY  0.25	   /* an RC SEND_WITH_IMM becomes an RDMA_WRITE_WITH_IMM */
+#define WRITE_IMM_FLAG	       0x80000000u /* --verify: in its immediate data, beside length and sequence */
 #define MSG_HDR		       32u /* --verify: the header in front of every SEND of at least this size */
 
 /* A line of the client's history ring. */
@@ -144,5 +147,7 @@ int walk_do_atomic(struct walk_client *c, enum walk_action a);
 int walk_do_create_srq(struct walk_client *c);
 int walk_do_destroy_srq(struct walk_client *c);
 int walk_do_post_srq_recv(struct walk_client *c);
+/* --verify, not an action of its own (modify.c calls it now and then): ibv_rereg_mr of an MR. */
+void walk_rereg_mr(struct walk_client *c);
 
 #endif

@@ -218,14 +218,85 @@ int walk_sge_count(struct walk_client *c, uint32_t max)
 
 /* ---- posting with accounting ---- */
 
+/* Stages one WR through the ibv_wr_* API (ibv_wr_post(3)); false: an opcode it does not take here. */
+static bool stage_wr(struct walk_client *c, struct ibv_qp_ex *qx, const struct ibv_send_wr *wr)
+{
+	const struct ibv_send_wr *w = wr;
+
+	qx->wr_id = wr->wr_id;
+	qx->wr_flags = wr->send_flags;
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+		ibv_wr_send(qx);
+		break;
+	case IBV_WR_SEND_WITH_IMM:
+		ibv_wr_send_imm(qx, wr->imm_data);
+		break;
+	case IBV_WR_SEND_WITH_INV:
+		ibv_wr_send_inv(qx, wr->invalidate_rkey);
+		break;
+	case IBV_WR_RDMA_WRITE:
+		ibv_wr_rdma_write(qx, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
+		break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		ibv_wr_rdma_write_imm(qx, w->wr.rdma.rkey, w->wr.rdma.remote_addr, wr->imm_data);
+		break;
+	case IBV_WR_RDMA_READ:
+		ibv_wr_rdma_read(qx, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
+		break;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		ibv_wr_atomic_fetch_add(qx, w->wr.atomic.rkey, w->wr.atomic.remote_addr,
+					w->wr.atomic.compare_add);
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		ibv_wr_atomic_cmp_swp(qx, w->wr.atomic.rkey, w->wr.atomic.remote_addr,
+				      w->wr.atomic.compare_add, w->wr.atomic.swap);
+		break;
+	default:
+		return false;
+	}
+	if (qx->qp_base.qp_type == IBV_QPT_UD)
+		ibv_wr_set_ud_addr(qx, w->wr.ud.ah, w->wr.ud.remote_qpn, w->wr.ud.remote_qkey);
+	if (wr->num_sge == 1 && rng_bernoulli(&c->rng, 0.5))
+		ibv_wr_set_sge(qx, wr->sg_list[0].lkey, wr->sg_list[0].addr, wr->sg_list[0].length);
+	else
+		ibv_wr_set_sge_list(qx, (size_t)wr->num_sge, wr->sg_list);
+	return true;
+}
+
+/*
+ * Posts one WR: through ibv_post_send(3), or now and then through the
+ * ibv_wr_* API when the QP has it, sometimes after a batch of the same WR
+ * (with a wr_id no slot has) that ibv_wr_abort(3) drops: it must never run.
+ */
+static int post_send(struct walk_client *c, struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_qp_ex *qx = rng_bernoulli(&c->rng, WR_API_PROBABILITY) ? hw_qp_to_qp_ex(qp) : NULL;
+	struct ibv_send_wr *bad = NULL, aborted = *wr;
+
+	if (!qx)
+		return hw_post_send(qp, wr, &bad);
+	aborted.wr_id |= 0xffffffffull << 32; /* a generation no slot has */
+	ibv_wr_start(qx);
+	if (rng_bernoulli(&c->rng, 0.2) && stage_wr(c, qx, &aborted)) {
+		ibv_wr_abort(qx);
+		ibv_wr_start(qx);
+	}
+	if (!stage_wr(c, qx, wr)) {
+		ibv_wr_abort(qx);
+		return hw_post_send(qp, wr, &bad);
+	}
+	c->stats.wr_api_posts++;
+	return ibv_wr_complete(qx);
+}
+
 int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, struct ibv_send_wr *wr,
 		      int slot)
 {
-	struct ibv_send_wr *bad = NULL;
 	int rc;
 
 	wr->send_flags |= IBV_SEND_SIGNALED;
-	rc = hw_post_send(c->qp[q].qp, wr, &bad);
+	rc = post_send(c, c->qp[q].qp, wr);
 	if (!rc)
 		stats_inc(c->counters, STATS_POSTED);
 	c->stats.issued[a]++;

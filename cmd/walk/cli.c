@@ -140,7 +140,8 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 	    {"steps", 'n', POPT_ARG_STRING, &steps, 0, "steps per client instead of --duration", "N"},
 	    {"seed", 's', POPT_ARG_STRING, &seed, 0, "random seed (printed when not given)", "N"},
 	    {"weight", 'w', POPT_ARG_STRING, &weight, 'w', "set an action's weight (repeatable)", "ACTION=W"},
-	    {"preset", 0, POPT_ARG_STRING, &preset, 0, "weights: default, control or rdma", "default|control|rdma"},
+	    {"preset", 0, POPT_ARG_STRING, &preset, 0, "weights: default, control or rdma",
+	     "default|control|rdma"},
 	    {"history", 'H', POPT_ARG_STRING, &ia.history, 0,
 	     "actions kept per client for triage (default 200)", "N"},
 	    {"history-file", 0, POPT_ARG_STRING, &history_file, 0, "also write the history to FILE", "FILE"},
@@ -151,7 +152,8 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 	     "judge every completion and verb return against a model of the device (see the man page)", NULL},
 	    {"allow-outstanding-ops", 0, POPT_ARG_NONE, &outstanding, 0,
 	     "allow modify-to-ERR and destroy of QPs with WRs in flight", NULL},
-	    CMD_HELP(options), POPT_TABLEEND,
+	    CMD_HELP(options),
+	    POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 

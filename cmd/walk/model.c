@@ -144,6 +144,16 @@ uint32_t model_access_for(enum ibv_wr_opcode op)
 	}
 }
 
+int model_rereg_mr(int flags, int access, int windows_bound)
+{
+	const int needs_local = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+
+	if (!flags || ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (access & needs_local) &&
+		       !(access & IBV_ACCESS_LOCAL_WRITE)))
+		return EINVAL;
+	return windows_bound ? EBUSY : 0;
+}
+
 /* ---- completions ---- */
 
 void model_send_wc(struct model_wc *e, enum ibv_wr_opcode op, uint32_t sge_bytes, uint32_t qp_num)

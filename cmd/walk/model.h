@@ -58,6 +58,10 @@ enum ibv_wc_status model_remote_access(const struct model_key *k, uint32_t pd, u
 /* The remote access flag an RDMA opcode needs (0: none). */
 uint32_t model_access_for(enum ibv_wr_opcode op);
 
+/* ibv_rereg_mr(3): 0, or EINVAL (no change asked, access flags that need local write without it) or EBUSY
+ * (windows bound to the MR). */
+int model_rereg_mr(int flags, int access, int windows_bound);
+
 /* ---- completions ---- */
 
 #define MODEL_ANY_LEN UINT32_MAX

@@ -17,7 +17,7 @@
 
 #include <stdio.h>
 
-#define MODIFY_STEP_PROBABILITY 0.004
+#define MODIFY_STEP_PROBABILITY 0.006
 #define ILLEGAL_PROBABILITY	0.3
 
 static bool qp_live(struct walk_client *c, int i, const void *arg)
@@ -110,8 +110,12 @@ void walk_modify_step(struct walk_client *c)
 
 	if (!c->cfg->verify || c->faults || !rng_bernoulli(&c->rng, MODIFY_STEP_PROBABILITY))
 		return;
-	if (rng_range(&c->rng, 0, 3) == 0) {
+	switch (rng_range(&c->rng, 0, 3)) {
+	case 0:
 		resize_cq(c);
+		return;
+	case 1:
+		walk_rereg_mr(c);
 		return;
 	}
 	if (walk_outbox_busy(c) || (q = walk_pick_index(c, MAX_QP, qp_live, NULL)) < 0)

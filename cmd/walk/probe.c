@@ -28,7 +28,7 @@ static const char *const probe_names[PROBE_KINDS] = {
     [PROBE_UNALIGNED] = "on an address not 8-byte aligned through",
     [PROBE_QP_ACCESS] = "that the responder QP's access flags do not grant, through",
     [PROBE_INV_OTHER_QP] = "on a QP of the PD the type-2 window is not bound to, invalidating",
-    [PROBE_LOCAL_SGE] = "from a local SGE ending one byte past its MR",
+    [PROBE_LOCAL_SGE] = "from a local SGE outside its MR, or through another PD's MR",
 };
 
 static const char *opcode_name(uint32_t op)
@@ -216,50 +216,67 @@ static void qp_access_probe(struct walk_client *c, const struct rkey_rec *k)
 		   8);
 }
 
-/* An MR whose byte past the end is still in the buffer, before the check zone: reading it harms nothing. */
+/* An MR of PD *arg (or, negated, of another PD) whose bytes around it are in the buffer, before the check
+ * zone. */
 static bool mr_ends_early(struct walk_client *c, int i, const void *arg)
 {
 	const struct mr_rec *m = &c->mr[i];
+	int pd = *(const int *)arg;
 
-	return m->used && m->pd == *(const int *)arg && m->len >= 8 && m->off + m->len < ZONE_START;
+	return m->used && (pd >= 0 ? m->pd == pd : m->pd != ~pd) && m->len >= 8 && m->off &&
+	       m->off + m->len < ZONE_START;
 }
 
 /*
- * The send side of the local key rules: an RC SEND whose gather SGE ends
- * one byte past its MR must complete with LOC_PROT_ERR, before anything is
- * sent (so it needs no receive credit; the QP goes to ERR).  Judged by the
- * oracle: the key is ours.
+ * The send side of the local key rules: an RC SEND gathering from an SGE
+ * one byte past its MR's end or before its start (alone, or behind a good
+ * SGE), or through an MR of another PD, must complete with LOC_PROT_ERR
+ * before anything is sent (so it needs no receive credit; the QP goes to
+ * ERR).  Judged by the oracle: the key is ours.
  */
 static void local_sge_probe(struct walk_client *c)
 {
 	struct qp_want qw = {IBV_QPT_RC, -1, true, false, false};
 	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND, .num_sge = 1};
+	int q, m, pd, slot, kind = (int)rng_range(&c->rng, 0, 3);
+	const struct mr_rec *mr;
+	struct ibv_sge sge[2], *bad = sge;
 	struct model_key k;
-	struct ibv_sge sge;
-	int q, m, slot;
 
-	if ((q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0 ||
-	    (m = walk_pick_index(c, MAX_MR, mr_ends_early, &c->qp[q].pd)) < 0)
+	if ((q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0)
 		return;
+	pd = kind == 3 ? ~c->qp[q].pd : c->qp[q].pd;
+	if ((m = walk_pick_index(c, MAX_MR, mr_ends_early, &pd)) < 0)
+		return;
+	mr = &c->mr[m];
 	k = (struct model_key){.valid = true,
-			       .addr = (uintptr_t)(c->buf + c->mr[m].off),
-			       .length = c->mr[m].len,
-			       .access = (uint32_t)c->mr[m].access,
-			       .pd = (uint32_t)c->qp[q].pd};
-	sge = (struct ibv_sge){(uintptr_t)(c->buf + c->mr[m].off + c->mr[m].len - 7), 8, c->mr[m].mr->lkey};
-	if (model_local_sge(&k, k.pd, sge.addr, sge.length, false) != IBV_WC_LOC_PROT_ERR ||
+			       .addr = (uintptr_t)(c->buf + mr->off),
+			       .length = mr->len,
+			       .access = (uint32_t)mr->access,
+			       .pd = (uint32_t)mr->pd};
+	if (kind == 2 && c->qp[q].cap.max_send_sge >= 2) { /* a good SGE first: every SGE is checked */
+		sge[0] = (struct ibv_sge){k.addr, 4, mr->mr->lkey};
+		bad = &sge[wr.num_sge++];
+	}
+	*bad = (struct ibv_sge){kind == 1   ? k.addr - 1
+				: kind == 3 ? k.addr
+					    : k.addr + k.length - 7,
+				8, mr->mr->lkey};
+	if (model_local_sge(&k, (uint32_t)c->qp[q].pd, bad->addr, bad->length, false) !=
+		IBV_WC_LOC_PROT_ERR ||
 	    (slot = walk_alloc_wr(c, ACT_SEND, q, m, &wr.wr_id)) < 0)
 		return;
 	c->wr[slot].probe = true;
 	c->wr[slot].probe_kind = PROBE_LOCAL_SGE;
 	c->wr[slot].probe_owner = c->id;
-	wr.sg_list = &sge;
+	wr.sg_list = sge;
 	if (walk_post_send_wr(c, ACT_SEND, q, m, &wr, slot) != 0)
 		return;
 	c->probe_busy = true;
 	c->stats.probes[PROBE_LOCAL_SGE]++;
-	LOG(c, "c%d #%llu probe SEND %s (MR [%u, +%u)) qp=%u", c->id, (unsigned long long)c->seq,
-	    probe_names[PROBE_LOCAL_SGE], c->mr[m].off, c->mr[m].len, c->qp[q].qp->qp_num);
+	LOG(c, "c%d #%llu probe SEND %s (kind %d, %d SGEs, MR [%u, +%u) of pd[%d]) qp=%u", c->id,
+	    (unsigned long long)c->seq, probe_names[PROBE_LOCAL_SGE], kind, wr.num_sge, mr->off, mr->len,
+	    mr->pd, c->qp[q].qp->qp_num);
 }
 
 /* --verify: now and then, a step also posts one probe of a live key. */

@@ -91,7 +91,7 @@ enum walk_probe_kind {
 	PROBE_UNALIGNED,    /* an atomic on an address that is not 8-byte aligned: must fail */
 	PROBE_QP_ACCESS,    /* an access the responder QP's access flags do not grant: must fail */
 	PROBE_INV_OTHER_QP, /* SEND_WITH_INV of a type-2 window bound to another QP of the PD: must fail */
-	PROBE_LOCAL_SGE,    /* a SEND from a local SGE ending one byte past its MR: LOC_PROT_ERR */
+	PROBE_LOCAL_SGE,    /* a SEND from a local SGE outside its MR or through another PD's: LOC_PROT_ERR */
 	PROBE_KINDS
 };
 
@@ -118,8 +118,9 @@ struct walk_stats { /* issued[] .. outbox_full: uint64_t counts only (walk_stats
 	uint64_t srq_recvs_checked, srq_busy; /* --verify: SRQ receives judged, destroy_srq refused (EBUSY) */
 	uint64_t atomics_checked;	      /* --verify: atomics on owned words whose result was compared */
 	uint64_t msgs_checked, msgs_content_checked; /* --verify: received headers, and payloads compared */
-	uint64_t alive_end;			     /* objects alive when the walk stopped */
-	uint64_t outbox_full;			     /* times backpressure held an update back */
+	uint64_t wr_api_posts, write_imms, reregs; /* WRs posted by ibv_wr_*, WRITE_WITH_IMMs, ibv_rereg_mr */
+	uint64_t alive_end;			   /* objects alive when the walk stopped */
+	uint64_t outbox_full;			   /* times backpressure held an update back */
 	int destroy_failures;
 	int nfailures;
 	char failures[WALK_FAILURE_LEN * WALK_MAX_FAILURES];
