@@ -76,8 +76,6 @@ bool walk_qp_reaches(struct walk_client *c, int i, const void *arg);
 /* Remote address of the owner's buffer offset `off` (inside remote region k). */
 uint64_t walk_remote_addr(const struct rkey_rec *k, uint32_t off);
 uint32_t walk_imm(struct walk_client *c, uint32_t len, int rc_qp);
-/* The remote access flag an RDMA opcode needs. */
-uint32_t walk_access_for(enum ibv_wr_opcode op);
 /* --verify: now and then a random subset of the remote access flags, else all of them. */
 int walk_remote_access(struct walk_client *c);
 

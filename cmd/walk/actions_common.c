@@ -296,6 +296,7 @@ int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, s
 	int rc;
 
 	wr->send_flags |= IBV_SEND_SIGNALED;
+	c->wr[slot].opcode = (uint8_t)wr->opcode;
 	rc = post_send(c, c->qp[q].qp, wr);
 	if (!rc)
 		stats_inc(c->counters, STATS_POSTED);
@@ -330,20 +331,6 @@ bool walk_qp_reaches(struct walk_client *c, int i, const void *arg)
 	if ((w->credit && !r->credit_count) || (r->peer_access & w->access) != w->access)
 		return false;
 	return walk_can_post_send(c, i);
-}
-
-uint32_t walk_access_for(enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_ACCESS_REMOTE_WRITE;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_ACCESS_REMOTE_ATOMIC;
-	default:
-		return IBV_ACCESS_REMOTE_READ;
-	}
 }
 
 /* Remote address of buffer offset `off` (inside remote region k). */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The data-path actions: SEND, RECV, RDMA READ/WRITE, atomics, the --verify checked WRITE and rkey probes. */
 #include "cmd/walk/actions.h"
+#include "cmd/walk/model.h"
 
 static const uint32_t rdma_lengths[] = {32u << 10, 64u << 10, 128u << 10, 1u << 20};
 
@@ -88,7 +89,6 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, const 
 		wr.imm_data = htobe32(walk_imm(c, len, q) | (c->cfg->verify ? WRITE_IMM_FLAG : 0));
 		wr.wr.rdma.remote_addr = walk_remote_addr(&c->rkeys[k], rstart);
 		wr.wr.rdma.rkey = c->rkeys[k].rkey;
-		c->wr[slot].write_imm = true;
 	} else if (a == ACT_SEND_WITH_INV) {
 		wr.opcode = IBV_WR_SEND_WITH_INV;
 		wr.invalidate_rkey = inv->rkey;
@@ -496,7 +496,7 @@ int walk_do_read_write(struct walk_client *c, enum walk_action a)
 	if (a == ACT_WRITE && c->cfg->verify && !c->check_busy && rng_bernoulli(&c->rng, 0.5) &&
 	    checked_write(c))
 		return 1;
-	if (!pick_target(c, 1, walk_access_for(wr.opcode), &t))
+	if (!pick_target(c, 1, model_access_for(wr.opcode), &t))
 		return 0;
 	k = &c->rkeys[t.k];
 	/* A READ writes locally, a WRITE remotely: that side avoids the check zone. */

@@ -150,8 +150,8 @@ struct wr_rec {
 	bool busy, is_recv, probe, check, expect_flush, atom_check;
 	bool msg, msg_private; /* --verify receive: its message cell holds the header (and all of it) */
 	bool srq_recv;	       /* posted to SRQ `srq`; qp is the consuming QP once it completes */
-	bool write_imm;	       /* an RDMA_WRITE_WITH_IMM (its action is ACT_SEND) */
 	uint8_t action, probe_kind;
+	uint8_t opcode; /* a send's enum ibv_wr_opcode as posted (a bind has mw >= 0 instead) */
 	int8_t qp, mr, mw, srq;
 	uint32_t gen, len;
 	uint32_t probe_rkey;

@@ -14,28 +14,6 @@
 
 #include <stdio.h>
 
-/* What the walker asked for, in the verbs' own opcode (WR slots record the action). */
-static enum ibv_wr_opcode wr_opcode(const struct wr_rec *w)
-{
-	if (w->write_imm)
-		return IBV_WR_RDMA_WRITE_WITH_IMM;
-	switch (w->action) {
-	case ACT_READ:
-		return IBV_WR_RDMA_READ;
-	case ACT_WRITE:
-		return IBV_WR_RDMA_WRITE;
-	case ACT_FETCH_ADD:
-		return IBV_WR_ATOMIC_FETCH_AND_ADD;
-	case ACT_COMP_SWAP:
-		return IBV_WR_ATOMIC_CMP_AND_SWP;
-	case ACT_BIND_MW_TYPE1:
-	case ACT_BIND_MW_TYPE2:
-		return IBV_WR_BIND_MW;
-	default:
-		return IBV_WR_SEND; /* SEND, SEND_WITH_IMM, SEND_WITH_INV: the same completion */
-	}
-}
-
 /*
  * The statuses a correct device may give the walk's well-formed work
  * (local SGEs in MRs it keeps registered while the WR is out, receives as
@@ -74,7 +52,8 @@ static void predict(struct walk_client *c, const struct wr_rec *w, const struct 
 		if (r->type == IBV_QPT_UD) /* every UD message of the walk has UD_SEND_BYTES */
 			e->len_min = UD_RECV_BYTES;
 	} else {
-		model_send_wc(e, wr_opcode(w), w->len, r->qp->qp_num);
+		model_send_wc(e, w->mw >= 0 ? IBV_WR_BIND_MW : (enum ibv_wr_opcode)w->opcode, w->len,
+			      r->qp->qp_num);
 	}
 	e->statuses |= ST_PEERS;
 	if (w->srq_recv && !model_srq_recv_may_fail(r->srq_failed)) /* the SRQ's receives are not flushed */

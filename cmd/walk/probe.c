@@ -31,36 +31,21 @@ static const char *const probe_names[PROBE_KINDS] = {
     [PROBE_LOCAL_SGE] = "from a local SGE outside its MR, or through another PD's MR",
 };
 
+/* The opcodes a probe posts: their names, and the action each counts as. */
+static const struct {
+	const char *name;
+	enum walk_action action;
+} probe_ops[IBV_WR_SEND_WITH_INV + 1] = {
+    [IBV_WR_RDMA_READ] = {"READ", ACT_READ},
+    [IBV_WR_RDMA_WRITE] = {"WRITE", ACT_WRITE},
+    [IBV_WR_ATOMIC_FETCH_AND_ADD] = {"FETCH_ADD", ACT_FETCH_ADD},
+    [IBV_WR_ATOMIC_CMP_AND_SWP] = {"CMP_SWP", ACT_COMP_SWAP},
+    [IBV_WR_SEND_WITH_INV] = {"SEND_WITH_INV", ACT_SEND_WITH_INV},
+};
+
 static const char *opcode_name(uint32_t op)
 {
-	switch (op) {
-	case IBV_WR_RDMA_READ:
-		return "READ";
-	case IBV_WR_RDMA_WRITE:
-		return "WRITE";
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return "FETCH_ADD";
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return "CMP_SWP";
-	case IBV_WR_SEND_WITH_INV:
-		return "SEND_WITH_INV";
-	default:
-		return "?";
-	}
-}
-
-static enum walk_action opcode_action(enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-		return ACT_WRITE;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return ACT_FETCH_ADD;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return ACT_COMP_SWAP;
-	default:
-		return ACT_READ;
-	}
+	return op <= IBV_WR_SEND_WITH_INV && probe_ops[op].name ? probe_ops[op].name : "?";
 }
 
 /*
@@ -86,7 +71,7 @@ static enum ibv_wr_opcode pick_opcode(struct walk_client *c, int64_t off, uint32
 static int post_probe(struct walk_client *c, int q, enum walk_probe_kind kind, enum ibv_wr_opcode op,
 		      int owner, uint32_t rkey, uint64_t event, uint64_t raddr, uint32_t len)
 {
-	enum walk_action a = opcode_action(op);
+	enum walk_action a = probe_ops[op].action;
 	struct ibv_send_wr wr = {.opcode = op, .num_sge = 1};
 	struct ibv_sge sge;
 	uint32_t lstart;
@@ -204,7 +189,7 @@ static void qp_access_probe(struct walk_client *c, const struct rkey_rec *k)
 	static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
 						 IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP};
 	enum ibv_wr_opcode op = ops[rng_range(&c->rng, 0, 3)];
-	struct reach w = {k, false, walk_access_for(op)};
+	struct reach w = {k, false, model_access_for(op)};
 	int64_t off = mid_word(k);
 	int q;
 
@@ -348,7 +333,7 @@ void walk_probe_step(struct walk_client *c)
 			return;
 		k = &c->rkeys[ki];
 		w = (struct reach){k, false, 0};
-		if ((k->access & walk_access_for(op)) ||
+		if ((k->access & model_access_for(op)) ||
 		    (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
 		off = mid_word(k);
@@ -377,7 +362,7 @@ void walk_probe_step(struct walk_client *c)
 			op = IBV_WR_RDMA_READ;
 		else
 			return;
-		w.access = walk_access_for(op);
+		w.access = model_access_for(op);
 		if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
 		post_probe(c, q, PROBE_LAST_BYTE, op, k->owner, k->rkey, k->event,
@@ -401,22 +386,7 @@ void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_
 	c->probe_busy = false;
 	if (w->probe_kind == PROBE_LOCAL_SGE)
 		return; /* our own key: the oracle judged it */
-	switch (w->action) {
-	case ACT_WRITE:
-		hit.access = IBV_WR_RDMA_WRITE;
-		break;
-	case ACT_FETCH_ADD:
-		hit.access = IBV_WR_ATOMIC_FETCH_AND_ADD;
-		break;
-	case ACT_COMP_SWAP:
-		hit.access = IBV_WR_ATOMIC_CMP_AND_SWP;
-		break;
-	case ACT_SEND_WITH_INV:
-		hit.access = IBV_WR_SEND_WITH_INV;
-		break;
-	default:
-		hit.access = IBV_WR_RDMA_READ;
-	}
+	hit.access = w->opcode;
 	if (w->probe_kind == PROBE_QP_ACCESS) {
 		/* the responder QP's flags never change: judged here */
 		if (st == IBV_WC_SUCCESS)
