@@ -109,6 +109,17 @@ static uint32_t initial_psn(const struct walk_client *c, uint32_t qpn)
 	return (uint32_t)x & 0xffffff;
 }
 
+int walk_ud_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RTR};
+	int rc = modify_init(c, qp, qkey, 0);
+
+	if (!rc)
+		rc = hw_modify_qp(qp, &attr, IBV_QP_STATE);
+	attr = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .sq_psn = initial_psn(c, qp->qp_num)};
+	return rc ? rc : hw_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
 /* RESET -> INIT -> RTR -> RTS toward (peer, peer_qpn). */
 int walk_connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn)
 {
@@ -190,7 +201,6 @@ int walk_do_create_rc_qp_pair(struct walk_client *c)
 int walk_do_create_ud_qp(struct walk_client *c)
 {
 	struct walk_msg m = {.type = MSG_ADD_UD_QP};
-	struct ibv_qp_attr attr;
 	uint32_t qkey;
 	int q, rc;
 
@@ -205,18 +215,7 @@ int walk_do_create_ud_qp(struct walk_client *c)
 	/* Q_Keys with the top bit set are privileged (Linux 6.4+): never sample them. */
 	qkey = (uint32_t)rng_next(&c->rng) & 0x7fffffffu;
 	c->qp[q].qkey = qkey;
-	rc = modify_init(c, c->qp[q].qp, qkey, 0);
-	if (!rc) {
-		memset(&attr, 0, sizeof(attr));
-		attr.qp_state = IBV_QPS_RTR;
-		rc = hw_modify_qp(c->qp[q].qp, &attr, IBV_QP_STATE);
-	}
-	if (!rc) {
-		memset(&attr, 0, sizeof(attr));
-		attr.qp_state = IBV_QPS_RTS;
-		attr.sq_psn = initial_psn(c, c->qp[q].qp->qp_num);
-		rc = hw_modify_qp(c->qp[q].qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	}
+	rc = walk_ud_to_rts(c, c->qp[q].qp, qkey);
 	LOG_STEP(c, "create_ud_qp qp=%u srq=%d qkey=%x -> %d", c->qp[q].qp->qp_num, c->qp[q].srq, qkey, rc);
 	if (rc) {
 		walk_count_error(c, ACT_CREATE_UD_QP, rc);

@@ -205,18 +205,11 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 out:
 	for (int i = 0; i < nweights; i++)
 		free(weights[i]);
-	free(multinode);
-	free(steps);
-	free(seed);
-	free(preset);
-	free(device);
-	free(history_file);
-	free(ia.clients);
-	free(ia.duration);
-	free(ia.port);
-	free(ia.gid_index);
-	free(ia.history);
-	free(ia.heartbeat);
+	char *strs[] = {multinode,  steps,	 seed,	  preset,	device,	    history_file,
+			ia.clients, ia.duration, ia.port, ia.gid_index, ia.history, ia.heartbeat};
+
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		free(strs[i]);
 	poptFreeContext(pc);
 	return rc;
 }

@@ -315,6 +315,8 @@ int walk_key_live_since(struct walk_client *c, uint32_t rkey, uint64_t event);
 /* Returns 1 done (issued), 0 precondition not met (redraw). */
 int walk_do_action(struct walk_client *c, enum walk_action a);
 int walk_connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn);
+/* RESET -> INIT (Q_Key qkey) -> RTR -> RTS of a UD QP. */
+int walk_ud_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey);
 void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st);
 
 /* probe.c (--verify) */

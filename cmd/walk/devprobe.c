@@ -66,23 +66,6 @@ static void devprobe_free(struct walk_client *c)
 	d->next_ns = walk_now_ns() + DEVPROBE_PERIOD_NS;
 }
 
-static int ud_to_rts(struct walk_client *c, struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {
-	    .qp_state = IBV_QPS_INIT, .port_num = (uint8_t)c->cfg->port, .qkey = DEVPROBE_QKEY};
-	int rc = hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
-
-	if (!rc) {
-		a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR};
-		rc = hw_modify_qp(qp, &a, IBV_QP_STATE);
-	}
-	if (!rc) {
-		a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS};
-		rc = hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	}
-	return rc;
-}
-
 /* A receive queue takes as many receives as ibv_create_qp said it would (the probe's sends never reach them).
  */
 static void fill_rq(struct walk_client *c, uint32_t n)
@@ -126,7 +109,7 @@ static int devprobe_objects(struct walk_client *c, int cqe)
 				       .max_recv_wr = (uint32_t)rng_range(&d->rng, 1, DEVPROBE_MAX_WR),
 				       .max_send_sge = 1,
 				       .max_recv_sge = 1};
-	if (!(d->qp = hw_create_qp(d->pd[0], &init)) || ud_to_rts(c, d->qp))
+	if (!(d->qp = hw_create_qp(d->pd[0], &init)) || walk_ud_to_rts(c, d->qp, DEVPROBE_QKEY))
 		return -1;
 	fill_rq(c, init.cap.max_recv_wr);
 	ah.grh.dgid = c->peers[c->id].gid;

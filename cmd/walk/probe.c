@@ -465,7 +465,7 @@ void walk_probe_hit(struct walk_client *c, const struct walk_msg *m)
 /* --verify: right after QP q entered ERR, a send and a receive posted to it must flush. */
 void walk_post_to_err(struct walk_client *c, int q)
 {
-	struct ibv_send_wr swr = {.opcode = IBV_WR_SEND}, *sbad;
+	struct ibv_send_wr swr = {.opcode = IBV_WR_SEND};
 	struct ibv_recv_wr rwr = {0}, *rbad;
 	struct qp_rec *r = &c->qp[q];
 	int slot;
@@ -476,15 +476,7 @@ void walk_post_to_err(struct walk_client *c, int q)
 	if (r->type == IBV_QPT_RC && walk_can_post_send(c, q) &&
 	    (slot = walk_alloc_wr(c, ACT_SEND, q, -1, &swr.wr_id)) >= 0) {
 		c->wr[slot].expect_flush = true;
-		swr.send_flags = IBV_SEND_SIGNALED;
-		if (hw_post_send(r->qp, &swr, &sbad) == 0) {
-			c->stats.issued[ACT_SEND]++;
-			c->stats.flush_posts++;
-			r->send_inflight++;
-			c->cq[r->scq].outstanding++;
-		} else {
-			walk_release_wr(c, (uint32_t)slot);
-		}
+		c->stats.flush_posts += walk_post_send_wr(c, ACT_SEND, q, -1, &swr, slot) == 0;
 	}
 	if (r->recv_inflight < (int)r->cap.max_recv_wr && c->cq[r->rcq].outstanding < c->cq[r->rcq].cqe &&
 	    (slot = walk_alloc_wr(c, ACT_RECV, q, -1, &rwr.wr_id)) >= 0) {
