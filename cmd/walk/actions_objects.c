@@ -39,11 +39,8 @@ int walk_do_destroy_cq(struct walk_client *c)
 	c->stats.issued[ACT_DESTROY_CQ]++;
 	rc = hw_destroy_cq(c->cq[i].cq);
 	LOG_STEP(c, "destroy_cq cq[%d] -> %d", i, rc);
-	if (rc) {
-		walk_count_error(c, ACT_DESTROY_CQ, rc);
-		walk_verb_returned(c, "ibv_destroy_cq", "an idle CQ", rc);
+	if (!walk_verb_returned(c, ACT_DESTROY_CQ, "ibv_destroy_cq", "an idle CQ", rc))
 		return 1;
-	}
 	c->cq[i].used = false;
 	walk_count_ok(c, ACT_DESTROY_CQ);
 	return 1;
@@ -83,11 +80,8 @@ int walk_do_dealloc_pd(struct walk_client *c)
 	if ((rc = walk_msg_mr_dereg(c, i)) == 0)
 		rc = hw_dealloc_pd(c->pd[i].pd);
 	LOG_STEP(c, "dealloc_pd pd[%d] -> %d", i, rc);
-	if (rc) {
-		walk_count_error(c, ACT_DEALLOC_PD, rc);
-		walk_verb_returned(c, "ibv_dealloc_pd", "an unused PD", rc);
+	if (!walk_verb_returned(c, ACT_DEALLOC_PD, "ibv_dealloc_pd", "an unused PD", rc))
 		return 1;
-	}
 	c->pd[i].used = false;
 	walk_count_ok(c, ACT_DEALLOC_PD);
 	return 1;
@@ -157,11 +151,8 @@ int walk_do_dereg_mr(struct walk_client *c)
 	c->stats.issued[ACT_DEREG_MR]++;
 	rc = hw_dereg_mr(c->mr[i].mr);
 	LOG_STEP(c, "dereg_mr mr[%d] rkey=%x -> %d", i, rkey, rc);
-	if (rc) {
-		walk_count_error(c, ACT_DEREG_MR, rc);
-		walk_verb_returned(c, "ibv_dereg_mr", "an idle MR", rc);
+	if (!walk_verb_returned(c, ACT_DEREG_MR, "ibv_dereg_mr", "an idle MR", rc))
 		return 1;
-	}
 	c->pd[c->mr[i].pd].users--;
 	c->mr[i].used = false;
 	walk_count_ok(c, ACT_DEREG_MR);
@@ -290,11 +281,8 @@ int walk_do_dealloc_mw(struct walk_client *c, int type)
 	rc = hw_dealloc_mw(m->mw);
 	LOG_STEP(c, "%s mw[%d] %s rkey=%x -> %d", walk_action_names[a], i,
 		 m->state == MW_BOUND ? "bound" : "unbound", m->rkey, rc);
-	if (rc) {
-		walk_count_error(c, a, rc);
-		walk_verb_returned(c, "ibv_dealloc_mw", "a window", rc);
+	if (!walk_verb_returned(c, a, "ibv_dealloc_mw", "a window", rc))
 		return 1;
-	}
 	c->pd[m->pd].users--;
 	if (m->state == MW_BOUND) {
 		walk_note_key(c, m->rkey, false);

@@ -217,12 +217,9 @@ int walk_do_create_ud_qp(struct walk_client *c)
 	c->qp[q].qkey = qkey;
 	rc = walk_ud_to_rts(c, c->qp[q].qp, qkey);
 	LOG_STEP(c, "create_ud_qp qp=%u srq=%d qkey=%x -> %d", c->qp[q].qp->qp_num, c->qp[q].srq, qkey, rc);
-	if (rc) {
-		walk_count_error(c, ACT_CREATE_UD_QP, rc);
-		c->qp[q].state = QP_ERR; /* destroy_qp reclaims it */
+	c->qp[q].state = rc ? QP_ERR : QP_READY; /* ERR: destroy_qp reclaims it */
+	if (!walk_verb_returned(c, ACT_CREATE_UD_QP, "ibv_modify_qp", "a new UD QP, RESET to RTS", rc))
 		return 1;
-	}
-	c->qp[q].state = QP_READY;
 	walk_count_ok(c, ACT_CREATE_UD_QP);
 	m.qpn = c->qp[q].qp->qp_num;
 	m.qkey = qkey;
@@ -275,10 +272,8 @@ int walk_do_modify_qp_error(struct walk_client *c)
 	rc = hw_modify_qp(c->qp[q].qp, &attr, IBV_QP_STATE);
 	LOG_STEP(c, "modify_qp_error qp=%u inflight=%d/%d -> %d", c->qp[q].qp->qp_num, c->qp[q].send_inflight,
 		 c->qp[q].recv_inflight, rc);
-	if (rc) {
-		walk_count_error(c, ACT_MODIFY_QP_ERROR, rc);
+	if (!walk_verb_returned(c, ACT_MODIFY_QP_ERROR, "ibv_modify_qp", "a live QP, to ERR", rc))
 		return 1;
-	}
 	c->qp[q].state = QP_ERR;
 	c->qp[q].err_since_ns = walk_now_ns();
 	c->qp[q].err_seq = c->seq;
@@ -353,11 +348,8 @@ int walk_do_destroy_qp(struct walk_client *c)
 	c->stats.issued[ACT_DESTROY_QP]++;
 	rc = walk_destroy_qp_rec(c, q);
 	LOG_STEP(c, "destroy_qp qp=%u -> %d", qpn, rc);
-	if (rc) {
-		walk_count_error(c, ACT_DESTROY_QP, rc);
-		walk_verb_returned(c, "ibv_destroy_qp", "a QP without work in flight", rc);
+	if (!walk_verb_returned(c, ACT_DESTROY_QP, "ibv_destroy_qp", "a QP without work in flight", rc))
 		return 1;
-	}
 	walk_count_ok(c, ACT_DESTROY_QP);
 	return 1;
 }
@@ -413,10 +405,8 @@ int walk_do_destroy_ah(struct walk_client *c)
 	c->stats.issued[ACT_DESTROY_AH]++;
 	rc = hw_destroy_ah(c->ah[i].ah);
 	LOG_STEP(c, "destroy_ah ah[%d] -> %d", i, rc);
-	if (rc) {
-		walk_count_error(c, ACT_DESTROY_AH, rc);
+	if (!walk_verb_returned(c, ACT_DESTROY_AH, "ibv_destroy_ah", "an AH no send in flight uses", rc))
 		return 1;
-	}
 	c->pd[c->ah[i].pd].users--;
 	c->ah[i].used = false;
 	walk_count_ok(c, ACT_DESTROY_AH);

@@ -255,9 +255,13 @@ bool walk_oracle(struct walk_client *c, const struct walk_obs *o)
 	}
 }
 
-void walk_verb_returned(struct walk_client *c, const char *verb, const char *what, int rc)
+bool walk_verb_returned(struct walk_client *c, enum walk_action a, const char *verb, const char *what, int rc)
 {
+	if (!rc)
+		return true;
+	walk_count_error(c, a, rc);
 	if (c->cfg->verify)
 		walk_oracle(c,
 			    &(struct walk_obs){.kind = WALK_OBS_VERB, .verb = verb, .what = what, .rc = rc});
+	return false;
 }

@@ -43,6 +43,14 @@ static const struct {
     [IBV_WR_SEND_WITH_INV] = {"SEND_WITH_INV", ACT_SEND_WITH_INV},
 };
 
+static enum ibv_wr_opcode any_rdma_op(struct walk_client *c)
+{
+	static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
+						 IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP};
+
+	return ops[rng_range(&c->rng, 0, 3)];
+}
+
 static const char *opcode_name(uint32_t op)
 {
 	return op <= IBV_WR_SEND_WITH_INV && probe_ops[op].name ? probe_ops[op].name : "?";
@@ -55,9 +63,7 @@ static const char *opcode_name(uint32_t op)
  */
 static enum ibv_wr_opcode pick_opcode(struct walk_client *c, int64_t off, uint32_t len)
 {
-	static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
-						 IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP};
-	enum ibv_wr_opcode op = ops[rng_range(&c->rng, 0, 3)];
+	enum ibv_wr_opcode op = any_rdma_op(c);
 
 	if (off < 0 || off + 8 > (int64_t)ZONE_START || len > 8)
 		return IBV_WR_RDMA_READ;
@@ -69,7 +75,7 @@ static enum ibv_wr_opcode pick_opcode(struct walk_client *c, int64_t off, uint32
 
 /* Posts one probe of remote [raddr, raddr + len) on QP q; 1 if posted. */
 static int post_probe(struct walk_client *c, int q, enum walk_probe_kind kind, enum ibv_wr_opcode op,
-		      int owner, uint32_t rkey, uint64_t event, uint64_t raddr, uint32_t len)
+		      const struct rkey_rec *k, uint64_t raddr, uint32_t len)
 {
 	enum walk_action a = probe_ops[op].action;
 	struct ibv_send_wr wr = {.opcode = op, .num_sge = 1};
@@ -85,28 +91,28 @@ static int post_probe(struct walk_client *c, int q, enum walk_probe_kind kind, e
 		return 0;
 	c->wr[slot].probe = true;
 	c->wr[slot].probe_kind = (uint8_t)kind;
-	c->wr[slot].probe_rkey = rkey;
-	c->wr[slot].probe_owner = owner;
-	c->wr[slot].probe_event = event;
+	c->wr[slot].probe_rkey = k->rkey;
+	c->wr[slot].probe_owner = k->owner;
+	c->wr[slot].probe_event = k->event;
 	c->wr[slot].probe_addr = raddr;
 	/* A WRITE sends what our buffer holds: its result is never checked. */
 	sge = (struct ibv_sge){(uintptr_t)(c->buf + lstart), len, c->mr[mr].mr->lkey};
 	wr.sg_list = &sge;
 	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
 		wr.wr.atomic.remote_addr = raddr;
-		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.rkey = k->rkey;
 		wr.wr.atomic.compare_add = 0; /* adds nothing; a swap on a match stores the same value */
 		wr.wr.atomic.swap = 0;
 	} else {
 		wr.wr.rdma.remote_addr = raddr;
-		wr.wr.rdma.rkey = rkey;
+		wr.wr.rdma.rkey = k->rkey;
 	}
 	if (walk_post_send_wr(c, a, q, mr, &wr, slot) != 0)
 		return 1;
 	c->probe_busy = true;
 	c->stats.probes[kind]++;
 	LOG(c, "c%d #%llu probe %s: %s rkey %x of c%d addr %llx len %u qp=%u", c->id,
-	    (unsigned long long)c->seq, probe_names[kind], opcode_name(op), rkey, owner,
+	    (unsigned long long)c->seq, probe_names[kind], opcode_name(op), k->rkey, k->owner,
 	    (unsigned long long)raddr, len, c->qp[q].qp->qp_num);
 	return 1;
 }
@@ -134,10 +140,10 @@ int walk_post_probe(struct walk_client *c, const struct walk_msg *m)
 	struct reach w = {&k, false, 0};
 	int q;
 
+	k.event = m->event;
 	if (c->probe_busy || m->length < 8 || (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return 0;
-	return post_probe(c, q, PROBE_REMOVED, pick_opcode(c, (int64_t)m->bytes, 8), m->src, m->rkey,
-			  m->event, m->addr, 8);
+	return post_probe(c, q, PROBE_REMOVED, pick_opcode(c, (int64_t)m->bytes, 8), &k, m->addr, 8);
 }
 
 static bool key_usable(struct walk_client *c, int i, const void *arg)
@@ -186,9 +192,7 @@ static bool qp_denies(struct walk_client *c, int i, const void *arg)
 /* An access the key grants on a QP whose peer QP does not: must fail whatever the key's state. */
 static void qp_access_probe(struct walk_client *c, const struct rkey_rec *k)
 {
-	static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
-						 IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP};
-	enum ibv_wr_opcode op = ops[rng_range(&c->rng, 0, 3)];
+	enum ibv_wr_opcode op = any_rdma_op(c);
 	struct reach w = {k, false, model_access_for(op)};
 	int64_t off = mid_word(k);
 	int q;
@@ -197,8 +201,7 @@ static void qp_access_probe(struct walk_client *c, const struct rkey_rec *k)
 	    (op != IBV_WR_RDMA_READ && op != IBV_WR_RDMA_WRITE && c->dattr.atomic_cap == IBV_ATOMIC_NONE) ||
 	    (q = walk_pick_index(c, MAX_QP, qp_denies, &w)) < 0)
 		return;
-	post_probe(c, q, PROBE_QP_ACCESS, op, k->owner, k->rkey, k->event, walk_remote_addr(k, (uint32_t)off),
-		   8);
+	post_probe(c, q, PROBE_QP_ACCESS, op, k, walk_remote_addr(k, (uint32_t)off), 8);
 }
 
 /* An MR of PD *arg (or, negated, of another PD) whose bytes around it are in the buffer, before the check
@@ -290,7 +293,7 @@ void walk_probe_step(struct walk_client *c)
 		    off + 16 > (int64_t)ZONE_START ||
 		    (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
-		post_probe(c, q, PROBE_UNALIGNED, IBV_WR_ATOMIC_FETCH_AND_ADD, k->owner, k->rkey, k->event,
+		post_probe(c, q, PROBE_UNALIGNED, IBV_WR_ATOMIC_FETCH_AND_ADD, k,
 			   walk_remote_addr(k, (uint32_t)off), 8);
 		return;
 	case 0: /* one byte past the end, or the byte before the start */
@@ -299,35 +302,31 @@ void walk_probe_step(struct walk_client *c)
 		if (k->len >= 8 && rng_bernoulli(&c->rng, 0.3)) {
 			/* a READ of 8 bytes, 4 inside the end and 4 past it: the whole range is checked */
 			off = (int64_t)k->off + (int64_t)k->len - 4;
-			post_probe(c, q, PROBE_OUTSIDE, IBV_WR_RDMA_READ, k->owner, k->rkey, k->event,
+			post_probe(c, q, PROBE_OUTSIDE, IBV_WR_RDMA_READ, k,
 				   walk_remote_addr(k, (uint32_t)off), 8);
 		} else if (rng_bernoulli(&c->rng, 0.5) || k->off == 0) {
 			off = (int64_t)k->off + (int64_t)k->len;
 			/* an atomic needs 8 aligned bytes: the first aligned word past the end */
 			off = (off + 7) / 8 * 8;
-			post_probe(c, q, PROBE_OUTSIDE, pick_opcode(c, off, 1), k->owner, k->rkey, k->event,
+			post_probe(c, q, PROBE_OUTSIDE, pick_opcode(c, off, 1), k,
 				   walk_remote_addr(k, (uint32_t)off), 1);
 		} else {
 			/* the aligned word just before the start, else the byte */
 			uint32_t len = k->off >= 8 && k->off % 8 == 0 ? 8 : 1;
 
 			off = (int64_t)k->off - len;
-			post_probe(c, q, PROBE_OUTSIDE, pick_opcode(c, off, len), k->owner, k->rkey, k->event,
-				   k->addr - len, len);
+			post_probe(c, q, PROBE_OUTSIDE, pick_opcode(c, off, len), k, k->addr - len, len);
 		}
 		return;
 	case 1: /* from a QP the key does not admit */
 		if ((q = walk_pick_index(c, MAX_QP, qp_not_admitted, k)) < 0)
 			return;
 		off = mid_word(k);
-		post_probe(c, q, PROBE_OTHER_PD, pick_opcode(c, off, 8), k->owner, k->rkey, k->event,
+		post_probe(c, q, PROBE_OTHER_PD, pick_opcode(c, off, 8), k,
 			   walk_remote_addr(k, (uint32_t)off), 8);
 		return;
 	case 2: { /* an opcode the key does not grant */
-		static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
-							 IBV_WR_ATOMIC_FETCH_AND_ADD,
-							 IBV_WR_ATOMIC_CMP_AND_SWP};
-		enum ibv_wr_opcode op = ops[rng_range(&c->rng, 0, 3)];
+		enum ibv_wr_opcode op = any_rdma_op(c);
 
 		if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, key_restricted, NULL)) < 0)
 			return;
@@ -343,8 +342,7 @@ void walk_probe_step(struct walk_client *c)
 		if (op != IBV_WR_RDMA_READ && op != IBV_WR_RDMA_WRITE &&
 		    c->dattr.atomic_cap == IBV_ATOMIC_NONE)
 			return;
-		post_probe(c, q, PROBE_FORBIDDEN, op, k->owner, k->rkey, k->event,
-			   walk_remote_addr(k, (uint32_t)off), 8);
+		post_probe(c, q, PROBE_FORBIDDEN, op, k, walk_remote_addr(k, (uint32_t)off), 8);
 		return;
 	}
 	case 4:
@@ -365,8 +363,7 @@ void walk_probe_step(struct walk_client *c)
 		w.access = model_access_for(op);
 		if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
-		post_probe(c, q, PROBE_LAST_BYTE, op, k->owner, k->rkey, k->event,
-			   walk_remote_addr(k, (uint32_t)off), 1);
+		post_probe(c, q, PROBE_LAST_BYTE, op, k, walk_remote_addr(k, (uint32_t)off), 1);
 		return;
 	}
 	}
