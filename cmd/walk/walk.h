@@ -15,37 +15,47 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum walk_action {
-	ACT_CREATE_CQ,
-	ACT_DESTROY_CQ,
-	ACT_ALLOC_PD,
-	ACT_DEALLOC_PD,
-	ACT_REG_MR,
-	ACT_DEREG_MR,
-	ACT_ALLOC_MW_TYPE1,
-	ACT_ALLOC_MW_TYPE2,
-	ACT_DEALLOC_MW_TYPE1,
-	ACT_DEALLOC_MW_TYPE2,
-	ACT_BIND_MW_TYPE1,
-	ACT_BIND_MW_TYPE2,
-	ACT_CREATE_RC_QP_PAIR,
-	ACT_CREATE_UD_QP,
-	ACT_MODIFY_QP_ERROR,
-	ACT_DESTROY_QP,
-	ACT_CREATE_AH,
-	ACT_DESTROY_AH,
-	ACT_SEND,
-	ACT_SEND_WITH_INV,
-	ACT_RECV,
-	ACT_READ,
-	ACT_WRITE,
-	ACT_FETCH_ADD,
-	ACT_COMP_SWAP,
-	ACT_CREATE_SRQ,
-	ACT_DESTROY_SRQ,
-	ACT_POST_SRQ_RECV,
-	ACT_COUNT
-};
+/*
+ * The actions: X(ENUM, name, default weight), one list for the enum, the
+ * names and the weights.  The default weights are the original's, except
+ * modify_qp_error and send_with_inv, which it leaves at 0: here they run
+ * too, so the whole action space is covered.  modify_qp_error weighs as
+ * much as destroy_qp because every QP the walker destroys goes through ERR
+ * first (its WRs must flush).  The SRQ actions (not in the original) weigh
+ * as their CQ and RECV counterparts.
+ */
+#define WALK_ACTIONS(X)                                                                                      \
+	X(CREATE_CQ, create_cq, 1)                                                                           \
+	X(DESTROY_CQ, destroy_cq, 1)                                                                         \
+	X(ALLOC_PD, alloc_pd, 2)                                                                             \
+	X(DEALLOC_PD, dealloc_pd, 1)                                                                         \
+	X(REG_MR, reg_mr, 2)                                                                                 \
+	X(DEREG_MR, dereg_mr, 2)                                                                             \
+	X(ALLOC_MW_TYPE1, alloc_mw_type1, 5)                                                                 \
+	X(ALLOC_MW_TYPE2, alloc_mw_type2, 5)                                                                 \
+	X(DEALLOC_MW_TYPE1, dealloc_mw_type1, 5)                                                             \
+	X(DEALLOC_MW_TYPE2, dealloc_mw_type2, 5)                                                             \
+	X(BIND_MW_TYPE1, bind_mw_type1, 5)                                                                   \
+	X(BIND_MW_TYPE2, bind_mw_type2, 5)                                                                   \
+	X(CREATE_RC_QP_PAIR, create_rc_qp_pair, 2)                                                           \
+	X(CREATE_UD_QP, create_ud_qp, 1)                                                                     \
+	X(MODIFY_QP_ERROR, modify_qp_error, 2)                                                               \
+	X(DESTROY_QP, destroy_qp, 2)                                                                         \
+	X(CREATE_AH, create_ah, 5)                                                                           \
+	X(DESTROY_AH, destroy_ah, 5)                                                                         \
+	X(SEND, send, 5)                                                                                     \
+	X(SEND_WITH_INV, send_with_inv, 5)                                                                   \
+	X(RECV, recv, 5)                                                                                     \
+	X(READ, read, 10)                                                                                    \
+	X(WRITE, write, 10)                                                                                  \
+	X(FETCH_ADD, fetch_add, 10)                                                                          \
+	X(COMP_SWAP, comp_swap, 10)                                                                          \
+	X(CREATE_SRQ, create_srq, 1)                                                                         \
+	X(DESTROY_SRQ, destroy_srq, 1)                                                                       \
+	X(POST_SRQ_RECV, post_srq_recv, 5)
+
+#define WALK_ACTION_ENUM(e, name, weight) ACT_##e,
+enum walk_action { WALK_ACTIONS(WALK_ACTION_ENUM) ACT_COUNT };
 
 extern const char *const walk_action_names[ACT_COUNT];
 
