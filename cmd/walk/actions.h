@@ -97,6 +97,9 @@ int walk_pick_busy_mr(struct walk_client *c, int pd, uint32_t min_len);
 int walk_make_sges(struct walk_client *c, uint32_t lkey, uint32_t start, uint32_t len, int n,
 		   struct ibv_sge *sge);
 int walk_sge_count(struct walk_client *c, uint32_t max);
+/* ibv_post_send(3) of one WR, or now and then the same through the ibv_wr_* API, sometimes after a batch
+ * (with a wr_id no slot has) that ibv_wr_abort(3) drops: it must never run.  0 or an errno. */
+int walk_post_send(struct walk_client *c, struct ibv_qp *qp, struct ibv_send_wr *wr);
 int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, struct ibv_send_wr *wr,
 		      int slot);
 uint32_t walk_choose_range(struct walk_client *c, uint32_t off, uint32_t avail, uint32_t want, bool dest,

@@ -224,7 +224,7 @@ static bool stage_wr(struct walk_client *c, struct ibv_qp_ex *qx, const struct i
 	const struct ibv_send_wr *w = wr;
 
 	qx->wr_id = wr->wr_id;
-	qx->wr_flags = wr->send_flags;
+	qx->wr_flags = wr->send_flags & ~(unsigned int)IBV_SEND_INLINE;
 	switch (wr->opcode) {
 	case IBV_WR_SEND:
 		ibv_wr_send(qx);
@@ -248,6 +248,9 @@ static bool stage_wr(struct walk_client *c, struct ibv_qp_ex *qx, const struct i
 		ibv_wr_atomic_fetch_add(qx, w->wr.atomic.rkey, w->wr.atomic.remote_addr,
 					w->wr.atomic.compare_add);
 		break;
+	case IBV_WR_BIND_MW:
+		ibv_wr_bind_mw(qx, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
+		return true; /* no address, no SGE */
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 		ibv_wr_atomic_cmp_swp(qx, w->wr.atomic.rkey, w->wr.atomic.remote_addr,
 				      w->wr.atomic.compare_add, w->wr.atomic.swap);
@@ -257,19 +260,21 @@ static bool stage_wr(struct walk_client *c, struct ibv_qp_ex *qx, const struct i
 	}
 	if (qx->qp_base.qp_type == IBV_QPT_UD)
 		ibv_wr_set_ud_addr(qx, w->wr.ud.ah, w->wr.ud.remote_qpn, w->wr.ud.remote_qkey);
-	if (wr->num_sge == 1 && rng_bernoulli(&c->rng, 0.5))
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		struct ibv_data_buf data[MAX_SGE_USED];
+
+		for (int i = 0; i < wr->num_sge; i++)
+			data[i] = (struct ibv_data_buf){(void *)(uintptr_t)wr->sg_list[i].addr,
+							wr->sg_list[i].length};
+		ibv_wr_set_inline_data_list(qx, (size_t)wr->num_sge, data);
+	} else if (wr->num_sge == 1 && rng_bernoulli(&c->rng, 0.5))
 		ibv_wr_set_sge(qx, wr->sg_list[0].lkey, wr->sg_list[0].addr, wr->sg_list[0].length);
 	else
 		ibv_wr_set_sge_list(qx, (size_t)wr->num_sge, wr->sg_list);
 	return true;
 }
 
-/*
- * Posts one WR: through ibv_post_send(3), or now and then through the
- * ibv_wr_* API when the QP has it, sometimes after a batch of the same WR
- * (with a wr_id no slot has) that ibv_wr_abort(3) drops: it must never run.
- */
-static int post_send(struct walk_client *c, struct ibv_qp *qp, struct ibv_send_wr *wr)
+int walk_post_send(struct walk_client *c, struct ibv_qp *qp, struct ibv_send_wr *wr)
 {
 	struct ibv_qp_ex *qx = rng_bernoulli(&c->rng, WR_API_PROBABILITY) ? hw_qp_to_qp_ex(qp) : NULL;
 	struct ibv_send_wr *bad = NULL, aborted = *wr;
@@ -297,7 +302,7 @@ int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, s
 
 	wr->send_flags |= IBV_SEND_SIGNALED;
 	c->wr[slot].opcode = (uint8_t)wr->opcode;
-	rc = post_send(c, c->qp[q].qp, wr);
+	rc = walk_post_send(c, c->qp[q].qp, wr);
 	if (!rc)
 		stats_inc(c->counters, STATS_POSTED);
 	c->stats.issued[a]++;
@@ -313,9 +318,9 @@ int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, s
 	c->wr[slot].len = 0; /* the bytes of the local SGEs: what a READ must report */
 	for (int i = 0; i < wr->num_sge; i++)
 		c->wr[slot].len += wr->sg_list[i].length;
-	LOG_STEP(c, "%s qp=%u opcode=%d sges=%d len0=%u wr=%llx -> posted", walk_action_names[a],
-		 c->qp[q].qp->qp_num, wr->opcode, wr->num_sge, wr->num_sge ? wr->sg_list[0].length : 0,
-		 (unsigned long long)wr->wr_id);
+	LOG_STEP(c, "%s qp=%u opcode=%d flags=%x sges=%d len0=%u wr=%llx -> posted", walk_action_names[a],
+		 c->qp[q].qp->qp_num, wr->opcode, wr->send_flags, wr->num_sge,
+		 wr->num_sge ? wr->sg_list[0].length : 0, (unsigned long long)wr->wr_id);
 	return 0;
 }
 

@@ -105,6 +105,9 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, const 
 	}
 	pop_credit(r);
 	if (walk_post_send_wr(c, a, q, m, &wr, slot) == 0) {
+		if (wr.send_flags &
+		    IBV_SEND_INLINE) /* ours again once posted: what is sent was taken already */
+			memset(c->buf + MSG_CELL_OFF(slot), 0xee, len);
 		r->tx_imm_seq += wr.opcode == IBV_WR_SEND_WITH_IMM || k >= 0;
 		c->stats.write_imms += k >= 0;
 		r->tx_seq += headed;

@@ -341,14 +341,13 @@ int walk_do_bind_mw(struct walk_client *c, int type)
 	} else {
 		struct ibv_send_wr wr = {
 		    .wr_id = wr_id, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED};
-		struct ibv_send_wr *bad;
 
 		/* A new tag for every bind, so the previous rkey stops working. */
 		c->mw[i].new_rkey = ibv_inc_rkey(c->mw[i].mw->rkey);
 		wr.bind_mw.mw = c->mw[i].mw;
 		wr.bind_mw.rkey = c->mw[i].new_rkey;
 		wr.bind_mw.bind_info = info;
-		rc = hw_post_send(c->qp[q].qp, &wr, &bad);
+		rc = walk_post_send(c, c->qp[q].qp, &wr);
 	}
 	if (!rc)
 		stats_inc(c->counters, STATS_POSTED);

@@ -35,6 +35,8 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 	init.cap.max_recv_wr = (uint32_t)rng_range(&c->rng, MIN_QP_WR, (uint64_t)wr_max);
 	init.cap.max_send_sge = (uint32_t)rng_range(&c->rng, (uint64_t)sge_min, (uint64_t)sge_max);
 	init.cap.max_recv_sge = (uint32_t)rng_range(&c->rng, (uint64_t)sge_min, (uint64_t)sge_max);
+	init.cap.max_inline_data =
+	    rng_bernoulli(&c->rng, 0.5) ? (uint32_t)rng_range(&c->rng, 1, MSG_CELL) : 0;
 	if (srq >= 0) {
 		rcq = c->srq[srq].cq;
 		init.recv_cq = c->cq[rcq].cq;
@@ -251,12 +253,8 @@ static bool qp_for_error(struct walk_client *c, int i, const void *arg)
 	const struct qp_rec *r = &c->qp[i];
 
 	(void)arg;
-	/*
-	 * Posted receives do not pin a QP: they must flush (--verify checks that
-	 * they do).  Nor do sends to a peer that announced its side down: no ACK
-	 * will come for them, and they would otherwise hold their MRs and CQ
-	 * entries through every retry (timeout x retry_cnt) before failing.
-	 */
+	/* Posted receives do not pin a QP (they must flush), nor sends to a peer that announced its side down
+	 * (no ACK will come: they would hold their MRs and CQ entries through every retry). */
 	return r->used && r->state != QP_ERR && r->state != QP_CONNECTING &&
 	       (c->cfg->allow_outstanding_ops || !r->send_inflight || r->state == QP_PEER_DOWN);
 }
