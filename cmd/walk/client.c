@@ -409,6 +409,11 @@ static void handle_msg(struct walk_client *c, const struct walk_msg *m)
 	case MSG_PROBE_HIT:
 		walk_probe_hit(c, m);
 		break;
+	case MSG_RC_ACCESS: /* from now on the peer QP refuses what it no longer grants */
+		if ((q = qp_by_num(c, m->peer_qpn)) >= 0 && c->qp[q].peer == m->src &&
+		    c->qp[q].peer_qpn == m->qpn)
+			c->qp[q].peer_access &= m->access;
+		break;
 	case MSG_CREDIT:
 		q = qp_by_num(c, m->peer_qpn);
 		if (q >= 0 && c->qp[q].peer == m->src && c->qp[q].peer_qpn == m->qpn &&

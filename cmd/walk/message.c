@@ -1,14 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --verify: every SEND of MSG_HDR bytes or more starts with a header
- * (length, sender, QP, per-QP sequence, immediate data and invalidated rkey
- * as posted, payload seed).  The header lives in the WR slot's message
- * cell, in the check zone, at both ends: the sender's first SGE points at
- * it, the receiver's first SGE (after the GRH on UD) too, so no other
- * client's WRITE or READ can change it.  A small message (up to MSG_CELL
- * bytes) may be all cell, with a pattern from the seed after the header;
- * when it lands in a receive that is all cell too, its content is checked.
- * On UD the GRH in front of it must name the sender's GID and ours.
+ * --verify: every SEND of MSG_HDR bytes or more starts with a header (length,
+ * sender, QP, per-QP sequence, immediate data and invalidated rkey as posted,
+ * payload seed), in the WR slot's message cell in the check zone at both ends
+ * (the first SGE, after a UD GRH), where no WRITE or READ lands.  A small
+ * message may be all cell, a pattern after the header, checked when it lands
+ * in a receive that is all cell too.  On UD the GRH must name both GIDs.
  */
 #include "cmd/walk/actions.h"
 

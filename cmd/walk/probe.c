@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --verify probes: accesses whose outcome the protection rules decide, not
- * timing.  Through a removed key, one byte past a region's end or before
- * its start, from a QP on another PD (a type-2 window: another QP): the
- * access must fail.  The last byte of a region: it must succeed.  Only the
- * key's owner knows whether the key changed meanwhile (removed, issued
- * again: devices recycle key values), so a wrong outcome goes to the owner
- * with the key event the prober relied on, and the owner decides.  One
- * probe at a time per client: an expected failure costs the QP (it moves to
- * ERR, and then everything after it must flush).
- *
- * Also here: a WR posted to a QP already in ERR must flush, never execute.
+ * --verify probes: accesses the protection rules decide, not timing.  Through
+ * a removed key, one byte past a region or before it, from a QP of another PD
+ * (type-2 window: another QP): it must fail; the last byte: it must work.
+ * Only the key's owner knows whether the key changed meanwhile (devices reuse
+ * key values), so a wrong outcome goes to the owner, who decides.  One probe
+ * at a time per client (an expected failure costs the QP).  Also: a WR posted
+ * to a QP already in ERR must flush, never execute.
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"
@@ -384,8 +380,9 @@ void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_
 	if (w->probe_kind == PROBE_LOCAL_SGE)
 		return; /* our own key: the oracle judged it */
 	hit.access = w->opcode;
+	hit.qpn = c->qp[w->qp].peer_qpn;
 	if (w->probe_kind == PROBE_QP_ACCESS) {
-		/* the responder QP's flags never change: judged here */
+		/* the responder QP's flags only ever narrow, and we learn it after: judged here */
 		if (st == IBV_WC_SUCCESS)
 			walk_stats_fail(
 			    &c->stats,
@@ -433,8 +430,14 @@ void walk_probe_hit(struct walk_client *c, const struct walk_msg *m)
 	verdict = walk_key_live_since(c, m->rkey, m->event);
 	if (verdict != 1)
 		return;
+	for (int q = 0; m->probe_kind == PROBE_LAST_BYTE && q < MAX_QP; q++)
+		if (c->qp[q].used && c->qp[q].qp->qp_num == m->qpn && !c->qp[q].narrowed)
+			verdict = 2; /* the responder QP is ours still, its access flags as first granted */
 	if (m->probe_kind == PROBE_LAST_BYTE) {
 		char what[96] = "not found";
+
+		if (verdict != 2)
+			return; /* its access flags were narrowed (modify.c), or it is gone */
 
 		for (int i = 0; i < MAX_MR; i++)
 			if (c->mr[i].used && c->mr[i].mr->rkey == m->rkey)

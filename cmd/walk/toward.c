@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Steps toward a drawn action that cannot run.  Redrawing (the original's
- * answer) lets the state settle where only cheap, always-possible actions
- * remain: every CQ, PD and MR pinned by dependents, every cap reached.
- * Instead, the walker takes one step that brings the drawn action closer:
- * it tears down a dependent so a CQ, PD or MR can go, retires a QP so a new
- * pair fits under the cap, connects a QP pair to the PD a remote key lives
- * on, posts receives so a peer has credit, registers an MR on the PD a
- * window needs.  Each such step is a real action, counted as the action it
- * is (create_rc_qp_pair, modify_qp_error, recv ...); stats.toward counts
- * the draws it served.  0: nothing to do now (an in-flight handshake or
- * flush must finish first), and the step redraws as before.
+ * Steps toward a drawn action that cannot run.  A redraw (the original's
+ * answer) lets the state settle where only cheap actions remain (every CQ,
+ * PD and MR pinned, every cap reached); instead the walker takes one real
+ * step that brings the action closer (tears down a dependent, retires a QP,
+ * connects a pair to a key's PD, posts receives for credit, registers an MR
+ * a window needs), counted as the action it is; stats.toward counts the draws
+ * served.  0: nothing to do now (a handshake or flush must finish first).
  */
 #include "cmd/walk/actions.h"
 

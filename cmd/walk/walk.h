@@ -156,6 +156,7 @@ enum walk_msg_type {
 	MSG_REMOVE_UD_QP,
 	MSG_CREDIT,    /* one receive of `bytes` posted for the peer's QP */
 	MSG_PROBE_HIT, /* --verify: a READ through the owner's removed rkey worked */
+	MSG_RC_ACCESS, /* --verify: the sender's RC QP `qpn` now grants only `access` (modify_qp) */
 	MSG_TYPE_MAX
 };
 
