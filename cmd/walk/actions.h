@@ -32,6 +32,9 @@
 #define WRONG_QKEY_PROBABILITY 0.05	   /* --verify: a UD send with a wrong Q_Key, which must be dropped */
 #define WRONG_QKEY_IMM	       0xffffff00u /* its immediate data (| the sender's id): no length is that large */
 #define MAX_SGE_USED	       16
+#define WR_API_PROBABILITY     0.3	   /* a WR posted through the ibv_wr_* API (when the QP has it) */
+#define WRITE_IMM_PROBABILITY  0.25	   /* an RC SEND_WITH_IMM becomes an RDMA_WRITE_WITH_IMM */
+#define WRITE_IMM_FLAG	       0x80000000u /* --verify: in its immediate data, beside length and sequence */
 #define MSG_HDR		       32u /* --verify: the header in front of every SEND of at least this size */
 
 /* A line of the client's history ring. */
@@ -73,8 +76,6 @@ bool walk_qp_reaches(struct walk_client *c, int i, const void *arg);
 /* Remote address of the owner's buffer offset `off` (inside remote region k). */
 uint64_t walk_remote_addr(const struct rkey_rec *k, uint32_t off);
 uint32_t walk_imm(struct walk_client *c, uint32_t len, int rc_qp);
-/* The remote access flag an RDMA opcode needs. */
-uint32_t walk_access_for(enum ibv_wr_opcode op);
 /* --verify: now and then a random subset of the remote access flags, else all of them. */
 int walk_remote_access(struct walk_client *c);
 
@@ -96,6 +97,9 @@ int walk_pick_busy_mr(struct walk_client *c, int pd, uint32_t min_len);
 int walk_make_sges(struct walk_client *c, uint32_t lkey, uint32_t start, uint32_t len, int n,
 		   struct ibv_sge *sge);
 int walk_sge_count(struct walk_client *c, uint32_t max);
+/* ibv_post_send(3) of one WR, or now and then the same through the ibv_wr_* API, sometimes after a batch
+ * (with a wr_id no slot has) that ibv_wr_abort(3) drops: it must never run.  0 or an errno. */
+int walk_post_send(struct walk_client *c, struct ibv_qp *qp, struct ibv_send_wr *wr);
 int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, struct ibv_send_wr *wr,
 		      int slot);
 uint32_t walk_choose_range(struct walk_client *c, uint32_t off, uint32_t avail, uint32_t want, bool dest,
@@ -144,5 +148,7 @@ int walk_do_atomic(struct walk_client *c, enum walk_action a);
 int walk_do_create_srq(struct walk_client *c);
 int walk_do_destroy_srq(struct walk_client *c);
 int walk_do_post_srq_recv(struct walk_client *c);
+/* --verify, not an action of its own (modify.c calls it now and then): ibv_rereg_mr of an MR. */
+void walk_rereg_mr(struct walk_client *c);
 
 #endif

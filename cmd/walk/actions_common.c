@@ -218,14 +218,91 @@ int walk_sge_count(struct walk_client *c, uint32_t max)
 
 /* ---- posting with accounting ---- */
 
+/* Stages one WR through the ibv_wr_* API (ibv_wr_post(3)); false: an opcode it does not take here. */
+static bool stage_wr(struct walk_client *c, struct ibv_qp_ex *qx, const struct ibv_send_wr *wr)
+{
+	const struct ibv_send_wr *w = wr;
+
+	qx->wr_id = wr->wr_id;
+	qx->wr_flags = wr->send_flags & ~(unsigned int)IBV_SEND_INLINE;
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+		ibv_wr_send(qx);
+		break;
+	case IBV_WR_SEND_WITH_IMM:
+		ibv_wr_send_imm(qx, wr->imm_data);
+		break;
+	case IBV_WR_SEND_WITH_INV:
+		ibv_wr_send_inv(qx, wr->invalidate_rkey);
+		break;
+	case IBV_WR_RDMA_WRITE:
+		ibv_wr_rdma_write(qx, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
+		break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		ibv_wr_rdma_write_imm(qx, w->wr.rdma.rkey, w->wr.rdma.remote_addr, wr->imm_data);
+		break;
+	case IBV_WR_RDMA_READ:
+		ibv_wr_rdma_read(qx, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
+		break;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		ibv_wr_atomic_fetch_add(qx, w->wr.atomic.rkey, w->wr.atomic.remote_addr,
+					w->wr.atomic.compare_add);
+		break;
+	case IBV_WR_BIND_MW:
+		ibv_wr_bind_mw(qx, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
+		return true; /* no address, no SGE */
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		ibv_wr_atomic_cmp_swp(qx, w->wr.atomic.rkey, w->wr.atomic.remote_addr,
+				      w->wr.atomic.compare_add, w->wr.atomic.swap);
+		break;
+	default:
+		return false;
+	}
+	if (qx->qp_base.qp_type == IBV_QPT_UD)
+		ibv_wr_set_ud_addr(qx, w->wr.ud.ah, w->wr.ud.remote_qpn, w->wr.ud.remote_qkey);
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		struct ibv_data_buf data[MAX_SGE_USED];
+
+		for (int i = 0; i < wr->num_sge; i++)
+			data[i] = (struct ibv_data_buf){(void *)(uintptr_t)wr->sg_list[i].addr,
+							wr->sg_list[i].length};
+		ibv_wr_set_inline_data_list(qx, (size_t)wr->num_sge, data);
+	} else if (wr->num_sge == 1 && rng_bernoulli(&c->rng, 0.5))
+		ibv_wr_set_sge(qx, wr->sg_list[0].lkey, wr->sg_list[0].addr, wr->sg_list[0].length);
+	else
+		ibv_wr_set_sge_list(qx, (size_t)wr->num_sge, wr->sg_list);
+	return true;
+}
+
+int walk_post_send(struct walk_client *c, struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_qp_ex *qx = rng_bernoulli(&c->rng, WR_API_PROBABILITY) ? hw_qp_to_qp_ex(qp) : NULL;
+	struct ibv_send_wr *bad = NULL, aborted = *wr;
+
+	if (!qx)
+		return hw_post_send(qp, wr, &bad);
+	aborted.wr_id |= 0xffffffffull << 32; /* a generation no slot has */
+	ibv_wr_start(qx);
+	if (rng_bernoulli(&c->rng, 0.2) && stage_wr(c, qx, &aborted)) {
+		ibv_wr_abort(qx);
+		ibv_wr_start(qx);
+	}
+	if (!stage_wr(c, qx, wr)) {
+		ibv_wr_abort(qx);
+		return hw_post_send(qp, wr, &bad);
+	}
+	c->stats.wr_api_posts++;
+	return ibv_wr_complete(qx);
+}
+
 int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, struct ibv_send_wr *wr,
 		      int slot)
 {
-	struct ibv_send_wr *bad = NULL;
 	int rc;
 
 	wr->send_flags |= IBV_SEND_SIGNALED;
-	rc = hw_post_send(c->qp[q].qp, wr, &bad);
+	c->wr[slot].opcode = (uint8_t)wr->opcode;
+	rc = walk_post_send(c, c->qp[q].qp, wr);
 	if (!rc)
 		stats_inc(c->counters, STATS_POSTED);
 	c->stats.issued[a]++;
@@ -241,9 +318,9 @@ int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, s
 	c->wr[slot].len = 0; /* the bytes of the local SGEs: what a READ must report */
 	for (int i = 0; i < wr->num_sge; i++)
 		c->wr[slot].len += wr->sg_list[i].length;
-	LOG_STEP(c, "%s qp=%u opcode=%d sges=%d len0=%u wr=%llx -> posted", walk_action_names[a],
-		 c->qp[q].qp->qp_num, wr->opcode, wr->num_sge, wr->num_sge ? wr->sg_list[0].length : 0,
-		 (unsigned long long)wr->wr_id);
+	LOG_STEP(c, "%s qp=%u opcode=%d flags=%x sges=%d len0=%u wr=%llx -> posted", walk_action_names[a],
+		 c->qp[q].qp->qp_num, wr->opcode, wr->send_flags, wr->num_sge,
+		 wr->num_sge ? wr->sg_list[0].length : 0, (unsigned long long)wr->wr_id);
 	return 0;
 }
 
@@ -259,20 +336,6 @@ bool walk_qp_reaches(struct walk_client *c, int i, const void *arg)
 	if ((w->credit && !r->credit_count) || (r->peer_access & w->access) != w->access)
 		return false;
 	return walk_can_post_send(c, i);
-}
-
-uint32_t walk_access_for(enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_ACCESS_REMOTE_WRITE;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_ACCESS_REMOTE_ATOMIC;
-	default:
-		return IBV_ACCESS_REMOTE_READ;
-	}
 }
 
 /* Remote address of buffer offset `off` (inside remote region k). */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The data-path actions: SEND, RECV, RDMA READ/WRITE, atomics, the --verify checked WRITE and rkey probes. */
 #include "cmd/walk/actions.h"
+#include "cmd/walk/model.h"
 
 static const uint32_t rdma_lengths[] = {32u << 10, 64u << 10, 128u << 10, 1u << 20};
 
@@ -28,11 +29,24 @@ static uint32_t pop_credit(struct qp_rec *r)
 	return bytes;
 }
 
+/* A key of the peer of RC QP arg (on its PD, or a type-2 window bound to its QP) that it may WRITE to. */
+static bool rkey_writable(struct walk_client *c, int i, const void *arg)
+{
+	const struct qp_rec *r = arg;
+	const struct rkey_rec *k = &c->rkeys[i];
+
+	return k->used && k->owner == r->peer &&
+	       (k->kind == 2 ? k->qpn == r->peer_qpn : k->pd_id == r->peer_pd) &&
+	       (k->access & r->peer_access & IBV_ACCESS_REMOTE_WRITE);
+}
+
 /*
  * An RC SEND within the receive credit.  With --verify, one of MSG_HDR
  * bytes or more carries a header (message.c): small ones (always when the
  * credit is small) come whole from the WR slot's cell, others take only
- * the header from there.
+ * the header from there.  Now and then, with immediate data, an
+ * RDMA_WRITE_WITH_IMM instead, as long as the receive it consumes; its
+ * immediate data says so (WRITE_IMM_FLAG), for the receiver to judge.
  */
 static int post_rc_send(struct walk_client *c, enum walk_action a, int q, const struct rkey_rec *inv,
 			bool empty)
@@ -40,9 +54,12 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, const 
 	struct qp_rec *r = &c->qp[q];
 	struct ibv_sge sge[MAX_SGE_USED];
 	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND};
-	uint32_t capacity = r->credit[r->credit_head], start = 0, len = 0;
+	uint32_t capacity = r->credit[r->credit_head], start = 0, len = 0, rstart = 0;
 	uint32_t most = capacity < RC_MSG_MAX ? capacity : RC_MSG_MAX, head = 0;
-	bool headed = c->cfg->verify && !empty && most >= MSG_HDR, small = false;
+	int k = a == ACT_SEND && !empty && rng_bernoulli(&c->rng, WRITE_IMM_PROBABILITY)
+		    ? walk_pick_index(c, MAX_REMOTE_KEYS, rkey_writable, r)
+		    : -1;
+	bool headed = c->cfg->verify && !empty && most >= MSG_HDR && k < 0, small = false;
 	int m = -1, slot;
 
 	if (headed) {
@@ -58,13 +75,21 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, const 
 			return 0;
 		len = walk_choose_range(c, c->mr[m].off, c->mr[m].len,
 					(uint32_t)rng_range(&c->rng, 1, most - head), false, 1, &start);
+		if (k >= 0)
+			len = walk_choose_range(c, c->rkeys[k].off, (uint32_t)c->rkeys[k].len, len, true, 1,
+						&rstart);
 		if (!len)
 			return 0;
 		len += head;
 	}
 	if ((slot = walk_alloc_wr(c, a, q, m, &wr.wr_id)) < 0)
 		return 0;
-	if (a == ACT_SEND_WITH_INV) {
+	if (k >= 0) {
+		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr.imm_data = htobe32(walk_imm(c, len, q) | (c->cfg->verify ? WRITE_IMM_FLAG : 0));
+		wr.wr.rdma.remote_addr = walk_remote_addr(&c->rkeys[k], rstart);
+		wr.wr.rdma.rkey = c->rkeys[k].rkey;
+	} else if (a == ACT_SEND_WITH_INV) {
 		wr.opcode = IBV_WR_SEND_WITH_INV;
 		wr.invalidate_rkey = inv->rkey;
 	} else if (rng_bernoulli(&c->rng, SEND_IMM_PROBABILITY)) {
@@ -80,7 +105,11 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, const 
 	}
 	pop_credit(r);
 	if (walk_post_send_wr(c, a, q, m, &wr, slot) == 0) {
-		r->tx_imm_seq += wr.opcode == IBV_WR_SEND_WITH_IMM;
+		if (wr.send_flags &
+		    IBV_SEND_INLINE) /* ours again once posted: what is sent was taken already */
+			memset(c->buf + MSG_CELL_OFF(slot), 0xee, len);
+		r->tx_imm_seq += wr.opcode == IBV_WR_SEND_WITH_IMM || k >= 0;
+		c->stats.write_imms += k >= 0;
 		r->tx_seq += headed;
 		if (inv && inv->qpn != r->peer_qpn)
 			walk_mark_inv_probe(c, (uint32_t)slot, inv);
@@ -401,7 +430,8 @@ static bool mr_covers(struct walk_client *c, int i, const void *arg)
 
 /*
  * --verify: WRITE a pattern into our own slot of a peer's check zone (no one
- * else writes there), READ it back on the same QP, compare on completion.
+ * else writes there), gathered from several SGEs when the QP allows, READ it
+ * back on the same QP, scattered likewise, compare on completion.
  */
 static int checked_write(struct walk_client *c)
 {
@@ -409,8 +439,8 @@ static int checked_write(struct walk_client *c)
 	struct check_want cw = {slot_off + CHECK_SLOT / 2, slot_off,
 				(uint32_t)rng_range(&c->rng, 8, CHECK_SLOT / 4),
 				IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
-	struct ibv_send_wr wr = {.opcode = IBV_WR_RDMA_WRITE, .num_sge = 1};
-	struct ibv_sge src, dsts[MAX_SGE_USED];
+	struct ibv_send_wr wr = {.opcode = IBV_WR_RDMA_WRITE};
+	struct ibv_sge srcs[MAX_SGE_USED], dsts[MAX_SGE_USED];
 	const struct rkey_rec *k;
 	struct mr_want mw;
 	struct reach w;
@@ -427,12 +457,13 @@ static int checked_write(struct walk_client *c)
 	    c->qp[q].send_inflight + 2 > (int)c->qp[q].cap.max_send_wr ||
 	    c->cq[c->qp[q].scq].outstanding + 2 > c->cq[c->qp[q].scq].cqe || c->nfree_wr < 2)
 		return 0;
-	src = (struct ibv_sge){(uintptr_t)(c->buf + slot_off), cw.len, c->mr[m].mr->lkey};
 	c->check_seed = rng_next(&c->rng);
 	c->check_len = cw.len;
 	walk_fill_pattern(c->buf + slot_off, cw.len, c->check_seed);
 	memset(c->buf + slot_off + CHECK_SLOT / 4, 0, cw.len);
-	wr.sg_list = &src;
+	wr.sg_list = srcs;
+	wr.num_sge = walk_make_sges(c, c->mr[m].mr->lkey, slot_off, cw.len,
+				    walk_sge_count(c, c->qp[q].cap.max_send_sge), srcs);
 	wr.wr.rdma.remote_addr = walk_remote_addr(k, cw.remote_off);
 	wr.wr.rdma.rkey = k->rkey;
 	ws = walk_alloc_wr(c, ACT_WRITE, q, m, &wr.wr_id);
@@ -468,7 +499,7 @@ int walk_do_read_write(struct walk_client *c, enum walk_action a)
 	if (a == ACT_WRITE && c->cfg->verify && !c->check_busy && rng_bernoulli(&c->rng, 0.5) &&
 	    checked_write(c))
 		return 1;
-	if (!pick_target(c, 1, walk_access_for(wr.opcode), &t))
+	if (!pick_target(c, 1, model_access_for(wr.opcode), &t))
 		return 0;
 	k = &c->rkeys[t.k];
 	/* A READ writes locally, a WRITE remotely: that side avoids the check zone. */

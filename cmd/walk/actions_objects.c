@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Actions on CQs, PDs, MRs and memory windows (create, destroy, register, bind). */
 #include "cmd/walk/actions.h"
+#include "cmd/walk/model.h"
 #include "cmd/walk/oracle.h"
 
 /* ---- control path ---- */
@@ -38,11 +39,8 @@ int walk_do_destroy_cq(struct walk_client *c)
 	c->stats.issued[ACT_DESTROY_CQ]++;
 	rc = hw_destroy_cq(c->cq[i].cq);
 	LOG_STEP(c, "destroy_cq cq[%d] -> %d", i, rc);
-	if (rc) {
-		walk_count_error(c, ACT_DESTROY_CQ, rc);
-		walk_verb_returned(c, "ibv_destroy_cq", "an idle CQ", rc);
+	if (!walk_verb_returned(c, ACT_DESTROY_CQ, "ibv_destroy_cq", "an idle CQ", rc))
 		return 1;
-	}
 	c->cq[i].used = false;
 	walk_count_ok(c, ACT_DESTROY_CQ);
 	return 1;
@@ -82,11 +80,8 @@ int walk_do_dealloc_pd(struct walk_client *c)
 	if ((rc = walk_msg_mr_dereg(c, i)) == 0)
 		rc = hw_dealloc_pd(c->pd[i].pd);
 	LOG_STEP(c, "dealloc_pd pd[%d] -> %d", i, rc);
-	if (rc) {
-		walk_count_error(c, ACT_DEALLOC_PD, rc);
-		walk_verb_returned(c, "ibv_dealloc_pd", "an unused PD", rc);
+	if (!walk_verb_returned(c, ACT_DEALLOC_PD, "ibv_dealloc_pd", "an unused PD", rc))
 		return 1;
-	}
 	c->pd[i].used = false;
 	walk_count_ok(c, ACT_DEALLOC_PD);
 	return 1;
@@ -156,17 +151,82 @@ int walk_do_dereg_mr(struct walk_client *c)
 	c->stats.issued[ACT_DEREG_MR]++;
 	rc = hw_dereg_mr(c->mr[i].mr);
 	LOG_STEP(c, "dereg_mr mr[%d] rkey=%x -> %d", i, rkey, rc);
-	if (rc) {
-		walk_count_error(c, ACT_DEREG_MR, rc);
-		walk_verb_returned(c, "ibv_dereg_mr", "an idle MR", rc);
+	if (!walk_verb_returned(c, ACT_DEREG_MR, "ibv_dereg_mr", "an idle MR", rc))
 		return 1;
-	}
 	c->pd[c->mr[i].pd].users--;
 	c->mr[i].used = false;
 	walk_count_ok(c, ACT_DEREG_MR);
 	walk_note_key(c, rkey, false);
 	send_rkey(c, MSG_REMOVE_RKEY, 0, rkey, pd_id, -1, off, len, c->mr[i].access);
 	return 1;
+}
+
+/* An idle MR with a type-1 window bound to it (no peer can invalidate that one). */
+static bool mr_bound(struct walk_client *c, int i, const void *arg)
+{
+	(void)arg;
+	for (int w = 0; w < 2 * MAX_MW; w++)
+		if (c->mw[w].used && c->mw[w].type == 1 && c->mw[w].state == MW_BOUND && c->mw[w].mr == i)
+			return !c->mr[i].inflight;
+	return false;
+}
+
+/*
+ * --verify: ibv_rereg_mr(3) of an idle MR to a new range, PD or access
+ * (any of them); the peers learn the key as after dereg_mr and reg_mr, and
+ * the walk uses the MR as it is now.  Now and then first a request the
+ * model says the verb must refuse (no change asked, remote write without
+ * local write, windows bound to it): nothing may change.
+ */
+void walk_rereg_mr(struct walk_client *c)
+{
+	static const char *const wrong[] = {"no change", "remote write without local write", "windows bound"};
+	int i = walk_pick_index(c, MAX_MR, walk_idle_mr, NULL), flags = (int)rng_range(&c->rng, 1, 7), bad;
+	struct mr_rec *m = &c->mr[i < 0 ? 0 : i], n;
+	int rc, want;
+
+	bad = (int)rng_range(&c->rng, 0, 7);
+	if (bad < 3 && (i = walk_pick_index(c, MAX_MR, bad == 2 ? mr_bound : walk_idle_mr, NULL)) >= 0) {
+		m = &c->mr[i];
+		flags = bad ? IBV_REREG_MR_CHANGE_ACCESS : 0;
+		want = model_rereg_mr(flags, bad == 1 ? IBV_ACCESS_REMOTE_WRITE : m->access, bad == 2);
+		rc = hw_rereg_mr(m->mr, flags, NULL, NULL, 0, bad == 1 ? IBV_ACCESS_REMOTE_WRITE : m->access);
+		LOG_STEP(c, "rereg_mr mr[%d] refused (%s) -> %d", i, wrong[bad], rc);
+		walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_VERB,
+						  .verb = "ibv_rereg_mr",
+						  .what = wrong[bad],
+						  .rc = rc,
+						  .want = want ? -1 : 0});
+		return;
+	}
+	if (walk_outbox_busy(c) || i < 0)
+		return;
+	n = *m;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		n.len = (uint32_t)rng_range(&c->rng, 1, BUF_SIZE);
+		n.off = (uint32_t)rng_range(&c->rng, 0, BUF_SIZE - n.len);
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && (n.pd = walk_pick_pd_for_new(c)) < 0)
+		return;
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		n.access = (MR_ACCESS & ~REMOTE_ACCESS) | walk_remote_access(c);
+	walk_note_key(c, m->mr->rkey, false);
+	send_rkey(c, MSG_REMOVE_RKEY, 0, m->mr->rkey, c->pd[m->pd].id, -1, m->off, m->len, m->access);
+	rc = hw_rereg_mr(m->mr, flags, c->pd[n.pd].pd, c->buf + n.off, n.len, n.access);
+	LOG_STEP(c, "rereg_mr mr[%d] flags=%x pd[%d] off=%u len=%u access=%x -> %d lkey=%x rkey=%x", i, flags,
+		 n.pd, n.off, n.len, n.access, rc, m->mr->lkey, m->mr->rkey);
+	c->stats.reregs++;
+	if (!walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_VERB,
+					       .verb = "ibv_rereg_mr",
+					       .what = "an idle MR",
+					       .rc = rc,
+					       .want = model_rereg_mr(flags, n.access, 0)}))
+		return; /* the run failed; the records keep what the walk asked before */
+	c->pd[m->pd].users--;
+	c->pd[n.pd].users++;
+	*m = n;
+	walk_note_key(c, m->mr->rkey, true);
+	send_rkey(c, MSG_ADD_RKEY, 0, m->mr->rkey, c->pd[m->pd].id, -1, m->off, m->len, m->access);
 }
 
 int walk_do_alloc_mw(struct walk_client *c, int type)
@@ -221,11 +281,8 @@ int walk_do_dealloc_mw(struct walk_client *c, int type)
 	rc = hw_dealloc_mw(m->mw);
 	LOG_STEP(c, "%s mw[%d] %s rkey=%x -> %d", walk_action_names[a], i,
 		 m->state == MW_BOUND ? "bound" : "unbound", m->rkey, rc);
-	if (rc) {
-		walk_count_error(c, a, rc);
-		walk_verb_returned(c, "ibv_dealloc_mw", "a window", rc);
+	if (!walk_verb_returned(c, a, "ibv_dealloc_mw", "a window", rc))
 		return 1;
-	}
 	c->pd[m->pd].users--;
 	if (m->state == MW_BOUND) {
 		walk_note_key(c, m->rkey, false);
@@ -284,14 +341,13 @@ int walk_do_bind_mw(struct walk_client *c, int type)
 	} else {
 		struct ibv_send_wr wr = {
 		    .wr_id = wr_id, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED};
-		struct ibv_send_wr *bad;
 
 		/* A new tag for every bind, so the previous rkey stops working. */
 		c->mw[i].new_rkey = ibv_inc_rkey(c->mw[i].mw->rkey);
 		wr.bind_mw.mw = c->mw[i].mw;
 		wr.bind_mw.rkey = c->mw[i].new_rkey;
 		wr.bind_mw.bind_info = info;
-		rc = hw_post_send(c->qp[q].qp, &wr, &bad);
+		rc = walk_post_send(c, c->qp[q].qp, &wr);
 	}
 	if (!rc)
 		stats_inc(c->counters, STATS_POSTED);

@@ -35,6 +35,8 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 	init.cap.max_recv_wr = (uint32_t)rng_range(&c->rng, MIN_QP_WR, (uint64_t)wr_max);
 	init.cap.max_send_sge = (uint32_t)rng_range(&c->rng, (uint64_t)sge_min, (uint64_t)sge_max);
 	init.cap.max_recv_sge = (uint32_t)rng_range(&c->rng, (uint64_t)sge_min, (uint64_t)sge_max);
+	init.cap.max_inline_data =
+	    rng_bernoulli(&c->rng, 0.5) ? (uint32_t)rng_range(&c->rng, 1, MSG_CELL) : 0;
 	if (srq >= 0) {
 		rcq = c->srq[srq].cq;
 		init.recv_cq = c->cq[rcq].cq;
@@ -107,6 +109,17 @@ static uint32_t initial_psn(const struct walk_client *c, uint32_t qpn)
 	x *= 0xff51afd7ed558ccdull;
 	x ^= x >> 33;
 	return (uint32_t)x & 0xffffff;
+}
+
+int walk_ud_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RTR};
+	int rc = modify_init(c, qp, qkey, 0);
+
+	if (!rc)
+		rc = hw_modify_qp(qp, &attr, IBV_QP_STATE);
+	attr = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .sq_psn = initial_psn(c, qp->qp_num)};
+	return rc ? rc : hw_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
 /* RESET -> INIT -> RTR -> RTS toward (peer, peer_qpn). */
@@ -190,7 +203,6 @@ int walk_do_create_rc_qp_pair(struct walk_client *c)
 int walk_do_create_ud_qp(struct walk_client *c)
 {
 	struct walk_msg m = {.type = MSG_ADD_UD_QP};
-	struct ibv_qp_attr attr;
 	uint32_t qkey;
 	int q, rc;
 
@@ -205,25 +217,11 @@ int walk_do_create_ud_qp(struct walk_client *c)
 	/* Q_Keys with the top bit set are privileged (Linux 6.4+): never sample them. */
 	qkey = (uint32_t)rng_next(&c->rng) & 0x7fffffffu;
 	c->qp[q].qkey = qkey;
-	rc = modify_init(c, c->qp[q].qp, qkey, 0);
-	if (!rc) {
-		memset(&attr, 0, sizeof(attr));
-		attr.qp_state = IBV_QPS_RTR;
-		rc = hw_modify_qp(c->qp[q].qp, &attr, IBV_QP_STATE);
-	}
-	if (!rc) {
-		memset(&attr, 0, sizeof(attr));
-		attr.qp_state = IBV_QPS_RTS;
-		attr.sq_psn = initial_psn(c, c->qp[q].qp->qp_num);
-		rc = hw_modify_qp(c->qp[q].qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	}
+	rc = walk_ud_to_rts(c, c->qp[q].qp, qkey);
 	LOG_STEP(c, "create_ud_qp qp=%u srq=%d qkey=%x -> %d", c->qp[q].qp->qp_num, c->qp[q].srq, qkey, rc);
-	if (rc) {
-		walk_count_error(c, ACT_CREATE_UD_QP, rc);
-		c->qp[q].state = QP_ERR; /* destroy_qp reclaims it */
+	c->qp[q].state = rc ? QP_ERR : QP_READY; /* ERR: destroy_qp reclaims it */
+	if (!walk_verb_returned(c, ACT_CREATE_UD_QP, "ibv_modify_qp", "a new UD QP, RESET to RTS", rc))
 		return 1;
-	}
-	c->qp[q].state = QP_READY;
 	walk_count_ok(c, ACT_CREATE_UD_QP);
 	m.qpn = c->qp[q].qp->qp_num;
 	m.qkey = qkey;
@@ -255,12 +253,8 @@ static bool qp_for_error(struct walk_client *c, int i, const void *arg)
 	const struct qp_rec *r = &c->qp[i];
 
 	(void)arg;
-	/*
-	 * Posted receives do not pin a QP: they must flush (--verify checks that
-	 * they do).  Nor do sends to a peer that announced its side down: no ACK
-	 * will come for them, and they would otherwise hold their MRs and CQ
-	 * entries through every retry (timeout x retry_cnt) before failing.
-	 */
+	/* Posted receives do not pin a QP (they must flush), nor sends to a peer that announced its side down
+	 * (no ACK will come: they would hold their MRs and CQ entries through every retry). */
 	return r->used && r->state != QP_ERR && r->state != QP_CONNECTING &&
 	       (c->cfg->allow_outstanding_ops || !r->send_inflight || r->state == QP_PEER_DOWN);
 }
@@ -276,10 +270,8 @@ int walk_do_modify_qp_error(struct walk_client *c)
 	rc = hw_modify_qp(c->qp[q].qp, &attr, IBV_QP_STATE);
 	LOG_STEP(c, "modify_qp_error qp=%u inflight=%d/%d -> %d", c->qp[q].qp->qp_num, c->qp[q].send_inflight,
 		 c->qp[q].recv_inflight, rc);
-	if (rc) {
-		walk_count_error(c, ACT_MODIFY_QP_ERROR, rc);
+	if (!walk_verb_returned(c, ACT_MODIFY_QP_ERROR, "ibv_modify_qp", "a live QP, to ERR", rc))
 		return 1;
-	}
 	c->qp[q].state = QP_ERR;
 	c->qp[q].err_since_ns = walk_now_ns();
 	c->qp[q].err_seq = c->seq;
@@ -354,11 +346,8 @@ int walk_do_destroy_qp(struct walk_client *c)
 	c->stats.issued[ACT_DESTROY_QP]++;
 	rc = walk_destroy_qp_rec(c, q);
 	LOG_STEP(c, "destroy_qp qp=%u -> %d", qpn, rc);
-	if (rc) {
-		walk_count_error(c, ACT_DESTROY_QP, rc);
-		walk_verb_returned(c, "ibv_destroy_qp", "a QP without work in flight", rc);
+	if (!walk_verb_returned(c, ACT_DESTROY_QP, "ibv_destroy_qp", "a QP without work in flight", rc))
 		return 1;
-	}
 	walk_count_ok(c, ACT_DESTROY_QP);
 	return 1;
 }
@@ -414,10 +403,8 @@ int walk_do_destroy_ah(struct walk_client *c)
 	c->stats.issued[ACT_DESTROY_AH]++;
 	rc = hw_destroy_ah(c->ah[i].ah);
 	LOG_STEP(c, "destroy_ah ah[%d] -> %d", i, rc);
-	if (rc) {
-		walk_count_error(c, ACT_DESTROY_AH, rc);
+	if (!walk_verb_returned(c, ACT_DESTROY_AH, "ibv_destroy_ah", "an AH no send in flight uses", rc))
 		return 1;
-	}
 	c->pd[c->ah[i].pd].users--;
 	c->ah[i].used = false;
 	walk_count_ok(c, ACT_DESTROY_AH);

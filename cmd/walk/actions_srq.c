@@ -77,8 +77,7 @@ int walk_do_create_srq(struct walk_client *c)
 		 type == IBV_QPT_UD ? "UD" : "RC", init.attr.max_wr, init.attr.max_sge, len,
 		 srq ? "ok" : "error");
 	if (!srq) {
-		walk_count_error(c, ACT_CREATE_SRQ, errno);
-		walk_verb_returned(c, "ibv_create_srq", "an SRQ within the device's limits",
+		walk_verb_returned(c, ACT_CREATE_SRQ, "ibv_create_srq", "an SRQ within the device's limits",
 				   errno ? errno : EIO);
 		return 1;
 	}
@@ -197,9 +196,8 @@ int walk_do_post_srq_recv(struct walk_client *c)
 		 (unsigned long long)wr.wr_id, c->qp[q].qp->qp_num, rc);
 	if (rc) {
 		walk_release_wr(c, (uint32_t)slot);
-		walk_count_error(c, ACT_POST_SRQ_RECV, rc);
-		walk_verb_returned(c, "ibv_post_srq_recv", "a receive within the SRQ's max_wr and max_sge",
-				   rc);
+		walk_verb_returned(c, ACT_POST_SRQ_RECV, "ibv_post_srq_recv",
+				   "a receive within the SRQ's max_wr and max_sge", rc);
 		return 1;
 	}
 	r->posted++; /* ok is counted when it completes, as RECV's */

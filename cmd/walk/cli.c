@@ -140,7 +140,8 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 	    {"steps", 'n', POPT_ARG_STRING, &steps, 0, "steps per client instead of --duration", "N"},
 	    {"seed", 's', POPT_ARG_STRING, &seed, 0, "random seed (printed when not given)", "N"},
 	    {"weight", 'w', POPT_ARG_STRING, &weight, 'w', "set an action's weight (repeatable)", "ACTION=W"},
-	    {"preset", 0, POPT_ARG_STRING, &preset, 0, "weights: default, control or rdma", "default|control|rdma"},
+	    {"preset", 0, POPT_ARG_STRING, &preset, 0, "weights: default, control or rdma",
+	     "default|control|rdma"},
 	    {"history", 'H', POPT_ARG_STRING, &ia.history, 0,
 	     "actions kept per client for triage (default 200)", "N"},
 	    {"history-file", 0, POPT_ARG_STRING, &history_file, 0, "also write the history to FILE", "FILE"},
@@ -151,7 +152,8 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 	     "judge every completion and verb return against a model of the device (see the man page)", NULL},
 	    {"allow-outstanding-ops", 0, POPT_ARG_NONE, &outstanding, 0,
 	     "allow modify-to-ERR and destroy of QPs with WRs in flight", NULL},
-	    CMD_HELP(options), POPT_TABLEEND,
+	    CMD_HELP(options),
+	    POPT_TABLEEND,
 	};
 	poptContext pc = poptGetContext(argv[0], argc, argv, options, 0);
 
@@ -203,18 +205,11 @@ static int parse(int argc, const char **argv, struct walk_config *cfg)
 out:
 	for (int i = 0; i < nweights; i++)
 		free(weights[i]);
-	free(multinode);
-	free(steps);
-	free(seed);
-	free(preset);
-	free(device);
-	free(history_file);
-	free(ia.clients);
-	free(ia.duration);
-	free(ia.port);
-	free(ia.gid_index);
-	free(ia.history);
-	free(ia.heartbeat);
+	char *strs[] = {multinode,  steps,	 seed,	  preset,	device,	    history_file,
+			ia.clients, ia.duration, ia.port, ia.gid_index, ia.history, ia.heartbeat};
+
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		free(strs[i]);
 	poptFreeContext(pc);
 	return rc;
 }
@@ -262,13 +257,8 @@ int cmd_walk(int argc, const char **argv)
 		rc = run_error(CMD, "out of memory");
 		goto out;
 	}
-	/*
-	 * glibc raises its mmap threshold whenever a large block is freed; after
-	 * that the device's large, short-lived buffers (queues, MR bookkeeping)
-	 * come from the heap arenas of every client thread and fragment them:
-	 * RSS crept by ~1.5 MiB/s with 16 clients.  A fixed threshold keeps
-	 * such blocks mmapped, returned to the kernel when freed.
-	 */
+	/* A fixed mmap threshold: glibc's sliding one let the device's large, short-lived buffers fragment
+	 * every client thread's heap arena (RSS crept by ~1.5 MiB/s with 16 clients). */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	atomic_store(&walk_stop, false);
 	atomic_store(&walk_stop_signal, 0);

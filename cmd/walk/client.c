@@ -409,6 +409,11 @@ static void handle_msg(struct walk_client *c, const struct walk_msg *m)
 	case MSG_PROBE_HIT:
 		walk_probe_hit(c, m);
 		break;
+	case MSG_RC_ACCESS: /* from now on the peer QP refuses what it no longer grants */
+		if ((q = qp_by_num(c, m->peer_qpn)) >= 0 && c->qp[q].peer == m->src &&
+		    c->qp[q].peer_qpn == m->qpn)
+			c->qp[q].peer_access &= m->access;
+		break;
 	case MSG_CREDIT:
 		q = qp_by_num(c, m->peer_qpn);
 		if (q >= 0 && c->qp[q].peer == m->src && c->qp[q].peer_qpn == m->qpn &&
@@ -498,16 +503,11 @@ static bool serve_owed(struct walk_client *c)
 }
 
 /*
- * With --multinode, every client is a process that never blocks, and on a
- * machine with fewer CPUs than clients it shares them with its peers, the
- * device engines, the bus threads and the hub.  Left to the scheduler, a
- * client ran for milliseconds at a time while the others waited: updates
- * arrived 5-10 ms late, longer than a QP pair or a bound window lives, the
- * engines fell behind, and most work was posted to pairs already gone
- * (flushed).  Instead, each client runs PACE_RUN_NS, then sleeps long enough
- * to take no more than its share of the CPUs (walk_pace_for).  Sleeping, not
- * sched_yield: under EEVDF every yield pushes the caller's deadline a whole
- * slice ahead, and a client yielding every 200 us starved for seconds.
+ * --multinode on fewer CPUs than clients: a never-blocking client left to the
+ * scheduler ran for milliseconds while the others waited, so updates came
+ * later than a QP pair lives and most work went to pairs already gone.  Each
+ * runs PACE_RUN_NS, then sleeps to its share of the CPUs (walk_pace_for);
+ * sleeps, as under EEVDF a client yielding every 200 us starved for seconds.
  */
 static void pace(struct walk_client *c)
 {
@@ -533,11 +533,9 @@ static void one_step(struct walk_client *c, bool lockstep)
 	walk_client_take_messages(c);
 	c->seq++;
 	/*
-	 * A drawn action that can neither run nor be stepped toward is owed:
-	 * redrawing alone would shift the mix toward the cheap, always-possible
-	 * actions whenever the state (a full outbox on a loaded machine, a
-	 * SEND_WITH_INV waiting for a peer's key and credit at once) blocks the
-	 * others for a while.  Every few steps one owed draw is served first.
+	 * A drawn action that can neither run nor be stepped toward is owed (a
+	 * redraw alone shifts the mix toward the cheap actions while the state
+	 * blocks the others); every few steps one owed draw is served first.
 	 */
 	if (!(c->seq % OWED_RETRY_STEPS) && serve_owed(c))
 		a = -1;
@@ -657,12 +655,8 @@ int walk_client_run(struct walk_client *c)
 		       (c->cfg->steps ? steps < c->cfg->steps : walk_now_ns() < end)) {
 			one_step(c, lockstep);
 			steps++;
-			/*
-			 * The device's short-lived blocks below the mmap threshold
-			 * (queues, packets) leave free pages inside every thread's
-			 * heap arena that glibc keeps; give them back now and then,
-			 * or RSS creeps up for as long as the walk runs.
-			 */
+			/* the free pages the device's short-lived blocks leave in every
+			 * thread's heap arena, given back now and then (else RSS creeps) */
 			if (steps % TRIM_STEPS == 0)
 				malloc_trim(0);
 			atomic_store_explicit(&c->live_steps, steps, memory_order_relaxed);

@@ -8,24 +8,18 @@
 
 #define BUF_SIZE   (16u << 20) /* the per-client memory MRs are carved from */
 #define CHECK_SLOT (64u << 10) /* --verify: one slot per writer at the end */
-/*
- * --verify: the check zone at the end of every buffer, where no remote
- * WRITE, READ result or receive of the random walk lands: first one
- * message cell per WR slot (the header of a SEND, or all of a small one,
- * message.c), then the check slots.
- */
+/* --verify: the check zone ending every buffer, where no WRITE, READ or receive of the random walk lands:
+ * one message cell per WR slot (a SEND's header, or all of a small one: message.c), then the check slots. */
 #define MSG_CELL	   256u
 #define MSG_AREA	   (MAX_WR * MSG_CELL)
 #define ZONE_START	   (BUF_SIZE - WALK_MAX_CLIENTS * CHECK_SLOT - MSG_AREA)
 #define MSG_CELL_OFF(slot) (ZONE_START + (uint32_t)(slot)*MSG_CELL)
 #define SLOT_OFF(id)	   (ZONE_START + MSG_AREA + (uint32_t)(id)*CHECK_SLOT)
 /*
- * A client's check slot, in quarters: [0, 16K) checked-WRITE source,
- * [16K, 32K) its read-back, [32K, 48K) the target of its checked WRITE in
- * the peer's buffer (up to 16 KiB: four packets at the largest MTU, so a
- * NIC that places only part of a multi-packet WRITE or READ shows), then
- * its atomic words in the peer's buffer at 48K and the local results of its
- * atomics at 56K.
+ * A client's check slot, in quarters: [0, 16K) checked-WRITE source, [16K, 32K) its read-back, [32K, 48K)
+ * its target in the peer's buffer (16 KiB: four packets at the largest MTU, so a NIC that places only part
+ * of a multi-packet WRITE or READ shows), then its atomic words in the peer's buffer at 48K and the local
+ * results of its atomics at 56K.
  */
 #define ATOM_WORDS	16
 #define ATOM_REMOTE_OFF (CHECK_SLOT / 4 * 3)
@@ -111,6 +105,7 @@ struct qp_rec {
 	uint64_t err_since_ns, err_seq; /* when it entered ERR, and in which step */
 	uint32_t err_late_steps;	/* --verify: steps (each polls) since the flush deadline passed */
 	bool sq_failed;			/* --verify: an error completion came from the send queue */
+	bool narrowed;			/* --verify: modify_qp took access flags from it (modify.c) */
 	uint8_t tx_imm_seq, rx_imm_seq; /* --verify: RC SEND_WITH_IMM sequence, sent and received */
 	uint32_t tx_seq, rx_seq;	/* --verify: RC messages with a header, sent and received */
 };
@@ -151,6 +146,7 @@ struct wr_rec {
 	bool msg, msg_private; /* --verify receive: its message cell holds the header (and all of it) */
 	bool srq_recv;	       /* posted to SRQ `srq`; qp is the consuming QP once it completes */
 	uint8_t action, probe_kind;
+	uint8_t opcode; /* a send's enum ibv_wr_opcode as posted (a bind has mw >= 0 instead) */
 	int8_t qp, mr, mw, srq;
 	uint32_t gen, len;
 	uint32_t probe_rkey;
@@ -158,11 +154,8 @@ struct wr_rec {
 	uint64_t probe_event, probe_addr;
 };
 
-/*
- * Which objects the next action should take, set by a step toward a drawn
- * action that cannot run yet (toward.c); the actions honour a hint when the
- * hinted object is eligible and pick at random otherwise.  -1: no hint.
- */
+/* Which objects the next action should take (a step toward a drawn action that cannot run yet, toward.c);
+ * honoured when the hinted object is eligible, else the pick is random.  -1: no hint. */
 struct walk_hint {
 	bool on;
 	int pd, qp, mr, mw, ah, peer;
@@ -314,6 +307,8 @@ int walk_key_live_since(struct walk_client *c, uint32_t rkey, uint64_t event);
 /* Returns 1 done (issued), 0 precondition not met (redraw). */
 int walk_do_action(struct walk_client *c, enum walk_action a);
 int walk_connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn);
+/* RESET -> INIT (Q_Key qkey) -> RTR -> RTS of a UD QP. */
+int walk_ud_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey);
 void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st);
 
 /* probe.c (--verify) */

@@ -9,74 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const walk_action_names[ACT_COUNT] = {
-    [ACT_CREATE_CQ] = "create_cq",
-    [ACT_DESTROY_CQ] = "destroy_cq",
-    [ACT_ALLOC_PD] = "alloc_pd",
-    [ACT_DEALLOC_PD] = "dealloc_pd",
-    [ACT_REG_MR] = "reg_mr",
-    [ACT_DEREG_MR] = "dereg_mr",
-    [ACT_ALLOC_MW_TYPE1] = "alloc_mw_type1",
-    [ACT_ALLOC_MW_TYPE2] = "alloc_mw_type2",
-    [ACT_DEALLOC_MW_TYPE1] = "dealloc_mw_type1",
-    [ACT_DEALLOC_MW_TYPE2] = "dealloc_mw_type2",
-    [ACT_BIND_MW_TYPE1] = "bind_mw_type1",
-    [ACT_BIND_MW_TYPE2] = "bind_mw_type2",
-    [ACT_CREATE_RC_QP_PAIR] = "create_rc_qp_pair",
-    [ACT_CREATE_UD_QP] = "create_ud_qp",
-    [ACT_MODIFY_QP_ERROR] = "modify_qp_error",
-    [ACT_DESTROY_QP] = "destroy_qp",
-    [ACT_CREATE_AH] = "create_ah",
-    [ACT_DESTROY_AH] = "destroy_ah",
-    [ACT_SEND] = "send",
-    [ACT_SEND_WITH_INV] = "send_with_inv",
-    [ACT_RECV] = "recv",
-    [ACT_READ] = "read",
-    [ACT_WRITE] = "write",
-    [ACT_FETCH_ADD] = "fetch_add",
-    [ACT_COMP_SWAP] = "comp_swap",
-    [ACT_CREATE_SRQ] = "create_srq",
-    [ACT_DESTROY_SRQ] = "destroy_srq",
-    [ACT_POST_SRQ_RECV] = "post_srq_recv",
-};
+#define ACTION_NAME(e, name, weight) #name,
+const char *const walk_action_names[ACT_COUNT] = {WALK_ACTIONS(ACTION_NAME)};
 
-/*
- * The original's weights, except modify_qp_error and send_with_inv, which
- * it leaves at 0: here they run too, so the whole action space is covered.
- * modify_qp_error weighs as much as destroy_qp because every QP the walker
- * destroys goes through ERR first (its WRs must flush).  The SRQ actions
- * (not in the original) weigh as their CQ and RECV counterparts.
- */
-static const uint32_t default_weight[ACT_COUNT] = {
-    [ACT_CREATE_CQ] = 1,
-    [ACT_DESTROY_CQ] = 1,
-    [ACT_ALLOC_PD] = 2,
-    [ACT_DEALLOC_PD] = 1,
-    [ACT_REG_MR] = 2,
-    [ACT_DEREG_MR] = 2,
-    [ACT_ALLOC_MW_TYPE1] = 5,
-    [ACT_ALLOC_MW_TYPE2] = 5,
-    [ACT_DEALLOC_MW_TYPE1] = 5,
-    [ACT_DEALLOC_MW_TYPE2] = 5,
-    [ACT_BIND_MW_TYPE1] = 5,
-    [ACT_BIND_MW_TYPE2] = 5,
-    [ACT_CREATE_RC_QP_PAIR] = 2,
-    [ACT_CREATE_UD_QP] = 1,
-    [ACT_MODIFY_QP_ERROR] = 2,
-    [ACT_DESTROY_QP] = 2,
-    [ACT_CREATE_AH] = 5,
-    [ACT_DESTROY_AH] = 5,
-    [ACT_SEND] = 5,
-    [ACT_SEND_WITH_INV] = 5,
-    [ACT_RECV] = 5,
-    [ACT_READ] = 10,
-    [ACT_WRITE] = 10,
-    [ACT_FETCH_ADD] = 10,
-    [ACT_COMP_SWAP] = 10,
-    [ACT_CREATE_SRQ] = 1,
-    [ACT_DESTROY_SRQ] = 1,
-    [ACT_POST_SRQ_RECV] = 5,
-};
+#define ACTION_WEIGHT(e, name, weight) weight,
+static const uint32_t default_weight[ACT_COUNT] = {WALK_ACTIONS(ACTION_WEIGHT)};
 
 static const enum walk_action data_path[] = {ACT_SEND,	ACT_SEND_WITH_INV, ACT_RECV,	  ACT_READ,
 					     ACT_WRITE, ACT_FETCH_ADD,	   ACT_COMP_SWAP, ACT_POST_SRQ_RECV};

@@ -1,23 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --verify device probes, on objects of their own (two PDs with an MR each,
- * a CQ, a UD QP and an AH to ourselves), outside the walk's bookkeeping and
- * its random stream, so a walk replays the same with or without them:
- *
- *  - CQ_FULL: a CQ of capacity N receives the completions of exactly N
- *    signaled sends, and is polled only once they had time to arrive: all
- *    N must be there, in order, and nothing more (the walk itself never
- *    fills a CQ to the brim, so a CQ that overflows one early escapes it).
- *  - UD_SQE: a chain of UD sends whose second one breaks a local rule (an
- *    lkey of another PD, or a range 1 to 4 bytes past its MR's end): the first succeeds,
- *    the broken one completes with LOC_PROT_ERR, every one after it with
- *    WR_FLUSH_ERR, and the QP is in SQE; moved back to RTS, a send works.
- *  - either way, the QP's receive queue first takes exactly the max_recv_wr
- *    receives ibv_create_qp reported (the sends carry another Q_Key, so they
- *    never consume them).
- *
- * One at a time per client, every DEVPROBE_PERIOD_NS; the walk goes on while
- * the completions settle.
+ * --verify device probes on objects of their own (two PDs with an MR each, a
+ * CQ, a UD QP, an AH to ourselves) and their own random stream, so a walk
+ * replays the same with or without them; one at a time per client, every
+ * DEVPROBE_PERIOD_NS, the walk going on while the completions settle:
+ *  - CQ_FULL: a CQ of capacity N, polled once N signaled sends had time to
+ *    complete, holds all N, in order, and nothing more (the walk itself never
+ *    fills a CQ to the brim).
+ *  - UD_SQE: of a chain of UD sends, the second breaks a local rule (an lkey
+ *    of another PD, or 1 to 4 bytes past its MR): the first succeeds, it
+ *    fails with LOC_PROT_ERR, the rest flush, the QP is in SQE; back in RTS,
+ *    a send works.  Either way the receive queue takes exactly max_recv_wr
+ *    receives first (the sends' other Q_Key never consumes them).
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"
@@ -66,23 +60,6 @@ static void devprobe_free(struct walk_client *c)
 	d->next_ns = walk_now_ns() + DEVPROBE_PERIOD_NS;
 }
 
-static int ud_to_rts(struct walk_client *c, struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {
-	    .qp_state = IBV_QPS_INIT, .port_num = (uint8_t)c->cfg->port, .qkey = DEVPROBE_QKEY};
-	int rc = hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
-
-	if (!rc) {
-		a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR};
-		rc = hw_modify_qp(qp, &a, IBV_QP_STATE);
-	}
-	if (!rc) {
-		a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS};
-		rc = hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	}
-	return rc;
-}
-
 /* A receive queue takes as many receives as ibv_create_qp said it would (the probe's sends never reach them).
  */
 static void fill_rq(struct walk_client *c, uint32_t n)
@@ -126,7 +103,7 @@ static int devprobe_objects(struct walk_client *c, int cqe)
 				       .max_recv_wr = (uint32_t)rng_range(&d->rng, 1, DEVPROBE_MAX_WR),
 				       .max_send_sge = 1,
 				       .max_recv_sge = 1};
-	if (!(d->qp = hw_create_qp(d->pd[0], &init)) || ud_to_rts(c, d->qp))
+	if (!(d->qp = hw_create_qp(d->pd[0], &init)) || walk_ud_to_rts(c, d->qp, DEVPROBE_QKEY))
 		return -1;
 	fill_rq(c, init.cap.max_recv_wr);
 	ah.grh.dgid = c->peers[c->id].gid;

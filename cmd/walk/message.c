@@ -1,14 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --verify: every SEND of MSG_HDR bytes or more starts with a header
- * (length, sender, QP, per-QP sequence, immediate data and invalidated rkey
- * as posted, payload seed).  The header lives in the WR slot's message
- * cell, in the check zone, at both ends: the sender's first SGE points at
- * it, the receiver's first SGE (after the GRH on UD) too, so no other
- * client's WRITE or READ can change it.  A small message (up to MSG_CELL
- * bytes) may be all cell, with a pattern from the seed after the header;
- * when it lands in a receive that is all cell too, its content is checked.
- * On UD the GRH in front of it must name the sender's GID and ours.
+ * --verify: every SEND of MSG_HDR bytes or more starts with a header (length,
+ * sender, QP, per-QP sequence, immediate data and invalidated rkey as posted,
+ * payload seed), in the WR slot's message cell in the check zone at both ends
+ * (the first SGE, after a UD GRH), where no WRITE or READ lands.  A small
+ * message may be all cell, a pattern after the header, checked when it lands
+ * in a receive that is all cell too.  On UD the GRH must name both GIDs.
  */
 #include "cmd/walk/actions.h"
 
@@ -49,6 +46,18 @@ static unsigned char *cell(struct walk_client *c, uint32_t slot)
 	return c->buf + MSG_CELL_OFF(slot);
 }
 
+/* The SGEs of len bytes: all in the slot's cell (m < 0), or its first `head` bytes there, the rest from MR m.
+ */
+static int cell_sges(struct walk_client *c, uint32_t lkey, uint32_t max_sge, uint32_t slot, uint32_t len,
+		     int m, uint32_t start, uint32_t head, struct ibv_sge *sge)
+{
+	if (m < 0)
+		return walk_make_sges(c, lkey, MSG_CELL_OFF(slot), len, walk_sge_count(c, max_sge), sge);
+	sge[0] = (struct ibv_sge){(uintptr_t)cell(c, slot), head, lkey};
+	return 1 + walk_make_sges(c, c->mr[m].mr->lkey, start, len - head, walk_sge_count(c, max_sge - 1),
+				  sge + 1);
+}
+
 void walk_msg_fill(struct walk_client *c, int q, uint32_t slot, struct ibv_send_wr *wr, uint32_t len, int m,
 		   uint32_t start, struct ibv_sge *sge)
 {
@@ -68,20 +77,20 @@ void walk_msg_fill(struct walk_client *c, int q, uint32_t slot, struct ibv_send_
 		h.flags |= HDR_INV;
 		h.inv_rkey = wr->invalidate_rkey;
 	}
-	wr->sg_list = sge;
 	if (m < 0) {
 		h.flags |= HDR_CONTENT;
 		h.seed = (uint32_t)rng_next(&c->rng);
 		walk_fill_pattern(cell(c, slot) + MSG_HDR, len - MSG_HDR, h.seed);
-		memcpy(cell(c, slot), &h, sizeof(h));
-		wr->num_sge = walk_make_sges(c, lkey, MSG_CELL_OFF(slot), len,
-					     walk_sge_count(c, r->cap.max_send_sge), sge);
-		return;
 	}
 	memcpy(cell(c, slot), &h, sizeof(h));
-	sge[0] = (struct ibv_sge){(uintptr_t)cell(c, slot), MSG_HDR, lkey};
-	wr->num_sge = 1 + walk_make_sges(c, c->mr[m].mr->lkey, start, len - MSG_HDR,
-					 walk_sge_count(c, r->cap.max_send_sge - 1), sge + 1);
+	wr->sg_list = sge;
+	wr->num_sge = cell_sges(c, lkey, r->cap.max_send_sge, slot, len, m, start, MSG_HDR, sge);
+	if (m < 0 && len <= r->cap.max_inline_data && rng_bernoulli(&c->rng, 0.5)) {
+		wr->send_flags |=
+		    IBV_SEND_INLINE; /* the data is taken at the post, its lkeys never looked at */
+		for (int i = 0; i < wr->num_sge; i++)
+			sge[i].lkey = 0;
+	}
 }
 
 void walk_msg_recv_fill(struct walk_client *c, int pd, uint32_t max_sge, uint32_t slot,
@@ -95,14 +104,7 @@ void walk_msg_recv_fill(struct walk_client *c, int pd, uint32_t max_sge, uint32_
 	/* a stale header must not pass for the next message's */
 	memset(cell(c, slot), 0, MSG_CELL);
 	wr->sg_list = sge;
-	if (m < 0) {
-		wr->num_sge =
-		    walk_make_sges(c, lkey, MSG_CELL_OFF(slot), len, walk_sge_count(c, max_sge), sge);
-		return;
-	}
-	sge[0] = (struct ibv_sge){(uintptr_t)cell(c, slot), head, lkey};
-	wr->num_sge = 1 + walk_make_sges(c, c->mr[m].mr->lkey, start, len - head,
-					 walk_sge_count(c, max_sge - 1), sge + 1);
+	wr->num_sge = cell_sges(c, lkey, max_sge, slot, len, m, start, head, sge);
 }
 
 /*

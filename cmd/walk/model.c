@@ -144,41 +144,35 @@ uint32_t model_access_for(enum ibv_wr_opcode op)
 	}
 }
 
+int model_rereg_mr(int flags, int access, int windows_bound)
+{
+	const int needs_local = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+
+	if (!flags || ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (access & needs_local) &&
+		       !(access & IBV_ACCESS_LOCAL_WRITE)))
+		return EINVAL;
+	return windows_bound ? EBUSY : 0;
+}
+
 /* ---- completions ---- */
+
+/* The completion opcode of a send opcode; 0 (IBV_WC_SEND) for the SENDs. */
+static const enum ibv_wc_opcode send_wc_opcodes[IBV_WR_SEND_WITH_INV + 1] = {
+    [IBV_WR_RDMA_WRITE] = IBV_WC_RDMA_WRITE,	    [IBV_WR_RDMA_WRITE_WITH_IMM] = IBV_WC_RDMA_WRITE,
+    [IBV_WR_RDMA_READ] = IBV_WC_RDMA_READ,	    [IBV_WR_ATOMIC_FETCH_AND_ADD] = IBV_WC_FETCH_ADD,
+    [IBV_WR_ATOMIC_CMP_AND_SWP] = IBV_WC_COMP_SWAP, [IBV_WR_BIND_MW] = IBV_WC_BIND_MW,
+    [IBV_WR_LOCAL_INV] = IBV_WC_LOCAL_INV};
 
 void model_send_wc(struct model_wc *e, enum ibv_wr_opcode op, uint32_t sge_bytes, uint32_t qp_num)
 {
 	*e = (struct model_wc){.statuses = MODEL_ST(IBV_WC_SUCCESS),
-			       .opcode = IBV_WC_SEND,
-			       .len_min = 0,
+			       .opcode = (unsigned)op <= IBV_WR_SEND_WITH_INV ? (int)send_wc_opcodes[op] : -1,
 			       .len_max = MODEL_ANY_LEN,
 			       .qp_num = qp_num};
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		e->opcode = IBV_WC_RDMA_WRITE;
-		break;
-	case IBV_WR_RDMA_READ: /* byte_len: the bytes read */
-		e->opcode = IBV_WC_RDMA_READ;
+	if (op == IBV_WR_RDMA_READ) /* byte_len: the bytes read */
 		e->len_min = e->len_max = sge_bytes;
-		break;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		e->opcode = IBV_WC_FETCH_ADD;
+	else if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP)
 		e->len_min = e->len_max = 8;
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		e->opcode = IBV_WC_COMP_SWAP;
-		e->len_min = e->len_max = 8;
-		break;
-	case IBV_WR_BIND_MW:
-		e->opcode = IBV_WC_BIND_MW;
-		break;
-	case IBV_WR_LOCAL_INV:
-		e->opcode = IBV_WC_LOCAL_INV;
-		break;
-	default: /* SEND, SEND_WITH_IMM, SEND_WITH_INV */
-		break;
-	}
 }
 
 void model_recv_wc(struct model_wc *e, enum ibv_qp_type type, uint32_t recv_bytes, uint32_t qp_num)

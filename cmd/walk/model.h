@@ -1,15 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The walker's reference model of a verbs device: pure functions of the
- * verbs' own structs and of small records of what the caller created, no
- * device, no threads, no clock.  It says what a correct device must do:
- * the return of ibv_modify_qp(3) for a transition and attribute mask (RC,
- * UC, UD), the completion status a local scatter/gather entry or a remote
- * access earns from the key rules (bounds, access flags, PD, the QP a
- * type-2 window is bound to, invalidation), and a work request's predicted
- * completion: the statuses it may end with ("any of these" when the
- * outcome is racy), its opcode and byte_len.  oracle.c holds the walker's
- * records against it; tests/unit/test_walk_model.c tests it alone.
+ * The walker's reference model of a verbs device: pure functions of the verbs'
+ * structs and small records of what the caller created (no device, threads or
+ * clock).  What a correct device must do: ibv_modify_qp(3)'s return for a
+ * transition and mask (RC, UC, UD), the status the key rules give a local SGE
+ * or remote access, ibv_rereg_mr(3)'s return, and a work request's completion
+ * (the statuses it may end with, "any of these" when racy; opcode, byte_len).
+ * oracle.c holds the walker's records against it; tests/unit/test_walk_model.c
+ * tests it alone.
  */
 #ifndef RDMATOOL_CMD_WALK_MODEL_H
 #define RDMATOOL_CMD_WALK_MODEL_H
@@ -57,6 +55,10 @@ enum ibv_wc_status model_remote_access(const struct model_key *k, uint32_t pd, u
 				       uint32_t qp_access, uint32_t access, uint64_t addr, uint64_t len);
 /* The remote access flag an RDMA opcode needs (0: none). */
 uint32_t model_access_for(enum ibv_wr_opcode op);
+
+/* ibv_rereg_mr(3): 0, or EINVAL (no change asked, access flags that need local write without it) or EBUSY
+ * (windows bound to the MR). */
+int model_rereg_mr(int flags, int access, int windows_bound);
 
 /* ---- completions ---- */
 

@@ -1,15 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --verify: random ibv_modify_qp(3) on a live QP (RTS to RTS), with a mask
- * of the attributes the transition accepts and, now and then, one it does
- * not; the reference model predicts the return.  Then ibv_query_qp must
- * show the change, or (refused) no change at all; and a UD QP's new Q_Key
- * must take effect on the data path: it is announced to the peers, who
- * send with it, and whose deliberately wrong Q_Key (now and then the one
- * the QP had before) the device must drop (actions_data.c, oracle.c).
- * Also ibv_resize_cq(3) of a CQ in use, completions waiting in it: any
- * size that holds the work in flight must be accepted, and the walk goes
- * on polling it (completions kept, in order: the oracle's checks).
+ * --verify: random RTS-to-RTS ibv_modify_qp(3) of a live QP, with the
+ * attributes the transition accepts and now and then one it does not, the
+ * return as the model predicts and ibv_query_qp showing the change (or none).
+ * Changes then take effect on the data path: a UD QP's new Q_Key is what its
+ * peers send with (the old one must be dropped), an RC QP's narrowed access
+ * flags what its peer's probes find refused.  Also ibv_resize_cq(3) of a CQ
+ * in use (any size holding the work in flight; its completions kept, in
+ * order) and ibv_rereg_mr(3) of an MR (actions_objects.c).
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"
@@ -17,8 +15,10 @@
 
 #include <stdio.h>
 
-#define MODIFY_STEP_PROBABILITY 0.004
+#define MODIFY_STEP_PROBABILITY 0.006
 #define ILLEGAL_PROBABILITY	0.3
+#define ACCESS_PROBABILITY                                                                                   \
+	0.3 /* an RC QP's access flags narrowed, told to the peer, refused on the data path */
 
 static bool qp_live(struct walk_client *c, int i, const void *arg)
 {
@@ -55,7 +55,7 @@ static int illegal_attr(struct walk_client *c, const struct qp_rec *r, struct ib
 static bool query(struct walk_client *c, int q, struct ibv_qp_attr *got)
 {
 	struct ibv_qp_init_attr init;
-	int rc = hw_query_qp(c->qp[q].qp, got, IBV_QP_STATE | IBV_QP_QKEY, &init);
+	int rc = hw_query_qp(c->qp[q].qp, got, IBV_QP_STATE | IBV_QP_QKEY | IBV_QP_ACCESS_FLAGS, &init);
 
 	walk_oracle(c, &(struct walk_obs){
 			   .kind = WALK_OBS_VERB, .verb = "ibv_query_qp", .what = "a live QP", .rc = rc});
@@ -110,8 +110,12 @@ void walk_modify_step(struct walk_client *c)
 
 	if (!c->cfg->verify || c->faults || !rng_bernoulli(&c->rng, MODIFY_STEP_PROBABILITY))
 		return;
-	if (rng_range(&c->rng, 0, 3) == 0) {
+	switch (rng_range(&c->rng, 0, 3)) {
+	case 0:
 		resize_cq(c);
+		return;
+	case 1:
+		walk_rereg_mr(c);
 		return;
 	}
 	if (walk_outbox_busy(c) || (q = walk_pick_index(c, MAX_QP, qp_live, NULL)) < 0)
@@ -127,6 +131,10 @@ void walk_modify_step(struct walk_client *c)
 	} else if (r->type == IBV_QPT_RC && rng_bernoulli(&c->rng, 0.7)) {
 		mask |= IBV_QP_MIN_RNR_TIMER;
 		attr.min_rnr_timer = (uint8_t)rng_range(&c->rng, 12, 20); /* rnr_retry is 7: only the pace */
+	}
+	if (r->type == IBV_QPT_RC && rng_bernoulli(&c->rng, ACCESS_PROBABILITY)) { /* only ever narrowed */
+		mask |= IBV_QP_ACCESS_FLAGS;
+		attr.qp_access_flags = r->access & ((uint32_t)rng_range(&c->rng, 0, 7) << 1);
 	}
 	if (rng_bernoulli(&c->rng, ILLEGAL_PROBABILITY))
 		mask |= bad = illegal_attr(c, r, &attr);
@@ -150,12 +158,22 @@ void walk_modify_step(struct walk_client *c)
 					  .want = want ? -1 : 0});
 	if (rc == 0 && (mask & IBV_QP_QKEY) && r->type == IBV_QPT_UD)
 		r->qkey = attr.qkey;
-	if (r->type == IBV_QPT_UD)
-		walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_ATTR,
-						  .verb = "ibv_query_qp's qkey",
-						  .what = what,
-						  .rc = (int)got.qkey,
-						  .want = (int)r->qkey});
+	if (rc == 0 && (mask & IBV_QP_ACCESS_FLAGS) && r->type == IBV_QPT_RC &&
+	    attr.qp_access_flags != r->access) {
+		r->access = attr.qp_access_flags;
+		r->narrowed = true;
+		walk_publish(c, &(struct walk_msg){.type = MSG_RC_ACCESS,
+						   .dst = (uint16_t)r->peer,
+						   .qpn = r->qp->qp_num,
+						   .peer_qpn = r->peer_qpn,
+						   .access = r->access});
+	}
+	walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_ATTR,
+					  .verb = r->type == IBV_QPT_UD ? "ibv_query_qp's qkey"
+									: "ibv_query_qp's access",
+					  .what = what,
+					  .rc = (int)(r->type == IBV_QPT_UD ? got.qkey : got.qp_access_flags),
+					  .want = (int)(r->type == IBV_QPT_UD ? r->qkey : r->access)});
 	if (r->qkey != old_qkey) { /* the peers send with the new Q_Key from now on */
 		c->stats.qkey_changes++;
 		announce_qkey(c, q);

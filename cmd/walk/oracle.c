@@ -14,26 +14,6 @@
 
 #include <stdio.h>
 
-/* What the walker asked for, in the verbs' own opcode (WR slots record the action). */
-static enum ibv_wr_opcode wr_opcode(const struct wr_rec *w)
-{
-	switch (w->action) {
-	case ACT_READ:
-		return IBV_WR_RDMA_READ;
-	case ACT_WRITE:
-		return IBV_WR_RDMA_WRITE;
-	case ACT_FETCH_ADD:
-		return IBV_WR_ATOMIC_FETCH_AND_ADD;
-	case ACT_COMP_SWAP:
-		return IBV_WR_ATOMIC_CMP_AND_SWP;
-	case ACT_BIND_MW_TYPE1:
-	case ACT_BIND_MW_TYPE2:
-		return IBV_WR_BIND_MW;
-	default:
-		return IBV_WR_SEND; /* SEND, SEND_WITH_IMM, SEND_WITH_INV: the same completion */
-	}
-}
-
 /*
  * The statuses a correct device may give the walk's well-formed work
  * (local SGEs in MRs it keeps registered while the WR is out, receives as
@@ -48,7 +28,18 @@ static enum ibv_wr_opcode wr_opcode(const struct wr_rec *w)
 	 MODEL_ST(IBV_WC_FATAL_ERR) | MODEL_ST(IBV_WC_GENERAL_ERR))
 #define ST_PEERS (~ST_DEVICE_ONLY)
 
-static void predict(struct walk_client *c, const struct wr_rec *w, const struct qp_rec *r, struct model_wc *e)
+/*
+ * An RC receive's immediate data says whether the sender wrote it with
+ * RDMA_WRITE_WITH_IMM (WRITE_IMM_FLAG, --verify): the opcode it must have.
+ */
+static bool written(const struct qp_rec *r, const struct ibv_wc *wc)
+{
+	return r->type == IBV_QPT_RC && (wc->wc_flags & IBV_WC_WITH_IMM) &&
+	       (be32toh(wc->imm_data) & WRITE_IMM_FLAG);
+}
+
+static void predict(struct walk_client *c, const struct wr_rec *w, const struct qp_rec *r,
+		    const struct ibv_wc *wc, struct model_wc *e)
 {
 	if (w->expect_flush) { /* posted to a QP in ERR: it must never execute */
 		model_flush_wc(e, r->qp->qp_num);
@@ -56,10 +47,13 @@ static void predict(struct walk_client *c, const struct wr_rec *w, const struct 
 	}
 	if (w->is_recv) {
 		model_recv_wc(e, r->type, r->type == IBV_QPT_UD ? UD_RECV_BYTES : w->len, r->qp->qp_num);
+		if (written(r, wc))
+			e->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
 		if (r->type == IBV_QPT_UD) /* every UD message of the walk has UD_SEND_BYTES */
 			e->len_min = UD_RECV_BYTES;
 	} else {
-		model_send_wc(e, wr_opcode(w), w->len, r->qp->qp_num);
+		model_send_wc(e, w->mw >= 0 ? IBV_WR_BIND_MW : (enum ibv_wr_opcode)w->opcode, w->len,
+			      r->qp->qp_num);
 	}
 	e->statuses |= ST_PEERS;
 	if (w->srq_recv && !model_srq_recv_may_fail(r->srq_failed)) /* the SRQ's receives are not flushed */
@@ -77,7 +71,7 @@ static const char *wr_name(const struct wr_rec *w)
 	if (w->is_recv)
 		return "receive";
 	if (w->probe && w->probe_kind == PROBE_LOCAL_SGE)
-		return "SEND from an SGE ending one byte past its MR";
+		return "SEND from a local SGE outside its MR (or another PD's MR)";
 	return walk_action_names[w->action];
 }
 
@@ -88,23 +82,13 @@ static const char *why_expected(const struct wr_rec *w, const struct qp_rec *r, 
 	if (w->srq_recv && r->srq_failed)
 		return " (one failed before: an ERR QP flushes at most the SRQ receive it was filling)";
 	if (w->probe && w->probe_kind == PROBE_LOCAL_SGE)
-		return " (a local SGE outside its MR must fail before anything is sent)";
+		return " (a local SGE outside its MR, or of another PD, must fail before anything is sent)";
 	if (!w->is_recv && r->sq_failed)
 		return " (an error completion came before on the same send queue)";
-	switch (st) {
-	case IBV_WC_LOC_LEN_ERR:
-	case IBV_WC_LOC_QP_OP_ERR:
-	case IBV_WC_LOC_PROT_ERR:
-	case IBV_WC_MW_BIND_ERR:
-	case IBV_WC_BAD_RESP_ERR:
-	case IBV_WC_LOC_ACCESS_ERR:
-	case IBV_WC_FATAL_ERR:
-	case IBV_WC_GENERAL_ERR:
+	if ((unsigned)st < 64 && (MODEL_ST(st) & ST_DEVICE_ONLY))
 		return "; the walker posts only well-formed work (local MRs kept registered, receives as "
 		       "large as their credit), so this status is the device's";
-	default:
-		return "";
-	}
+	return "";
 }
 
 /*
@@ -120,7 +104,7 @@ static void check_recv_imm(struct walk_client *c, struct qp_rec *r, const struct
 	if (!(wc->wc_flags & IBV_WC_WITH_IMM))
 		return;
 	imm = be32toh(wc->imm_data);
-	len = imm >> 8;
+	len = (imm & ~WRITE_IMM_FLAG) >> 8;
 	from = imm & 0xff; /* UD: the sender's id; RC: the sequence on this QP */
 	if (r->type == IBV_QPT_UD && (imm & WRONG_QKEY_IMM) == WRONG_QKEY_IMM) {
 		walk_stats_fail(&c->stats,
@@ -203,7 +187,7 @@ static bool oracle_wc(struct walk_client *c, uint32_t slot, const struct ibv_wc 
 	char why[256];
 	bool ok;
 
-	predict(c, w, r, &e);
+	predict(c, w, r, wc, &e);
 	ok = model_wc_matches(&e, wc, why, sizeof(why));
 	if (!ok)
 		walk_stats_fail(&c->stats, "client %d #%llu: a %s %s QP %u %s%s", c->id,
@@ -219,7 +203,7 @@ static bool oracle_wc(struct walk_client *c, uint32_t slot, const struct ibv_wc 
 		if (wc->wc_flags & IBV_WC_WITH_INV)
 			check_invalidated(c, w, r, wc);
 	}
-	if (w->msg && wc->status == IBV_WC_SUCCESS && !w->expect_flush)
+	if (w->msg && wc->status == IBV_WC_SUCCESS && !w->expect_flush && !written(r, wc))
 		walk_msg_check(c, slot, r, wc);
 	if (w->probe)
 		walk_probe_done(c, w, wc->status);
@@ -271,9 +255,13 @@ bool walk_oracle(struct walk_client *c, const struct walk_obs *o)
 	}
 }
 
-void walk_verb_returned(struct walk_client *c, const char *verb, const char *what, int rc)
+bool walk_verb_returned(struct walk_client *c, enum walk_action a, const char *verb, const char *what, int rc)
 {
+	if (!rc)
+		return true;
+	walk_count_error(c, a, rc);
 	if (c->cfg->verify)
 		walk_oracle(c,
 			    &(struct walk_obs){.kind = WALK_OBS_VERB, .verb = verb, .what = what, .rc = rc});
+	return false;
 }

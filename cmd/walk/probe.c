@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --verify probes: accesses whose outcome the protection rules decide, not
- * timing.  Through a removed key, one byte past a region's end or before
- * its start, from a QP on another PD (a type-2 window: another QP): the
- * access must fail.  The last byte of a region: it must succeed.  Only the
- * key's owner knows whether the key changed meanwhile (removed, issued
- * again: devices recycle key values), so a wrong outcome goes to the owner
- * with the key event the prober relied on, and the owner decides.  One
- * probe at a time per client: an expected failure costs the QP (it moves to
- * ERR, and then everything after it must flush).
- *
- * Also here: a WR posted to a QP already in ERR must flush, never execute.
+ * --verify probes: accesses the protection rules decide, not timing.  Through
+ * a removed key, one byte past a region or before it, from a QP of another PD
+ * (type-2 window: another QP): it must fail; the last byte: it must work.
+ * Only the key's owner knows whether the key changed meanwhile (devices reuse
+ * key values), so a wrong outcome goes to the owner, who decides.  One probe
+ * at a time per client (an expected failure costs the QP).  Also: a WR posted
+ * to a QP already in ERR must flush, never execute.
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"
@@ -28,39 +24,32 @@ static const char *const probe_names[PROBE_KINDS] = {
     [PROBE_UNALIGNED] = "on an address not 8-byte aligned through",
     [PROBE_QP_ACCESS] = "that the responder QP's access flags do not grant, through",
     [PROBE_INV_OTHER_QP] = "on a QP of the PD the type-2 window is not bound to, invalidating",
-    [PROBE_LOCAL_SGE] = "from a local SGE ending one byte past its MR",
+    [PROBE_LOCAL_SGE] = "from a local SGE outside its MR, or through another PD's MR",
 };
+
+/* The opcodes a probe posts: their names, and the action each counts as. */
+static const struct {
+	const char *name;
+	enum walk_action action;
+} probe_ops[IBV_WR_SEND_WITH_INV + 1] = {
+    [IBV_WR_RDMA_READ] = {"READ", ACT_READ},
+    [IBV_WR_RDMA_WRITE] = {"WRITE", ACT_WRITE},
+    [IBV_WR_ATOMIC_FETCH_AND_ADD] = {"FETCH_ADD", ACT_FETCH_ADD},
+    [IBV_WR_ATOMIC_CMP_AND_SWP] = {"CMP_SWP", ACT_COMP_SWAP},
+    [IBV_WR_SEND_WITH_INV] = {"SEND_WITH_INV", ACT_SEND_WITH_INV},
+};
+
+static enum ibv_wr_opcode any_rdma_op(struct walk_client *c)
+{
+	static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
+						 IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP};
+
+	return ops[rng_range(&c->rng, 0, 3)];
+}
 
 static const char *opcode_name(uint32_t op)
 {
-	switch (op) {
-	case IBV_WR_RDMA_READ:
-		return "READ";
-	case IBV_WR_RDMA_WRITE:
-		return "WRITE";
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return "FETCH_ADD";
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return "CMP_SWP";
-	case IBV_WR_SEND_WITH_INV:
-		return "SEND_WITH_INV";
-	default:
-		return "?";
-	}
-}
-
-static enum walk_action opcode_action(enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-		return ACT_WRITE;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return ACT_FETCH_ADD;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return ACT_COMP_SWAP;
-	default:
-		return ACT_READ;
-	}
+	return op <= IBV_WR_SEND_WITH_INV && probe_ops[op].name ? probe_ops[op].name : "?";
 }
 
 /*
@@ -70,9 +59,7 @@ static enum walk_action opcode_action(enum ibv_wr_opcode op)
  */
 static enum ibv_wr_opcode pick_opcode(struct walk_client *c, int64_t off, uint32_t len)
 {
-	static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
-						 IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP};
-	enum ibv_wr_opcode op = ops[rng_range(&c->rng, 0, 3)];
+	enum ibv_wr_opcode op = any_rdma_op(c);
 
 	if (off < 0 || off + 8 > (int64_t)ZONE_START || len > 8)
 		return IBV_WR_RDMA_READ;
@@ -84,9 +71,9 @@ static enum ibv_wr_opcode pick_opcode(struct walk_client *c, int64_t off, uint32
 
 /* Posts one probe of remote [raddr, raddr + len) on QP q; 1 if posted. */
 static int post_probe(struct walk_client *c, int q, enum walk_probe_kind kind, enum ibv_wr_opcode op,
-		      int owner, uint32_t rkey, uint64_t event, uint64_t raddr, uint32_t len)
+		      const struct rkey_rec *k, uint64_t raddr, uint32_t len)
 {
-	enum walk_action a = opcode_action(op);
+	enum walk_action a = probe_ops[op].action;
 	struct ibv_send_wr wr = {.opcode = op, .num_sge = 1};
 	struct ibv_sge sge;
 	uint32_t lstart;
@@ -100,28 +87,28 @@ static int post_probe(struct walk_client *c, int q, enum walk_probe_kind kind, e
 		return 0;
 	c->wr[slot].probe = true;
 	c->wr[slot].probe_kind = (uint8_t)kind;
-	c->wr[slot].probe_rkey = rkey;
-	c->wr[slot].probe_owner = owner;
-	c->wr[slot].probe_event = event;
+	c->wr[slot].probe_rkey = k->rkey;
+	c->wr[slot].probe_owner = k->owner;
+	c->wr[slot].probe_event = k->event;
 	c->wr[slot].probe_addr = raddr;
 	/* A WRITE sends what our buffer holds: its result is never checked. */
 	sge = (struct ibv_sge){(uintptr_t)(c->buf + lstart), len, c->mr[mr].mr->lkey};
 	wr.sg_list = &sge;
 	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
 		wr.wr.atomic.remote_addr = raddr;
-		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.rkey = k->rkey;
 		wr.wr.atomic.compare_add = 0; /* adds nothing; a swap on a match stores the same value */
 		wr.wr.atomic.swap = 0;
 	} else {
 		wr.wr.rdma.remote_addr = raddr;
-		wr.wr.rdma.rkey = rkey;
+		wr.wr.rdma.rkey = k->rkey;
 	}
 	if (walk_post_send_wr(c, a, q, mr, &wr, slot) != 0)
 		return 1;
 	c->probe_busy = true;
 	c->stats.probes[kind]++;
 	LOG(c, "c%d #%llu probe %s: %s rkey %x of c%d addr %llx len %u qp=%u", c->id,
-	    (unsigned long long)c->seq, probe_names[kind], opcode_name(op), rkey, owner,
+	    (unsigned long long)c->seq, probe_names[kind], opcode_name(op), k->rkey, k->owner,
 	    (unsigned long long)raddr, len, c->qp[q].qp->qp_num);
 	return 1;
 }
@@ -149,10 +136,10 @@ int walk_post_probe(struct walk_client *c, const struct walk_msg *m)
 	struct reach w = {&k, false, 0};
 	int q;
 
+	k.event = m->event;
 	if (c->probe_busy || m->length < 8 || (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 		return 0;
-	return post_probe(c, q, PROBE_REMOVED, pick_opcode(c, (int64_t)m->bytes, 8), m->src, m->rkey,
-			  m->event, m->addr, 8);
+	return post_probe(c, q, PROBE_REMOVED, pick_opcode(c, (int64_t)m->bytes, 8), &k, m->addr, 8);
 }
 
 static bool key_usable(struct walk_client *c, int i, const void *arg)
@@ -201,10 +188,8 @@ static bool qp_denies(struct walk_client *c, int i, const void *arg)
 /* An access the key grants on a QP whose peer QP does not: must fail whatever the key's state. */
 static void qp_access_probe(struct walk_client *c, const struct rkey_rec *k)
 {
-	static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
-						 IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP};
-	enum ibv_wr_opcode op = ops[rng_range(&c->rng, 0, 3)];
-	struct reach w = {k, false, walk_access_for(op)};
+	enum ibv_wr_opcode op = any_rdma_op(c);
+	struct reach w = {k, false, model_access_for(op)};
 	int64_t off = mid_word(k);
 	int q;
 
@@ -212,54 +197,70 @@ static void qp_access_probe(struct walk_client *c, const struct rkey_rec *k)
 	    (op != IBV_WR_RDMA_READ && op != IBV_WR_RDMA_WRITE && c->dattr.atomic_cap == IBV_ATOMIC_NONE) ||
 	    (q = walk_pick_index(c, MAX_QP, qp_denies, &w)) < 0)
 		return;
-	post_probe(c, q, PROBE_QP_ACCESS, op, k->owner, k->rkey, k->event, walk_remote_addr(k, (uint32_t)off),
-		   8);
+	post_probe(c, q, PROBE_QP_ACCESS, op, k, walk_remote_addr(k, (uint32_t)off), 8);
 }
 
-/* An MR whose byte past the end is still in the buffer, before the check zone: reading it harms nothing. */
+/* An MR of PD *arg (or, negated, of another PD) whose bytes around it are in the buffer, before the check
+ * zone. */
 static bool mr_ends_early(struct walk_client *c, int i, const void *arg)
 {
 	const struct mr_rec *m = &c->mr[i];
+	int pd = *(const int *)arg;
 
-	return m->used && m->pd == *(const int *)arg && m->len >= 8 && m->off + m->len < ZONE_START;
+	return m->used && (pd >= 0 ? m->pd == pd : m->pd != ~pd) && m->len >= 8 && m->off &&
+	       m->off + m->len < ZONE_START;
 }
 
 /*
- * The send side of the local key rules: an RC SEND whose gather SGE ends
- * one byte past its MR must complete with LOC_PROT_ERR, before anything is
- * sent (so it needs no receive credit; the QP goes to ERR).  Judged by the
- * oracle: the key is ours.
+ * The send side of the local key rules: an RC SEND gathering from an SGE
+ * one byte past its MR's end or before its start (alone, or behind a good
+ * SGE), or through an MR of another PD, must complete with LOC_PROT_ERR
+ * before anything is sent (so it needs no receive credit; the QP goes to
+ * ERR).  Judged by the oracle: the key is ours.
  */
 static void local_sge_probe(struct walk_client *c)
 {
 	struct qp_want qw = {IBV_QPT_RC, -1, true, false, false};
 	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND, .num_sge = 1};
+	int q, m, pd, slot, kind = (int)rng_range(&c->rng, 0, 3);
+	const struct mr_rec *mr;
+	struct ibv_sge sge[2], *bad = sge;
 	struct model_key k;
-	struct ibv_sge sge;
-	int q, m, slot;
 
-	if ((q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0 ||
-	    (m = walk_pick_index(c, MAX_MR, mr_ends_early, &c->qp[q].pd)) < 0)
+	if ((q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0)
 		return;
+	pd = kind == 3 ? ~c->qp[q].pd : c->qp[q].pd;
+	if ((m = walk_pick_index(c, MAX_MR, mr_ends_early, &pd)) < 0)
+		return;
+	mr = &c->mr[m];
 	k = (struct model_key){.valid = true,
-			       .addr = (uintptr_t)(c->buf + c->mr[m].off),
-			       .length = c->mr[m].len,
-			       .access = (uint32_t)c->mr[m].access,
-			       .pd = (uint32_t)c->qp[q].pd};
-	sge = (struct ibv_sge){(uintptr_t)(c->buf + c->mr[m].off + c->mr[m].len - 7), 8, c->mr[m].mr->lkey};
-	if (model_local_sge(&k, k.pd, sge.addr, sge.length, false) != IBV_WC_LOC_PROT_ERR ||
+			       .addr = (uintptr_t)(c->buf + mr->off),
+			       .length = mr->len,
+			       .access = (uint32_t)mr->access,
+			       .pd = (uint32_t)mr->pd};
+	if (kind == 2 && c->qp[q].cap.max_send_sge >= 2) { /* a good SGE first: every SGE is checked */
+		sge[0] = (struct ibv_sge){k.addr, 4, mr->mr->lkey};
+		bad = &sge[wr.num_sge++];
+	}
+	*bad = (struct ibv_sge){kind == 1   ? k.addr - 1
+				: kind == 3 ? k.addr
+					    : k.addr + k.length - 7,
+				8, mr->mr->lkey};
+	if (model_local_sge(&k, (uint32_t)c->qp[q].pd, bad->addr, bad->length, false) !=
+		IBV_WC_LOC_PROT_ERR ||
 	    (slot = walk_alloc_wr(c, ACT_SEND, q, m, &wr.wr_id)) < 0)
 		return;
 	c->wr[slot].probe = true;
 	c->wr[slot].probe_kind = PROBE_LOCAL_SGE;
 	c->wr[slot].probe_owner = c->id;
-	wr.sg_list = &sge;
+	wr.sg_list = sge;
 	if (walk_post_send_wr(c, ACT_SEND, q, m, &wr, slot) != 0)
 		return;
 	c->probe_busy = true;
 	c->stats.probes[PROBE_LOCAL_SGE]++;
-	LOG(c, "c%d #%llu probe SEND %s (MR [%u, +%u)) qp=%u", c->id, (unsigned long long)c->seq,
-	    probe_names[PROBE_LOCAL_SGE], c->mr[m].off, c->mr[m].len, c->qp[q].qp->qp_num);
+	LOG(c, "c%d #%llu probe SEND %s (kind %d, %d SGEs, MR [%u, +%u) of pd[%d]) qp=%u", c->id,
+	    (unsigned long long)c->seq, probe_names[PROBE_LOCAL_SGE], kind, wr.num_sge, mr->off, mr->len,
+	    mr->pd, c->qp[q].qp->qp_num);
 }
 
 /* --verify: now and then, a step also posts one probe of a live key. */
@@ -288,7 +289,7 @@ void walk_probe_step(struct walk_client *c)
 		    off + 16 > (int64_t)ZONE_START ||
 		    (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
-		post_probe(c, q, PROBE_UNALIGNED, IBV_WR_ATOMIC_FETCH_AND_ADD, k->owner, k->rkey, k->event,
+		post_probe(c, q, PROBE_UNALIGNED, IBV_WR_ATOMIC_FETCH_AND_ADD, k,
 			   walk_remote_addr(k, (uint32_t)off), 8);
 		return;
 	case 0: /* one byte past the end, or the byte before the start */
@@ -297,41 +298,37 @@ void walk_probe_step(struct walk_client *c)
 		if (k->len >= 8 && rng_bernoulli(&c->rng, 0.3)) {
 			/* a READ of 8 bytes, 4 inside the end and 4 past it: the whole range is checked */
 			off = (int64_t)k->off + (int64_t)k->len - 4;
-			post_probe(c, q, PROBE_OUTSIDE, IBV_WR_RDMA_READ, k->owner, k->rkey, k->event,
+			post_probe(c, q, PROBE_OUTSIDE, IBV_WR_RDMA_READ, k,
 				   walk_remote_addr(k, (uint32_t)off), 8);
 		} else if (rng_bernoulli(&c->rng, 0.5) || k->off == 0) {
 			off = (int64_t)k->off + (int64_t)k->len;
 			/* an atomic needs 8 aligned bytes: the first aligned word past the end */
 			off = (off + 7) / 8 * 8;
-			post_probe(c, q, PROBE_OUTSIDE, pick_opcode(c, off, 1), k->owner, k->rkey, k->event,
+			post_probe(c, q, PROBE_OUTSIDE, pick_opcode(c, off, 1), k,
 				   walk_remote_addr(k, (uint32_t)off), 1);
 		} else {
 			/* the aligned word just before the start, else the byte */
 			uint32_t len = k->off >= 8 && k->off % 8 == 0 ? 8 : 1;
 
 			off = (int64_t)k->off - len;
-			post_probe(c, q, PROBE_OUTSIDE, pick_opcode(c, off, len), k->owner, k->rkey, k->event,
-				   k->addr - len, len);
+			post_probe(c, q, PROBE_OUTSIDE, pick_opcode(c, off, len), k, k->addr - len, len);
 		}
 		return;
 	case 1: /* from a QP the key does not admit */
 		if ((q = walk_pick_index(c, MAX_QP, qp_not_admitted, k)) < 0)
 			return;
 		off = mid_word(k);
-		post_probe(c, q, PROBE_OTHER_PD, pick_opcode(c, off, 8), k->owner, k->rkey, k->event,
+		post_probe(c, q, PROBE_OTHER_PD, pick_opcode(c, off, 8), k,
 			   walk_remote_addr(k, (uint32_t)off), 8);
 		return;
 	case 2: { /* an opcode the key does not grant */
-		static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
-							 IBV_WR_ATOMIC_FETCH_AND_ADD,
-							 IBV_WR_ATOMIC_CMP_AND_SWP};
-		enum ibv_wr_opcode op = ops[rng_range(&c->rng, 0, 3)];
+		enum ibv_wr_opcode op = any_rdma_op(c);
 
 		if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, key_restricted, NULL)) < 0)
 			return;
 		k = &c->rkeys[ki];
 		w = (struct reach){k, false, 0};
-		if ((k->access & walk_access_for(op)) ||
+		if ((k->access & model_access_for(op)) ||
 		    (q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
 		off = mid_word(k);
@@ -341,8 +338,7 @@ void walk_probe_step(struct walk_client *c)
 		if (op != IBV_WR_RDMA_READ && op != IBV_WR_RDMA_WRITE &&
 		    c->dattr.atomic_cap == IBV_ATOMIC_NONE)
 			return;
-		post_probe(c, q, PROBE_FORBIDDEN, op, k->owner, k->rkey, k->event,
-			   walk_remote_addr(k, (uint32_t)off), 8);
+		post_probe(c, q, PROBE_FORBIDDEN, op, k, walk_remote_addr(k, (uint32_t)off), 8);
 		return;
 	}
 	case 4:
@@ -360,11 +356,10 @@ void walk_probe_step(struct walk_client *c)
 			op = IBV_WR_RDMA_READ;
 		else
 			return;
-		w.access = walk_access_for(op);
+		w.access = model_access_for(op);
 		if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
 			return;
-		post_probe(c, q, PROBE_LAST_BYTE, op, k->owner, k->rkey, k->event,
-			   walk_remote_addr(k, (uint32_t)off), 1);
+		post_probe(c, q, PROBE_LAST_BYTE, op, k, walk_remote_addr(k, (uint32_t)off), 1);
 		return;
 	}
 	}
@@ -384,24 +379,10 @@ void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_
 	c->probe_busy = false;
 	if (w->probe_kind == PROBE_LOCAL_SGE)
 		return; /* our own key: the oracle judged it */
-	switch (w->action) {
-	case ACT_WRITE:
-		hit.access = IBV_WR_RDMA_WRITE;
-		break;
-	case ACT_FETCH_ADD:
-		hit.access = IBV_WR_ATOMIC_FETCH_AND_ADD;
-		break;
-	case ACT_COMP_SWAP:
-		hit.access = IBV_WR_ATOMIC_CMP_AND_SWP;
-		break;
-	case ACT_SEND_WITH_INV:
-		hit.access = IBV_WR_SEND_WITH_INV;
-		break;
-	default:
-		hit.access = IBV_WR_RDMA_READ;
-	}
+	hit.access = w->opcode;
+	hit.qpn = c->qp[w->qp].peer_qpn;
 	if (w->probe_kind == PROBE_QP_ACCESS) {
-		/* the responder QP's flags never change: judged here */
+		/* the responder QP's flags only ever narrow, and we learn it after: judged here */
 		if (st == IBV_WC_SUCCESS)
 			walk_stats_fail(
 			    &c->stats,
@@ -449,8 +430,14 @@ void walk_probe_hit(struct walk_client *c, const struct walk_msg *m)
 	verdict = walk_key_live_since(c, m->rkey, m->event);
 	if (verdict != 1)
 		return;
+	for (int q = 0; m->probe_kind == PROBE_LAST_BYTE && q < MAX_QP; q++)
+		if (c->qp[q].used && c->qp[q].qp->qp_num == m->qpn && !c->qp[q].narrowed)
+			verdict = 2; /* the responder QP is ours still, its access flags as first granted */
 	if (m->probe_kind == PROBE_LAST_BYTE) {
 		char what[96] = "not found";
+
+		if (verdict != 2)
+			return; /* its access flags were narrowed (modify.c), or it is gone */
 
 		for (int i = 0; i < MAX_MR; i++)
 			if (c->mr[i].used && c->mr[i].mr->rkey == m->rkey)
@@ -478,7 +465,7 @@ void walk_probe_hit(struct walk_client *c, const struct walk_msg *m)
 /* --verify: right after QP q entered ERR, a send and a receive posted to it must flush. */
 void walk_post_to_err(struct walk_client *c, int q)
 {
-	struct ibv_send_wr swr = {.opcode = IBV_WR_SEND}, *sbad;
+	struct ibv_send_wr swr = {.opcode = IBV_WR_SEND};
 	struct ibv_recv_wr rwr = {0}, *rbad;
 	struct qp_rec *r = &c->qp[q];
 	int slot;
@@ -489,15 +476,7 @@ void walk_post_to_err(struct walk_client *c, int q)
 	if (r->type == IBV_QPT_RC && walk_can_post_send(c, q) &&
 	    (slot = walk_alloc_wr(c, ACT_SEND, q, -1, &swr.wr_id)) >= 0) {
 		c->wr[slot].expect_flush = true;
-		swr.send_flags = IBV_SEND_SIGNALED;
-		if (hw_post_send(r->qp, &swr, &sbad) == 0) {
-			c->stats.issued[ACT_SEND]++;
-			c->stats.flush_posts++;
-			r->send_inflight++;
-			c->cq[r->scq].outstanding++;
-		} else {
-			walk_release_wr(c, (uint32_t)slot);
-		}
+		c->stats.flush_posts += walk_post_send_wr(c, ACT_SEND, q, -1, &swr, slot) == 0;
 	}
 	if (r->recv_inflight < (int)r->cap.max_recv_wr && c->cq[r->rcq].outstanding < c->cq[r->rcq].cqe &&
 	    (slot = walk_alloc_wr(c, ACT_RECV, q, -1, &rwr.wr_id)) >= 0) {

@@ -160,12 +160,14 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 		print_uint(PRINT_ANY, "probe_ud_sqe", ", UD send errors (SQE) %llu", t->devprobes[1]);
 		print_uint(PRINT_ANY, "probe_qp_access", ", denied by the QP %llu",
 			   t->probes[PROBE_QP_ACCESS]);
-		print_uint(PRINT_ANY, "probe_local_sge", ", send SGEs past their MR %llu",
-			   t->probes[PROBE_LOCAL_SGE]);
+		print_uint(PRINT_ANY, "probe_local_sge", ", bad send SGEs %llu", t->probes[PROBE_LOCAL_SGE]);
 		print_uint(PRINT_ANY, "posted_to_err", ", WRs posted to QPs in ERR %llu", t->flush_posts);
 		print_uint(PRINT_ANY, "modify_qp", ", RTS-to-RTS modify_qp %llu", t->modifies);
 		print_uint(PRINT_ANY, "qkey_changes", " (Q_Key changes %llu)", t->qkey_changes);
 		print_uint(PRINT_ANY, "cq_resizes", ", CQs resized %llu", t->cq_resizes);
+		print_uint(PRINT_ANY, "mr_reregs", ", MRs reregistered %llu", t->reregs);
+		print_uint(PRINT_ANY, "wr_api_posts", ", WRs posted by ibv_wr_* %llu", t->wr_api_posts);
+		print_uint(PRINT_ANY, "write_imms", ", RDMA_WRITE_WITH_IMMs %llu", t->write_imms);
 		print_uint(PRINT_ANY, "srq_receives_checked", ", SRQ receives checked %llu",
 			   t->srq_recvs_checked);
 		print_uint(PRINT_ANY, "srq_destroy_busy", " (destroys refused while in use %llu)",

@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Steps toward a drawn action that cannot run.  Redrawing (the original's
- * answer) lets the state settle where only cheap, always-possible actions
- * remain: every CQ, PD and MR pinned by dependents, every cap reached.
- * Instead, the walker takes one step that brings the drawn action closer:
- * it tears down a dependent so a CQ, PD or MR can go, retires a QP so a new
- * pair fits under the cap, connects a QP pair to the PD a remote key lives
- * on, posts receives so a peer has credit, registers an MR on the PD a
- * window needs.  Each such step is a real action, counted as the action it
- * is (create_rc_qp_pair, modify_qp_error, recv ...); stats.toward counts
- * the draws it served.  0: nothing to do now (an in-flight handshake or
- * flush must finish first), and the step redraws as before.
+ * Steps toward a drawn action that cannot run.  A redraw (the original's
+ * answer) lets the state settle where only cheap actions remain (every CQ,
+ * PD and MR pinned, every cap reached); instead the walker takes one real
+ * step that brings the action closer (tears down a dependent, retires a QP,
+ * connects a pair to a key's PD, posts receives for credit, registers an MR
+ * a window needs), counted as the action it is; stats.toward counts the draws
+ * served.  0: nothing to do now (a handshake or flush must finish first).
  */
 #include "cmd/walk/actions.h"
 
@@ -19,10 +15,10 @@
 
 static int toward(struct walk_client *c, enum walk_action a, int depth);
 
-static void hint_clear(struct walk_client *c)
+/* A hint naming a PD and a QP (-1: none), nothing else. */
+static struct walk_hint hint_at(int pd, int qp)
 {
-	c->hint = (struct walk_hint){
-	    .on = false, .pd = -1, .qp = -1, .mr = -1, .mw = -1, .ah = -1, .peer = -1, .srq = -1};
+	return (struct walk_hint){.pd = pd, .qp = qp, .mr = -1, .mw = -1, .ah = -1, .peer = -1, .srq = -1};
 }
 
 /* Runs action a with the hint in place; if it cannot run either, a step toward it. */
@@ -35,44 +31,18 @@ static int step(struct walk_client *c, enum walk_action a, struct walk_hint h, i
 	h.on = true;
 	c->hint = h;
 	done = walk_do_action(c, a);
-	hint_clear(c);
+	c->hint = hint_at(-1, -1);
 	if (!done && depth > 0)
 		done = toward(c, a, depth - 1);
 	return done;
 }
 
-static struct walk_hint no_hint(void)
-{
-	return (struct walk_hint){.pd = -1, .qp = -1, .mr = -1, .mw = -1, .ah = -1, .peer = -1, .srq = -1};
-}
-
-static struct walk_hint hint_qp(int q)
-{
-	struct walk_hint h = no_hint();
-
-	h.qp = q;
-	return h;
-}
-
-static struct walk_hint hint_pd(int p)
-{
-	struct walk_hint h = no_hint();
-
-	h.pd = p;
-	return h;
-}
-
-static enum walk_action dealloc_for(int type)
-{
-	return type == 1 ? ACT_DEALLOC_MW_TYPE1 : ACT_DEALLOC_MW_TYPE2;
-}
-
 static int dealloc_mw(struct walk_client *c, int i, int depth)
 {
-	struct walk_hint h = no_hint();
+	struct walk_hint h = hint_at(-1, -1);
 
 	h.mw = i;
-	return step(c, dealloc_for(c->mw[i].type), h, depth);
+	return step(c, c->mw[i].type == 1 ? ACT_DEALLOC_MW_TYPE1 : ACT_DEALLOC_MW_TYPE2, h, depth);
 }
 
 /* One step toward destroying QP q: ERR first, then release what pins it, then destroy. */
@@ -85,7 +55,7 @@ static int retire_qp(struct walk_client *c, int q, int depth)
 	if (r->state != QP_ERR)
 		return r->send_inflight && r->state != QP_PEER_DOWN
 			   ? 0
-			   : step(c, ACT_MODIFY_QP_ERROR, hint_qp(q), depth);
+			   : step(c, ACT_MODIFY_QP_ERROR, hint_at(-1, q), depth);
 	if (r->type2_bound) {
 		for (int i = 0; i < 2 * MAX_MW; i++)
 			if (c->mw[i].used && c->mw[i].type == 2 && c->mw[i].state == MW_BOUND &&
@@ -95,7 +65,7 @@ static int retire_qp(struct walk_client *c, int q, int depth)
 	}
 	if (r->send_inflight || r->recv_inflight)
 		return 0; /* flushing */
-	return step(c, ACT_DESTROY_QP, hint_qp(q), depth);
+	return step(c, ACT_DESTROY_QP, hint_at(-1, q), depth);
 }
 
 /* A QP worth retiring among those ok() accepts: ERR first, then peer down, then any ready one. */
@@ -147,7 +117,7 @@ static int free_cq(struct walk_client *c, int depth)
 	int best = -1;
 
 	if (walk_count_used_cq(c) <= MIN_CQ)
-		return step(c, ACT_CREATE_CQ, no_hint(), depth);
+		return step(c, ACT_CREATE_CQ, hint_at(-1, -1), depth);
 	for (int i = 0; i < MAX_CQ; i++)
 		if (c->cq[i].used && (best < 0 || c->cq[i].users < c->cq[best].users))
 			best = i;
@@ -170,7 +140,7 @@ static int strip_pd(struct walk_client *c, int p, int depth)
 {
 	for (int i = 0; i < MAX_AH; i++)
 		if (c->ah[i].used && c->ah[i].pd == p) {
-			struct walk_hint h = no_hint();
+			struct walk_hint h = hint_at(-1, -1);
 
 			h.ah = i;
 			return step(c, ACT_DESTROY_AH, h, depth);
@@ -183,7 +153,7 @@ static int strip_pd(struct walk_client *c, int p, int depth)
 		return 1;
 	for (int i = 0; i < MAX_MR; i++)
 		if (c->mr[i].used && c->mr[i].pd == p) {
-			struct walk_hint h = no_hint();
+			struct walk_hint h = hint_at(-1, -1);
 
 			if (!walk_idle_mr(c, i, NULL))
 				return free_mr(c, i, depth);
@@ -199,7 +169,7 @@ static int free_pd(struct walk_client *c, int depth)
 	bool tried[MAX_PD] = {false};
 
 	if (walk_count_used_pd(c) <= MIN_PD)
-		return step(c, ACT_ALLOC_PD, no_hint(), depth);
+		return step(c, ACT_ALLOC_PD, hint_at(-1, -1), depth);
 	for (int n = 0; n < MAX_PD; n++) {
 		int p = -1;
 
@@ -236,7 +206,7 @@ static int free_some_mr(struct walk_client *c, int depth)
 	bool tried[MAX_MR] = {false};
 
 	if (walk_count_used_mr(c) <= MIN_MR)
-		return step(c, ACT_REG_MR, no_hint(), depth);
+		return step(c, ACT_REG_MR, hint_at(-1, -1), depth);
 	/* The MR with the fewest bound windows first; the next one if nothing can be done for it now. */
 	for (int n = 0; n < MAX_MR; n++) {
 		int best = -1;
@@ -250,7 +220,7 @@ static int free_some_mr(struct walk_client *c, int depth)
 		tried[best] = true;
 		if (walk_idle_mr(c, best, NULL)) {
 			/* Nothing holds it: deregister it now (free_mr only unbinds windows). */
-			struct walk_hint h = no_hint();
+			struct walk_hint h = hint_at(-1, -1);
 
 			h.mr = best;
 			return step(c, ACT_DEREG_MR, h, depth);
@@ -270,7 +240,7 @@ static int bind_toward(struct walk_client *c, int type, int depth)
 		enum walk_action alloc = type == 1 ? ACT_ALLOC_MW_TYPE1 : ACT_ALLOC_MW_TYPE2;
 
 		if (walk_count_mw(c, type) < MAX_MW)
-			return step(c, alloc, no_hint(), depth);
+			return step(c, alloc, hint_at(-1, -1), depth);
 		for (int k = 0; k < 2 * MAX_MW; k++)
 			if (c->mw[k].used && c->mw[k].type == type && c->mw[k].state == MW_BOUND)
 				return dealloc_mw(c, k, depth);
@@ -278,12 +248,12 @@ static int bind_toward(struct walk_client *c, int type, int depth)
 	}
 	p = c->mw[i].pd;
 	if (walk_pick_mr(c, p, 1) < 0)
-		return step(c, ACT_REG_MR, hint_pd(p), depth);
+		return step(c, ACT_REG_MR, hint_at(p, -1), depth);
 	for (int q = 0; q < MAX_QP; q++)
 		if (c->qp[q].used && c->qp[q].type == IBV_QPT_RC && c->qp[q].pd == p &&
 		    (c->qp[q].state == QP_CONNECTING || c->qp[q].state == QP_READY))
 			return 0; /* connecting, or its queue is full for now */
-	return step(c, ACT_CREATE_RC_QP_PAIR, hint_pd(p), depth);
+	return step(c, ACT_CREATE_RC_QP_PAIR, hint_at(p, -1), depth);
 }
 
 /* Posts a receive on one of our RC QPs (one ok() accepts): credit for its peer. */
@@ -298,7 +268,7 @@ static int credit_peer(struct walk_client *c, bool (*ok)(struct walk_client *, i
 		if (walk_qp_match(c, q, &qw) && c->qp[q].recv_inflight < target && (!ok || ok(c, q, NULL)) &&
 		    rng_range(&c->rng, 0, (uint64_t)n++) == 0)
 			pick = q;
-	return pick < 0 ? 0 : step(c, ACT_RECV, hint_qp(pick), depth);
+	return pick < 0 ? 0 : step(c, ACT_RECV, hint_at(-1, pick), depth);
 }
 
 static bool qp_has_type2(struct walk_client *c, int q, const void *arg)
@@ -350,16 +320,16 @@ static int send_toward(struct walk_client *c, int depth)
 		int q = walk_pick_index(c, MAX_QP, qp_ud, NULL), p, peer = -1;
 
 		if (q < 0 || c->qp[q].state != QP_READY)
-			return step(c, ACT_CREATE_UD_QP, no_hint(), depth);
+			return step(c, ACT_CREATE_UD_QP, hint_at(-1, -1), depth);
 		p = c->qp[q].pd;
 		if (walk_pick_mr(c, p, UD_SEND_BYTES) < 0)
-			return step(c, ACT_REG_MR, hint_pd(p), depth);
+			return step(c, ACT_REG_MR, hint_at(p, -1), depth);
 		for (int r = 0, n = 0; r < MAX_REMOTE_UD; r++)
 			if (c->ruds[r].used && rng_range(&c->rng, 0, (uint64_t)n++) == 0)
 				peer = c->ruds[r].owner;
 		if (peer < 0)
 			return 0;
-		struct walk_hint h = hint_pd(p);
+		struct walk_hint h = hint_at(p, -1);
 
 		h.peer = peer;
 		return step(c, ACT_CREATE_AH, h, depth);
@@ -367,7 +337,7 @@ static int send_toward(struct walk_client *c, int depth)
 	for (int q = 0; q < MAX_QP; q++)
 		if (rc_ready(c, q))
 			return credit_peer(c, NULL, CREDIT_TARGET, depth);
-	return rc_pending(c) ? 0 : new_pair(c, no_hint(), depth);
+	return rc_pending(c) ? 0 : new_pair(c, hint_at(-1, -1), depth);
 }
 
 /*
@@ -377,7 +347,7 @@ static int send_toward(struct walk_client *c, int depth)
  */
 static int send_inv_toward(struct walk_client *c, int depth)
 {
-	struct walk_hint h = no_hint();
+	struct walk_hint h = hint_at(-1, -1);
 
 	if (retire_some_qp(c, qp_err_with_window, NULL, depth) ||
 	    credit_peer(c, qp_has_type2, 2 * CREDIT_TARGET, depth))
@@ -402,7 +372,7 @@ static int pd_with_mr(struct walk_client *c, uint32_t min_len)
 /* READ, WRITE and atomics need an RC QP to the owner of a remote key, on the key's PD. */
 static int rdma_toward(struct walk_client *c, uint32_t min_len, uint32_t access, int depth)
 {
-	struct walk_hint h = no_hint();
+	struct walk_hint h = hint_at(-1, -1);
 	int n = 0, k = -1, p;
 
 	for (int i = 0; i < MAX_REMOTE_KEYS; i++)
@@ -422,7 +392,7 @@ static int rdma_toward(struct walk_client *c, uint32_t min_len, uint32_t access,
 		if (r->state == QP_READY) {
 			/* It reaches the key: what is missing is an MR on its PD, or room. */
 			if (walk_pick_mr(c, r->pd, min_len) < 0)
-				return step(c, ACT_REG_MR, hint_pd(r->pd), depth);
+				return step(c, ACT_REG_MR, hint_at(r->pd, -1), depth);
 			return 0;
 		}
 	}
@@ -442,8 +412,8 @@ static int recv_toward(struct walk_client *c, int depth)
 		if (c->qp[q].used && c->qp[q].state != QP_ERR && c->qp[q].state != QP_PEER_DOWN)
 			return 0;
 	if (rng_bernoulli(&c->rng, MSG_UD_PROBABILITY))
-		return step(c, ACT_CREATE_UD_QP, no_hint(), depth);
-	return rc_pending(c) ? 0 : new_pair(c, no_hint(), depth);
+		return step(c, ACT_CREATE_UD_QP, hint_at(-1, -1), depth);
+	return rc_pending(c) ? 0 : new_pair(c, hint_at(-1, -1), depth);
 }
 
 /*
@@ -452,7 +422,7 @@ static int recv_toward(struct walk_client *c, int depth)
  */
 static int srq_toward(struct walk_client *c, bool free, int depth)
 {
-	struct walk_hint h = no_hint();
+	struct walk_hint h = hint_at(-1, -1);
 	int s = -1;
 
 	for (int i = 0; i < MAX_SRQ; i++)
@@ -487,12 +457,6 @@ static int toward(struct walk_client *c, enum walk_action a, int depth)
 		return walk_count_used_mr(c) >= MAX_MR ? free_some_mr(c, depth) : 0;
 	case ACT_DEREG_MR:
 		return free_some_mr(c, depth);
-	case ACT_ALLOC_MW_TYPE1:
-	case ACT_ALLOC_MW_TYPE2:
-		return 0; /* only the cap stops it, and dealloc is as likely as alloc */
-	case ACT_DEALLOC_MW_TYPE1:
-	case ACT_DEALLOC_MW_TYPE2:
-		return 0;
 	case ACT_BIND_MW_TYPE1:
 		return bind_toward(c, 1, depth);
 	case ACT_BIND_MW_TYPE2:
@@ -502,13 +466,13 @@ static int toward(struct walk_client *c, enum walk_action a, int depth)
 	case ACT_CREATE_UD_QP:
 		return retire_some_qp(c, qp_ud, NULL, depth);
 	case ACT_MODIFY_QP_ERROR:
-		return rc_pending(c) ? 0 : new_pair(c, no_hint(), depth);
+		return rc_pending(c) ? 0 : new_pair(c, hint_at(-1, -1), depth);
 	case ACT_DESTROY_QP:
 		return retire_some_qp(c, qp_any, NULL, depth);
 	case ACT_CREATE_AH:
-		return step(c, ACT_DESTROY_AH, no_hint(), depth);
+		return step(c, ACT_DESTROY_AH, hint_at(-1, -1), depth);
 	case ACT_DESTROY_AH:
-		return step(c, ACT_CREATE_AH, no_hint(), depth);
+		return step(c, ACT_CREATE_AH, hint_at(-1, -1), depth);
 	case ACT_SEND:
 		return send_toward(c, depth);
 	case ACT_SEND_WITH_INV:
@@ -529,7 +493,8 @@ static int toward(struct walk_client *c, enum walk_action a, int depth)
 		return srq_toward(c, true, depth);
 	case ACT_POST_SRQ_RECV:
 		return c->dattr.max_srq > 0 ? srq_toward(c, false, depth) : 0;
-	default:
+	default: /* allocating and deallocating windows: only the cap stops them, each as likely as the other
+		  */
 		return 0;
 	}
 }
@@ -538,7 +503,7 @@ int walk_toward(struct walk_client *c, enum walk_action a)
 {
 	int done;
 
-	hint_clear(c);
+	c->hint = hint_at(-1, -1);
 	done = toward(c, a, TOWARD_DEPTH);
 	if (done)
 		c->stats.toward[a]++;

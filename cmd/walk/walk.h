@@ -15,37 +15,47 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum walk_action {
-	ACT_CREATE_CQ,
-	ACT_DESTROY_CQ,
-	ACT_ALLOC_PD,
-	ACT_DEALLOC_PD,
-	ACT_REG_MR,
-	ACT_DEREG_MR,
-	ACT_ALLOC_MW_TYPE1,
-	ACT_ALLOC_MW_TYPE2,
-	ACT_DEALLOC_MW_TYPE1,
-	ACT_DEALLOC_MW_TYPE2,
-	ACT_BIND_MW_TYPE1,
-	ACT_BIND_MW_TYPE2,
-	ACT_CREATE_RC_QP_PAIR,
-	ACT_CREATE_UD_QP,
-	ACT_MODIFY_QP_ERROR,
-	ACT_DESTROY_QP,
-	ACT_CREATE_AH,
-	ACT_DESTROY_AH,
-	ACT_SEND,
-	ACT_SEND_WITH_INV,
-	ACT_RECV,
-	ACT_READ,
-	ACT_WRITE,
-	ACT_FETCH_ADD,
-	ACT_COMP_SWAP,
-	ACT_CREATE_SRQ,
-	ACT_DESTROY_SRQ,
-	ACT_POST_SRQ_RECV,
-	ACT_COUNT
-};
+/*
+ * The actions: X(ENUM, name, default weight), one list for the enum, the
+ * names and the weights.  The default weights are the original's, except
+ * modify_qp_error and send_with_inv, which it leaves at 0: here they run
+ * too, so the whole action space is covered.  modify_qp_error weighs as
+ * much as destroy_qp because every QP the walker destroys goes through ERR
+ * first (its WRs must flush).  The SRQ actions (not in the original) weigh
+ * as their CQ and RECV counterparts.
+ */
+#define WALK_ACTIONS(X)                                                                                      \
+	X(CREATE_CQ, create_cq, 1)                                                                           \
+	X(DESTROY_CQ, destroy_cq, 1)                                                                         \
+	X(ALLOC_PD, alloc_pd, 2)                                                                             \
+	X(DEALLOC_PD, dealloc_pd, 1)                                                                         \
+	X(REG_MR, reg_mr, 2)                                                                                 \
+	X(DEREG_MR, dereg_mr, 2)                                                                             \
+	X(ALLOC_MW_TYPE1, alloc_mw_type1, 5)                                                                 \
+	X(ALLOC_MW_TYPE2, alloc_mw_type2, 5)                                                                 \
+	X(DEALLOC_MW_TYPE1, dealloc_mw_type1, 5)                                                             \
+	X(DEALLOC_MW_TYPE2, dealloc_mw_type2, 5)                                                             \
+	X(BIND_MW_TYPE1, bind_mw_type1, 5)                                                                   \
+	X(BIND_MW_TYPE2, bind_mw_type2, 5)                                                                   \
+	X(CREATE_RC_QP_PAIR, create_rc_qp_pair, 2)                                                           \
+	X(CREATE_UD_QP, create_ud_qp, 1)                                                                     \
+	X(MODIFY_QP_ERROR, modify_qp_error, 2)                                                               \
+	X(DESTROY_QP, destroy_qp, 2)                                                                         \
+	X(CREATE_AH, create_ah, 5)                                                                           \
+	X(DESTROY_AH, destroy_ah, 5)                                                                         \
+	X(SEND, send, 5)                                                                                     \
+	X(SEND_WITH_INV, send_with_inv, 5)                                                                   \
+	X(RECV, recv, 5)                                                                                     \
+	X(READ, read, 10)                                                                                    \
+	X(WRITE, write, 10)                                                                                  \
+	X(FETCH_ADD, fetch_add, 10)                                                                          \
+	X(COMP_SWAP, comp_swap, 10)                                                                          \
+	X(CREATE_SRQ, create_srq, 1)                                                                         \
+	X(DESTROY_SRQ, destroy_srq, 1)                                                                       \
+	X(POST_SRQ_RECV, post_srq_recv, 5)
+
+#define WALK_ACTION_ENUM(e, name, weight) ACT_##e,
+enum walk_action { WALK_ACTIONS(WALK_ACTION_ENUM) ACT_COUNT };
 
 extern const char *const walk_action_names[ACT_COUNT];
 
@@ -91,7 +101,7 @@ enum walk_probe_kind {
 	PROBE_UNALIGNED,    /* an atomic on an address that is not 8-byte aligned: must fail */
 	PROBE_QP_ACCESS,    /* an access the responder QP's access flags do not grant: must fail */
 	PROBE_INV_OTHER_QP, /* SEND_WITH_INV of a type-2 window bound to another QP of the PD: must fail */
-	PROBE_LOCAL_SGE,    /* a SEND from a local SGE ending one byte past its MR: LOC_PROT_ERR */
+	PROBE_LOCAL_SGE,    /* a SEND from a local SGE outside its MR or through another PD's: LOC_PROT_ERR */
 	PROBE_KINDS
 };
 
@@ -118,8 +128,9 @@ struct walk_stats { /* issued[] .. outbox_full: uint64_t counts only (walk_stats
 	uint64_t srq_recvs_checked, srq_busy; /* --verify: SRQ receives judged, destroy_srq refused (EBUSY) */
 	uint64_t atomics_checked;	      /* --verify: atomics on owned words whose result was compared */
 	uint64_t msgs_checked, msgs_content_checked; /* --verify: received headers, and payloads compared */
-	uint64_t alive_end;			     /* objects alive when the walk stopped */
-	uint64_t outbox_full;			     /* times backpressure held an update back */
+	uint64_t wr_api_posts, write_imms, reregs; /* WRs posted by ibv_wr_*, WRITE_WITH_IMMs, ibv_rereg_mr */
+	uint64_t alive_end;			   /* objects alive when the walk stopped */
+	uint64_t outbox_full;			   /* times backpressure held an update back */
 	int destroy_failures;
 	int nfailures;
 	char failures[WALK_FAILURE_LEN * WALK_MAX_FAILURES];
@@ -145,6 +156,7 @@ enum walk_msg_type {
 	MSG_REMOVE_UD_QP,
 	MSG_CREDIT,    /* one receive of `bytes` posted for the peer's QP */
 	MSG_PROBE_HIT, /* --verify: a READ through the owner's removed rkey worked */
+	MSG_RC_ACCESS, /* --verify: the sender's RC QP `qpn` now grants only `access` (modify_qp) */
 	MSG_TYPE_MAX
 };
 

@@ -11,8 +11,9 @@ if nm "$RDMATOOL" 2>/dev/null | grep -q -e __asan_init -e __tsan_init; then
 	exit 77
 fi
 command -v python3 >/dev/null || { echo "skipped: no python3"; exit 77; }
-# Every seeded bug still matches the soft device's text (a refactor of hw/soft must carry them along).
-stale=$(BUILD=${BUILD:-build} tests/mutation/run.sh -n 2>&1) || fail "mutations that no longer apply: $stale"
+# Every seeded bug still matches the soft device's text (a refactor of hw/soft must carry them along)
+# and is named by what it breaks.
+stale=$(BUILD=${BUILD:-build} tests/mutation/run.sh -n 2>&1) || fail "mutations that no longer apply or are named after a round: $stale"
 out=$(BUILD=${BUILD:-build} tests/mutation/run.sh -d 4 -c 3 -s 1 -U cas_always_swap 2>&1) || fail "harness: $out"
 echo "$out"
 echo "$out" | grep -q '^cas_always_swap  *[a-z_]*\.[a-z_.+0-9]*  *1/1 ' ||

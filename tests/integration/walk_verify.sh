@@ -19,6 +19,9 @@ echo "$out" | jq -e '.verify.probe_cq_full > 0 and .verify.probe_ud_sqe > 0 and 
 # random RTS-to-RTS modify_qp calls, judged by the model, and UD Q_Key changes the peers then send with
 echo "$out" | jq -e '.verify.modify_qp > 0 and .verify.qkey_changes > 0' >/dev/null ||
 	fail "no modify_qp or Q_Key change: $out"
+# the ibv_wr_* API, RDMA_WRITE_WITH_IMM, ibv_rereg_mr and bad send SGEs are in the walk's vocabulary
+echo "$out" | jq -e '.verify.wr_api_posts > 0 and .verify.write_imms > 0 and .verify.mr_reregs > 0 and
+	.verify.probe_local_sge > 0' >/dev/null || fail "no ibv_wr_* post, WRITE_WITH_IMM, rereg_mr or bad SGE: $out"
 # walk --verify no longer runs conformance scripts: those are rdmatool conform's cases
 echo "$out" | jq -e '.verify | has("probe_rc") | not' >/dev/null || fail "walk still reports RC scripts: $out"
 

@@ -3,13 +3,18 @@
 """The seeded bugs' format (tests/mutation/run.sh describes it).
 
   mutation.py apply FILE.mut TREE     applies the mutation to TREE's copy of its file
-  mutation.py check TREE FILE.mut...  says which mutations no longer apply to TREE; writes nothing
+  mutation.py check TREE FILE.mut...  says which mutations no longer apply to TREE, or are named
+                                      after a round (h10_...) instead of what they break; writes nothing
 
 One process for every check: starting python per mutation cost two minutes of
 `make check` on this machine.  Exit status 0 when everything applied.
 """
 import os
+import re
 import sys
+
+# A name says what the bug breaks; a round prefix (h10_, w6_, h_) says only when it was written.
+ROUND_PREFIX = re.compile(r'^[hw][0-9]*_')
 
 
 def parse(mut):
@@ -64,10 +69,14 @@ def main(argv):
     if len(argv) >= 3 and argv[1] == 'check':
         rc = 0
         for mut in argv[3:]:
+            name = os.path.basename(mut)[:-len('.mut')]
+            if ROUND_PREFIX.match(name):
+                print('%s: named after the round that added it: git mv it to a name that says what '
+                      'it breaks (%s.mut)' % (name, ROUND_PREFIX.sub('', name)))
+                rc = 1
             try:
                 mutated(mut, argv[2])
             except (ValueError, OSError) as e:
-                name = os.path.basename(mut)[:-len('.mut')]
                 print('%s: STALE: %s' % (name, str(e).split('\n')[0]))
                 rc = 1
         return rc

@@ -3,7 +3,8 @@
 # tests/mutation/run.sh [-d SECONDS] [-c CLIENTS] [-s "SEED..."] [-m] [-w] [-U] [-k] [NAME...]
 #
 # The walker's mutation harness: each tests/mutation/NAME.mut is one bug
-# seeded into the soft device (a small, exact text replacement).  For each,
+# seeded into the soft device (a small, exact text replacement), NAME
+# saying what it breaks (one file per bug: no round prefixes, no copies).  For each,
 # the tree is copied (with its build directory, so only the mutated file
 # recompiles), the bug applied, rdmatool and the soft unit tests built, then
 # `walk --verify` runs on every seed and the soft unit tests run; a table
@@ -15,7 +16,7 @@
 #   -m           also one multinode walk (3 client processes over the soft wire, first seed)
 #   -w           also one walk through GID index 1 (every QP's traffic over the soft wire, first seed)
 #   -k           keep the copies (their paths are printed)
-#   -n           only check that every mutation still applies (no build, no walk)
+#   -n           only check that every mutation still applies and is named by what it breaks (no build)
 #   -C           skip conform (walk --verify and the unit tests only)
 #
 # A .mut file: '#' description lines, 'file PATH', then one or more blocks
