@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Soft device: verbs semantics a provider can get subtly wrong, each checked
- * the way a verbs user would see it.  Written as the proofs of held-out
- * mutation set 8 (tests/mutation/h8_*.mut): every test passes on the device
- * and fails on the seeded bug named beside it.
+ * the way a verbs user would see it.  Each test passes on the device and
+ * fails on the seeded bug named above it (tests/mutation/NAME.mut).
  */
 #include "tests/unit/soft_fixture.h"
 
@@ -20,7 +19,7 @@ static void send_plain(struct fx *f, void *addr, uint32_t len)
 	wait_ok(f->scq, &wc);
 }
 
-/* h8_write_imm_wc_opcode_send */
+/* write_imm_wc_opcode_send */
 static void write_with_imm_sender_sees_rdma_write(void **state)
 {
 	struct fx *f = *state;
@@ -42,7 +41,7 @@ static void write_with_imm_sender_sees_rdma_write(void **state)
 	wait_ok(f->rcq, &wc);
 }
 
-/* h8_recv_sge_addr_ignored */
+/* recv_sge_addr_ignored */
 static void receive_lands_at_its_sge_address(void **state)
 {
 	struct fx *f = *state;
@@ -55,7 +54,7 @@ static void receive_lands_at_its_sge_address(void **state)
 	assert_int_equal(f->bbuf[1024], 'x');
 }
 
-/* h8_gather_from_first_sge */
+/* gather_from_first_sge */
 static void send_gathers_every_sge(void **state)
 {
 	struct fx *f = *state;
@@ -77,7 +76,7 @@ static void send_gathers_every_sge(void **state)
 	assert_int_equal(f->bbuf[8], 'B');
 }
 
-/* h8_zero_len_recv_sge_checked */
+/* zero_len_recv_sge_checked */
 static void zero_length_receive_sge_is_not_checked(void **state)
 {
 	struct fx *f = *state;
@@ -89,7 +88,7 @@ static void zero_length_receive_sge_is_not_checked(void **state)
 	wait_ok(f->rcq, &wc);
 }
 
-/* h8_bad_wr_is_list_head */
+/* bad_wr_is_list_head */
 static void bad_wr_names_the_failing_wr(void **state)
 {
 	struct fx *f = *state;
@@ -105,7 +104,7 @@ static void bad_wr_names_the_failing_wr(void **state)
 	wait_ok(f->scq, &wc);
 }
 
-/* h8_post_send_in_rtr */
+/* post_send_in_rtr */
 static void post_send_in_rtr_is_refused(void **state)
 {
 	struct fx *f = *state;
@@ -118,7 +117,7 @@ static void post_send_in_rtr_is_refused(void **state)
 	assert_int_equal(rc, EINVAL);
 }
 
-/* h8_inline_exact_max_rejected */
+/* inline_exact_max_rejected */
 static void inline_of_exactly_max_inline_data(void **state)
 {
 	struct fx *f = *state;
@@ -141,7 +140,7 @@ static void inline_of_exactly_max_inline_data(void **state)
 	assert_int_equal(wc.byte_len, max);
 }
 
-/* h8_rts_to_rts_resets_psn */
+/* rts_to_rts_resets_psn */
 static void rts_to_rts_keeps_the_send_psn(void **state)
 {
 	struct fx *f = *state;
@@ -160,7 +159,7 @@ static void rts_to_rts_keeps_the_send_psn(void **state)
 	assert_int_equal(f->bbuf[100], '2');
 }
 
-/* h8_cq_clean_takes_all_qps */
+/* cq_clean_takes_all_qps */
 static void reset_of_one_qp_keeps_others_completions(void **state)
 {
 	struct fx *f = *state;
@@ -179,7 +178,7 @@ static void reset_of_one_qp_keeps_others_completions(void **state)
 	assert_int_equal(wc.qp_num, f->b->qp_num);
 }
 
-/* h8_cq_event_context_lost */
+/* cq_event_context_lost */
 static void cq_event_carries_cq_context(void **state)
 {
 	struct fx *f = *state;
@@ -207,7 +206,7 @@ static void cq_event_carries_cq_context(void **state)
 	assert_ptr_equal(gotctx, &ctxval);
 }
 
-/* h8_sqd_stops_receiving */
+/* sqd_stops_receiving */
 static void sqd_still_receives(void **state)
 {
 	struct fx *f = *state;
@@ -253,7 +252,7 @@ static void sqd_drains_a_send_waiting_on_rnr(void **state)
 	assert_int_equal(q.qp_state, IBV_QPS_SQD);
 }
 
-/* h8_retry_cnt_ignored */
+/* retry_cnt_ignored */
 static void retry_cnt_is_stored(void **state)
 {
 	struct fx *f = *state;
@@ -263,7 +262,7 @@ static void retry_cnt_is_stored(void **state)
 	assert_int_equal(qa.retry_cnt, 3);
 }
 
-/* h8_ud_exact_mtu_rejected */
+/* ud_full_mtu_rejected */
 static void ud_send_of_exactly_the_mtu(void **state)
 {
 	struct fx *f = *state;
@@ -297,7 +296,7 @@ static void ud_send_of_exactly_the_mtu(void **state)
 	assert_int_equal(st, IBV_WC_SUCCESS);
 }
 
-/* h8_qp_max_wr_exclusive */
+/* create_qp_max_wr_refused */
 static void create_qp_at_max_qp_wr(void **state)
 {
 	struct fx *f = *state;
@@ -313,7 +312,7 @@ static void create_qp_at_max_qp_wr(void **state)
 	hw_destroy_qp(q);
 }
 
-/* h8_flush_recv_wrong_wr_id */
+/* flush_recv_wrong_wr_id */
 static void flushed_receives_keep_their_wr_ids(void **state)
 {
 	struct fx *f = *state;
