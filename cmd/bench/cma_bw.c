@@ -163,7 +163,7 @@ int bench_cma_bw(size_t size, long iters, double duration, int rounds)
 		rc = read_rounds(p.pid, addr, dst, a.size, iters, duration, &done, &ns);
 		if (!rc && done && !bench_interrupted) {
 			bw[n] = (double)done * (double)a.size / ((double)ns / 1e9) / (1024.0 * 1024.0);
-			floor_report_round(r + 1, done, "BW_average", " %.2f", bw[n]);
+			floor_report_round(r + 1, done, "BW_average", " %.2f", bw[n], NULL, NULL, 0);
 			n++;
 		}
 	}

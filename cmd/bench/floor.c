@@ -108,12 +108,15 @@ void floor_report_begin(const char *test, const char *what, const char *column, 
 	print_open_array("results");
 }
 
-void floor_report_round(int round, long iters, const char *key, const char *fmt, double value)
+void floor_report_round(int round, long iters, const char *key, const char *fmt, double value,
+			const char *key2, const char *fmt2, double value2)
 {
 	print_open_object(NULL);
 	print_int(PRINT_ANY, "round", " %-6lld", round);
 	print_int(PRINT_ANY, "n_iterations", " %-12lld", iters);
 	print_double(PRINT_ANY, key, fmt, value);
+	if (key2)
+		print_double(PRINT_ANY, key2, fmt2, value2);
 	print_text("\n");
 	print_close_object();
 }

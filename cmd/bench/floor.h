@@ -42,12 +42,14 @@ bool floor_peer_gone(const struct floor_peer *p);
 int floor_peer_finish(struct floor_peer *p, bool kill);
 
 /*
- * The report: what (a line of text naming the measurement; the CPUs are added), the rounds (a
- * column headed column, one row each with key's figure), and the median of the rounds.
+ * The report: what (a line of text naming the measurement; the CPUs are added), the rounds (under
+ * the heading columns, one row each with key's figure and, unless key2 is NULL, key2's), and the
+ * median of the rounds' key figures.
  */
 void floor_report_begin(const char *test, const char *what, const char *column, size_t size, int rounds,
 			const struct floor_peer *p);
-void floor_report_round(int round, long iters, const char *key, const char *fmt, double value);
+void floor_report_round(int round, long iters, const char *key, const char *fmt, double value,
+			const char *key2, const char *fmt2, double value2);
 /* Closes the rows; with status 0, prints the median of values[0..n) under key.  Returns status, or
  * 128 + the signal when the run was interrupted (with the notice that the rows are partial). */
 int floor_report_end(int status, const char *key, const char *label, double *values, int n);

@@ -14,6 +14,7 @@
 #include "cmd/bench/bench.h"
 #include "cmd/bench/floor.h"
 #include "cmd/cmd.h"
+#include "cmd/print.h"
 #include "core/util/clock.h"
 
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -86,16 +88,42 @@ static int pingpong_peer(void *arg, int fd)
 	}
 }
 
-/* n round trips (or until seconds pass, when n is 0) from *ball; the time they took. */
+/*
+ * A round: its round trips are timed in batches of BATCH, and its one-way time is the median
+ * batch's, as perftest's t_typical is the median round trip's: on a busy machine the scheduler
+ * takes one process or the other off its CPU now and then, and the batches it hits (a few
+ * milliseconds each) would otherwise make the average, not the floor.  The average is kept too.
+ */
+#define BATCH	    16
+#define MAX_BATCHES (1 << 16) /* kept for the median; a longer round keeps its last ones */
+
+struct round {
+	long done;	  /* round trips */
+	uint64_t ns;	  /* all of them */
+	double *batch_ns; /* MAX_BATCHES */
+	long batches;
+};
+
+/* n round trips (or until seconds pass, when n is 0) from *ball, into r. */
 static int bounce(struct pingpong_line *l, uint64_t *ball, long n, double seconds, const struct floor_peer *p,
-		  long *done, uint64_t *ns)
+		  struct round *r)
 {
-	uint64_t t0 = clock_ns(), end = seconds > 0 ? t0 + (uint64_t)(seconds * 1e9) : UINT64_MAX;
+	uint64_t t0 = clock_ns(), end = seconds > 0 ? t0 + (uint64_t)(seconds * 1e9) : UINT64_MAX, tb = t0;
 	long i;
 
+	r->batches = 0;
 	for (i = 0; n == 0 || i < n; i++) {
-		if (n == 0 && i % 1024 == 0 && clock_ns() >= end)
-			break;
+		if (bench_interrupted) /* a peer that always answers at once never makes wait_change look */
+			return -EINTR;
+		if (i % BATCH == 0 && i) {
+			uint64_t now = clock_ns();
+
+			if (r->batch_ns)
+				r->batch_ns[r->batches++ % MAX_BATCHES] = (double)(now - tb);
+			tb = now;
+			if (now >= end)
+				break;
+		}
 		atomic_store_explicit(&l->ball, *ball + 1, memory_order_release);
 		uint64_t v = wait_change(l, *ball + 1, p);
 
@@ -103,8 +131,8 @@ static int bounce(struct pingpong_line *l, uint64_t *ball, long n, double second
 			return v == *ball + 1 ? -errno : -EPROTO;
 		*ball += 2;
 	}
-	*ns = clock_ns() - t0;
-	*done = i;
+	r->ns = clock_ns() - t0;
+	r->done = i;
 	return 0;
 }
 
@@ -120,19 +148,24 @@ int bench_shm_pingpong(long iters, double duration, int rounds)
 	struct pingpong_line *l =
 	    mmap(NULL, sizeof(*l), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct floor_peer p;
-	double one_way[FLOOR_MAX_ROUNDS];
-	uint64_t ball = 2, ns;
-	long done;
+	double one_way[FLOOR_MAX_ROUNDS], avg[FLOOR_MAX_ROUNDS];
+	struct round rd = {.batch_ns = calloc(MAX_BATCHES, sizeof(double))};
+	uint64_t ball = 2;
 	int rc, n = 0, status = EXIT_OK;
 	char what[160];
 
-	if (l == MAP_FAILED)
+	if (l == MAP_FAILED || !rd.batch_ns) {
+		free(rd.batch_ns);
+		if (l != MAP_FAILED)
+			munmap(l, sizeof(*l));
 		return run_error("bench", "cannot map a shared page: %s", strerror(errno));
+	}
 	if (iters < 0)
 		iters = duration > 0 ? 0 : PINGPONG_DEFAULT;
 	rc = floor_peer_start(&p, pingpong_peer, l);
 	if (rc) {
 		munmap(l, sizeof(*l));
+		free(rd.batch_ns);
 		return run_error("bench", "cannot start the peer process: %s", strerror(-rc));
 	}
 	if (iters)
@@ -141,19 +174,26 @@ int bench_shm_pingpong(long iters, double duration, int rounds)
 	else
 		snprintf(what, sizeof(what), "one cache line bounced between two processes for %g s a round",
 			 duration);
-	floor_report_begin("shm_pingpong", what, "one-way[usec]", sizeof(*l), rounds, &p);
+	floor_report_begin("shm_pingpong", what, "one-way[usec]  average one-way[usec]", sizeof(*l), rounds,
+			   &p);
 	/* The peer's first write says it runs; then the warm-up. */
-	if (wait_change(l, 0, &p) == 0)
+	uint64_t first = wait_change(l, 0, &p);
+
+	if (first == 0)
 		rc = -errno;
-	else if (atomic_load(&l->ball) != 2)
+	else if (first != 2)
 		rc = -EPROTO;
 	else
-		rc = bounce(l, &ball, PINGPONG_WARMUP, 0, &p, &done, &ns);
+		rc = bounce(l, &ball, PINGPONG_WARMUP, 0, &p, &rd);
 	for (int r = 0; !rc && r < rounds && !bench_interrupted; r++) {
-		rc = bounce(l, &ball, iters, duration, &p, &done, &ns);
-		if (!rc && done) {
-			one_way[n] = (double)ns / 1e3 / (double)done / 2;
-			floor_report_round(r + 1, done, "one_way_us", " %.3f", one_way[n]);
+		rc = bounce(l, &ball, iters, duration, &p, &rd);
+		if (!rc && rd.done && rd.batches) {
+			long kept = rd.batches < MAX_BATCHES ? rd.batches : MAX_BATCHES;
+
+			one_way[n] = bench_median(rd.batch_ns, (int)kept) / 1e3 / BATCH / 2;
+			avg[n] = (double)rd.ns / 1e3 / (double)rd.done / 2;
+			floor_report_round(r + 1, rd.done, "one_way_us", " %-14.3f", one_way[n],
+					   "one_way_avg_us", " %.3f", avg[n]);
 			n++;
 		}
 	}
@@ -163,5 +203,6 @@ int bench_shm_pingpong(long iters, double duration, int rounds)
 	if (floor_peer_finish(&p, status != EXIT_OK) && status == EXIT_OK && !bench_interrupted)
 		status = run_error("bench", "the peer process failed");
 	munmap(l, sizeof(*l));
+	free(rd.batch_ns);
 	return floor_report_end(status, "one_way_us", "one-way time in usec", one_way, n);
 }

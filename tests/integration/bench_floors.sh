@@ -39,7 +39,7 @@ documented() { # json
 	fail "shm_pingpong failed: $(cat "$dir/err")"
 jq -e '.test == "shm_pingpong" and .mode == "two_processes" and .MsgSize == 64 and .rounds == 3 and
 	(.results | length) == 3 and ([.results[] | .round] == [1, 2, 3]) and
-	(.results | all(.n_iterations == 2000 and .one_way_us > 0)) and .one_way_us > 0 and
+	(.results | all(.n_iterations == 2000 and .one_way_us > 0 and .one_way_avg_us > 0)) and .one_way_us > 0 and
 	.one_way_us == ([.results[] | .one_way_us] | sort | .[1]) and .interrupted == false and
 	(if .cpu >= 0 then .peer_cpu >= 0 and .peer_cpu != .cpu else .peer_cpu == -1 end)' "$dir/pp.json" >/dev/null ||
 	fail "shm_pingpong: $(cat "$dir/pp.json")"
