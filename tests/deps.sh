@@ -4,7 +4,7 @@
 set -euo pipefail
 
 BUILD_PKGS="gcc make pkg-config libibverbs-dev librdmacm-dev libibumad-dev libibmad-dev libpopt-dev libcmocka-dev libssl-dev"
-TEST_PKGS="ibsim-utils libumad2sim0 opensm infiniband-diags iproute2 util-linux python3 procps jq zsh mandoc ibverbs-utils perftest python3-pyverbs rdmacm-utils qperf libfabric-bin ucx-utils openmpi-bin libopenmpi-dev slurm-wlm munge tmux"
+TEST_PKGS="ibsim-utils libumad2sim0 opensm infiniband-diags iproute2 util-linux python3 procps jq zsh mandoc ibverbs-utils perftest python3-pyverbs rdmacm-utils qperf libfabric-bin ucx-utils openmpi-bin libopenmpi-dev slurm-wlm munge tmux strace"
 # What tests/integration/packaging.sh builds the .deb and .rpm with (dpkg-buildpackage
 # checks for build-essential itself: a minimal Debian has gcc and make without it).
 PACKAGING_PKGS="build-essential dpkg-dev debhelper lintian fakeroot rpm cpio man-db git"

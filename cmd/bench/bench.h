@@ -105,6 +105,13 @@ int bench_chan_rate(size_t size, long iters, bool baseline, int rounds);
 /* A deposited send through two agent processes vs core send_lat (cmd/bench/agent_lat.c). */
 int bench_agent_lat(size_t size, long iters, bool baseline);
 
+/*
+ * The physical floors of two processes on this host (cmd/bench/shm_pingpong.c, cma_bw.c); each
+ * prints its own report.  iters < 0: the test's default; 0 with a duration: until it ends.
+ */
+int bench_shm_pingpong(long iters, double duration, int rounds);
+int bench_cma_bw(size_t size, long iters, double duration, int rounds);
+
 /* Connection setup, cm against oob, in this process (cmd/bench/conn_rate.c); prints its own report. */
 int bench_conn_rate(const struct bench_opts *o, long iters, char *err, size_t errlen);
 

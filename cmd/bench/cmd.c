@@ -5,6 +5,7 @@
 #include "cmd/print.h"
 #include "cmd/bench/agent_pair.h"
 #include "cmd/bench/bench.h"
+#include "cmd/bench/floor.h"
 #include "core/util/clock.h"
 #include "core/stats/stats.h"
 #include "core/stats/stats_path.h"
@@ -35,6 +36,8 @@ static const struct {
     {"agent_lat", "a deposited send through two agents, against core send_lat"},
     {"agent_rate", "small messages through two agents, against the direct transport"},
     {"agent_bw", "large messages through two agents, against the direct transport"},
+    {"shm_pingpong", "a cache line between two processes: the round trip floor"},
+    {"cma_bw", "process_vm_readv of another process: the single-copy floor"},
 };
 #define NTESTS (sizeof(TESTS) / sizeof(TESTS[0]))
 
@@ -42,7 +45,7 @@ void bench_more_help(FILE *out)
 {
 	fputs("Tests:\n", out);
 	for (size_t i = 0; i < NTESTS; i++)
-		fprintf(out, "  %-12s%s\n", TESTS[i].name, TESTS[i].what);
+		fprintf(out, "  %-14s%s\n", TESTS[i].name, TESTS[i].what);
 }
 
 void bench_complete_arg(int n, const char **args, const char *cur)
@@ -256,7 +259,8 @@ struct bench_cli {
 	bool extra_arg;
 	long size, iters;
 	double duration;
-	int stripes, progress, baseline, all, is_server, rounds, iters_given, size_given, rdma_cm;
+	int stripes, progress, baseline, all, is_server, rounds, iters_given, size_given, rounds_given,
+	    rdma_cm;
 	int port, gid_index, sl, mtu;
 	int threads[16], nthreads;
 	bool do_striped, do_global, is_ring, is_lat;
@@ -301,7 +305,7 @@ static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 	     "printed)",
 	     "[ADDR:]PORT"},
 	    {"client", 0, POPT_ARG_STRING, &c->client, 0, "run against a bench server", "HOST[:PORT]"},
-	    {"rounds", 0, POPT_ARG_INT, &c->rounds, 0,
+	    {"rounds", 0, POPT_ARG_INT, &c->rounds, 'r',
 	     "alternate the test and its baseline this many times (striped and global for msg_rate); ratios "
 	     "are medians of the rounds' ratios",
 	     "N"},
@@ -320,6 +324,7 @@ static int bench_parse(int argc, const char **argv, struct bench_cli *c)
 		c->is_server |= rc == 1;
 		c->iters_given |= rc == 'n';
 		c->size_given |= rc == 's';
+		c->rounds_given |= rc == 'r';
 	}
 	if (rc < -1) {
 		rc = popt_usage_error(CMD, pc, rc, argv);
@@ -343,6 +348,12 @@ static bool is_known_test(const char *test)
 		if (!strcmp(test, TESTS[i].name))
 			return true;
 	return false;
+}
+
+/* The physical floors of two processes (cmd/bench/floor.h): none of the transport's options. */
+static bool is_floor(const char *test)
+{
+	return !strcmp(test, "shm_pingpong") || !strcmp(test, "cma_bw");
 }
 
 /* Options that only the transport tests take: thread counts, lock modes, sizes, the far end. */
@@ -449,6 +460,13 @@ static int bench_validate(struct bench_cli *c)
 		    : !is_known_test(c->test) ? "unknown test "
 					      : "one test only",
 		    *c->test && !is_known_test(c->test) ? c->test : "", "");
+	if (!strcmp(c->test, "shm_pingpong") && c->size_given)
+		return usage_error(CMD, "shm_pingpong bounces one cache line; drop --size");
+	if (is_floor(c->test)) {
+		if (!c->rounds_given)
+			c->rounds = FLOOR_DEFAULT_ROUNDS;
+		return EXIT_OK;
+	}
 	/* chan_rate and agent_lat measure agent channels, not the transport: its options do not apply. */
 	if (!strcmp(c->test, "agent_lat") || !strcmp(c->test, "chan_rate") ||
 	    !strncmp(c->test, "agent_", 6) || !strcmp(c->test, "conn_rate"))
@@ -619,6 +637,10 @@ static int bench_run(const struct bench_cli *c)
 	if (!strcmp(c->test, "agent_rate") || !strcmp(c->test, "agent_bw"))
 		return (c->test[6] == 'r' ? bench_agent_rate : bench_agent_bw)((size_t)c->size, c->iters,
 									       c->baseline, c->rounds);
+	if (!strcmp(c->test, "shm_pingpong"))
+		return bench_shm_pingpong(c->iters, c->duration, c->rounds);
+	if (!strcmp(c->test, "cma_bw"))
+		return bench_cma_bw(c->size_given ? (size_t)c->size : 0, c->iters, c->duration, c->rounds);
 	if (!strcmp(c->test, "chan_rate"))
 		return bench_chan_rate((size_t)c->size, c->iters, c->baseline, c->rounds);
 	if (!strcmp(c->test, "conn_rate")) {

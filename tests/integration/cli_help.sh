@@ -32,10 +32,10 @@ ln -s "$RDMATOOL" "$tmp/rdmatool-walk"
 
 # bench --help: every test, one line each, the same list the completion offers.
 "$RDMATOOL" bench --help | awk '/^Tests:/{on=1;next} on&&!NF{exit} on{print $1}' >"$tmp/tests"
-[ "$(wc -l <"$tmp/tests")" -eq 14 ] || fail "bench --help lists $(wc -l <"$tmp/tests") tests, want 14"
+[ "$(wc -l <"$tmp/tests")" -eq 16 ] || fail "bench --help lists $(wc -l <"$tmp/tests") tests, want 16"
 "$RDMATOOL" __complete rdmatool bench "" | sort >"$tmp/comp"
 sort "$tmp/tests" | cmp -s - "$tmp/comp" || fail "bench --help and the completion list other tests"
-for t in send_lat write_bw msg_rate ring conn_rate chan_rate agent_lat; do
+for t in send_lat write_bw msg_rate ring conn_rate chan_rate agent_lat shm_pingpong cma_bw; do
 	grep -qx "$t" "$tmp/tests" || fail "bench --help lacks $t"
 done
 
