@@ -304,12 +304,17 @@ static int run_latency(struct run *run, struct bench_result *r)
 	return rc;
 }
 
-/* Posts `count` operations (0: until the run stops), at most WINDOW in flight; 0 or a negative errno. */
+/*
+ * Posts `count` operations (0: until the run stops), at most WINDOW in flight;
+ * 0 or a negative errno.  At least one, even when the run stopped before this
+ * thread began (a short -D on a slow machine): a result measures something.
+ */
 static int post_stream(struct run *run, struct tstate *ts, long count)
 {
 	long posted = 0;
 
-	while (!atomic_load_explicit(&run->stop, memory_order_relaxed) && (!count || posted < count)) {
+	while ((!posted || !atomic_load_explicit(&run->stop, memory_order_relaxed)) &&
+	       (!count || posted < count)) {
 		if (atomic_load_explicit(&ts->outstanding, memory_order_acquire) < WINDOW) {
 			int rc;
 
