@@ -178,6 +178,8 @@ int bench_agent_lat(size_t size, long iters, bool baseline)
 		rc = measure(&pair, size, iters, &agent, err, sizeof(err));
 		agent_pair_stop(&pair);
 	}
+	if (rc && bench_interrupted)
+		return interrupted_status("bench", bench_interrupted); /* Ctrl-C: 130, as every bench */
 	if (rc)
 		return run_error("bench", "%s", err[0] ? err : strerror(-rc));
 	if (baseline && pair_transport("send_lat", size ? size : 8, 0, iters, &core, err, sizeof(err)))

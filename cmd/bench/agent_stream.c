@@ -499,6 +499,8 @@ static int run(const char *test, size_t size, long iters, int procs, enum agent_
 			return run_error("bench", "the core send_bw baseline failed: %s", why);
 		r[0].core_msgs = core.msg_rate * 1e6;
 	}
+	if (rc && bench_interrupted)
+		return interrupted_status("bench", bench_interrupted); /* Ctrl-C: 130, as every bench */
 	if (rc)
 		return run_error("bench", "%s", err[0] ? err : strerror(-rc));
 	report(test, size, iters, procs, mode, r, rounds, baseline);

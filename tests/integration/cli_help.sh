@@ -94,4 +94,24 @@ set -e
 pid=
 [ $rc -eq 130 ] || fail "bench after SIGINT: exit $rc, want 130: $(cat "$tmp/err")"
 grep -q "interrupted: the results above are partial (SIGINT)" "$tmp/err" || fail "no notice: $(cat "$tmp/err")"
+
+# The same for the benches of the agent and its channels (they used to exit 1, "interrupted").
+for t in "agent_lat -n 100000000" "agent_rate -n 100000000" "chan_rate -n 100000000"; do
+	# shellcheck disable=SC2086 # the test and its options
+	"$RDMATOOL" bench $t >"$tmp/out" 2>"$tmp/err" &
+	pid=$!
+	deadline=$((SECONDS + 30))
+	until [ -e "/dev/shm/rdmatool-stats.$pid" ]; do
+		[ $SECONDS -lt $deadline ] || fail "bench $t did not start: $(cat "$tmp/err")"
+		sleep 0.1
+	done
+	sleep 1
+	kill -INT "$pid"
+	set +e
+	wait "$pid"
+	rc=$?
+	set -e
+	pid=
+	[ $rc -eq 130 ] || fail "bench $t after SIGINT: exit $rc, want 130: $(cat "$tmp/err")"
+done
 echo ok
