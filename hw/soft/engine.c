@@ -118,7 +118,7 @@ static uint32_t soft_payload_len(const struct soft_swqe *w)
 	return w->inline_len ? w->inline_len : total;
 }
 
-void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp)
+void soft_handle_resp(struct soft_qp *qp, const struct soft_pkt *resp)
 {
 	struct soft_swqe *w;
 	struct soft_seg seg[SOFT_MAX_SGE];
@@ -189,7 +189,7 @@ static enum ibv_wc_status soft_exec_local(struct soft_qp *qp, struct soft_swqe *
 	return soft_exec_bind(qp, to_soft_mw(w->wr.bind_mw.mw), w->wr.bind_mw.rkey, &w->wr.bind_mw.bind_info);
 }
 
-static void soft_build_req(struct soft_qp *qp, struct soft_swqe *w, struct soft_req *req)
+static void soft_build_req(struct soft_qp *qp, struct soft_swqe *w, struct soft_pkt *req)
 {
 	req->opcode = (uint8_t)w->wr.opcode;
 	req->solicited = w->wr.send_flags & IBV_SEND_SOLICITED;
@@ -230,23 +230,22 @@ static void soft_build_req(struct soft_qp *qp, struct soft_swqe *w, struct soft_
 }
 
 /*
- * Sends (or, in-process, executes) the WR at sq_next.  Returns false when a
+ * Sends the WR at sq_next through the transmit point (xmit.c).  Returns false when a
  * local error must wait for the work before it to complete first.
  */
 static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w, uint64_t now)
 {
 	struct soft_nic *nic = qp->nic;
-	struct soft_req req;
-	struct soft_resp resp;
+	struct soft_pkt req;
 	enum ibv_wc_status st;
 	uint64_t total;
 	bool is_atomic =
 	    w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 	bool is_read = w->wr.opcode == IBV_WR_RDMA_READ;
 	bool is_inline = w->inline_len || (w->wr.send_flags & IBV_SEND_INLINE);
-	bool local;
 
 	memset(&req, 0, sizeof(req));
+	req.type = SOFT_PKT_REQ;
 	soft_build_req(qp, w, &req);
 	st = soft_local_segs(qp, w, is_read || is_atomic, req.seg, &total);
 	if (st == IBV_WC_SUCCESS && (is_atomic || w->wr.opcode == IBV_WR_ATOMIC_WRITE) && total != 8)
@@ -262,17 +261,13 @@ static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w, uint64_t now)
 	}
 	req.length = (uint32_t)total;
 	req.nseg = is_read || is_atomic ? 0 : is_inline ? 1 : w->wr.num_sge;
-	local = soft_gid_is_local(nic, &req.dgid);
 	w->sent = true;
 	w->deadline_ns = soft_timeout_ns(qp) ? now + soft_timeout_ns(qp) : 0;
 	qp->sq_next++;
 	if ((int32_t)(qp->sq_next - qp->sq_started) > 0)
 		qp->sq_started = qp->sq_next;
-	if (local && soft_delay_req(nic, &req, 0)) {
-		local = false; /* held on the delay line: the answer comes later (delay.c) */
-	} else if (local) {
-		soft_respond(nic, qp, &req, &resp);
-	} else if (soft_wire_send_req(nic, &req) && qp->ibv.qp_type == IBV_QPT_RC) {
+	/* To this NIC the answer comes back before soft_xmit returns, to the completer. */
+	if (soft_xmit(nic, qp, &req) && qp->ibv.qp_type == IBV_QPT_RC) {
 		/* The peer cannot be reached at all: as if every retry went unanswered. */
 		if (qp->sq_head == qp->sq_next - 1)
 			soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
@@ -284,8 +279,6 @@ static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w, uint64_t now)
 		qp->sq_head++;
 		return true;
 	}
-	if (local)
-		soft_handle_resp(qp, &resp);
 	return true;
 }
 

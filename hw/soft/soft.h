@@ -320,7 +320,7 @@ struct soft_nic {
 	uint64_t next_deadline_check; /* handshake deadlines are checked this often */
 	struct soft_conn *conns;      /* round owner's */
 	uint64_t next_conn_id;
-	struct soft_delayed *delay_head, *delay_tail; /* delay_us fault: held requests, round owner's */
+	struct soft_delayed *delay_head, *delay_tail; /* delay_us fault: held packets, round owner's */
 	struct soft_faults faults;
 	atomic_ulong ud_drops, fault_drops, fault_corrupts, fault_errors;
 	__be64 node_guid;	    /* from the host's identity and the address (device.c) */
@@ -532,27 +532,15 @@ void soft_complete_send(struct soft_qp *qp, struct soft_swqe *w, enum ibv_wc_sta
 void soft_ring_doorbell(struct soft_qp *qp);
 
 /*
- * A request as the responder sees it, whether it came from a QP of this
- * NIC (payload gathered straight from the requester's SGEs) or off the wire
- * (one contiguous segment).
+ * A run of payload bytes: in this NIC's memory (a requester's SGE, a
+ * responder's MR), a wire's receive buffer or a held copy.
  */
 struct soft_seg {
 	const uint8_t *ptr;
 	uint32_t len;
 };
 
-struct soft_req {
-	uint8_t opcode; /* enum ibv_wr_opcode */
-	bool solicited;
-	enum ibv_qp_type qp_type;
-	uint32_t src_qpn, dst_qpn, psn, qkey;
-	uint32_t rkey, imm_data, invalidate_rkey;
-	uint64_t raddr, compare_add, swap;
-	uint32_t length;
-	union ibv_gid sgid, dgid;
-	int nseg;
-	struct soft_seg seg[SOFT_MAX_SGE];
-};
+enum { SOFT_PKT_REQ = 1, SOFT_PKT_RSP = 2 };
 
 enum soft_resp_kind {
 	SOFT_RESP_NONE, /* dropped: no answer at all */
@@ -561,20 +549,53 @@ enum soft_resp_kind {
 	SOFT_RESP_NAK,
 };
 
-struct soft_resp {
-	enum soft_resp_kind kind;
-	enum ibv_wc_status status; /* NAK: the requester's status */
-	uint8_t rnr_timer;
-	uint32_t psn;
-	uint64_t atomic_orig;
-	bool talks_back; /* the responder QP posts sends too: its next one may carry this ACK */
-	const uint8_t *read_data;
-	uint32_t read_len;
+/*
+ * The packet, the soft NIC's one type for a request and its response, as
+ * rxe has its rxe_pkt_info: the requester builds one, the transmit point
+ * (xmit.c) sends it, the receive entry (recv.c) routes it to the responder
+ * (resp.c) or the completer (soft_handle_resp), and the responder's answer is a packet
+ * too.  Its first SOFT_PKT_HDR_LEN bytes are the header every wire carries
+ * (little-endian on the TCP wire, wire.c); the payload is the segments.
+ */
+struct soft_pkt {
+	uint32_t magic;	    /* SOFT_WIRE_MAGIC on a wire */
+	uint32_t payload;   /* bytes that follow the header on a wire */
+	uint8_t type;	    /* SOFT_PKT_REQ or SOFT_PKT_RSP */
+	uint8_t opcode;	    /* enum ibv_wr_opcode (a response: its request's) */
+	uint8_t qp_type;    /* enum ibv_qp_type: RC, UC or UD */
+	uint8_t solicited;  /* a request: IBV_SEND_SOLICITED */
+	uint8_t kind;	    /* a response: enum soft_resp_kind */
+	uint8_t status;	    /* a NAK: the requester's enum ibv_wc_status */
+	uint8_t rnr_timer;  /* an RNR NAK: the responder's min_rnr_timer */
+	uint8_t talks_back; /* an ACK: the responder QP posts sends too, its next one may carry this ACK */
+	uint32_t src_qpn, dst_qpn, psn, qkey;
+	uint32_t rkey, imm_data, invalidate_rkey;
+	uint32_t length; /* a request: the message length; a response: read_len */
+	uint64_t raddr;
+	union {
+		uint64_t compare_add; /* a request */
+		uint64_t atomic_orig; /* an atomic's response: the value found */
+	};
+	uint64_t swap;
+	union ibv_gid sgid, dgid;
+	/* Not on any wire. */
+	uint64_t conn_id; /* came in on this wire connection, and its answer goes back on it (0: none) */
+	int nseg;
+	union {
+		struct soft_seg seg[SOFT_MAX_SGE]; /* a request's payload */
+		struct {			   /* a READ response's: seg[0] */
+			const uint8_t *read_data;
+			uint32_t read_len;
+		};
+	};
 };
 
+#define SOFT_PKT_HDR_LEN offsetof(struct soft_pkt, conn_id)
+_Static_assert(SOFT_PKT_HDR_LEN == 104, "the wire header's size and layout are fixed");
+
 /* resp.c: the responder; runs on the engine with obj_lock held for reading. */
-void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct soft_req *req,
-		  struct soft_resp *resp);
+void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct soft_pkt *req,
+		  struct soft_pkt *resp);
 
 /* engine.c */
 int soft_engine_start(struct soft_nic *nic);
@@ -598,16 +619,36 @@ void soft_run_queued(struct soft_nic *nic);
 void soft_apps_leave(struct soft_nic *nic);
 /* Whether the napping engine would wake for a packet now: no application thread polls the wire in a loop. */
 bool soft_engine_watches_wire(struct soft_nic *nic);
-void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp);
-/* rx.c: a response for QP qpn of this NIC, from the wire or the delay line (locks the QP itself). */
-void soft_rx_response(struct soft_nic *nic, uint32_t qpn, const struct soft_resp *resp);
+void soft_handle_resp(struct soft_qp *qp, const struct soft_pkt *resp);
+/*
+ * xmit.c: the one transmit point.  Every packet this NIC sends, a request
+ * or a response, leaves through soft_xmit: the faults of
+ * RDMATOOL_SOFT_FAULTS (drop, corrupt and error on requests, the delay line
+ * on every packet), then the path to its destination: this NIC itself
+ * (straight into soft_recv) or the TCP wire.  held is the QP the caller
+ * has locked (a requester running its send queue), or NULL.  Returns 0, or
+ * ECONNREFUSED when the destination cannot be reached at all.  Round owner
+ * only, obj_lock held for reading.
+ */
+int soft_xmit(struct soft_nic *nic, struct soft_qp *held, struct soft_pkt *pkt);
+/* The path alone, faults past: what the delay line calls when a held packet falls due. */
+int soft_xmit_now(struct soft_nic *nic, struct soft_qp *held, struct soft_pkt *pkt);
+/*
+ * recv.c: the one receive entry.  Every packet that reaches this NIC, from
+ * itself or from a wire, enters through soft_recv: a request goes to the
+ * responder and its answer back through soft_xmit, a response to the
+ * completer of its QP.  A packet from a wire (conn_id set) is checked first
+ * and dropped when malformed.  held as for soft_xmit.
+ */
+void soft_recv(struct soft_nic *nic, struct soft_qp *held, const struct soft_pkt *pkt);
 uint64_t soft_rnr_ns(uint8_t timer);
 void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer);
 
 /* wire.c: round owner only, except listen and close */
 int soft_wire_listen(struct soft_nic *nic, const char *spec);
 void soft_wire_close(struct soft_nic *nic);
-int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req);
+/* Sends pkt over the TCP wire: a response on the connection its request came in on, else to pkt->dgid. */
+int soft_wire_send(struct soft_nic *nic, const struct soft_pkt *pkt);
 /*
  * Whether bytes to peer have not reached its host yet: queued here, or
  * sent but not acknowledged by its TCP (the wire is reliable; only the
@@ -628,14 +669,13 @@ bool soft_wire_service(struct soft_nic *nic);
  * as soft_wire_service.
  */
 bool soft_wire_read_now(struct soft_nic *nic);
-void soft_wire_serve(struct soft_nic *nic, uint64_t conn_id, const struct soft_req *req);
 void soft_wire_flush(struct soft_nic *nic, bool all);
 bool soft_wire_holding(const struct soft_nic *nic);
 /* A handshake or a paused listener is waiting for a deadline: the engine must not sleep unbounded. */
 bool soft_wire_has_deadlines(const struct soft_nic *nic);
 
-/* delay.c: the delay_us fault; round owner only. */
-bool soft_delay_req(struct soft_nic *nic, const struct soft_req *req, uint64_t conn_id);
+/* delay.c: the delay_us fault, a delay line inside the transmit point; round owner only. */
+bool soft_delay_pkt(struct soft_nic *nic, const struct soft_pkt *pkt);
 bool soft_delay_run(struct soft_nic *nic, uint64_t now);
 uint64_t soft_delay_next_ns(const struct soft_nic *nic);
 void soft_delay_clear(struct soft_nic *nic);

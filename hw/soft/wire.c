@@ -402,7 +402,7 @@ static uint8_t *soft_conn_reserve(struct soft_conn *c, size_t n)
 	return c->out + c->out_len - n;
 }
 
-static void soft_hdr_to_le(struct soft_wire_hdr *h)
+static void soft_hdr_to_le(struct soft_pkt *h)
 {
 	h->magic = htole32(h->magic);
 	h->payload = htole32(h->payload);
@@ -419,7 +419,7 @@ static void soft_hdr_to_le(struct soft_wire_hdr *h)
 	h->swap = htole64(h->swap);
 }
 
-static void soft_hdr_from_le(struct soft_wire_hdr *h)
+static void soft_hdr_from_le(struct soft_pkt *h)
 {
 	/* The conversion is its own inverse. */
 	soft_hdr_to_le(h);
@@ -430,7 +430,7 @@ static void soft_hdr_from_le(struct soft_wire_hdr *h)
  * sendmsg, no staging copy) when nothing is queued before it; returns the
  * bytes sent.
  */
-static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_wire_hdr *h,
+static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_pkt *h,
 				    const struct soft_seg *seg, int nseg)
 {
 	struct iovec iov[SOFT_MAX_SGE + 1];
@@ -440,7 +440,7 @@ static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_wire_
 	if (!soft_conn_ready(c) || c->out_len > c->out_off)
 		return 0;
 	iov[0].iov_base = (void *)h;
-	iov[0].iov_len = sizeof(*h);
+	iov[0].iov_len = SOFT_PKT_HDR_LEN;
 	for (int i = 0; i < nseg; i++) {
 		iov[i + 1].iov_base = (void *)seg[i].ptr;
 		iov[i + 1].iov_len = seg[i].len;
@@ -462,10 +462,12 @@ static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_wire_
  * goes out at once, after what is queued, straight from its buffers; what
  * the socket does not take is queued.
  */
-static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const struct soft_seg *seg, int nseg,
-			  bool delayable)
+static int soft_conn_send(struct soft_conn *c, const struct soft_pkt *pkt, bool delayable)
 {
+	const struct soft_seg *seg = pkt->seg;
+	int nseg = pkt->nseg;
 	size_t payload = 0, sent = 0, skip;
+	struct soft_pkt hdr, *h = &hdr;
 	uint8_t *p;
 
 	if (!delayable)
@@ -475,6 +477,7 @@ static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const st
 
 	for (int i = 0; i < nseg; i++)
 		payload += seg[i].len;
+	memcpy(h, pkt, SOFT_PKT_HDR_LEN);
 	h->magic = SOFT_WIRE_MAGIC;
 	h->payload = (uint32_t)payload;
 	soft_hdr_to_le(h);
@@ -486,19 +489,19 @@ static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const st
 	}
 	if (c->dead)
 		return EPIPE;
-	if (sent == sizeof(*h) + payload)
+	if (sent == SOFT_PKT_HDR_LEN + payload)
 		return 0;
-	p = soft_conn_reserve(c, sizeof(*h) + payload - sent);
+	p = soft_conn_reserve(c, SOFT_PKT_HDR_LEN + payload - sent);
 	if (!p)
 		return ENOMEM;
 	/* Queue the unsent tail: the rest of the header, then of each segment. */
 	skip = sent;
-	if (skip < sizeof(*h)) {
-		memcpy(p, (const uint8_t *)h + skip, sizeof(*h) - skip);
-		p += sizeof(*h) - skip;
+	if (skip < SOFT_PKT_HDR_LEN) {
+		memcpy(p, (const uint8_t *)h + skip, SOFT_PKT_HDR_LEN - skip);
+		p += SOFT_PKT_HDR_LEN - skip;
 		skip = 0;
 	} else {
-		skip -= sizeof(*h);
+		skip -= SOFT_PKT_HDR_LEN;
 	}
 	for (int i = 0; i < nseg; i++) {
 		if (skip >= seg[i].len) {
@@ -562,154 +565,60 @@ bool soft_wire_in_flight(struct soft_nic *nic, const union ibv_gid *peer)
 	return false;
 }
 
-int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req)
+/*
+ * The ACK of a SEND may wait a moment (like TCP's delayed ACK): the
+ * application often answers it, and the answer then carries it.  So may a
+ * WRITE's, when the target QP posts sends of its own lately (a ping-pong of
+ * WRITEs, ib_write_lat: it then runs on the two polling application threads
+ * alone); the ACK of a one-sided WRITE to a passive target leaves at once.
+ */
+static bool soft_pkt_delayable(const struct soft_pkt *pkt)
 {
-	struct soft_conn *c = soft_conn_to(nic, &req->dgid);
-	struct soft_wire_hdr h = {
-	    .type = SOFT_PKT_REQ,
-	    .opcode = req->opcode,
-	    .qp_type = (uint8_t)req->qp_type,
-	    .solicited = req->solicited,
-	    .src_qpn = req->src_qpn,
-	    .dst_qpn = req->dst_qpn,
-	    .psn = req->psn,
-	    .qkey = req->qkey,
-	    .rkey = req->rkey,
-	    .imm_data = req->imm_data,
-	    .invalidate_rkey = req->invalidate_rkey,
-	    .length = req->length,
-	    .raddr = req->raddr,
-	    .compare_add = req->compare_add,
-	    .swap = req->swap,
-	};
+	bool is_send = pkt->opcode == IBV_WR_SEND || pkt->opcode == IBV_WR_SEND_WITH_IMM;
+	bool is_write = pkt->opcode == IBV_WR_RDMA_WRITE || pkt->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+			pkt->opcode == IBV_WR_ATOMIC_WRITE;
 
-	if (!c)
+	return pkt->type == SOFT_PKT_RSP && pkt->kind == SOFT_RESP_ACK && (is_send || (is_write && pkt->talks_back));
+}
+
+int soft_wire_send(struct soft_nic *nic, const struct soft_pkt *pkt)
+{
+	struct soft_conn *c;
+
+	if (pkt->conn_id) {
+		/* An answer: back on the connection its request came in on, if it is still up. */
+		for (c = nic->conns; c && c->id != pkt->conn_id; c = c->next)
+			;
+		if (!c || c->dead)
+			return EPIPE;
+	} else if (!(c = soft_conn_to(nic, &pkt->dgid))) {
 		return ECONNREFUSED;
-	memcpy(h.sgid, req->sgid.raw, 16);
-	memcpy(h.dgid, req->dgid.raw, 16);
-	return soft_conn_send(c, &h, req->seg, req->nseg, false);
-}
-
-static bool soft_opcode_known(uint8_t op)
-{
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-	case IBV_WR_SEND_WITH_INV:
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-	case IBV_WR_ATOMIC_WRITE:
-		return true;
-	default:
-		return false;
 	}
+	return soft_conn_send(c, pkt, soft_pkt_delayable(pkt));
 }
 
-static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const struct soft_req *req);
-
-static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const struct soft_wire_hdr *h,
-			   const uint8_t *payload)
+/*
+ * A packet that came in on c, header in h (host order), payload following:
+ * it enters the NIC through the one receive entry (recv.c), which checks it.
+ */
+static void soft_conn_take(struct soft_nic *nic, struct soft_conn *c, struct soft_pkt *h, const uint8_t *payload)
 {
-	struct soft_req req = {
-	    .opcode = h->opcode,
-	    .solicited = h->solicited,
-	    .qp_type = h->qp_type, /* RC, UC or UD: checked below */
-	    .src_qpn = h->src_qpn,
-	    .dst_qpn = h->dst_qpn,
-	    .psn = h->psn,
-	    .qkey = h->qkey,
-	    .rkey = h->rkey,
-	    .imm_data = h->imm_data,
-	    .invalidate_rkey = h->invalidate_rkey,
-	    .length = h->length,
-	    .raddr = h->raddr,
-	    .compare_add = h->compare_add,
-	    .swap = h->swap,
-	};
-	bool carries = h->opcode != IBV_WR_RDMA_READ && h->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
-		       h->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
-
-	/* A malformed request is dropped, as a NIC drops a bad packet. */
-	if (!soft_opcode_known(h->opcode) ||
-	    (h->qp_type != IBV_QPT_UD && h->qp_type != IBV_QPT_RC && h->qp_type != IBV_QPT_UC) ||
-	    (carries ? h->payload != h->length : h->payload != 0) || h->length > SOFT_MAX_MSG)
-		return;
-	memcpy(req.sgid.raw, h->sgid, 16);
-	memcpy(req.dgid.raw, h->dgid, 16);
 	/*
 	 * A request speaks for the port that proved itself in the handshake:
 	 * its source GID must be one of that port's.  Our own GIDs arrive only
 	 * on a connection we made to ourselves (a QP addressing GID index 1).
 	 */
-	if (c->self ? !soft_gid_same_port(req.sgid.raw, nic->gid.raw)
-		    : !soft_gid_same_port(req.sgid.raw, c->auth.peer)) {
+	if (h->type == SOFT_PKT_REQ &&
+	    (c->self ? !soft_gid_same_port(h->sgid.raw, nic->gid.raw)
+		     : !soft_gid_same_port(h->sgid.raw, c->auth.peer))) {
 		atomic_fetch_add_explicit(&nic->foreign_drops, 1, memory_order_relaxed);
 		return;
 	}
-	req.seg[0].ptr = payload;
-	req.seg[0].len = h->payload;
-	req.nseg = h->payload ? 1 : 0;
-	if (!soft_delay_req(nic, &req, c->id))
-		soft_conn_serve(nic, c, &req);
-}
-
-/* Serves a request that came in on c and sends the answer back on it. */
-static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const struct soft_req *req)
-{
-	struct soft_resp resp;
-	struct soft_wire_hdr r = {.type = SOFT_PKT_RSP};
-	struct soft_seg data;
-
-	soft_respond(nic, NULL, req, &resp);
-	if (req->qp_type != IBV_QPT_RC || resp.kind == SOFT_RESP_NONE)
-		return; /* UD and UC are unacknowledged */
-	r.opcode = req->opcode;
-	r.kind = (uint8_t)resp.kind;
-	r.status = (uint8_t)resp.status;
-	r.rnr_timer = resp.rnr_timer;
-	r.src_qpn = req->dst_qpn;
-	r.dst_qpn = req->src_qpn;
-	r.psn = resp.psn;
-	r.compare_add = resp.atomic_orig;
-	r.length = resp.read_len;
-	data.ptr = resp.read_data;
-	data.len = resp.read_len;
-	/*
-	 * The ACK of a SEND may wait a moment (like TCP's delayed ACK): the
-	 * application often answers it, and the answer then carries it.  So
-	 * may a WRITE's, when the target QP posts sends of its own lately (a
-	 * ping-pong of WRITEs, ib_write_lat: it then runs on the two polling
-	 * application threads alone); the ACK of a one-sided WRITE to a
-	 * passive target leaves at once.
-	 */
-	bool is_send = req->opcode == IBV_WR_SEND || req->opcode == IBV_WR_SEND_WITH_IMM;
-	bool is_write = req->opcode == IBV_WR_RDMA_WRITE || req->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
-			req->opcode == IBV_WR_ATOMIC_WRITE;
-
-	soft_conn_send(c, &r, &data, resp.read_data ? 1 : 0,
-		       resp.kind == SOFT_RESP_ACK && (is_send || (is_write && resp.talks_back)));
-}
-
-static void soft_take_rsp(struct soft_nic *nic, const struct soft_wire_hdr *h, const uint8_t *payload)
-{
-	struct soft_resp resp = {
-	    .kind = (enum soft_resp_kind)h->kind,
-	    .status = (enum ibv_wc_status)h->status,
-	    .rnr_timer = h->rnr_timer,
-	    .psn = h->psn,
-	    .atomic_orig = h->compare_add,
-	    .read_data = payload,
-	    .read_len = h->payload,
-	};
-
-	if (h->kind < SOFT_RESP_ACK || h->kind > SOFT_RESP_NAK ||
-	    (h->kind == SOFT_RESP_NAK &&
-	     (h->status == IBV_WC_SUCCESS || h->status > IBV_WC_TM_RNDV_INCOMPLETE)))
-		return;
-	soft_rx_response(nic, h->dst_qpn, &resp);
+	h->conn_id = c->id;
+	h->seg[0].ptr = payload;
+	h->seg[0].len = h->payload;
+	h->nseg = h->payload ? 1 : 0;
+	soft_recv(nic, NULL, h);
 }
 
 /* The QP a large payload is for must exist and be connected to this connection's peer. */
@@ -739,7 +648,7 @@ enum soft_hdr_verdict { SOFT_HDR_TAKE, SOFT_HDR_DROP, SOFT_HDR_REJECT };
  * was destroyed or reset meanwhile and keeps its link up.
  */
 static enum soft_hdr_verdict soft_header_verdict(struct soft_nic *nic, const struct soft_conn *c,
-						 const struct soft_wire_hdr *h)
+						 const struct soft_pkt *h)
 {
 	bool vouched;
 
@@ -752,7 +661,7 @@ static enum soft_hdr_verdict soft_header_verdict(struct soft_nic *nic, const str
 	    ((h->qp_type != IBV_QPT_RC && h->qp_type != IBV_QPT_UC) || h->payload != h->length))
 		return SOFT_HDR_REJECT;
 	/* A response rides any connection to its peer. */
-	vouched = soft_qp_vouches(nic, c, h->dst_qpn, h->type == SOFT_PKT_REQ ? h->sgid : NULL);
+	vouched = soft_qp_vouches(nic, c, h->dst_qpn, h->type == SOFT_PKT_REQ ? h->sgid.raw : NULL);
 	return vouched ? SOFT_HDR_TAKE : c->verified ? SOFT_HDR_DROP : SOFT_HDR_REJECT;
 }
 
@@ -898,14 +807,14 @@ static bool soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 	if (!c->authed && !soft_conn_authenticate(nic, c, &off))
 		goto done;
 	for (;;) {
-		struct soft_wire_hdr h;
+		struct soft_pkt h;
 		size_t drop = c->skip < c->in_len - off ? c->skip : c->in_len - off;
 
 		off += drop;
 		c->skip -= drop;
-		if (c->skip || c->in_len - off < sizeof(h))
+		if (c->skip || c->in_len - off < SOFT_PKT_HDR_LEN)
 			break;
-		memcpy(&h, c->in + off, sizeof(h));
+		memcpy(&h, c->in + off, SOFT_PKT_HDR_LEN);
 		soft_hdr_from_le(&h);
 		switch (soft_header_verdict(nic, c, &h)) {
 		case SOFT_HDR_REJECT:
@@ -913,19 +822,16 @@ static bool soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 			return true;
 		case SOFT_HDR_DROP:
 			atomic_fetch_add_explicit(&nic->stale_drops, 1, memory_order_relaxed);
-			off += sizeof(h);
+			off += SOFT_PKT_HDR_LEN;
 			c->skip = h.payload;
 			continue;
 		case SOFT_HDR_TAKE:
 			break;
 		}
-		if (c->in_len - off - sizeof(h) < h.payload)
+		if (c->in_len - off - SOFT_PKT_HDR_LEN < h.payload)
 			break;
-		if (h.type == SOFT_PKT_REQ)
-			soft_serve_req(nic, c, &h, c->in + off + sizeof(h));
-		else if (h.type == SOFT_PKT_RSP)
-			soft_take_rsp(nic, &h, c->in + off + sizeof(h));
-		off += sizeof(h) + h.payload;
+		soft_conn_take(nic, c, &h, c->in + off + SOFT_PKT_HDR_LEN);
+		off += SOFT_PKT_HDR_LEN + h.payload;
 	}
 done:
 	if (off == c->in_len)
@@ -933,17 +839,6 @@ done:
 	else
 		c->in_off = off;
 	return got || c->dead;
-}
-
-/* Serves a held request (delay.c) that came in on connection conn_id, if it is still up. */
-void soft_wire_serve(struct soft_nic *nic, uint64_t conn_id, const struct soft_req *req)
-{
-	struct soft_conn *c;
-
-	for (c = nic->conns; c && c->id != conn_id; c = c->next)
-		;
-	if (c && !c->dead)
-		soft_conn_serve(nic, c, req);
 }
 
 /* Frees the connections that broke, failing the RC QPs waiting on them; obj_lock held. */
