@@ -44,6 +44,9 @@ bool soft_delay_pkt(struct soft_nic *nic, const struct soft_pkt *pkt)
 	d->pkt.nseg = pkt->nseg > 0;
 	d->pkt.seg[0].ptr = d->payload;
 	d->pkt.seg[0].len = len;
+	d->pkt.seg[0].pid = 0;
+	d->pkt.stable = false; /* the copy goes once the packet left */
+	soft_count(&nic->wire_copied_bytes, len);
 	if (nic->delay_tail)
 		nic->delay_tail->next = d;
 	else

@@ -138,7 +138,9 @@ void soft_handle_resp(struct soft_qp *qp, const struct soft_pkt *resp)
 				return;
 			}
 			for (int i = 0, off = 0; i < w->wr.num_sge; off += seg[i].len, i++)
-				soft_dma_copy((void *)seg[i].ptr, resp->read_data + off, seg[i].len);
+				soft_dma_pull(qp->nic, (void *)seg[i].ptr, resp->read_data + off,
+					      resp->read_pid, seg[i].len);
+			soft_count(&qp->nic->wire_payload_bytes, total);
 		} else if (w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 			   w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 			if (soft_local_segs(qp, w, true, seg, &total) != IBV_WC_SUCCESS) {
@@ -246,6 +248,8 @@ static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w, uint64_t now)
 
 	memset(&req, 0, sizeof(req));
 	req.type = SOFT_PKT_REQ;
+	/* RC keeps the WR (and its buffers) until the ACK: the responder may pull the payload from there. */
+	req.stable = qp->ibv.qp_type == IBV_QPT_RC;
 	soft_build_req(qp, w, &req);
 	st = soft_local_segs(qp, w, is_read || is_atomic, req.seg, &total);
 	if (st == IBV_WC_SUCCESS && (is_atomic || w->wr.opcode == IBV_WR_ATOMIC_WRITE) && total != 8)
@@ -728,8 +732,24 @@ static bool soft_engine_nap(struct soft_nic *nic, bool app_takes_wire, uint64_t 
 		struct timespec ts = {.tv_sec = (time_t)((until - now) / 1000000000),
 				      .tv_nsec = (long)((until - now) % 1000000000)};
 
+		/* Watching the wire: the shared rings must kick us too (owning the round to touch them). */
+		bool flagged = watch && soft_round_try_own(nic);
+
+		if (flagged && !soft_wire_sleep(nic, true)) {
+			soft_wire_sleep(nic, false);
+			atomic_store_explicit(&nic->round_owner, 0, memory_order_release);
+			*early = wire_woke = true;
+			break;
+		}
+		if (flagged)
+			atomic_store_explicit(&nic->round_owner, 0, memory_order_release);
 		*early = ppoll(pfd, watch ? 2 : 1, &ts, NULL) > 0;
 		wire_woke = *early && watch && pfd[1].revents;
+		if (flagged) {
+			soft_round_own(nic);
+			soft_wire_sleep(nic, false);
+			atomic_store_explicit(&nic->round_owner, 0, memory_order_release);
+		}
 		now = soft_now_ns();
 	}
 	if (pfd[0].revents & POLLIN)
@@ -763,6 +783,11 @@ static void soft_engine_sleep(struct soft_nic *nic)
 		if (timeout_ns < 0 || left < (uint64_t)timeout_ns)
 			timeout_ns = (int64_t)left;
 	}
+	if (soft_wire_holding(nic) && (timeout_ns < 0 || timeout_ns > 1000000))
+		timeout_ns = 1000000; /* a full ring to a peer: its reader kicks us, this is the backstop */
+	/* Peers on the shared rings kick the sleeping engine through its sockets when they write. */
+	if (!soft_wire_sleep(nic, true))
+		timeout_ns = 0;
 	rounds = atomic_load_explicit(&nic->rounds, memory_order_relaxed);
 	atomic_store_explicit(&nic->round_owner, 0, memory_order_release);
 	atomic_store(&nic->sleeping, true);
@@ -776,14 +801,13 @@ static void soft_engine_sleep(struct soft_nic *nic)
 	ready = ppoll(pfd, 2, timeout_ns < 0 ? NULL : &ts, NULL) > 0;
 	atomic_store(&nic->deep_sleep, false);
 	atomic_store(&nic->sleeping, false);
-	if (ready) {
-		if (pfd[0].revents & POLLIN)
-			soft_wake_fd_drain(nic);
-		soft_round_own(nic);
-		if (pfd[1].revents)
-			soft_wire_service(nic);
-		soft_round_release(nic);
-	}
+	if (ready && (pfd[0].revents & POLLIN))
+		soft_wake_fd_drain(nic);
+	soft_round_own(nic);
+	soft_wire_sleep(nic, false);
+	if (ready && pfd[1].revents)
+		soft_wire_service(nic);
+	soft_round_release(nic);
 }
 
 /*

@@ -34,9 +34,12 @@ static bool soft_pkt_sane(const struct soft_pkt *pkt)
 	uint32_t payload = 0;
 	bool carries;
 
-	for (int i = 0; i < pkt->nseg; i++)
+	for (int i = 0; i < pkt->nseg && i < SOFT_MAX_SGE; i++) {
+		if (pkt->seg[i].len > SOFT_MAX_MSG - payload)
+			return false;
 		payload += pkt->seg[i].len;
-	if (pkt->nseg < 0 || pkt->nseg > 1 || payload > SOFT_MAX_MSG)
+	}
+	if (pkt->nseg < 0 || pkt->nseg > SOFT_MAX_SGE || payload > SOFT_MAX_MSG)
 		return false;
 	if (pkt->type == SOFT_PKT_RSP)
 		return pkt->kind >= SOFT_RESP_ACK && pkt->kind <= SOFT_RESP_NAK &&
@@ -90,6 +93,7 @@ static void soft_recv_request(struct soft_nic *nic, struct soft_qp *held, const 
 	resp.conn_id = req->conn_id;
 	resp.length = resp.read_data ? resp.read_len : 0;
 	resp.nseg = resp.read_data ? 1 : 0;
+	resp.stable = true; /* a READ's data stays in the responder's MR: a peer may pull it */
 	soft_xmit(nic, held, &resp);
 }
 

@@ -18,7 +18,8 @@ static int32_t soft_psn_diff(uint32_t a, uint32_t b)
 }
 
 /* Copies the source segments into dst; *len receives the byte count. */
-static void soft_copy_segs(struct soft_seg *dst, int ndst, const struct soft_seg *src, int nsrc)
+static void soft_copy_segs(struct soft_nic *nic, struct soft_seg *dst, int ndst, const struct soft_seg *src,
+			   int nsrc)
 {
 	int d = 0, s = 0;
 	uint32_t doff = 0, soff = 0;
@@ -28,7 +29,9 @@ static void soft_copy_segs(struct soft_seg *dst, int ndst, const struct soft_seg
 
 		if (src[s].len - soff < n)
 			n = src[s].len - soff;
-		soft_dma_copy((uint8_t *)dst[d].ptr + doff, src[s].ptr + soff, n);
+		/* A payload the shared-memory wire left in the requester's memory is pulled from there. */
+		soft_dma_pull(nic, (uint8_t *)dst[d].ptr + doff, src[s].ptr + soff, src[s].pid, n);
+		soft_count(&nic->wire_payload_bytes, n);
 		doff += n;
 		soff += n;
 		if (doff == dst[d].len)
@@ -156,8 +159,9 @@ static void soft_respond_ud(struct soft_nic *nic, struct soft_qp *qp, const stru
 	soft_fill_grh(grh, req);
 	src[0].ptr = grh;
 	src[0].len = SOFT_GRH_LEN;
+	src[0].pid = 0;
 	memcpy(&src[1], req->seg, (size_t)req->nseg * sizeof(src[0]));
-	soft_copy_segs(dst, r.num_sge, src, req->nseg + 1);
+	soft_copy_segs(nic, dst, r.num_sge, src, req->nseg + 1);
 	soft_recv_done(qp, req, r.wr_id, IBV_WC_SUCCESS, SOFT_GRH_LEN + req->length);
 }
 
@@ -230,12 +234,12 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 			struct soft_seg v = {.ptr = (const uint8_t *)&value, .len = sizeof(value)};
 
 			/* The 8 bytes land in one store: a reader sees all old or all new. */
-			soft_copy_segs(&v, 1, req->seg, req->nseg);
+			soft_copy_segs(nic, &v, 1, req->seg, req->nseg);
 			soft_dma_store64(ptr, value);
 		} else if (is_write) {
 			struct soft_seg d = {.ptr = ptr, .len = req->length};
 
-			soft_copy_segs(&d, 1, req->seg, req->nseg);
+			soft_copy_segs(nic, &d, 1, req->seg, req->nseg);
 		} else if (req->opcode == IBV_WR_RDMA_READ) {
 			resp->read_data = ptr;
 			resp->read_len = req->length;
@@ -281,7 +285,7 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 			soft_nak(qp, resp, IBV_WC_REM_INV_REQ_ERR);
 			return;
 		}
-		soft_copy_segs(dst, r.num_sge, req->seg, req->nseg);
+		soft_copy_segs(nic, dst, r.num_sge, req->seg, req->nseg);
 	}
 	soft_recv_done(qp, req, r.wr_id, IBV_WC_SUCCESS, req->length);
 	resp->kind = SOFT_RESP_ACK;

@@ -329,7 +329,24 @@ struct soft_nic {
 	struct soft_auth_key auth;  /* the wire's key (auth.h): every connection proves it first */
 	atomic_ulong wire_rejects;  /* connections closed for a bad or oversized packet, or over the cap */
 	atomic_ulong stale_drops;   /* large packets on a trusted connection for a QP gone or moved on */
+	/*
+	 * Payload bytes this NIC delivered (into a receive or WRITE target, or a
+	 * READ's local buffers), and the bytes its CPU copied to move packets:
+	 * into and out of sockets, rings and staging buffers, into their target.
+	 */
+	atomic_ullong wire_payload_bytes, wire_copied_bytes;
+	atomic_ulong shm_refused;     /* shared-memory offers refused or failed: the connection stayed on TCP */
+	atomic_ulong shm_quarantined; /* connections given up because the peer broke its ring */
+	atomic_int shm_conns;	      /* connections on the shared-memory rings */
+	bool shm_allowed;	      /* RDMATOOL_SOFT_SHM: local peers may move onto shared memory */
+	uint8_t shm_probe[16];	      /* random: a peer that reads them here can read our memory (shm_link.c) */
 };
+
+/* Adds n bytes to a NIC counter (relaxed: statistics). */
+static inline void soft_count(atomic_ullong *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
 
 /* A pause for busy-wait loops: lets the sibling hyperthread run. */
 static inline void soft_cpu_relax(void)
@@ -538,9 +555,11 @@ void soft_ring_doorbell(struct soft_qp *qp);
 struct soft_seg {
 	const uint8_t *ptr;
 	uint32_t len;
+	int32_t pid; /* 0: ptr is in this process; else in process pid's memory (the shared-memory wire) */
 };
 
-enum { SOFT_PKT_REQ = 1, SOFT_PKT_RSP = 2 };
+/* A packet's type; CTL packets belong to a wire connection and never enter the NIC (wire.c). */
+enum { SOFT_PKT_REQ = 1, SOFT_PKT_RSP = 2, SOFT_PKT_CTL = 3 };
 
 enum soft_resp_kind {
 	SOFT_RESP_NONE, /* dropped: no answer at all */
@@ -580,12 +599,14 @@ struct soft_pkt {
 	union ibv_gid sgid, dgid;
 	/* Not on any wire. */
 	uint64_t conn_id; /* came in on this wire connection, and its answer goes back on it (0: none) */
+	bool stable;	  /* the payload stays where seg[] says until the request completes: a peer may pull it */
 	int nseg;
 	union {
 		struct soft_seg seg[SOFT_MAX_SGE]; /* a request's payload */
 		struct {			   /* a READ response's: seg[0] */
 			const uint8_t *read_data;
 			uint32_t read_len;
+			int32_t read_pid;
 		};
 	};
 };
@@ -671,6 +692,12 @@ bool soft_wire_service(struct soft_nic *nic);
 bool soft_wire_read_now(struct soft_nic *nic);
 void soft_wire_flush(struct soft_nic *nic, bool all);
 bool soft_wire_holding(const struct soft_nic *nic);
+/*
+ * The engine is about to sleep (true) or woke (false): peers on the shared
+ * rings then kick it through the socket when they write.  Returns false when
+ * a ring already holds packets (do not sleep).  Round owner only.
+ */
+bool soft_wire_sleep(struct soft_nic *nic, bool sleeping);
 /* A handshake or a paused listener is waiting for a deadline: the engine must not sleep unbounded. */
 bool soft_wire_has_deadlines(const struct soft_nic *nic);
 
@@ -686,6 +713,12 @@ bool soft_fault_hit(struct soft_faults *f, double p);
 
 /* dma.c: the NIC's accesses to registered memory (see there). */
 void soft_dma_copy(void *dst, const void *src, size_t len);
+/*
+ * Copies len bytes from src (in process pid's memory when pid is not 0,
+ * pulled with process_vm_readv) to dst, counting them on nic; false when the
+ * peer's memory could not be read (dst is then zeroed).
+ */
+bool soft_dma_pull(struct soft_nic *nic, void *dst, const void *src, int32_t pid, size_t len);
 uint64_t soft_dma_fetch_add(uint64_t *target, uint64_t add);
 /* Returns the value found; it was replaced by swap if it equalled compare. */
 uint64_t soft_dma_cmp_swap(uint64_t *target, uint64_t compare, uint64_t swap);
@@ -693,5 +726,8 @@ uint64_t soft_dma_cmp_swap(uint64_t *target, uint64_t compare, uint64_t swap);
 void soft_dma_store64(void *target, uint64_t value);
 struct msghdr;
 ssize_t soft_dma_sendmsg(int fd, const struct msghdr *msg, int flags);
+struct soft_shm;
+/* soft_shm_write of registered memory (shm.h). */
+ssize_t soft_dma_shm_write(struct soft_shm *shm, const void *buf, size_t len);
 
 #endif

@@ -13,5 +13,12 @@
 #include <stdint.h>
 
 #define SOFT_WIRE_MAGIC 0x53574952u /* "SWIR" */
+/*
+ * On the shared-memory rings only: the payload is a list of (address,
+ * length) pairs, 16 bytes each, little-endian, in the sender's memory, which
+ * the receiver pulls with process_vm_readv (shm.h).
+ */
+#define SOFT_WIRE_MAGIC_REF 0x53574946u /* "FWIS" */
+#define SOFT_SHM_INLINE_MAX 16384	/* larger stable payloads go by reference on the rings */
 
 #endif

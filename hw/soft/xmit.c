@@ -64,7 +64,7 @@ static uint8_t *soft_xmit_corrupt(struct soft_nic *nic, struct soft_pkt *pkt)
 	if (!len || !(copy = malloc(len)))
 		return NULL;
 	for (int i = 0; i < pkt->nseg; i++) {
-		soft_dma_copy(copy + off, pkt->seg[i].ptr, pkt->seg[i].len);
+		soft_dma_pull(nic, copy + off, pkt->seg[i].ptr, pkt->seg[i].pid, pkt->seg[i].len);
 		off += pkt->seg[i].len;
 	}
 	copy[len / 2] ^= 0x20;
@@ -72,6 +72,8 @@ static uint8_t *soft_xmit_corrupt(struct soft_nic *nic, struct soft_pkt *pkt)
 	pkt->nseg = 1;
 	pkt->seg[0].ptr = copy;
 	pkt->seg[0].len = len;
+	pkt->seg[0].pid = 0;
+	pkt->stable = false;
 	return copy;
 }
 
