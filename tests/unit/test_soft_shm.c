@@ -311,6 +311,145 @@ static void broken_ring_reported(void **state)
 	soft_shm_close(b);
 }
 
+/* Where this process mapped a shared-wire segment (its name is gone: "(deleted)"), or NULL. */
+static uint8_t *find_segment(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	uint8_t *at = NULL;
+
+	while (f && !at && fgets(line, sizeof(line), f))
+		if (strstr(line, "/rdmatool-softwire-"))
+			at = (uint8_t *)(uintptr_t)strtoull(line, NULL, 16);
+	if (f)
+		fclose(f);
+	return at;
+}
+
+static bool wait_shm(struct soft_nic *nic)
+{
+	uint64_t end = fx_now_ms() + 5000;
+
+	while (!atomic_load(&nic->shm_conns) && fx_now_ms() < end)
+		usleep(1000);
+	return atomic_load(&nic->shm_conns) > 0;
+}
+
+/* The hostile peer: once on the rings, it scribbles impossible indices over both of them. */
+static int scribbler_main(int fd)
+{
+	struct side s = {0};
+	struct ibv_wc wc;
+	uint8_t *seg;
+	char c;
+
+	if (side_open(&s, fd) || fx_post_recv(s.qp, 1, s.buf + BIG, 8, s.mr->lkey) || write(fd, "r", 1) != 1)
+		return 10;
+	fx_wait(s.cq, &wc, 10000);
+	if (wc.status != IBV_WC_SUCCESS || !wait_shm(soft_nic_of(s.ctx)) || !(seg = find_segment()))
+		return 11;
+	for (int off = 128; off <= 320; off += 64)
+		__atomic_store_n((uint64_t *)(seg + off), ~0ull / 3, __ATOMIC_RELEASE);
+	if (write(fd, "c", 1) != 1 || read(fd, &c, 1) != 1)
+		return 12;
+	return 0; /* no clean close: the device may already have given the connection up */
+}
+
+/* A peer that breaks the rings loses its connection (quarantined); the device survives and says so. */
+static void broken_peer_quarantined(void **state)
+{
+	struct side s = {0};
+	struct soft_nic *nic;
+	struct ibv_wc wc;
+	uint64_t end;
+	pid_t pid;
+	int fd, status;
+	char c;
+
+	(void)state;
+	unsetenv("RDMATOOL_SOFT_SHM");
+	fd = fx_fork_peer(scribbler_main, &pid);
+	assert_int_equal(side_open(&s, fd), 0);
+	nic = soft_nic_of(s.ctx);
+	assert_int_equal(read(fd, &c, 1), 1);
+	assert_int_equal(fx_post(s.qp, IBV_WR_SEND, 1, s.buf, 8, s.mr->lkey, 0, 0), 0);
+	fx_wait(s.cq, &wc, 10000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_true(wait_shm(nic));
+	assert_int_equal(read(fd, &c, 1), 1);
+	/* Our next packet meets the broken ring (or the engine finds it first). */
+	assert_int_equal(fx_post(s.qp, IBV_WR_SEND, 2, s.buf, 8, s.mr->lkey, 0, 0), 0);
+	fx_wait(s.cq, &wc, 20000);
+	assert_int_not_equal(wc.status, IBV_WC_SUCCESS);
+	end = fx_now_ms() + 5000;
+	while (!atomic_load(&nic->shm_quarantined) && fx_now_ms() < end)
+		usleep(1000);
+	assert_true(atomic_load(&nic->shm_quarantined) >= 1);
+	assert_int_equal(write(fd, "q", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(fd);
+	side_close(&s);
+}
+
+/* The faults hold on the shared wire: with drops every atomic still executes exactly once. */
+static int adder_target_main(int fd)
+{
+	struct side s = {0};
+	char c;
+
+	if (side_open(&s, fd) || write(fd, "r", 1) != 1 || read(fd, &c, 1) != 1)
+		return 10;
+	if (*(uint64_t *)s.buf != 40)
+		return 11;
+	if (write(fd, "y", 1) != 1 || read(fd, &c, 1) != 1)
+		return 12;
+	side_close(&s);
+	return 0;
+}
+
+static void faults_on_the_shared_wire(void **state)
+{
+	struct side s = {0};
+	struct ibv_wc wc;
+	pid_t pid;
+	int fd;
+	char c;
+
+	(void)state;
+	unsetenv("RDMATOOL_SOFT_SHM");
+	setenv("RDMATOOL_SOFT_FAULTS", "drop=0.3,delay_us=50,seed=5", 1);
+	fd = fx_fork_peer(adder_target_main, &pid);
+	assert_int_equal(side_open(&s, fd), 0);
+	unsetenv("RDMATOOL_SOFT_FAULTS");
+	assert_int_equal(read(fd, &c, 1), 1);
+	for (int i = 0; i < 40; i++) {
+		struct ibv_sge sge = {.addr = (uintptr_t)s.buf, .length = 8, .lkey = s.mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = (uint64_t)i,
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD},
+				   *bad;
+
+		wr.wr.atomic.remote_addr = s.peer.addr;
+		wr.wr.atomic.rkey = s.peer.rkey;
+		wr.wr.atomic.compare_add = 1;
+		assert_int_equal(hw_post_send(s.qp, &wr, &bad), 0);
+		fx_wait(s.cq, &wc, 20000);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(*(uint64_t *)s.buf, (uint64_t)i);
+	}
+	assert_true(atomic_load(&soft_nic_of(s.ctx)->fault_drops) > 0);
+	assert_true(atomic_load(&soft_nic_of(s.ctx)->shm_conns) > 0);
+	assert_int_equal(write(fd, "d", 1), 1);
+	assert_int_equal(read(fd, &c, 1), 1);
+	assert_int_equal(c, 'y');
+	assert_int_equal(write(fd, "q", 1), 1);
+	fx_expect_clean_exit(pid);
+	close(fd);
+	side_close(&s);
+}
+
 /* One writer thread, one reader thread: every byte arrives once, in order (run under make tsan). */
 struct ring_pair {
 	struct soft_shm *w, *r;
@@ -380,10 +519,11 @@ static void rings_under_two_threads(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(shm_pair_one_copy),       cmocka_unit_test(shm_off_stays_on_tcp),
-	    cmocka_unit_test(shm_env_checked),	       cmocka_unit_test(planted_segments_refused),
-	    cmocka_unit_test(segment_made_private),    cmocka_unit_test(broken_ring_reported),
-	    cmocka_unit_test(rings_under_two_threads),
+	    cmocka_unit_test(shm_pair_one_copy),	 cmocka_unit_test(shm_off_stays_on_tcp),
+	    cmocka_unit_test(shm_env_checked),		 cmocka_unit_test(planted_segments_refused),
+	    cmocka_unit_test(segment_made_private),	 cmocka_unit_test(broken_ring_reported),
+	    cmocka_unit_test(rings_under_two_threads),	 cmocka_unit_test(broken_peer_quarantined),
+	    cmocka_unit_test(faults_on_the_shared_wire),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
