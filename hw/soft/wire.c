@@ -615,8 +615,6 @@ static int soft_conn_send(struct soft_conn *c, const struct soft_pkt *pkt, bool 
 		payload = ref_seg.len;
 		h->magic = SOFT_WIRE_MAGIC_REF;
 	}
-	if (c->link.tx)
-		delayable = false; /* the ring costs no system call: nothing to save by waiting */
 	if (!delayable)
 		c->urgent = true;
 	else if (c->out_len == c->out_off)
@@ -626,7 +624,13 @@ static int soft_conn_send(struct soft_conn *c, const struct soft_pkt *pkt, bool 
 	soft_hdr_to_le(h);
 	if (c->dead)
 		return EPIPE;
-	if (payload > SOFT_WIRE_COALESCE_MAX || c->link.tx) {
+	/*
+	 * On the rings every packet goes at once (no system call to save), but
+	 * an ACK that may wait: it then rides with the request that answers it,
+	 * and a target that stopped polling after its ACK finds that request
+	 * in the same read (ib_write_lat's ping-pong of WRITEs).
+	 */
+	if (payload > SOFT_WIRE_COALESCE_MAX || (c->link.tx && !delayable)) {
 		soft_conn_flush(c);
 		sent = soft_conn_send_direct(c, h, seg, nseg);
 	}
