@@ -335,11 +335,11 @@ struct soft_nic {
 	 * into and out of sockets, rings and staging buffers, into their target.
 	 */
 	atomic_ullong wire_payload_bytes, wire_copied_bytes;
-	atomic_ulong shm_refused;     /* shared-memory offers refused or failed: the connection stayed on TCP */
+	atomic_ulong shm_refused; /* shared-memory offers refused or failed: the connection stayed on TCP */
 	atomic_ulong shm_quarantined; /* connections given up because the peer broke its ring */
 	atomic_int shm_conns;	      /* connections on the shared-memory rings */
 	bool shm_allowed;	      /* RDMATOOL_SOFT_SHM: local peers may move onto shared memory */
-	uint8_t shm_probe[16];	      /* random: a peer that reads them here can read our memory (shm_link.c) */
+	uint8_t shm_probe[16]; /* random: a peer that reads them here can read our memory (shm_link.c) */
 };
 
 /* Adds n bytes to a NIC counter (relaxed: statistics). */
@@ -599,7 +599,7 @@ struct soft_pkt {
 	union ibv_gid sgid, dgid;
 	/* Not on any wire. */
 	uint64_t conn_id; /* came in on this wire connection, and its answer goes back on it (0: none) */
-	bool stable;	  /* the payload stays where seg[] says until the request completes: a peer may pull it */
+	bool stable; /* the payload stays where seg[] says until the request completes: a peer may pull it */
 	int nseg;
 	union {
 		struct soft_seg seg[SOFT_MAX_SGE]; /* a request's payload */
@@ -640,7 +640,7 @@ void soft_run_queued(struct soft_nic *nic);
 void soft_apps_leave(struct soft_nic *nic);
 /* Whether the napping engine would wake for a packet now: no application thread polls the wire in a loop. */
 bool soft_engine_watches_wire(struct soft_nic *nic);
-void soft_handle_resp(struct soft_qp *qp, const struct soft_pkt *resp);
+
 /*
  * xmit.c: the one transmit point.  Every packet this NIC sends, a request
  * or a response, leaves through soft_xmit: the faults of
@@ -662,6 +662,23 @@ int soft_xmit_now(struct soft_nic *nic, struct soft_qp *held, struct soft_pkt *p
  * and dropped when malformed.  held as for soft_xmit.
  */
 void soft_recv(struct soft_nic *nic, struct soft_qp *held, const struct soft_pkt *pkt);
+
+/* req.c: the requester; qp->lock held. */
+/* Runs the send queue within its budget; returns whether it stopped on the budget with work left. */
+bool soft_qp_progress(struct soft_qp *qp, uint64_t now);
+/* Whether the send queue holds work a round or a timer must come back for. */
+bool soft_qp_waits(const struct soft_qp *qp);
+
+/* comp.c: the completer; qp->lock held (soft_peer_lost takes each QP's itself). */
+void soft_handle_resp(struct soft_qp *qp, const struct soft_pkt *resp);
+/* Completes the head WR with status and moves the QP to its error state. */
+void soft_fail_head(struct soft_qp *qp, enum ibv_wc_status status);
+/* Resolves the local SGEs of w into segments; status on a bad lkey or length. */
+enum ibv_wc_status soft_local_segs(struct soft_qp *qp, struct soft_swqe *w, bool writable,
+				   struct soft_seg *seg, uint64_t *total);
+uint32_t soft_payload_len(const struct soft_swqe *w);
+/* Local ACK timeout: 4.096 us * 2^timeout; 0 means wait forever. */
+uint64_t soft_timeout_ns(const struct soft_qp *qp);
 uint64_t soft_rnr_ns(uint8_t timer);
 void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer);
 

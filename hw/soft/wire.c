@@ -668,6 +668,10 @@ void soft_wire_flush(struct soft_nic *nic, bool all)
 	uint64_t now = 0;
 
 	for (struct soft_conn *c = nic->conns; c; c = c->next) {
+		if (c->link.state == SOFT_SHM_WANT_ON && !c->blocked && c->out_len == c->out_off) {
+			soft_conn_flush(c); /* ON, which a full socket put off */
+			continue;
+		}
 		if (c->out_len == c->out_off || c->blocked)
 			continue;
 		if (!all && !c->urgent) {

@@ -17,7 +17,8 @@ trap 'rm -rf "$dir"' EXIT
 	fail "devices -v does not say the wire is TCP: $("$RDMATOOL" -v devices 2>&1 | grep wire)"
 for t in "$build/tests/test_soft_wire" \
 	"$top/tests/integration/verbs_perftest.sh" "$top/tests/integration/verbs_srq.sh"; do
-	[ -x "$t" ] || fail "$t is missing; run 'make check'"
-	timeout 240 "$t" >"$dir/log" 2>&1 || fail "$(basename "$t") with RDMATOOL_SOFT_SHM=0: $(tail -20 "$dir/log")"
+	[ -e "$t" ] || fail "$t is missing; run 'make check'"
+	case $t in *.sh) run=(bash "$t") ;; *) run=("$t") ;; esac
+	timeout 240 "${run[@]}" >"$dir/log" 2>&1 || fail "$(basename "$t") with RDMATOOL_SOFT_SHM=0: $(tail -20 "$dir/log")"
 done
 echo "ok: the two-process device tests pass on the TCP wire"

@@ -346,7 +346,9 @@ static int scribbler_main(int fd)
 	if (side_open(&s, fd) || fx_post_recv(s.qp, 1, s.buf + BIG, 8, s.mr->lkey) || write(fd, "r", 1) != 1)
 		return 10;
 	fx_wait(s.cq, &wc, 10000);
-	if (wc.status != IBV_WC_SUCCESS || !wait_shm(soft_nic_of(s.ctx)) || !(seg = find_segment()))
+	/* Both sides on the rings (the initiator says when it is) before the scribbling starts. */
+	if (wc.status != IBV_WC_SUCCESS || !wait_shm(soft_nic_of(s.ctx)) || read(fd, &c, 1) != 1 ||
+	    !(seg = find_segment()))
 		return 11;
 	for (int off = 128; off <= 320; off += 64)
 		__atomic_store_n((uint64_t *)(seg + off), ~0ull / 3, __ATOMIC_RELEASE);
@@ -376,6 +378,7 @@ static void broken_peer_quarantined(void **state)
 	fx_wait(s.cq, &wc, 10000);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_true(wait_shm(nic));
+	assert_int_equal(write(fd, "g", 1), 1);
 	assert_int_equal(read(fd, &c, 1), 1);
 	/* Our next packet meets the broken ring (or the engine finds it first). */
 	assert_int_equal(fx_post(s.qp, IBV_WR_SEND, 2, s.buf, 8, s.mr->lkey, 0, 0), 0);
