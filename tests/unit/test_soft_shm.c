@@ -39,7 +39,7 @@ struct side {
 	struct info me, peer;
 };
 
-#define BUF_LEN (BIG + NSEND * 8)
+#define BUF_LEN (BIG + 4096) /* the receive slots after the WRITE's MiB; aligned_alloc wants whole pages */
 
 static int side_open(struct side *s, int fd)
 {
