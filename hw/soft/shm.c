@@ -142,6 +142,7 @@ struct soft_shm *soft_shm_open(const char *name)
 	close(fd);
 	if (!shm)
 		return NULL;
+	shm->named = true; /* checked as the user's own: the opener may remove the name too */
 	if (atomic_load_explicit((_Atomic uint32_t *)&shm->seg->magic, memory_order_acquire) !=
 		SOFT_SHM_MAGIC ||
 	    shm->seg->version != SOFT_SHM_VERSION || shm->seg->ring_bytes != SOFT_SHM_RING_BYTES) {

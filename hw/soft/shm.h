@@ -32,7 +32,7 @@ struct soft_shm *soft_shm_create(char name[SOFT_SHM_NAME_MAX]);
  * for a wrong owner or mode, EINVAL for a wrong size or header) otherwise.
  */
 struct soft_shm *soft_shm_open(const char *name);
-/* Removes the name (both sides mapped it, or the offer was refused). */
+/* Removes the name (both sides mapped it, or the offer was refused); NULL is ignored. */
 void soft_shm_unlink(struct soft_shm *shm);
 void soft_shm_close(struct soft_shm *shm);
 /* Whether name is one soft_shm_create could have made (the only names soft_shm_open accepts). */

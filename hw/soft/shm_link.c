@@ -86,6 +86,8 @@ int soft_shm_link_take(struct soft_shm_link *l, bool dialer, bool allow, const u
 		memcpy(name, body->name, sizeof(name));
 		name[sizeof(name) - 1] = '\0';
 		l->shm = soft_shm_open(name); /* owner, mode, size and header checked */
+		/* Both sides have it mapped now: the name goes at once, whatever happens to either next. */
+		soft_shm_unlink(l->shm);
 		if (!l->shm || !soft_shm_probe_ok(body))
 			return soft_shm_refuse(l);
 		l->peer_pid = (int32_t)le32toh(body->pid);

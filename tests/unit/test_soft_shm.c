@@ -311,19 +311,27 @@ static void broken_ring_reported(void **state)
 	soft_shm_close(b);
 }
 
-/* Where this process mapped a shared-wire segment (its name is gone: "(deleted)"), or NULL. */
-static uint8_t *find_segment(void)
+/* Writes impossible indices over both rings of every shared-wire segment this process mapped; how many. */
+static int scribble_segments(void)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
 	char line[512];
-	uint8_t *at = NULL;
+	int n = 0;
 
-	while (f && !at && fgets(line, sizeof(line), f))
-		if (strstr(line, "/rdmatool-softwire-"))
-			at = (uint8_t *)(uintptr_t)strtoull(line, NULL, 16);
+	while (f && fgets(line, sizeof(line), f)) {
+		uint8_t *seg;
+
+		if (!strstr(line, "/rdmatool-softwire-"))
+			continue;
+		/* shm.c's layout: ring 0's tail at byte 128, its head at 192, ring 1's at 256 and 320. */
+		seg = (uint8_t *)(uintptr_t)strtoull(line, NULL, 16);
+		for (int off = 128; off <= 320; off += 64)
+			__atomic_store_n((uint64_t *)(seg + off), ~0ull / 3, __ATOMIC_RELEASE);
+		n++;
+	}
 	if (f)
 		fclose(f);
-	return at;
+	return n;
 }
 
 static bool wait_shm(struct soft_nic *nic)
@@ -340,7 +348,6 @@ static int scribbler_main(int fd)
 {
 	struct side s = {0};
 	struct ibv_wc wc;
-	uint8_t *seg;
 	char c;
 
 	if (side_open(&s, fd) || fx_post_recv(s.qp, 1, s.buf + BIG, 8, s.mr->lkey) || write(fd, "r", 1) != 1)
@@ -348,10 +355,8 @@ static int scribbler_main(int fd)
 	fx_wait(s.cq, &wc, 10000);
 	/* Both sides on the rings (the initiator says when it is) before the scribbling starts. */
 	if (wc.status != IBV_WC_SUCCESS || !wait_shm(soft_nic_of(s.ctx)) || read(fd, &c, 1) != 1 ||
-	    !(seg = find_segment()))
+	    !scribble_segments())
 		return 11;
-	for (int off = 128; off <= 320; off += 64)
-		__atomic_store_n((uint64_t *)(seg + off), ~0ull / 3, __ATOMIC_RELEASE);
 	if (write(fd, "c", 1) != 1 || read(fd, &c, 1) != 1)
 		return 12;
 	return 0; /* no clean close: the device may already have given the connection up */
