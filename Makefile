@@ -70,7 +70,7 @@ VERBS_LIB := $(BUILD)/librdmatool-verbs.so
 CORE_LIB := $(BUILD)/librdmacore.a
 CMD_LIB  := $(BUILD)/librdmacmd.a
 
-.PHONY: all check check-verbs check-deps check-unit unit integration deps demo asan tsan bench lint install dist clean mutation fuzz
+.PHONY: all check check-tcp check-verbs check-deps check-unit unit integration deps demo asan tsan bench lint install dist clean mutation fuzz
 
 all: $(RDMATOOL) $(CORE_LIB) $(VERBS_LIB) $(MAN_PAGES)
 
@@ -131,6 +131,11 @@ VERBS_TESTS := $(addprefix verbs:tests/integration/,walk_basic.sh walk_verify.sh
 # One runner for everything, so the summary line counts every test.
 check: check-deps all $(UNIT_BIN) $(TOOL_BIN)
 	@BUILD=$(BUILD) tests/run-tests.sh $(UNIT_BIN) $(sort $(wildcard tests/integration/*.sh)) $(VERBS_TESTS)
+
+# The two-process device tests once more on the TCP wire (RDMATOOL_SOFT_SHM=0); make check runs
+# this script too, everything else on the shared-memory wire local peers get by default.
+check-tcp: check-deps all $(UNIT_BIN) $(TOOL_BIN)
+	@BUILD=$(BUILD) tests/run-tests.sh tests/integration/soft_wire_tcp.sh
 
 check-verbs: check-deps all $(TOOL_BIN)
 	@BUILD=$(BUILD) tests/run-tests.sh $(VERBS_TESTS)

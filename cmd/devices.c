@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rdmatool devices: every verbs device and the soft device, like ibv_devinfo/ibstat. */
 #include "hw/hw.h"
+#include "hw/soft_wire.h"
 #include "cmd/cmd.h"
 #include "cmd/print.h"
 
@@ -132,8 +133,25 @@ static void print_port(const struct port_info *port)
 	print_close_object();
 }
 
+/* -v, the soft device: which wire its peers are on, and the copies it made per payload byte. */
+static void print_wire(const struct hw_soft_wire *w)
+{
+	print_open_object("wire");
+	print_string(PRINT_ANY, "local_peers", "\twire:        %s",
+		     w->shm_allowed ? "shared memory to local peers, TCP otherwise"
+				    : "TCP (RDMATOOL_SOFT_SHM=0)");
+	print_int(PRINT_ANY, "shm_connections", "; connections: %lld shm", w->shm_conns);
+	print_int(PRINT_ANY, "tcp_connections", ", %lld tcp\n", w->tcp_conns);
+	print_uint(PRINT_ANY, "payload_bytes", "\twire bytes:  %llu payload", w->payload_bytes);
+	print_uint(PRINT_ANY, "copied_bytes", ", %llu copied by the CPU", w->copied_bytes);
+	print_uint(PRINT_ANY, "shm_refused", "; shm refused %llu", w->shm_refused);
+	print_uint(PRINT_ANY, "shm_quarantined", ", quarantined %llu\n", w->shm_quarantined);
+	print_close_object();
+}
+
 static void print_device(const struct hw_device *dev, const struct ibv_device_attr *attr,
-			 const struct port_info *ports, int nports, const char *why)
+			 const struct port_info *ports, int nports, const char *why,
+			 const struct hw_soft_wire *wire)
 {
 	char guid[32];
 
@@ -153,12 +171,14 @@ static void print_device(const struct hw_device *dev, const struct ibv_device_at
 	for (int i = 0; i < nports; i++)
 		print_port(&ports[i]);
 	print_close_array();
+	if (wire && global_opts.verbose)
+		print_wire(wire);
 	print_close_object();
 }
 
 /* Queries one device; returns the number of ports filled, -1 if it cannot be opened. */
 static int query_device(const struct hw_device *dev, struct ibv_device_attr *attr, struct port_info *ports,
-			int max_ports)
+			int max_ports, struct hw_soft_wire *wire, bool *has_wire)
 {
 	struct ibv_context *ctx = dev->provider->open_device(dev);
 	int n = 0;
@@ -185,6 +205,7 @@ static int query_device(const struct hw_device *dev, struct ibv_device_attr *att
 		}
 		n++;
 	}
+	*has_wire = hw_soft_wire_info(ctx, wire) == 0;
 	hw_close_device(ctx);
 	return n;
 }
@@ -223,18 +244,21 @@ int cmd_devices(int argc, const char **argv)
 	for (int i = 0; i < n; i++) {
 		struct ibv_device_attr attr;
 		struct port_info ports[8];
+		struct hw_soft_wire wire;
+		bool has_wire = false;
 		char why[256] = "";
 		int nports;
 
 		errno = 0;
-		nports = query_device(&devs[i], &attr, ports, 8);
+		nports = query_device(&devs[i], &attr, ports, 8, &wire, &has_wire);
 		if (nports < 0) {
 			/* The provider's own reason (a bad RDMATOOL_SOFT_* setting names the variable). */
 			snprintf(why, sizeof(why), "%s",
 				 *hw_open_error() ? hw_open_error() : strerror(errno ? errno : EIO));
 			status = run_error(CMD, "cannot open %s: %s", devs[i].name, why);
 		}
-		print_device(&devs[i], nports < 0 ? NULL : &attr, ports, nports, why);
+		print_device(&devs[i], nports < 0 ? NULL : &attr, ports, nports, why,
+			     has_wire ? &wire : NULL);
 	}
 	print_close_array();
 	print_end();

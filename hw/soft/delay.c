@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The delay_us fault as a delay line: each request is held for delay_us
- * and then served, while the engine goes on with everything else (other
- * QPs, the wire, later requests that are already due).  The delay is the
- * same for every packet, so the line is a FIFO.  A held request carries a
- * copy of its payload: the requester's buffers (UD completes at once) and
- * the wire's receive buffer move on meanwhile.  Engine thread only.
+ * The delay_us fault as a delay line inside the transmit point (xmit.c):
+ * each packet is held for delay_us and then sent on its path, while the
+ * engine goes on with everything else (other QPs, the wire, later packets
+ * that are already due).  The delay is the same for every packet, so the
+ * line is a FIFO.  A held packet carries a copy of its payload: the
+ * requester's buffers (UD completes at once) and the responder's memory
+ * move on meanwhile.  Round owner only.
  */
 #include "hw/soft/soft.h"
 
@@ -15,49 +16,43 @@
 struct soft_delayed {
 	struct soft_delayed *next;
 	uint64_t due_ns;
-	uint64_t conn_id; /* the connection it came in on; 0: from a QP of this NIC */
-	struct soft_req req;
+	struct soft_pkt pkt;
 	uint8_t payload[];
 };
 
-bool soft_delay_req(struct soft_nic *nic, const struct soft_req *req, uint64_t conn_id)
+bool soft_delay_pkt(struct soft_nic *nic, const struct soft_pkt *pkt)
 {
 	struct soft_delayed *d;
+	uint32_t len = 0;
 	uint8_t *p;
 
 	if (!nic->faults.delay_us)
 		return false;
-	d = malloc(sizeof(*d) + req->length * (req->nseg > 0));
+	for (int i = 0; i < pkt->nseg; i++)
+		len += pkt->seg[i].len;
+	d = malloc(sizeof(*d) + len);
 	if (!d)
 		return true; /* no memory to hold it: lost, as a congested link loses it */
 	d->next = NULL;
 	d->due_ns = soft_now_ns() + (uint64_t)nic->faults.delay_us * 1000;
-	d->conn_id = conn_id;
-	d->req = *req;
+	d->pkt = *pkt;
 	p = d->payload;
-	for (int i = 0; i < req->nseg; i++) {
-		soft_dma_copy(p, req->seg[i].ptr, req->seg[i].len);
-		p += req->seg[i].len;
+	for (int i = 0; i < pkt->nseg; i++) {
+		soft_dma_copy(p, pkt->seg[i].ptr, pkt->seg[i].len);
+		p += pkt->seg[i].len;
 	}
-	d->req.nseg = req->nseg > 0;
-	d->req.seg[0].ptr = d->payload;
-	d->req.seg[0].len = (uint32_t)(p - d->payload);
+	d->pkt.nseg = pkt->nseg > 0;
+	d->pkt.seg[0].ptr = d->payload;
+	d->pkt.seg[0].len = len;
+	d->pkt.seg[0].pid = 0;
+	d->pkt.stable = false; /* the copy goes once the packet left */
+	soft_count(&nic->wire_copied_bytes, len);
 	if (nic->delay_tail)
 		nic->delay_tail->next = d;
 	else
 		nic->delay_head = d;
 	nic->delay_tail = d;
 	return true;
-}
-
-/* Serves one held request from a QP of this NIC and gives its requester the answer. */
-static void soft_delay_serve_local(struct soft_nic *nic, const struct soft_req *req)
-{
-	struct soft_resp resp;
-
-	soft_respond(nic, NULL, req, &resp);
-	if (req->qp_type == IBV_QPT_RC && resp.kind != SOFT_RESP_NONE)
-		soft_rx_response(nic, req->src_qpn, &resp);
 }
 
 bool soft_delay_run(struct soft_nic *nic, uint64_t now)
@@ -73,10 +68,7 @@ bool soft_delay_run(struct soft_nic *nic, uint64_t now)
 		nic->delay_head = d->next;
 		if (!nic->delay_head)
 			nic->delay_tail = NULL;
-		if (d->conn_id)
-			soft_wire_serve(nic, d->conn_id, &d->req);
-		else
-			soft_delay_serve_local(nic, &d->req);
+		soft_xmit_now(nic, NULL, &d->pkt);
 		free(d);
 		ran = true;
 	}

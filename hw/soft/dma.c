@@ -17,6 +17,7 @@
  * faults: exit 66" about one make tsan in three).
  */
 #include "hw/soft/soft.h"
+#include "hw/soft/shm.h"
 
 #include <string.h>
 #include <sys/socket.h>
@@ -73,6 +74,39 @@ __attribute__((noinline)) ssize_t soft_dma_sendmsg(int fd, const struct msghdr *
 
 	DMA_BEGIN();
 	n = sendmsg(fd, msg, flags);
+	DMA_END();
+	return n;
+}
+
+__attribute__((noinline)) bool soft_dma_pull(struct soft_nic *nic, void *dst, const void *src, int32_t pid,
+					     size_t len)
+{
+	bool ok = true;
+
+	if (!len)
+		return true;
+	soft_count(&nic->wire_copied_bytes, len);
+	if (!pid) {
+		soft_dma_copy(dst, src, len);
+		return true;
+	}
+	/* The kernel writes dst (the target MR) as a NIC would; only the peer's pages are read. */
+	DMA_BEGIN();
+	if (soft_cma_read(pid, dst, (uintptr_t)src, len) != (ssize_t)len) {
+		memset(dst, 0, len);
+		ok = false;
+	}
+	DMA_END();
+	return ok;
+}
+
+/* A payload into the shared-memory ring straight from registered memory. */
+__attribute__((noinline)) ssize_t soft_dma_shm_write(struct soft_shm *shm, const void *buf, size_t len)
+{
+	ssize_t n;
+
+	DMA_BEGIN();
+	n = soft_shm_write(shm, buf, len);
 	DMA_END();
 	return n;
 }

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The NIC's engine: one thread that runs every send queue (requester),
- * serves requests (responder, resp.c), receives from the wire and runs the
- * retransmission and RNR timers.  It drains every doorbelled QP per round
- * (SOFT_BATCH requests per QP per turn) and busy-polls RDMATOOL_SOFT_SPIN_US
- * (default 50) after its last work before it sleeps, so a steady stream of
- * doorbells costs no system call on either side.  It holds obj_lock for reading while it
- * works, so a QP, MR or MW is never freed under it.
+ * The scheduler: one engine thread per NIC that runs the rounds, each one
+ * the doorbelled send queues (the requester, req.c, SOFT_BATCH requests per
+ * QP per turn), the timers, the delay line and the wires (whose packets
+ * enter through recv.c), and busy-polls RDMATOOL_SOFT_SPIN_US (default 50)
+ * after its last work before it sleeps, so a steady stream of doorbells
+ * costs no system call on either side; application threads run rounds too
+ * (soft_app_round).  It holds obj_lock for reading while it works, so a QP,
+ * MR or MW is never freed under it.
  */
 #include "hw/soft/soft.h"
 
@@ -18,10 +19,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#define SOFT_WINDOW	    64	     /* RC requests in flight per QP */
 #define SOFT_TIMER_TICK_NS  500000   /* timer scan period while work waits on a timer */
-#define SOFT_BATCH	    16	     /* requests one QP sends before the next QP's turn */
-#define SOFT_BATCH_BYTES    262144   /* ... or bytes: the poster waits on the QP lock meanwhile */
 #define SOFT_SPIN_NS	    50000    /* busy-poll this long after the last work before sleeping */
 #define SOFT_LISTEN_POLL_NS 100000   /* accept period while busy with no connection yet */
 #define SOFT_APP_WINDOW_NS  200000   /* application threads drove a round this recently: the engine naps */
@@ -30,27 +28,6 @@
 #define SOFT_IDLE_TICK_NS   20000    /* the engine's longest look away from the wire's timers while idle */
 #define SOFT_APP_BUSY_NS    10000000 /* application threads posted or polled over the wire this recently */
 #define SOFT_APP_NAP_MAX_NS 1600000  /* the longest nap, reached while application threads keep driving */
-
-/* IB min_rnr_timer encoding, in microseconds (0 is the longest, 655.36 ms). */
-static const uint32_t soft_rnr_us[32] = {
-    655360, 10,	   20,	  30,	 40,	60,	80,	120,	160,	240,	320,
-    480,    640,   960,	  1280,	 1920,	2560,	3840,	5120,	7680,	10240,	15360,
-    20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
-};
-
-uint64_t soft_rnr_ns(uint8_t timer)
-{
-	return (uint64_t)soft_rnr_us[timer & 31] * 1000;
-}
-
-/* Timeouts a request may spend still on the wire (soft_wire_in_flight) before they count as retries. */
-#define SOFT_WIRE_WAITS 64
-
-/* Local ACK timeout: 4.096 us * 2^timeout; 0 means wait forever. */
-static uint64_t soft_timeout_ns(const struct soft_qp *qp)
-{
-	return qp->attr.timeout ? 4096ull << qp->attr.timeout : 0;
-}
 
 void soft_engine_wake(struct soft_nic *nic)
 {
@@ -61,358 +38,6 @@ void soft_engine_wake(struct soft_nic *nic)
 
 		(void)n;
 	}
-}
-
-/* Resolves the local SGEs of w into segments; status on a bad lkey or length. */
-static enum ibv_wc_status soft_local_segs(struct soft_qp *qp, struct soft_swqe *w, bool writable,
-					  struct soft_seg *seg, uint64_t *total)
-{
-	*total = 0;
-	if (w->inline_len || (w->wr.send_flags & IBV_SEND_INLINE)) {
-		seg[0].ptr = w->inline_data;
-		seg[0].len = w->inline_len;
-		*total = w->inline_len;
-		return IBV_WC_SUCCESS;
-	}
-	for (int i = 0; i < w->wr.num_sge; i++) {
-		const struct ibv_sge *sge = &w->sge[i];
-		struct soft_mr *mr = soft_lookup_lkey(qp->nic, sge->lkey);
-		uint64_t base;
-
-		seg[i].ptr = (const uint8_t *)(uintptr_t)sge->addr; /* an empty SGE's is never dereferenced */
-		seg[i].len = sge->length;
-		*total += sge->length;
-		if (!sge->length)
-			continue;
-		if (!mr || mr->ibv.pd != qp->ibv.pd || (writable && !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
-			return IBV_WC_LOC_PROT_ERR;
-		base = mr->iova;
-		if (sge->addr < base || sge->addr - base > mr->ibv.length ||
-		    sge->length > mr->ibv.length - (sge->addr - base))
-			return IBV_WC_LOC_PROT_ERR;
-		seg[i].ptr = soft_mr_ptr(mr, sge->addr);
-	}
-	if (*total > SOFT_MAX_MSG)
-		return IBV_WC_LOC_LEN_ERR;
-	return IBV_WC_SUCCESS;
-}
-
-/* Completes the head WR and moves the QP to its error state. */
-static void soft_fail_head(struct soft_qp *qp, enum ibv_wc_status status)
-{
-	struct soft_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
-
-	soft_complete_send(qp, w, status, 0);
-	qp->sq_head++;
-	if (qp->sq_next < qp->sq_head)
-		qp->sq_next = qp->sq_head;
-	soft_qp_error(qp);
-}
-
-static uint32_t soft_payload_len(const struct soft_swqe *w)
-{
-	uint32_t total = 0;
-
-	for (int i = 0; i < w->wr.num_sge; i++)
-		total += w->sge[i].length;
-	return w->inline_len ? w->inline_len : total;
-}
-
-void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp)
-{
-	struct soft_swqe *w;
-	struct soft_seg seg[SOFT_MAX_SGE];
-	uint64_t total;
-
-	if (qp->sq_head == qp->sq_next)
-		return;
-	w = &qp->sq[qp->sq_head & qp->sq_mask];
-	if (!w->sent || resp->psn != w->psn || resp->kind == SOFT_RESP_NONE)
-		return;
-	switch (resp->kind) {
-	case SOFT_RESP_ACK:
-		if (w->wr.opcode == IBV_WR_RDMA_READ) {
-			if (soft_local_segs(qp, w, true, seg, &total) != IBV_WC_SUCCESS ||
-			    total != resp->read_len) {
-				soft_fail_head(qp, IBV_WC_LOC_PROT_ERR);
-				return;
-			}
-			for (int i = 0, off = 0; i < w->wr.num_sge; off += seg[i].len, i++)
-				soft_dma_copy((void *)seg[i].ptr, resp->read_data + off, seg[i].len);
-		} else if (w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-			   w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-			if (soft_local_segs(qp, w, true, seg, &total) != IBV_WC_SUCCESS) {
-				soft_fail_head(qp, IBV_WC_LOC_PROT_ERR);
-				return;
-			}
-			soft_dma_copy((void *)seg[0].ptr, &resp->atomic_orig, sizeof(resp->atomic_orig));
-		}
-		soft_complete_send(qp, w, IBV_WC_SUCCESS, soft_payload_len(w));
-		qp->sq_head++;
-		/*
-		 * An ACK restarts the transport timer while requests remain
-		 * outstanding, as InfiniBand's does: the new head may have been
-		 * queued long ago behind large ones (64 x 1 MiB WRITEs take longer
-		 * than the timeout to cross a slow wire) and is not late.
-		 */
-		if (qp->sq_head != qp->sq_next) {
-			struct soft_swqe *next = &qp->sq[qp->sq_head & qp->sq_mask];
-
-			if (next->sent && next->deadline_ns)
-				next->deadline_ns = soft_now_ns() + soft_timeout_ns(qp);
-		}
-		break;
-	case SOFT_RESP_RNR:
-		if (qp->attr.rnr_retry != 7 && w->rnr_retries++ >= qp->attr.rnr_retry) {
-			soft_fail_head(qp, IBV_WC_RNR_RETRY_EXC_ERR);
-			return;
-		}
-		/* Go back: this WR and all after it are sent again when the RNR timer expires. */
-		w->rnr_until_ns = soft_now_ns() + soft_rnr_ns(resp->rnr_timer);
-		for (uint32_t i = qp->sq_head; i != qp->sq_next; i++)
-			qp->sq[i & qp->sq_mask].sent = false;
-		qp->sq_next = qp->sq_head;
-		break;
-	case SOFT_RESP_NAK:
-		soft_fail_head(qp, resp->status);
-		break;
-	case SOFT_RESP_NONE:
-		break;
-	}
-}
-
-/* BIND_MW and LOCAL_INV: executed by this NIC, no packet. */
-static enum ibv_wc_status soft_exec_local(struct soft_qp *qp, struct soft_swqe *w)
-{
-	if (w->wr.opcode == IBV_WR_LOCAL_INV)
-		return soft_invalidate(qp->nic, w->wr.invalidate_rkey, qp, false);
-	return soft_exec_bind(qp, to_soft_mw(w->wr.bind_mw.mw), w->wr.bind_mw.rkey, &w->wr.bind_mw.bind_info);
-}
-
-static void soft_build_req(struct soft_qp *qp, struct soft_swqe *w, struct soft_req *req)
-{
-	req->opcode = (uint8_t)w->wr.opcode;
-	req->solicited = w->wr.send_flags & IBV_SEND_SOLICITED;
-	req->qp_type = qp->ibv.qp_type;
-	req->src_qpn = qp->ibv.qp_num;
-	req->psn = w->psn;
-	req->imm_data = w->wr.imm_data;
-	req->invalidate_rkey = w->wr.invalidate_rkey;
-	if (qp->ibv.qp_type == IBV_QPT_UD) {
-		req->sgid = *soft_gid_at(qp->nic, w->sgid_index);
-		req->dst_qpn = w->dqpn;
-		/* A privileged remote Q_Key means the sending QP's own (IBA 10.2.5). */
-		req->qkey = w->dqkey & SOFT_QKEY_PRIVILEGED ? qp->attr.qkey : w->dqkey;
-		req->dgid = w->dgid_local ? qp->nic->gid : w->dgid;
-		return;
-	}
-	req->sgid = *soft_gid_at(qp->nic, qp->attr.ah_attr.grh.sgid_index);
-	req->dst_qpn = qp->attr.dest_qp_num;
-	req->dgid = qp->attr.ah_attr.is_global ? qp->attr.ah_attr.grh.dgid : qp->nic->gid;
-	switch (w->wr.opcode) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_WRITE:
-		req->rkey = w->wr.wr.rdma.rkey;
-		req->raddr = w->wr.wr.rdma.remote_addr;
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		req->rkey = w->wr.wr.atomic.rkey;
-		req->raddr = w->wr.wr.atomic.remote_addr;
-		req->compare_add = w->wr.wr.atomic.compare_add;
-		req->swap = w->wr.wr.atomic.swap;
-		break;
-	default:
-		break;
-	}
-}
-
-/*
- * Sends (or, in-process, executes) the WR at sq_next.  Returns false when a
- * local error must wait for the work before it to complete first.
- */
-static bool soft_transmit(struct soft_qp *qp, struct soft_swqe *w, uint64_t now)
-{
-	struct soft_nic *nic = qp->nic;
-	struct soft_req req;
-	struct soft_resp resp;
-	enum ibv_wc_status st;
-	uint64_t total;
-	bool is_atomic =
-	    w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-	bool is_read = w->wr.opcode == IBV_WR_RDMA_READ;
-	bool is_inline = w->inline_len || (w->wr.send_flags & IBV_SEND_INLINE);
-	bool local;
-
-	memset(&req, 0, sizeof(req));
-	soft_build_req(qp, w, &req);
-	st = soft_local_segs(qp, w, is_read || is_atomic, req.seg, &total);
-	if (st == IBV_WC_SUCCESS && (is_atomic || w->wr.opcode == IBV_WR_ATOMIC_WRITE) && total != 8)
-		st = IBV_WC_LOC_LEN_ERR;
-	if (st == IBV_WC_SUCCESS && qp->ibv.qp_type == IBV_QPT_UD && total > SOFT_MTU)
-		st = IBV_WC_LOC_LEN_ERR;
-	if (st != IBV_WC_SUCCESS) {
-		if (qp->sq_next != qp->sq_head)
-			return false;
-		qp->sq_next++;
-		soft_fail_head(qp, st);
-		return true;
-	}
-	req.length = (uint32_t)total;
-	req.nseg = is_read || is_atomic ? 0 : is_inline ? 1 : w->wr.num_sge;
-	local = soft_gid_is_local(nic, &req.dgid);
-	w->sent = true;
-	w->deadline_ns = soft_timeout_ns(qp) ? now + soft_timeout_ns(qp) : 0;
-	qp->sq_next++;
-	if ((int32_t)(qp->sq_next - qp->sq_started) > 0)
-		qp->sq_started = qp->sq_next;
-	if (local && soft_delay_req(nic, &req, 0)) {
-		local = false; /* held on the delay line: the answer comes later (delay.c) */
-	} else if (local) {
-		soft_respond(nic, qp, &req, &resp);
-	} else if (soft_wire_send_req(nic, &req) && qp->ibv.qp_type == IBV_QPT_RC) {
-		/* The peer cannot be reached at all: as if every retry went unanswered. */
-		if (qp->sq_head == qp->sq_next - 1)
-			soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
-		return true;
-	}
-	if (qp->ibv.qp_type != IBV_QPT_RC) {
-		/* UD and UC are unreliable: complete once it left the port. */
-		soft_complete_send(qp, w, IBV_WC_SUCCESS, (uint32_t)total);
-		qp->sq_head++;
-		return true;
-	}
-	if (local)
-		soft_handle_resp(qp, &resp);
-	return true;
-}
-
-/*
- * The wire lost its connection to peer: every RC QP waiting on it fails with
- * RETRY_EXC_ERR, when the request at its head times out (its local ACK
- * timeout, counted from its transmission), as on a NIC whose peer went
- * silent, not at once: a program whose peer finished and left while one of
- * its requests was in flight (ibv_srq_pingpong's last sends) still completes
- * what it was waiting for first.  No retries: nothing can answer them.  A QP
- * with no timer (timeout 0, "forever") fails at once instead of hanging.
- */
-void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer)
-{
-	for (int i = 0; i < SOFT_MAX_QP; i++) {
-		struct soft_qp *qp = nic->qps[i];
-
-		if (!qp || qp->ibv.qp_type != IBV_QPT_RC)
-			continue;
-		pthread_mutex_lock(&qp->lock);
-		if (qp->sq_head != qp->sq_next && qp->attr.ah_attr.is_global &&
-		    memcmp(qp->attr.ah_attr.grh.dgid.raw, peer->raw, 16) == 0) {
-			struct soft_swqe *h = &qp->sq[qp->sq_head & qp->sq_mask];
-
-			if (h->sent && h->deadline_ns)
-				h->peer_lost = true;
-			else
-				soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
-		}
-		pthread_mutex_unlock(&qp->lock);
-	}
-}
-
-/*
- * RTS starts new WRs; SQD only sends again what it started before (after an
- * RNR NAK or a timeout rewound sq_next): IBTA 10.3.1, in-progress messages
- * complete, no new one begins.
- */
-static bool soft_may_transmit(const struct soft_qp *qp)
-{
-	return qp->attr.qp_state == IBV_QPS_RTS ||
-	       (qp->attr.qp_state == IBV_QPS_SQD && (int32_t)(qp->sq_started - qp->sq_next) > 0);
-}
-
-/*
- * Runs a QP's send queue as far as it can, but at most SOFT_BATCH requests
- * or about SOFT_BATCH_BYTES (so the poster and other QPs get their turn); qp->lock held.  Returns
- * whether it stopped on that budget with sendable work left.
- */
-static bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
-{
-	struct soft_nic *nic = qp->nic;
-	int budget = SOFT_BATCH;
-	uint64_t bytes = 0;
-
-	/* Retransmission timer of the oldest request in flight. */
-	if (qp->sq_head != qp->sq_next) {
-		struct soft_swqe *h = &qp->sq[qp->sq_head & qp->sq_mask];
-
-		bool due = h->sent && h->deadline_ns && now >= h->deadline_ns;
-
-		if (due && h->peer_lost) {
-			soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
-			return false;
-		}
-		if (due && h->wire_waits < SOFT_WIRE_WAITS && qp->attr.ah_attr.is_global &&
-		    soft_wire_in_flight(nic, &qp->attr.ah_attr.grh.dgid)) {
-			/*
-			 * Not lost, still on its way: a NIC's timer runs from the
-			 * transmission.  A slow or starved peer fills the socket
-			 * (64 KiB WRITEs, 128 deep), and resending what is queued
-			 * behind it only adds to the queue until retries run out.
-			 * Bounded: a peer whose host vanished never acknowledges.
-			 */
-			h->wire_waits++;
-			h->deadline_ns = now + soft_timeout_ns(qp);
-		} else if (due) {
-			if (h->retries++ >= qp->attr.retry_cnt) {
-				soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
-				return false;
-			}
-			for (uint32_t i = qp->sq_head; i != qp->sq_next; i++)
-				qp->sq[i & qp->sq_mask].sent = false;
-			qp->sq_next = qp->sq_head;
-		}
-	}
-	while (qp->sq_next != qp->sq_tail && soft_may_transmit(qp)) {
-		struct soft_swqe *w = &qp->sq[qp->sq_next & qp->sq_mask];
-		bool idle = qp->sq_next == qp->sq_head;
-
-		if (w->rnr_until_ns && now < w->rnr_until_ns)
-			break;
-		if (w->wr.opcode == IBV_WR_BIND_MW || w->wr.opcode == IBV_WR_LOCAL_INV) {
-			enum ibv_wc_status st;
-
-			if (!idle)
-				break; /* completes in order, after the work before it */
-			st = soft_exec_local(qp, w);
-			qp->sq_next++;
-			if (st != IBV_WC_SUCCESS) {
-				soft_fail_head(qp, st);
-				return false;
-			}
-			soft_complete_send(qp, w, IBV_WC_SUCCESS, 0);
-			qp->sq_head++;
-			continue;
-		}
-		if (!idle &&
-		    ((w->wr.send_flags & IBV_SEND_FENCE) || qp->sq_next - qp->sq_head >= SOFT_WINDOW))
-			break;
-		if (!budget-- || bytes >= SOFT_BATCH_BYTES)
-			return true;
-		bytes += soft_payload_len(w);
-		if (!soft_transmit(qp, w, now) || atomic_load(&nic->stop))
-			break;
-	}
-	if (qp->attr.qp_state == IBV_QPS_SQD && qp->sqd_notify && !soft_sq_draining(qp)) {
-		qp->sqd_notify = false;
-		soft_async_event(qp->ibv.context, IBV_EVENT_SQ_DRAINED, qp);
-	}
-	return false;
-}
-
-static bool soft_qp_waits(const struct soft_qp *qp)
-{
-	return qp->sq_head != qp->sq_tail &&
-	       (qp->attr.qp_state == IBV_QPS_RTS || qp->attr.qp_state == IBV_QPS_SQD);
 }
 
 static struct soft_qp *soft_runq_pop(struct soft_nic *nic)
@@ -735,8 +360,24 @@ static bool soft_engine_nap(struct soft_nic *nic, bool app_takes_wire, uint64_t 
 		struct timespec ts = {.tv_sec = (time_t)((until - now) / 1000000000),
 				      .tv_nsec = (long)((until - now) % 1000000000)};
 
+		/* Watching the wire: the shared rings must kick us too (owning the round to touch them). */
+		bool flagged = watch && soft_round_try_own(nic);
+
+		if (flagged && !soft_wire_sleep(nic, true)) {
+			soft_wire_sleep(nic, false);
+			atomic_store_explicit(&nic->round_owner, 0, memory_order_release);
+			*early = wire_woke = true;
+			break;
+		}
+		if (flagged)
+			atomic_store_explicit(&nic->round_owner, 0, memory_order_release);
 		*early = ppoll(pfd, watch ? 2 : 1, &ts, NULL) > 0;
 		wire_woke = *early && watch && pfd[1].revents;
+		if (flagged) {
+			soft_round_own(nic);
+			soft_wire_sleep(nic, false);
+			atomic_store_explicit(&nic->round_owner, 0, memory_order_release);
+		}
 		now = soft_now_ns();
 	}
 	if (pfd[0].revents & POLLIN)
@@ -770,6 +411,11 @@ static void soft_engine_sleep(struct soft_nic *nic)
 		if (timeout_ns < 0 || left < (uint64_t)timeout_ns)
 			timeout_ns = (int64_t)left;
 	}
+	if (soft_wire_holding(nic) && (timeout_ns < 0 || timeout_ns > 1000000))
+		timeout_ns = 1000000; /* a full ring to a peer: its reader kicks us, this is the backstop */
+	/* Peers on the shared rings kick the sleeping engine through its sockets when they write. */
+	if (!soft_wire_sleep(nic, true))
+		timeout_ns = 0;
 	rounds = atomic_load_explicit(&nic->rounds, memory_order_relaxed);
 	atomic_store_explicit(&nic->round_owner, 0, memory_order_release);
 	atomic_store(&nic->sleeping, true);
@@ -783,14 +429,13 @@ static void soft_engine_sleep(struct soft_nic *nic)
 	ready = ppoll(pfd, 2, timeout_ns < 0 ? NULL : &ts, NULL) > 0;
 	atomic_store(&nic->deep_sleep, false);
 	atomic_store(&nic->sleeping, false);
-	if (ready) {
-		if (pfd[0].revents & POLLIN)
-			soft_wake_fd_drain(nic);
-		soft_round_own(nic);
-		if (pfd[1].revents)
-			soft_wire_service(nic);
-		soft_round_release(nic);
-	}
+	if (ready && (pfd[0].revents & POLLIN))
+		soft_wake_fd_drain(nic);
+	soft_round_own(nic);
+	soft_wire_sleep(nic, false);
+	if (ready && pfd[1].revents)
+		soft_wire_service(nic);
+	soft_round_release(nic);
 }
 
 /*

@@ -18,7 +18,8 @@ static int32_t soft_psn_diff(uint32_t a, uint32_t b)
 }
 
 /* Copies the source segments into dst; *len receives the byte count. */
-static void soft_copy_segs(struct soft_seg *dst, int ndst, const struct soft_seg *src, int nsrc)
+static void soft_copy_segs(struct soft_nic *nic, struct soft_seg *dst, int ndst, const struct soft_seg *src,
+			   int nsrc)
 {
 	int d = 0, s = 0;
 	uint32_t doff = 0, soff = 0;
@@ -28,7 +29,9 @@ static void soft_copy_segs(struct soft_seg *dst, int ndst, const struct soft_seg
 
 		if (src[s].len - soff < n)
 			n = src[s].len - soff;
-		soft_dma_copy((uint8_t *)dst[d].ptr + doff, src[s].ptr + soff, n);
+		/* A payload the shared-memory wire left in the requester's memory is pulled from there. */
+		soft_dma_pull(nic, (uint8_t *)dst[d].ptr + doff, src[s].ptr + soff, src[s].pid, n);
+		soft_count(&nic->wire_payload_bytes, n);
 		doff += n;
 		soff += n;
 		if (doff == dst[d].len)
@@ -63,7 +66,7 @@ static bool soft_recv_segs(struct soft_qp *qp, const struct soft_rwqe *r, struct
 	return true;
 }
 
-static void soft_fill_grh(uint8_t *grh, const struct soft_req *req)
+static void soft_fill_grh(uint8_t *grh, const struct soft_pkt *req)
 {
 	uint32_t vtf = htonl(6u << 28);
 	uint16_t plen = htons((uint16_t)(req->length > 0xffff ? 0xffff : req->length));
@@ -106,7 +109,7 @@ static bool soft_recv_empty(struct soft_qp *qp)
 	return empty;
 }
 
-static void soft_recv_done(struct soft_qp *qp, const struct soft_req *req, uint64_t wr_id,
+static void soft_recv_done(struct soft_qp *qp, const struct soft_pkt *req, uint64_t wr_id,
 			   enum ibv_wc_status status, uint32_t byte_len)
 {
 	struct ibv_wc wc = {
@@ -130,20 +133,7 @@ static void soft_recv_done(struct soft_qp *qp, const struct soft_req *req, uint6
 	soft_cq_push(qp->ibv.recv_cq, &wc, req->solicited);
 }
 
-static void soft_maybe_corrupt(struct soft_nic *nic, struct soft_seg *dst, int ndst)
-{
-	if (!soft_fault_hit(&nic->faults, nic->faults.corrupt))
-		return;
-	for (int i = 0; i < ndst; i++) {
-		if (dst[i].len) {
-			((uint8_t *)dst[i].ptr)[dst[i].len / 2] ^= 0x20;
-			atomic_fetch_add(&nic->fault_corrupts, 1);
-			return;
-		}
-	}
-}
-
-static void soft_respond_ud(struct soft_nic *nic, struct soft_qp *qp, const struct soft_req *req)
+static void soft_respond_ud(struct soft_nic *nic, struct soft_qp *qp, const struct soft_pkt *req)
 {
 	struct soft_seg dst[SOFT_MAX_SGE];
 	struct soft_rwqe r;
@@ -169,13 +159,13 @@ static void soft_respond_ud(struct soft_nic *nic, struct soft_qp *qp, const stru
 	soft_fill_grh(grh, req);
 	src[0].ptr = grh;
 	src[0].len = SOFT_GRH_LEN;
+	src[0].pid = 0;
 	memcpy(&src[1], req->seg, (size_t)req->nseg * sizeof(src[0]));
-	soft_copy_segs(dst, r.num_sge, src, req->nseg + 1);
-	soft_maybe_corrupt(nic, dst, r.num_sge);
+	soft_copy_segs(nic, dst, r.num_sge, src, req->nseg + 1);
 	soft_recv_done(qp, req, r.wr_id, IBV_WC_SUCCESS, SOFT_GRH_LEN + req->length);
 }
 
-static void soft_nak(struct soft_qp *qp, struct soft_resp *resp, enum ibv_wc_status status)
+static void soft_nak(struct soft_qp *qp, struct soft_pkt *resp, enum ibv_wc_status status)
 {
 	resp->kind = SOFT_RESP_NAK;
 	resp->status = status;
@@ -189,8 +179,8 @@ static void soft_nak(struct soft_qp *qp, struct soft_resp *resp, enum ibv_wc_sta
  * and the QP stays up; an error on the posted receive itself completes it
  * in error and the QP goes to ERR, as on RC.
  */
-static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const struct soft_req *req,
-			    struct soft_resp *resp)
+static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const struct soft_pkt *req,
+			    struct soft_pkt *resp)
 {
 	int qp_access = qp->attr.qp_access_flags;
 	struct soft_seg dst[SOFT_MAX_SGE];
@@ -244,13 +234,12 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 			struct soft_seg v = {.ptr = (const uint8_t *)&value, .len = sizeof(value)};
 
 			/* The 8 bytes land in one store: a reader sees all old or all new. */
-			soft_copy_segs(&v, 1, req->seg, req->nseg);
+			soft_copy_segs(nic, &v, 1, req->seg, req->nseg);
 			soft_dma_store64(ptr, value);
 		} else if (is_write) {
 			struct soft_seg d = {.ptr = ptr, .len = req->length};
 
-			soft_copy_segs(&d, 1, req->seg, req->nseg);
-			soft_maybe_corrupt(nic, &d, 1);
+			soft_copy_segs(nic, &d, 1, req->seg, req->nseg);
 		} else if (req->opcode == IBV_WR_RDMA_READ) {
 			resp->read_data = ptr;
 			resp->read_len = req->length;
@@ -296,8 +285,7 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 			soft_nak(qp, resp, IBV_WC_REM_INV_REQ_ERR);
 			return;
 		}
-		soft_copy_segs(dst, r.num_sge, req->seg, req->nseg);
-		soft_maybe_corrupt(nic, dst, r.num_sge);
+		soft_copy_segs(nic, dst, r.num_sge, req->seg, req->nseg);
 	}
 	soft_recv_done(qp, req, r.wr_id, IBV_WC_SUCCESS, req->length);
 	resp->kind = SOFT_RESP_ACK;
@@ -309,7 +297,7 @@ static void soft_execute_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
  * a packet that does not match the QP's context.
  */
 static bool soft_from_connected_remote(struct soft_nic *nic, const struct soft_qp *qp,
-				       const struct soft_req *req)
+				       const struct soft_pkt *req)
 {
 	if (req->src_qpn == qp->attr.dest_qp_num &&
 	    !memcmp(req->sgid.raw, qp->attr.ah_attr.grh.dgid.raw, sizeof(req->sgid.raw)))
@@ -321,8 +309,8 @@ static bool soft_from_connected_remote(struct soft_nic *nic, const struct soft_q
 /* A responder QP that posted this recently is in a conversation (a ping-pong of WRITEs). */
 #define SOFT_TALKS_BACK_NS 1000000
 
-static void soft_respond_rc(struct soft_nic *nic, struct soft_qp *qp, const struct soft_req *req,
-			    struct soft_resp *resp)
+static void soft_respond_rc(struct soft_nic *nic, struct soft_qp *qp, const struct soft_pkt *req,
+			    struct soft_pkt *resp)
 {
 	int32_t diff;
 
@@ -349,12 +337,6 @@ static void soft_respond_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
 		resp->kind = SOFT_RESP_ACK;
 		return;
 	}
-	if (soft_fault_hit(&nic->faults, nic->faults.error)) {
-		atomic_fetch_add(&nic->fault_errors, 1);
-		resp->kind = SOFT_RESP_NAK;
-		resp->status = IBV_WC_REM_OP_ERR;
-		return;
-	}
 	soft_execute_rc(nic, qp, req, resp);
 	if (resp->kind == SOFT_RESP_ACK)
 		qp->resp_psn = (qp->resp_psn + 1) & 0xffffff;
@@ -366,9 +348,9 @@ static void soft_respond_rc(struct soft_nic *nic, struct soft_qp *qp, const stru
  * a gap in PSNs means a message was lost and the responder resynchronizes
  * on the one that arrived.
  */
-static void soft_respond_uc(struct soft_nic *nic, struct soft_qp *qp, const struct soft_req *req)
+static void soft_respond_uc(struct soft_nic *nic, struct soft_qp *qp, const struct soft_pkt *req)
 {
-	struct soft_resp ignored = {.kind = SOFT_RESP_NONE};
+	struct soft_pkt ignored = {.kind = SOFT_RESP_NONE};
 
 	if (!soft_from_connected_remote(nic, qp, req))
 		return;
@@ -376,8 +358,8 @@ static void soft_respond_uc(struct soft_nic *nic, struct soft_qp *qp, const stru
 	soft_execute_rc(nic, qp, req, &ignored);
 }
 
-void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct soft_req *req,
-		  struct soft_resp *resp)
+void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct soft_pkt *req,
+		  struct soft_pkt *resp)
 {
 	struct soft_qp *qp;
 	enum ibv_qp_state state;
@@ -385,10 +367,6 @@ void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct 
 	memset(resp, 0, sizeof(*resp));
 	resp->kind = SOFT_RESP_NONE;
 	resp->psn = req->psn;
-	if (soft_fault_hit(&nic->faults, nic->faults.drop)) {
-		atomic_fetch_add(&nic->fault_drops, 1);
-		return;
-	}
 	qp = soft_lookup_qp(nic, req->dst_qpn);
 	if (!qp || qp->ibv.qp_type != req->qp_type) {
 		if (req->qp_type == IBV_QPT_UD)

@@ -320,7 +320,7 @@ struct soft_nic {
 	uint64_t next_deadline_check; /* handshake deadlines are checked this often */
 	struct soft_conn *conns;      /* round owner's */
 	uint64_t next_conn_id;
-	struct soft_delayed *delay_head, *delay_tail; /* delay_us fault: held requests, round owner's */
+	struct soft_delayed *delay_head, *delay_tail; /* delay_us fault: held packets, round owner's */
 	struct soft_faults faults;
 	atomic_ulong ud_drops, fault_drops, fault_corrupts, fault_errors;
 	__be64 node_guid;	    /* from the host's identity and the address (device.c) */
@@ -329,7 +329,24 @@ struct soft_nic {
 	struct soft_auth_key auth;  /* the wire's key (auth.h): every connection proves it first */
 	atomic_ulong wire_rejects;  /* connections closed for a bad or oversized packet, or over the cap */
 	atomic_ulong stale_drops;   /* large packets on a trusted connection for a QP gone or moved on */
+	/*
+	 * Payload bytes this NIC delivered (into a receive or WRITE target, or a
+	 * READ's local buffers), and the bytes its CPU copied to move packets:
+	 * into and out of sockets, rings and staging buffers, into their target.
+	 */
+	atomic_ullong wire_payload_bytes, wire_copied_bytes;
+	atomic_ulong shm_refused; /* shared-memory offers refused or failed: the connection stayed on TCP */
+	atomic_ulong shm_quarantined; /* connections given up because the peer broke its ring */
+	atomic_int shm_conns;	      /* connections on the shared-memory rings */
+	bool shm_allowed;	      /* RDMATOOL_SOFT_SHM: local peers may move onto shared memory */
+	uint8_t shm_probe[16]; /* random: a peer that reads them here can read our memory (shm_link.c) */
 };
+
+/* Adds n bytes to a NIC counter (relaxed: statistics). */
+static inline void soft_count(atomic_ullong *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
 
 /* A pause for busy-wait loops: lets the sibling hyperthread run. */
 static inline void soft_cpu_relax(void)
@@ -532,27 +549,17 @@ void soft_complete_send(struct soft_qp *qp, struct soft_swqe *w, enum ibv_wc_sta
 void soft_ring_doorbell(struct soft_qp *qp);
 
 /*
- * A request as the responder sees it, whether it came from a QP of this
- * NIC (payload gathered straight from the requester's SGEs) or off the wire
- * (one contiguous segment).
+ * A run of payload bytes: in this NIC's memory (a requester's SGE, a
+ * responder's MR), a wire's receive buffer or a held copy.
  */
 struct soft_seg {
 	const uint8_t *ptr;
 	uint32_t len;
+	int32_t pid; /* 0: ptr is in this process; else in process pid's memory (the shared-memory wire) */
 };
 
-struct soft_req {
-	uint8_t opcode; /* enum ibv_wr_opcode */
-	bool solicited;
-	enum ibv_qp_type qp_type;
-	uint32_t src_qpn, dst_qpn, psn, qkey;
-	uint32_t rkey, imm_data, invalidate_rkey;
-	uint64_t raddr, compare_add, swap;
-	uint32_t length;
-	union ibv_gid sgid, dgid;
-	int nseg;
-	struct soft_seg seg[SOFT_MAX_SGE];
-};
+/* A packet's type; CTL packets belong to a wire connection and never enter the NIC (wire.c). */
+enum { SOFT_PKT_REQ = 1, SOFT_PKT_RSP = 2, SOFT_PKT_CTL = 3 };
 
 enum soft_resp_kind {
 	SOFT_RESP_NONE, /* dropped: no answer at all */
@@ -561,20 +568,55 @@ enum soft_resp_kind {
 	SOFT_RESP_NAK,
 };
 
-struct soft_resp {
-	enum soft_resp_kind kind;
-	enum ibv_wc_status status; /* NAK: the requester's status */
-	uint8_t rnr_timer;
-	uint32_t psn;
-	uint64_t atomic_orig;
-	bool talks_back; /* the responder QP posts sends too: its next one may carry this ACK */
-	const uint8_t *read_data;
-	uint32_t read_len;
+/*
+ * The packet, the soft NIC's one type for a request and its response, as
+ * rxe has its rxe_pkt_info: the requester builds one, the transmit point
+ * (xmit.c) sends it, the receive entry (recv.c) routes it to the responder
+ * (resp.c) or the completer (soft_handle_resp), and the responder's answer is a packet
+ * too.  Its first SOFT_PKT_HDR_LEN bytes are the header every wire carries
+ * (little-endian on the TCP wire, wire.c); the payload is the segments.
+ */
+struct soft_pkt {
+	uint32_t magic;	    /* SOFT_WIRE_MAGIC on a wire */
+	uint32_t payload;   /* bytes that follow the header on a wire */
+	uint8_t type;	    /* SOFT_PKT_REQ or SOFT_PKT_RSP */
+	uint8_t opcode;	    /* enum ibv_wr_opcode (a response: its request's) */
+	uint8_t qp_type;    /* enum ibv_qp_type: RC, UC or UD */
+	uint8_t solicited;  /* a request: IBV_SEND_SOLICITED */
+	uint8_t kind;	    /* a response: enum soft_resp_kind */
+	uint8_t status;	    /* a NAK: the requester's enum ibv_wc_status */
+	uint8_t rnr_timer;  /* an RNR NAK: the responder's min_rnr_timer */
+	uint8_t talks_back; /* an ACK: the responder QP posts sends too, its next one may carry this ACK */
+	uint32_t src_qpn, dst_qpn, psn, qkey;
+	uint32_t rkey, imm_data, invalidate_rkey;
+	uint32_t length; /* a request: the message length; a response: read_len */
+	uint64_t raddr;
+	union {
+		uint64_t compare_add; /* a request */
+		uint64_t atomic_orig; /* an atomic's response: the value found */
+	};
+	uint64_t swap;
+	union ibv_gid sgid, dgid;
+	/* Not on any wire. */
+	uint64_t conn_id; /* came in on this wire connection, and its answer goes back on it (0: none) */
+	bool stable; /* the payload stays where seg[] says until the request completes: a peer may pull it */
+	int nseg;
+	union {
+		struct soft_seg seg[SOFT_MAX_SGE]; /* a request's payload */
+		struct {			   /* a READ response's: seg[0] */
+			const uint8_t *read_data;
+			uint32_t read_len;
+			int32_t read_pid;
+		};
+	};
 };
 
+#define SOFT_PKT_HDR_LEN offsetof(struct soft_pkt, conn_id)
+_Static_assert(SOFT_PKT_HDR_LEN == 104, "the wire header's size and layout are fixed");
+
 /* resp.c: the responder; runs on the engine with obj_lock held for reading. */
-void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct soft_req *req,
-		  struct soft_resp *resp);
+void soft_respond(struct soft_nic *nic, struct soft_qp *requester, const struct soft_pkt *req,
+		  struct soft_pkt *resp);
 
 /* engine.c */
 int soft_engine_start(struct soft_nic *nic);
@@ -598,16 +640,53 @@ void soft_run_queued(struct soft_nic *nic);
 void soft_apps_leave(struct soft_nic *nic);
 /* Whether the napping engine would wake for a packet now: no application thread polls the wire in a loop. */
 bool soft_engine_watches_wire(struct soft_nic *nic);
-void soft_handle_resp(struct soft_qp *qp, const struct soft_resp *resp);
-/* rx.c: a response for QP qpn of this NIC, from the wire or the delay line (locks the QP itself). */
-void soft_rx_response(struct soft_nic *nic, uint32_t qpn, const struct soft_resp *resp);
+
+/*
+ * xmit.c: the one transmit point.  Every packet this NIC sends, a request
+ * or a response, leaves through soft_xmit: the faults of
+ * RDMATOOL_SOFT_FAULTS (drop, corrupt and error on requests, the delay line
+ * on every packet), then the path to its destination: this NIC itself
+ * (straight into soft_recv) or the TCP wire.  held is the QP the caller
+ * has locked (a requester running its send queue), or NULL.  Returns 0, or
+ * ECONNREFUSED when the destination cannot be reached at all.  Round owner
+ * only, obj_lock held for reading.
+ */
+int soft_xmit(struct soft_nic *nic, struct soft_qp *held, struct soft_pkt *pkt);
+/* The path alone, faults past: what the delay line calls when a held packet falls due. */
+int soft_xmit_now(struct soft_nic *nic, struct soft_qp *held, struct soft_pkt *pkt);
+/*
+ * recv.c: the one receive entry.  Every packet that reaches this NIC, from
+ * itself or from a wire, enters through soft_recv: a request goes to the
+ * responder and its answer back through soft_xmit, a response to the
+ * completer of its QP.  A packet from a wire (conn_id set) is checked first
+ * and dropped when malformed.  held as for soft_xmit.
+ */
+void soft_recv(struct soft_nic *nic, struct soft_qp *held, const struct soft_pkt *pkt);
+
+/* req.c: the requester; qp->lock held. */
+/* Runs the send queue within its budget; returns whether it stopped on the budget with work left. */
+bool soft_qp_progress(struct soft_qp *qp, uint64_t now);
+/* Whether the send queue holds work a round or a timer must come back for. */
+bool soft_qp_waits(const struct soft_qp *qp);
+
+/* comp.c: the completer; qp->lock held (soft_peer_lost takes each QP's itself). */
+void soft_handle_resp(struct soft_qp *qp, const struct soft_pkt *resp);
+/* Completes the head WR with status and moves the QP to its error state. */
+void soft_fail_head(struct soft_qp *qp, enum ibv_wc_status status);
+/* Resolves the local SGEs of w into segments; status on a bad lkey or length. */
+enum ibv_wc_status soft_local_segs(struct soft_qp *qp, struct soft_swqe *w, bool writable,
+				   struct soft_seg *seg, uint64_t *total);
+uint32_t soft_payload_len(const struct soft_swqe *w);
+/* Local ACK timeout: 4.096 us * 2^timeout; 0 means wait forever. */
+uint64_t soft_timeout_ns(const struct soft_qp *qp);
 uint64_t soft_rnr_ns(uint8_t timer);
 void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer);
 
 /* wire.c: round owner only, except listen and close */
 int soft_wire_listen(struct soft_nic *nic, const char *spec);
 void soft_wire_close(struct soft_nic *nic);
-int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req);
+/* Sends pkt over the TCP wire: a response on the connection its request came in on, else to pkt->dgid. */
+int soft_wire_send(struct soft_nic *nic, const struct soft_pkt *pkt);
 /*
  * Whether bytes to peer have not reached its host yet: queued here, or
  * sent but not acknowledged by its TCP (the wire is reliable; only the
@@ -628,14 +707,19 @@ bool soft_wire_service(struct soft_nic *nic);
  * as soft_wire_service.
  */
 bool soft_wire_read_now(struct soft_nic *nic);
-void soft_wire_serve(struct soft_nic *nic, uint64_t conn_id, const struct soft_req *req);
 void soft_wire_flush(struct soft_nic *nic, bool all);
 bool soft_wire_holding(const struct soft_nic *nic);
+/*
+ * The engine is about to sleep (true) or woke (false): peers on the shared
+ * rings then kick it through the socket when they write.  Returns false when
+ * a ring already holds packets (do not sleep).  Round owner only.
+ */
+bool soft_wire_sleep(struct soft_nic *nic, bool sleeping);
 /* A handshake or a paused listener is waiting for a deadline: the engine must not sleep unbounded. */
 bool soft_wire_has_deadlines(const struct soft_nic *nic);
 
-/* delay.c: the delay_us fault; round owner only. */
-bool soft_delay_req(struct soft_nic *nic, const struct soft_req *req, uint64_t conn_id);
+/* delay.c: the delay_us fault, a delay line inside the transmit point; round owner only. */
+bool soft_delay_pkt(struct soft_nic *nic, const struct soft_pkt *pkt);
 bool soft_delay_run(struct soft_nic *nic, uint64_t now);
 uint64_t soft_delay_next_ns(const struct soft_nic *nic);
 void soft_delay_clear(struct soft_nic *nic);
@@ -646,6 +730,12 @@ bool soft_fault_hit(struct soft_faults *f, double p);
 
 /* dma.c: the NIC's accesses to registered memory (see there). */
 void soft_dma_copy(void *dst, const void *src, size_t len);
+/*
+ * Copies len bytes from src (in process pid's memory when pid is not 0,
+ * pulled with process_vm_readv) to dst, counting them on nic; false when the
+ * peer's memory could not be read (dst is then zeroed).
+ */
+bool soft_dma_pull(struct soft_nic *nic, void *dst, const void *src, int32_t pid, size_t len);
 uint64_t soft_dma_fetch_add(uint64_t *target, uint64_t add);
 /* Returns the value found; it was replaced by swap if it equalled compare. */
 uint64_t soft_dma_cmp_swap(uint64_t *target, uint64_t compare, uint64_t swap);
@@ -653,5 +743,8 @@ uint64_t soft_dma_cmp_swap(uint64_t *target, uint64_t compare, uint64_t swap);
 void soft_dma_store64(void *target, uint64_t value);
 struct msghdr;
 ssize_t soft_dma_sendmsg(int fd, const struct msghdr *msg, int flags);
+struct soft_shm;
+/* soft_shm_write of registered memory (shm.h). */
+ssize_t soft_dma_shm_write(struct soft_shm *shm, const void *buf, size_t len);
 
 #endif

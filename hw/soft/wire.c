@@ -17,6 +17,7 @@
 #include "hw/soft/soft.h"
 #include "hw/soft/wire.h"
 #include "hw/soft/auth.h"
+#include "hw/soft/shm.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -30,6 +31,7 @@
 #include <linux/sockios.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -66,7 +68,8 @@ struct soft_conn {
 	uint64_t id; /* unique for the NIC's lifetime: held requests name their connection by it */
 	uint8_t *in, *out;
 	size_t in_off, in_len, in_cap, out_off, out_len, out_cap; /* in: [in_off, in_len) unparsed */
-	size_t skip; /* payload bytes of a dropped packet still to discard as they arrive */
+	size_t skip;		   /* payload bytes of a dropped packet still to discard as they arrive */
+	struct soft_shm_link link; /* the shared-memory rings it moved onto (shm.h), if it did */
 	struct soft_conn *next;
 };
 
@@ -131,6 +134,22 @@ int soft_wire_listen(struct soft_nic *nic, const char *spec)
 		}
 		sa.sin_port = htons((uint16_t)port);
 	}
+	switch (soft_shm_wanted(getenv("RDMATOOL_SOFT_SHM"))) {
+	case 0:
+		nic->shm_allowed = false;
+		break;
+	case 1:
+		nic->shm_allowed = true;
+		break;
+	default:
+		soft_config_fail(
+		    "RDMATOOL_SOFT_SHM=%s is not 0 or 1; use 0 to keep local peers on TCP, 1 (the "
+		    "default) to let them share memory",
+		    getenv("RDMATOOL_SOFT_SHM"));
+		return EINVAL;
+	}
+	if (getrandom(nic->shm_probe, sizeof(nic->shm_probe), 0) != (ssize_t)sizeof(nic->shm_probe))
+		nic->shm_allowed = false; /* without a secret probe no peer can check it reads our memory */
 	nic->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (nic->epoll_fd < 0)
 		return errno;
@@ -179,6 +198,9 @@ int soft_wire_listen(struct soft_nic *nic, const char *spec)
 
 static void soft_conn_free(struct soft_conn *c)
 {
+	if (c->link.state == SOFT_SHM_UP)
+		atomic_fetch_sub_explicit(&c->nic->shm_conns, 1, memory_order_relaxed);
+	soft_shm_link_close(&c->link);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->in);
@@ -187,6 +209,7 @@ static void soft_conn_free(struct soft_conn *c)
 }
 
 static void soft_conn_flush(struct soft_conn *c);
+static void soft_hdr_to_le(struct soft_pkt *h);
 
 /*
  * What is queued when the NIC goes away still leaves: above all the ACKs
@@ -355,16 +378,92 @@ static void soft_conn_established(struct soft_conn *c)
 	soft_conn_watch(c);
 }
 
+/* Wakes the peer's engine, asleep on its sockets, for what was just put in the ring (shm.h). */
+static void soft_conn_kick(struct soft_conn *c)
+{
+	char k = 0;
+
+	if (soft_shm_kick_due(c->link.shm) && send(c->fd, &k, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+	    errno != EAGAIN)
+		c->dead = true;
+}
+
+/*
+ * Bytes into the ring to the peer; the count, or -1 with errno EAGAIN (full)
+ * or EPROTO (the peer broke the ring: the connection is given up).
+ * payload: the bytes are registered memory (read as a NIC would, dma.c).
+ */
+static ssize_t soft_conn_ring_write(struct soft_conn *c, const void *buf, size_t len, bool payload)
+{
+	ssize_t n =
+	    payload ? soft_dma_shm_write(c->link.shm, buf, len) : soft_shm_write(c->link.shm, buf, len);
+
+	if (n < 0) {
+		atomic_fetch_add_explicit(&c->nic->shm_quarantined, 1, memory_order_relaxed);
+		errno = EPROTO;
+		return -1;
+	}
+	if (n == 0) {
+		errno = EAGAIN;
+		return -1;
+	}
+	soft_count(&c->nic->wire_copied_bytes, (uint64_t)n);
+	soft_conn_kick(c);
+	return n;
+}
+
+/*
+ * Sends this side's last TCP packet, ON: what follows goes into the ring.
+ * Only with nothing queued before it; a socket that takes part of it gets
+ * the rest within a second, or the connection is given up.
+ */
+static void soft_conn_send_on(struct soft_conn *c)
+{
+	struct soft_pkt h = {.magic = SOFT_WIRE_MAGIC, .type = SOFT_PKT_CTL, .opcode = SOFT_SHM_ON};
+	uint64_t deadline = soft_now_ns() + 1000000000ull;
+	size_t sent = 0;
+
+	soft_hdr_to_le(&h);
+	while (sent < SOFT_PKT_HDR_LEN) {
+		ssize_t n =
+		    send(c->fd, (uint8_t *)&h + sent, SOFT_PKT_HDR_LEN - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+		struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
+
+		if (n > 0) {
+			sent += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			c->dead = true;
+			return;
+		}
+		if (!sent)
+			return; /* the socket is full: next round */
+		if (soft_now_ns() >= deadline || poll(&pfd, 1, 10) < 0) {
+			c->dead = true;
+			return;
+		}
+	}
+	soft_shm_link_on_sent(&c->link);
+	if (c->link.state == SOFT_SHM_UP)
+		atomic_fetch_add_explicit(&c->nic->shm_conns, 1, memory_order_relaxed);
+}
+
 static void soft_conn_flush(struct soft_conn *c)
 {
 	c->blocked = false;
 	while (soft_conn_ready(c) && c->out_off < c->out_len) {
-		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+		ssize_t n = c->link.tx
+				? soft_conn_ring_write(c, c->out + c->out_off, c->out_len - c->out_off, false)
+				: send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
 
 		if (n > 0) {
 			c->out_off += (size_t)n;
+			if (!c->link.tx)
+				soft_count(&c->nic->wire_copied_bytes, (uint64_t)n);
 		} else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-			c->blocked = true;
+			/* A full ring is tried again each round: no event says it has room. */
+			c->blocked = !c->link.tx;
 			break;
 		} else {
 			c->dead = true;
@@ -373,6 +472,8 @@ static void soft_conn_flush(struct soft_conn *c)
 	if (c->out_off == c->out_len) {
 		c->out_off = c->out_len = 0;
 		c->urgent = false;
+		if (c->link.state == SOFT_SHM_WANT_ON && soft_conn_ready(c))
+			soft_conn_send_on(c);
 	}
 	soft_conn_watch(c);
 }
@@ -402,7 +503,7 @@ static uint8_t *soft_conn_reserve(struct soft_conn *c, size_t n)
 	return c->out + c->out_len - n;
 }
 
-static void soft_hdr_to_le(struct soft_wire_hdr *h)
+static void soft_hdr_to_le(struct soft_pkt *h)
 {
 	h->magic = htole32(h->magic);
 	h->payload = htole32(h->payload);
@@ -419,7 +520,7 @@ static void soft_hdr_to_le(struct soft_wire_hdr *h)
 	h->swap = htole64(h->swap);
 }
 
-static void soft_hdr_from_le(struct soft_wire_hdr *h)
+static void soft_hdr_from_le(struct soft_pkt *h)
 {
 	/* The conversion is its own inverse. */
 	soft_hdr_to_le(h);
@@ -430,8 +531,8 @@ static void soft_hdr_from_le(struct soft_wire_hdr *h)
  * sendmsg, no staging copy) when nothing is queued before it; returns the
  * bytes sent.
  */
-static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_wire_hdr *h,
-				    const struct soft_seg *seg, int nseg)
+static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_pkt *h, const struct soft_seg *seg,
+				    int nseg)
 {
 	struct iovec iov[SOFT_MAX_SGE + 1];
 	struct msghdr msg = {.msg_iov = iov};
@@ -439,16 +540,38 @@ static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_wire_
 
 	if (!soft_conn_ready(c) || c->out_len > c->out_off)
 		return 0;
+	if (c->link.tx) {
+		/* Into the ring, as far as it takes: header, then each segment. */
+		size_t sent = 0;
+		ssize_t n = soft_conn_ring_write(c, h, SOFT_PKT_HDR_LEN, false);
+
+		if (n > 0)
+			sent = (size_t)n;
+		for (int i = 0; n == (ssize_t)SOFT_PKT_HDR_LEN && sent >= SOFT_PKT_HDR_LEN && i < nseg; i++) {
+			if (!seg[i].len)
+				continue;
+			n = soft_conn_ring_write(c, seg[i].ptr, seg[i].len, true);
+			if (n > 0)
+				sent += (size_t)n;
+			if (n != (ssize_t)seg[i].len)
+				break;
+		}
+		if (n < 0 && errno == EPROTO)
+			c->dead = true;
+		return sent;
+	}
 	iov[0].iov_base = (void *)h;
-	iov[0].iov_len = sizeof(*h);
+	iov[0].iov_len = SOFT_PKT_HDR_LEN;
 	for (int i = 0; i < nseg; i++) {
 		iov[i + 1].iov_base = (void *)seg[i].ptr;
 		iov[i + 1].iov_len = seg[i].len;
 	}
 	msg.msg_iovlen = (size_t)nseg + 1;
 	n = soft_dma_sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-	if (n >= 0)
+	if (n >= 0) {
+		soft_count(&c->nic->wire_copied_bytes, (uint64_t)n);
 		return (size_t)n;
+	}
 	if (errno != EAGAIN && errno != EINTR)
 		c->dead = true;
 	return 0;
@@ -462,43 +585,70 @@ static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_wire_
  * goes out at once, after what is queued, straight from its buffers; what
  * the socket does not take is queued.
  */
-static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const struct soft_seg *seg, int nseg,
-			  bool delayable)
+static int soft_conn_send(struct soft_conn *c, const struct soft_pkt *pkt, bool delayable)
 {
+	const struct soft_seg *seg = pkt->seg;
+	int nseg = pkt->nseg;
 	size_t payload = 0, sent = 0, skip;
+	struct soft_pkt hdr, *h = &hdr;
+	uint64_t ref[2 * SOFT_MAX_SGE];
+	struct soft_seg ref_seg;
 	uint8_t *p;
 
+	for (int i = 0; i < nseg; i++)
+		payload += seg[i].len;
+	memcpy(h, pkt, SOFT_PKT_HDR_LEN);
+	h->magic = SOFT_WIRE_MAGIC;
+	if (c->link.tx && pkt->stable && payload > SOFT_SHM_INLINE_MAX) {
+		/*
+		 * On the rings a large payload that stays put until its request
+		 * completes does not cross: the packet names where it is, and the
+		 * peer pulls it straight into its target (one copy per byte).
+		 */
+		for (int i = 0; i < nseg; i++) {
+			ref[2 * i] = htole64((uintptr_t)seg[i].ptr);
+			ref[2 * i + 1] = htole64(seg[i].len);
+		}
+		ref_seg = (struct soft_seg){.ptr = (const uint8_t *)ref, .len = (uint32_t)(nseg * 16)};
+		seg = &ref_seg;
+		nseg = 1;
+		payload = ref_seg.len;
+		h->magic = SOFT_WIRE_MAGIC_REF;
+	}
 	if (!delayable)
 		c->urgent = true;
 	else if (c->out_len == c->out_off)
 		c->hold_until_ns = soft_now_ns() + SOFT_ACK_HOLD_NS;
 
-	for (int i = 0; i < nseg; i++)
-		payload += seg[i].len;
-	h->magic = SOFT_WIRE_MAGIC;
 	h->payload = (uint32_t)payload;
 	soft_hdr_to_le(h);
 	if (c->dead)
 		return EPIPE;
-	if (payload > SOFT_WIRE_COALESCE_MAX) {
+	/*
+	 * On the rings every packet goes at once (no system call to save), but
+	 * an ACK that may wait: it then rides with the request that answers it,
+	 * and a target that stopped polling after its ACK finds that request
+	 * in the same read (ib_write_lat's ping-pong of WRITEs).
+	 */
+	if (payload > SOFT_WIRE_COALESCE_MAX || (c->link.tx && !delayable)) {
 		soft_conn_flush(c);
 		sent = soft_conn_send_direct(c, h, seg, nseg);
 	}
 	if (c->dead)
 		return EPIPE;
-	if (sent == sizeof(*h) + payload)
+	if (sent == SOFT_PKT_HDR_LEN + payload)
 		return 0;
-	p = soft_conn_reserve(c, sizeof(*h) + payload - sent);
+	p = soft_conn_reserve(c, SOFT_PKT_HDR_LEN + payload - sent);
 	if (!p)
 		return ENOMEM;
 	/* Queue the unsent tail: the rest of the header, then of each segment. */
 	skip = sent;
-	if (skip < sizeof(*h)) {
-		memcpy(p, (const uint8_t *)h + skip, sizeof(*h) - skip);
-		p += sizeof(*h) - skip;
+	if (skip < SOFT_PKT_HDR_LEN) {
+		memcpy(p, (const uint8_t *)h + skip, SOFT_PKT_HDR_LEN - skip);
+		p += SOFT_PKT_HDR_LEN - skip;
 		skip = 0;
 	} else {
-		skip -= sizeof(*h);
+		skip -= SOFT_PKT_HDR_LEN;
 	}
 	for (int i = 0; i < nseg; i++) {
 		if (skip >= seg[i].len) {
@@ -506,6 +656,7 @@ static int soft_conn_send(struct soft_conn *c, struct soft_wire_hdr *h, const st
 			continue;
 		}
 		soft_dma_copy(p, seg[i].ptr + skip, seg[i].len - skip);
+		soft_count(&c->nic->wire_copied_bytes, seg[i].len - skip);
 		p += seg[i].len - skip;
 		skip = 0;
 	}
@@ -517,6 +668,10 @@ void soft_wire_flush(struct soft_nic *nic, bool all)
 	uint64_t now = 0;
 
 	for (struct soft_conn *c = nic->conns; c; c = c->next) {
+		if (c->link.state == SOFT_SHM_WANT_ON && !c->blocked && c->out_len == c->out_off) {
+			soft_conn_flush(c); /* ON, which a full socket put off */
+			continue;
+		}
 		if (c->out_len == c->out_off || c->blocked)
 			continue;
 		if (!all && !c->urgent) {
@@ -534,9 +689,20 @@ bool soft_wire_has_deadlines(const struct soft_nic *nic)
 	if (nic->accept_resume_ns)
 		return true;
 	for (const struct soft_conn *c = nic->conns; c; c = c->next)
-		if (c->connecting || !c->authed)
+		if (c->connecting || !c->authed || c->link.state == SOFT_SHM_WANT_ON)
 			return true;
 	return false;
+}
+
+bool soft_wire_sleep(struct soft_nic *nic, bool sleeping)
+{
+	bool quiet = true;
+
+	for (struct soft_conn *c = nic->conns; c; c = c->next)
+		if ((c->link.rx || c->link.tx) && !c->dead && !soft_shm_sleep(c->link.shm, sleeping) &&
+		    c->link.rx)
+			quiet = false;
+	return quiet;
 }
 
 bool soft_wire_holding(const struct soft_nic *nic)
@@ -556,160 +722,99 @@ bool soft_wire_in_flight(struct soft_nic *nic, const union ibv_gid *peer)
 		if (c->dead || c->connecting || !c->authed || !c->peer_known ||
 		    memcmp(c->peer.raw, peer->raw, 16) != 0)
 			continue;
+		if (c->link.tx && soft_shm_unread(c->link.shm))
+			return true;
 		if (c->out_len > c->out_off || (ioctl(c->fd, SIOCOUTQ, &unacked) == 0 && unacked > 0))
 			return true;
 	}
 	return false;
 }
 
-int soft_wire_send_req(struct soft_nic *nic, const struct soft_req *req)
+/*
+ * The ACK of a SEND may wait a moment (like TCP's delayed ACK): the
+ * application often answers it, and the answer then carries it.  So may a
+ * WRITE's, when the target QP posts sends of its own lately (a ping-pong of
+ * WRITEs, ib_write_lat: it then runs on the two polling application threads
+ * alone); the ACK of a one-sided WRITE to a passive target leaves at once.
+ */
+static bool soft_pkt_delayable(const struct soft_pkt *pkt)
 {
-	struct soft_conn *c = soft_conn_to(nic, &req->dgid);
-	struct soft_wire_hdr h = {
-	    .type = SOFT_PKT_REQ,
-	    .opcode = req->opcode,
-	    .qp_type = (uint8_t)req->qp_type,
-	    .solicited = req->solicited,
-	    .src_qpn = req->src_qpn,
-	    .dst_qpn = req->dst_qpn,
-	    .psn = req->psn,
-	    .qkey = req->qkey,
-	    .rkey = req->rkey,
-	    .imm_data = req->imm_data,
-	    .invalidate_rkey = req->invalidate_rkey,
-	    .length = req->length,
-	    .raddr = req->raddr,
-	    .compare_add = req->compare_add,
-	    .swap = req->swap,
-	};
+	bool is_send = pkt->opcode == IBV_WR_SEND || pkt->opcode == IBV_WR_SEND_WITH_IMM;
+	bool is_write = pkt->opcode == IBV_WR_RDMA_WRITE || pkt->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+			pkt->opcode == IBV_WR_ATOMIC_WRITE;
 
-	if (!c)
+	return pkt->type == SOFT_PKT_RSP && pkt->kind == SOFT_RESP_ACK &&
+	       (is_send || (is_write && pkt->talks_back));
+}
+
+int soft_wire_send(struct soft_nic *nic, const struct soft_pkt *pkt)
+{
+	struct soft_conn *c;
+
+	if (pkt->conn_id) {
+		/* An answer: back on the connection its request came in on, if it is still up. */
+		for (c = nic->conns; c && c->id != pkt->conn_id; c = c->next)
+			;
+		if (!c || c->dead)
+			return EPIPE;
+	} else if (!(c = soft_conn_to(nic, &pkt->dgid))) {
 		return ECONNREFUSED;
-	memcpy(h.sgid, req->sgid.raw, 16);
-	memcpy(h.dgid, req->dgid.raw, 16);
-	return soft_conn_send(c, &h, req->seg, req->nseg, false);
-}
-
-static bool soft_opcode_known(uint8_t op)
-{
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-	case IBV_WR_SEND_WITH_INV:
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-	case IBV_WR_ATOMIC_WRITE:
-		return true;
-	default:
-		return false;
 	}
+	return soft_conn_send(c, pkt, soft_pkt_delayable(pkt));
 }
 
-static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const struct soft_req *req);
+/*
+ * A packet that came in on c, header in h (host order), payload following:
+ * it enters the NIC through the one receive entry (recv.c), which checks it.
+ */
+static void soft_conn_ctl(struct soft_nic *nic, struct soft_conn *c, const struct soft_pkt *h,
+			  const uint8_t *payload);
 
-static void soft_serve_req(struct soft_nic *nic, struct soft_conn *c, const struct soft_wire_hdr *h,
+static void soft_conn_reject(struct soft_nic *nic, struct soft_conn *c);
+
+static void soft_conn_take(struct soft_nic *nic, struct soft_conn *c, struct soft_pkt *h,
 			   const uint8_t *payload)
 {
-	struct soft_req req = {
-	    .opcode = h->opcode,
-	    .solicited = h->solicited,
-	    .qp_type = h->qp_type, /* RC, UC or UD: checked below */
-	    .src_qpn = h->src_qpn,
-	    .dst_qpn = h->dst_qpn,
-	    .psn = h->psn,
-	    .qkey = h->qkey,
-	    .rkey = h->rkey,
-	    .imm_data = h->imm_data,
-	    .invalidate_rkey = h->invalidate_rkey,
-	    .length = h->length,
-	    .raddr = h->raddr,
-	    .compare_add = h->compare_add,
-	    .swap = h->swap,
-	};
-	bool carries = h->opcode != IBV_WR_RDMA_READ && h->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
-		       h->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
-
-	/* A malformed request is dropped, as a NIC drops a bad packet. */
-	if (!soft_opcode_known(h->opcode) ||
-	    (h->qp_type != IBV_QPT_UD && h->qp_type != IBV_QPT_RC && h->qp_type != IBV_QPT_UC) ||
-	    (carries ? h->payload != h->length : h->payload != 0) || h->length > SOFT_MAX_MSG)
+	if (h->type == SOFT_PKT_CTL) {
+		soft_conn_ctl(nic, c, h, payload);
 		return;
-	memcpy(req.sgid.raw, h->sgid, 16);
-	memcpy(req.dgid.raw, h->dgid, 16);
+	}
 	/*
 	 * A request speaks for the port that proved itself in the handshake:
 	 * its source GID must be one of that port's.  Our own GIDs arrive only
 	 * on a connection we made to ourselves (a QP addressing GID index 1).
 	 */
-	if (c->self ? !soft_gid_same_port(req.sgid.raw, nic->gid.raw)
-		    : !soft_gid_same_port(req.sgid.raw, c->auth.peer)) {
+	if (h->type == SOFT_PKT_REQ && (c->self ? !soft_gid_same_port(h->sgid.raw, nic->gid.raw)
+						: !soft_gid_same_port(h->sgid.raw, c->auth.peer))) {
 		atomic_fetch_add_explicit(&nic->foreign_drops, 1, memory_order_relaxed);
 		return;
 	}
-	req.seg[0].ptr = payload;
-	req.seg[0].len = h->payload;
-	req.nseg = h->payload ? 1 : 0;
-	if (!soft_delay_req(nic, &req, c->id))
-		soft_conn_serve(nic, c, &req);
-}
+	h->conn_id = c->id;
+	h->stable = false;
+	h->seg[0].ptr = payload;
+	h->seg[0].len = h->payload;
+	h->seg[0].pid = 0;
+	h->nseg = h->payload ? 1 : 0;
+	if (h->magic == SOFT_WIRE_MAGIC_REF) {
+		/* The payload is in the peer's memory: (address, length) pairs, checked by the receive entry.
+		 */
+		uint64_t ref[2 * SOFT_MAX_SGE];
 
-/* Serves a request that came in on c and sends the answer back on it. */
-static void soft_conn_serve(struct soft_nic *nic, struct soft_conn *c, const struct soft_req *req)
-{
-	struct soft_resp resp;
-	struct soft_wire_hdr r = {.type = SOFT_PKT_RSP};
-	struct soft_seg data;
+		h->nseg = (int)(h->payload / 16);
+		memcpy(ref, payload, h->payload);
+		for (int i = 0; i < h->nseg; i++) {
+			uint64_t len = le64toh(ref[2 * i + 1]);
 
-	soft_respond(nic, NULL, req, &resp);
-	if (req->qp_type != IBV_QPT_RC || resp.kind == SOFT_RESP_NONE)
-		return; /* UD and UC are unacknowledged */
-	r.opcode = req->opcode;
-	r.kind = (uint8_t)resp.kind;
-	r.status = (uint8_t)resp.status;
-	r.rnr_timer = resp.rnr_timer;
-	r.src_qpn = req->dst_qpn;
-	r.dst_qpn = req->src_qpn;
-	r.psn = resp.psn;
-	r.compare_add = resp.atomic_orig;
-	r.length = resp.read_len;
-	data.ptr = resp.read_data;
-	data.len = resp.read_len;
-	/*
-	 * The ACK of a SEND may wait a moment (like TCP's delayed ACK): the
-	 * application often answers it, and the answer then carries it.  So
-	 * may a WRITE's, when the target QP posts sends of its own lately (a
-	 * ping-pong of WRITEs, ib_write_lat: it then runs on the two polling
-	 * application threads alone); the ACK of a one-sided WRITE to a
-	 * passive target leaves at once.
-	 */
-	bool is_send = req->opcode == IBV_WR_SEND || req->opcode == IBV_WR_SEND_WITH_IMM;
-	bool is_write = req->opcode == IBV_WR_RDMA_WRITE || req->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
-			req->opcode == IBV_WR_ATOMIC_WRITE;
-
-	soft_conn_send(c, &r, &data, resp.read_data ? 1 : 0,
-		       resp.kind == SOFT_RESP_ACK && (is_send || (is_write && resp.talks_back)));
-}
-
-static void soft_take_rsp(struct soft_nic *nic, const struct soft_wire_hdr *h, const uint8_t *payload)
-{
-	struct soft_resp resp = {
-	    .kind = (enum soft_resp_kind)h->kind,
-	    .status = (enum ibv_wc_status)h->status,
-	    .rnr_timer = h->rnr_timer,
-	    .psn = h->psn,
-	    .atomic_orig = h->compare_add,
-	    .read_data = payload,
-	    .read_len = h->payload,
-	};
-
-	if (h->kind < SOFT_RESP_ACK || h->kind > SOFT_RESP_NAK ||
-	    (h->kind == SOFT_RESP_NAK &&
-	     (h->status == IBV_WC_SUCCESS || h->status > IBV_WC_TM_RNDV_INCOMPLETE)))
-		return;
-	soft_rx_response(nic, h->dst_qpn, &resp);
+			if (len > SOFT_MAX_MSG) {
+				soft_conn_reject(nic, c);
+				return;
+			}
+			h->seg[i].ptr = (const uint8_t *)(uintptr_t)le64toh(ref[2 * i]);
+			h->seg[i].len = (uint32_t)len;
+			h->seg[i].pid = c->link.peer_pid;
+		}
+	}
+	soft_recv(nic, NULL, h);
 }
 
 /* The QP a large payload is for must exist and be connected to this connection's peer. */
@@ -739,10 +844,24 @@ enum soft_hdr_verdict { SOFT_HDR_TAKE, SOFT_HDR_DROP, SOFT_HDR_REJECT };
  * was destroyed or reset meanwhile and keeps its link up.
  */
 static enum soft_hdr_verdict soft_header_verdict(struct soft_nic *nic, const struct soft_conn *c,
-						 const struct soft_wire_hdr *h)
+						 const struct soft_pkt *h)
 {
 	bool vouched;
 
+	if (h->type == SOFT_PKT_CTL)
+		return h->magic == SOFT_WIRE_MAGIC &&
+			       (!h->payload || h->payload == sizeof(struct soft_shm_ctl))
+			   ? SOFT_HDR_TAKE
+			   : SOFT_HDR_REJECT;
+	/* A payload by reference only on the rings, and only a list of 1 to SOFT_MAX_SGE pairs. */
+	if (h->magic == SOFT_WIRE_MAGIC_REF) {
+		if (!c->link.rx || (h->type != SOFT_PKT_REQ && h->type != SOFT_PKT_RSP) || !h->payload ||
+		    h->payload % 16 || h->payload > 16 * SOFT_MAX_SGE)
+			return SOFT_HDR_REJECT;
+		/* As a large payload: pulled only for a QP connected to the sender. */
+		vouched = soft_qp_vouches(nic, c, h->dst_qpn, h->type == SOFT_PKT_REQ ? h->sgid.raw : NULL);
+		return vouched ? SOFT_HDR_TAKE : SOFT_HDR_DROP;
+	}
 	if (h->magic != SOFT_WIRE_MAGIC || h->payload > SOFT_MAX_MSG ||
 	    (h->type != SOFT_PKT_REQ && h->type != SOFT_PKT_RSP))
 		return SOFT_HDR_REJECT;
@@ -752,7 +871,7 @@ static enum soft_hdr_verdict soft_header_verdict(struct soft_nic *nic, const str
 	    ((h->qp_type != IBV_QPT_RC && h->qp_type != IBV_QPT_UC) || h->payload != h->length))
 		return SOFT_HDR_REJECT;
 	/* A response rides any connection to its peer. */
-	vouched = soft_qp_vouches(nic, c, h->dst_qpn, h->type == SOFT_PKT_REQ ? h->sgid : NULL);
+	vouched = soft_qp_vouches(nic, c, h->dst_qpn, h->type == SOFT_PKT_REQ ? h->sgid.raw : NULL);
 	return vouched ? SOFT_HDR_TAKE : c->verified ? SOFT_HDR_DROP : SOFT_HDR_REJECT;
 }
 
@@ -761,6 +880,47 @@ static void soft_conn_reject(struct soft_nic *nic, struct soft_conn *c)
 {
 	c->dead = true;
 	atomic_fetch_add_explicit(&nic->wire_rejects, 1, memory_order_relaxed);
+}
+
+/* Sends a CTL packet of the shared-memory negotiation (body NULL: none). */
+static void soft_conn_ctl_send(struct soft_conn *c, int op, const struct soft_shm_ctl *body)
+{
+	struct soft_pkt pkt = {.type = SOFT_PKT_CTL, .opcode = (uint8_t)op};
+
+	if (body) {
+		pkt.nseg = 1;
+		pkt.seg[0].ptr = (const uint8_t *)body;
+		pkt.seg[0].len = sizeof(*body);
+	}
+	soft_conn_send(c, &pkt, false);
+}
+
+/* A CTL packet came: a step of the shared-memory negotiation (shm_link.c). */
+static void soft_conn_ctl(struct soft_nic *nic, struct soft_conn *c, const struct soft_pkt *h,
+			  const uint8_t *payload)
+{
+	struct soft_shm_ctl body, out;
+	bool had = c->link.shm != NULL;
+	int op;
+
+	if (h->payload == sizeof(body))
+		memcpy(&body, payload, sizeof(body)); /* a private copy: the body is read more than once */
+	op = soft_shm_link_take(&c->link, c->outgoing, nic->shm_allowed, nic->shm_probe, h->opcode,
+				h->payload ? &body : NULL, &out);
+	if (op < 0) {
+		soft_conn_reject(nic, c); /* a step out of order: not our protocol */
+		return;
+	}
+	if (had && !c->link.shm)
+		atomic_fetch_add_explicit(&nic->shm_refused, 1, memory_order_relaxed);
+	if (op == SOFT_SHM_NO && !had && h->opcode == SOFT_SHM_OFFER)
+		atomic_fetch_add_explicit(&nic->shm_refused, 1, memory_order_relaxed);
+	if (op != SOFT_SHM_NONE)
+		soft_conn_ctl_send(c, op, op == SOFT_SHM_NO ? NULL : &out);
+	if (c->link.state == SOFT_SHM_UP && h->opcode == SOFT_SHM_ON && c->outgoing)
+		atomic_fetch_add_explicit(&nic->shm_conns, 1, memory_order_relaxed);
+	if (c->link.state == SOFT_SHM_WANT_ON)
+		soft_conn_flush(c); /* ON leaves now if nothing waits for TCP before it */
 }
 
 /*
@@ -846,41 +1006,54 @@ static bool soft_conn_authenticate(struct soft_nic *nic, struct soft_conn *c, si
 	c->authed = true;
 	c->verified = true;
 	c->urgent = c->out_len > c->out_off; /* what waited for the proof leaves this round */
+	if (c->outgoing && nic->shm_allowed) {
+		/* Another process of this user on this host may share memory with us (shm.h). */
+		struct soft_shm_ctl offer;
+
+		if (soft_shm_link_offer(&c->link, nic->shm_probe, &offer) == SOFT_SHM_OFFER)
+			soft_conn_ctl_send(c, SOFT_SHM_OFFER, &offer);
+		else
+			atomic_fetch_add_explicit(&nic->shm_refused, 1, memory_order_relaxed);
+	}
 	return true;
 }
 
-/* Reads what the socket has and serves every whole packet; returns whether anything came. */
-static bool soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
+/* Room for 64 KiB more in c->in; false when out of memory (the connection is then lost). */
+static bool soft_conn_in_room(struct soft_conn *c)
 {
-	size_t off;
+	if (c->in_cap - c->in_len < 65536 && c->in_off) {
+		/* Move the unparsed rest (part of one packet) to the front once room runs out. */
+		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+		c->in_len -= c->in_off;
+		c->in_off = 0;
+	}
+	if (c->in_cap - c->in_len < 65536) {
+		size_t cap = c->in_cap ? c->in_cap * 2 : 262144;
+		uint8_t *p = realloc(c->in, cap);
+
+		if (!p) {
+			c->dead = true;
+			return false;
+		}
+		c->in = p;
+		c->in_cap = cap;
+	}
+	return true;
+}
+
+/* Reads what the socket has into c->in; returns whether anything came. */
+static bool soft_conn_recv(struct soft_conn *c)
+{
 	bool got = false;
 
-	for (;;) {
-		ssize_t n;
-
-		if (c->in_cap - c->in_len < 65536 && c->in_off) {
-			/* Move the unparsed rest (part of one packet) to the front once room runs out. */
-			memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
-			c->in_len -= c->in_off;
-			c->in_off = 0;
-		}
-		if (c->in_cap - c->in_len < 65536) {
-			size_t cap = c->in_cap ? c->in_cap * 2 : 262144;
-			uint8_t *p = realloc(c->in, cap);
-
-			if (!p) {
-				c->dead = true;
-				return true;
-			}
-			c->in = p;
-			c->in_cap = cap;
-		}
+	while (soft_conn_in_room(c)) {
 		size_t room = c->in_cap - c->in_len;
+		ssize_t n = recv(c->fd, c->in + c->in_len, room, 0);
 
-		n = recv(c->fd, c->in + c->in_len, room, 0);
 		if (n > 0) {
 			got = true;
 			c->in_len += (size_t)n;
+			soft_count(&c->nic->wire_copied_bytes, (uint64_t)n);
 			/*
 			 * A short read drained the socket: stop here rather than pay
 			 * a second recv for its EAGAIN (poll is level-triggered, so
@@ -894,56 +1067,117 @@ static bool soft_conn_read(struct soft_nic *nic, struct soft_conn *c)
 			c->dead = true;
 		break;
 	}
-	off = c->in_off;
+	return got;
+}
+
+/*
+ * On the rings the socket carries only kicks (and the peer's close, which
+ * is soft_peer_lost as on TCP): they are read and thrown away.
+ */
+static void soft_conn_drain_kicks(struct soft_conn *c)
+{
+	char junk[256];
+	ssize_t n;
+
+	while ((n = recv(c->fd, junk, sizeof(junk), 0)) == (ssize_t)sizeof(junk))
+		;
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		c->dead = true;
+}
+
+/* Copies what the ring from the peer holds into c->in, the private copy that is parsed; whether any came. */
+static bool soft_conn_ring_read(struct soft_nic *nic, struct soft_conn *c)
+{
+	bool got = false;
+
+	while (soft_shm_readable(c->link.shm) && soft_conn_in_room(c)) {
+		ssize_t n = soft_shm_read(c->link.shm, c->in + c->in_len, c->in_cap - c->in_len);
+
+		if (n < 0) {
+			/* The peer broke its ring: quarantined, as a NIC takes a link down. */
+			atomic_fetch_add_explicit(&nic->shm_quarantined, 1, memory_order_relaxed);
+			soft_conn_reject(nic, c);
+			return true;
+		}
+		if (!n)
+			break;
+		got = true;
+		c->in_len += (size_t)n;
+		soft_count(&nic->wire_copied_bytes, (uint64_t)n);
+	}
+	if (got)
+		soft_conn_kick(c); /* a writer that waits for room */
+	return got;
+}
+
+/* Serves every whole packet in c->in. */
+static void soft_conn_parse(struct soft_nic *nic, struct soft_conn *c)
+{
+	bool ring = c->link.rx;
+	size_t off = c->in_off;
+
 	if (!c->authed && !soft_conn_authenticate(nic, c, &off))
 		goto done;
 	for (;;) {
-		struct soft_wire_hdr h;
+		struct soft_pkt h;
 		size_t drop = c->skip < c->in_len - off ? c->skip : c->in_len - off;
 
 		off += drop;
 		c->skip -= drop;
-		if (c->skip || c->in_len - off < sizeof(h))
+		if (c->skip || c->in_len - off < SOFT_PKT_HDR_LEN)
 			break;
-		memcpy(&h, c->in + off, sizeof(h));
+		memcpy(&h, c->in + off, SOFT_PKT_HDR_LEN);
 		soft_hdr_from_le(&h);
 		switch (soft_header_verdict(nic, c, &h)) {
 		case SOFT_HDR_REJECT:
 			soft_conn_reject(nic, c); /* not our protocol, or more than it may send: hang up */
-			return true;
+			return;
 		case SOFT_HDR_DROP:
 			atomic_fetch_add_explicit(&nic->stale_drops, 1, memory_order_relaxed);
-			off += sizeof(h);
+			off += SOFT_PKT_HDR_LEN;
 			c->skip = h.payload;
 			continue;
 		case SOFT_HDR_TAKE:
 			break;
 		}
-		if (c->in_len - off - sizeof(h) < h.payload)
+		if (c->in_len - off - SOFT_PKT_HDR_LEN < h.payload)
 			break;
-		if (h.type == SOFT_PKT_REQ)
-			soft_serve_req(nic, c, &h, c->in + off + sizeof(h));
-		else if (h.type == SOFT_PKT_RSP)
-			soft_take_rsp(nic, &h, c->in + off + sizeof(h));
-		off += sizeof(h) + h.payload;
+		soft_conn_take(nic, c, &h, c->in + off + SOFT_PKT_HDR_LEN);
+		off += SOFT_PKT_HDR_LEN + h.payload;
+		if (c->link.rx && !ring) {
+			/* The peer's ON: its last TCP packet; what came after it on the socket is kicks. */
+			off = c->in_len;
+			break;
+		}
 	}
 done:
 	if (off == c->in_len)
 		c->in_off = c->in_len = 0;
 	else
 		c->in_off = off;
-	return got || c->dead;
 }
 
-/* Serves a held request (delay.c) that came in on connection conn_id, if it is still up. */
-void soft_wire_serve(struct soft_nic *nic, uint64_t conn_id, const struct soft_req *req)
+/*
+ * Reads what came (the socket when sock, the ring once the peer moved onto
+ * it) and serves every whole packet; returns whether anything came.
+ */
+static bool soft_conn_read(struct soft_nic *nic, struct soft_conn *c, bool sock)
 {
-	struct soft_conn *c;
+	bool got = false, ring = c->link.rx;
 
-	for (c = nic->conns; c && c->id != conn_id; c = c->next)
-		;
-	if (c && !c->dead)
-		soft_conn_serve(nic, c, req);
+	if (ring) {
+		if (sock)
+			soft_conn_drain_kicks(c);
+		got = soft_conn_ring_read(nic, c);
+	} else {
+		got = soft_conn_recv(c);
+	}
+	soft_conn_parse(nic, c);
+	if (!ring && c->link.rx && !c->dead) {
+		got |= soft_conn_ring_read(nic, c); /* the peer moved onto the ring in what came */
+		soft_conn_parse(nic, c);
+	}
+	return got || c->dead;
 }
 
 /* Frees the connections that broke, failing the RC QPs waiting on them; obj_lock held. */
@@ -1059,10 +1293,14 @@ static bool soft_wire_events(struct soft_nic *nic)
 		if (c->connecting)
 			soft_conn_established(c);
 		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-			soft_conn_read(nic, c);
+			soft_conn_read(nic, c, true);
 		if ((ev[i].events & EPOLLOUT) && !c->dead)
 			soft_conn_flush(c);
 	}
+	/* The rings raise no event while their reader is awake: they are looked at every time. */
+	for (struct soft_conn *c = nic->conns; c; c = c->next)
+		if (c->link.rx && !c->dead && soft_shm_readable(c->link.shm))
+			n += soft_conn_read(nic, c, false);
 	if (nic->accept_resume_ns && soft_now_ns() >= nic->accept_resume_ns &&
 	    soft_epoll_add(nic, nic->listen_fd, NULL) == 0)
 		nic->accept_resume_ns = 0;
@@ -1092,7 +1330,8 @@ bool soft_wire_read_now(struct soft_nic *nic)
 			continue;
 		if (c->blocked)
 			soft_conn_flush(c);
-		got |= soft_conn_read(nic, c);
+		/* On the rings the socket holds only kicks, which the engine's epoll reads. */
+		got |= soft_conn_read(nic, c, !c->link.rx);
 	}
 	soft_wire_reap(nic);
 	pthread_rwlock_unlock(&nic->obj_lock);

@@ -94,7 +94,7 @@ static int wire_connect_authed(struct soft_nic *nic, const union ibv_gid *claim)
 static void send_forged_write(int fd, uint32_t dst_qpn, uint32_t src_qpn, uint32_t psn, uint32_t rkey,
 			      uint64_t raddr, const union ibv_gid *sgid, const void *data, uint32_t len)
 {
-	struct soft_wire_hdr h = {
+	struct soft_pkt h = {
 	    .magic = htole32(SOFT_WIRE_MAGIC),
 	    .payload = htole32(len),
 	    .type = SOFT_PKT_REQ,
@@ -108,9 +108,9 @@ static void send_forged_write(int fd, uint32_t dst_qpn, uint32_t src_qpn, uint32
 	    .raddr = htole64(raddr),
 	};
 
-	memcpy(h.sgid, sgid->raw, 16);
+	memcpy(h.sgid.raw, sgid->raw, 16);
 	/* A NIC that refused the connection may have closed it already: what it reads is the point. */
-	if (send(fd, &h, sizeof(h), MSG_NOSIGNAL) == (ssize_t)sizeof(h))
+	if (send(fd, &h, SOFT_PKT_HDR_LEN, MSG_NOSIGNAL) == (ssize_t)SOFT_PKT_HDR_LEN)
 		(void)!send(fd, data, len, MSG_NOSIGNAL);
 }
 
@@ -179,7 +179,7 @@ static void huge_payload_is_refused_at_the_header(void **state)
 	struct soft_nic *nic = soft_nic_of(f->ctx);
 	union ibv_gid stranger = {.raw = {0xfe, 0x80, [8] = 127, 0, 0, 1, 0x12, 0x35, 'S', 'W'}};
 	unsigned long rejects = atomic_load(&nic->wire_rejects), stale = atomic_load(&nic->stale_drops);
-	struct soft_wire_hdr h = {
+	struct soft_pkt h = {
 	    .magic = htole32(SOFT_WIRE_MAGIC),
 	    .payload = htole32(1u << 30),
 	    .type = SOFT_PKT_REQ,
@@ -192,8 +192,8 @@ static void huge_payload_is_refused_at_the_header(void **state)
 	struct pollfd p;
 	int fd = wire_connect(nic);
 
-	memcpy(h.sgid, stranger.raw, 16);
-	assert_int_equal(write(fd, &h, sizeof(h)), sizeof(h));
+	memcpy(h.sgid.raw, stranger.raw, 16);
+	assert_int_equal(write(fd, &h, SOFT_PKT_HDR_LEN), SOFT_PKT_HDR_LEN);
 	/* The NIC hangs up: reads end with EOF (or a reset) within the deadline, however much we push. */
 	for (int i = 0; i < 64; i++)
 		if (send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
@@ -208,7 +208,7 @@ static void huge_payload_is_refused_at_the_header(void **state)
 	close(fd);
 
 	fd = wire_connect_authed(nic, &stranger);
-	assert_int_equal(write(fd, &h, sizeof(h)), sizeof(h));
+	assert_int_equal(write(fd, &h, SOFT_PKT_HDR_LEN), SOFT_PKT_HDR_LEN);
 	for (int i = 0; i < 64; i++)
 		if (send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 			break;

@@ -424,7 +424,7 @@ static void stranger_cannot_take_a_peers_place(void **state)
 {
 	struct side s = {0};
 	struct sockaddr_in sa = {.sin_family = AF_INET};
-	struct soft_wire_hdr h = {.magic = htole32(SOFT_WIRE_MAGIC),
+	struct soft_pkt h = {.magic = htole32(SOFT_WIRE_MAGIC),
 				  .type = SOFT_PKT_REQ,
 				  .opcode = IBV_WR_SEND,
 				  .qp_type = IBV_QPT_RC};
@@ -448,9 +448,9 @@ static void stranger_cannot_take_a_peers_place(void **state)
 	h.src_qpn = htole32(s.me.rc_qpn);
 	h.dst_qpn = htole32(s.peer.rc_qpn ^ 0x800000); /* no such QP: the packet binds, serves nothing */
 	h.psn = htole32(100);
-	memcpy(h.sgid, s.me.gid.raw, 16);
-	memcpy(h.dgid, s.peer.gid.raw, 16);
-	assert_int_equal(write(stranger, &h, sizeof(h)), sizeof(h));
+	memcpy(h.sgid.raw, s.me.gid.raw, 16);
+	memcpy(h.dgid.raw, s.peer.gid.raw, 16);
+	assert_int_equal(write(stranger, &h, SOFT_PKT_HDR_LEN), SOFT_PKT_HDR_LEN);
 	/* Until the ponger hangs up on it (or, before, 2 s of nothing). */
 	got = stranger_drain(stranger, seen, sizeof(seen), 2000);
 
