@@ -85,6 +85,11 @@ int bench_client(const char *addr, const char *test, const struct bench_opts *o,
 		 char *err, size_t errlen);
 int bench_client_open(const char *addr, char *err, size_t errlen);
 void bench_client_close(void);
+/*
+ * CPU bytes copied per payload byte by both processes' soft devices over the
+ * client's measurements so far (0: no soft wire, or nothing carried).
+ */
+double bench_client_copies_per_byte(void);
 int bench_server(const char *addr, const struct bench_opts *defaults, char *err, size_t errlen);
 
 /* Raw TCP on loopback: the baselines of --baseline, far end on a thread of this process. */

@@ -521,6 +521,10 @@ static void report_end(struct bench_report *rep, const struct bench_cli *c)
 		print_close_object();
 	}
 	print_close_array();
+	if (c->client && bench_client_copies_per_byte() > 0)
+		print_double(PRINT_ANY, "copies_per_payload_byte",
+			     "soft wire: %.2f CPU copies per payload byte (both processes)\n",
+			     bench_client_copies_per_byte());
 	if (*bench_device.name) {
 		print_string(PRINT_JSON, "device", NULL, bench_device.name);
 		print_string(PRINT_JSON, "provider", NULL, bench_device.provider);

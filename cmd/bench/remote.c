@@ -24,6 +24,7 @@
 #include "cmd/cmd.h"
 #include "core/oob/oob.h"
 #include "core/util/clock.h"
+#include "hw/soft_wire.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -60,7 +61,35 @@ struct wire_rkey {
 	uint32_t rkey, reserved;
 };
 
+/* A soft device's wire counters over one measurement (the server's travel in its DONE). */
+struct wire_copies {
+	uint64_t payload, copied;
+};
+
 static struct oob_conn *client_conn;
+static struct wire_copies session_copies; /* both processes' counters, summed over the session */
+
+/* The soft device's wire counters now (zeros on another device). */
+static struct wire_copies copies_now(const struct core_ep *ep)
+{
+	struct hw_soft_wire w;
+
+	if (hw_soft_wire_info(core_ep_context(ep), &w))
+		return (struct wire_copies){0, 0};
+	return (struct wire_copies){w.payload_bytes, w.copied_bytes};
+}
+
+static struct wire_copies copies_since(const struct core_ep *ep, struct wire_copies before)
+{
+	struct wire_copies now = copies_now(ep);
+
+	return (struct wire_copies){now.payload - before.payload, now.copied - before.copied};
+}
+
+double bench_client_copies_per_byte(void)
+{
+	return session_copies.payload ? (double)session_copies.copied / (double)session_copies.payload : 0;
+}
 
 int bench_client_open(const char *addr, char *err, size_t errlen)
 {
@@ -155,10 +184,17 @@ int bench_client(const char *addr, const char *test, const struct bench_opts *o,
 		goto out;
 	}
 	memset(l.src, 0x5a, o->size);
+	struct wire_copies before = copies_now(l.a), mine, theirs;
+
 	rc = bench_measure(test, o, &l, r, err, errlen);
+	mine = copies_since(l.a, before);
 	if (!rc && ((rc = oob_send(client_conn, MSG_DONE, NULL, 0)) ||
-		    (rc = expect(client_conn, MSG_DONE, NULL, 0))))
+		    (rc = expect(client_conn, MSG_DONE, &theirs, sizeof(theirs)))))
 		snprintf(err, errlen, "the bench server did not finish the run: %s", strerror(-rc));
+	if (!rc) {
+		session_copies.payload += mine.payload + be64toh(theirs.payload);
+		session_copies.copied += mine.copied + be64toh(theirs.copied);
+	}
 out:
 	core_ep_close(l.a);
 	free(l.src);
@@ -293,6 +329,7 @@ static int serve_one(struct oob_conn *c, const struct wire_params *p, const stru
 	struct core_ep_attr attr;
 	struct core_ep *ep = NULL;
 	struct core_mr mr;
+	struct wire_copies before = {0, 0}, during = {0, 0};
 	uint32_t peer;
 	char *buf = NULL;
 	int rc;
@@ -321,6 +358,7 @@ static int serve_one(struct oob_conn *c, const struct wire_params *p, const stru
 	}
 	struct wire_rkey k = {.addr = htobe64((uintptr_t)buf), .rkey = htobe32(mr.rkey)};
 
+	before = copies_now(ep);
 	if ((rc = oob_send(c, MSG_RKEY, &k, sizeof(k))))
 		goto out;
 	if (!strcmp(p->test, "send_lat"))
@@ -335,11 +373,15 @@ static int serve_one(struct oob_conn *c, const struct wire_params *p, const stru
 	}
 	if ((rc = expect(c, MSG_DONE, NULL, 0)))
 		snprintf(err, errlen, "the client did not finish the run: %s", strerror(-rc));
+	during = copies_since(ep, before);
 out:
 	core_ep_close(ep);
 	free(buf);
-	if (!rc)
-		rc = oob_send(c, MSG_DONE, NULL, 0);
+	if (!rc) {
+		struct wire_copies reply = {htobe64(during.payload), htobe64(during.copied)};
+
+		rc = oob_send(c, MSG_DONE, &reply, sizeof(reply));
+	}
 	return rc;
 }
 

@@ -57,6 +57,11 @@ const char *core_ep_device_name(const struct core_ep *ep)
 	return ep->device.name;
 }
 
+struct ibv_context *core_ep_context(const struct core_ep *ep)
+{
+	return ep->ctx;
+}
+
 #define EAGER_MAX_NIC  8192u
 #define EAGER_MAX_SOFT 65536u
 

@@ -78,6 +78,8 @@ void core_ep_close(struct core_ep *ep);
 int core_ep_stripes(const struct core_ep *ep);
 /* The device the endpoint runs on (its name, and "verbs" or "soft"). */
 const char *core_ep_device_name(const struct core_ep *ep);
+/* The device context the endpoint runs on (for a device's own counters). */
+struct ibv_context *core_ep_context(const struct core_ep *ep);
 /*
  * Sends up to this many bytes go eager (copied through registered buffers),
  * longer ones by rendezvous (the receiver READs the sender's buffer).  By

@@ -41,7 +41,7 @@ PY
 check rdmatool-devices.1 "$tmp/devices.json"
 
 "$RDMATOOL" -j bench send_lat -n 20 >"$tmp/bench.json" 2>/dev/null
-check rdmatool-bench.1 "$tmp/bench.json"
+check rdmatool-bench.1 "$tmp/bench.json" copies_per_payload_byte
 
 # Long enough to outlast a slow start (a sanitizer build on a busy machine); it is stopped below.
 "$RDMATOOL" bench send_lat -D 600 >/dev/null 2>&1 &
