@@ -16,6 +16,10 @@ echo "$out" | jq -e '.verify.messages_checked > 0 and .verify.payloads_checked >
 # the device probes ran (a CQ filled to capacity, a UD QP driven to SQE), and SEND_WITH_INV on another QP
 echo "$out" | jq -e '.verify.probe_cq_full > 0 and .verify.probe_ud_sqe > 0 and .verify.probe_inv_other_qp > 0' \
 	>/dev/null || fail "a probe kind never ran: $out"
+# the device probes of unsignaled sends (sq_sig_all 0), CQ notification on a completion channel and a UC pair
+# ran (the kinds go in turn, one at least every 250 steps)
+echo "$out" | jq -e '.verify.probe_unsignaled > 0 and .verify.probe_cq_notify > 0 and .verify.probe_uc > 0' \
+	>/dev/null || fail "no unsignaled, CQ notification or UC device probe: $out"
 # random RTS-to-RTS modify_qp calls, judged by the model, and UD Q_Key changes the peers then send with
 echo "$out" | jq -e '.verify.modify_qp > 0 and .verify.qkey_changes > 0' >/dev/null ||
 	fail "no modify_qp or Q_Key change: $out"
@@ -34,7 +38,8 @@ echo "$out" | jq -e '.result == "pass" and .verify.probe_cq_full + .verify.probe
 # GID index 1: the same probes with every packet through the soft NIC's wire to itself.
 out=$("$RDMATOOL" -j walk --clients=3 --steps=2000 --verify --seed=6 --gid-index=1 2>/dev/null) ||
 	fail "clean device over the wire (--gid-index=1): $out"
-echo "$out" | jq -e '.result == "pass" and .verify.probe_cq_full + .verify.probe_ud_sqe > 0' >/dev/null ||
+echo "$out" | jq -e '.result == "pass" and .verify.probe_cq_full + .verify.probe_ud_sqe > 0 and
+	.verify.probe_unsignaled + .verify.probe_cq_notify + .verify.probe_uc > 0' >/dev/null ||
 	fail "clean over the wire: $out"
 
 errfile=$(mktemp)
