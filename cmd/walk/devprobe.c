@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --verify device probes: short scripts of phases on objects of their own (two PDs with an MR each, a CQ, one
- * or two QPs, an AH to ourselves) and a random stream of their own (a walk replays the same with or without
- * them), one at a time per client, the kinds in turn, the walk going on while a phase settles.  The model
- * predicts every completion; a queue completes in order, each WR once.  rdmatool-walk(1) says what each kind
- * checks:
- *  - CQ_FULL: a CQ filled by exactly its capacity of UD sends;
- *  - UD_SQE, UNSIGNALED: a chain of UD sends, maybe one breaking a local rule, all signaled, or (sq_sig_all
- *    0) some and the last, filling the send queue;
- *  - NOTIFY: a CQ on a completion channel, armed, solicited_only or not;
- *  - UC: two UC QPs connected to each other, and what a UC responder drops.
+ * --verify device probes: short scripts of phases on objects of their own and a random stream of their own
+ * (a walk replays the same with or without them), one at a time per client, the kinds in turn, the walk
+ * going on while a phase settles.  The model predicts every completion; a queue completes in order, each WR
+ * once.  rdmatool-walk(1) says what each kind checks: CQ_FULL, a CQ filled by exactly its capacity of UD
+ * sends; UD_SQE and UNSIGNALED, a chain of UD sends (maybe one breaking a local rule), all signaled or (with
+ * sq_sig_all 0) some and the last, filling the send queue; NOTIFY, a CQ on a completion channel, armed,
+ * solicited_only or not; UC, two UC QPs connected to each other, and what a UC responder drops.
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"
@@ -44,7 +41,7 @@ struct walk_devprobe {
 	struct rng rng; /* its own stream: the walk's stays the same */
 	uint64_t next_ns, next_step;
 	unsigned started;
-	bool on, other_pd, sol_only, evented;
+	bool on, other_pd, sol_only, evented, watch; /* watch: UC, the phase waits for its WRITE to land */
 	int kind, phase, nexp, seen, next[2], late, event, bad; /* bad: the broken WR (-1: none) */
 	struct ibv_pd *pd[2];
 	struct ibv_mr *mr[2]; /* MR i on PD i; MR 0 also takes remote writes */
@@ -248,7 +245,7 @@ static bool uc_send(struct walk_client *c, struct walk_devprobe *d, enum ibv_wr_
 	int rc;
 
 	one(d, &wr, &sge, id, op, 0, false);
-	wr.wr.rdma.remote_addr = (uintptr_t)d->buf[mr] + (mr ? 0 : 32);
+	wr.wr.rdma.remote_addr = (uintptr_t)d->buf[mr] + (mr ? 0 : op == IBV_WR_RDMA_WRITE ? 48 : 32);
 	wr.wr.rdma.rkey = d->mr[mr]->rkey;
 	wr.wr.atomic.remote_addr = wr.wr.rdma.remote_addr;
 	wr.wr.atomic.rkey = wr.wr.rdma.rkey;
@@ -293,6 +290,7 @@ static bool next_phase(struct walk_client *c, struct walk_devprobe *d)
 {
 	d->nexp = d->seen = d->next[0] = d->next[1] = d->late = 0;
 	d->event = EV_NONE;
+	d->watch = false;
 	d->t0 = clock_ns();
 	switch (d->kind * 8 + d->phase++) {
 	case CQ_FULL * 8:
@@ -309,8 +307,10 @@ static bool next_phase(struct walk_client *c, struct walk_devprobe *d)
 	case UC * 8: /* a READ or atomic refused, then a SEND with no receive posted: dropped */
 		uc_send(c, d, d->bad >= 0 ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_RDMA_READ, 0);
 		return d->phase == 7 || uc_send(c, d, IBV_WR_SEND_WITH_IMM, 0);
-	case UC * 8 + 1: /* a WRITE through an rkey of another PD without remote write: dropped */
-		return uc_send(c, d, IBV_WR_RDMA_WRITE, 1);
+	case UC * 8 +
+	    1: /* a WRITE the rkey refuses (dropped), then one that lands: all before it were taken */
+		d->watch = true;
+		return uc_send(c, d, IBV_WR_RDMA_WRITE, 1) && uc_send(c, d, IBV_WR_RDMA_WRITE, 0);
 	case UC * 8 + 2:
 		return uc_recv(c, d, IBV_WC_RECV_RDMA_WITH_IMM) &&
 		       uc_send(c, d, IBV_WR_RDMA_WRITE_WITH_IMM, 0);
@@ -322,10 +322,7 @@ static bool next_phase(struct walk_client *c, struct walk_devprobe *d)
 	}
 }
 
-static int queue_of(const struct walk_devprobe *d, uint64_t wr_id)
-{
-	return (wr_id - d->base) & RQ_BIT ? 1 : 0;
-}
+#define queue_of(d, wr_id) (((wr_id) - (d)->base) & RQ_BIT ? 1 : 0)
 
 /* A completion against the next expected one of its queue. */
 static bool match(struct walk_client *c, struct walk_devprobe *d, const struct ibv_wc *wc)
@@ -385,6 +382,8 @@ static bool phase_done(struct walk_client *c, struct walk_devprobe *d, bool *ok)
 		d->done_ns = now;
 		return !(*ok = !late);
 	}
+	if (d->watch && memcmp(d->buf[0] + 48, d->buf[0], 8)) /* UC may lose it: then the probe ends here */
+		return late ? (d->phase = 7, true) : false;
 	if (d->event == EV_MUST && event_ready(d)) {
 		if (hw_get_cq_event(d->ch, &cq, &ctx) || cq != d->cq)
 			fail(c, "ibv_get_cq_event gave CQ %p; expected %p", (void *)cq, (void *)d->cq);
@@ -464,6 +463,7 @@ static void devprobe_start(struct walk_client *c, struct walk_devprobe *d)
 	d->evented = false;
 	d->on = true;
 	memset(d->buf[1], UC_PATTERN, sizeof(d->buf[1]));
+	memset(d->buf[0], 0, sizeof(d->buf[0]));
 	walk_fill_pattern(d->buf[0], 8, d->base);
 	if (create(c, d) || !next_phase(c, d)) { /* a device may refuse a resource: not a finding */
 		devprobe_free(d);
