@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --verify device probes: short scripts of phases on objects of their own and a random stream of their own
- * (a walk replays the same with or without them), one at a time per client, the kinds in turn, the walk
- * going on while a phase settles.  The model predicts every completion; a queue completes in order, each WR
- * once.  rdmatool-walk(1) says what each kind checks: CQ_FULL, a CQ filled by exactly its capacity of UD
- * sends; UD_SQE and UNSIGNALED, a chain of UD sends (maybe one breaking a local rule), all signaled or (with
- * sq_sig_all 0) some and the last, filling the send queue; NOTIFY, a CQ on a completion channel, armed,
- * solicited_only or not; UC, two UC QPs connected to each other, and what a UC responder drops.
+ * --verify device probes: short scripts of phases on objects and a random stream of their own, one at a time
+ * per client, the kinds in turn.  The model predicts every completion; a queue completes in order, each WR
+ * once.  What each kind checks (rdmatool-walk(1)): CQ_FULL, a CQ filled by exactly its capacity of UD sends;
+ * UD_SQE and UNSIGNALED, a chain of UD sends (maybe one breaking a local rule), all signaled or (sq_sig_all
+ * 0) some and the last, filling the send queue; NOTIFY, a CQ on a completion channel, armed, solicited_only
+ * or not; UC, two UC QPs connected to each other, and what a UC responder drops.
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"
@@ -393,7 +392,7 @@ static bool phase_done(struct walk_client *c, struct walk_devprobe *d, bool *ok)
 		return *ok = cq == d->cq, true;
 	}
 	late = now - d->done_ns > 5 * QUIET_NS &&
-	       ++d->late > 4 * LATE_POLLS; /* from the completions: an event is due */
+	       ++d->late > LATE_POLLS; /* from the completions: an event is due */
 	if (d->event == EV_MUST && late)
 		fail(c,
 		     "no event within %llu ms of a completion the armed CQ (solicited_only %d) had to signal",
@@ -459,7 +458,8 @@ static void devprobe_start(struct walk_client *c, struct walk_devprobe *d)
 	d->kind = (int)(d->started++ % (c->faults ? 2 : KINDS)); /* in turn; faults' losses fail NOTIFY, UC */
 	d->phase = 0;
 	d->base = rng_next(&d->rng) << 8;
-	d->bad = d->kind != CQ_FULL && (d->kind == UD_SQE || rng_bernoulli(&d->rng, 0.5)) ? 0 : -1;
+	d->bad = -(d->kind == CQ_FULL ||
+		   (d->kind != UD_SQE && rng_bernoulli(&d->rng, d->kind == NOTIFY ? .75 : .5)));
 	d->other_pd = rng_bernoulli(&d->rng, 0.5);
 	d->sol_only = rng_bernoulli(&d->rng, 0.5);
 	d->evented = false;
