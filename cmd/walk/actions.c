@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The 28 actions, by the action each implements.  Every action checks its
- * preconditions against the client's bookkeeping (0 asks for a redraw),
- * samples its parameters, issues the verb and records the result; they
- * live in one file per kind of object (actions_objects.c, actions_qp.c,
- * actions_data.c, actions_srq.c).
+ * The 28 actions, by the action each implements.  Every action checks its preconditions against the client's
+ * bookkeeping (0 asks for a redraw), samples its parameters, issues the verb and records the result; they
+ * live in one file per kind of object (actions_objects.c, actions_qp.c, actions_data.c, actions_srq.c).
  */
 #include "cmd/walk/actions.h"
 

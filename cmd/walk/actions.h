@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Shared by the walker's action files (actions_*.c): the access flags and
- * sizes the actions use, the history macros, the eligibility predicates and
- * posting helpers (actions_common.c) and the actions themselves, one file
- * per kind of verbs object, as iproute2's rdma/res-*.c are.
+ * Shared by the walker's action files (actions_*.c): the access flags and sizes the actions use, the history
+ * macros, the eligibility predicates and posting helpers (actions_common.c) and the actions themselves, one
+ * file per kind of verbs object, as iproute2's rdma/res-*.c are.
  */
 #ifndef RDMATOOL_CMD_WALK_ACTIONS_H
 #define RDMATOOL_CMD_WALK_ACTIONS_H

@@ -22,10 +22,9 @@ static bool any_pd(struct walk_client *c, int i, const void *arg)
 }
 
 /*
- * The PD a new object goes on: mostly the one that holds the most objects,
- * as applications keep to a few PDs.  Spreading every object over every PD
- * leaves none idle for long, and dealloc_pd then (almost) never finds one;
- * and remote keys on one PD are reachable through the same QPs.
+ * The PD a new object goes on: mostly the one that holds the most objects, as applications keep to a few PDs.
+ * Spreading every object over every PD leaves none idle for long, and dealloc_pd then (almost) never finds
+ * one; and remote keys on one PD are reachable through the same QPs.
  */
 int walk_pick_pd_for_new(struct walk_client *c)
 {
@@ -138,9 +137,9 @@ int walk_pick_mr(struct walk_client *c, int pd, uint32_t min_len)
 }
 
 /*
- * Work in flight pins its local MR until it completes (receives until a
- * peer sends, and a peer across processes takes milliseconds): mostly the
- * MR that already holds the most, so the others stay free to deregister.
+ * Work in flight pins its local MR until it completes (receives until a peer sends, and a peer across
+ * processes takes milliseconds): mostly the MR that already holds the most, so the others stay free to
+ * deregister.
  */
 int walk_pick_busy_mr(struct walk_client *c, int pd, uint32_t min_len)
 {
@@ -157,10 +156,9 @@ int walk_pick_busy_mr(struct walk_client *c, int pd, uint32_t min_len)
 /* ---- ranges and scatter lists ---- */
 
 /*
- * A range of up to `want` bytes inside buffer offsets [off, off + avail),
- * aligned to `align`.  With --verify, ranges that will be written
- * (`dest`) stay out of the check zone at the end of every buffer.
- * Returns the length (0: impossible) and the start in *start.
+ * A range of up to `want` bytes inside buffer offsets [off, off + avail), aligned to `align`.  With --verify,
+ * ranges that will be written (`dest`) stay out of the check zone at the end of every buffer.  Returns the
+ * length (0: impossible) and the start in *start.
  */
 uint32_t walk_choose_range(struct walk_client *c, uint32_t off, uint32_t avail, uint32_t want, bool dest,
 			   uint32_t align, uint32_t *start)

@@ -8,9 +8,8 @@ static const uint32_t rdma_lengths[] = {32u << 10, 64u << 10, 128u << 10, 1u << 
 /* ---- data path ---- */
 
 /*
- * Immediate data (host order, as the verbs API defines it): random, or with
- * --verify the message length and, on UD, the sender's id, on RC the QP's
- * own sequence of messages with immediate data, so the receiver checks
+ * Immediate data (host order, as the verbs API defines it): random, or with --verify the message length and,
+ * on UD, the sender's id, on RC the QP's own sequence of messages with immediate data, so the receiver checks
  * byte_len, the immediate itself and RC ordering without looking at memory.
  */
 uint32_t walk_imm(struct walk_client *c, uint32_t len, int rc_qp)
@@ -41,12 +40,10 @@ static bool rkey_writable(struct walk_client *c, int i, const void *arg)
 }
 
 /*
- * An RC SEND within the receive credit.  With --verify, one of MSG_HDR
- * bytes or more carries a header (message.c): small ones (always when the
- * credit is small) come whole from the WR slot's cell, others take only
- * the header from there.  Now and then, with immediate data, an
- * RDMA_WRITE_WITH_IMM instead, as long as the receive it consumes; its
- * immediate data says so (WRITE_IMM_FLAG), for the receiver to judge.
+ * An RC SEND within the receive credit.  With --verify, one of MSG_HDR bytes or more carries a header
+ * (message.c): small ones (always when the credit is small) come whole from the WR slot's cell, others take
+ * only the header from there.  Now and then, with immediate data, an RDMA_WRITE_WITH_IMM instead, as long as
+ * the receive it consumes; its immediate data says so (WRITE_IMM_FLAG), for the receiver to judge.
  */
 static int post_rc_send(struct walk_client *c, enum walk_action a, int q, const struct rkey_rec *inv,
 			bool empty)
@@ -228,9 +225,8 @@ static bool rkey_kind2_beside(struct walk_client *c, int i, const void *arg)
 }
 
 /*
- * --verify: now and then, a SEND_WITH_INV on a QP the window is not bound to
- * (same PD, same peer): a probe, it must fail with REM_INV_REQ_ERR and leave
- * the window bound (the key stays in use).
+ * --verify: now and then, a SEND_WITH_INV on a QP the window is not bound to (same PD, same peer): a probe,
+ * it must fail with REM_INV_REQ_ERR and leave the window bound (the key stays in use).
  */
 static int send_inv_beside(struct walk_client *c)
 {
@@ -262,9 +258,8 @@ int walk_do_send_with_inv(struct walk_client *c)
 }
 
 /*
- * A receive's buffers on PD pd, `want` bytes (at most; exactly if `exact`):
- * with --verify the header (after a UD GRH) in the WR slot's cell and the
- * rest from an MR, or all in the cell (`cell`).  The WR slot, or -1.
+ * A receive's buffers on PD pd, `want` bytes (at most; exactly if `exact`): with --verify the header (after a
+ * UD GRH) in the WR slot's cell and the rest from an MR, or all in the cell (`cell`).  The WR slot, or -1.
  */
 int walk_recv_buffers(struct walk_client *c, enum walk_action a, int q, int pd, uint32_t max_sge, bool ud,
 		      uint32_t want, bool cell, bool exact, struct ibv_recv_wr *wr, struct ibv_sge *sge)
@@ -429,9 +424,9 @@ static bool mr_covers(struct walk_client *c, int i, const void *arg)
 }
 
 /*
- * --verify: WRITE a pattern into our own slot of a peer's check zone (no one
- * else writes there), gathered from several SGEs when the QP allows, READ it
- * back on the same QP, scattered likewise, compare on completion.
+ * --verify: WRITE a pattern into our own slot of a peer's check zone (no one else writes there), gathered
+ * from several SGEs when the QP allows, READ it back on the same QP, scattered likewise, compare on
+ * completion.
  */
 static int checked_write(struct walk_client *c)
 {
@@ -543,9 +538,8 @@ static uint64_t nonzero_other(struct walk_client *c, uint64_t a, uint64_t b)
 }
 
 /*
- * A compare value that does not match: half the time one that differs from
- * the value in one 32-bit half only (a device comparing part of the word
- * swaps on it), else any other value.
+ * A compare value that does not match: half the time one that differs from the value in one 32-bit half only
+ * (a device comparing part of the word swaps on it), else any other value.
  */
 static uint64_t near_miss(struct walk_client *c, uint64_t value, bool known)
 {
@@ -557,12 +551,10 @@ static uint64_t near_miss(struct walk_client *c, uint64_t value, bool known)
 }
 
 /*
- * --verify: an atomic on a word only this client operates on (its slot in
- * the owner's check zone), so the original value it returns and the value
- * it leaves are known: FETCH_ADD adds, CMP_SWP swaps on a match (half the
- * time the compare is the known value) and not otherwise, with compare,
- * swap and the value all distinct.  A failed or flushed atomic makes the
- * word unknown until the next one that works tells its value.
+ * --verify: an atomic on a word only this client operates on (its slot in the owner's check zone), so the
+ * original value it returns and the value it leaves are known: FETCH_ADD adds, CMP_SWP swaps on a match (half
+ * the time the compare is the known value) and not otherwise, with compare, swap and the value all distinct.
+ * A failed or flushed atomic makes the word unknown until the next one that works tells its value.
  */
 static int checked_atomic(struct walk_client *c, enum walk_action a)
 {
@@ -640,14 +632,13 @@ void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st)
 	memcpy(&got, c->buf + slot_off + ATOM_LOCAL_OFF + 8u * (uint32_t)word, 8);
 	c->stats.atomics_checked += *known;
 	if (*known && got != *value)
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: %s on client %d's word %d (rkey %x) returned %llx; expected "
-		    "%llx, the value the previous atomics left (compare/add %llx swap %llx)",
-		    c->id, (unsigned long long)c->seq, walk_action_names[c->atom_pending.op], owner, word,
-		    c->atom_pending.rkey, (unsigned long long)got, (unsigned long long)*value,
-		    (unsigned long long)c->atom_pending.compare_add,
-		    (unsigned long long)c->atom_pending.swap);
+		WALK_FAIL(c,
+			  "%s on client %d's word %d (rkey %x) returned %llx; expected %llx, the value the "
+			  "previous atomics left (compare/add %llx swap %llx)",
+			  walk_action_names[c->atom_pending.op], owner, word, c->atom_pending.rkey,
+			  (unsigned long long)got, (unsigned long long)*value,
+			  (unsigned long long)c->atom_pending.compare_add,
+			  (unsigned long long)c->atom_pending.swap);
 	if (c->atom_pending.op == ACT_FETCH_ADD)
 		*value = got + c->atom_pending.compare_add;
 	else

@@ -11,7 +11,7 @@ int walk_do_create_cq(struct walk_client *c)
 	int i, cqe, maxcqe;
 	struct ibv_cq *cq;
 
-	if (walk_count_used_cq(c) >= MAX_CQ)
+	if (WALK_COUNT_USED(c->cq) >= MAX_CQ)
 		return 0;
 	for (i = 0; c->cq[i].used; i++)
 		;
@@ -34,7 +34,7 @@ int walk_do_destroy_cq(struct walk_client *c)
 {
 	int i, rc;
 
-	if (walk_count_used_cq(c) <= MIN_CQ || (i = walk_pick_index(c, MAX_CQ, walk_idle_cq, NULL)) < 0)
+	if (WALK_COUNT_USED(c->cq) <= MIN_CQ || (i = walk_pick_index(c, MAX_CQ, walk_idle_cq, NULL)) < 0)
 		return 0;
 	c->stats.issued[ACT_DESTROY_CQ]++;
 	rc = hw_destroy_cq(c->cq[i].cq);
@@ -51,7 +51,7 @@ int walk_do_alloc_pd(struct walk_client *c)
 	struct ibv_pd *pd;
 	int i;
 
-	if (walk_count_used_pd(c) >= MAX_PD)
+	if (WALK_COUNT_USED(c->pd) >= MAX_PD)
 		return 0;
 	for (i = 0; c->pd[i].used; i++)
 		;
@@ -63,8 +63,7 @@ int walk_do_alloc_pd(struct walk_client *c)
 	}
 	c->pd[i] = (struct pd_rec){.used = true, .pd = pd, .id = ++c->next_pd_id};
 	if (walk_msg_mr_reg(c, i))
-		walk_stats_fail(&c->stats, "client %d: registering the message cells on a new PD failed: %s",
-				c->id, strerror(errno));
+		WALK_FAIL(c, "registering the message cells on a new PD failed: %s", strerror(errno));
 	walk_count_ok(c, ACT_ALLOC_PD);
 	LOG_STEP(c, "alloc_pd -> pd[%d] id=%u", i, c->pd[i].id);
 	return 1;
@@ -74,7 +73,7 @@ int walk_do_dealloc_pd(struct walk_client *c)
 {
 	int i, rc;
 
-	if (walk_count_used_pd(c) <= MIN_PD || (i = walk_pick_index(c, MAX_PD, walk_idle_pd, NULL)) < 0)
+	if (WALK_COUNT_USED(c->pd) <= MIN_PD || (i = walk_pick_index(c, MAX_PD, walk_idle_pd, NULL)) < 0)
 		return 0;
 	c->stats.issued[ACT_DEALLOC_PD]++;
 	if ((rc = walk_msg_mr_dereg(c, i)) == 0)
@@ -113,7 +112,7 @@ int walk_do_reg_mr(struct walk_client *c)
 	struct ibv_mr *mr;
 	int i, p, access;
 
-	if (walk_count_used_mr(c) >= MAX_MR || walk_outbox_busy(c) || (p = walk_pick_pd_for_new(c)) < 0)
+	if (WALK_COUNT_USED(c->mr) >= MAX_MR || walk_outbox_busy(c) || (p = walk_pick_pd_for_new(c)) < 0)
 		return 0;
 	for (i = 0; c->mr[i].used; i++)
 		;
@@ -141,7 +140,7 @@ int walk_do_dereg_mr(struct walk_client *c)
 	uint32_t rkey, pd_id, off, len;
 	int i, rc;
 
-	if (walk_count_used_mr(c) <= MIN_MR || walk_outbox_busy(c) ||
+	if (WALK_COUNT_USED(c->mr) <= MIN_MR || walk_outbox_busy(c) ||
 	    (i = walk_pick_hinted(c, MAX_MR, walk_idle_mr, NULL, c->hint.mr)) < 0)
 		return 0;
 	rkey = c->mr[i].mr->rkey;
@@ -172,11 +171,10 @@ static bool mr_bound(struct walk_client *c, int i, const void *arg)
 }
 
 /*
- * --verify: ibv_rereg_mr(3) of an idle MR to a new range, PD or access
- * (any of them); the peers learn the key as after dereg_mr and reg_mr, and
- * the walk uses the MR as it is now.  Now and then first a request the
- * model says the verb must refuse (no change asked, remote write without
- * local write, windows bound to it): nothing may change.
+ * --verify: ibv_rereg_mr(3) of an idle MR to a new range, PD or access (any of them); the peers learn the key
+ * as after dereg_mr and reg_mr, and the walk uses the MR as it is now.  Now and then first a request the
+ * model says the verb must refuse (no change asked, remote write without local write, windows bound to it):
+ * nothing may change.
  */
 void walk_rereg_mr(struct walk_client *c)
 {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Actions on QPs and address handles: create (an RC pair via the peer), connect, move to ERR, destroy. */
 #include "cmd/walk/actions.h"
+#include "cmd/walk/model.h"
 #include "cmd/walk/oracle.h"
 
 /* ---- QPs and AHs ---- */
@@ -68,23 +69,7 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 	return i;
 }
 
-static int modify_init(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey, uint32_t access)
-{
-	struct ibv_qp_attr attr = {
-	    .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = (uint8_t)c->cfg->port};
-	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-
-	if (qp->qp_type == IBV_QPT_UD) {
-		attr.qkey = qkey;
-		mask |= IBV_QP_QKEY;
-	} else {
-		attr.qp_access_flags = access;
-		mask |= IBV_QP_ACCESS_FLAGS;
-	}
-	return hw_modify_qp(qp, &attr, mask);
-}
-
-static void fill_ah_attr(struct walk_client *c, int target, struct ibv_ah_attr *ah)
+void walk_fill_ah_attr(struct walk_client *c, int target, struct ibv_ah_attr *ah)
 {
 	memset(ah, 0, sizeof(*ah));
 	ah->dlid = c->peers[target].lid;
@@ -96,10 +81,9 @@ static void fill_ah_attr(struct walk_client *c, int target, struct ibv_ah_attr *
 }
 
 /*
- * A QP's initial send PSN: random-looking (a stranger cannot guess where a
- * connection's sequence starts) yet computable by both ends from the run's
- * seed and the sending QP's number, so no message has to carry it and a
- * replay with the same seed uses the same PSNs.  24 bits, as in the BTH.
+ * A QP's initial send PSN: random-looking (a stranger cannot guess where a connection's sequence starts) yet
+ * computable by both ends from the run's seed and the sending QP's number, so no message has to carry it and
+ * a replay with the same seed uses the same PSNs.  24 bits, as in the BTH.
  */
 static uint32_t initial_psn(const struct walk_client *c, uint32_t qpn)
 {
@@ -111,50 +95,35 @@ static uint32_t initial_psn(const struct walk_client *c, uint32_t qpn)
 	return (uint32_t)x & 0xffffff;
 }
 
-int walk_ud_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey)
+int walk_qp_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey, uint32_t access, int peer,
+		   uint32_t peer_qpn)
 {
-	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RTR};
-	int rc = modify_init(c, qp, qkey, 0);
+	static const enum ibv_qp_state to[] = {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS};
+	uint8_t rd_atom = (uint8_t)(c->dattr.max_qp_rd_atom > 0 ? imin(c->dattr.max_qp_rd_atom, 16) : 1);
+	struct ibv_qp_attr a = {.qkey = qkey,
+				.qp_access_flags = access,
+				.port_num = (uint8_t)c->cfg->port,
+				.path_mtu = c->pattr.active_mtu,
+				.dest_qp_num = peer_qpn,
+				.rq_psn = initial_psn(c, peer_qpn),
+				.sq_psn = initial_psn(c, qp->qp_num),
+				.max_dest_rd_atomic = rd_atom,
+				.max_rd_atomic = rd_atom,
+				.min_rnr_timer = 12,
+				.timeout = 14,
+				.retry_cnt = 7,
+				.rnr_retry = 7};
+	int req, opt, rc = 0;
 
-	if (!rc)
-		rc = hw_modify_qp(qp, &attr, IBV_QP_STATE);
-	attr = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .sq_psn = initial_psn(c, qp->qp_num)};
-	return rc ? rc : hw_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
-}
-
-/* RESET -> INIT -> RTR -> RTS toward (peer, peer_qpn). */
-int walk_connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn)
-{
-	struct ibv_qp *qp = c->qp[q].qp;
-	int rd_atom = c->dattr.max_qp_rd_atom > 0 ? imin(c->dattr.max_qp_rd_atom, 16) : 1;
-	struct ibv_qp_attr attr;
-	int rc = modify_init(c, qp, 0, c->qp[q].access);
-
-	if (rc)
-		return rc;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	attr.path_mtu = c->pattr.active_mtu;
-	attr.dest_qp_num = peer_qpn;
-	attr.rq_psn = initial_psn(c, peer_qpn);
-	attr.max_dest_rd_atomic = (uint8_t)rd_atom;
-	attr.min_rnr_timer = 12;
-	fill_ah_attr(c, peer, &attr.ah_attr);
-	rc = hw_modify_qp(qp, &attr,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	if (rc)
-		return rc;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = 14;
-	attr.retry_cnt = 7;
-	attr.rnr_retry = 7;
-	attr.sq_psn = initial_psn(c, qp->qp_num);
-	attr.max_rd_atomic = (uint8_t)rd_atom;
-	return hw_modify_qp(qp, &attr,
-			    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	if (peer >= 0)
+		walk_fill_ah_attr(c, peer, &a.ah_attr);
+	for (int k = 1; k < 4 && !rc; k++) {
+		a.qp_state = to[k];
+		rc = model_qp_masks(qp->qp_type, to[k - 1], to[k], &req, &opt)
+			 ? hw_modify_qp(qp, &a, req | IBV_QP_STATE)
+			 : EINVAL;
+	}
+	return rc;
 }
 
 int walk_create_rc_responder(struct walk_client *c, uint32_t pd_id)
@@ -217,7 +186,7 @@ int walk_do_create_ud_qp(struct walk_client *c)
 	/* Q_Keys with the top bit set are privileged (Linux 6.4+): never sample them. */
 	qkey = (uint32_t)rng_next(&c->rng) & 0x7fffffffu;
 	c->qp[q].qkey = qkey;
-	rc = walk_ud_to_rts(c, c->qp[q].qp, qkey);
+	rc = walk_qp_to_rts(c, c->qp[q].qp, qkey, 0, -1, 0);
 	LOG_STEP(c, "create_ud_qp qp=%u srq=%d qkey=%x -> %d", c->qp[q].qp->qp_num, c->qp[q].srq, qkey, rc);
 	c->qp[q].state = rc ? QP_ERR : QP_READY; /* ERR: destroy_qp reclaims it */
 	if (!walk_verb_returned(c, ACT_CREATE_UD_QP, "ibv_modify_qp", "a new UD QP, RESET to RTS", rc))
@@ -273,7 +242,7 @@ int walk_do_modify_qp_error(struct walk_client *c)
 	if (!walk_verb_returned(c, ACT_MODIFY_QP_ERROR, "ibv_modify_qp", "a live QP, to ERR", rc))
 		return 1;
 	c->qp[q].state = QP_ERR;
-	c->qp[q].err_since_ns = walk_now_ns();
+	c->qp[q].err_since_ns = clock_ns();
 	c->qp[q].err_seq = c->seq;
 	walk_count_ok(c, ACT_MODIFY_QP_ERROR);
 	announce_down(c, q);
@@ -367,7 +336,7 @@ int walk_do_create_ah(struct walk_client *c)
 	target = (int)rng_range(&c->rng, 0, (uint64_t)c->clients - 1);
 	if (c->hint.on && c->hint.peer >= 0 && c->hint.peer < c->clients)
 		target = c->hint.peer;
-	fill_ah_attr(c, target, &attr);
+	walk_fill_ah_attr(c, target, &attr);
 	c->stats.issued[ACT_CREATE_AH]++;
 	ah = hw_create_ah(c->pd[p].pd, &attr);
 	LOG_STEP(c, "create_ah pd[%d] target=c%d lid=%u -> %s", p, target, attr.dlid, ah ? "ok" : "error");

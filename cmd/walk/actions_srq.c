@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * SRQ actions: create_srq, destroy_srq (EBUSY while a QP uses it, as the
- * model predicts), post_srq_recv, and the completions of SRQ receives (they
- * name the consuming QP).  An SRQ serves one QP type with one receive size:
- * an RC receive on it is a credit of that size for the peer of one of its
- * QPs, and fits whichever of them the message comes to.  A device without
- * SRQs (max_srq 0) redraws them.
+ * SRQ actions: create_srq, destroy_srq (EBUSY while a QP uses it, as the model predicts), post_srq_recv, and
+ * the completions of SRQ receives (they name the consuming QP).  An SRQ serves one QP type with one receive
+ * size: an RC receive on it is a credit of that size for the peer of one of its QPs, and fits whichever of
+ * them the message comes to.  A device without SRQs (max_srq 0) redraws them.
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"
@@ -226,9 +224,9 @@ bool walk_srq_recv_done(struct walk_client *c, uint32_t slot, const struct ibv_w
 			return true;
 		}
 	c->stats.errors[w->action]++;
-	walk_stats_fail(&c->stats,
-			"client %d #%llu: a receive posted to SRQ srq[%d] completed (%s) naming QP %u, "
-			"which is not on that SRQ; expected the QP that consumed it",
-			c->id, (unsigned long long)c->seq, w->srq, ibv_wc_status_str(wc->status), wc->qp_num);
+	WALK_FAIL(c,
+		  "a receive posted to SRQ srq[%d] completed (%s) naming QP %u, which is not on that SRQ; "
+		  "expected the QP that consumed it",
+		  w->srq, ibv_wc_status_str(wc->status), wc->qp_num);
 	return false;
 }

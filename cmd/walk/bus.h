@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The walker's out-of-band backend: delivers struct walk_msg between
- * clients, in order per source.  In-process: one bounded mailbox per client.
- * Multinode: each client process talks to a hub in the parent over TCP
- * (core/oob); the hub forwards frames, so per-source order is TCP's order.
+ * The walker's out-of-band backend: delivers struct walk_msg between clients, in order per source.
+ * In-process: one bounded mailbox per client.  Multinode: each client process talks to a hub in the parent
+ * over TCP (core/oob); the hub forwards frames, so per-source order is TCP's order.
  */
 #ifndef RDMATOOL_CMD_WALK_BUS_H
 #define RDMATOOL_CMD_WALK_BUS_H
@@ -14,20 +13,18 @@ struct oob_conn;
 
 #define WALK_MAILBOX_DEPTH 4096
 /*
- * Messages one FRAME_MSG carries at most.  Every key a client issues or
- * removes is broadcast, so the hub forwards tens of thousands of messages a
- * second; a frame each (four system calls to read it, one to write it) made
- * the hub the bottleneck of a multinode run.
+ * Messages one FRAME_MSG carries at most.  Every key a client issues or removes is broadcast, so the hub
+ * forwards tens of thousands of messages a second; a frame each (four system calls to read it, one to write
+ * it) made the hub the bottleneck of a multinode run.
  */
 #define WALK_FRAME_MSGS 64
 
 /* In-process bus for `clients` clients. */
 struct walk_bus *walk_bus_inproc(int clients);
 /*
- * A client process's end of the hub connection; starts its I/O threads.  The
- * writer sends a heartbeat every second it has nothing else to send; when
- * the hub closes the connection before BYE, or is silent for heartbeat_s,
- * the reader sets *stop and walk_bus_hub_lost() turns true.
+ * A client process's end of the hub connection; starts its I/O threads.  The writer sends a heartbeat every
+ * second it has nothing else to send; when the hub closes the connection before BYE, or is silent for
+ * heartbeat_s, the reader sets *stop and walk_bus_hub_lost() turns true.
  */
 struct walk_bus *walk_bus_tcp(struct oob_conn *conn, int self, atomic_bool *stop, int heartbeat_s);
 /* Multinode: the hub went away (closed or silent) before it said BYE. */

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * A walker client's life: open the device, bootstrap the minimum objects,
- * step (updates in, one random action, completions out), then drain and
- * destroy everything in dependency order.
+ * A walker client's life: open the device, bootstrap the minimum objects, step (updates in, one random
+ * action, completions out), then drain and destroy everything in dependency order.
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/bus.h"
@@ -134,11 +133,10 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		LOG(c, "c%d completion for unknown wr=%llx status=%s", c->id, (unsigned long long)wc->wr_id,
 		    ibv_wc_status_str(wc->status));
 		if (!c->cfg->allow_outstanding_ops)
-			walk_stats_fail(
-			    &c->stats,
-			    "client %d: completion for wr_id %llx (qp %u, %s) that is not outstanding: "
-			    "a duplicate or a WR never posted",
-			    c->id, (unsigned long long)wc->wr_id, wc->qp_num, ibv_wc_status_str(wc->status));
+			WALK_FAIL(c,
+				  "completion for wr_id %llx (qp %u, %s) that is not outstanding: a "
+				  "duplicate or a WR never posted",
+				  (unsigned long long)wc->wr_id, wc->qp_num, ibv_wc_status_str(wc->status));
 		return;
 	}
 	w = &c->wr[slot];
@@ -174,7 +172,7 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 	if (!ok && r->state != QP_ERR) {
 		/* Any error completion leaves the QP in an error state. */
 		r->state = QP_ERR;
-		r->err_since_ns = walk_now_ns();
+		r->err_since_ns = clock_ns();
 		r->err_seq = c->seq;
 		r->credit_count = 0;
 	}
@@ -222,7 +220,7 @@ static int poll_all(struct walk_client *c)
 /* --verify: a QP in ERR must flush every outstanding WR promptly. */
 static void check_flush_deadlines(struct walk_client *c)
 {
-	uint64_t now = walk_now_ns();
+	uint64_t now = clock_ns();
 
 	if (!c->cfg->verify)
 		return;
@@ -235,10 +233,10 @@ static void check_flush_deadlines(struct walk_client *c)
 		if (now - r->err_since_ns <= FLUSH_DEADLINE_NS) {
 			r->err_late_steps = 0;
 		} else if (++r->err_late_steps > FLUSH_LATE_STEPS) {
-			walk_stats_fail(&c->stats,
-					"client %d: QP %u still has %d send and %d receive WRs 3 s after "
-					"entering ERR (they must flush)",
-					c->id, r->qp->qp_num, r->send_inflight, r->recv_inflight);
+			WALK_FAIL(c,
+				  "QP %u still has %d send and %d receive WRs 3 s after entering ERR (they "
+				  "must flush)",
+				  r->qp->qp_num, r->send_inflight, r->recv_inflight);
 			r->err_since_ns = 0;
 		}
 	}
@@ -267,7 +265,7 @@ static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 		c->qp[q].access = (uint32_t)walk_remote_access(c);
 		c->qp[q].peer_access = m->access & QP_ACCESS;
 	}
-	if (q >= 0 && walk_connect_rc(c, q, m->src, m->qpn) != 0) {
+	if (q >= 0 && walk_qp_to_rts(c, c->qp[q].qp, 0, c->qp[q].access, m->src, m->qpn) != 0) {
 		walk_destroy_qp_rec(c, q);
 		q = -1;
 	}
@@ -305,12 +303,12 @@ static void on_rc_reply(struct walk_client *c, const struct walk_msg *m)
 	r->peer_qpn = m->qpn;
 	r->peer_pd = m->pd_id;
 	r->peer_access = m->access & QP_ACCESS;
-	rc = walk_connect_rc(c, q, m->src, m->qpn);
+	rc = walk_qp_to_rts(c, c->qp[q].qp, 0, c->qp[q].access, m->src, m->qpn);
 	LOG(c, "c%d rc reply from c%d: qp %u <-> %u -> %d", c->id, m->src, r->qp->qp_num, m->qpn, rc);
 	if (rc) {
 		c->stats.errors[ACT_CREATE_RC_QP_PAIR]++;
 		r->state = QP_ERR;
-		r->err_since_ns = walk_now_ns();
+		r->err_since_ns = clock_ns();
 		ready.type = MSG_RC_DOWN;
 		r->down_sent = true;
 	} else {
@@ -475,9 +473,9 @@ static bool sends_outstanding(struct walk_client *c)
 /* Waits (bounded) for every send-side WR: makes single-client steps repeatable. */
 static void quiesce_sends(struct walk_client *c, uint64_t timeout_ns)
 {
-	uint64_t end = walk_now_ns() + timeout_ns;
+	uint64_t end = clock_ns() + timeout_ns;
 
-	while (sends_outstanding(c) && walk_now_ns() < end) {
+	while (sends_outstanding(c) && clock_ns() < end) {
 		if (!poll_all(c))
 			sched_yield();
 		walk_flush_outbox(c);
@@ -485,8 +483,8 @@ static void quiesce_sends(struct walk_client *c, uint64_t timeout_ns)
 }
 
 /*
- * Serves one owed draw: the next action, round robin, that could not run
- * when drawn and can now.  true if one ran.
+ * Serves one owed draw: the next action, round robin, that could not run when drawn and can now.  true if one
+ * ran.
  */
 static bool serve_owed(struct walk_client *c)
 {
@@ -503,20 +501,19 @@ static bool serve_owed(struct walk_client *c)
 }
 
 /*
- * --multinode on fewer CPUs than clients: a never-blocking client left to the
- * scheduler ran for milliseconds while the others waited, so updates came
- * later than a QP pair lives and most work went to pairs already gone.  Each
- * runs PACE_RUN_NS, then sleeps to its share of the CPUs (walk_pace_for);
- * sleeps, as under EEVDF a client yielding every 200 us starved for seconds.
+ * --multinode on fewer CPUs than clients: a never-blocking client left to the scheduler ran for milliseconds
+ * while the others waited, so updates came later than a QP pair lives and most work went to pairs already
+ * gone.  Each runs PACE_RUN_NS, then sleeps to its share of the CPUs (walk_pace_for); sleeps, as under EEVDF
+ * a client yielding every 200 us starved for seconds.
  */
 static void pace(struct walk_client *c)
 {
 	struct timespec pause = {0, (long)c->pause_ns};
 
-	if (!c->pause_ns || walk_now_ns() - c->last_pause_ns < PACE_RUN_NS)
+	if (!c->pause_ns || clock_ns() - c->last_pause_ns < PACE_RUN_NS)
 		return;
 	nanosleep(&pause, NULL);
-	c->last_pause_ns = walk_now_ns();
+	c->last_pause_ns = clock_ns();
 }
 
 uint64_t walk_pace_for(int clients, long cpus)
@@ -533,9 +530,9 @@ static void one_step(struct walk_client *c, bool lockstep)
 	walk_client_take_messages(c);
 	c->seq++;
 	/*
-	 * A drawn action that can neither run nor be stepped toward is owed (a
-	 * redraw alone shifts the mix toward the cheap actions while the state
-	 * blocks the others); every few steps one owed draw is served first.
+	 * A drawn action that can neither run nor be stepped toward is owed (a redraw alone shifts the mix
+	 * toward the cheap actions while the state blocks the others); every few steps one owed draw is
+	 * served first.
 	 */
 	if (!(c->seq % OWED_RETRY_STEPS) && serve_owed(c))
 		a = -1;
@@ -571,7 +568,7 @@ static void move_all_to_error(struct walk_client *c)
 			continue;
 		if (hw_modify_qp(r->qp, &attr, IBV_QP_STATE) == 0) {
 			r->state = QP_ERR;
-			r->err_since_ns = walk_now_ns();
+			r->err_since_ns = clock_ns();
 		}
 	}
 }
@@ -579,26 +576,24 @@ static void move_all_to_error(struct walk_client *c)
 static void destroy_failed(struct walk_client *c, const char *what, int rc)
 {
 	c->stats.destroy_failures++;
-	walk_stats_fail(&c->stats, "client %d: at shutdown %s returned %d (%s)", c->id, what, rc,
-			strerror(rc));
+	WALK_FAIL(c, "at shutdown %s returned %d (%s)", what, rc, strerror(rc));
 }
 
 /* Destroys everything in dependency order; every destroy must return 0. */
 static void teardown(struct walk_client *c)
 {
-	uint64_t end = walk_now_ns() + DRAIN_TIMEOUT_NS;
+	uint64_t end = clock_ns() + DRAIN_TIMEOUT_NS;
 	int rc;
 
 	walk_devprobe_end(c);
 	move_all_to_error(c);
 	/* receives posted to an SRQ stay there: only the QPs' own WRs flush */
-	while (c->inflight > c->srq_posted && walk_now_ns() < end)
+	while (c->inflight > c->srq_posted && clock_ns() < end)
 		if (!poll_all(c))
 			sched_yield();
 	if (c->inflight > c->srq_posted && !c->cfg->allow_outstanding_ops)
-		walk_stats_fail(&c->stats,
-				"client %d: %d WRs never completed within 5 s of their QP entering ERR",
-				c->id, c->inflight - c->srq_posted);
+		WALK_FAIL(c, "%d WRs never completed within 5 s of their QP entering ERR",
+			  c->inflight - c->srq_posted);
 	poll_all(c); /* the last receives the QPs took from SRQs, while the QPs live */
 	for (int i = 0; i < 2 * MAX_MW; i++)
 		if (c->mw[i].used && (rc = hw_dealloc_mw(c->mw[i].mw)))
@@ -644,26 +639,25 @@ int walk_client_run(struct walk_client *c)
 	bool lockstep = c->clients == 1 || c->cfg->steps;
 
 	c->lockstep = lockstep;
-	uint64_t start = walk_now_ns(), end = start + (uint64_t)c->cfg->duration_s * 1000000000ULL;
+	uint64_t start = clock_ns(), end = start + (uint64_t)c->cfg->duration_s * 1000000000ULL;
 	uint64_t steps = 0;
 
 	if (bootstrap(c)) {
-		walk_stats_fail(&c->stats,
-				"client %d: cannot create the minimum objects (CQs, PDs, MRs, MWs)", c->id);
+		WALK_FAIL(c, "cannot create the minimum objects (CQs, PDs, MRs, MWs)");
 	} else {
 		while (!atomic_load_explicit(c->stop, memory_order_relaxed) &&
-		       (c->cfg->steps ? steps < c->cfg->steps : walk_now_ns() < end)) {
+		       (c->cfg->steps ? steps < c->cfg->steps : clock_ns() < end)) {
 			one_step(c, lockstep);
 			steps++;
-			/* the free pages the device's short-lived blocks leave in every
-			 * thread's heap arena, given back now and then (else RSS creeps) */
+			/* the free pages the device's short-lived blocks leave in every thread's heap arena,
+			 * given back now and then (else RSS creeps) */
 			if (steps % TRIM_STEPS == 0)
 				malloc_trim(0);
 			atomic_store_explicit(&c->live_steps, steps, memory_order_relaxed);
 		}
 	}
 	c->stats.steps = steps;
-	c->stats.seconds = (double)(walk_now_ns() - start) / 1e9;
+	c->stats.seconds = (double)(clock_ns() - start) / 1e9;
 	c->stats.alive_end = walk_objects_alive(c);
 	/* Phase 1: stop issuing, let handshakes and sends finish, then wait for all. */
 	quiesce_sends(c, 2000000000ULL);

@@ -8,18 +8,18 @@
 
 #define BUF_SIZE   (16u << 20) /* the per-client memory MRs are carved from */
 #define CHECK_SLOT (64u << 10) /* --verify: one slot per writer at the end */
-/* --verify: the check zone ending every buffer, where no WRITE, READ or receive of the random walk lands:
- * one message cell per WR slot (a SEND's header, or all of a small one: message.c), then the check slots. */
+/* --verify: the check zone ending every buffer, where no WRITE, READ or receive of the random walk lands: one
+ * message cell per WR slot (a SEND's header, or all of a small one: message.c), then the check slots. */
 #define MSG_CELL	   256u
 #define MSG_AREA	   (MAX_WR * MSG_CELL)
 #define ZONE_START	   (BUF_SIZE - WALK_MAX_CLIENTS * CHECK_SLOT - MSG_AREA)
 #define MSG_CELL_OFF(slot) (ZONE_START + (uint32_t)(slot)*MSG_CELL)
 #define SLOT_OFF(id)	   (ZONE_START + MSG_AREA + (uint32_t)(id)*CHECK_SLOT)
 /*
- * A client's check slot, in quarters: [0, 16K) checked-WRITE source, [16K, 32K) its read-back, [32K, 48K)
- * its target in the peer's buffer (16 KiB: four packets at the largest MTU, so a NIC that places only part
- * of a multi-packet WRITE or READ shows), then its atomic words in the peer's buffer at 48K and the local
- * results of its atomics at 56K.
+ * A client's check slot, in quarters: [0, 16K) checked-WRITE source, [16K, 32K) its read-back, [32K, 48K) its
+ * target in the peer's buffer (16 KiB: four packets at the largest MTU, so a NIC that places only part of a
+ * multi-packet WRITE or READ shows), then its atomic words in the peer's buffer at 48K and the local results
+ * of its atomics at 56K.
  */
 #define ATOM_WORDS	16
 #define ATOM_REMOTE_OFF (CHECK_SLOT / 4 * 3)
@@ -165,26 +165,7 @@ struct walk_hint {
 
 struct walk_shared; /* the orchestrator's view, see run.h */
 
-/* --verify device probes on objects of their own (devprobe.c). */
-#define DEVPROBE_MAX_WR 32
-struct walk_devprobe {
-	int kind;
-	struct rng rng; /* its own stream: the walk's stays the same */
-	struct ibv_pd *pd[2];
-	struct ibv_mr *mr[2];
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_ah *ah;
-	unsigned char buf[2][64];
-	bool bad_other_pd;
-	uint32_t past; /* UD_SQE in the same PD: the broken SGE ends this many bytes past its MR */
-	int cqe;
-	uint32_t posted, seen;
-	uint32_t late_polls; /* polls since the deadline passed (a starved process is not a late device) */
-	uint64_t base_id, t0, next_ns;
-	uint64_t next_step; /* --steps: the step the next probe starts at the latest */
-	struct ibv_wc wc[DEVPROBE_MAX_WR];
-};
+struct walk_devprobe; /* --verify device probes on objects of their own (devprobe.c) */
 
 struct walk_client {
 	int id, clients;
@@ -211,7 +192,7 @@ struct walk_client {
 	struct walk_hint hint;
 	uint8_t owed[ACT_COUNT]; /* draws that could not run, still to serve (one_step) */
 	int owed_next;		 /* where the round-robin over owed actions resumes */
-	struct walk_devprobe devprobe;
+	struct walk_devprobe *devprobe;
 	uint64_t seq;
 	uint64_t pause_ns; /* --multinode on fewer CPUs than clients: the pause after each run (one_step) */
 	uint64_t last_pause_ns; /* when the last pause ended */
@@ -239,8 +220,8 @@ struct walk_client {
 	bool check_busy, check_write_ok, probe_busy, type2;
 	bool lockstep; /* each step waits for its sends: single-client replay */
 	bool faults;   /* RDMATOOL_SOFT_FAULTS is set: statuses a fault explains are not judged */
-	/* Devices reuse key values (8-bit tags), so a probe that worked is a
-	 * failure only if the owner did not issue that key again since. */
+	/* Devices reuse key values (8-bit tags), so a probe that worked is a failure only if the owner did
+	 * not issue that key again since. */
 	struct {
 		uint32_t rkey;
 		bool issued;
@@ -269,10 +250,6 @@ int walk_client_run(struct walk_client *c);
 /* Handles every message waiting for this client (a barrier must keep its inbox moving too). */
 void walk_client_take_messages(struct walk_client *c);
 void walk_client_close(struct walk_client *c);
-static inline uint64_t walk_now_ns(void)
-{
-	return clock_ns();
-}
 /* The pause that keeps one of `clients` never-blocking processes to its share of `cpus` (0: none needed). */
 uint64_t walk_pace_for(int clients, long cpus);
 
@@ -284,9 +261,18 @@ int walk_pick_index(struct walk_client *c, int n, bool (*ok)(struct walk_client 
 /* The hinted index if hints are on and it is eligible, else walk_pick_index. */
 int walk_pick_hinted(struct walk_client *c, int n, bool (*ok)(struct walk_client *, int, const void *),
 		     const void *arg, int hint);
-int walk_count_used_cq(struct walk_client *c);
-int walk_count_used_pd(struct walk_client *c);
-int walk_count_used_mr(struct walk_client *c);
+/* A failure of the run, named by client and step. */
+#define WALK_FAIL(c, fmt, ...)                                                                               \
+	walk_stats_fail(&(c)->stats, "client %d #%llu: " fmt, (c)->id, (unsigned long long)(c)->seq,         \
+			##__VA_ARGS__)
+/* How many records of array `recs` (c->cq, c->pd, c->mr ...) are in use. */
+#define WALK_COUNT_USED(recs)                                                                                \
+	({                                                                                                   \
+		int n_ = 0;                                                                                  \
+		for (size_t i_ = 0; i_ < sizeof(recs) / sizeof((recs)[0]); i_++)                             \
+			n_ += (recs)[i_].used;                                                               \
+		n_;                                                                                          \
+	})
 int walk_count_mw(struct walk_client *c, int type);
 int walk_count_qp(struct walk_client *c, enum ibv_qp_type type, bool initiated_only);
 int walk_alloc_wr(struct walk_client *c, enum walk_action a, int qp, int mr, uint64_t *wr_id);
@@ -306,9 +292,11 @@ int walk_key_live_since(struct walk_client *c, uint32_t rkey, uint64_t event);
 /* actions.c */
 /* Returns 1 done (issued), 0 precondition not met (redraw). */
 int walk_do_action(struct walk_client *c, enum walk_action a);
-int walk_connect_rc(struct walk_client *c, int q, int peer, uint32_t peer_qpn);
-/* RESET -> INIT (Q_Key qkey) -> RTR -> RTS of a UD QP. */
-int walk_ud_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey);
+/* RESET -> INIT -> RTR -> RTS, each transition with the attributes the model (model_qp_masks) says it
+ * requires: a UD QP's Q_Key; a connected QP's access flags and its peer, QP peer_qpn of client `peer`. */
+int walk_qp_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey, uint32_t access, int peer,
+		   uint32_t peer_qpn);
+void walk_fill_ah_attr(struct walk_client *c, int target, struct ibv_ah_attr *ah); /* toward client target */
 void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st);
 
 /* probe.c (--verify) */

@@ -1,331 +1,507 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --verify device probes on objects of their own (two PDs with an MR each, a
- * CQ, a UD QP, an AH to ourselves) and their own random stream, so a walk
- * replays the same with or without them; one at a time per client, every
- * DEVPROBE_PERIOD_NS, the walk going on while the completions settle:
- *  - CQ_FULL: a CQ of capacity N, polled once N signaled sends had time to
- *    complete, holds all N, in order, and nothing more (the walk itself never
- *    fills a CQ to the brim).
- *  - UD_SQE: of a chain of UD sends, the second breaks a local rule (an lkey
- *    of another PD, or 1 to 4 bytes past its MR): the first succeeds, it
- *    fails with LOC_PROT_ERR, the rest flush, the QP is in SQE; back in RTS,
- *    a send works.  Either way the receive queue takes exactly max_recv_wr
- *    receives first (the sends' other Q_Key never consumes them).
+ * --verify device probes: short scripts of phases on objects and a random stream of their own, one at a time
+ * per client, the kinds in turn.  The model predicts every completion; a queue completes in order, each WR
+ * once.  What each kind checks (rdmatool-walk(1)): CQ_FULL, a CQ filled by exactly its capacity of UD sends;
+ * UD_SQE and UNSIGNALED, a chain of UD sends (maybe one breaking a local rule), all signaled or (sq_sig_all
+ * 0) some and the last, filling the send queue; NOTIFY, a CQ on a completion channel, armed, solicited_only
+ * or not; UC, two UC QPs connected to each other, and what a UC responder drops.
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"
 #include "cmd/walk/oracle.h"
 
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 
-#define DEVPROBE_PERIOD_NS    (100 * 1000000ull)
-#define DEVPROBE_PERIOD_STEPS 250 /* --steps: also every this many steps, however slow the machine */
-#define DEVPROBE_SETTLE_NS    (10 * 1000000ull)	  /* before the first poll of a CQ_FULL probe */
-#define DEVPROBE_DEADLINE_NS  (2000 * 1000000ull) /* for every completion to arrive */
-/*
- * Past the deadline, polls before the probe is judged late: on a loaded
- * machine the whole process (the soft device's progress with it) can
- * stall for longer than the deadline, and then the first poll after it
- * comes too soon to tell.
- */
-#define DEVPROBE_LATE_POLLS 256
-#define DEVPROBE_MR_BYTES   64
-#define DEVPROBE_QKEY	    0x11u
+#define PERIOD_NS    (100 * 1000000ull)
+#define PERIOD_STEPS 250		 /* --steps: also every this many steps, however slow the machine */
+#define SETTLE_NS    (10 * 1000000ull)	 /* CQ_FULL: before the first poll (the CQ fills to the brim) */
+#define DEADLINE_NS  (2000 * 1000000ull) /* for every completion (or event) to arrive */
+#define QUIET_NS     (20 * 1000000ull)	 /* no event may come this long after the completions; one due, all */
+#define LATE_POLLS   256		 /* past the deadline: a starved process is not a late device */
+#define PROBE_WR     32
+#define PROBE_EXP    (PROBE_WR + 4)
+#define QKEY	     0x12u
+#define RQ_BIT	     0x80u /* in a wr_id: a receive */
+#define UC_PATTERN   0x5a
+#define IMM(d, i)    ((uint32_t)(d)->base ^ (i))
 
-enum { DEVPROBE_IDLE, DEVPROBE_CQ_FULL, DEVPROBE_UD_SQE, DEVPROBE_UD_RECOVERED };
+enum { CQ_FULL, UD_SQE, UNSIGNALED, NOTIFY, UC, KINDS };
+enum { EV_NONE, EV_MUST, EV_NEVER };
 
-static void devprobe_free(struct walk_client *c)
+static const char *const names[KINDS] = {
+    "probe of a CQ filled to its capacity", "probe of a UD send error (SQE)",
+    "probe of unsignaled sends (sq_sig_all 0)", "probe of CQ notification (a completion channel)",
+    "probe of a UC QP pair"};
+
+struct walk_devprobe {
+	struct rng rng; /* its own stream: the walk's stays the same */
+	uint64_t next_ns, next_step;
+	unsigned started;
+	bool on, other_pd, sol_only, evented, watch; /* watch: UC, the phase waits for its WRITE to land */
+	int kind, phase, nexp, seen, next[2], late, event, bad; /* bad: the broken WR (-1: none) */
+	struct ibv_pd *pd[2];
+	struct ibv_mr *mr[2]; /* MR i on PD i; MR 0 also takes remote writes */
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp[2];
+	struct ibv_ah *ah;
+	struct ibv_qp_cap cap;
+	uint64_t base, t0, done_ns;
+	unsigned char buf[2][64];
+	struct {
+		uint64_t id;
+		struct model_wc e;
+		uint32_t imm; /* a receive with immediate data: the value */
+	} exp[PROBE_EXP];
+};
+
+#define fail(c, fmt, ...)                                                                                    \
+	WALK_FAIL(c, "%s, phase %d: " fmt, names[(c)->devprobe->kind], (c)->devprobe->phase, ##__VA_ARGS__)
+
+static void devprobe_free(struct walk_devprobe *d)
 {
-	struct walk_devprobe *d = &c->devprobe;
-
-	if (d->qp)
-		hw_destroy_qp(d->qp);
+	for (int i = 0; i < 2; i++)
+		if (d->qp[i])
+			hw_destroy_qp(d->qp[i]);
 	if (d->ah)
 		hw_destroy_ah(d->ah);
 	if (d->cq)
 		hw_destroy_cq(d->cq);
+	if (d->ch)
+		hw_destroy_comp_channel(d->ch);
 	for (int i = 0; i < 2; i++) {
 		if (d->mr[i])
 			hw_dereg_mr(d->mr[i]);
 		if (d->pd[i])
 			hw_dealloc_pd(d->pd[i]);
 	}
-	d->qp = NULL;
-	d->ah = NULL;
-	d->cq = NULL;
-	memset(d->mr, 0, sizeof(d->mr));
-	memset(d->pd, 0, sizeof(d->pd));
-	d->kind = DEVPROBE_IDLE;
-	d->next_ns = walk_now_ns() + DEVPROBE_PERIOD_NS;
+	memset(d->pd, 0, (char *)&d->cap - (char *)d->pd);
+	d->on = false;
+	d->next_ns = clock_ns() + PERIOD_NS;
 }
 
-/* A receive queue takes as many receives as ibv_create_qp said it would (the probe's sends never reach them).
- */
-static void fill_rq(struct walk_client *c, uint32_t n)
+/* The next completion of a queue: a send of qp 0, or a receive (of qp 1 if there is one), 8 bytes. */
+static struct model_wc *expect(struct walk_devprobe *d, uint32_t id, uint64_t statuses, bool recv)
 {
-	struct walk_devprobe *d = &c->devprobe;
-	struct ibv_sge sge = {(uintptr_t)d->buf[0], DEVPROBE_MR_BYTES, d->mr[0]->lkey};
-	struct ibv_recv_wr wr = {.sg_list = &sge, .num_sge = 1}, *bad;
-	int rc = 0;
-	uint32_t i;
+	struct ibv_qp *qp = d->qp[recv && d->qp[1]];
+	struct model_wc *e = &d->exp[d->nexp].e;
 
-	for (i = 0; i < n && !rc; i++) {
-		wr.wr_id = d->base_id + 0x80 + i;
-		rc = hw_post_recv(d->qp, &wr, &bad);
-	}
-	if (rc)
-		walk_stats_fail(&c->stats,
-				"client %d #%llu: UD QP %u: receive %u of the %u its max_recv_wr allows was "
-				"refused (%s)",
-				c->id, (unsigned long long)c->seq, d->qp->qp_num, i, n, strerror(rc));
+	if (recv)
+		model_recv_wc(e, qp->qp_type, qp->qp_type == IBV_QPT_UD ? 48 : 8, qp->qp_num);
+	else
+		model_send_wc(e, IBV_WR_SEND, 8, qp->qp_num);
+	e->statuses = statuses;
+	e->len_min = recv ? e->len_max : 0; /* a UD receive: the GRH in front */
+	d->exp[d->nexp].imm = 0;
+	d->exp[d->nexp++].id = d->base + id + (recv ? RQ_BIT : 0);
+	return e;
 }
 
-/* The objects of one probe: a CQ of cqe entries, a UD QP (room for a CQ's worth of sends), an AH to
- * ourselves. */
-static int devprobe_objects(struct walk_client *c, int cqe)
+static void state_is(struct walk_client *c, struct ibv_qp *qp, enum ibv_qp_state want, const char *what)
 {
-	struct walk_devprobe *d = &c->devprobe;
-	struct ibv_qp_init_attr init = {.qp_type = IBV_QPT_UD, .sq_sig_all = 1};
-	struct ibv_ah_attr ah = {
-	    .dlid = c->peers[c->id].lid, .port_num = (uint8_t)c->cfg->port, .is_global = 1};
-
-	for (int i = 0; i < 2; i++) {
-		if (!(d->pd[i] = hw_alloc_pd(c->ctx)))
-			return -1;
-		if (!(d->mr[i] = hw_reg_mr(d->pd[i], d->buf[i], DEVPROBE_MR_BYTES, IBV_ACCESS_LOCAL_WRITE)))
-			return -1;
-	}
-	if (!(d->cq = hw_create_cq(c->ctx, cqe, NULL, NULL, 0)))
-		return -1;
-	init.send_cq = init.recv_cq = d->cq;
-	init.cap = (struct ibv_qp_cap){.max_send_wr = (uint32_t)d->cq->cqe,
-				       .max_recv_wr = (uint32_t)rng_range(&d->rng, 1, DEVPROBE_MAX_WR),
-				       .max_send_sge = 1,
-				       .max_recv_sge = 1};
-	if (!(d->qp = hw_create_qp(d->pd[0], &init)) || walk_ud_to_rts(c, d->qp, DEVPROBE_QKEY))
-		return -1;
-	fill_rq(c, init.cap.max_recv_wr);
-	ah.grh.dgid = c->peers[c->id].gid;
-	ah.grh.sgid_index = (uint8_t)c->cfg->gid_index;
-	ah.grh.hop_limit = 64;
-	return (d->ah = hw_create_ah(d->pd[0], &ah)) ? 0 : -1;
-}
-
-/* Posts n chained sends; wr `bad` (if < n) breaks a local rule. 0: all posted. */
-static int post_chain(struct walk_client *c, uint32_t n, uint32_t bad)
-{
-	struct walk_devprobe *d = &c->devprobe;
-	struct ibv_send_wr wr[DEVPROBE_MAX_WR], *badwr;
-	struct ibv_sge sge[DEVPROBE_MAX_WR];
-
-	for (uint32_t i = 0; i < n; i++) {
-		sge[i] = (struct ibv_sge){(uintptr_t)d->buf[0], 8, d->mr[0]->lkey};
-		if (i == bad && d->bad_other_pd)
-			sge[i] = (struct ibv_sge){(uintptr_t)d->buf[1], 8,
-						  d->mr[1]->lkey}; /* an MR of another PD */
-		else if (i == bad)				   /* 1 to 4 bytes past the end */
-			sge[i].addr = (uintptr_t)d->buf[0] + DEVPROBE_MR_BYTES - 8 + d->past;
-		wr[i] = (struct ibv_send_wr){.wr_id = d->base_id + i,
-					     .next = i + 1 < n ? &wr[i + 1] : NULL,
-					     .sg_list = &sge[i],
-					     .num_sge = 1,
-					     .opcode = IBV_WR_SEND};
-		wr[i].wr.ud.ah = d->ah;
-		wr[i].wr.ud.remote_qpn = d->qp->qp_num;
-		wr[i].wr.ud.remote_qkey = DEVPROBE_QKEY ^ 1; /* another Q_Key: the receives stay posted */
-	}
-	d->posted = n;
-	d->seen = 0;
-	d->t0 = walk_now_ns();
-	d->late_polls = 0;
-	return hw_post_send(d->qp, wr, &badwr);
-}
-
-static void devprobe_start(struct walk_client *c)
-{
-	struct walk_devprobe *d = &c->devprobe;
-	bool cq_full = rng_bernoulli(&d->rng, 0.5);
-	int cqe = cq_full ? (int)rng_range(&d->rng, 1, DEVPROBE_MAX_WR) : DEVPROBE_MAX_WR;
-	uint32_t n;
-
-	d->base_id = rng_next(&d->rng) << 8;
-	d->bad_other_pd = rng_bernoulli(&d->rng, 0.5);
-	d->past = (uint32_t)rng_range(&d->rng, 1, 4);
-	if (devprobe_objects(c, cqe)) {
-		devprobe_free(c); /* a device may refuse a resource: not a finding */
-		return;
-	}
-	d->cqe = d->cq->cqe;
-	if (cq_full && d->cqe > DEVPROBE_MAX_WR) {
-		devprobe_free(c);
-		return;
-	}
-	n = cq_full ? (uint32_t)d->cqe : (uint32_t)rng_range(&d->rng, 3, DEVPROBE_MAX_WR / 2);
-	d->kind = cq_full ? DEVPROBE_CQ_FULL : DEVPROBE_UD_SQE;
-	if (post_chain(c, n, cq_full ? n : 1)) {
-		devprobe_free(c);
-		return;
-	}
-	c->stats.devprobes[cq_full ? 0 : 1]++;
-	LOG(c, "c%d #%llu device probe %s: %u sends on qp=%u, cq of %d", c->id, (unsigned long long)c->seq,
-	    cq_full ? "CQ filled to capacity" : "UD send error", n, d->qp->qp_num, d->cqe);
-}
-
-/* Completion i of the probe against the model: a SEND of 8 bytes on the probe's QP, ending in `statuses`. */
-static bool judge_wc(struct walk_client *c, uint32_t i, uint64_t statuses, const char *what)
-{
-	struct walk_devprobe *d = &c->devprobe;
-	struct model_wc e;
-
-	model_send_wc(&e, IBV_WR_SEND, 8, d->qp->qp_num);
-	e.statuses = statuses;
-	return walk_oracle(
-	    c,
-	    &(struct walk_obs){.kind = WALK_OBS_PREDICTED, .predicted = &e, .wc = &d->wc[i], .what = what});
-}
-
-/* The status of the chain's broken send, from the key rules: its SGE is in MR 1 (PD 1) or past MR 0's end. */
-static uint64_t broken_send_status(struct walk_client *c)
-{
-	struct walk_devprobe *d = &c->devprobe;
-	uint32_t k = d->bad_other_pd ? 1 : 0;
-	struct model_key key = {.valid = true,
-				.addr = (uintptr_t)d->buf[k],
-				.length = DEVPROBE_MR_BYTES,
-				.access = IBV_ACCESS_LOCAL_WRITE,
-				.pd = k};
-	uint64_t addr =
-	    d->bad_other_pd ? (uintptr_t)d->buf[1] : (uintptr_t)d->buf[0] + DEVPROBE_MR_BYTES - 8 + d->past;
-
-	return MODEL_ST(model_local_sge(&key, 0, addr, 8, false));
-}
-
-static void judge_sqe(struct walk_client *c)
-{
-	struct walk_devprobe *d = &c->devprobe;
 	struct ibv_qp_attr attr;
 	struct ibv_qp_init_attr init;
-	const char *why = d->bad_other_pd ? "an lkey of another PD" : "a range past its MR's end";
-	char what[160];
 
-	for (uint32_t i = 0; i < d->posted; i++) {
-		snprintf(what, sizeof(what), "UD QP %u, send %u of a chain of %u (send 2 with %s)%s",
-			 d->qp->qp_num, i + 1, d->posted, why,
-			 i > 1 ? ", posted behind the one that failed," : "");
-		if (!judge_wc(c, i,
-			      i == 0   ? MODEL_ST(IBV_WC_SUCCESS)
-			      : i == 1 ? broken_send_status(c)
-				       : MODEL_ST(IBV_WC_WR_FLUSH_ERR), /* the QP is in SQE */
-			      what))
-			break;
-	}
-	if (hw_query_qp(d->qp, &attr, IBV_QP_STATE, &init) == 0) {
-		snprintf(what, sizeof(what), "UD QP %u after a send failed (%s)", d->qp->qp_num, why);
+	if (hw_query_qp(qp, &attr, IBV_QP_STATE, &init) == 0)
 		walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_ATTR,
 						  .verb = "the state",
 						  .what = what,
 						  .rc = attr.qp_state,
-						  .want = IBV_QPS_SQE});
-	}
-	attr = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .cur_qp_state = IBV_QPS_SQE};
-	if (hw_modify_qp(d->qp, &attr, IBV_QP_STATE | IBV_QP_CUR_STATE) == 0 && post_chain(c, 1, 1) == 0) {
-		d->kind = DEVPROBE_UD_RECOVERED;
-		return;
-	}
-	devprobe_free(c);
+						  .want = (int)want});
 }
 
-static void judge(struct walk_client *c)
+/* A verb's return against the model's `want` (0, or -1: an error); true if it returned 0. */
+static bool verb(struct walk_client *c, const char *name, const char *what, int rc, int want)
 {
-	struct walk_devprobe *d = &c->devprobe;
-	char what[160];
-
-	if (d->kind == DEVPROBE_CQ_FULL) {
-		for (uint32_t i = 0; i < d->posted; i++) {
-			snprintf(what, sizeof(what),
-				 "UD send %u of %u on QP %u (CQ of capacity %d, filled exactly)", i + 1,
-				 d->posted, d->qp->qp_num, d->cqe);
-			if (!judge_wc(c, i, MODEL_ST(IBV_WC_SUCCESS), what))
-				break;
-		}
-	} else if (d->kind == DEVPROBE_UD_SQE) {
-		judge_sqe(c);
-		return;
-	} else {
-		snprintf(what, sizeof(what), "UD QP %u moved from SQE back to RTS: a send", d->qp->qp_num);
-		judge_wc(c, 0, MODEL_ST(IBV_WC_SUCCESS), what);
-	}
-	devprobe_free(c);
+	return walk_oracle(c,
+			   &(struct walk_obs){
+			       .kind = WALK_OBS_VERB, .verb = name, .what = what, .rc = rc, .want = want}) &&
+	       !rc;
 }
 
-/* Takes what the probe CQ holds, and judges the probe once every completion is in (or late). */
-static void devprobe_poll(struct walk_client *c)
+/* Chained UD sends to the other QP, or to our own with another Q_Key (dropped: the receives stay). */
+static int post_ud(struct walk_devprobe *d, struct ibv_send_wr *wr, uint32_t n)
 {
-	struct walk_devprobe *d = &c->devprobe;
-	struct ibv_wc wc[DEVPROBE_MAX_WR + 1];
-	uint64_t now = walk_now_ns();
-	int n;
+	struct ibv_send_wr *bad;
 
-	if (d->kind == DEVPROBE_CQ_FULL && now - d->t0 < DEVPROBE_SETTLE_NS)
-		return; /* the CQ must fill before anybody empties it */
-	n = hw_poll_cq(d->cq, DEVPROBE_MAX_WR + 1, wc);
-	for (int i = 0; i < n; i++) {
-		uint64_t k = wc[i].wr_id - d->base_id;
+	for (uint32_t i = 0; i < n; i++) {
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+		wr[i].wr.ud.ah = d->ah;
+		wr[i].wr.ud.remote_qpn = d->qp[d->qp[1] != NULL]->qp_num;
+		wr[i].wr.ud.remote_qkey = d->qp[1] ? QKEY : QKEY ^ 1;
+	}
+	return hw_post_send(d->qp[0], wr, &bad);
+}
 
-		if (k != d->seen || d->seen >= d->posted) {
-			walk_stats_fail(
-			    &c->stats,
-			    "client %d #%llu: probe CQ of capacity %d: completion %u has wr_id %llx; "
-			    "expected %llx (%u sends posted, completed in order, once)",
-			    c->id, (unsigned long long)c->seq, d->cqe, d->seen + 1,
-			    (unsigned long long)wc[i].wr_id, (unsigned long long)(d->base_id + d->seen),
-			    d->posted);
-			devprobe_free(c);
-			return;
-		}
-		d->wc[d->seen++] = wc[i];
+static int post_recv(struct walk_devprobe *d, int qp, uint32_t id)
+{
+	struct ibv_sge sge = {(uintptr_t)d->buf[0] + 8, 56, d->mr[0]->lkey};
+	struct ibv_recv_wr wr = {.wr_id = d->base + RQ_BIT + id, .sg_list = &sge, .num_sge = 1}, *bad;
+
+	return hw_post_recv(d->qp[qp], &wr, &bad);
+}
+
+/* An 8-byte WR from buffer 0; a broken one through MR 1 (another PD) or 1 to 4 bytes past MR 0's end. */
+static uint64_t one(struct walk_devprobe *d, struct ibv_send_wr *wr, struct ibv_sge *sge, uint32_t id,
+		    enum ibv_wr_opcode op, unsigned flags, bool broken)
+{
+	int k = broken && d->other_pd;
+	struct model_key key = {.valid = true,
+				.addr = (uintptr_t)d->buf[k],
+				.length = sizeof(d->buf[k]),
+				.access = IBV_ACCESS_LOCAL_WRITE,
+				.pd = (uint32_t)k};
+
+	*sge =
+	    (struct ibv_sge){(uintptr_t)d->buf[k] + (broken && !k ? 57 + d->base % 4 : 0), 8, d->mr[k]->lkey};
+	*wr = (struct ibv_send_wr){
+	    .wr_id = d->base + id, .sg_list = sge, .num_sge = 1, .opcode = op, .send_flags = flags};
+	wr->imm_data = htobe32(IMM(d, id));
+	return MODEL_ST(model_local_sge(&key, 0, sge->addr, sge->length, false));
+}
+
+static bool event_ready(struct walk_devprobe *d)
+{
+	struct pollfd p = {.fd = d->ch->fd, .events = POLLIN};
+
+	return poll(&p, 1, 0) == 1;
+}
+
+/*
+ * CQ_FULL, UD_SQE, UNSIGNALED: a chain of UD sends, as many as the CQ or the send queue holds, maybe one
+ * broken.  `again`: after an error, back from SQE to RTS and one send; unsignaled, the full queue again.
+ */
+static bool chain(struct walk_client *c, struct walk_devprobe *d, bool again)
+{
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RTS, .cur_qp_state = IBV_QPS_SQE};
+	struct ibv_send_wr wr[PROBE_WR];
+	struct ibv_sge sge[PROBE_WR];
+	uint32_t n = d->kind == CQ_FULL	     ? (uint32_t)d->cq->cqe
+		     : d->kind == UNSIGNALED ? (uint32_t)imin((int)d->cap.max_send_wr, PROBE_WR)
+					     : (uint32_t)rng_range(&d->rng, 3, PROBE_WR / 2);
+	int mask = IBV_QP_STATE | IBV_QP_CUR_STATE, bad = -1;
+	uint64_t st = MODEL_ST(IBV_WC_SUCCESS);
+
+	if (again && d->bad >= 0) {
+		state_is(c, d->qp[0], IBV_QPS_SQE, "a UD QP after a send failed");
+		if (!verb(c, "ibv_modify_qp", "a UD QP from SQE to RTS", hw_modify_qp(d->qp[0], &attr, mask),
+			  model_modify_qp(IBV_QPT_UD, IBV_QPS_SQE, IBV_QPS_RTS, mask)))
+			return false;
+		n = 1;
+	} else if (again && d->kind != UNSIGNALED) {
+		return false;
+	} else if (!again && d->bad >= 0) {
+		bad = d->bad = (int)rng_range(&d->rng, 0, n - 1);
 	}
-	if (d->seen == d->posted) {
-		judge(c);
-	} else if (n < 0 || (now - d->t0 > DEVPROBE_DEADLINE_NS && ++d->late_polls > DEVPROBE_LATE_POLLS)) {
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: %s: %u of %u completions arrived within %llu ms (CQ of "
-		    "capacity %d on QP %u)%s",
-		    c->id, (unsigned long long)c->seq,
-		    d->kind == DEVPROBE_CQ_FULL ? "a CQ filled exactly to its capacity" : "UD sends", d->seen,
-		    d->posted, DEVPROBE_DEADLINE_NS / 1000000, d->cqe, d->qp->qp_num,
-		    d->kind == DEVPROBE_CQ_FULL ? "; a CQ holds as many completions as its capacity" : "");
-		devprobe_free(c);
+	for (uint32_t i = 0; i < n; i++) {
+		bool sig = d->kind != UNSIGNALED || i == n - 1 || (!again && rng_bernoulli(&d->rng, 0.25));
+		uint64_t rule = one(d, &wr[i], &sge[i], 64 * again + i, IBV_WR_SEND,
+				    sig ? IBV_SEND_SIGNALED : 0, (int)i == bad);
+
+		if ((int)i == bad)
+			st = rule;
+		if (sig || (bad >= 0 && (int)i >= bad))
+			expect(d, 64 * again + i, st, false);
+		if ((int)i == bad)
+			st = MODEL_ST(IBV_WC_WR_FLUSH_ERR); /* the QP is in SQE */
 	}
+	return verb(
+	    c, "ibv_post_send",
+	    again ? "a UD QP back in RTS, or its full send queue again once its last (only signaled) WR's "
+		    "completion was polled (an unsignaled WR's slot is free once a later one completed)"
+		  : "a chain of UD sends, as many as the QP's max_send_wr or CQ allow",
+	    post_ud(d, wr, n), 0);
+}
+
+/* NOTIFY: a receive and a send to it (solicited or not; broken: it fails). */
+static bool notify_pair(struct walk_client *c, struct walk_devprobe *d, bool solicited, bool broken)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	uint32_t id = (uint32_t)d->phase;
+	uint64_t st = one(d, &wr, &sge, id, IBV_WR_SEND, solicited ? IBV_SEND_SOLICITED : 0, broken);
+
+	if (!verb(c, "ibv_post_recv", "a UD QP", post_recv(d, 1, id), 0))
+		return false;
+	expect(d, id, st, false);
+	if (!broken)
+		expect(d, id, MODEL_ST(IBV_WC_SUCCESS), true);
+	/* The CQ fires if armed for every completion, or for this one (solicited, or an error). */
+	d->event = !d->evented && (!d->sol_only || solicited || broken) ? EV_MUST : EV_NEVER;
+	return verb(c, "ibv_post_send", "a UD QP", post_ud(d, &wr, 1), 0);
+}
+
+/* UC: qp 0 sends `op` to qp 1 (RDMA: into buffer 0 at 32 through MR 0, or buffer 1 through MR 1). */
+static bool uc_send(struct walk_client *c, struct walk_devprobe *d, enum ibv_wr_opcode op, int mr)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	uint32_t id = (uint32_t)d->phase;
+	bool refuse = op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	int rc;
+
+	one(d, &wr, &sge, id, op, 0, false);
+	wr.wr.rdma.remote_addr = (uintptr_t)d->buf[mr] + (mr ? 0 : op == IBV_WR_RDMA_WRITE ? 48 : 32);
+	wr.wr.rdma.rkey = d->mr[mr]->rkey;
+	wr.wr.atomic.remote_addr = wr.wr.rdma.remote_addr;
+	wr.wr.atomic.rkey = wr.wr.rdma.rkey;
+	rc = hw_post_send(d->qp[0], &wr, &bad);
+	if (rc) /* UC has no READ or atomics: refused at the post... */
+		return refuse || verb(c, "ibv_post_send", "a UC QP", rc, 0);
+	expect(d, id, refuse ? ~MODEL_ST(IBV_WC_SUCCESS) : MODEL_ST(IBV_WC_SUCCESS), false)->opcode =
+	    op == IBV_WR_SEND_WITH_IMM ? IBV_WC_SEND : IBV_WC_RDMA_WRITE;
+	if (refuse) /* ... or failed, and the script ends there */
+		d->phase = 7;
+	return true;
+}
+
+static bool uc_recv(struct walk_client *c, struct walk_devprobe *d, int opcode)
+{
+	uint32_t id = (uint32_t)d->phase;
+	struct model_wc *e = expect(d, id, MODEL_ST(IBV_WC_SUCCESS), true);
+
+	*e = (struct model_wc){e->statuses,
+			       opcode,
+			       opcode == IBV_WC_RECV ? 8 : 0,
+			       opcode == IBV_WC_RECV ? 8 : MODEL_ANY_LEN,
+			       e->qp_num,
+			       IBV_WC_WITH_IMM,
+			       0};
+	d->exp[d->nexp - 1].imm = IMM(d, id);
+	return verb(c, "ibv_post_recv", "a UC QP", post_recv(d, 1, id), 0);
+}
+
+static void uc_check(struct walk_client *c, struct walk_devprobe *d, bool landed) /* landed: the WRITEs did */
+{
+	if (landed && memcmp(d->buf[0] + 32, d->buf[0], 8))
+		fail(c, "the target of a WRITE_WITH_IMM whose receive completed does not hold its data");
+	if (landed && d->buf[1][0] != UC_PATTERN)
+		fail(c, "a WRITE through an rkey without remote write changed its memory");
+	for (int i = 0; i < 2; i++)
+		state_is(c, d->qp[i], IBV_QPS_RTS, "a UC QP whose messages the responder dropped");
+}
+
+/* The next phase of the script: false when it is over. */
+static bool next_phase(struct walk_client *c, struct walk_devprobe *d)
+{
+	d->nexp = d->seen = d->next[0] = d->next[1] = d->late = 0;
+	d->event = EV_NONE;
+	d->watch = false;
+	d->t0 = clock_ns();
+	switch (d->kind * 8 + d->phase++) {
+	case CQ_FULL * 8:
+	case UD_SQE * 8:
+	case UNSIGNALED * 8:
+		return chain(c, d, false);
+	case UD_SQE * 8 + 1:
+	case UNSIGNALED * 8 + 1:
+		return chain(c, d, true);
+	case NOTIFY * 8:
+		return notify_pair(c, d, rng_bernoulli(&d->rng, 0.5), d->bad >= 0);
+	case NOTIFY * 8 + 1:
+		return d->bad < 0 && notify_pair(c, d, true, false);
+	case UC * 8: /* a READ or atomic refused, then a SEND with no receive posted: dropped */
+		uc_send(c, d, d->bad >= 0 ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_RDMA_READ, 0);
+		return d->phase == 7 || uc_send(c, d, IBV_WR_SEND_WITH_IMM, 0);
+	case UC * 8 +
+	    1: /* a WRITE the rkey refuses (dropped), then one that lands: all before it were taken */
+		d->watch = true;
+		return uc_send(c, d, IBV_WR_RDMA_WRITE, 1) && uc_send(c, d, IBV_WR_RDMA_WRITE, 0);
+	case UC * 8 + 2:
+		return uc_recv(c, d, IBV_WC_RECV_RDMA_WITH_IMM) &&
+		       uc_send(c, d, IBV_WR_RDMA_WRITE_WITH_IMM, 0);
+	case UC * 8 + 3:
+		uc_check(c, d, true);
+		return uc_recv(c, d, IBV_WC_RECV) && uc_send(c, d, IBV_WR_SEND_WITH_IMM, 0);
+	default:
+		return false;
+	}
+}
+
+#define queue_of(d, wr_id) (((wr_id) - (d)->base) & RQ_BIT ? 1 : 0)
+
+/* A completion against the next expected one of its queue. */
+static bool match(struct walk_client *c, struct walk_devprobe *d, const struct ibv_wc *wc)
+{
+	int q = queue_of(d, wc->wr_id), i = d->next[q];
+	char what[200];
+
+	while (i < d->nexp && queue_of(d, d->exp[i].id) != q)
+		i++;
+	if (i >= d->nexp || d->exp[i].id != wc->wr_id) {
+		fail(c,
+		     "a completion (%s) with wr_id %llx came; expected %s %llx (a successful unsignaled WR "
+		     "never completes, a failed one always; a queue completes in order, each WR once)",
+		     ibv_wc_status_str(wc->status), (unsigned long long)wc->wr_id,
+		     i < d->nexp ? "wr_id" : "none after",
+		     (unsigned long long)d->exp[i < d->nexp ? i : i - 1].id);
+		return false;
+	}
+	d->next[q] = i + 1;
+	d->seen++;
+	snprintf(what, sizeof(what), "%s, phase %d: the %s %llx", names[d->kind], d->phase,
+		 q ? "receive" : "send", (unsigned long long)wc->wr_id);
+	if (!walk_oracle(c,
+			 &(struct walk_obs){
+			     .kind = WALK_OBS_PREDICTED, .predicted = &d->exp[i].e, .wc = wc, .what = what}))
+		return false;
+	if (d->exp[i].imm && wc->status == IBV_WC_SUCCESS && be32toh(wc->imm_data) != d->exp[i].imm) {
+		fail(c,
+		     "receive %llx holds immediate data %x; expected %x (its message's: one the responder "
+		     "had to drop must never land in a later receive)",
+		     (unsigned long long)wc->wr_id, be32toh(wc->imm_data), d->exp[i].imm);
+		return false;
+	}
+	return true;
+}
+
+/* The phase's completions and event: true when it is over (*ok: as predicted), false while it waits. */
+static bool phase_done(struct walk_client *c, struct walk_devprobe *d, bool *ok)
+{
+	struct ibv_wc wc[PROBE_EXP];
+	struct ibv_cq *cq = NULL;
+	void *ctx;
+	uint64_t now = clock_ns();
+	bool late = now - d->t0 > DEADLINE_NS && ++d->late > LATE_POLLS;
+	int n = d->kind == CQ_FULL && now - d->t0 < SETTLE_NS ? 0 : hw_poll_cq(d->cq, PROBE_EXP, wc);
+
+	for (int i = 0; i < n && *ok; i++)
+		*ok = match(c, d, &wc[i]);
+	if (n < 0)
+		fail(c, "ibv_poll_cq failed");
+	if (!*ok || n < 0)
+		return *ok = false, true;
+	if (d->seen < d->nexp || n > 0) { /* one more poll after the last: an extra completion shows */
+		if (late && d->seen < d->nexp)
+			fail(c, "%d of %d completions arrived within %llu ms", d->seen, d->nexp,
+			     DEADLINE_NS / 1000000);
+		d->done_ns = now;
+		return !(*ok = !late);
+	}
+	if (d->watch && memcmp(d->buf[0] + 48, d->buf[0], 8)) /* UC may lose it: then only the states count */
+		return late ? (uc_check(c, d, false), d->phase = 7, true) : false;
+	if (d->event == EV_MUST && event_ready(d)) {
+		if (hw_get_cq_event(d->ch, &cq, &ctx) || cq != d->cq)
+			fail(c, "ibv_get_cq_event gave CQ %p; expected %p", (void *)cq, (void *)d->cq);
+		else
+			hw_ack_cq_events(d->cq, 1);
+		d->evented = true;
+		return *ok = cq == d->cq, true;
+	}
+	late = now - d->done_ns > 5 * QUIET_NS &&
+	       ++d->late > LATE_POLLS; /* from the completions: an event is due */
+	if (d->event == EV_MUST && late)
+		fail(c,
+		     "no event within %llu ms of a completion the armed CQ (solicited_only %d) had to signal",
+		     5 * QUIET_NS / 1000000, d->sol_only);
+	if (d->event == EV_MUST)
+		return !(*ok = !late);
+	if (d->event == EV_NEVER && event_ready(d)) {
+		fail(c,
+		     "the CQ signaled (solicited_only %d, signaled before: %d); expected no event (an armed "
+		     "CQ fires once until re-armed; solicited_only: for a solicited receive or an error)",
+		     d->sol_only, d->evented);
+		return *ok = false, true;
+	}
+	return d->event != EV_NEVER || now - d->done_ns > QUIET_NS;
+}
+
+static int create(struct walk_client *c, struct walk_devprobe *d)
+{
+	int k = d->kind, cqe = k == CQ_FULL ? (int)rng_range(&d->rng, 1, PROBE_WR) : PROBE_EXP, rc = 0;
+	struct ibv_qp_init_attr init = {
+	    .qp_type = k == UC ? IBV_QPT_UC : IBV_QPT_UD,
+	    .sq_sig_all = k != UNSIGNALED,
+	    .cap = {.max_send_wr = k == UNSIGNALED ? (uint32_t)rng_range(&d->rng, 2, 16) : PROBE_WR,
+		    .max_recv_wr = (uint32_t)rng_range(&d->rng, 1, PROBE_WR),
+		    .max_send_sge = 1,
+		    .max_recv_sge = 1}};
+	struct ibv_ah_attr ah;
+
+	for (int i = 0; i < 2; i++)
+		if (!(d->pd[i] = hw_alloc_pd(c->ctx)) ||
+		    !(d->mr[i] = hw_reg_mr(d->pd[i], d->buf[i], sizeof(d->buf[i]),
+					   IBV_ACCESS_LOCAL_WRITE | (i ? 0 : IBV_ACCESS_REMOTE_WRITE))))
+			return -1;
+	if ((k == NOTIFY && !(d->ch = hw_create_comp_channel(c->ctx))) ||
+	    !(d->cq = hw_create_cq(c->ctx, cqe, NULL, d->ch, 0)) || (k == CQ_FULL && d->cq->cqe > PROBE_WR))
+		return -1;
+	init.send_cq = init.recv_cq = d->cq;
+	if (k == CQ_FULL)
+		init.cap.max_send_wr = (uint32_t)d->cq->cqe;
+	for (int i = 0; i < (k >= NOTIFY ? 2 : 1); i++)
+		if (!(d->qp[i] = hw_create_qp(d->pd[0], &init)))
+			return -1;
+	for (int i = 0; i < (k >= NOTIFY ? 2 : 1); i++)
+		if (!verb(c, "ibv_modify_qp", "a new QP to RTS, with the attributes each transition requires",
+			  walk_qp_to_rts(c, d->qp[i], QKEY, IBV_ACCESS_REMOTE_WRITE, k == UC ? c->id : -1,
+					 d->qp[!i] ? d->qp[!i]->qp_num : 0),
+			  0))
+			return -1;
+	d->cap = init.cap;
+	for (uint32_t i = 0; k < NOTIFY && i < d->cap.max_recv_wr && !rc; i++) /* never consumed: Q_Key */
+		rc = post_recv(d, 0, i);
+	if (rc)
+		fail(c, "a receive queue took fewer receives than its max_recv_wr (%u): %s",
+		     d->cap.max_recv_wr, strerror(rc));
+	walk_fill_ah_attr(c, c->id, &ah);
+	if (k == NOTIFY && (rc = hw_req_notify_cq(d->cq, d->sol_only)) == 0 && event_ready(d))
+		fail(c, "an event on a CQ armed (solicited_only %d) with no completion in it", d->sol_only);
+	return rc || (k != UC && !(d->ah = hw_create_ah(d->pd[0], &ah))) ? -1 : 0;
+}
+
+static void devprobe_start(struct walk_client *c, struct walk_devprobe *d)
+{
+	d->kind = (int)(d->started++ % (c->faults ? 2 : KINDS)); /* in turn; faults' losses fail NOTIFY, UC */
+	d->phase = 0;
+	d->base = rng_next(&d->rng) << 8;
+	d->bad = -(d->kind == CQ_FULL ||
+		   (d->kind != UD_SQE && rng_bernoulli(&d->rng, d->kind == NOTIFY ? .75 : .5)));
+	d->other_pd = rng_bernoulli(&d->rng, 0.5);
+	d->sol_only = rng_bernoulli(&d->rng, 0.5);
+	d->evented = false;
+	d->on = true;
+	memset(d->buf[1], UC_PATTERN, sizeof(d->buf[1]));
+	memset(d->buf[0], 0, sizeof(d->buf[0]));
+	walk_fill_pattern(d->buf[0], 8, d->base);
+	if (create(c, d) || !next_phase(c, d)) { /* a device may refuse a resource: not a finding */
+		devprobe_free(d);
+		return;
+	}
+	c->stats.devprobes[d->kind]++;
+	LOG(c, "c%d #%llu %s: qp=%u bad=%d other_pd=%d solicited_only=%d", c->id, (unsigned long long)c->seq,
+	    names[d->kind], d->qp[0]->qp_num, d->bad, d->other_pd, d->sol_only);
 }
 
 void walk_devprobe_step(struct walk_client *c)
 {
-	struct walk_devprobe *d = &c->devprobe;
+	struct walk_devprobe *d = c->devprobe;
+	bool ok = true;
 
-	if (!c->cfg->verify)
+	if (!c->cfg->verify || (!d && !(d = c->devprobe = calloc(1, sizeof(*d)))))
 		return;
-	if (d->kind != DEVPROBE_IDLE) {
-		devprobe_poll(c);
-		return;
-	}
 	if (!d->next_ns) {
 		rng_seed(&d->rng, c->cfg->seed, 0xde7000u + (uint64_t)c->id);
-		d->next_ns = walk_now_ns() + DEVPROBE_PERIOD_NS;
+		d->next_ns = clock_ns() + PERIOD_NS;
+		d->next_step = c->seq + PERIOD_STEPS;
 	}
-	if (!d->next_step)
-		d->next_step = c->seq + DEVPROBE_PERIOD_STEPS;
-	if (walk_now_ns() >= d->next_ns || (c->cfg->steps && c->seq >= d->next_step)) {
-		d->next_step = c->seq + DEVPROBE_PERIOD_STEPS;
-		devprobe_start(c);
+	if (d->on) {
+		if (phase_done(c, d, &ok) && (!ok || !next_phase(c, d)))
+			devprobe_free(d);
+	} else if (clock_ns() >= d->next_ns || (c->cfg->steps && c->seq >= d->next_step)) {
+		d->next_step = c->seq + PERIOD_STEPS;
+		devprobe_start(c, d);
 	}
 }
 
 /* At the end: what is in flight is abandoned, unjudged. */
 void walk_devprobe_end(struct walk_client *c)
 {
-	if (c->devprobe.kind != DEVPROBE_IDLE)
-		devprobe_free(c);
+	if (c->devprobe)
+		devprobe_free(c->devprobe);
+	free(c->devprobe);
+	c->devprobe = NULL;
 }

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The action history ring: the last N actions of a client, each line
- * formatted when it is recorded, so that dumping needs only write(2) and
- * works from a crash signal handler.
+ * The action history ring: the last N actions of a client, each line formatted when it is recorded, so that
+ * dumping needs only write(2) and works from a crash signal handler.
  */
 #include "cmd/walk/walk.h"
 

@@ -77,7 +77,7 @@ static void *client_main(void *arg)
 
 static void show_progress(const struct walk_config *cfg, struct walk_client *c, int n, uint64_t start_ns)
 {
-	double elapsed = (double)(walk_now_ns() - start_ns) / 1e9;
+	double elapsed = (double)(clock_ns() - start_ns) / 1e9;
 	uint64_t steps = 0;
 	double frac;
 	char bar[41];
@@ -129,7 +129,7 @@ int walk_run_inproc(const struct walk_config *cfg, struct walk_result *res, cons
 	}
 	walk_register_crash_histories(c, n);
 	atomic_store(&clients_finished, 0);
-	start = walk_now_ns();
+	start = clock_ns();
 	for (int i = 0; i < n; i++, started++)
 		pthread_create(&tid[i], NULL, client_main, &c[i]);
 	if (progress_wanted()) {
@@ -142,7 +142,7 @@ int walk_run_inproc(const struct walk_config *cfg, struct walk_result *res, cons
 	}
 	for (int i = 0; i < started; i++)
 		pthread_join(tid[i], NULL);
-	res->wall_s = (double)(walk_now_ns() - start) / 1e9;
+	res->wall_s = (double)(clock_ns() - start) / 1e9;
 	for (int i = 0; i < n; i++) {
 		res->per_client[i] = c[i].stats;
 		walk_stats_merge(&res->total, &c[i].stats);

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --verify: every SEND of MSG_HDR bytes or more starts with a header (length,
- * sender, QP, per-QP sequence, immediate data and invalidated rkey as posted,
- * payload seed), in the WR slot's message cell in the check zone at both ends
- * (the first SGE, after a UD GRH), where no WRITE or READ lands.  A small
- * message may be all cell, a pattern after the header, checked when it lands
- * in a receive that is all cell too.  On UD the GRH must name both GIDs.
+ * --verify: every SEND of MSG_HDR bytes or more starts with a header (length, sender, QP, per-QP sequence,
+ * immediate data and invalidated rkey as posted, payload seed), in the WR slot's message cell in the check
+ * zone at both ends (the first SGE, after a UD GRH), where no WRITE or READ lands.  A small message may be
+ * all cell, a pattern after the header, checked when it lands in a receive that is all cell too.  On UD the
+ * GRH must name both GIDs.
  */
 #include "cmd/walk/actions.h"
 
@@ -108,9 +107,8 @@ void walk_msg_recv_fill(struct walk_client *c, int pd, uint32_t max_sge, uint32_
 }
 
 /*
- * A UD receive's GRH (an IPv6 header on RoCE v1/v2 with IPv6 GIDs and on
- * IB; RoCE v2 with IPv4 GIDs puts an IPv4 header there, not judged): its
- * SGID at byte 8 is the sender's GID, its DGID at byte 24 ours.
+ * A UD receive's GRH (an IPv6 header on RoCE v1/v2 with IPv6 GIDs and on IB; RoCE v2 with IPv4 GIDs puts an
+ * IPv4 header there, not judged): its SGID at byte 8 is the sender's GID, its DGID at byte 24 ours.
  */
 static const char *grh_wrong(const struct walk_client *c, const unsigned char *grh, int sender)
 {
@@ -188,12 +186,10 @@ void walk_msg_check(struct walk_client *c, uint32_t slot, struct qp_rec *r, cons
 	c->stats.msgs_checked++;
 	what = judge(c, slot, r, wc, &h, &expected, &got);
 	if (what)
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: a message received on %s QP %u (peer c%d, byte_len %u) has %s: "
-		    "%llx, expected %llx",
-		    c->id, (unsigned long long)c->seq, r->type == IBV_QPT_UD ? "UD" : "RC", r->qp->qp_num,
-		    r->peer, wc->byte_len, what, (unsigned long long)got, (unsigned long long)expected);
+		WALK_FAIL(
+		    c, "a message received on %s QP %u (peer c%d, byte_len %u) has %s: %llx, expected %llx",
+		    r->type == IBV_QPT_UD ? "UD" : "RC", r->qp->qp_num, r->peer, wc->byte_len, what,
+		    (unsigned long long)got, (unsigned long long)expected);
 	if (r->type == IBV_QPT_RC && h.magic == MSG_MAGIC)
 		r->rx_seq = h.seq + 1;
 }

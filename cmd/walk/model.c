@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The walker's reference model (model.h): what ibv_modify_qp(3), the key
- * rules and a posted work request must give, from the verbs specification
- * (IBA 1.4 chapters 10 and 11, the per-transition attribute tables of
+ * The walker's reference model (model.h): what ibv_modify_qp(3), the key rules and a posted work request must
+ * give, from the verbs specification (IBA 1.4 chapters 10 and 11, the per-transition attribute tables of
  * ibv_modify_qp(3)), never from the device under test.
  */
 #include "cmd/walk/model.h"
@@ -11,9 +10,8 @@
 #include <stdio.h>
 
 /*
- * One legal transition: the attributes RC, UC and UD QPs must give, and
- * the ones they may give.  Moving to RESET or ERR is legal from every state
- * and takes nothing but IBV_QP_STATE; those are not listed.
+ * One legal transition: the attributes RC, UC and UD QPs must give, and the ones they may give.  Moving to
+ * RESET or ERR is legal from every state and takes nothing but IBV_QP_STATE; those are not listed.
  */
 struct model_transition {
 	enum ibv_qp_state from, to;

@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The walker's reference model of a verbs device: pure functions of the verbs'
- * structs and small records of what the caller created (no device, threads or
- * clock).  What a correct device must do: ibv_modify_qp(3)'s return for a
- * transition and mask (RC, UC, UD), the status the key rules give a local SGE
- * or remote access, ibv_rereg_mr(3)'s return, and a work request's completion
- * (the statuses it may end with, "any of these" when racy; opcode, byte_len).
- * oracle.c holds the walker's records against it; tests/unit/test_walk_model.c
+ * The walker's reference model of a verbs device: pure functions of the verbs' structs and small records of
+ * what the caller created (no device, threads or clock).  What a correct device must do: ibv_modify_qp(3)'s
+ * return for a transition and mask (RC, UC, UD), the status the key rules give a local SGE or remote access,
+ * ibv_rereg_mr(3)'s return, and a work request's completion (the statuses it may end with, "any of these"
+ * when racy; opcode, byte_len).  oracle.c holds the walker's records against it; tests/unit/test_walk_model.c
  * tests it alone.
  */
 #ifndef RDMATOOL_CMD_WALK_MODEL_H
@@ -46,10 +44,9 @@ struct model_key {
 enum ibv_wc_status model_local_sge(const struct model_key *k, uint32_t pd, uint64_t addr, uint32_t len,
 				   bool write);
 /*
- * The status the requester sees for a remote access needing `access` (one
- * IBV_ACCESS_REMOTE_* flag) of [addr, addr + len) through key k, from
- * responder QP qpn on `pd` whose own access flags are qp_access; atomics
- * also need an 8-byte aligned address.
+ * The status the requester sees for a remote access needing `access` (one IBV_ACCESS_REMOTE_* flag) of [addr,
+ * addr + len) through key k, from responder QP qpn on `pd` whose own access flags are qp_access; atomics also
+ * need an 8-byte aligned address.
  */
 enum ibv_wc_status model_remote_access(const struct model_key *k, uint32_t pd, uint32_t qpn,
 				       uint32_t qp_access, uint32_t access, uint64_t addr, uint64_t len);
@@ -95,9 +92,8 @@ int model_destroy_srq(int qps);
 bool model_srq_recv_may_fail(int failed_before);
 
 /*
- * Compares a completion with the prediction.  Returns true if it fits; else
- * false with what differs in why (a sentence without subject: "completed
- * with ...; expected ...").
+ * Compares a completion with the prediction.  Returns true if it fits; else false with what differs in why (a
+ * sentence without subject: "completed with ...; expected ...").
  */
 bool model_wc_matches(const struct model_wc *e, const struct ibv_wc *wc, char *why, size_t why_len);
 

@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --verify: random RTS-to-RTS ibv_modify_qp(3) of a live QP, with the
- * attributes the transition accepts and now and then one it does not, the
- * return as the model predicts and ibv_query_qp showing the change (or none).
- * Changes then take effect on the data path: a UD QP's new Q_Key is what its
- * peers send with (the old one must be dropped), an RC QP's narrowed access
- * flags what its peer's probes find refused.  Also ibv_resize_cq(3) of a CQ
- * in use (any size holding the work in flight; its completions kept, in
- * order) and ibv_rereg_mr(3) of an MR (actions_objects.c).
+ * --verify: random RTS-to-RTS ibv_modify_qp(3) of a live QP, with the attributes the transition accepts and
+ * now and then one it does not, the return as the model predicts and ibv_query_qp showing the change (or
+ * none).  Changes then take effect on the data path: a UD QP's new Q_Key is what its peers send with (the old
+ * one must be dropped), an RC QP's narrowed access flags what its peer's probes find refused.  Also
+ * ibv_resize_cq(3) of a CQ in use (any size holding the work in flight; its completions kept, in order) and
+ * ibv_rereg_mr(3) of an MR (actions_objects.c).
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --multinode=true: every client is its own process on this host.  The
- * parent is the hub: it collects each client's address, hands out the
- * table, forwards updates (TCP keeps each source's order), runs the
- * shutdown barrier and merges the statistics.  RDMA traffic goes between
- * the processes' devices (the soft device's TCP wire, or a real NIC).
+ * --multinode=true: every client is its own process on this host.  The parent is the hub: it collects each
+ * client's address, hands out the table, forwards updates (TCP keeps each source's order), runs the shutdown
+ * barrier and merges the statistics.  RDMA traffic goes between the processes' devices (the soft device's TCP
+ * wire, or a real NIC).
  */
 #include "cmd/walk/bus.h"
 #include "cmd/walk/client.h"
@@ -40,9 +39,8 @@ static void hub_barrier(struct walk_client *c)
 		struct ibv_wc wc;
 
 		/*
-		 * Keep the CQs and the inbox moving while the others catch up: a
-		 * full inbox would block the bus reader, and with it the hub's
-		 * GO_DOWN this loop waits for.
+		 * Keep the CQs and the inbox moving while the others catch up: a full inbox would block the
+		 * bus reader, and with it the hub's GO_DOWN this loop waits for.
 		 */
 		for (int i = 0; i < MAX_CQ; i++)
 			if (c->cq[i].used && hw_poll_cq(c->cq[i].cq, 0, &wc) < 0)
@@ -56,10 +54,10 @@ static void hub_barrier(struct walk_client *c)
 static int wait_table(struct oob_conn *conn, struct walk_peer_addr *peers, int clients)
 {
 	uint32_t want = (uint32_t)(sizeof(*peers) * (size_t)clients), len;
-	uint64_t deadline = walk_now_ns() + (uint64_t)TABLE_TIMEOUT_MS * 1000000ull;
+	uint64_t deadline = clock_ns() + (uint64_t)TABLE_TIMEOUT_MS * 1000000ull;
 	uint16_t type;
 
-	while (!atomic_load(&walk_stop) && walk_now_ns() < deadline) {
+	while (!atomic_load(&walk_stop) && clock_ns() < deadline) {
 		int rc = oob_recv(conn, &type, peers, want, &len, 500);
 
 		if (rc == -ETIMEDOUT)
@@ -95,9 +93,8 @@ static int child_main(const struct walk_config *cfg, int id, int port, uint64_t 
 	walk_register_crash_histories(c, 1);
 	hello.addr = (struct walk_peer_addr){.gid = c->gid, .lid = c->pattr.lid, .valid = true};
 	/*
-	 * Connect only once the device is open: the hub gives a connection
-	 * HELLO_TIMEOUT_MS to say hello, and opening a device can take longer
-	 * (a sanitizer build on a loaded machine took over 2 s).
+	 * Connect only once the device is open: the hub gives a connection HELLO_TIMEOUT_MS to say hello, and
+	 * opening a device can take longer (a sanitizer build on a loaded machine took over 2 s).
 	 */
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	if ((err = oob_connect(addr, CONNECT_TIMEOUT_MS, &conn)) ||
@@ -142,11 +139,12 @@ struct hub {
 	int n;
 	uint64_t token;
 	int heartbeat_s;
-	pid_t *pid;		/* by client id; 0 once reaped */
-	struct oob_conn **conn; /* by client id */
-	uint64_t *last_seen_ns;
-	uint64_t *sent_ns; /* when client i's queue last moved, or began to wait */
-	bool *quiesced, *reported, *gone;
+	pid_t *pid; /* by client id; 0 once reaped */
+	struct hub_client {
+		struct oob_conn *conn;
+		uint64_t last_seen_ns, sent_ns; /* sent_ns: when its queue last moved, or began to wait */
+		bool quiesced, reported, gone;
+	} * cl; /* by client id */
 	int nquiesced, nreported, strangers, died_early;
 	uint64_t go_down_ns;	 /* when GO_DOWN went out (0: not yet) */
 	uint64_t stop_ns;	 /* when the hub was told to stop (0: not yet) */
@@ -165,12 +163,10 @@ static void hub_kill(struct hub *h, int i, const char *did, const char *why)
 }
 
 /*
- * Sends a frame to client i through its own queue (oob_send_queued): a client
- * that reads slowly (its walker thread starved of CPU, its inbox full) holds
- * up only its own frames, where a blocking send held every relay of the hub
- * until it read.  One whose queue does not move for heartbeat_s (hub_heartbeat)
- * or grows past HUB_MAX_QUEUE is stopped or hung: it is killed and dropped,
- * as a silent one is.
+ * Sends a frame to client i through its own queue (oob_send_queued): a client that reads slowly (its walker
+ * thread starved of CPU, its inbox full) holds up only its own frames, where a blocking send held every relay
+ * of the hub until it read.  One whose queue does not move for heartbeat_s (hub_heartbeat) or grows past
+ * HUB_MAX_QUEUE is stopped or hung: it is killed and dropped, as a silent one is.
  */
 #define HUB_MAX_QUEUE (16u << 20) /* some 200k messages: far beyond a slow client's backlog */
 
@@ -179,12 +175,12 @@ static void hub_send(struct hub *h, int i, uint16_t type, const void *buf, uint3
 	bool was_idle;
 	int rc;
 
-	if (h->gone[i])
+	if (h->cl[i].gone)
 		return;
-	was_idle = oob_pending(h->conn[i]) == 0;
-	rc = oob_send_queued(h->conn[i], type, buf, len, HUB_MAX_QUEUE);
+	was_idle = oob_pending(h->cl[i].conn) == 0;
+	rc = oob_send_queued(h->cl[i].conn, type, buf, len, HUB_MAX_QUEUE);
 	if (was_idle)
-		h->sent_ns[i] = walk_now_ns();
+		h->cl[i].sent_ns = clock_ns();
 	if (rc == -ENOBUFS)
 		hub_kill(h, i, "fell 16 MiB of messages behind",
 			 "fell 16 MiB of messages behind (stopped or hung); its process was killed");
@@ -197,10 +193,10 @@ static void hub_send(struct hub *h, int i, uint16_t type, const void *buf, uint3
 /* Writes what client i's socket takes now of its queue. */
 static void hub_flush(struct hub *h, int i)
 {
-	size_t before = oob_pending(h->conn[i]);
+	size_t before = oob_pending(h->cl[i].conn);
 
-	if (!oob_flush(h->conn[i]) && oob_pending(h->conn[i]) < before)
-		h->sent_ns[i] = walk_now_ns();
+	if (!oob_flush(h->cl[i].conn) && oob_pending(h->cl[i].conn) < before)
+		h->cl[i].sent_ns = clock_ns();
 }
 
 static void hub_send_all(struct hub *h, uint16_t type, const void *buf, uint32_t len)
@@ -215,7 +211,7 @@ static int hub_child_died(struct hub *h)
 	for (int i = 0; i < h->n; i++) {
 		int status;
 
-		if (!h->conn[i] && h->pid[i] > 0 && waitpid(h->pid[i], &status, WNOHANG) == h->pid[i]) {
+		if (!h->cl[i].conn && h->pid[i] > 0 && waitpid(h->pid[i], &status, WNOHANG) == h->pid[i]) {
 			h->pid[i] = 0; /* reaped */
 			h->died_early = i;
 			return -ECHILD;
@@ -233,36 +229,35 @@ static int hub_hello(struct hub *h, struct oob_conn *conn, struct walk_peer_addr
 
 	if (oob_recv(conn, &type, &hello, sizeof(hello), &len, HELLO_TIMEOUT_MS) || type != FRAME_HELLO ||
 	    len != sizeof(hello) || hello.magic != WALK_HELLO_MAGIC || hello.token != h->token ||
-	    hello.id >= (uint32_t)h->n || h->conn[hello.id]) {
+	    hello.id >= (uint32_t)h->n || h->cl[hello.id].conn) {
 		oob_close(conn);
 		h->strangers++;
 		return -1;
 	}
-	h->conn[hello.id] = conn;
-	h->last_seen_ns[hello.id] = walk_now_ns();
+	h->cl[hello.id].conn = conn;
+	h->cl[hello.id].last_seen_ns = clock_ns();
 	table[hello.id] = hello.addr;
 	return (int)hello.id;
 }
 
 /*
- * Takes connections until every client said HELLO with the run's token, or
- * the deadline.  Connections wait side by side (up to HUB_PENDING_MAX), each
- * with HELLO_TIMEOUT_MS to send a whole HELLO, so silent ones (strangers on
- * the port) cannot hold up the clients behind them; one that is not ours
- * (silent, a wrong token, a duplicate id) is closed and the wait goes on.
+ * Takes connections until every client said HELLO with the run's token, or the deadline.  Connections wait
+ * side by side (up to HUB_PENDING_MAX), each with HELLO_TIMEOUT_MS to send a whole HELLO, so silent ones
+ * (strangers on the port) cannot hold up the clients behind them; one that is not ours (silent, a wrong
+ * token, a duplicate id) is closed and the wait goes on.
  */
 #define HUB_PENDING_MAX 32
 
 static int hub_accept(struct hub *h, struct oob_listener *l, struct walk_peer_addr *table)
 {
-	uint64_t deadline = walk_now_ns() + (uint64_t)CONNECT_TIMEOUT_MS * 1000000ull;
+	uint64_t deadline = clock_ns() + (uint64_t)CONNECT_TIMEOUT_MS * 1000000ull;
 	struct oob_conn *pend[HUB_PENDING_MAX];
 	uint64_t pend_end[HUB_PENDING_MAX];
 	int joined = 0, np = 0, rc = 0;
 
 	while (joined < h->n && !rc) {
 		struct pollfd fds[1 + HUB_PENDING_MAX] = {{.fd = oob_listener_fd(l), .events = POLLIN}};
-		uint64_t now = walk_now_ns();
+		uint64_t now = clock_ns();
 		int n;
 
 		if (now >= deadline) {
@@ -275,7 +270,7 @@ static int hub_accept(struct hub *h, struct oob_listener *l, struct walk_peer_ad
 		if (n == 0) {
 			rc = hub_child_died(h);
 		}
-		now = walk_now_ns();
+		now = clock_ns();
 		for (int i = np - 1; i >= 0; i--) {
 			int ready =
 			    fds[1 + i].revents ? oob_frame_ready(pend[i], sizeof(struct walk_hello)) : 0;
@@ -322,10 +317,10 @@ static int hub_accept(struct hub *h, struct oob_listener *l, struct walk_peer_ad
 
 static void hub_client_done(struct hub *h, int i)
 {
-	if (!h->quiesced[i]) {
-		h->quiesced[i] = true;
+	if (!h->cl[i].quiesced) {
+		h->cl[i].quiesced = true;
 		if (++h->nquiesced == h->n) {
-			h->go_down_ns = walk_now_ns();
+			h->go_down_ns = clock_ns();
 			hub_send_all(h, FRAME_GO_DOWN, NULL, 0);
 		}
 	}
@@ -334,9 +329,9 @@ static void hub_client_done(struct hub *h, int i)
 /* A client whose process ended, or went silent, without reporting: it is out of the run. */
 static void hub_drop(struct hub *h, int i, const char *why)
 {
-	h->gone[i] = true;
-	if (!h->reported[i]) {
-		h->reported[i] = true;
+	h->cl[i].gone = true;
+	if (!h->cl[i].reported) {
+		h->cl[i].reported = true;
 		h->nreported++;
 		walk_stats_fail(&h->res->total, "client %d: %s", i, why);
 	}
@@ -344,8 +339,8 @@ static void hub_drop(struct hub *h, int i, const char *why)
 }
 
 /*
- * Heartbeats out every second; a client silent for heartbeat_s, or without a
- * report REPORT_TIMEOUT_MS after GO_DOWN, is reported and killed.
+ * Heartbeats out every second; a client silent for heartbeat_s, or without a report REPORT_TIMEOUT_MS after
+ * GO_DOWN, is reported and killed.
  */
 static void hub_heartbeat(struct hub *h, uint64_t now, uint64_t *last_sent)
 {
@@ -358,21 +353,21 @@ static void hub_heartbeat(struct hub *h, uint64_t now, uint64_t *last_sent)
 	for (int i = 0; i < h->n; i++) {
 		/* Heartbeats alone do not prove progress: once the run is over, every report has a deadline.
 		 */
-		if (!h->gone[i] && !h->reported[i] && h->go_down_ns &&
+		if (!h->cl[i].gone && !h->cl[i].reported && h->go_down_ns &&
 		    now - h->go_down_ns >= (uint64_t)REPORT_TIMEOUT_MS * 1000000ull) {
 			snprintf(did, sizeof(did), "did not report within %d s of the end",
 				 REPORT_TIMEOUT_MS / 1000);
 			hub_kill(h, i, did, "did not report at the end of the run; its process was killed");
 			continue;
 		}
-		if (!h->gone[i] && oob_pending(h->conn[i]) &&
-		    now - h->sent_ns[i] >= (uint64_t)h->heartbeat_s * 1000000000ull) {
+		if (!h->cl[i].gone && oob_pending(h->cl[i].conn) &&
+		    now - h->cl[i].sent_ns >= (uint64_t)h->heartbeat_s * 1000000000ull) {
 			snprintf(did, sizeof(did), "took no message for %d s", h->heartbeat_s);
 			snprintf(why, sizeof(why), "%s (stopped or hung); its process was killed", did);
 			hub_kill(h, i, did, why);
 			continue;
 		}
-		if (h->gone[i] || now - h->last_seen_ns[i] < (uint64_t)h->heartbeat_s * 1000000000ull)
+		if (h->cl[i].gone || now - h->cl[i].last_seen_ns < (uint64_t)h->heartbeat_s * 1000000000ull)
 			continue;
 		snprintf(did, sizeof(did), "was silent for %d s", h->heartbeat_s);
 		snprintf(why, sizeof(why), "silent for %d s (stopped or hung); its process was killed",
@@ -382,8 +377,8 @@ static void hub_heartbeat(struct hub *h, uint64_t now, uint64_t *last_sent)
 }
 
 /*
- * SIGINT/SIGTERM: the clients are told too and end their runs; one that has
- * not reported STOP_TIMEOUT_MS later is killed, so a stop always ends the run.
+ * SIGINT/SIGTERM: the clients are told too and end their runs; one that has not reported STOP_TIMEOUT_MS
+ * later is killed, so a stop always ends the run.
  */
 static void hub_stop(struct hub *h, uint64_t now)
 {
@@ -394,7 +389,7 @@ static void hub_stop(struct hub *h, uint64_t now)
 	if (!h->stop_ns) {
 		h->stop_ns = now;
 		for (int i = 0; i < h->n; i++)
-			if (!h->gone[i] && !h->reported[i] && h->pid[i] > 0)
+			if (!h->cl[i].gone && !h->cl[i].reported && h->pid[i] > 0)
 				kill(h->pid[i], SIGTERM);
 		return;
 	}
@@ -402,16 +397,15 @@ static void hub_stop(struct hub *h, uint64_t now)
 		return;
 	snprintf(did, sizeof(did), "still running %d s after the stop", STOP_TIMEOUT_MS / 1000);
 	for (int i = 0; i < h->n; i++)
-		if (!h->gone[i] && !h->reported[i])
+		if (!h->cl[i].gone && !h->cl[i].reported)
 			hub_kill(h, i, did,
 				 "still running when the walk was stopped; its process was killed");
 }
 
 /* Forwards frames until every client reported its statistics (or died, or went silent). */
 /*
- * Forwards the messages of one frame from client src, batched per
- * destination (one frame to each, not one per message).  A message that is
- * not valid, or claims another source, is dropped.
+ * Forwards the messages of one frame from client src, batched per destination (one frame to each, not one per
+ * message).  A message that is not valid, or claims another source, is dropped.
  */
 static void hub_route(struct hub *h, int src, const struct walk_msg *m, size_t count,
 		      struct walk_msg (*out)[WALK_FRAME_MSGS], int *nout)
@@ -440,12 +434,12 @@ static void hub_loop(struct hub *h, void *buf, uint32_t cap)
 	struct pollfd *pfd = calloc((size_t)h->n, sizeof(*pfd));
 	struct walk_msg(*out)[WALK_FRAME_MSGS] = calloc((size_t)h->n, sizeof(*out));
 	int *nout = calloc((size_t)h->n, sizeof(*nout));
-	uint64_t last_sent = walk_now_ns();
+	uint64_t last_sent = clock_ns();
 
 	while (pfd && out && nout && h->nreported < h->n) {
 		for (int i = 0; i < h->n; i++) {
-			pfd[i].fd = h->gone[i] ? -1 : oob_conn_fd(h->conn[i]);
-			pfd[i].events = POLLIN | (!h->gone[i] && oob_pending(h->conn[i]) ? POLLOUT : 0);
+			pfd[i].fd = h->cl[i].gone ? -1 : oob_conn_fd(h->cl[i].conn);
+			pfd[i].events = POLLIN | (!h->cl[i].gone && oob_pending(h->cl[i].conn) ? POLLOUT : 0);
 		}
 		if (poll(pfd, (nfds_t)h->n, 250) < 0 && errno != EINTR)
 			break;
@@ -454,34 +448,34 @@ static void hub_loop(struct hub *h, void *buf, uint32_t cap)
 			uint32_t len;
 			int rc;
 
-			if (!h->gone[i] && (pfd[i].revents & POLLOUT))
+			if (!h->cl[i].gone && (pfd[i].revents & POLLOUT))
 				hub_flush(h, i);
-			if (h->gone[i] || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			if (h->cl[i].gone || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
-			rc = oob_recv(h->conn[i], &type, buf, cap, &len, 1000);
+			rc = oob_recv(h->cl[i].conn, &type, buf, cap, &len, 1000);
 			if (rc == -EMSGSIZE || rc == -ETIMEDOUT)
 				continue;
 			if (rc) {
 				hub_drop(h, i, "its process ended without reporting");
 				continue;
 			}
-			h->last_seen_ns[i] = walk_now_ns();
+			h->cl[i].last_seen_ns = clock_ns();
 			if (type == FRAME_MSG && len && len % sizeof(struct walk_msg) == 0) {
 				hub_route(h, i, buf, len / sizeof(struct walk_msg), out, nout);
 			} else if (type == FRAME_QUIESCED) {
 				hub_client_done(h, i);
 			} else if (type == FRAME_STATS && len == sizeof(struct walk_stats) &&
-				   !h->reported[i]) {
+				   !h->cl[i].reported) {
 				struct walk_stats *s = buf;
 
 				s->nfailures = s->nfailures < 0 ? 0 : s->nfailures;
 				res->per_client[i] = *s;
 				walk_stats_merge(&res->total, s);
-				h->reported[i] = true;
+				h->cl[i].reported = true;
 				h->nreported++;
 			}
 		}
-		uint64_t now = walk_now_ns();
+		uint64_t now = clock_ns();
 
 		hub_heartbeat(h, now, &last_sent);
 		hub_stop(h, now);
@@ -523,18 +517,12 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 				      : sizeof(struct walk_msg[WALK_FRAME_MSGS])) +
 		       64;
 	void *buf = malloc(cap);
-	uint64_t start = walk_now_ns();
+	uint64_t start = clock_ns();
 	int err, port;
 
 	h.pid = pid;
-	h.conn = calloc((size_t)n, sizeof(*h.conn));
-	h.last_seen_ns = calloc((size_t)n, sizeof(*h.last_seen_ns));
-	h.sent_ns = calloc((size_t)n, sizeof(*h.sent_ns));
-	h.quiesced = calloc((size_t)n, sizeof(bool));
-	h.reported = calloc((size_t)n, sizeof(bool));
-	h.gone = calloc((size_t)n, sizeof(bool));
-	if (!table || !pid || !buf || !h.conn || !h.last_seen_ns || !h.sent_ns || !h.quiesced ||
-	    !h.reported || !h.gone) {
+	h.cl = calloc((size_t)n, sizeof(*h.cl));
+	if (!table || !pid || !buf || !h.cl) {
 		rc = run_error(cmd, "out of memory");
 		goto out;
 	}
@@ -564,7 +552,7 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 		int missing = 0;
 
 		for (int i = 0; i < n; i++)
-			missing += !h.conn[i];
+			missing += !h.cl[i].conn;
 		if (err == -ECHILD)
 			rc = run_error(
 			    cmd, "client %d's process ended before it joined the run (see its message above)",
@@ -582,8 +570,8 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 		hub_loop(&h, buf, cap);
 		/* Last, and the one send that waits: BYE after everything queued (at most a heartbeat). */
 		for (int i = 0; i < n; i++)
-			if (!h.gone[i])
-				oob_send_timeout(h.conn[i], FRAME_BYE, NULL, 0, h.heartbeat_s * 1000);
+			if (!h.cl[i].gone)
+				oob_send_timeout(h.cl[i].conn, FRAME_BYE, NULL, 0, h.heartbeat_s * 1000);
 	}
 	for (int i = 0; i < n; i++) {
 		int status;
@@ -596,23 +584,18 @@ int walk_run_multinode(const struct walk_config *cfg, struct walk_result *res, c
 		status = reap_child(pid[i], 5000);
 		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
 			stats_segment_remove(pid[i]); /* it could not remove its own */
-		if (!rc && WIFSIGNALED(status) && !h.gone[i])
+		if (!rc && WIFSIGNALED(status) && !h.cl[i].gone)
 			walk_stats_fail(&res->total, "client %d: its process died of signal %d", i,
 					WTERMSIG(status));
 	}
-	res->wall_s = (double)(walk_now_ns() - start) / 1e9;
+	res->wall_s = (double)(clock_ns() - start) / 1e9;
 out:
-	for (int i = 0; h.conn && i < n; i++)
-		if (h.conn[i])
-			oob_close(h.conn[i]);
+	for (int i = 0; h.cl && i < n; i++)
+		if (h.cl[i].conn)
+			oob_close(h.cl[i].conn);
 	if (l)
 		oob_listener_close(l);
-	free(h.conn);
-	free(h.last_seen_ns);
-	free(h.sent_ns);
-	free(h.quiesced);
-	free(h.reported);
-	free(h.gone);
+	free(h.cl);
 	free(buf);
 	free(pid);
 	free(table);

@@ -31,33 +31,6 @@ int walk_pick_hinted(struct walk_client *c, int n, bool (*ok)(struct walk_client
 	return walk_pick_index(c, n, ok, arg);
 }
 
-int walk_count_used_cq(struct walk_client *c)
-{
-	int n = 0;
-
-	for (int i = 0; i < MAX_CQ; i++)
-		n += c->cq[i].used;
-	return n;
-}
-
-int walk_count_used_pd(struct walk_client *c)
-{
-	int n = 0;
-
-	for (int i = 0; i < MAX_PD; i++)
-		n += c->pd[i].used;
-	return n;
-}
-
-int walk_count_used_mr(struct walk_client *c)
-{
-	int n = 0;
-
-	for (int i = 0; i < MAX_MR; i++)
-		n += c->mr[i].used;
-	return n;
-}
-
 int walk_count_mw(struct walk_client *c, int type)
 {
 	int n = 0;
@@ -77,9 +50,8 @@ int walk_count_qp(struct walk_client *c, enum ibv_qp_type type, bool initiated_o
 }
 
 /*
- * wr_id = generation << 32 | slot: a completion finds its WR in O(1), and
- * a second completion for the same WR (or one for a WR never posted) is
- * caught because the slot is free or its generation moved on.
+ * wr_id = generation << 32 | slot: a completion finds its WR in O(1), and a second completion for the same WR
+ * (or one for a WR never posted) is caught because the slot is free or its generation moved on.
  */
 int walk_alloc_wr(struct walk_client *c, enum walk_action a, int qp, int mr, uint64_t *wr_id)
 {
@@ -136,7 +108,7 @@ void walk_publish(struct walk_client *c, struct walk_msg *m)
 
 		if (!grown) {
 			/* Out of memory: the update is lost, and said so. */
-			walk_stats_fail(&c->stats, "client %d: out of memory queueing an update", c->id);
+			WALK_FAIL(c, "out of memory queueing an update");
 			return;
 		}
 		c->outbox = grown;
@@ -155,10 +127,9 @@ void walk_broadcast(struct walk_client *c, struct walk_msg *m)
 }
 
 /*
- * A type-2 window's key is only usable by the peer of the QP it is bound to:
- * without --verify it goes to that client alone, so the bus carries fewer
- * updates and the peer gets it before the window is gone. --verify keeps the
- * broadcast: its probes use the key from beside the bound QP.
+ * A type-2 window's key is only usable by the peer of the QP it is bound to: without --verify it goes to that
+ * client alone, so the bus carries fewer updates and the peer gets it before the window is gone. --verify
+ * keeps the broadcast: its probes use the key from beside the bound QP.
  */
 void walk_publish_key(struct walk_client *c, struct walk_msg *m, int qp)
 {
@@ -195,8 +166,8 @@ uint64_t walk_objects_alive(struct walk_client *c)
 {
 	uint64_t n = 0;
 
-	n += (uint64_t)walk_count_used_cq(c) + (uint64_t)walk_count_used_pd(c) +
-	     (uint64_t)walk_count_used_mr(c);
+	n += (uint64_t)WALK_COUNT_USED(c->cq) + (uint64_t)WALK_COUNT_USED(c->pd) +
+	     (uint64_t)WALK_COUNT_USED(c->mr);
 	for (int i = 0; i < 2 * MAX_MW; i++)
 		n += c->mw[i].used;
 	for (int i = 0; i < MAX_QP; i++)
@@ -229,10 +200,9 @@ void walk_note_key(struct walk_client *c, uint32_t rkey, bool issued)
 }
 
 /*
- * A probe that worked may have run while the key was valid again: a key
- * value removed, issued again and removed again looks removed when the hit
- * arrives.  So the hit names the removal it probed, and only an issue of
- * the same value after that removal excuses it.
+ * A probe that worked may have run while the key was valid again: a key value removed, issued again and
+ * removed again looks removed when the hit arrives.  So the hit names the removal it probed, and only an
+ * issue of the same value after that removal excuses it.
  */
 int walk_key_live_since(struct walk_client *c, uint32_t rkey, uint64_t event)
 {

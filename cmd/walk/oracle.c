@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --verify: the oracle (oracle.h).  For a completion it builds the model's
- * prediction (model.h) from the walker's records of the WR, its QP and its
- * keys, compares, and then runs the checks that need the walker's own
- * memory: the immediate data and message headers senders fill in, the
- * checked WRITE's read-back, the atomics on owned words, and the rkey
- * probes, whose verdict the key's owner gives.
+ * --verify: the oracle (oracle.h).  For a completion it builds the model's prediction (model.h) from the
+ * walker's records of the WR, its QP and its keys, compares, and then runs the checks that need the walker's
+ * own memory: the immediate data and message headers senders fill in, the checked WRITE's read-back, the
+ * atomics on owned words, and the rkey probes, whose verdict the key's owner gives.
  */
 #include "cmd/walk/oracle.h"
 
@@ -15,12 +13,10 @@
 #include <stdio.h>
 
 /*
- * The statuses a correct device may give the walk's well-formed work
- * (local SGEs in MRs it keeps registered while the WR is out, receives as
- * large as the credit it gave, binds inside the MR): any of them but a
- * local, bind or response error, which are the device's; the peers destroy
- * QPs and keys at any time, and what that brings (flush, remote access,
- * invalid request, retry, RNR, timeout) the walk cannot time.
+ * The statuses a correct device may give the walk's well-formed work (local SGEs in MRs it keeps registered
+ * while the WR is out, receives as large as the credit it gave, binds inside the MR): any of them but a
+ * local, bind or response error, which are the device's; the peers destroy QPs and keys at any time, and what
+ * that brings (flush, remote access, invalid request, retry, RNR, timeout) the walk cannot time.
  */
 #define ST_DEVICE_ONLY                                                                                       \
 	(MODEL_ST(IBV_WC_LOC_LEN_ERR) | MODEL_ST(IBV_WC_LOC_QP_OP_ERR) | MODEL_ST(IBV_WC_LOC_PROT_ERR) |     \
@@ -29,8 +25,8 @@
 #define ST_PEERS (~ST_DEVICE_ONLY)
 
 /*
- * An RC receive's immediate data says whether the sender wrote it with
- * RDMA_WRITE_WITH_IMM (WRITE_IMM_FLAG, --verify): the opcode it must have.
+ * An RC receive's immediate data says whether the sender wrote it with RDMA_WRITE_WITH_IMM (WRITE_IMM_FLAG,
+ * --verify): the opcode it must have.
  */
 static bool written(const struct qp_rec *r, const struct ibv_wc *wc)
 {
@@ -92,10 +88,9 @@ static const char *why_expected(const struct wr_rec *w, const struct qp_rec *r, 
 }
 
 /*
- * What a receive completion says about the message, checked without
- * looking at memory (others may write the buffer): immediate data, which
- * --verify senders fill with the length and their id (UD) or the QP's
- * sequence (RC), matches byte_len and RC's in-order, exactly-once delivery.
+ * What a receive completion says about the message, checked without looking at memory (others may write the
+ * buffer): immediate data, which --verify senders fill with the length and their id (UD) or the QP's sequence
+ * (RC), matches byte_len and RC's in-order, exactly-once delivery.
  */
 static void check_recv_imm(struct walk_client *c, struct qp_rec *r, const struct ibv_wc *wc)
 {
@@ -107,26 +102,24 @@ static void check_recv_imm(struct walk_client *c, struct qp_rec *r, const struct
 	len = (imm & ~WRITE_IMM_FLAG) >> 8;
 	from = imm & 0xff; /* UD: the sender's id; RC: the sequence on this QP */
 	if (r->type == IBV_QPT_UD && (imm & WRONG_QKEY_IMM) == WRONG_QKEY_IMM) {
-		walk_stats_fail(&c->stats,
-				"client %d #%llu: UD QP %u (Q_Key %x) received a message client %u sent with "
-				"another Q_Key; expected the device to drop it",
-				c->id, (unsigned long long)c->seq, r->qp->qp_num, r->qkey, from);
+		WALK_FAIL(c,
+			  "UD QP %u (Q_Key %x) received a message client %u sent with another Q_Key; "
+			  "expected the device to drop it",
+			  r->qp->qp_num, r->qkey, from);
 		return;
 	}
 	if (len != wc->byte_len - (r->type == IBV_QPT_UD ? UD_RECV_BYTES - UD_SEND_BYTES : 0) ||
 	    (r->type == IBV_QPT_UD && from >= (uint32_t)c->clients))
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d #%llu: a receive on QP %u (peer c%d) has byte_len %u and immediate data "
-		    "%08x (host order); the sender put the length there (and %s): expected length %u",
-		    c->id, (unsigned long long)c->seq, r->qp->qp_num, r->peer, wc->byte_len, imm,
-		    r->type == IBV_QPT_UD ? "its id" : "its sequence", wc->byte_len);
+		WALK_FAIL(c,
+			  "a receive on QP %u (peer c%d) has byte_len %u and immediate data %08x (host "
+			  "order); the sender put the length there (and %s): expected length %u",
+			  r->qp->qp_num, r->peer, wc->byte_len, imm,
+			  r->type == IBV_QPT_UD ? "its id" : "its sequence", wc->byte_len);
 	else if (r->type == IBV_QPT_RC && from != r->rx_imm_seq)
-		walk_stats_fail(&c->stats,
-				"client %d #%llu: RC QP %u received message %u with immediate data from c%d; "
-				"expected message %u (RC delivers in order, once)",
-				c->id, (unsigned long long)c->seq, r->qp->qp_num, from, r->peer,
-				r->rx_imm_seq);
+		WALK_FAIL(c,
+			  "RC QP %u received message %u with immediate data from c%d; expected message %u "
+			  "(RC delivers in order, once)",
+			  r->qp->qp_num, from, r->peer, r->rx_imm_seq);
 	if (r->type == IBV_QPT_RC)
 		r->rx_imm_seq = (uint8_t)(from + 1);
 }
@@ -141,13 +134,12 @@ static void check_invalidated(struct walk_client *c, const struct wr_rec *w, con
 		if (!m->used || m->type != 2 || m->state != MW_BOUND || m->rkey != wc->invalidated_rkey)
 			continue;
 		if (m->qp != w->qp)
-			walk_stats_fail(
-			    &c->stats,
-			    "client %d #%llu: a SEND_WITH_INV received on QP %u invalidated rkey %x of "
-			    "the type-2 window mw[%d] bound to our QP %u; only the QP a window is "
-			    "bound to may invalidate it (expected REM_INV_REQ_ERR)",
-			    c->id, (unsigned long long)c->seq, r->qp->qp_num, wc->invalidated_rkey, i,
-			    m->qp >= 0 ? c->qp[m->qp].qp->qp_num : 0);
+			WALK_FAIL(c,
+				  "a SEND_WITH_INV received on QP %u invalidated rkey %x of the type-2 "
+				  "window mw[%d] bound to our QP %u; only the QP a window is bound to may "
+				  "invalidate it (expected REM_INV_REQ_ERR)",
+				  r->qp->qp_num, wc->invalidated_rkey, i,
+				  m->qp >= 0 ? c->qp[m->qp].qp->qp_num : 0);
 		return;
 	}
 }
@@ -171,11 +163,10 @@ static void check_data(struct walk_client *c, const struct wr_rec *w, enum ibv_w
 
 		while (at < c->check_len && expect[at] == got[at])
 			at++;
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d: data check failed: %u-byte WRITE (seed %llx) read back differs at byte %u "
-		    "(%02x, expected %02x)",
-		    c->id, c->check_len, (unsigned long long)c->check_seed, at, got[at], expect[at]);
+		WALK_FAIL(c,
+			  "data check failed: %u-byte WRITE (seed %llx) read back differs at byte %u (%02x, "
+			  "expected %02x)",
+			  c->check_len, (unsigned long long)c->check_seed, at, got[at], expect[at]);
 	}
 }
 
@@ -190,10 +181,9 @@ static bool oracle_wc(struct walk_client *c, uint32_t slot, const struct ibv_wc 
 	predict(c, w, r, wc, &e);
 	ok = model_wc_matches(&e, wc, why, sizeof(why));
 	if (!ok)
-		walk_stats_fail(&c->stats, "client %d #%llu: a %s %s QP %u %s%s", c->id,
-				(unsigned long long)c->seq, wr_name(w),
-				w->srq_recv ? "posted to an SRQ, taken by" : "posted to", r->qp->qp_num, why,
-				why_expected(w, r, wc->status));
+		WALK_FAIL(c, "a %s %s QP %u %s%s", wr_name(w),
+			  w->srq_recv ? "posted to an SRQ, taken by" : "posted to", r->qp->qp_num, why,
+			  why_expected(w, r, wc->status));
 	if (!w->is_recv && wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
 		r->sq_failed = true;
 	r->srq_failed += w->srq_recv && wc->status != IBV_WC_SUCCESS;
@@ -218,22 +208,18 @@ static bool oracle_verb(struct walk_client *c, const struct walk_obs *o)
 {
 	if (o->kind == WALK_OBS_ATTR) {
 		if (o->rc != o->want)
-			walk_stats_fail(&c->stats, "client %d #%llu: %s after %s is %#x; expected %#x", c->id,
-					(unsigned long long)c->seq, o->verb, o->what, (unsigned)o->rc,
-					(unsigned)o->want);
+			WALK_FAIL(c, "%s after %s is %#x; expected %#x", o->verb, o->what, (unsigned)o->rc,
+				  (unsigned)o->want);
 		return o->rc == o->want;
 	}
 	if (o->rc == o->want || (o->want == -1 && o->rc))
 		return true;
 	if (o->want == 0)
-		walk_stats_fail(&c->stats, "client %d #%llu: %s of %s failed: %s; expected success", c->id,
-				(unsigned long long)c->seq, o->verb, o->what,
-				strerror(o->rc < 0 ? -o->rc : o->rc));
+		WALK_FAIL(c, "%s of %s failed: %s; expected success", o->verb, o->what,
+			  strerror(o->rc < 0 ? -o->rc : o->rc));
 	else
-		walk_stats_fail(&c->stats, "client %d #%llu: %s of %s returned %d; expected %s", c->id,
-				(unsigned long long)c->seq, o->verb, o->what, o->rc,
-				o->want == -1 ? "an error (EINVAL)"
-					      : strerror(o->want < 0 ? -o->want : o->want));
+		WALK_FAIL(c, "%s of %s returned %d; expected %s", o->verb, o->what, o->rc,
+			  o->want == -1 ? "an error (EINVAL)" : strerror(o->want < 0 ? -o->want : o->want));
 	return false;
 }
 
@@ -247,8 +233,7 @@ bool walk_oracle(struct walk_client *c, const struct walk_obs *o)
 	case WALK_OBS_PREDICTED:
 		if (model_wc_matches(o->predicted, o->wc, why, sizeof(why)))
 			return true;
-		walk_stats_fail(&c->stats, "client %d #%llu: %s %s", c->id, (unsigned long long)c->seq,
-				o->what, why);
+		WALK_FAIL(c, "%s %s", o->what, why);
 		return false;
 	default:
 		return oracle_verb(c, o);

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --verify: the walker's oracle, its one comparison point.  Every
- * completion the walk polls and every verb return it judges is handed to
- * walk_oracle(), which asks the reference model (model.h) what the device
- * had to do, given the walker's records, and reports what differs.
+ * --verify: the walker's oracle, its one comparison point.  Every completion the walk polls and every verb
+ * return it judges is handed to walk_oracle(), which asks the reference model (model.h) what the device had
+ * to do, given the walker's records, and reports what differs.
  */
 #ifndef RDMATOOL_CMD_WALK_ORACLE_H
 #define RDMATOOL_CMD_WALK_ORACLE_H

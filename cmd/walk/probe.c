@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * --verify probes: accesses the protection rules decide, not timing.  Through
- * a removed key, one byte past a region or before it, from a QP of another PD
- * (type-2 window: another QP): it must fail; the last byte: it must work.
- * Only the key's owner knows whether the key changed meanwhile (devices reuse
- * key values), so a wrong outcome goes to the owner, who decides.  One probe
- * at a time per client (an expected failure costs the QP).  Also: a WR posted
- * to a QP already in ERR must flush, never execute.
+ * --verify probes: accesses the protection rules decide, not timing.  Through a removed key, one byte past a
+ * region or before it, from a QP of another PD (type-2 window: another QP): it must fail; the last byte: it
+ * must work.  Only the key's owner knows whether the key changed meanwhile (devices reuse key values), so a
+ * wrong outcome goes to the owner, who decides.  One probe at a time per client (an expected failure costs
+ * the QP).  Also: a WR posted to a QP already in ERR must flush, never execute.
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"
@@ -53,9 +51,8 @@ static const char *opcode_name(uint32_t op)
 }
 
 /*
- * The opcode of a probe at the owner's buffer offset `off`: a WRITE or an
- * atomic only where a wrongly accepted one cannot land on checked memory
- * (the check zone) or outside the owner's buffer; READ elsewhere.
+ * The opcode of a probe at the owner's buffer offset `off`: a WRITE or an atomic only where a wrongly
+ * accepted one cannot land on checked memory (the check zone) or outside the owner's buffer; READ elsewhere.
  */
 static enum ibv_wr_opcode pick_opcode(struct walk_client *c, int64_t off, uint32_t len)
 {
@@ -212,11 +209,10 @@ static bool mr_ends_early(struct walk_client *c, int i, const void *arg)
 }
 
 /*
- * The send side of the local key rules: an RC SEND gathering from an SGE
- * one byte past its MR's end or before its start (alone, or behind a good
- * SGE), or through an MR of another PD, must complete with LOC_PROT_ERR
- * before anything is sent (so it needs no receive credit; the QP goes to
- * ERR).  Judged by the oracle: the key is ours.
+ * The send side of the local key rules: an RC SEND gathering from an SGE one byte past its MR's end or before
+ * its start (alone, or behind a good SGE), or through an MR of another PD, must complete with LOC_PROT_ERR
+ * before anything is sent (so it needs no receive credit; the QP goes to ERR).  Judged by the oracle: the key
+ * is ours.
  */
 static void local_sge_probe(struct walk_client *c)
 {
@@ -384,24 +380,21 @@ void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_
 	if (w->probe_kind == PROBE_QP_ACCESS) {
 		/* the responder QP's flags only ever narrow, and we learn it after: judged here */
 		if (st == IBV_WC_SUCCESS)
-			walk_stats_fail(
-			    &c->stats,
-			    "client %d #%llu: %s at %llx through rkey %x of client %d worked on QP %u "
-			    "whose peer QP %u grants only access %x; expected an error completion",
-			    c->id, (unsigned long long)c->seq, opcode_name(hit.access),
-			    (unsigned long long)w->probe_addr, w->probe_rkey, w->probe_owner,
-			    c->qp[w->qp].qp->qp_num, c->qp[w->qp].peer_qpn, c->qp[w->qp].peer_access);
+			WALK_FAIL(c,
+				  "%s at %llx through rkey %x of client %d worked on QP %u whose peer QP %u "
+				  "grants only access %x; expected an error completion",
+				  opcode_name(hit.access), (unsigned long long)w->probe_addr, w->probe_rkey,
+				  w->probe_owner, c->qp[w->qp].qp->qp_num, c->qp[w->qp].peer_qpn,
+				  c->qp[w->qp].peer_access);
 		return;
 	}
 	if (w->probe_kind == PROBE_UNALIGNED) {
 		/* the rule does not depend on the key: judged here */
 		if (st == IBV_WC_SUCCESS)
-			walk_stats_fail(
-			    &c->stats,
-			    "client %d #%llu: FETCH_ADD at %llx (not 8-byte aligned) through rkey %x of "
-			    "client %d worked; an atomic needs an aligned address",
-			    c->id, (unsigned long long)c->seq, (unsigned long long)w->probe_addr,
-			    w->probe_rkey, w->probe_owner);
+			WALK_FAIL(c,
+				  "FETCH_ADD at %llx (not 8-byte aligned) through rkey %x of client %d "
+				  "worked; an atomic needs an aligned address",
+				  (unsigned long long)w->probe_addr, w->probe_rkey, w->probe_owner);
 		return;
 	}
 	if ((must_fail && st == IBV_WC_SUCCESS) || (!must_fail && st == IBV_WC_REM_ACCESS_ERR))
@@ -418,12 +411,11 @@ void walk_probe_hit(struct walk_client *c, const struct walk_msg *m)
 		return;
 	if (m->probe_kind == PROBE_REMOVED) {
 		if (walk_key_removed_since(c, m->rkey, m->event) == 1)
-			walk_stats_fail(
-			    &c->stats,
-			    "client %d: client %d %s through rkey %x addr %llx worked after the key was "
-			    "removed (dereg, dealloc or invalidate) and before it was issued again; "
-			    "expected REM_ACCESS_ERR",
-			    c->id, m->src, op, m->rkey, (unsigned long long)m->addr);
+			WALK_FAIL(
+			    c,
+			    "client %d %s through rkey %x addr %llx worked after the key was removed (dereg, "
+			    "dealloc or invalidate) and before it was issued again; expected REM_ACCESS_ERR",
+			    m->src, op, m->rkey, (unsigned long long)m->addr);
 		return;
 	}
 	/* Excused if the key was removed (and maybe issued again) since the issue the prober saw. */
@@ -449,17 +441,15 @@ void walk_probe_hit(struct walk_client *c, const struct walk_msg *m)
 				snprintf(what, sizeof(what), "type-%d MW [%llx, +%llu) access %x",
 					 c->mw[i].type, (unsigned long long)c->mw[i].addr,
 					 (unsigned long long)c->mw[i].len, c->mw[i].access);
-		walk_stats_fail(
-		    &c->stats,
-		    "client %d: client %d %s of the last byte of rkey %x (addr %llx) failed with "
-		    "REM_ACCESS_ERR while the key was live (%s, issue event %llu); expected success",
-		    c->id, m->src, op, m->rkey, (unsigned long long)m->addr, what,
-		    (unsigned long long)m->event);
+		WALK_FAIL(c,
+			  "client %d %s of the last byte of rkey %x (addr %llx) failed with REM_ACCESS_ERR "
+			  "while the key was live (%s, issue event %llu); expected success",
+			  m->src, op, m->rkey, (unsigned long long)m->addr, what,
+			  (unsigned long long)m->event);
 	} else
-		walk_stats_fail(&c->stats,
-				"client %d: client %d %s %s rkey %x (addr %llx) worked; expected %s", c->id,
-				m->src, op, probe_names[m->probe_kind], m->rkey, (unsigned long long)m->addr,
-				m->probe_kind == PROBE_INV_OTHER_QP ? "REM_INV_REQ_ERR" : "REM_ACCESS_ERR");
+		WALK_FAIL(c, "client %d %s %s rkey %x (addr %llx) worked; expected %s", m->src, op,
+			  probe_names[m->probe_kind], m->rkey, (unsigned long long)m->addr,
+			  m->probe_kind == PROBE_INV_OTHER_QP ? "REM_INV_REQ_ERR" : "REM_ACCESS_ERR");
 }
 
 /* --verify: right after QP q entered ERR, a send and a receive posted to it must flush. */

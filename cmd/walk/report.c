@@ -32,33 +32,17 @@ void walk_print_header(const struct walk_config *cfg, const char *device, bool t
 		printf("walk: %s has no type-2 memory windows: their weights are 0\n", device);
 }
 
-/* JSON keys: the enum's own names (the text report uses ibv_wc_status_str). */
-static const char *const wc_enum_names[WALK_WC_STATUSES] = {
-    "IBV_WC_SUCCESS",
-    "IBV_WC_LOC_LEN_ERR",
-    "IBV_WC_LOC_QP_OP_ERR",
-    "IBV_WC_LOC_EEC_OP_ERR",
-    "IBV_WC_LOC_PROT_ERR",
-    "IBV_WC_WR_FLUSH_ERR",
-    "IBV_WC_MW_BIND_ERR",
-    "IBV_WC_BAD_RESP_ERR",
-    "IBV_WC_LOC_ACCESS_ERR",
-    "IBV_WC_REM_INV_REQ_ERR",
-    "IBV_WC_REM_ACCESS_ERR",
-    "IBV_WC_REM_OP_ERR",
-    "IBV_WC_RETRY_EXC_ERR",
-    "IBV_WC_RNR_RETRY_EXC_ERR",
-    "IBV_WC_LOC_RDD_VIOL_ERR",
-    "IBV_WC_REM_INV_RD_REQ_ERR",
-    "IBV_WC_REM_ABORT_ERR",
-    "IBV_WC_INV_EECN_ERR",
-    "IBV_WC_INV_EEC_STATE_ERR",
-    "IBV_WC_FATAL_ERR",
-    "IBV_WC_RESP_TIMEOUT_ERR",
-    "IBV_WC_GENERAL_ERR",
-    "IBV_WC_TM_ERR",
-    "IBV_WC_TM_RNDV_INCOMPLETE",
-};
+/* JSON keys: the enum's own names (the text report uses ibv_wc_status_str), in the enum's order. */
+/* clang-format off */
+#define WC_STATUSES(X) \
+	X(SUCCESS) X(LOC_LEN_ERR) X(LOC_QP_OP_ERR) X(LOC_EEC_OP_ERR) X(LOC_PROT_ERR) \
+	X(WR_FLUSH_ERR) X(MW_BIND_ERR) X(BAD_RESP_ERR) X(LOC_ACCESS_ERR) X(REM_INV_REQ_ERR) \
+	X(REM_ACCESS_ERR) X(REM_OP_ERR) X(RETRY_EXC_ERR) X(RNR_RETRY_EXC_ERR) X(LOC_RDD_VIOL_ERR) \
+	X(REM_INV_RD_REQ_ERR) X(REM_ABORT_ERR) X(INV_EECN_ERR) X(INV_EEC_STATE_ERR) X(FATAL_ERR) \
+	X(RESP_TIMEOUT_ERR) X(GENERAL_ERR) X(TM_ERR) X(TM_RNDV_INCOMPLETE)
+/* clang-format on */
+#define WC_ENUM_NAME(s) "IBV_WC_" #s,
+static const char *const wc_enum_names[WALK_WC_STATUSES] = {WC_STATUSES(WC_ENUM_NAME)};
 
 static uint64_t wc_total(const struct walk_stats *s, int status)
 {
@@ -144,37 +128,41 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 
 	if (cfg->verify) {
 		print_open_object("verify");
-		print_uint(PRINT_ANY, "probe_removed", "\nverify: probes through removed keys %llu",
-			   t->probes[PROBE_REMOVED]);
-		print_uint(PRINT_ANY, "probe_outside", ", outside regions %llu", t->probes[PROBE_OUTSIDE]);
-		print_uint(PRINT_ANY, "probe_other_pd", ", from other PDs/QPs %llu",
-			   t->probes[PROBE_OTHER_PD]);
-		print_uint(PRINT_ANY, "probe_last_byte", ", last bytes %llu", t->probes[PROBE_LAST_BYTE]);
-		print_uint(PRINT_ANY, "probe_forbidden", ", not granted by the key's flags %llu",
-			   t->probes[PROBE_FORBIDDEN]);
-		print_uint(PRINT_ANY, "probe_unaligned", ", unaligned atomics %llu",
-			   t->probes[PROBE_UNALIGNED]);
-		print_uint(PRINT_ANY, "probe_inv_other_qp", ", SEND_WITH_INV on another QP %llu",
-			   t->probes[PROBE_INV_OTHER_QP]);
-		print_uint(PRINT_ANY, "probe_cq_full", ", CQs filled to capacity %llu", t->devprobes[0]);
-		print_uint(PRINT_ANY, "probe_ud_sqe", ", UD send errors (SQE) %llu", t->devprobes[1]);
-		print_uint(PRINT_ANY, "probe_qp_access", ", denied by the QP %llu",
-			   t->probes[PROBE_QP_ACCESS]);
-		print_uint(PRINT_ANY, "probe_local_sge", ", bad send SGEs %llu", t->probes[PROBE_LOCAL_SGE]);
-		print_uint(PRINT_ANY, "posted_to_err", ", WRs posted to QPs in ERR %llu", t->flush_posts);
-		print_uint(PRINT_ANY, "modify_qp", ", RTS-to-RTS modify_qp %llu", t->modifies);
-		print_uint(PRINT_ANY, "qkey_changes", " (Q_Key changes %llu)", t->qkey_changes);
-		print_uint(PRINT_ANY, "cq_resizes", ", CQs resized %llu", t->cq_resizes);
-		print_uint(PRINT_ANY, "mr_reregs", ", MRs reregistered %llu", t->reregs);
-		print_uint(PRINT_ANY, "wr_api_posts", ", WRs posted by ibv_wr_* %llu", t->wr_api_posts);
-		print_uint(PRINT_ANY, "write_imms", ", RDMA_WRITE_WITH_IMMs %llu", t->write_imms);
-		print_uint(PRINT_ANY, "srq_receives_checked", ", SRQ receives checked %llu",
-			   t->srq_recvs_checked);
-		print_uint(PRINT_ANY, "srq_destroy_busy", " (destroys refused while in use %llu)",
-			   t->srq_busy);
-		print_uint(PRINT_ANY, "atomics_checked", ", atomics checked %llu", t->atomics_checked);
-		print_uint(PRINT_ANY, "messages_checked", ", message headers checked %llu", t->msgs_checked);
-		print_uint(PRINT_ANY, "payloads_checked", " (payloads %llu)\n", t->msgs_content_checked);
+		const struct {
+			const char *key, *text;
+			uint64_t n;
+		} rows[] = {
+		    {"probe_removed", "\nverify: probes through removed keys %llu", t->probes[PROBE_REMOVED]},
+		    {"probe_outside", ", outside regions %llu", t->probes[PROBE_OUTSIDE]},
+		    {"probe_other_pd", ", from other PDs/QPs %llu", t->probes[PROBE_OTHER_PD]},
+		    {"probe_last_byte", ", last bytes %llu", t->probes[PROBE_LAST_BYTE]},
+		    {"probe_forbidden", ", not granted by the key's flags %llu", t->probes[PROBE_FORBIDDEN]},
+		    {"probe_unaligned", ", unaligned atomics %llu", t->probes[PROBE_UNALIGNED]},
+		    {"probe_inv_other_qp", ", SEND_WITH_INV on another QP %llu",
+		     t->probes[PROBE_INV_OTHER_QP]},
+		    {"probe_cq_full", ", CQs filled to capacity %llu", t->devprobes[0]},
+		    {"probe_ud_sqe", ", UD send errors (SQE) %llu", t->devprobes[1]},
+		    {"probe_unsignaled", ", unsignaled sends %llu", t->devprobes[2]},
+		    {"probe_cq_notify", ", CQ notifications %llu", t->devprobes[3]},
+		    {"probe_uc", ", UC pairs %llu", t->devprobes[4]},
+		    {"probe_qp_access", ", denied by the QP %llu", t->probes[PROBE_QP_ACCESS]},
+		    {"probe_local_sge", ", bad send SGEs %llu", t->probes[PROBE_LOCAL_SGE]},
+		    {"posted_to_err", ", WRs posted to QPs in ERR %llu", t->flush_posts},
+		    {"modify_qp", ", RTS-to-RTS modify_qp %llu", t->modifies},
+		    {"qkey_changes", " (Q_Key changes %llu)", t->qkey_changes},
+		    {"cq_resizes", ", CQs resized %llu", t->cq_resizes},
+		    {"mr_reregs", ", MRs reregistered %llu", t->reregs},
+		    {"wr_api_posts", ", WRs posted by ibv_wr_* %llu", t->wr_api_posts},
+		    {"write_imms", ", RDMA_WRITE_WITH_IMMs %llu", t->write_imms},
+		    {"srq_receives_checked", ", SRQ receives checked %llu", t->srq_recvs_checked},
+		    {"srq_destroy_busy", " (destroys refused while in use %llu)", t->srq_busy},
+		    {"atomics_checked", ", atomics checked %llu", t->atomics_checked},
+		    {"messages_checked", ", message headers checked %llu", t->msgs_checked},
+		    {"payloads_checked", " (payloads %llu)\n", t->msgs_content_checked},
+		};
+
+		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+			print_uint(PRINT_ANY, rows[i].key, rows[i].text, rows[i].n);
 		print_close_object();
 	}
 	print_uint(PRINT_ANY, "objects_alive_at_end", "\nobjects alive when the walk stopped: %llu",

@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Steps toward a drawn action that cannot run.  A redraw (the original's
- * answer) lets the state settle where only cheap actions remain (every CQ,
- * PD and MR pinned, every cap reached); instead the walker takes one real
- * step that brings the action closer (tears down a dependent, retires a QP,
- * connects a pair to a key's PD, posts receives for credit, registers an MR
- * a window needs), counted as the action it is; stats.toward counts the draws
- * served.  0: nothing to do now (a handshake or flush must finish first).
+ * Steps toward a drawn action that cannot run.  A redraw (the original's answer) lets the state settle where
+ * only cheap actions remain (every CQ, PD and MR pinned, every cap reached); instead the walker takes one
+ * real step that brings the action closer (tears down a dependent, retires a QP, connects a pair to a key's
+ * PD, posts receives for credit, registers an MR a window needs), counted as the action it is; stats.toward
+ * counts the draws served.  0: nothing to do now (a handshake or flush must finish first).
  */
 #include "cmd/walk/actions.h"
 
@@ -116,7 +114,7 @@ static int free_cq(struct walk_client *c, int depth)
 {
 	int best = -1;
 
-	if (walk_count_used_cq(c) <= MIN_CQ)
+	if (WALK_COUNT_USED(c->cq) <= MIN_CQ)
 		return step(c, ACT_CREATE_CQ, hint_at(-1, -1), depth);
 	for (int i = 0; i < MAX_CQ; i++)
 		if (c->cq[i].used && (best < 0 || c->cq[i].users < c->cq[best].users))
@@ -168,7 +166,7 @@ static int free_pd(struct walk_client *c, int depth)
 {
 	bool tried[MAX_PD] = {false};
 
-	if (walk_count_used_pd(c) <= MIN_PD)
+	if (WALK_COUNT_USED(c->pd) <= MIN_PD)
 		return step(c, ACT_ALLOC_PD, hint_at(-1, -1), depth);
 	for (int n = 0; n < MAX_PD; n++) {
 		int p = -1;
@@ -205,7 +203,7 @@ static int free_some_mr(struct walk_client *c, int depth)
 {
 	bool tried[MAX_MR] = {false};
 
-	if (walk_count_used_mr(c) <= MIN_MR)
+	if (WALK_COUNT_USED(c->mr) <= MIN_MR)
 		return step(c, ACT_REG_MR, hint_at(-1, -1), depth);
 	/* The MR with the fewest bound windows first; the next one if nothing can be done for it now. */
 	for (int n = 0; n < MAX_MR; n++) {
@@ -341,9 +339,8 @@ static int send_toward(struct walk_client *c, int depth)
 }
 
 /*
- * Our peers SEND_WITH_INV to the QPs our type-2 windows are bound to: post
- * receives there (credit), else bind another window on a QP whose peer
- * already has credit from us.
+ * Our peers SEND_WITH_INV to the QPs our type-2 windows are bound to: post receives there (credit), else bind
+ * another window on a QP whose peer already has credit from us.
  */
 static int send_inv_toward(struct walk_client *c, int depth)
 {
@@ -417,8 +414,8 @@ static int recv_toward(struct walk_client *c, int depth)
 }
 
 /*
- * One step toward an idle SRQ (free: retire a QP of the least used one,
- * then destroy it) or toward post_srq_recv (an SRQ, then a QP on it).
+ * One step toward an idle SRQ (free: retire a QP of the least used one, then destroy it) or toward
+ * post_srq_recv (an SRQ, then a QP on it).
  */
 static int srq_toward(struct walk_client *c, bool free, int depth)
 {
@@ -446,15 +443,15 @@ static int toward(struct walk_client *c, enum walk_action a, int depth)
 {
 	switch (a) {
 	case ACT_CREATE_CQ:
-		return walk_count_used_cq(c) >= MAX_CQ ? free_cq(c, depth) : 0;
+		return WALK_COUNT_USED(c->cq) >= MAX_CQ ? free_cq(c, depth) : 0;
 	case ACT_DESTROY_CQ:
 		return free_cq(c, depth);
 	case ACT_ALLOC_PD:
-		return walk_count_used_pd(c) >= MAX_PD ? free_pd(c, depth) : 0;
+		return WALK_COUNT_USED(c->pd) >= MAX_PD ? free_pd(c, depth) : 0;
 	case ACT_DEALLOC_PD:
 		return free_pd(c, depth);
 	case ACT_REG_MR:
-		return walk_count_used_mr(c) >= MAX_MR ? free_some_mr(c, depth) : 0;
+		return WALK_COUNT_USED(c->mr) >= MAX_MR ? free_some_mr(c, depth) : 0;
 	case ACT_DEREG_MR:
 		return free_some_mr(c, depth);
 	case ACT_BIND_MW_TYPE1:

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * rdmatool walk: the RDMA random walker (after Google rdma-unit-test's
- * random_walk).  Each client owns one device context and issues random,
- * mostly valid verbs; metadata that other clients need (rkeys, QP numbers,
+ * rdmatool walk: the RDMA random walker (after Google rdma-unit-test's random_walk).  Each client owns one
+ * device context and issues random, mostly valid verbs; metadata that other clients need (rkeys, QP numbers,
  * receive credits) travels as struct walk_msg through the bus.
  */
 #ifndef RDMATOOL_CMD_WALK_H
@@ -16,13 +15,11 @@
 #include <stdint.h>
 
 /*
- * The actions: X(ENUM, name, default weight), one list for the enum, the
- * names and the weights.  The default weights are the original's, except
- * modify_qp_error and send_with_inv, which it leaves at 0: here they run
- * too, so the whole action space is covered.  modify_qp_error weighs as
- * much as destroy_qp because every QP the walker destroys goes through ERR
- * first (its WRs must flush).  The SRQ actions (not in the original) weigh
- * as their CQ and RECV counterparts.
+ * The actions: X(ENUM, name, default weight), one list for the enum, the names and the weights.  The default
+ * weights are the original's, except modify_qp_error and send_with_inv, which it leaves at 0: here they run
+ * too, so the whole action space is covered.  modify_qp_error weighs as much as destroy_qp because every QP
+ * the walker destroys goes through ERR first (its WRs must flush).  The SRQ actions (not in the original)
+ * weigh as their CQ and RECV counterparts.
  */
 #define WALK_ACTIONS(X)                                                                                      \
 	X(CREATE_CQ, create_cq, 1)                                                                           \
@@ -120,8 +117,8 @@ struct walk_stats { /* issued[] .. outbox_full: uint64_t counts only (walk_stats
 	uint64_t wc[ACT_COUNT][WALK_WC_STATUSES];
 	uint64_t wc_other;	      /* a status outside the known enum */
 	uint64_t probes[PROBE_KINDS]; /* --verify probes posted, by kind */
-	uint64_t devprobes[2];	      /* --verify device probes: CQ filled to capacity, UD send error */
-	uint64_t flush_posts;	      /* --verify: WRs posted to a QP in ERR (they must flush) */
+	uint64_t devprobes[5]; /* --verify device probes: CQ filled, UD send error, unsignaled, notify, UC */
+	uint64_t flush_posts;  /* --verify: WRs posted to a QP in ERR (they must flush) */
 	uint64_t modifies,
 	    qkey_changes;    /* --verify: random RTS-to-RTS modify_qp calls, and UD Q_Key changes */
 	uint64_t cq_resizes; /* --verify: ibv_resize_cq of CQs in use */
