@@ -86,7 +86,9 @@ for shm in 1 0; do
 	wait "$server" || fail "server failed: $(cat "$dir/server.err")"
 	server=
 	if [ $shm = 0 ]; then want='>= 2.9'; else want='>= 1'; fi
-	jq -e ".copies_per_payload_byte $want" "$dir/copies.json" >/dev/null ||
+	# Through libibverbs (softv0) the soft device's counters are out of reach: no figure at all.
+	jq -e "if .provider == \"soft\" then .copies_per_payload_byte $want else has(\"copies_per_payload_byte\") | not end" \
+		"$dir/copies.json" >/dev/null ||
 		fail "copies per payload byte with RDMATOOL_SOFT_SHM=$shm, want $want: $(cat "$dir/copies.json")"
 done
 

@@ -48,11 +48,12 @@ check rdmatool-bench.1 "$tmp/bench.json" copies_per_payload_byte
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 deadline=$((SECONDS + 120))
-until "$RDMATOOL" -j cqstat "$pid" 2>/dev/null | jq -e '.processes[0].cqs | map(.kind) | index("stripe") != null' >/dev/null; do
+# The document compared is one that shows stripes (a bench opens and closes endpoints as it starts).
+until "$RDMATOOL" -j cqstat "$pid" >"$tmp/cqstat.json" 2>/dev/null &&
+	jq -e '.processes[0].cqs | map(.kind) | index("stripe") != null' "$tmp/cqstat.json" >/dev/null; do
 	[ $SECONDS -lt $deadline ] || fail "bench published no stripes"
 	sleep 0.1
 done
-"$RDMATOOL" -j cqstat "$pid" >"$tmp/cqstat.json"
 kill -INT "$pid"
 wait "$pid" || true
 check rdmatool-cqstat.1 "$tmp/cqstat.json" reason error
