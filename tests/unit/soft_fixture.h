@@ -9,7 +9,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -138,32 +140,74 @@ static inline void fx_ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
 	assert_int_equal(hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
 }
 
+/* The longest one step with a forked peer may take: a deadline against a hang, not a speed. */
+#define FX_PEER_WAIT_MS 60000
+
+struct fx_peer_run {
+	int (*child)(int fd);
+	int fd, rc;
+};
+
+/* The peer's body as a test of its own, so that an assertion failing in the peer ends the peer. */
+static inline void fx_peer_body(void **state)
+{
+	struct fx_peer_run *run = *state;
+
+	run->rc = run->child(run->fd);
+	if (run->rc)
+		fail_msg("the forked peer stopped at its step %d", run->rc);
+}
+
 /*
  * Forks a peer process that runs child(fd) on one end of a socketpair and
- * exits with its result; returns the parent's end.  The peer opens its own
- * soft NIC after the fork, so the two really talk over the wire.
+ * exits with its result (1 when one of its assertions failed); returns the
+ * parent's end.  The peer opens its own soft NIC after the fork, so the two
+ * really talk over the wire.  The peer runs as a cmocka group of its own:
+ * without one, a failed assertion in the peer would jump back into the
+ * parent's copied test runner and run the remaining tests a second time.
+ * Reads and writes on either end give up after FX_PEER_WAIT_MS.
  */
 static inline int fx_fork_peer(int (*child)(int fd), pid_t *pid)
 {
+	struct timeval tv = {.tv_sec = FX_PEER_WAIT_MS / 1000};
 	int sv[2];
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(setsockopt(sv[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+		assert_int_equal(setsockopt(sv[i], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), 0);
+	}
 	*pid = fork();
 	assert_true(*pid >= 0);
 	if (*pid == 0) {
+		struct fx_peer_run run = {.child = child, .fd = sv[1]};
+		const struct CMUnitTest peer[] = {
+		    {.name = "forked peer", .test_func = fx_peer_body, .initial_state = &run}};
+
 		close(sv[0]);
-		_exit(child(sv[1]));
+		_exit(cmocka_run_group_tests_name("forked peer", peer, NULL, NULL) ? (run.rc ? run.rc : 1)
+										   : 0);
 	}
 	close(sv[1]);
 	return sv[0];
 }
 
-/* Waits for the forked peer, which must have exited with status 0. */
+/* Waits (at most FX_PEER_WAIT_MS, then kills it) for the forked peer, which must have exited with status 0.
+ */
 static inline void fx_expect_clean_exit(pid_t pid)
 {
-	int status;
+	uint64_t end = fx_now_ms() + FX_PEER_WAIT_MS;
+	int status = 0;
+	pid_t got;
 
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	while ((got = waitpid(pid, &status, WNOHANG)) == 0 && fx_now_ms() < end)
+		usleep(1000);
+	if (got == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		fail_msg("the forked peer %d did not exit within %d ms", (int)pid, FX_PEER_WAIT_MS);
+	}
+	assert_int_equal(got, pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 }

@@ -103,6 +103,8 @@ static int write_poll_pingpong(struct end *e, bool first)
 		uint8_t want = (uint8_t)(i & 0xff) ? (uint8_t)i : 0xa5;
 		int n;
 
+		end = fx_now_ms() + DEADLINE_MS; /* a stall fails, however slowly the machine runs */
+
 		if (!first) {
 			/* A tight spin: no library call until the peer's WRITE is in memory. */
 			while (*in != want)
@@ -131,6 +133,8 @@ static int write_poll_pingpong(struct end *e, bool first)
 		for (int k = 0; k < n; k++)
 			if (wc[k].status != IBV_WC_SUCCESS || wc[k].wr_id != (uint64_t)done + 1 + k)
 				return 5;
+		if (n > 0)
+			end = fx_now_ms() + DEADLINE_MS;
 		done += n > 0 ? n : 0;
 	}
 	return done == ROUNDS ? 0 : 6;

@@ -75,12 +75,58 @@ static int side_open(struct side *s, int fd)
 
 static void side_close(struct side *s)
 {
-	hw_destroy_qp(s->qp);
-	hw_dereg_mr(s->mr);
-	hw_destroy_cq(s->cq);
-	hw_dealloc_pd(s->pd);
-	hw_close_device(s->ctx);
+	if (s->qp)
+		hw_destroy_qp(s->qp);
+	if (s->mr)
+		hw_dereg_mr(s->mr);
+	if (s->cq)
+		hw_destroy_cq(s->cq);
+	if (s->pd)
+		hw_dealloc_pd(s->pd);
+	if (s->ctx)
+		hw_close_device(s->ctx);
 	free(s->buf);
+	memset(s, 0, sizeof(*s));
+}
+
+/*
+ * This process's side and its forked peer.  Static, not on a test's stack:
+ * a failed assertion leaves the test at once, and pair_teardown then stops
+ * the peer and closes the device, so the next case opens a fresh NIC that
+ * reads its environment again.
+ */
+static struct side parent;
+static pid_t peer_pid;
+static int peer_fd = -1;
+
+static int peer_start(int (*child)(int fd))
+{
+	peer_fd = fx_fork_peer(child, &peer_pid);
+	return peer_fd;
+}
+
+/* The peer exited cleanly: nothing for pair_teardown to stop. */
+static void peer_done(void)
+{
+	fx_expect_clean_exit(peer_pid);
+	peer_pid = 0;
+}
+
+static int pair_teardown(void **state)
+{
+	(void)state;
+	if (peer_pid > 0) {
+		kill(peer_pid, SIGKILL);
+		waitpid(peer_pid, NULL, 0);
+		peer_pid = 0;
+	}
+	if (peer_fd >= 0)
+		close(peer_fd);
+	peer_fd = -1;
+	side_close(&parent);
+	unsetenv("RDMATOOL_SOFT_SHM");
+	unsetenv("RDMATOOL_SOFT_FAULTS");
+	return 0;
 }
 
 struct report {
@@ -137,45 +183,43 @@ static int target_main(int fd)
  */
 static void run_pair(bool want_shm, struct report *r, uint64_t *copied, int32_t *shm_conns)
 {
-	struct side s = {0};
+	struct side *s = &parent;
 	struct soft_nic *nic;
 	struct ibv_wc wc;
 	uint64_t copied0, end;
-	pid_t pid;
-	int fd = fx_fork_peer(target_main, &pid);
+	int fd = peer_start(target_main);
 	char c;
 
-	assert_int_equal(side_open(&s, fd), 0);
-	nic = soft_nic_of(s.ctx);
+	assert_int_equal(side_open(s, fd), 0);
+	nic = soft_nic_of(s->ctx);
 	for (uint32_t i = 0; i < BIG; i++)
-		s.buf[i] = (uint8_t)(i * 7 + 1);
+		s->buf[i] = (uint8_t)(i * 7 + 1);
 	assert_int_equal(read(fd, &c, 1), 1);
 	for (int i = 0; i < NSEND; i++) {
 		uint64_t v = (uint64_t)i * 3;
 
-		memcpy(s.buf + BIG + 8 * i, &v, 8);
+		memcpy(s->buf + BIG + 8 * i, &v, 8);
 		assert_int_equal(
-		    fx_post(s.qp, IBV_WR_SEND, (uint64_t)i, s.buf + BIG + 8 * i, 8, s.mr->lkey, 0, 0), 0);
-		fx_wait(s.cq, &wc, 10000);
+		    fx_post(s->qp, IBV_WR_SEND, (uint64_t)i, s->buf + BIG + 8 * i, 8, s->mr->lkey, 0, 0), 0);
+		fx_wait(s->cq, &wc, 10000);
 		assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	}
 	assert_int_equal(read(fd, &c, 1), 1);
-	end = fx_now_ms() + 5000;
+	end = fx_now_ms() + FX_PEER_WAIT_MS;
 	while (want_shm && !atomic_load(&nic->shm_conns) && fx_now_ms() < end)
 		usleep(1000);
 	copied0 = atomic_load(&nic->wire_copied_bytes);
 	assert_int_equal(
-	    fx_post(s.qp, IBV_WR_RDMA_WRITE, 1, s.buf, BIG, s.mr->lkey, s.peer.addr, s.peer.rkey), 0);
-	fx_wait(s.cq, &wc, 10000);
+	    fx_post(s->qp, IBV_WR_RDMA_WRITE, 1, s->buf, BIG, s->mr->lkey, s->peer.addr, s->peer.rkey), 0);
+	fx_wait(s->cq, &wc, 10000);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	*copied = atomic_load(&nic->wire_copied_bytes) - copied0;
 	assert_int_equal(write(fd, "d", 1), 1);
 	assert_int_equal(read(fd, r, sizeof(*r)), sizeof(*r));
 	*shm_conns = atomic_load(&nic->shm_conns);
 	assert_int_equal(write(fd, "q", 1), 1);
-	fx_expect_clean_exit(pid);
-	close(fd);
-	side_close(&s);
+	peer_done();
+	side_close(s);
 }
 
 /* Two processes: the shared wire by default, data right, once each, one CPU copy per payload byte. */
@@ -227,11 +271,12 @@ static void shm_env_checked(void **state)
 /* A segment someone else planted (wrong mode, wrong size, a symlink) is refused, not mapped. */
 static void planted_segments_refused(void **state)
 {
-	const char *name = "/rdmatool-softwire-00112233445566778899aabb";
-	char path[128];
+	char name[SOFT_SHM_NAME_MAX], path[128];
 	int fd;
 
 	(void)state;
+	/* A name of the shared wire's form, this process's own: two runs of this test may overlap. */
+	snprintf(name, sizeof(name), "/rdmatool-softwire-%08x%016llx", (unsigned)getpid(), 0x5eedull);
 	snprintf(path, sizeof(path), "/dev/shm%s", name);
 	shm_unlink(name);
 	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0644);
@@ -352,7 +397,7 @@ static int scribble_segments(void)
 
 static bool wait_shm(struct soft_nic *nic)
 {
-	uint64_t end = fx_now_ms() + 5000;
+	uint64_t end = fx_now_ms() + FX_PEER_WAIT_MS;
 
 	while (!atomic_load(&nic->shm_conns) && fx_now_ms() < end)
 		usleep(1000);
@@ -383,22 +428,21 @@ static int scribbler_main(int fd)
 /* A peer that breaks the rings loses its connection (quarantined); the device survives and says so. */
 static void broken_peer_quarantined(void **state)
 {
-	struct side s = {0};
+	struct side *s = &parent;
 	struct soft_nic *nic;
 	struct ibv_wc wc;
 	uint64_t end;
-	pid_t pid;
-	int fd, status;
+	int fd;
 	char c;
 
 	(void)state;
 	unsetenv("RDMATOOL_SOFT_SHM");
-	fd = fx_fork_peer(scribbler_main, &pid);
-	assert_int_equal(side_open(&s, fd), 0);
-	nic = soft_nic_of(s.ctx);
+	fd = peer_start(scribbler_main);
+	assert_int_equal(side_open(s, fd), 0);
+	nic = soft_nic_of(s->ctx);
 	assert_int_equal(read(fd, &c, 1), 1);
-	assert_int_equal(fx_post(s.qp, IBV_WR_SEND, 1, s.buf, 8, s.mr->lkey, 0, 0), 0);
-	fx_wait(s.cq, &wc, 10000);
+	assert_int_equal(fx_post(s->qp, IBV_WR_SEND, 1, s->buf, 8, s->mr->lkey, 0, 0), 0);
+	fx_wait(s->cq, &wc, 10000);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_true(wait_shm(nic));
 	assert_int_equal(write(fd, "g", 1), 1);
@@ -408,18 +452,16 @@ static void broken_peer_quarantined(void **state)
 	 * and the SEND leaves on a new connection (the peer is still alive):
 	 * either way it completes, and the broken one was quarantined.
 	 */
-	assert_int_equal(fx_post(s.qp, IBV_WR_SEND, 2, s.buf, 8, s.mr->lkey, 0, 0), 0);
-	fx_wait(s.cq, &wc, 20000);
+	assert_int_equal(fx_post(s->qp, IBV_WR_SEND, 2, s->buf, 8, s->mr->lkey, 0, 0), 0);
+	fx_wait(s->cq, &wc, 20000);
 	assert_int_equal(wc.wr_id, 2);
-	end = fx_now_ms() + 5000;
+	end = fx_now_ms() + FX_PEER_WAIT_MS;
 	while (!atomic_load(&nic->shm_quarantined) && fx_now_ms() < end)
 		usleep(1000);
 	assert_true(atomic_load(&nic->shm_quarantined) >= 1);
 	assert_int_equal(write(fd, "q", 1), 1);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	close(fd);
-	side_close(&s);
+	peer_done();
+	side_close(s);
 }
 
 /* The faults hold on the shared wire: with drops every atomic still executes exactly once. */
@@ -440,44 +482,42 @@ static int adder_target_main(int fd)
 
 static void faults_on_the_shared_wire(void **state)
 {
-	struct side s = {0};
+	struct side *s = &parent;
 	struct ibv_wc wc;
-	pid_t pid;
 	int fd;
 	char c;
 
 	(void)state;
 	unsetenv("RDMATOOL_SOFT_SHM");
 	setenv("RDMATOOL_SOFT_FAULTS", "drop=0.3,delay_us=50,seed=5", 1);
-	fd = fx_fork_peer(adder_target_main, &pid);
-	assert_int_equal(side_open(&s, fd), 0);
+	fd = peer_start(adder_target_main);
+	assert_int_equal(side_open(s, fd), 0);
 	unsetenv("RDMATOOL_SOFT_FAULTS");
 	assert_int_equal(read(fd, &c, 1), 1);
 	for (int i = 0; i < 40; i++) {
-		struct ibv_sge sge = {.addr = (uintptr_t)s.buf, .length = 8, .lkey = s.mr->lkey};
+		struct ibv_sge sge = {.addr = (uintptr_t)s->buf, .length = 8, .lkey = s->mr->lkey};
 		struct ibv_send_wr wr = {.wr_id = (uint64_t)i,
 					 .sg_list = &sge,
 					 .num_sge = 1,
 					 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD},
 				   *bad;
 
-		wr.wr.atomic.remote_addr = s.peer.addr;
-		wr.wr.atomic.rkey = s.peer.rkey;
+		wr.wr.atomic.remote_addr = s->peer.addr;
+		wr.wr.atomic.rkey = s->peer.rkey;
 		wr.wr.atomic.compare_add = 1;
-		assert_int_equal(hw_post_send(s.qp, &wr, &bad), 0);
-		fx_wait(s.cq, &wc, 20000);
+		assert_int_equal(hw_post_send(s->qp, &wr, &bad), 0);
+		fx_wait(s->cq, &wc, 20000);
 		assert_int_equal(wc.status, IBV_WC_SUCCESS);
-		assert_int_equal(*(uint64_t *)s.buf, (uint64_t)i);
+		assert_int_equal(*(uint64_t *)s->buf, (uint64_t)i);
 	}
-	assert_true(atomic_load(&soft_nic_of(s.ctx)->fault_drops) > 0);
-	assert_true(atomic_load(&soft_nic_of(s.ctx)->shm_conns) > 0);
+	assert_true(atomic_load(&soft_nic_of(s->ctx)->fault_drops) > 0);
+	assert_true(atomic_load(&soft_nic_of(s->ctx)->shm_conns) > 0);
 	assert_int_equal(write(fd, "d", 1), 1);
 	assert_int_equal(read(fd, &c, 1), 1);
 	assert_int_equal(c, 'y');
 	assert_int_equal(write(fd, "q", 1), 1);
-	fx_expect_clean_exit(pid);
-	close(fd);
-	side_close(&s);
+	peer_done();
+	side_close(s);
 }
 
 /* One writer thread, one reader thread: every byte arrives once, in order (run under make tsan). */
@@ -549,11 +589,15 @@ static void rings_under_two_threads(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(shm_pair_one_copy),	 cmocka_unit_test(shm_off_stays_on_tcp),
-	    cmocka_unit_test(shm_env_checked),		 cmocka_unit_test(planted_segments_refused),
-	    cmocka_unit_test(segment_made_private),	 cmocka_unit_test(broken_ring_reported),
-	    cmocka_unit_test(rings_under_two_threads),	 cmocka_unit_test(broken_peer_quarantined),
-	    cmocka_unit_test(faults_on_the_shared_wire),
+	    cmocka_unit_test_teardown(shm_pair_one_copy, pair_teardown),
+	    cmocka_unit_test_teardown(shm_off_stays_on_tcp, pair_teardown),
+	    cmocka_unit_test_teardown(shm_env_checked, pair_teardown),
+	    cmocka_unit_test_teardown(planted_segments_refused, pair_teardown),
+	    cmocka_unit_test_teardown(segment_made_private, pair_teardown),
+	    cmocka_unit_test_teardown(broken_ring_reported, pair_teardown),
+	    cmocka_unit_test_teardown(rings_under_two_threads, pair_teardown),
+	    cmocka_unit_test_teardown(broken_peer_quarantined, pair_teardown),
+	    cmocka_unit_test_teardown(faults_on_the_shared_wire, pair_teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
