@@ -195,14 +195,15 @@ for t in $tests; do
 	esac
 done
 # Issue 43: perftest between two processes on soft0 against the physical floors of two processes,
-# on each wire.  The bars are for the shared-memory wire; until the soft device has one, the
-# default wire is TCP as well and both columns measure it.
-# Measured on 2026-11-29 (load 10-20, helpers building and testing; both columns TCP):
-# ib_send_lat 9.4 us against shm_pingpong 0.16 us in two rounds and 0.03 us in three (likely the host
-# placing the two virtual CPUs on one core's hyperthreads; cpu_line_rtt sees placements: tests/bench.sh): round
-# ratios 57x and 63x beside 0.16 us, 208-347x beside 0.03 us (median 209x); ib_write_bw 1 MiB
-# 263-425 MiB/s against cma_bw 1431-5927 MiB/s, round ratios 0.07-0.23x (median 0.106x).  The
-# floors move with the host's placement and the load: read the same-round ratios.
+# on each wire.  The bars are for the shared-memory wire (the default between two local processes).
+# Measured on 2026-11-29, 3 rounds, load 25-35 (other helpers' builds and stress-ng), shared wire,
+# before -> after "hold data behind the negotiation" and "sleep, not yield":
+# ib_write_bw 1 MiB / cma_bw 0.297x (1279 vs 3138 MiB/s) -> 0.478x (1717 vs 3623); ib_write_lat -c
+# UC 54 us -> 27 us; ib_send_lat / shm_pingpong 8.8x -> 9.3x (1.42-1.44 vs 0.157-0.161 us).
+# shm_pingpong is two processes pinned to the two CPUs; its one-way time is 0.16 us in most rounds
+# and 0.03 in some (the host placing the two virtual CPUs on one core's hyperthreads; cpu_line_rtt
+# sees placements: tests/bench.sh).  The floors move with the host's placement and the load: read
+# the same-round ratios.
 for w in $WIRES; do
 	if has send_lat; then
 		bar "ib_send_lat 8 B / shm_pingpong one way [$(wire_label "$w")]" \

@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SOFT_TIMER_TICK_NS  500000   /* timer scan period while work waits on a timer */
@@ -28,6 +29,7 @@
 #define SOFT_IDLE_TICK_NS   20000    /* the engine's longest look away from the wire's timers while idle */
 #define SOFT_APP_BUSY_NS    10000000 /* application threads posted or polled over the wire this recently */
 #define SOFT_APP_NAP_MAX_NS 1600000  /* the longest nap, reached while application threads keep driving */
+#define SOFT_OWN_SLEEP_NS   5000     /* the engine's sleep while an application thread owns the round */
 
 void soft_engine_wake(struct soft_nic *nic)
 {
@@ -128,11 +130,26 @@ static bool soft_round_try_own(struct soft_nic *nic)
 	       atomic_exchange_explicit(&nic->round_owner, 1, memory_order_acquire) == 0;
 }
 
-/* The engine thread must own the round to sleep or serve what woke it: application rounds are short. */
+/*
+ * The engine thread must own the round to sleep or serve what woke it:
+ * application rounds are short.  But one may have been preempted mid-round by
+ * this very thread (same CPU): the engine then sleeps a few microseconds rather
+ * than yields.  A yield leaves it behind a thread that spins on memory after
+ * its round for a whole time slice (perftest ib_write_lat -c UC: sched_yield
+ * returned after 2-4 ms, each message waited that long); a sleeper, once its
+ * timer fires, is woken ahead of it.
+ */
 static void soft_round_own(struct soft_nic *nic)
 {
-	for (unsigned i = 1; !soft_round_try_own(nic); i++)
-		soft_backoff(i);
+	for (unsigned i = 1; !soft_round_try_own(nic); i++) {
+		if (i % 64) {
+			soft_cpu_relax();
+		} else {
+			struct timespec ts = {.tv_nsec = SOFT_OWN_SLEEP_NS};
+
+			nanosleep(&ts, NULL);
+		}
+	}
 }
 
 static void soft_round_release(struct soft_nic *nic)
@@ -501,7 +518,8 @@ static void *soft_engine_main(void *arg)
 			idle_since = soft_now_ns();
 		} else if (now - idle_since < nic->spin_ns) {
 			nap_ns = SOFT_APP_WINDOW_NS;
-			if (!soft_apps_busy(nic, now)) {
+			if (!soft_apps_busy(nic, now) &&
+			    !atomic_load_explicit(&nic->n_conns, memory_order_relaxed)) {
 				/* Free when the CPU is ours alone; lets a poster sharing it run. */
 				sched_yield();
 			} else {

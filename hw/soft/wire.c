@@ -70,6 +70,15 @@ struct soft_conn {
 	size_t in_off, in_len, in_cap, out_off, out_len, out_cap; /* in: [in_off, in_len) unparsed */
 	size_t skip;		   /* payload bytes of a dropped packet still to discard as they arrive */
 	struct soft_shm_link link; /* the shared-memory rings it moved onto (shm.h), if it did */
+	/*
+	 * While the move is negotiated (OFFER or ACCEPT sent, this side's ON
+	 * not yet), out[hold_at...] waits: it goes into the ring after ON, or
+	 * on TCP if the move is refused.  Otherwise a sender that keeps TCP
+	 * busy (a stream of 1 MiB WRITEs) would never find the moment to send
+	 * ON, and the connection would stay on TCP for good.
+	 */
+	bool hold;
+	size_t hold_at;
 	struct soft_conn *next;
 };
 
@@ -449,13 +458,32 @@ static void soft_conn_send_on(struct soft_conn *c)
 		atomic_fetch_add_explicit(&c->nic->shm_conns, 1, memory_order_relaxed);
 }
 
+/* Whether the negotiation of the move to the rings is over: nothing held back any more. */
+static void soft_conn_hold_check(struct soft_conn *c)
+{
+	if (c->hold && (c->link.tx || c->link.state == SOFT_SHM_TCP))
+		c->hold = false;
+}
+
+/* Holds what is queued after the CTL packet just queued until the negotiation it opened ends. */
+static void soft_conn_hold_start(struct soft_conn *c)
+{
+	if (c->link.state != SOFT_SHM_OFFERED && c->link.state != SOFT_SHM_ACCEPTED)
+		return;
+	c->hold = true;
+	c->hold_at = c->out_len;
+}
+
 static void soft_conn_flush(struct soft_conn *c)
 {
+	size_t end;
+
 	c->blocked = false;
-	while (soft_conn_ready(c) && c->out_off < c->out_len) {
-		ssize_t n = c->link.tx
-				? soft_conn_ring_write(c, c->out + c->out_off, c->out_len - c->out_off, false)
-				: send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+again:
+	end = c->hold ? c->hold_at : c->out_len;
+	while (soft_conn_ready(c) && c->out_off < end) {
+		ssize_t n = c->link.tx ? soft_conn_ring_write(c, c->out + c->out_off, end - c->out_off, false)
+				       : send(c->fd, c->out + c->out_off, end - c->out_off, MSG_NOSIGNAL);
 
 		if (n > 0) {
 			c->out_off += (size_t)n;
@@ -469,11 +497,16 @@ static void soft_conn_flush(struct soft_conn *c)
 			c->dead = true;
 		}
 	}
+	if (c->out_off == end && c->link.state == SOFT_SHM_WANT_ON && soft_conn_ready(c)) {
+		soft_conn_send_on(c); /* ON leaves before what was held, which then takes the ring */
+		soft_conn_hold_check(c);
+		if (!c->hold && c->out_off < c->out_len && !c->dead)
+			goto again;
+	}
 	if (c->out_off == c->out_len) {
 		c->out_off = c->out_len = 0;
+		c->hold_at = 0;
 		c->urgent = false;
-		if (c->link.state == SOFT_SHM_WANT_ON && soft_conn_ready(c))
-			soft_conn_send_on(c);
 	}
 	soft_conn_watch(c);
 }
@@ -487,6 +520,7 @@ static uint8_t *soft_conn_reserve(struct soft_conn *c, size_t n)
 		if (c->out_off) {
 			memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
 			c->out_len -= c->out_off;
+			c->hold_at -= c->hold_at > c->out_off ? c->out_off : c->hold_at;
 			c->out_off = 0;
 		}
 		while (cap < c->out_len + n)
@@ -538,7 +572,7 @@ static size_t soft_conn_send_direct(struct soft_conn *c, const struct soft_pkt *
 	struct msghdr msg = {.msg_iov = iov};
 	ssize_t n;
 
-	if (!soft_conn_ready(c) || c->out_len > c->out_off)
+	if (!soft_conn_ready(c) || c->out_len > c->out_off || c->hold)
 		return 0;
 	if (c->link.tx) {
 		/* Into the ring, as far as it takes: header, then each segment. */
@@ -668,7 +702,8 @@ void soft_wire_flush(struct soft_nic *nic, bool all)
 	uint64_t now = 0;
 
 	for (struct soft_conn *c = nic->conns; c; c = c->next) {
-		if (c->link.state == SOFT_SHM_WANT_ON && !c->blocked && c->out_len == c->out_off) {
+		if (c->link.state == SOFT_SHM_WANT_ON && !c->blocked &&
+		    c->out_off >= (c->hold ? c->hold_at : c->out_len)) {
 			soft_conn_flush(c); /* ON, which a full socket put off */
 			continue;
 		}
@@ -915,8 +950,11 @@ static void soft_conn_ctl(struct soft_nic *nic, struct soft_conn *c, const struc
 		atomic_fetch_add_explicit(&nic->shm_refused, 1, memory_order_relaxed);
 	if (op == SOFT_SHM_NO && !had && h->opcode == SOFT_SHM_OFFER)
 		atomic_fetch_add_explicit(&nic->shm_refused, 1, memory_order_relaxed);
+	soft_conn_hold_check(c); /* refused: what was held goes on TCP */
 	if (op != SOFT_SHM_NONE)
 		soft_conn_ctl_send(c, op, op == SOFT_SHM_NO ? NULL : &out);
+	if (op == SOFT_SHM_ACCEPT)
+		soft_conn_hold_start(c);
 	if (c->link.state == SOFT_SHM_UP && h->opcode == SOFT_SHM_ON && c->outgoing)
 		atomic_fetch_add_explicit(&nic->shm_conns, 1, memory_order_relaxed);
 	if (c->link.state == SOFT_SHM_WANT_ON)
@@ -1010,9 +1048,10 @@ static bool soft_conn_authenticate(struct soft_nic *nic, struct soft_conn *c, si
 		/* Another process of this user on this host may share memory with us (shm.h). */
 		struct soft_shm_ctl offer;
 
-		if (soft_shm_link_offer(&c->link, nic->shm_probe, &offer) == SOFT_SHM_OFFER)
+		if (soft_shm_link_offer(&c->link, nic->shm_probe, &offer) == SOFT_SHM_OFFER) {
 			soft_conn_ctl_send(c, SOFT_SHM_OFFER, &offer);
-		else
+			soft_conn_hold_start(c);
+		} else
 			atomic_fetch_add_explicit(&nic->shm_refused, 1, memory_order_relaxed);
 	}
 	return true;
