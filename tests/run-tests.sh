@@ -26,9 +26,25 @@ failed_names=()
 logdir=$(mktemp -d /tmp/rdmatool-tests.XXXXXX)
 
 shm_entries() { ls -1 /dev/shm 2>/dev/null | grep '^rdmatool-' | sort; }
-# leftovers BEFORE: entries that appeared since BEFORE and that no live process owns.  A soft wire's
-# segment lives for the moment two devices take to map it (its name is removed then): one of another
-# run's processes (packaging.sh builds two packages at once) is only a leftover if it stays.
+# others_hold ENTRY SECS: a process that has run for more than SECS (so it is older than the test, not
+# one the test left behind) holds /dev/shm/ENTRY or a file in it open or mapped: another run's.
+others_hold() {
+	local f pid age
+	command -v fuser >/dev/null || return 1
+	for f in "/dev/shm/$1" "/dev/shm/$1"/*; do
+		[ -e "$f" ] || continue
+		for pid in $(fuser "$f" 2>/dev/null); do
+			age=$(ps -o etimes= -p "${pid//[^0-9]/}" 2>/dev/null) || continue
+			[ "${age// /}" -gt "$2" ] && return 0
+		done
+	done
+	return 1
+}
+# leftovers BEFORE SECS: entries that appeared since BEFORE (the test ran SECS) and that no live process
+# owns.  A soft wire's segment lives for the moment two devices take to map it (its name is removed
+# then): one of another run's processes (packaging.sh builds two packages at once) is only a leftover
+# if it stays.  One that a process older than the test holds is another run's (a second make check
+# beside this one: its bench's directory).
 leftovers() {
 	local e i
 	for ((i = 0; i < 20; i++)); do
@@ -39,6 +55,7 @@ leftovers() {
 		case "$e" in
 		rdmatool-stats.*) kill -0 "${e#rdmatool-stats.}" 2>/dev/null && continue ;;
 		esac
+		others_hold "$e" "$2" && continue
 		echo "$e"
 	done
 }
@@ -74,7 +91,7 @@ for t in "$@"; do
 	esac
 	rc=$?
 	secs=$(($(date +%s) - start))
-	left=$(leftovers "$before")
+	left=$(leftovers "$before" "$secs")
 	if [ -n "$left" ]; then
 		echo "left behind in /dev/shm: $(echo $left)" >>"$log"
 		(cd /dev/shm && rm -rf $left)
