@@ -6,6 +6,7 @@
 # to the preloaded soft device (lib/via-verbs, device softv0): the path a
 # real NIC takes (make check-verbs).
 # An integration script exits 0 (pass), 77 (skipped: says why) or else (fail).
+# Each test has TEST_TIMEOUT seconds (300; more if it says so), twice that in a sanitizer build.
 # A test that leaves rdmatool files in /dev/shm (a stats segment of a process
 # that is gone, an agent or bench directory) fails, and they are removed.
 set -u
@@ -77,6 +78,8 @@ for t in "$@"; do
 	limit=$TEST_TIMEOUT
 	own=$(case "$t" in *.sh) sed -n 's/^# test-timeout: \([0-9][0-9]*\).*/\1/p' "$t" | head -n 1 ;; esac)
 	[ -n "$own" ] && [ "$own" -gt "$limit" ] && limit=$own
+	# A sanitizer build runs 5-20x slower (make tsan beside other work): twice the time; a hang still ends.
+	[ -n "$RDMATOOL_SANITIZER_RUNTIME" ] && limit=$((limit * 2))
 	case "$t" in
 	*.sh)
 		if [ -n "$via_verbs" ]; then
