@@ -152,12 +152,14 @@ void soft_handle_resp(struct soft_qp *qp, const struct soft_pkt *resp)
 
 /*
  * The wire lost its connection to peer: every RC QP waiting on it fails with
- * RETRY_EXC_ERR, when the request at its head times out (its local ACK
- * timeout, counted from its transmission), as on a NIC whose peer went
- * silent, not at once: a program whose peer finished and left while one of
- * its requests was in flight (ibv_srq_pingpong's last sends) still completes
- * what it was waiting for first.  No retries: nothing can answer them.  A QP
- * with no timer (timeout 0, "forever") fails at once instead of hanging.
+ * RETRY_EXC_ERR when the request at its head has spent the QP's retry budget
+ * (retry_cnt + 1 local ACK timeouts, counted from its transmission), as on a
+ * NIC whose peer went silent, not at once: a program whose peer finished and
+ * left while one of its requests was in flight (ibv_srq_pingpong's last
+ * sends) still completes what it was waiting for first, however slow it is
+ * (a sanitizer build, a loaded machine).  Nothing is resent: nothing can
+ * answer.  A QP with no timer (timeout 0, "forever") fails at once instead
+ * of hanging.
  */
 void soft_peer_lost(struct soft_nic *nic, const union ibv_gid *peer)
 {

@@ -148,11 +148,14 @@ bool soft_qp_progress(struct soft_qp *qp, uint64_t now)
 		bool due = h->sent && h->deadline_ns && now >= h->deadline_ns;
 
 		if (due && h->peer_lost) {
-			soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
-			return false;
-		}
-		if (due && h->wire_waits < SOFT_WIRE_WAITS && qp->attr.ah_attr.is_global &&
-		    soft_wire_in_flight(nic, &qp->attr.ah_attr.grh.dgid)) {
+			/* Nothing can answer a retry, but the QP's retry budget runs out as a NIC's would. */
+			if (h->retries++ >= qp->attr.retry_cnt || !soft_timeout_ns(qp)) {
+				soft_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+				return false;
+			}
+			h->deadline_ns = now + soft_timeout_ns(qp);
+		} else if (due && h->wire_waits < SOFT_WIRE_WAITS && qp->attr.ah_attr.is_global &&
+			   soft_wire_in_flight(nic, &qp->attr.ah_attr.grh.dgid)) {
 			/*
 			 * Not lost, still on its way: a NIC's timer runs from the
 			 * transmission.  A slow or starved peer fills the socket

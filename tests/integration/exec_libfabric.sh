@@ -13,13 +13,15 @@ done
 dir=$(mktemp -d)
 . "$RDMATOOL_TOP/tests/integration/lib/exec_server.sh"
 
-# fi_pair NAME ARGS...: fi_pingpong ARGS as server (-B port) and client (-P port 127.0.0.1).
+# fi_pair NAME ARGS...: fi_pingpong ARGS as server (-B port) and client (-P port 127.0.0.1), 120 s
+# each, twice that in a sanitizer build (the rdm pair under TSan beside other work took longer).
 fi_pair() {
-	local name=$1 port rc=0 src=0
+	local name=$1 port rc=0 src=0 limit=120
 	shift
+	[ -n "${RDMATOOL_SANITIZER_RUNTIME:-}" ] && limit=240
 	port=$(free_port)
-	exec_server_start "$dir/$name.server" "$port" 120 fi_pingpong "$@" -B "$port" || true
-	timeout -k 5 120 "$RDMATOOL" exec -- fi_pingpong "$@" -P "$port" 127.0.0.1 >"$dir/$name.client" 2>&1 || rc=$?
+	exec_server_start "$dir/$name.server" "$port" "$limit" fi_pingpong "$@" -B "$port" || true
+	timeout -k 5 "$limit" "$RDMATOOL" exec -- fi_pingpong "$@" -P "$port" 127.0.0.1 >"$dir/$name.client" 2>&1 || rc=$?
 	exec_server_wait || src=$?
 	if [ "$rc" != 0 ] || [ "$src" != 0 ]; then
 		sed 's/^/  server| /' "$dir/$name.server" >&2

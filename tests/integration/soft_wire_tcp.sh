@@ -4,11 +4,14 @@
 # NIC takes the shared-memory wire by default, so the rest of make check runs there;
 # RDMATOOL_SOFT_SHM=0 keeps every peer on TCP, the wire other hosts and users get.  Only the
 # tests where two processes' NICs talk run again (the time added stays small).
+# test-timeout: 750 (three scripts of at most 240 s each; a sanitizer build doubles both)
 set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
 top=${RDMATOOL_TOP:?run through tests/run-tests.sh}
 build=$top/${BUILD:-build}
 export RDMATOOL_SOFT_SHM=0
+# A sanitizer build is 5-20x slower: each script gets twice the time, as run-tests.sh gives this one.
+[ -n "${RDMATOOL_SANITIZER_RUNTIME:-}" ] && slow=2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
@@ -19,6 +22,6 @@ for t in "$build/tests/test_soft_wire" \
 	"$top/tests/integration/verbs_perftest.sh" "$top/tests/integration/verbs_srq.sh"; do
 	[ -e "$t" ] || fail "$t is missing; run 'make check'"
 	case $t in *.sh) run=(bash "$t") ;; *) run=("$t") ;; esac
-	timeout 240 "${run[@]}" >"$dir/log" 2>&1 || fail "$(basename "$t") with RDMATOOL_SOFT_SHM=0: $(tail -20 "$dir/log")"
+	timeout $((240 * ${slow:-1})) "${run[@]}" >"$dir/log" 2>&1 || fail "$(basename "$t") with RDMATOOL_SOFT_SHM=0: $(tail -20 "$dir/log")"
 done
 echo "ok: the two-process device tests pass on the TCP wire"

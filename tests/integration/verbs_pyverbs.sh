@@ -4,6 +4,7 @@
 # python3-pyverbs; a private copy is unpacked and run.  Any failure or error fails this
 # test; so does a drop in the number passing below PYVERBS_MIN_OK (what soft0 passes
 # today).  The counts and every skip reason are printed for the record.
+# test-timeout: 960 (the two runs' own limits, 600 s and 300 s, come first and say which test hung)
 set -eu
 fail() { echo "FAIL: $*" >&2; exit 1; }
 PYVERBS_MIN_OK=${PYVERBS_MIN_OK:-105}
@@ -18,6 +19,20 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cp -r "$suite" "$dir/tests"
 gunzip -f "$dir"/tests/*.gz
+. "$RDMATOOL_TOP/tests/integration/lib/sanitizer.sh"
+# test_multi_process_alloc_dm forks the test process, whose soft device has its engine thread
+# running, and each child's device starts one of its own.  TSan cannot follow that: it kills the
+# child ("starting new threads after multi-threaded fork is not supported"; with die_after_fork=0,
+# "dup thread with used id"), and the parent then waits for the child's answer forever (the run
+# timed out).  Under TSan that one case is skipped, and says why among the skip reasons.
+case $(sanitizer_runtime "$(dirname "$RDMATOOL")/librdmatool-verbs.so") in
+*libtsan*)
+	sed -i 's/^\( *\)def test_multi_process_alloc_dm(self):/\1@unittest.skip("not under TSan: a forked child of a process with threads cannot start its own")\n&/' \
+		"$dir/tests/test_device.py"
+	grep -q 'not under TSan' "$dir/tests/test_device.py" || fail "test_device.py: test_multi_process_alloc_dm not found to skip under TSan"
+	PYVERBS_MIN_OK=$((PYVERBS_MIN_OK - 1))
+	;;
+esac
 # From here on a sanitizer build's runtime is preloaded (gzip, for one, does not start with TSan's).
 . "$RDMATOOL_TOP/tests/integration/lib/verbs_pair.sh" # verbs_sanitizer_env
 
@@ -33,6 +48,7 @@ echo "skip reasons:"
 sed -n "s/.* \.\.\. skipped '\(.*\)'$/\1/p; s/.* \.\.\. skipped \"\(.*\)\"$/\1/p" "$dir/out" | sort | uniq -c | sort -rn
 if [ "$bad" != 0 ] || [ "$rc" != 0 ]; then
 	grep -E -A20 '^(ERROR|FAIL):' "$dir/out" | head -100 >&2
+	[ "$rc" = 124 ] && { echo "the last lines before the time limit:"; tail -n 15 "$dir/out"; } >&2
 	fail "pyverbs: $bad failures or errors (exit $rc)"
 fi
 [ "$ok" -ge "$PYVERBS_MIN_OK" ] || fail "pyverbs: only $ok pass, soft0 passed $PYVERBS_MIN_OK"
@@ -72,6 +88,7 @@ echo "pyverbs rdmacm on soft0: ok $ok, skipped $skipped, failed or errors $bad (
 sed -n "s/.* \.\.\. skipped '\(.*\)'$/\1/p; s/.* \.\.\. skipped \"\(.*\)\"$/\1/p" "$dir/cm" | sort | uniq -c | sort -rn
 if [ "$bad" != 0 ] || [ "$rc" != 0 ]; then
 	grep -E -A20 '^(ERROR|FAIL):' "$dir/cm" | head -100 >&2
+	[ "$rc" = 124 ] && { echo "the last lines before the time limit:"; tail -n 15 "$dir/cm"; } >&2
 	fail "pyverbs rdmacm: $bad failures or errors (exit $rc)"
 fi
 [ "$ok" -ge "$PYVERBS_CM_MIN_OK" ] || fail "pyverbs rdmacm: only $ok pass, soft0 passed $PYVERBS_CM_MIN_OK"

@@ -371,6 +371,16 @@ static uint64_t error_total(const struct proto_errors *e)
  * read whole without an error, and every rejected one is counted exactly
  * once.
  */
+/*
+ * One thread parsing: nothing for TSan to find, and a TSan build runs it 10x
+ * slower (past the test's time limit on a loaded machine): a fifth of it.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define FUZZ_PARSE_ITERS 12000
+#else
+#define FUZZ_PARSE_ITERS 60000
+#endif
+
 static void test_fuzz_parse(void **state)
 {
 	enum { CAP = PROTO_HEADER_SIZE + 4 + PROTO_CHUNK_SIZE + 3000 + PROTO_EAGER_BUFFER };
@@ -381,7 +391,7 @@ static void test_fuzz_parse(void **state)
 
 	(void)state;
 	rng_seed(&r, 4242, 1);
-	for (int iter = 0; iter < 60000; iter++) {
+	for (int iter = 0; iter < FUZZ_PARSE_ITERS; iter++) {
 		bool large = iter % 4 == 3;
 		int items;
 		size_t len = valid_message(&r, buf, CAP, large, &items);
@@ -427,7 +437,7 @@ static void test_fuzz_parse(void **state)
 		}
 		free(copy);
 	}
-	assert_true(rejected > 15000 && accepted > 5000);
+	assert_true(rejected > FUZZ_PARSE_ITERS / 4 && accepted > FUZZ_PARSE_ITERS / 12);
 	free(buf);
 }
 

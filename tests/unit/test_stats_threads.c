@@ -11,10 +11,12 @@
 #include "core/stats/stats_reader.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WRITERS 4
@@ -23,6 +25,7 @@
 struct shared {
 	struct stats_entry *common;
 	atomic_int writers_left;
+	atomic_int reader_ready; /* the reader took its first snapshot, or gave up */
 	uint64_t reader_snapshots;
 	bool reader_saw_regression;
 	bool reader_failed;
@@ -40,6 +43,21 @@ static void *writer_main(void *arg)
 	char name[STATS_NAME_LEN];
 
 	snprintf(name, sizeof(name), "stripe%d", w->id);
+	/*
+	 * The writers start once the reader is snapshotting: on a loaded machine
+	 * they could otherwise finish before its thread ran at all (no snapshot,
+	 * nothing checked).  A reader that never comes is waited for 60 s.
+	 */
+	struct timespec until, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += 60;
+	while (!atomic_load(&w->sh->reader_ready)) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > until.tv_sec)
+			break;
+		sched_yield();
+	}
 	/* Concurrent adds while the reader is snapshotting. */
 	w->own = stats_entry_add(name, STATS_KIND_STRIPE, w->id);
 	for (int i = 0; i < ITERS; i++) {
@@ -83,9 +101,11 @@ static void *reader_main(void *arg)
 		prev = cur;
 		cur = t;
 		sh->reader_snapshots++;
+		atomic_store(&sh->reader_ready, 1);
 	}
 	stats_reader_close(&r);
 out:
+	atomic_store(&sh->reader_ready, 1);
 	free(prev);
 	free(cur);
 	return NULL;

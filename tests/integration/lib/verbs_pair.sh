@@ -5,7 +5,9 @@
 # starts PROGRAM ARGS -p PORT as the server, waits (at most 20 s) until it listens on PORT,
 # then runs PROGRAM ARGS -p PORT 127.0.0.1 as the client.  Sets $server_rc and $client_rc and
 # leaves the outputs in $dir/NAME.server and $dir/NAME.client.  Both run under `timeout TIMEOUT`:
-# a hang is an exit status of 124, never a stuck test.  Needs $dir and $RDMATOOL.
+# a hang is an exit status of 124, never a stuck test; in a sanitizer build TIMEOUT counts twice
+# (a TSan build beside other work ran ib_send_lat's 200 round trips in 160 s).  Needs $dir and
+# $RDMATOOL.
 # VERBS_PAIR_SERVER_CPU / VERBS_PAIR_CLIENT_CPU, when set, pin each side to that CPU (taskset).
 
 # In a sanitizer build (make asan/tsan) the preload library needs its sanitizer's runtime,
@@ -16,6 +18,7 @@ verbs_sanitizer_env() {
 	local runtime
 	runtime=$(sanitizer_runtime "$(dirname "$RDMATOOL")/librdmatool-verbs.so")
 	if [ -n "$runtime" ]; then
+		VERBS_PAIR_SLOW=2
 		export LD_PRELOAD="$runtime${LD_PRELOAD:+:$LD_PRELOAD}"
 		export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 		# UCX's memory hooks patch malloc and mmap, which the runtime intercepts too: under
@@ -38,7 +41,7 @@ listening() {
 }
 
 verbs_pair() {
-	local name=$1 limit=$2 port i server
+	local name=$1 limit=$(($2 * ${VERBS_PAIR_SLOW:-1})) port i server
 	shift 2
 	port=$(free_port)
 	${VERBS_PAIR_SERVER_CPU:+taskset -c "$VERBS_PAIR_SERVER_CPU"} \
