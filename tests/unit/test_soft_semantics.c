@@ -5,6 +5,7 @@
  * fails on the seeded bug named above it (tests/mutation/NAME.mut).
  */
 #include "tests/unit/soft_fixture.h"
+#include "hw/soft/soft.h"
 
 static void wait_ok(struct ibv_cq *cq, struct ibv_wc *wc)
 {
@@ -219,6 +220,21 @@ static void sqd_still_receives(void **state)
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 }
 
+/* Waits (a deadline, not a speed) until the head send of qp has had an RNR NAK: it is in progress. */
+static void wait_first_rnr_nak(struct ibv_qp *ibqp)
+{
+	struct soft_qp *qp = (struct soft_qp *)ibqp;
+	uint64_t end = fx_now_ms() + 60000;
+	bool nak;
+
+	do {
+		pthread_mutex_lock(&qp->lock);
+		nak = qp->sq[qp->sq_head & qp->sq_mask].rnr_until_ns != 0; /* set by the first RNR NAK */
+		pthread_mutex_unlock(&qp->lock);
+	} while (!nak && fx_now_ms() < end);
+	assert_true(nak);
+}
+
 /*
  * sqd_draining_forgets_rnr: a SEND that waits on RNR NAKs when its QP goes
  * RTS -> SQD is still in progress: sq_draining stays 1 until it completes.
@@ -235,7 +251,8 @@ static void sqd_drains_a_send_waiting_on_rnr(void **state)
 	fx_rc_to_rts(f->a, f->b->qp_num, NULL, 8, 3, 7,
 		     1); /* rnr_retry 7: it waits for as long as it takes */
 	assert_int_equal(fx_post(f->a, IBV_WR_SEND, 1, f->abuf, 8, f->amr->lkey, 0, 0), 0);
-	fx_none(f->scq, 10); /* B has no receive */
+	wait_first_rnr_nak(f->a); /* B has no receive */
+	fx_none(f->scq, 10);
 	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_SQD, .en_sqd_async_notify = 1};
 	assert_int_equal(hw_modify_qp(f->a, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY), 0);
 	fx_none(f->scq, 10);
