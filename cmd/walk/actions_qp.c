@@ -98,6 +98,12 @@ static uint32_t initial_psn(const struct walk_client *c, uint32_t qpn)
 int walk_qp_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey, uint32_t access, int peer,
 		   uint32_t peer_qpn)
 {
+	return walk_qp_to(c, qp, IBV_QPS_RTS, qkey, access, peer, peer_qpn);
+}
+
+int walk_qp_to(struct walk_client *c, struct ibv_qp *qp, enum ibv_qp_state last, uint32_t qkey,
+	       uint32_t access, int peer, uint32_t peer_qpn)
+{
 	static const enum ibv_qp_state to[] = {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS};
 	uint8_t rd_atom = (uint8_t)(c->dattr.max_qp_rd_atom > 0 ? imin(c->dattr.max_qp_rd_atom, 16) : 1);
 	struct ibv_qp_attr a = {.qkey = qkey,
@@ -117,7 +123,7 @@ int walk_qp_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey, uint
 
 	if (peer >= 0)
 		walk_fill_ah_attr(c, peer, &a.ah_attr);
-	for (int k = 1; k < 4 && !rc; k++) {
+	for (int k = 1; k < 4 && to[k - 1] != last && !rc; k++) {
 		a.qp_state = to[k];
 		rc = model_qp_masks(qp->qp_type, to[k - 1], to[k], &req, &opt)
 			 ? hw_modify_qp(qp, &a, req | IBV_QP_STATE)

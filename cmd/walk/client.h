@@ -296,6 +296,9 @@ int walk_do_action(struct walk_client *c, enum walk_action a);
  * requires: a UD QP's Q_Key; a connected QP's access flags and its peer, QP peer_qpn of client `peer`. */
 int walk_qp_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey, uint32_t access, int peer,
 		   uint32_t peer_qpn);
+/* The same up to state `last` (INIT, RTR or RTS). */
+int walk_qp_to(struct walk_client *c, struct ibv_qp *qp, enum ibv_qp_state last, uint32_t qkey,
+	       uint32_t access, int peer, uint32_t peer_qpn);
 void walk_fill_ah_attr(struct walk_client *c, int target, struct ibv_ah_attr *ah); /* toward client target */
 void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st);
 

@@ -145,6 +145,8 @@ void walk_print_report(const struct walk_config *cfg, const struct walk_result *
 		    {"probe_unsignaled", ", unsignaled sends %llu", t->devprobes[2]},
 		    {"probe_cq_notify", ", CQ notifications %llu", t->devprobes[3]},
 		    {"probe_uc", ", UC pairs %llu", t->devprobes[4]},
+		    {"probe_rc", ", RC pairs %llu", t->devprobes[5]},
+		    {"probe_rules", ", verb rules %llu", t->devprobes[6]},
 		    {"probe_qp_access", ", denied by the QP %llu", t->probes[PROBE_QP_ACCESS]},
 		    {"probe_local_sge", ", bad send SGEs %llu", t->probes[PROBE_LOCAL_SGE]},
 		    {"posted_to_err", ", WRs posted to QPs in ERR %llu", t->flush_posts},

@@ -117,7 +117,8 @@ struct walk_stats { /* issued[] .. outbox_full: uint64_t counts only (walk_stats
 	uint64_t wc[ACT_COUNT][WALK_WC_STATUSES];
 	uint64_t wc_other;	      /* a status outside the known enum */
 	uint64_t probes[PROBE_KINDS]; /* --verify probes posted, by kind */
-	uint64_t devprobes[5]; /* --verify device probes: CQ filled, UD send error, unsignaled, notify, UC */
+	uint64_t devprobes[7]; /* --verify device probes: CQ filled, UD send error, unsignaled, notify, UC,
+				  RC, rules */
 	uint64_t flush_posts;  /* --verify: WRs posted to a QP in ERR (they must flush) */
 	uint64_t modifies,
 	    qkey_changes;    /* --verify: random RTS-to-RTS modify_qp calls, and UD Q_Key changes */
