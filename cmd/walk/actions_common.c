@@ -13,6 +13,16 @@ void walk_count_ok(struct walk_client *c, enum walk_action a)
 	c->stats.ok[a]++;
 }
 
+bool walk_created(struct walk_client *c, enum walk_action a, const void *made)
+{
+	c->stats.issued[a]++;
+	if (!made)
+		walk_count_error(c, a, errno);
+	else
+		walk_count_ok(c, a);
+	return made != NULL;
+}
+
 /* ---- eligibility predicates for pick_index ---- */
 
 static bool any_pd(struct walk_client *c, int i, const void *arg)

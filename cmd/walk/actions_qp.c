@@ -197,7 +197,6 @@ int walk_do_create_ud_qp(struct walk_client *c)
 	c->qp[q].state = rc ? QP_ERR : QP_READY; /* ERR: destroy_qp reclaims it */
 	if (!walk_verb_returned(c, ACT_CREATE_UD_QP, "ibv_modify_qp", "a new UD QP, RESET to RTS", rc))
 		return 1;
-	walk_count_ok(c, ACT_CREATE_UD_QP);
 	m.qpn = c->qp[q].qp->qp_num;
 	m.qkey = qkey;
 	walk_broadcast(c, &m);
@@ -250,7 +249,6 @@ int walk_do_modify_qp_error(struct walk_client *c)
 	c->qp[q].state = QP_ERR;
 	c->qp[q].err_since_ns = clock_ns();
 	c->qp[q].err_seq = c->seq;
-	walk_count_ok(c, ACT_MODIFY_QP_ERROR);
 	announce_down(c, q);
 	walk_post_to_err(c, q);
 	return 1;
@@ -323,7 +321,6 @@ int walk_do_destroy_qp(struct walk_client *c)
 	LOG_STEP(c, "destroy_qp qp=%u -> %d", qpn, rc);
 	if (!walk_verb_returned(c, ACT_DESTROY_QP, "ibv_destroy_qp", "a QP without work in flight", rc))
 		return 1;
-	walk_count_ok(c, ACT_DESTROY_QP);
 	return 1;
 }
 
@@ -343,16 +340,12 @@ int walk_do_create_ah(struct walk_client *c)
 	if (c->hint.on && c->hint.peer >= 0 && c->hint.peer < c->clients)
 		target = c->hint.peer;
 	walk_fill_ah_attr(c, target, &attr);
-	c->stats.issued[ACT_CREATE_AH]++;
 	ah = hw_create_ah(c->pd[p].pd, &attr);
 	LOG_STEP(c, "create_ah pd[%d] target=c%d lid=%u -> %s", p, target, attr.dlid, ah ? "ok" : "error");
-	if (!ah) {
-		walk_count_error(c, ACT_CREATE_AH, errno);
+	if (!walk_created(c, ACT_CREATE_AH, ah))
 		return 1;
-	}
 	c->ah[i] = (struct ah_rec){.used = true, .ah = ah, .pd = p, .target = target};
 	c->pd[p].users++;
-	walk_count_ok(c, ACT_CREATE_AH);
 	return 1;
 }
 
@@ -382,6 +375,5 @@ int walk_do_destroy_ah(struct walk_client *c)
 		return 1;
 	c->pd[c->ah[i].pd].users--;
 	c->ah[i].used = false;
-	walk_count_ok(c, ACT_DESTROY_AH);
 	return 1;
 }

@@ -60,6 +60,7 @@ struct walk_devprobe {
 	struct ibv_srq *srq;
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq;
+	struct ibv_cq_ex *cqx; /* now and then the CQ is an extended one, polled by ibv_start_poll(3) */
 	struct ibv_qp *qp[2];
 	struct ibv_ah *ah;
 	struct ibv_qp_cap cap;
@@ -164,19 +165,19 @@ static int post_recv(struct walk_devprobe *d, int qp, uint32_t id)
 	return hw_post_recv(d->qp[qp], &wr, &bad);
 }
 
-/* An 8-byte WR from buffer 0; a broken one through MR 1 (another PD) or 1 to 4 bytes past MR 0's end. */
+/* An 8-byte WR from buffer 0; a broken one through MR 1 (another PD), or 1 to 4 bytes past MR 0's end or
+ * before its start. */
 static uint64_t one(struct walk_devprobe *d, struct ibv_send_wr *wr, struct ibv_sge *sge, uint32_t id,
 		    enum ibv_wr_opcode op, unsigned flags, bool broken)
 {
-	int k = broken && d->other_pd;
+	int k = broken && d->other_pd, r = (int)(d->base >> 8) & 7, off = r & 4 ? 57 + r % 4 : -1 - r % 4;
 	struct model_key key = {.valid = true,
 				.addr = (uintptr_t)d->buf[k],
 				.length = sizeof(d->buf[k]),
 				.access = IBV_ACCESS_LOCAL_WRITE,
 				.pd = (uint32_t)k};
 
-	*sge =
-	    (struct ibv_sge){(uintptr_t)d->buf[k] + (broken && !k ? 57 + d->base % 4 : 0), 8, d->mr[k]->lkey};
+	*sge = (struct ibv_sge){(uintptr_t)d->buf[k] + (broken && !k ? off : 0), 8, d->mr[k]->lkey};
 	*wr = (struct ibv_send_wr){
 	    .wr_id = d->base + id, .sg_list = sge, .num_sge = 1, .opcode = op, .send_flags = flags};
 	wr->imm_data = htobe32(IMM(d, id));
@@ -486,6 +487,29 @@ static bool match(struct walk_client *c, struct walk_devprobe *d, const struct i
 	return true;
 }
 
+/* Up to n completions through ibv_start_poll / ibv_next_poll, as ibv_poll_cq gives them; -1 on an error. */
+static int poll_ex(struct ibv_cq_ex *x, int n, struct ibv_wc *wc)
+{
+	struct ibv_poll_cq_attr pa = {0};
+	int i = 0, rc = ibv_start_poll(x, &pa);
+
+	if (rc)
+		return rc == ENOENT ? 0 : -1;
+	while (rc == 0) {
+		wc[i] = (struct ibv_wc){.wr_id = x->wr_id,
+					.status = x->status,
+					.opcode = ibv_wc_read_opcode(x),
+					.byte_len = ibv_wc_read_byte_len(x),
+					.imm_data = ibv_wc_read_imm_data(x),
+					.qp_num = ibv_wc_read_qp_num(x),
+					.src_qp = ibv_wc_read_src_qp(x),
+					.wc_flags = ibv_wc_read_wc_flags(x)};
+		rc = ++i < n ? ibv_next_poll(x) : ENOENT;
+	}
+	ibv_end_poll(x);
+	return rc == ENOENT ? i : -1;
+}
+
 /* The phase's completions and event: true when it is over (*ok: as predicted), false while it waits. */
 static bool phase_done(struct walk_client *c, struct walk_devprobe *d, bool *ok)
 {
@@ -494,7 +518,9 @@ static bool phase_done(struct walk_client *c, struct walk_devprobe *d, bool *ok)
 	void *ctx;
 	uint64_t now = clock_ns();
 	bool late = now - d->t0 > DEADLINE_NS && ++d->late > LATE_POLLS;
-	int n = d->kind == CQ_FULL && now - d->t0 < SETTLE_NS ? 0 : hw_poll_cq(d->cq, PROBE_EXP, wc);
+	int n = d->kind == CQ_FULL && now - d->t0 < SETTLE_NS ? 0
+		: d->cqx				      ? poll_ex(d->cqx, PROBE_EXP, wc)
+							      : hw_poll_cq(d->cq, PROBE_EXP, wc);
 
 	if (d->hold && now - d->t0 >= RNR_HOLD_NS) {
 		d->hold = false;
@@ -567,8 +593,13 @@ static int create(struct walk_client *c, struct walk_devprobe *d)
 			return -1;
 	if (k == RC && !(d->mr[2] = hw_reg_mr(d->pd[0], d->buf[2], sizeof(d->buf[2]), 0)))
 		return -1;
+	if (k != NOTIFY && rng_bernoulli(&d->rng, 0.5) &&
+	    (d->cqx = ibv_create_cq_ex(c->ctx, &(struct ibv_cq_init_attr_ex){
+						   .cqe = (uint32_t)cqe, .wc_flags = IBV_WC_STANDARD_FLAGS})))
+		d->cq = ibv_cq_ex_to_cq(d->cqx);
 	if ((k == NOTIFY && !(d->ch = hw_create_comp_channel(c->ctx))) ||
-	    !(d->cq = hw_create_cq(c->ctx, cqe, NULL, d->ch, 0)) || (k == CQ_FULL && d->cq->cqe > PROBE_WR))
+	    (!d->cq && !(d->cq = hw_create_cq(c->ctx, cqe, NULL, d->ch, 0))) ||
+	    (k == CQ_FULL && d->cq->cqe > PROBE_WR))
 		return -1;
 	init.send_cq = init.recv_cq = d->cq;
 	if (k == CQ_FULL)

@@ -30,8 +30,8 @@ struct walk_obs {
 
 /* Compares an observation with the model's prediction; a difference is a failure of the run (false). */
 bool walk_oracle(struct walk_client *c, const struct walk_obs *o);
-/* Action a's verb, which the walker's records say must succeed, returned rc (0 or an errno): an error is
- * counted and (--verify) judged.  True if it succeeded. */
+/* Action a's verb, which the walker's records say must succeed, returned rc (0 or an errno): counted, and an
+ * error (--verify) judged.  True if it succeeded. */
 bool walk_verb_returned(struct walk_client *c, enum walk_action a, const char *verb, const char *what,
 			int rc);
 

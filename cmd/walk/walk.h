@@ -98,7 +98,6 @@ enum walk_probe_kind {
 	PROBE_UNALIGNED,    /* an atomic on an address that is not 8-byte aligned: must fail */
 	PROBE_QP_ACCESS,    /* an access the responder QP's access flags do not grant: must fail */
 	PROBE_INV_OTHER_QP, /* SEND_WITH_INV of a type-2 window bound to another QP of the PD: must fail */
-	PROBE_LOCAL_SGE,    /* a SEND from a local SGE outside its MR or through another PD's: LOC_PROT_ERR */
 	PROBE_KINDS
 };
 
