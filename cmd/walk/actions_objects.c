@@ -175,11 +175,7 @@ void walk_rereg_mr(struct walk_client *c)
 		want = model_rereg_mr(flags, bad == 1 ? IBV_ACCESS_REMOTE_WRITE : m->access, bad == 2);
 		rc = hw_rereg_mr(m->mr, flags, NULL, NULL, 0, bad == 1 ? IBV_ACCESS_REMOTE_WRITE : m->access);
 		LOG_STEP(c, "rereg_mr mr[%d] refused (%s) -> %d", i, wrong[bad], rc);
-		walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_VERB,
-						  .verb = "ibv_rereg_mr",
-						  .what = wrong[bad],
-						  .rc = rc,
-						  .want = want ? -1 : 0});
+		walk_judge_verb(c, "ibv_rereg_mr", wrong[bad], rc, want ? -1 : 0);
 		return;
 	}
 	if (walk_outbox_busy(c) || i < 0)
@@ -199,11 +195,7 @@ void walk_rereg_mr(struct walk_client *c)
 	LOG_STEP(c, "rereg_mr mr[%d] flags=%x pd[%d] off=%u len=%u access=%x -> %d lkey=%x rkey=%x", i, flags,
 		 n.pd, n.off, n.len, n.access, rc, m->mr->lkey, m->mr->rkey);
 	c->stats.reregs++;
-	if (!walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_VERB,
-					       .verb = "ibv_rereg_mr",
-					       .what = "an idle MR",
-					       .rc = rc,
-					       .want = model_rereg_mr(flags, n.access, 0)}))
+	if (!walk_judge_verb(c, "ibv_rereg_mr", "an idle MR", rc, model_rereg_mr(flags, n.access, 0)))
 		return; /* the run failed; the records keep what the walk asked before */
 	c->pd[m->pd].users--;
 	c->pd[n.pd].users++;

@@ -234,6 +234,18 @@ bool walk_oracle(struct walk_client *c, const struct walk_obs *o)
 	}
 }
 
+bool walk_judge_verb(struct walk_client *c, const char *verb, const char *what, int rc, int want)
+{
+	return walk_oracle(
+	    c, &(struct walk_obs){WALK_OBS_VERB, .verb = verb, .what = what, .rc = rc, .want = want});
+}
+
+bool walk_judge_attr(struct walk_client *c, const char *attr, const char *what, int got, int want)
+{
+	return walk_oracle(
+	    c, &(struct walk_obs){WALK_OBS_ATTR, .verb = attr, .what = what, .rc = got, .want = want});
+}
+
 bool walk_verb_returned(struct walk_client *c, enum walk_action a, const char *verb, const char *what, int rc)
 {
 	if (!rc) {
@@ -242,7 +254,6 @@ bool walk_verb_returned(struct walk_client *c, enum walk_action a, const char *v
 	}
 	walk_count_error(c, a, rc);
 	if (c->cfg->verify)
-		walk_oracle(c,
-			    &(struct walk_obs){.kind = WALK_OBS_VERB, .verb = verb, .what = what, .rc = rc});
+		walk_judge_verb(c, verb, what, rc, 0);
 	return false;
 }
