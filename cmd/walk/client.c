@@ -163,10 +163,8 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 	}
 	if (w->mr >= 0)
 		c->mr[w->mr].inflight--;
-	if (ok)
-		c->stats.ok[w->action]++;
-	else
-		c->stats.errors[w->action]++;
+	c->stats.ok[w->action] += ok;
+	c->stats.errors[w->action] += !ok;
 	if (c->cfg->verify)
 		walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_WC, .slot = slot, .wc = wc});
 	if (!ok && r->state != QP_ERR) {

@@ -284,10 +284,9 @@ void walk_flush_outbox(struct walk_client *c);
 uint64_t walk_objects_alive(struct walk_client *c);
 void walk_fill_pattern(unsigned char *p, uint32_t len, uint64_t seed);
 void walk_note_key(struct walk_client *c, uint32_t rkey, bool issued);
-/* After removal event `event`: 1 never issued again, 0 issued again, -1 unknown (aged out). */
-int walk_key_removed_since(struct walk_client *c, uint32_t rkey, uint64_t event);
-/* Since issue event `event`: 1 no other event on that key, 0 removed (or issued) since, -1 unknown. */
-int walk_key_live_since(struct walk_client *c, uint32_t rkey, uint64_t event);
+/* Since issue event `event` (issued): 1 no other event on that key, 0 removed (or issued) since; since
+ * removal event `event` (!issued): 1 never issued again, 0 issued again; -1 unknown (aged out). */
+int walk_key_since(struct walk_client *c, uint32_t rkey, uint64_t event, bool issued);
 
 /* actions.c */
 /* Returns 1 done (issued), 0 precondition not met (redraw). */

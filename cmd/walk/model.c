@@ -123,9 +123,7 @@ enum ibv_wc_status model_local_sge(const struct model_key *k, uint32_t pd, uint6
 
 enum ibv_wc_status model_invalidate_mw(int mw_type, bool remote)
 {
-	if (mw_type == 2)
-		return IBV_WC_SUCCESS;
-	return remote ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_LOC_QP_OP_ERR;
+	return mw_type == 2 ? IBV_WC_SUCCESS : remote ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_LOC_QP_OP_ERR;
 }
 
 uint32_t model_ud_qkey(uint32_t dqkey, uint32_t own)

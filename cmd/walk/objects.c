@@ -204,28 +204,16 @@ void walk_note_key(struct walk_client *c, uint32_t rkey, bool issued)
  * removed again looks removed when the hit arrives.  So the hit names the removal it probed, and only an
  * issue of the same value after that removal excuses it.
  */
-int walk_key_live_since(struct walk_client *c, uint32_t rkey, uint64_t event)
+int walk_key_since(struct walk_client *c, uint32_t rkey, uint64_t event, bool issued)
 {
 	uint64_t first = c->nkey_events > KEY_EVENTS ? c->nkey_events - KEY_EVENTS : 0;
 
 	if (event < first || event >= c->nkey_events || c->key_event[event % KEY_EVENTS].rkey != rkey ||
-	    !c->key_event[event % KEY_EVENTS].issued)
+	    c->key_event[event % KEY_EVENTS].issued != issued)
 		return -1;
-	for (uint64_t n = event + 1; n < c->nkey_events; n++)
-		if (c->key_event[n % KEY_EVENTS].rkey == rkey)
-			return 0;
-	return 1;
-}
-
-int walk_key_removed_since(struct walk_client *c, uint32_t rkey, uint64_t event)
-{
-	uint64_t first = c->nkey_events > KEY_EVENTS ? c->nkey_events - KEY_EVENTS : 0;
-
-	if (event < first || event >= c->nkey_events || c->key_event[event % KEY_EVENTS].rkey != rkey ||
-	    c->key_event[event % KEY_EVENTS].issued)
-		return -1;
-	for (uint64_t n = event + 1; n < c->nkey_events; n++)
-		if (c->key_event[n % KEY_EVENTS].rkey == rkey && c->key_event[n % KEY_EVENTS].issued)
+	for (uint64_t n = event + 1; n < c->nkey_events; n++) /* removed: only an issue counts */
+		if (c->key_event[n % KEY_EVENTS].rkey == rkey &&
+		    (issued || c->key_event[n % KEY_EVENTS].issued))
 			return 0;
 	return 1;
 }

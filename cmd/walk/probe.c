@@ -341,7 +341,7 @@ void walk_probe_hit(struct walk_client *c, const struct walk_msg *m)
 	if (m->probe_kind >= PROBE_KINDS)
 		return;
 	if (m->probe_kind == PROBE_REMOVED) {
-		if (walk_key_removed_since(c, m->rkey, m->event) == 1)
+		if (walk_key_since(c, m->rkey, m->event, false) == 1)
 			WALK_FAIL(
 			    c,
 			    "client %d %s through rkey %x addr %llx worked after the key was removed (dereg, "
@@ -350,7 +350,7 @@ void walk_probe_hit(struct walk_client *c, const struct walk_msg *m)
 		return;
 	}
 	/* Excused if the key was removed (and maybe issued again) since the issue the prober saw. */
-	verdict = walk_key_live_since(c, m->rkey, m->event);
+	verdict = walk_key_since(c, m->rkey, m->event, true);
 	if (verdict != 1)
 		return;
 	for (int q = 0; m->probe_kind == PROBE_LAST_BYTE && q < MAX_QP; q++)
