@@ -60,13 +60,6 @@ static void predict(struct walk_client *c, const struct wr_rec *w, const struct 
 		e->statuses = ~0ull;
 }
 
-static const char *wr_name(const struct wr_rec *w)
-{
-	if (w->is_recv)
-		return "receive";
-	return walk_action_names[w->action];
-}
-
 static const char *why_expected(const struct wr_rec *w, const struct qp_rec *r, enum ibv_wc_status st)
 {
 	if (w->expect_flush)
@@ -175,7 +168,7 @@ static bool oracle_wc(struct walk_client *c, uint32_t slot, const struct ibv_wc 
 	predict(c, w, r, wc, &e);
 	ok = model_wc_matches(&e, wc, why, sizeof(why));
 	if (!ok)
-		WALK_FAIL(c, "a %s %s QP %u %s%s", wr_name(w),
+		WALK_FAIL(c, "a %s %s QP %u %s%s", w->is_recv ? "receive" : walk_action_names[w->action],
 			  w->srq_recv ? "posted to an SRQ, taken by" : "posted to", r->qp->qp_num, why,
 			  why_expected(w, r, wc->status));
 	if (!w->is_recv && wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
