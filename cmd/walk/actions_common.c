@@ -317,6 +317,11 @@ int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, s
 	if (rc) {
 		walk_release_wr(c, (uint32_t)slot);
 		walk_count_error(c, a, rc);
+		if (c->cfg->verify) /* room in its queue and CQ, SGEs and inline data within the QP's caps */
+			WALK_FAIL(
+			    c,
+			    "ibv_post_send of a WR the QP's capabilities admit failed: %s; expected success",
+			    strerror(rc));
 		return rc;
 	}
 	c->qp[q].send_inflight++;

@@ -66,7 +66,11 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, const 
 		head = MSG_HDR;
 	}
 	if (small) {
-		len = (uint32_t)rng_range(&c->rng, MSG_HDR, most < MSG_CELL ? most : MSG_CELL);
+		len = (uint32_t)rng_range(&c->rng, MSG_HDR, imin((int)most, MSG_CELL));
+		if (r->cap.max_inline_data >= MSG_HDR &&
+		    (int)r->cap.max_inline_data <= imin((int)most, MSG_CELL) &&
+		    rng_bernoulli(&c->rng, 0.3)) /* now and then exactly the inline limit */
+			len = r->cap.max_inline_data;
 	} else if (!empty) {
 		if ((m = walk_pick_busy_mr(c, r->pd, 1)) < 0)
 			return 0;
