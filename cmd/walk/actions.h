@@ -80,7 +80,6 @@ int walk_remote_access(struct walk_client *c);
 
 /* actions_common.c: counting, eligibility predicates for walk_pick_index, ranges, posting */
 void walk_count_error(struct walk_client *c, enum walk_action a, int err);
-void walk_count_ok(struct walk_client *c, enum walk_action a);
 /* Action a was issued and its create verb returned `made` (NULL: the error is in errno): counted.  True if
  * made. */
 bool walk_created(struct walk_client *c, enum walk_action a, const void *made);

@@ -8,18 +8,13 @@ void walk_count_error(struct walk_client *c, enum walk_action a, int err)
 	LOG_STEP(c, "%s -> error %d (%s)", walk_action_names[a], err, strerror(err));
 }
 
-void walk_count_ok(struct walk_client *c, enum walk_action a)
-{
-	c->stats.ok[a]++;
-}
-
 bool walk_created(struct walk_client *c, enum walk_action a, const void *made)
 {
 	c->stats.issued[a]++;
 	if (!made)
 		walk_count_error(c, a, errno);
 	else
-		walk_count_ok(c, a);
+		c->stats.ok[a]++;
 	return made != NULL;
 }
 

@@ -82,7 +82,7 @@ int walk_do_create_srq(struct walk_client *c)
 	c->srq[i] = (struct srq_rec){true, srq, type, p, cq, 0, 0, init.attr.max_wr, init.attr.max_sge, len};
 	c->pd[p].users++;
 	c->cq[cq].users++;
-	walk_count_ok(c, ACT_CREATE_SRQ);
+	c->stats.ok[ACT_CREATE_SRQ]++;
 	return 1;
 }
 

@@ -241,10 +241,9 @@ bool walk_judge_attr(struct walk_client *c, const char *attr, const char *what, 
 
 bool walk_verb_returned(struct walk_client *c, enum walk_action a, const char *verb, const char *what, int rc)
 {
-	if (!rc) {
-		walk_count_ok(c, a);
+	c->stats.ok[a] += !rc;
+	if (!rc)
 		return true;
-	}
 	walk_count_error(c, a, rc);
 	if (c->cfg->verify)
 		walk_judge_verb(c, verb, what, rc, 0);
