@@ -5,8 +5,6 @@
 
 static const uint32_t rdma_lengths[] = {32u << 10, 64u << 10, 128u << 10, 1u << 20};
 
-/* ---- data path ---- */
-
 /*
  * Immediate data (host order, as the verbs API defines it): random, or with --verify the message length and,
  * on UD, the sender's id, on RC the QP's own sequence of messages with immediate data, so the receiver checks
@@ -17,15 +15,6 @@ uint32_t walk_imm(struct walk_client *c, uint32_t len, int rc_qp)
 	if (!c->cfg->verify)
 		return (uint32_t)rng_next(&c->rng);
 	return len << 8 | (rc_qp >= 0 ? c->qp[rc_qp].tx_imm_seq : (uint32_t)c->id);
-}
-
-static uint32_t pop_credit(struct qp_rec *r)
-{
-	uint32_t bytes = r->credit[r->credit_head];
-
-	r->credit_head = (r->credit_head + 1) % CREDITS;
-	r->credit_count--;
-	return bytes;
 }
 
 /* A key of the peer of RC QP arg (on its PD, or a type-2 window bound to its QP) that it may WRITE to. */
@@ -104,7 +93,8 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, const 
 		wr.num_sge = walk_make_sges(c, c->mr[m].mr->lkey, start, len,
 					    walk_sge_count(c, r->cap.max_send_sge), sge);
 	}
-	pop_credit(r);
+	r->credit_head = (r->credit_head + 1) % CREDITS; /* the credit is spent */
+	r->credit_count--;
 	if (walk_post_send_wr(c, a, q, m, &wr, slot) == 0) {
 		if (wr.send_flags &
 		    IBV_SEND_INLINE) /* ours again once posted: what is sent was taken already */

@@ -4,8 +4,6 @@
 #include "cmd/walk/model.h"
 #include "cmd/walk/oracle.h"
 
-/* ---- QPs and AHs ---- */
-
 static int qp_slot(struct walk_client *c)
 {
 	for (int i = 0; i < MAX_QP; i++)
@@ -93,12 +91,6 @@ static uint32_t initial_psn(const struct walk_client *c, uint32_t qpn)
 	x *= 0xff51afd7ed558ccdull;
 	x ^= x >> 33;
 	return (uint32_t)x & 0xffffff;
-}
-
-int walk_qp_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey, uint32_t access, int peer,
-		   uint32_t peer_qpn)
-{
-	return walk_qp_to(c, qp, IBV_QPS_RTS, qkey, access, peer, peer_qpn);
 }
 
 int walk_qp_to(struct walk_client *c, struct ibv_qp *qp, enum ibv_qp_state last, uint32_t qkey,
@@ -192,7 +184,7 @@ int walk_do_create_ud_qp(struct walk_client *c)
 	/* Q_Keys with the top bit set are privileged (Linux 6.4+): never sample them. */
 	qkey = (uint32_t)rng_next(&c->rng) & 0x7fffffffu;
 	c->qp[q].qkey = qkey;
-	rc = walk_qp_to_rts(c, c->qp[q].qp, qkey, 0, -1, 0);
+	rc = walk_qp_to(c, c->qp[q].qp, IBV_QPS_RTS, qkey, 0, -1, 0);
 	LOG_STEP(c, "create_ud_qp qp=%u srq=%d qkey=%x -> %d", c->qp[q].qp->qp_num, c->qp[q].srq, qkey, rc);
 	c->qp[q].state = rc ? QP_ERR : QP_READY; /* ERR: destroy_qp reclaims it */
 	if (!walk_verb_returned(c, ACT_CREATE_UD_QP, "ibv_modify_qp", "a new UD QP, RESET to RTS", rc))

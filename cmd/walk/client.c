@@ -263,7 +263,7 @@ static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 		c->qp[q].access = (uint32_t)walk_remote_access(c);
 		c->qp[q].peer_access = m->access & QP_ACCESS;
 	}
-	if (q >= 0 && walk_qp_to_rts(c, c->qp[q].qp, 0, c->qp[q].access, m->src, m->qpn) != 0) {
+	if (q >= 0 && walk_qp_to(c, c->qp[q].qp, IBV_QPS_RTS, 0, c->qp[q].access, m->src, m->qpn) != 0) {
 		walk_destroy_qp_rec(c, q);
 		q = -1;
 	}
@@ -301,7 +301,7 @@ static void on_rc_reply(struct walk_client *c, const struct walk_msg *m)
 	r->peer_qpn = m->qpn;
 	r->peer_pd = m->pd_id;
 	r->peer_access = m->access & QP_ACCESS;
-	rc = walk_qp_to_rts(c, c->qp[q].qp, 0, c->qp[q].access, m->src, m->qpn);
+	rc = walk_qp_to(c, c->qp[q].qp, IBV_QPS_RTS, 0, c->qp[q].access, m->src, m->qpn);
 	LOG(c, "c%d rc reply from c%d: qp %u <-> %u -> %d", c->id, m->src, r->qp->qp_num, m->qpn, rc);
 	if (rc) {
 		c->stats.errors[ACT_CREATE_RC_QP_PAIR]++;

@@ -43,9 +43,8 @@
 #define MAX_REMOTE_UD	  (MAX_UD * WALK_MAX_CLIENTS)
 #define MAX_WR		  8192
 #define CREDITS		  32
-#define OUTBOX_SOFT_LIMIT 256
-#define KEY_EVENTS                                                                                           \
-	4096 /* --verify: recent rkey issues and removals */ /* beyond this, actions that publish redraw */
+#define OUTBOX_SOFT_LIMIT 256  /* beyond this, actions that publish redraw */
+#define KEY_EVENTS	  4096 /* --verify: recent rkey issues and removals */
 
 struct cq_rec {
 	bool used;
@@ -291,11 +290,9 @@ int walk_key_since(struct walk_client *c, uint32_t rkey, uint64_t event, bool is
 /* actions.c */
 /* Returns 1 done (issued), 0 precondition not met (redraw). */
 int walk_do_action(struct walk_client *c, enum walk_action a);
-/* RESET -> INIT -> RTR -> RTS, each transition with the attributes the model (model_qp_masks) says it
- * requires: a UD QP's Q_Key; a connected QP's access flags and its peer, QP peer_qpn of client `peer`. */
-int walk_qp_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey, uint32_t access, int peer,
-		   uint32_t peer_qpn);
-/* The same up to state `last` (INIT, RTR or RTS). */
+/* RESET -> INIT -> RTR -> RTS, up to state `last`, each transition with the attributes the model
+ * (model_qp_masks) says it requires: a UD QP's Q_Key; a connected QP's access flags and its peer, QP peer_qpn
+ * of client `peer`. */
 int walk_qp_to(struct walk_client *c, struct ibv_qp *qp, enum ibv_qp_state last, uint32_t qkey,
 	       uint32_t access, int peer, uint32_t peer_qpn);
 void walk_fill_ah_attr(struct walk_client *c, int target, struct ibv_ah_attr *ah); /* toward client target */

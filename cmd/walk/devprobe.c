@@ -2,14 +2,7 @@
 /*
  * --verify device probes: short scripts of phases on objects and a random stream of their own, one at a time
  * per client, the kinds in turn.  The model predicts every completion; a queue completes in order, each WR
- * once.  What each kind checks (rdmatool-walk(1)): CQ_FULL, a CQ filled by exactly its capacity of UD sends;
- * UD_SQE and UNSIGNALED, a chain of UD sends (maybe one breaking a local rule), all signaled or (sq_sig_all
- * 0) some and the last, filling the send queue; NOTIFY, a CQ on a completion channel, armed, solicited_only
- * or not; UC, two UC QPs connected to each other, and what a UC responder drops; RC, two RC QPs connected
- * to each other and one rule of the data path each time (a READ into an MR without local write, a receive
- * one byte short or ending past its MR, a type-1 window's LOCAL_INV, an RNR outlasting 7 retries with
- * rnr_retry 7); RULES, verb returns (a send posted in RTR, an SRQ posted beyond its max_wr) and a UD send
- * with a privileged Q_Key.
+ * once.  What each kind checks is in rdmatool-walk(1) and at each script below.
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"

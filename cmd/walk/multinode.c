@@ -67,7 +67,6 @@ static int wait_table(struct oob_conn *conn, struct walk_peer_addr *peers, int c
 	return -ETIMEDOUT;
 }
 
-/* CPUs this process may run on (a cpuset or taskset limits it below the online count). */
 static int child_main(const struct walk_config *cfg, int id, int port, uint64_t token)
 {
 	struct walk_peer_addr *peers = calloc((size_t)cfg->clients, sizeof(*peers));
@@ -267,9 +266,8 @@ static int hub_accept(struct hub *h, struct oob_listener *l, struct walk_peer_ad
 		for (int i = 0; i < np; i++)
 			fds[1 + i] = (struct pollfd){.fd = oob_conn_fd(pend[i]), .events = POLLIN};
 		n = poll(fds, (nfds_t)(1 + np), 250);
-		if (n == 0) {
+		if (n == 0)
 			rc = hub_child_died(h);
-		}
 		now = clock_ns();
 		for (int i = np - 1; i >= 0; i--) {
 			int ready =
@@ -402,7 +400,6 @@ static void hub_stop(struct hub *h, uint64_t now)
 				 "still running when the walk was stopped; its process was killed");
 }
 
-/* Forwards frames until every client reported its statistics (or died, or went silent). */
 /*
  * Forwards the messages of one frame from client src, batched per destination (one frame to each, not one per
  * message).  A message that is not valid, or claims another source, is dropped.
