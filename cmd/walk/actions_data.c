@@ -96,8 +96,7 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, const 
 	r->credit_head = (r->credit_head + 1) % CREDITS; /* the credit is spent */
 	r->credit_count--;
 	if (walk_post_send_wr(c, a, q, m, &wr, slot) == 0) {
-		if (wr.send_flags &
-		    IBV_SEND_INLINE) /* ours again once posted: what is sent was taken already */
+		if (wr.send_flags & IBV_SEND_INLINE) /* ours again once posted: the data was taken */
 			memset(c->buf + MSG_CELL_OFF(slot), 0xee, len);
 		r->tx_imm_seq += wr.opcode == IBV_WR_SEND_WITH_IMM || k >= 0;
 		c->stats.write_imms += k >= 0;

@@ -241,8 +241,7 @@ int walk_do_dealloc_mw(struct walk_client *c, int type)
 
 	if (walk_count_mw(c, type) <= MIN_MW || walk_outbox_busy(c))
 		return 0;
-	/* Mostly spare the type-2 windows a peer could still invalidate: their keys are SEND_WITH_INV's
-	 * supply. */
+	/* Mostly spare the type-2 windows a peer could still invalidate: SEND_WITH_INV needs their keys. */
 	if (type == 2 && !(c->hint.on && c->hint.mw >= 0) && rng_range(&c->rng, 0, 3))
 		i = walk_pick_index(c, 2 * MAX_MW, mw_spent, &want);
 	if (i < 0 && (i = walk_pick_hinted(c, 2 * MAX_MW, walk_mw_match, &want, c->hint.mw)) < 0)

@@ -45,8 +45,7 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 	qp = hw_create_qp(c->pd[p].pd, &init);
 	if (!qp)
 		return -2;
-	init.cap.max_recv_wr *=
-	    srq < 0; /* on an SRQ, none of its own: recv and the probes never post to it */
+	init.cap.max_recv_wr *= srq < 0; /* on an SRQ, none of its own: recv and probes never post to it */
 	c->qp[i] = (struct qp_rec){.used = true,
 				   .qp = qp,
 				   .type = type,

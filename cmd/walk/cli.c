@@ -237,8 +237,7 @@ int cmd_walk(int argc, const char **argv)
 		       "%s has no type-2 memory windows (IBV_DEVICE_MEM_WINDOW_TYPE_2B): their weights drop "
 		       "to 0",
 		       device);
-	/* Made empty now, so a path that cannot be written is a usage error before the run, not a silent
-	 * loss. */
+	/* Made empty now: an unwritable path is a usage error before the run, not a silent loss. */
 	if (cfg.history_file) {
 		int fd = open(cfg.history_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 

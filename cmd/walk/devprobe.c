@@ -151,8 +151,7 @@ static int post_recv(struct walk_devprobe *d, int qp, uint32_t id)
 	return hw_post_recv(d->qp[qp], &wr, &bad);
 }
 
-/* An 8-byte WR from buffer 0; a broken one through MR 1 (another PD), or 1 to 4 bytes past MR 0's end or
- * before its start. */
+/* An 8-byte WR from buffer 0; a broken one through MR 1 (another PD), or 1-4 bytes past or before MR 0. */
 static uint64_t one(struct walk_devprobe *d, struct ibv_send_wr *wr, struct ibv_sge *sge, uint32_t id,
 		    enum ibv_wr_opcode op, unsigned flags, bool broken)
 {
@@ -408,8 +407,7 @@ static bool next_phase(struct walk_client *c, struct walk_devprobe *d)
 	case UC * 8: /* a READ or atomic refused, then a SEND with no receive posted: dropped */
 		uc_send(c, d, d->bad >= 0 ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_RDMA_READ, 0);
 		return d->phase == 7 || uc_send(c, d, IBV_WR_SEND_WITH_IMM, 0);
-	case UC * 8 +
-	    1: /* a WRITE the rkey refuses (dropped), then one that lands: all before it were taken */
+	case UC * 8 + 1: /* a refused WRITE (dropped), then one that lands: all before it were taken */
 		d->watch = true;
 		return uc_send(c, d, IBV_WR_RDMA_WRITE, 1) && uc_send(c, d, IBV_WR_RDMA_WRITE, 0);
 	case UC * 8 + 2:
@@ -529,8 +527,7 @@ static bool phase_done(struct walk_client *c, struct walk_devprobe *d, bool *ok)
 		d->evented = true;
 		return *ok = cq == d->cq, true;
 	}
-	late = now - d->done_ns > 5 * QUIET_NS &&
-	       ++d->late > LATE_POLLS; /* from the completions: an event is due */
+	late = now - d->done_ns > 5 * QUIET_NS && ++d->late > LATE_POLLS; /* from the completions: one due */
 	if (d->event == EV_MUST && late)
 		fail(c,
 		     "no event within %llu ms of a completion the armed CQ (solicited_only %d) had to signal",

@@ -85,8 +85,7 @@ void walk_msg_fill(struct walk_client *c, int q, uint32_t slot, struct ibv_send_
 	wr->sg_list = sge;
 	wr->num_sge = cell_sges(c, lkey, r->cap.max_send_sge, slot, len, m, start, MSG_HDR, sge);
 	if (m < 0 && len <= r->cap.max_inline_data && rng_bernoulli(&c->rng, 0.5)) {
-		wr->send_flags |=
-		    IBV_SEND_INLINE; /* the data is taken at the post, its lkeys never looked at */
+		wr->send_flags |= IBV_SEND_INLINE; /* taken at the post, its lkeys never looked at */
 		for (int i = 0; i < wr->num_sge; i++)
 			sge[i].lkey = 0;
 	}

@@ -87,8 +87,7 @@ static void resize_cq(struct walk_client *c)
 		 c->cq[i].outstanding, cqe);
 	if (!walk_judge_verb(c, "ibv_resize_cq", what, rc, 0))
 		return;
-	walk_judge_attr(c, "the CQ's cqe", what, imin(c->cq[i].cq->cqe, cqe),
-			cqe); /* at least what was asked */
+	walk_judge_attr(c, "the CQ's cqe", what, imin(c->cq[i].cq->cqe, cqe), cqe); /* at least as asked */
 	c->cq[i].cqe = cqe;
 }
 

@@ -13,8 +13,7 @@ enum walk_obs_kind {
 	WALK_OBS_WC,   /* a completion of WR slot `slot` (still outstanding in the records) */
 	WALK_OBS_VERB, /* verb `verb` on `what` returned `rc`; the model predicted `want` (-1: an error) */
 	WALK_OBS_ATTR, /* attribute `verb` of `what` reads `rc`; the model holds `want` */
-	WALK_OBS_PREDICTED, /* completion `wc` of `what`, outside the WR slots, predicted by the caller's
-			       model */
+	WALK_OBS_PREDICTED, /* completion `wc` of `what`, outside the WR slots, the caller's model's */
 };
 
 struct model_wc;

@@ -211,8 +211,7 @@ static int free_some_mr(struct walk_client *c, int depth)
 		if (best < 0)
 			break;
 		tried[best] = true;
-		if (walk_idle_mr(c, best,
-				 NULL)) /* nothing holds it: deregister it now (free_mr only unbinds) */
+		if (walk_idle_mr(c, best, NULL)) /* nothing holds it: dereg it now (free_mr only unbinds) */
 			return step(c, ACT_DEREG_MR, hint_obj(best, -1, -1), depth);
 		if (free_mr(c, best, depth))
 			return 1;
@@ -481,8 +480,7 @@ static int toward(struct walk_client *c, enum walk_action a, int depth)
 		return srq_toward(c, true, depth);
 	case ACT_POST_SRQ_RECV:
 		return c->dattr.max_srq > 0 ? srq_toward(c, false, depth) : 0;
-	default: /* allocating and deallocating windows: only the cap stops them, each as likely as the other
-		  */
+	default: /* allocating and deallocating windows: only the cap stops them, each as likely */
 		return 0;
 	}
 }

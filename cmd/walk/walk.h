@@ -114,14 +114,12 @@ struct walk_stats { /* issued[] .. outbox_full: uint64_t counts only (walk_stats
 	uint64_t toward[ACT_COUNT]; /* draws served by a step toward the action (toward.c) */
 	uint64_t errors[ACT_COUNT];
 	uint64_t wc[ACT_COUNT][WALK_WC_STATUSES];
-	uint64_t wc_other;	      /* a status outside the known enum */
-	uint64_t probes[PROBE_KINDS]; /* --verify probes posted, by kind */
-	uint64_t devprobes[7]; /* --verify device probes: CQ filled, UD send error, unsignaled, notify, UC,
-				  RC, rules */
-	uint64_t flush_posts;  /* --verify: WRs posted to a QP in ERR (they must flush) */
-	uint64_t modifies,
-	    qkey_changes;    /* --verify: random RTS-to-RTS modify_qp calls, and UD Q_Key changes */
-	uint64_t cq_resizes; /* --verify: ibv_resize_cq of CQs in use */
+	uint64_t wc_other;		      /* a status outside the known enum */
+	uint64_t probes[PROBE_KINDS];	      /* --verify probes posted, by kind */
+	uint64_t devprobes[7];		      /* --verify device probes, by kind (devprobe.c) */
+	uint64_t flush_posts;		      /* --verify: WRs posted to a QP in ERR (they must flush) */
+	uint64_t modifies, qkey_changes;      /* --verify: RTS-to-RTS modify_qp calls, UD Q_Key changes */
+	uint64_t cq_resizes;		      /* --verify: ibv_resize_cq of CQs in use */
 	uint64_t srq_recvs_checked, srq_busy; /* --verify: SRQ receives judged, destroy_srq refused (EBUSY) */
 	uint64_t atomics_checked;	      /* --verify: atomics on owned words whose result was compared */
 	uint64_t msgs_checked, msgs_content_checked; /* --verify: received headers, and payloads compared */
@@ -170,9 +168,8 @@ struct walk_msg {
 	uint32_t bytes;
 	uint64_t addr;
 	uint64_t length;
-	uint64_t event;	 /* ADD/REMOVE_RKEY: the owner's key event of the issue/removal; PROBE_HIT: the probed
-			    one */
-	uint32_t access; /* ADD_RKEY: the remote access flags; PROBE_HIT: the opcode */
+	uint64_t event;	     /* ADD/REMOVE_RKEY: the owner's key event of it; PROBE_HIT: the probed one */
+	uint32_t access;     /* ADD_RKEY: the remote access flags; PROBE_HIT: the opcode */
 	uint32_t probe_kind; /* PROBE_HIT: enum walk_probe_kind */
 };
 
