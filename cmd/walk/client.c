@@ -127,7 +127,7 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 	uint32_t slot = (uint32_t)wc->wr_id, gen = (uint32_t)(wc->wr_id >> 32);
 	struct wr_rec *w;
 	struct qp_rec *r;
-	bool ok = wc->status == IBV_WC_SUCCESS;
+	bool ok = wc->status == IBV_WC_SUCCESS, unknown_qp;
 
 	if (slot >= MAX_WR || !c->wr[slot].busy || c->wr[slot].gen != gen) {
 		LOG(c, "c%d completion for unknown wr=%llx status=%s", c->id, (unsigned long long)wc->wr_id,
@@ -146,9 +146,10 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		c->stats.wc_other++;
 	LOG(c, "c%d cqe %s wr=%llx qp=%u %s", c->id, walk_action_names[w->action],
 	    (unsigned long long)wc->wr_id, wc->qp_num, ibv_wc_status_str(wc->status));
-	if (w->srq_recv && !walk_srq_recv_done(c, slot, wc)) {
-		if (w->mr >= 0)
-			c->mr[w->mr].inflight--;
+	unknown_qp = w->srq_recv && !walk_srq_recv_done(c, slot, wc);
+	if (w->mr >= 0)
+		c->mr[w->mr].inflight--;
+	if (unknown_qp) {
 		walk_release_wr(c, slot);
 		return;
 	}
@@ -161,8 +162,6 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		r->send_inflight--;
 		c->cq[r->scq].outstanding--;
 	}
-	if (w->mr >= 0)
-		c->mr[w->mr].inflight--;
 	c->stats.ok[w->action] += ok;
 	c->stats.errors[w->action] += !ok;
 	if (c->cfg->verify)

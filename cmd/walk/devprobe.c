@@ -621,9 +621,8 @@ static void devprobe_start(struct walk_client *c, struct walk_devprobe *d)
 		return;
 	}
 	c->stats.devprobes[d->kind]++;
-	LOG(c, "c%d #%llu %s: qp=%u bad=%d other_pd=%d solicited_only=%d variant=%d", c->id,
-	    (unsigned long long)c->seq, names[d->kind], d->qp[0]->qp_num, d->bad, d->other_pd, d->sol_only,
-	    d->variant);
+	LOG_STEP(c, "%s: qp=%u bad=%d other_pd=%d solicited_only=%d variant=%d", names[d->kind],
+		 d->qp[0]->qp_num, d->bad, d->other_pd, d->sol_only, d->variant);
 }
 
 void walk_devprobe_step(struct walk_client *c)

@@ -103,9 +103,8 @@ static int post_probe(struct walk_client *c, int q, enum walk_probe_kind kind, e
 		return 1;
 	c->probe_busy = true;
 	c->stats.probes[kind]++;
-	LOG(c, "c%d #%llu probe %s: %s rkey %x of c%d addr %llx len %u qp=%u", c->id,
-	    (unsigned long long)c->seq, probe_names[kind], opcode_name(op), k->rkey, k->owner,
-	    (unsigned long long)raddr, len, c->qp[q].qp->qp_num);
+	LOG_STEP(c, "probe %s: %s rkey %x of c%d addr %llx len %u qp=%u", probe_names[kind], opcode_name(op),
+		 k->rkey, k->owner, (unsigned long long)raddr, len, c->qp[q].qp->qp_num);
 	return 1;
 }
 
@@ -120,8 +119,8 @@ void walk_mark_inv_probe(struct walk_client *c, uint32_t slot, const struct rkey
 	c->wr[slot].probe_addr = k->addr;
 	c->probe_busy = true;
 	c->stats.probes[PROBE_INV_OTHER_QP]++;
-	LOG(c, "c%d #%llu probe SEND_WITH_INV of rkey %x (c%d's window on its QP %u) on qp=%u", c->id,
-	    (unsigned long long)c->seq, k->rkey, k->owner, k->qpn, c->qp[c->wr[slot].qp].qp->qp_num);
+	LOG_STEP(c, "probe SEND_WITH_INV of rkey %x (c%d's window on its QP %u) on qp=%u", k->rkey, k->owner,
+		 k->qpn, c->qp[c->wr[slot].qp].qp->qp_num);
 }
 
 /* After an owner removed an rkey, an access through it must fail with REM_ACCESS_ERR. */
@@ -412,6 +411,5 @@ void walk_post_to_err(struct walk_client *c, int q)
 			walk_release_wr(c, (uint32_t)slot);
 		}
 	}
-	LOG(c, "c%d #%llu posted a send and a receive to qp=%u in ERR: they must flush", c->id,
-	    (unsigned long long)c->seq, r->qp->qp_num);
+	LOG_STEP(c, "posted a send and a receive to qp=%u in ERR: they must flush", r->qp->qp_num);
 }
