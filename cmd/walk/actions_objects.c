@@ -4,8 +4,6 @@
 #include "cmd/walk/model.h"
 #include "cmd/walk/oracle.h"
 
-/* ---- control path ---- */
-
 int walk_do_create_cq(struct walk_client *c)
 {
 	int i, cqe, maxcqe;

@@ -19,15 +19,12 @@ static const char *const CMD = "walk";
 
 static bool parse_bool(const char *s, bool *out)
 {
-	if (!strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "yes")) {
-		*out = true;
-		return true;
-	}
-	if (!strcmp(s, "false") || !strcmp(s, "0") || !strcmp(s, "no")) {
-		*out = false;
-		return true;
-	}
-	return false;
+	bool yes = !strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "yes");
+
+	if (!yes && strcmp(s, "false") && strcmp(s, "0") && strcmp(s, "no"))
+		return false;
+	*out = yes;
+	return true;
 }
 
 /* A whole decimal number in [lo, hi]: no sign, no blank, nothing after it (popt's own ints take ' 5'). */
