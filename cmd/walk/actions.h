@@ -63,8 +63,7 @@ struct qp_want {
 	bool send, recv, credit;
 };
 
-/* A local RC QP that can reach remote memory `k` (walk_qp_reaches), with credit and peer QP access if asked.
- */
+/* A local RC QP that can reach remote memory `k` (walk_qp_reaches), with credit and access if asked. */
 struct reach {
 	const struct rkey_rec *k;
 	bool credit;

@@ -420,8 +420,7 @@ static bool mr_covers_own(struct walk_client *c, int i, const void *arg)
 	return m->used && m->pd == w->pd && m->off <= w->from && m->off + m->len >= w->from + w->len;
 }
 
-/* For a checked operation: a remote key covering cw, a QP reaching it, and a local MR on its PD covering ow.
- */
+/* A checked operation's remote key covering cw, a QP reaching it, and a local MR on its PD covering ow. */
 static bool pick_checked(struct walk_client *c, const struct check_want *cw, struct own_want *ow,
 			 const struct rkey_rec **k, int *q, int *m)
 {

@@ -162,8 +162,6 @@ struct walk_hint {
 	int srq;	     /* a new QP goes on this SRQ (of its type and PD); destroy_srq takes it */
 };
 
-struct walk_shared; /* the orchestrator's view, see run.h */
-
 struct walk_devprobe; /* --verify device probes on objects of their own (devprobe.c) */
 
 struct walk_client {
@@ -228,8 +226,7 @@ struct walk_client {
 	uint64_t nkey_events;
 	uint32_t check_len;
 	uint64_t check_seed;
-	/* --verify: the value of each word this client owns in each peer's buffer (only it operates on them)
-	 */
+	/* --verify: each word this client owns (only it operates on) in each peer's buffer */
 	struct {
 		uint64_t value;
 		bool known;

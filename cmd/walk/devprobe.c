@@ -269,13 +269,10 @@ static bool uc_recv(struct walk_client *c, struct walk_devprobe *d, int opcode)
 	uint32_t id = (uint32_t)d->phase;
 	struct model_wc *e = expect(d, id, MODEL_ST(IBV_WC_SUCCESS), true);
 
-	*e = (struct model_wc){e->statuses,
-			       opcode,
-			       opcode == IBV_WC_RECV ? 8 : 0,
-			       opcode == IBV_WC_RECV ? 8 : MODEL_ANY_LEN,
-			       e->qp_num,
-			       IBV_WC_WITH_IMM,
-			       0};
+	e->opcode = opcode; /* flags_clear stays 0 (a UC receive, model_recv_wc) */
+	e->len_min = opcode == IBV_WC_RECV ? 8 : 0;
+	e->len_max = opcode == IBV_WC_RECV ? 8 : MODEL_ANY_LEN;
+	e->flags_set = IBV_WC_WITH_IMM;
 	d->exp[d->nexp - 1].imm = IMM(d, id);
 	return verb(c, "ibv_post_recv", "a UC QP", post_recv(d, 1, id), 0);
 }

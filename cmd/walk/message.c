@@ -45,8 +45,7 @@ static unsigned char *cell(struct walk_client *c, uint32_t slot)
 	return c->buf + MSG_CELL_OFF(slot);
 }
 
-/* The SGEs of len bytes: all in the slot's cell (m < 0), or its first `head` bytes there, the rest from MR m.
- */
+/* SGEs of len bytes: all in the slot's cell (m < 0), or its first `head` bytes there, the rest from MR m. */
 static int cell_sges(struct walk_client *c, uint32_t lkey, uint32_t max_sge, uint32_t slot, uint32_t len,
 		     int m, uint32_t start, uint32_t head, struct ibv_sge *sge)
 {

@@ -17,8 +17,7 @@
 
 /* ---- the QP state machine ---- */
 
-/* ibv_modify_qp(3): 0 if moving a `type` QP from `cur` to `next` with attr_mask `mask` is legal, else EINVAL.
- */
+/* ibv_modify_qp(3): 0 if moving a `type` QP from `cur` to `next` with `mask` is legal, else EINVAL. */
 int model_modify_qp(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next, int mask);
 /* The attributes a transition requires, and those it also accepts (IBV_QP_STATE excluded); false: illegal. */
 bool model_qp_masks(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next, int *required,
@@ -85,11 +84,6 @@ struct model_wc {
 };
 
 #define MODEL_ST(s) (1ull << (s))
-/* The statuses a peer's life or a previous error may always bring to a connected QP's send. */
-#define MODEL_ST_REMOTE_GONE                                                                                 \
-	(MODEL_ST(IBV_WC_WR_FLUSH_ERR) | MODEL_ST(IBV_WC_RETRY_EXC_ERR) |                                    \
-	 MODEL_ST(IBV_WC_RNR_RETRY_EXC_ERR) | MODEL_ST(IBV_WC_RESP_TIMEOUT_ERR) |                            \
-	 MODEL_ST(IBV_WC_REM_OP_ERR) | MODEL_ST(IBV_WC_REM_ABORT_ERR))
 
 /* The completion a posted send WR earns; racy statuses added by the caller. */
 void model_send_wc(struct model_wc *e, enum ibv_wr_opcode op, uint32_t sge_bytes, uint32_t qp_num);

@@ -352,8 +352,7 @@ static void hub_heartbeat(struct hub *h, uint64_t now, uint64_t *last_sent)
 	for (int i = 0; i < h->n; i++) {
 		if (h->cl[i].gone)
 			continue;
-		/* Heartbeats alone do not prove progress: once the run is over, every report has a deadline.
-		 */
+		/* Heartbeats do not prove progress: once the run is over, every report has a deadline. */
 		if (!h->cl[i].reported && h->go_down_ns &&
 		    now - h->go_down_ns >= (uint64_t)REPORT_TIMEOUT_MS * 1000000ull) {
 			snprintf(did, sizeof(did), "did not report within %d s of the end",

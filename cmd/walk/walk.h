@@ -132,8 +132,7 @@ struct walk_stats { /* issued[] .. outbox_full: uint64_t counts only (walk_stats
 };
 
 void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from);
-/* --verify: a data-path class issued often that never once succeeded is a failure (unless faults were asked).
- */
+/* --verify: a data-path class issued often that never succeeded is a failure (unless faults were asked). */
 void walk_check_classes(const struct walk_config *cfg, struct walk_stats *total);
 void walk_stats_fail(struct walk_stats *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *walk_stats_failure(const struct walk_stats *s, int i);
