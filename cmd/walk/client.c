@@ -479,10 +479,7 @@ static void quiesce_sends(struct walk_client *c, uint64_t timeout_ns)
 	}
 }
 
-/*
- * Serves one owed draw: the next action, round robin, that could not run when drawn and can now.  true if one
- * ran.
- */
+/* Serves the next owed draw (round robin) that can run now; true if one ran. */
 static bool serve_owed(struct walk_client *c)
 {
 	for (int k = 0; k < ACT_COUNT; k++) {
@@ -520,7 +517,7 @@ uint64_t walk_pace_for(int clients, long cpus)
 	return PACE_RUN_NS * (uint64_t)(clients - cpus) / (uint64_t)cpus;
 }
 
-static void one_step(struct walk_client *c, bool lockstep)
+static void one_step(struct walk_client *c)
 {
 	int a = rng_weighted(&c->rng, c->weight, ACT_COUNT);
 
@@ -549,7 +546,7 @@ static void one_step(struct walk_client *c, bool lockstep)
 	poll_all(c);
 	walk_flush_outbox(c);
 	check_flush_deadlines(c);
-	if (lockstep)
+	if (c->lockstep)
 		quiesce_sends(c, 2000000000ULL);
 	else
 		pace(c);
@@ -633,18 +630,16 @@ static void teardown(struct walk_client *c)
 
 int walk_client_run(struct walk_client *c)
 {
-	bool lockstep = c->clients == 1 || c->cfg->steps;
-
-	c->lockstep = lockstep;
 	uint64_t start = clock_ns(), end = start + (uint64_t)c->cfg->duration_s * 1000000000ULL;
 	uint64_t steps = 0;
 
+	c->lockstep = c->clients == 1 || c->cfg->steps;
 	if (bootstrap(c)) {
 		WALK_FAIL(c, "cannot create the minimum objects (CQs, PDs, MRs, MWs)");
 	} else {
 		while (!atomic_load_explicit(c->stop, memory_order_relaxed) &&
 		       (c->cfg->steps ? steps < c->cfg->steps : clock_ns() < end)) {
-			one_step(c, lockstep);
+			one_step(c);
 			steps++;
 			/* the free pages the device's short-lived blocks leave in every thread's heap arena,
 			 * given back now and then (else RSS creeps) */
