@@ -63,8 +63,7 @@ struct qp_want {
 	bool send, recv, credit;
 };
 
-/* A local RC QP that can reach remote memory `k` (walk_qp_reaches), with credit and peer QP access if asked.
- */
+/* A local RC QP that can reach remote memory `k` (walk_qp_reaches), with credit and access if asked. */
 struct reach {
 	const struct rkey_rec *k;
 	bool credit;
@@ -80,7 +79,8 @@ int walk_remote_access(struct walk_client *c);
 
 /* actions_common.c: counting, eligibility predicates for walk_pick_index, ranges, posting */
 void walk_count_error(struct walk_client *c, enum walk_action a, int err);
-void walk_count_ok(struct walk_client *c, enum walk_action a);
+/* Action a was issued and its create verb returned `made` (NULL: error in errno): counted.  True if made. */
+bool walk_created(struct walk_client *c, enum walk_action a, const void *made);
 int walk_pick_pd_for_new(struct walk_client *c);
 int walk_pick_cq_for_new(struct walk_client *c);
 bool walk_any_cq(struct walk_client *c, int i, const void *arg);
@@ -107,8 +107,7 @@ uint32_t walk_choose_range(struct walk_client *c, uint32_t off, uint32_t avail, 
 /* message.c (--verify): message headers in the WR slots' cells, checked on receipt */
 int walk_msg_mr_reg(struct walk_client *c, int p);
 int walk_msg_mr_dereg(struct walk_client *c, int p);
-/* A SEND of len bytes: all in the cell (m < 0, with content) or the header there, the rest from MR m at
- * start. */
+/* A SEND of len bytes: all in the cell (m < 0, with content) or the header there, the rest from MR m. */
 void walk_msg_fill(struct walk_client *c, int q, uint32_t slot, struct ibv_send_wr *wr, uint32_t len, int m,
 		   uint32_t start, struct ibv_sge *sge);
 /* A receive of len bytes (a QP's or an SRQ's on PD pd, up to max_sge SGEs): all in the cell (m < 0) or its

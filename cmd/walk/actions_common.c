@@ -8,9 +8,14 @@ void walk_count_error(struct walk_client *c, enum walk_action a, int err)
 	LOG_STEP(c, "%s -> error %d (%s)", walk_action_names[a], err, strerror(err));
 }
 
-void walk_count_ok(struct walk_client *c, enum walk_action a)
+bool walk_created(struct walk_client *c, enum walk_action a, const void *made)
 {
-	c->stats.ok[a]++;
+	c->stats.issued[a]++;
+	if (!made)
+		walk_count_error(c, a, errno);
+	else
+		c->stats.ok[a]++;
+	return made != NULL;
 }
 
 /* ---- eligibility predicates for pick_index ---- */
@@ -115,11 +120,8 @@ bool walk_qp_match(struct walk_client *c, int i, const void *arg)
 	const struct qp_want *w = arg;
 	const struct qp_rec *r = &c->qp[i];
 
-	if (!r->used || r->type != w->type || r->state != QP_READY)
-		return false;
-	if (w->pd >= 0 && r->pd != w->pd)
-		return false;
-	if (w->credit && !r->credit_count)
+	if (!r->used || r->type != w->type || r->state != QP_READY || (w->pd >= 0 && r->pd != w->pd) ||
+	    (w->credit && !r->credit_count))
 		return false;
 	if (w->recv && r->srq >= 0) /* its receives go to its SRQ (post_srq_recv) */
 		return false;
@@ -307,6 +309,11 @@ int walk_post_send_wr(struct walk_client *c, enum walk_action a, int q, int m, s
 	if (rc) {
 		walk_release_wr(c, (uint32_t)slot);
 		walk_count_error(c, a, rc);
+		if (c->cfg->verify) /* room in its queue and CQ, SGEs and inline data within the QP's caps */
+			WALK_FAIL(
+			    c,
+			    "ibv_post_send of a WR the QP's capabilities admit failed: %s; expected success",
+			    strerror(rc));
 		return rc;
 	}
 	c->qp[q].send_inflight++;
@@ -327,13 +334,10 @@ bool walk_qp_reaches(struct walk_client *c, int i, const void *arg)
 	const struct reach *w = arg;
 	const struct qp_rec *r = &c->qp[i];
 
-	if (!r->used || r->type != IBV_QPT_RC || r->state != QP_READY || r->peer != w->k->owner)
-		return false;
-	if (w->k->kind == 2 ? r->peer_qpn != w->k->qpn : r->peer_pd != w->k->pd_id)
-		return false;
-	if ((w->credit && !r->credit_count) || (r->peer_access & w->access) != w->access)
-		return false;
-	return walk_can_post_send(c, i);
+	return r->used && r->type == IBV_QPT_RC && r->state == QP_READY && r->peer == w->k->owner &&
+	       (w->k->kind == 2 ? r->peer_qpn == w->k->qpn : r->peer_pd == w->k->pd_id) &&
+	       (!w->credit || r->credit_count) && (r->peer_access & w->access) == w->access &&
+	       walk_can_post_send(c, i);
 }
 
 /* Remote address of buffer offset `off` (inside remote region k). */

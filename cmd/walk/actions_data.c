@@ -5,8 +5,6 @@
 
 static const uint32_t rdma_lengths[] = {32u << 10, 64u << 10, 128u << 10, 1u << 20};
 
-/* ---- data path ---- */
-
 /*
  * Immediate data (host order, as the verbs API defines it): random, or with --verify the message length and,
  * on UD, the sender's id, on RC the QP's own sequence of messages with immediate data, so the receiver checks
@@ -17,15 +15,6 @@ uint32_t walk_imm(struct walk_client *c, uint32_t len, int rc_qp)
 	if (!c->cfg->verify)
 		return (uint32_t)rng_next(&c->rng);
 	return len << 8 | (rc_qp >= 0 ? c->qp[rc_qp].tx_imm_seq : (uint32_t)c->id);
-}
-
-static uint32_t pop_credit(struct qp_rec *r)
-{
-	uint32_t bytes = r->credit[r->credit_head];
-
-	r->credit_head = (r->credit_head + 1) % CREDITS;
-	r->credit_count--;
-	return bytes;
 }
 
 /* A key of the peer of RC QP arg (on its PD, or a type-2 window bound to its QP) that it may WRITE to. */
@@ -66,7 +55,11 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, const 
 		head = MSG_HDR;
 	}
 	if (small) {
-		len = (uint32_t)rng_range(&c->rng, MSG_HDR, most < MSG_CELL ? most : MSG_CELL);
+		len = (uint32_t)rng_range(&c->rng, MSG_HDR, imin((int)most, MSG_CELL));
+		if (r->cap.max_inline_data >= MSG_HDR &&
+		    (int)r->cap.max_inline_data <= imin((int)most, MSG_CELL) &&
+		    rng_bernoulli(&c->rng, 0.3)) /* now and then exactly the inline limit */
+			len = r->cap.max_inline_data;
 	} else if (!empty) {
 		if ((m = walk_pick_busy_mr(c, r->pd, 1)) < 0)
 			return 0;
@@ -100,10 +93,10 @@ static int post_rc_send(struct walk_client *c, enum walk_action a, int q, const 
 		wr.num_sge = walk_make_sges(c, c->mr[m].mr->lkey, start, len,
 					    walk_sge_count(c, r->cap.max_send_sge), sge);
 	}
-	pop_credit(r);
+	r->credit_head = (r->credit_head + 1) % CREDITS; /* the credit is spent */
+	r->credit_count--;
 	if (walk_post_send_wr(c, a, q, m, &wr, slot) == 0) {
-		if (wr.send_flags &
-		    IBV_SEND_INLINE) /* ours again once posted: what is sent was taken already */
+		if (wr.send_flags & IBV_SEND_INLINE) /* ours again once posted: the data was taken */
 			memset(c->buf + MSG_CELL_OFF(slot), 0xee, len);
 		r->tx_imm_seq += wr.opcode == IBV_WR_SEND_WITH_IMM || k >= 0;
 		c->stats.write_imms += k >= 0;
@@ -413,14 +406,32 @@ static bool rkey_covers(struct walk_client *c, int i, const void *arg)
 	       (k->access & w->access) == w->access;
 }
 
-static bool mr_covers(struct walk_client *c, int i, const void *arg)
-{
-	const struct mr_want *w = arg;
-	const struct mr_rec *m = &c->mr[i];
-	uint32_t slot_off = SLOT_OFF(c->id);
+/* A local MR on pd covering our own slot's [from, from + len). */
+struct own_want {
+	int pd;
+	uint32_t from, len;
+};
 
-	return m->used && m->pd == w->pd && m->off <= slot_off &&
-	       m->off + m->len >= slot_off + CHECK_SLOT / 2;
+static bool mr_covers_own(struct walk_client *c, int i, const void *arg)
+{
+	const struct own_want *w = arg;
+	const struct mr_rec *m = &c->mr[i];
+
+	return m->used && m->pd == w->pd && m->off <= w->from && m->off + m->len >= w->from + w->len;
+}
+
+/* A checked operation's remote key covering cw, a QP reaching it, and a local MR on its PD covering ow. */
+static bool pick_checked(struct walk_client *c, const struct check_want *cw, struct own_want *ow,
+			 const struct rkey_rec **k, int *q, int *m)
+{
+	int ki = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_covers, cw);
+	struct reach w = {ki >= 0 ? &c->rkeys[ki] : NULL, false, cw->access};
+
+	if (ki < 0 || (*q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
+		return false;
+	*k = w.k;
+	ow->pd = c->qp[*q].pd;
+	return (*m = walk_pick_index(c, MAX_MR, mr_covers_own, ow)) >= 0;
 }
 
 /*
@@ -434,21 +445,13 @@ static int checked_write(struct walk_client *c)
 	struct check_want cw = {slot_off + CHECK_SLOT / 2, slot_off,
 				(uint32_t)rng_range(&c->rng, 8, CHECK_SLOT / 4),
 				IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
+	struct own_want ow = {0, slot_off, CHECK_SLOT / 2};
 	struct ibv_send_wr wr = {.opcode = IBV_WR_RDMA_WRITE};
 	struct ibv_sge srcs[MAX_SGE_USED], dsts[MAX_SGE_USED];
 	const struct rkey_rec *k;
-	struct mr_want mw;
-	struct reach w;
-	int ki, q, m, ws, rs;
+	int q, m, ws, rs;
 
-	if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_covers, &cw)) < 0)
-		return 0;
-	k = &c->rkeys[ki];
-	w = (struct reach){k, false, cw.access};
-	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
-		return 0;
-	mw = (struct mr_want){c->qp[q].pd, 1};
-	if ((m = walk_pick_index(c, MAX_MR, mr_covers, &mw)) < 0 ||
+	if (!pick_checked(c, &cw, &ow, &k, &q, &m) ||
 	    c->qp[q].send_inflight + 2 > (int)c->qp[q].cap.max_send_wr ||
 	    c->cq[c->qp[q].scq].outstanding + 2 > c->cq[c->qp[q].scq].cqe || c->nfree_wr < 2)
 		return 0;
@@ -513,20 +516,6 @@ int walk_do_read_write(struct walk_client *c, enum walk_action a)
 	return 1;
 }
 
-/* A local MR on pd covering our own slot's [from, from + len). */
-struct own_want {
-	int pd;
-	uint32_t from, len;
-};
-
-static bool mr_covers_own(struct walk_client *c, int i, const void *arg)
-{
-	const struct own_want *w = arg;
-	const struct mr_rec *m = &c->mr[i];
-
-	return m->used && m->pd == w->pd && m->off <= w->from && m->off + m->len >= w->from + w->len;
-}
-
 static uint64_t nonzero_other(struct walk_client *c, uint64_t a, uint64_t b)
 {
 	uint64_t v;
@@ -568,20 +557,11 @@ static int checked_atomic(struct walk_client *c, enum walk_action a)
 				 .num_sge = 1};
 	const struct rkey_rec *k;
 	struct ibv_sge sge;
-	struct reach w;
 	uint64_t value, sentinel;
 	bool known;
-	int ki, q, m, slot;
+	int q, m, slot;
 
-	if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, rkey_covers, &cw)) < 0)
-		return 0;
-	k = &c->rkeys[ki];
-	w = (struct reach){k, false, cw.access};
-	if ((q = walk_pick_index(c, MAX_QP, walk_qp_reaches, &w)) < 0)
-		return 0;
-	ow.pd = c->qp[q].pd;
-	if ((m = walk_pick_index(c, MAX_MR, mr_covers_own, &ow)) < 0 ||
-	    (slot = walk_alloc_wr(c, a, q, m, &wr.wr_id)) < 0)
+	if (!pick_checked(c, &cw, &ow, &k, &q, &m) || (slot = walk_alloc_wr(c, a, q, m, &wr.wr_id)) < 0)
 		return 0;
 	value = c->atom[k->owner][word].value;
 	known = c->atom[k->owner][word].known;

@@ -4,8 +4,6 @@
 #include "cmd/walk/model.h"
 #include "cmd/walk/oracle.h"
 
-/* ---- control path ---- */
-
 int walk_do_create_cq(struct walk_client *c)
 {
 	int i, cqe, maxcqe;
@@ -18,14 +16,10 @@ int walk_do_create_cq(struct walk_client *c)
 	/* 50..max_cqe as the original; capped so a huge max_cqe stays affordable. */
 	maxcqe = imin(c->dattr.max_cqe, 1 << 16);
 	cqe = (int)rng_range(&c->rng, 50, (uint64_t)(maxcqe > 50 ? maxcqe : 50));
-	c->stats.issued[ACT_CREATE_CQ]++;
 	cq = hw_create_cq(c->ctx, cqe, NULL, NULL, 0);
-	if (!cq) {
-		walk_count_error(c, ACT_CREATE_CQ, errno);
+	if (!walk_created(c, ACT_CREATE_CQ, cq))
 		return 1;
-	}
 	c->cq[i] = (struct cq_rec){.used = true, .cq = cq, .cqe = cqe};
-	walk_count_ok(c, ACT_CREATE_CQ);
 	LOG_STEP(c, "create_cq cqe=%d -> cq[%d]", cqe, i);
 	return 1;
 }
@@ -42,7 +36,6 @@ int walk_do_destroy_cq(struct walk_client *c)
 	if (!walk_verb_returned(c, ACT_DESTROY_CQ, "ibv_destroy_cq", "an idle CQ", rc))
 		return 1;
 	c->cq[i].used = false;
-	walk_count_ok(c, ACT_DESTROY_CQ);
 	return 1;
 }
 
@@ -55,16 +48,12 @@ int walk_do_alloc_pd(struct walk_client *c)
 		return 0;
 	for (i = 0; c->pd[i].used; i++)
 		;
-	c->stats.issued[ACT_ALLOC_PD]++;
 	pd = hw_alloc_pd(c->ctx);
-	if (!pd) {
-		walk_count_error(c, ACT_ALLOC_PD, errno);
+	if (!walk_created(c, ACT_ALLOC_PD, pd))
 		return 1;
-	}
 	c->pd[i] = (struct pd_rec){.used = true, .pd = pd, .id = ++c->next_pd_id};
 	if (walk_msg_mr_reg(c, i))
 		WALK_FAIL(c, "registering the message cells on a new PD failed: %s", strerror(errno));
-	walk_count_ok(c, ACT_ALLOC_PD);
 	LOG_STEP(c, "alloc_pd -> pd[%d] id=%u", i, c->pd[i].id);
 	return 1;
 }
@@ -82,7 +71,6 @@ int walk_do_dealloc_pd(struct walk_client *c)
 	if (!walk_verb_returned(c, ACT_DEALLOC_PD, "ibv_dealloc_pd", "an unused PD", rc))
 		return 1;
 	c->pd[i].used = false;
-	walk_count_ok(c, ACT_DEALLOC_PD);
 	return 1;
 }
 
@@ -119,15 +107,11 @@ int walk_do_reg_mr(struct walk_client *c)
 	len = (uint32_t)rng_range(&c->rng, 1, BUF_SIZE);
 	off = (uint32_t)rng_range(&c->rng, 0, BUF_SIZE - len);
 	access = (MR_ACCESS & ~REMOTE_ACCESS) | walk_remote_access(c);
-	c->stats.issued[ACT_REG_MR]++;
 	mr = hw_reg_mr(c->pd[p].pd, c->buf + off, len, access);
-	if (!mr) {
-		walk_count_error(c, ACT_REG_MR, errno);
+	if (!walk_created(c, ACT_REG_MR, mr))
 		return 1;
-	}
 	c->mr[i] = (struct mr_rec){.used = true, .mr = mr, .pd = p, .off = off, .len = len, .access = access};
 	c->pd[p].users++;
-	walk_count_ok(c, ACT_REG_MR);
 	LOG_STEP(c, "reg_mr pd[%d] off=%u len=%u access=%x -> lkey=%x rkey=%x event %llu", p, off, len,
 		 access, mr->lkey, mr->rkey, (unsigned long long)c->nkey_events);
 	walk_note_key(c, mr->rkey, true);
@@ -154,7 +138,6 @@ int walk_do_dereg_mr(struct walk_client *c)
 		return 1;
 	c->pd[c->mr[i].pd].users--;
 	c->mr[i].used = false;
-	walk_count_ok(c, ACT_DEREG_MR);
 	walk_note_key(c, rkey, false);
 	send_rkey(c, MSG_REMOVE_RKEY, 0, rkey, pd_id, -1, off, len, c->mr[i].access);
 	return 1;
@@ -190,11 +173,7 @@ void walk_rereg_mr(struct walk_client *c)
 		want = model_rereg_mr(flags, bad == 1 ? IBV_ACCESS_REMOTE_WRITE : m->access, bad == 2);
 		rc = hw_rereg_mr(m->mr, flags, NULL, NULL, 0, bad == 1 ? IBV_ACCESS_REMOTE_WRITE : m->access);
 		LOG_STEP(c, "rereg_mr mr[%d] refused (%s) -> %d", i, wrong[bad], rc);
-		walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_VERB,
-						  .verb = "ibv_rereg_mr",
-						  .what = wrong[bad],
-						  .rc = rc,
-						  .want = want ? -1 : 0});
+		walk_judge_verb(c, "ibv_rereg_mr", wrong[bad], rc, want ? -1 : 0);
 		return;
 	}
 	if (walk_outbox_busy(c) || i < 0)
@@ -214,11 +193,7 @@ void walk_rereg_mr(struct walk_client *c)
 	LOG_STEP(c, "rereg_mr mr[%d] flags=%x pd[%d] off=%u len=%u access=%x -> %d lkey=%x rkey=%x", i, flags,
 		 n.pd, n.off, n.len, n.access, rc, m->mr->lkey, m->mr->rkey);
 	c->stats.reregs++;
-	if (!walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_VERB,
-					       .verb = "ibv_rereg_mr",
-					       .what = "an idle MR",
-					       .rc = rc,
-					       .want = model_rereg_mr(flags, n.access, 0)}))
+	if (!walk_judge_verb(c, "ibv_rereg_mr", "an idle MR", rc, model_rereg_mr(flags, n.access, 0)))
 		return; /* the run failed; the records keep what the walk asked before */
 	c->pd[m->pd].users--;
 	c->pd[n.pd].users++;
@@ -237,15 +212,11 @@ int walk_do_alloc_mw(struct walk_client *c, int type)
 		return 0;
 	for (i = 0; c->mw[i].used; i++)
 		;
-	c->stats.issued[a]++;
 	mw = hw_alloc_mw(c->pd[p].pd, type == 1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
-	if (!mw) {
-		walk_count_error(c, a, errno);
+	if (!walk_created(c, a, mw))
 		return 1;
-	}
 	c->mw[i] = (struct mw_rec){.used = true, .mw = mw, .type = type, .pd = p, .mr = -1, .qp = -1};
 	c->pd[p].users++;
-	walk_count_ok(c, a);
 	LOG_STEP(c, "%s pd[%d] -> mw[%d] rkey=%x", walk_action_names[a], p, i, mw->rkey);
 	return 1;
 }
@@ -268,8 +239,7 @@ int walk_do_dealloc_mw(struct walk_client *c, int type)
 
 	if (walk_count_mw(c, type) <= MIN_MW || walk_outbox_busy(c))
 		return 0;
-	/* Mostly spare the type-2 windows a peer could still invalidate: their keys are SEND_WITH_INV's
-	 * supply. */
+	/* Mostly spare the type-2 windows a peer could still invalidate: SEND_WITH_INV needs their keys. */
 	if (type == 2 && !(c->hint.on && c->hint.mw >= 0) && rng_range(&c->rng, 0, 3))
 		i = walk_pick_index(c, 2 * MAX_MW, mw_spent, &want);
 	if (i < 0 && (i = walk_pick_hinted(c, 2 * MAX_MW, walk_mw_match, &want, c->hint.mw)) < 0)
@@ -291,7 +261,6 @@ int walk_do_dealloc_mw(struct walk_client *c, int type)
 			  (uint32_t)(m->addr - (uintptr_t)c->buf), (uint32_t)m->len, m->access);
 	}
 	m->used = false;
-	walk_count_ok(c, a);
 	return 1;
 }
 

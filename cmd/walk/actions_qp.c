@@ -4,8 +4,6 @@
 #include "cmd/walk/model.h"
 #include "cmd/walk/oracle.h"
 
-/* ---- QPs and AHs ---- */
-
 static int qp_slot(struct walk_client *c)
 {
 	for (int i = 0; i < MAX_QP; i++)
@@ -47,8 +45,7 @@ static int create_qp(struct walk_client *c, enum ibv_qp_type type, int pd)
 	qp = hw_create_qp(c->pd[p].pd, &init);
 	if (!qp)
 		return -2;
-	init.cap.max_recv_wr *=
-	    srq < 0; /* on an SRQ, none of its own: recv and the probes never post to it */
+	init.cap.max_recv_wr *= srq < 0; /* on an SRQ, none of its own: recv and probes never post to it */
 	c->qp[i] = (struct qp_rec){.used = true,
 				   .qp = qp,
 				   .type = type,
@@ -95,8 +92,8 @@ static uint32_t initial_psn(const struct walk_client *c, uint32_t qpn)
 	return (uint32_t)x & 0xffffff;
 }
 
-int walk_qp_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey, uint32_t access, int peer,
-		   uint32_t peer_qpn)
+int walk_qp_to(struct walk_client *c, struct ibv_qp *qp, enum ibv_qp_state last, uint32_t qkey,
+	       uint32_t access, int peer, uint32_t peer_qpn)
 {
 	static const enum ibv_qp_state to[] = {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS};
 	uint8_t rd_atom = (uint8_t)(c->dattr.max_qp_rd_atom > 0 ? imin(c->dattr.max_qp_rd_atom, 16) : 1);
@@ -117,7 +114,7 @@ int walk_qp_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey, uint
 
 	if (peer >= 0)
 		walk_fill_ah_attr(c, peer, &a.ah_attr);
-	for (int k = 1; k < 4 && !rc; k++) {
+	for (int k = 1; k < 4 && to[k - 1] != last && !rc; k++) {
 		a.qp_state = to[k];
 		rc = model_qp_masks(qp->qp_type, to[k - 1], to[k], &req, &opt)
 			 ? hw_modify_qp(qp, &a, req | IBV_QP_STATE)
@@ -186,12 +183,11 @@ int walk_do_create_ud_qp(struct walk_client *c)
 	/* Q_Keys with the top bit set are privileged (Linux 6.4+): never sample them. */
 	qkey = (uint32_t)rng_next(&c->rng) & 0x7fffffffu;
 	c->qp[q].qkey = qkey;
-	rc = walk_qp_to_rts(c, c->qp[q].qp, qkey, 0, -1, 0);
+	rc = walk_qp_to(c, c->qp[q].qp, IBV_QPS_RTS, qkey, 0, -1, 0);
 	LOG_STEP(c, "create_ud_qp qp=%u srq=%d qkey=%x -> %d", c->qp[q].qp->qp_num, c->qp[q].srq, qkey, rc);
 	c->qp[q].state = rc ? QP_ERR : QP_READY; /* ERR: destroy_qp reclaims it */
 	if (!walk_verb_returned(c, ACT_CREATE_UD_QP, "ibv_modify_qp", "a new UD QP, RESET to RTS", rc))
 		return 1;
-	walk_count_ok(c, ACT_CREATE_UD_QP);
 	m.qpn = c->qp[q].qp->qp_num;
 	m.qkey = qkey;
 	walk_broadcast(c, &m);
@@ -244,7 +240,6 @@ int walk_do_modify_qp_error(struct walk_client *c)
 	c->qp[q].state = QP_ERR;
 	c->qp[q].err_since_ns = clock_ns();
 	c->qp[q].err_seq = c->seq;
-	walk_count_ok(c, ACT_MODIFY_QP_ERROR);
 	announce_down(c, q);
 	walk_post_to_err(c, q);
 	return 1;
@@ -317,7 +312,6 @@ int walk_do_destroy_qp(struct walk_client *c)
 	LOG_STEP(c, "destroy_qp qp=%u -> %d", qpn, rc);
 	if (!walk_verb_returned(c, ACT_DESTROY_QP, "ibv_destroy_qp", "a QP without work in flight", rc))
 		return 1;
-	walk_count_ok(c, ACT_DESTROY_QP);
 	return 1;
 }
 
@@ -337,16 +331,12 @@ int walk_do_create_ah(struct walk_client *c)
 	if (c->hint.on && c->hint.peer >= 0 && c->hint.peer < c->clients)
 		target = c->hint.peer;
 	walk_fill_ah_attr(c, target, &attr);
-	c->stats.issued[ACT_CREATE_AH]++;
 	ah = hw_create_ah(c->pd[p].pd, &attr);
 	LOG_STEP(c, "create_ah pd[%d] target=c%d lid=%u -> %s", p, target, attr.dlid, ah ? "ok" : "error");
-	if (!ah) {
-		walk_count_error(c, ACT_CREATE_AH, errno);
+	if (!walk_created(c, ACT_CREATE_AH, ah))
 		return 1;
-	}
 	c->ah[i] = (struct ah_rec){.used = true, .ah = ah, .pd = p, .target = target};
 	c->pd[p].users++;
-	walk_count_ok(c, ACT_CREATE_AH);
 	return 1;
 }
 
@@ -376,6 +366,5 @@ int walk_do_destroy_ah(struct walk_client *c)
 		return 1;
 	c->pd[c->ah[i].pd].users--;
 	c->ah[i].used = false;
-	walk_count_ok(c, ACT_DESTROY_AH);
 	return 1;
 }

@@ -82,7 +82,7 @@ int walk_do_create_srq(struct walk_client *c)
 	c->srq[i] = (struct srq_rec){true, srq, type, p, cq, 0, 0, init.attr.max_wr, init.attr.max_sge, len};
 	c->pd[p].users++;
 	c->cq[cq].users++;
-	walk_count_ok(c, ACT_CREATE_SRQ);
+	c->stats.ok[ACT_CREATE_SRQ]++;
 	return 1;
 }
 
@@ -129,9 +129,8 @@ int walk_do_destroy_srq(struct walk_client *c)
 	LOG_STEP(c, "destroy_srq srq[%d] qps=%d posted=%d -> %d (expected %d)", s, users, c->srq[s].posted,
 		 rc, want);
 	if (c->cfg->verify)
-		walk_oracle(
-		    c, &(struct walk_obs){WALK_OBS_VERB, .verb = "ibv_destroy_srq", .rc = rc, .want = want,
-					  .what = users ? "an SRQ that QPs use" : "an SRQ no QP uses"});
+		walk_judge_verb(c, "ibv_destroy_srq", users ? "an SRQ that QPs use" : "an SRQ no QP uses", rc,
+				want);
 	c->stats.srq_busy += users && rc == EBUSY;
 	c->stats.ok[ACT_DESTROY_SRQ] += rc == want;
 	c->stats.errors[ACT_DESTROY_SRQ] += rc != want;

@@ -19,15 +19,12 @@ static const char *const CMD = "walk";
 
 static bool parse_bool(const char *s, bool *out)
 {
-	if (!strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "yes")) {
-		*out = true;
-		return true;
-	}
-	if (!strcmp(s, "false") || !strcmp(s, "0") || !strcmp(s, "no")) {
-		*out = false;
-		return true;
-	}
-	return false;
+	bool yes = !strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "yes");
+
+	if (!yes && strcmp(s, "false") && strcmp(s, "0") && strcmp(s, "no"))
+		return false;
+	*out = yes;
+	return true;
 }
 
 /* A whole decimal number in [lo, hi]: no sign, no blank, nothing after it (popt's own ints take ' 5'). */
@@ -237,8 +234,7 @@ int cmd_walk(int argc, const char **argv)
 		       "%s has no type-2 memory windows (IBV_DEVICE_MEM_WINDOW_TYPE_2B): their weights drop "
 		       "to 0",
 		       device);
-	/* Made empty now, so a path that cannot be written is a usage error before the run, not a silent
-	 * loss. */
+	/* Made empty now: an unwritable path is a usage error before the run, not a silent loss. */
 	if (cfg.history_file) {
 		int fd = open(cfg.history_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 

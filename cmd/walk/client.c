@@ -127,7 +127,7 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 	uint32_t slot = (uint32_t)wc->wr_id, gen = (uint32_t)(wc->wr_id >> 32);
 	struct wr_rec *w;
 	struct qp_rec *r;
-	bool ok = wc->status == IBV_WC_SUCCESS;
+	bool ok = wc->status == IBV_WC_SUCCESS, unknown_qp;
 
 	if (slot >= MAX_WR || !c->wr[slot].busy || c->wr[slot].gen != gen) {
 		LOG(c, "c%d completion for unknown wr=%llx status=%s", c->id, (unsigned long long)wc->wr_id,
@@ -146,9 +146,10 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		c->stats.wc_other++;
 	LOG(c, "c%d cqe %s wr=%llx qp=%u %s", c->id, walk_action_names[w->action],
 	    (unsigned long long)wc->wr_id, wc->qp_num, ibv_wc_status_str(wc->status));
-	if (w->srq_recv && !walk_srq_recv_done(c, slot, wc)) {
-		if (w->mr >= 0)
-			c->mr[w->mr].inflight--;
+	unknown_qp = w->srq_recv && !walk_srq_recv_done(c, slot, wc);
+	if (w->mr >= 0)
+		c->mr[w->mr].inflight--;
+	if (unknown_qp) {
 		walk_release_wr(c, slot);
 		return;
 	}
@@ -161,12 +162,8 @@ static void handle_wc(struct walk_client *c, const struct ibv_wc *wc)
 		r->send_inflight--;
 		c->cq[r->scq].outstanding--;
 	}
-	if (w->mr >= 0)
-		c->mr[w->mr].inflight--;
-	if (ok)
-		c->stats.ok[w->action]++;
-	else
-		c->stats.errors[w->action]++;
+	c->stats.ok[w->action] += ok;
+	c->stats.errors[w->action] += !ok;
 	if (c->cfg->verify)
 		walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_WC, .slot = slot, .wc = wc});
 	if (!ok && r->state != QP_ERR) {
@@ -265,7 +262,7 @@ static void on_rc_request(struct walk_client *c, const struct walk_msg *m)
 		c->qp[q].access = (uint32_t)walk_remote_access(c);
 		c->qp[q].peer_access = m->access & QP_ACCESS;
 	}
-	if (q >= 0 && walk_qp_to_rts(c, c->qp[q].qp, 0, c->qp[q].access, m->src, m->qpn) != 0) {
+	if (q >= 0 && walk_qp_to(c, c->qp[q].qp, IBV_QPS_RTS, 0, c->qp[q].access, m->src, m->qpn) != 0) {
 		walk_destroy_qp_rec(c, q);
 		q = -1;
 	}
@@ -303,7 +300,7 @@ static void on_rc_reply(struct walk_client *c, const struct walk_msg *m)
 	r->peer_qpn = m->qpn;
 	r->peer_pd = m->pd_id;
 	r->peer_access = m->access & QP_ACCESS;
-	rc = walk_qp_to_rts(c, c->qp[q].qp, 0, c->qp[q].access, m->src, m->qpn);
+	rc = walk_qp_to(c, c->qp[q].qp, IBV_QPS_RTS, 0, c->qp[q].access, m->src, m->qpn);
 	LOG(c, "c%d rc reply from c%d: qp %u <-> %u -> %d", c->id, m->src, r->qp->qp_num, m->qpn, rc);
 	if (rc) {
 		c->stats.errors[ACT_CREATE_RC_QP_PAIR]++;
@@ -482,10 +479,7 @@ static void quiesce_sends(struct walk_client *c, uint64_t timeout_ns)
 	}
 }
 
-/*
- * Serves one owed draw: the next action, round robin, that could not run when drawn and can now.  true if one
- * ran.
- */
+/* Serves the next owed draw (round robin) that can run now; true if one ran. */
 static bool serve_owed(struct walk_client *c)
 {
 	for (int k = 0; k < ACT_COUNT; k++) {
@@ -523,7 +517,7 @@ uint64_t walk_pace_for(int clients, long cpus)
 	return PACE_RUN_NS * (uint64_t)(clients - cpus) / (uint64_t)cpus;
 }
 
-static void one_step(struct walk_client *c, bool lockstep)
+static void one_step(struct walk_client *c)
 {
 	int a = rng_weighted(&c->rng, c->weight, ACT_COUNT);
 
@@ -552,7 +546,7 @@ static void one_step(struct walk_client *c, bool lockstep)
 	poll_all(c);
 	walk_flush_outbox(c);
 	check_flush_deadlines(c);
-	if (lockstep)
+	if (c->lockstep)
 		quiesce_sends(c, 2000000000ULL);
 	else
 		pace(c);
@@ -636,18 +630,16 @@ static void teardown(struct walk_client *c)
 
 int walk_client_run(struct walk_client *c)
 {
-	bool lockstep = c->clients == 1 || c->cfg->steps;
-
-	c->lockstep = lockstep;
 	uint64_t start = clock_ns(), end = start + (uint64_t)c->cfg->duration_s * 1000000000ULL;
 	uint64_t steps = 0;
 
+	c->lockstep = c->clients == 1 || c->cfg->steps;
 	if (bootstrap(c)) {
 		WALK_FAIL(c, "cannot create the minimum objects (CQs, PDs, MRs, MWs)");
 	} else {
 		while (!atomic_load_explicit(c->stop, memory_order_relaxed) &&
 		       (c->cfg->steps ? steps < c->cfg->steps : clock_ns() < end)) {
-			one_step(c, lockstep);
+			one_step(c);
 			steps++;
 			/* the free pages the device's short-lived blocks leave in every thread's heap arena,
 			 * given back now and then (else RSS creeps) */

@@ -43,9 +43,8 @@
 #define MAX_REMOTE_UD	  (MAX_UD * WALK_MAX_CLIENTS)
 #define MAX_WR		  8192
 #define CREDITS		  32
-#define OUTBOX_SOFT_LIMIT 256
-#define KEY_EVENTS                                                                                           \
-	4096 /* --verify: recent rkey issues and removals */ /* beyond this, actions that publish redraw */
+#define OUTBOX_SOFT_LIMIT 256  /* beyond this, actions that publish redraw */
+#define KEY_EVENTS	  4096 /* --verify: recent rkey issues and removals */
 
 struct cq_rec {
 	bool used;
@@ -163,8 +162,6 @@ struct walk_hint {
 	int srq;	     /* a new QP goes on this SRQ (of its type and PD); destroy_srq takes it */
 };
 
-struct walk_shared; /* the orchestrator's view, see run.h */
-
 struct walk_devprobe; /* --verify device probes on objects of their own (devprobe.c) */
 
 struct walk_client {
@@ -229,8 +226,7 @@ struct walk_client {
 	uint64_t nkey_events;
 	uint32_t check_len;
 	uint64_t check_seed;
-	/* --verify: the value of each word this client owns in each peer's buffer (only it operates on them)
-	 */
+	/* --verify: each word this client owns (only it operates on) in each peer's buffer */
 	struct {
 		uint64_t value;
 		bool known;
@@ -284,18 +280,18 @@ void walk_flush_outbox(struct walk_client *c);
 uint64_t walk_objects_alive(struct walk_client *c);
 void walk_fill_pattern(unsigned char *p, uint32_t len, uint64_t seed);
 void walk_note_key(struct walk_client *c, uint32_t rkey, bool issued);
-/* After removal event `event`: 1 never issued again, 0 issued again, -1 unknown (aged out). */
-int walk_key_removed_since(struct walk_client *c, uint32_t rkey, uint64_t event);
-/* Since issue event `event`: 1 no other event on that key, 0 removed (or issued) since, -1 unknown. */
-int walk_key_live_since(struct walk_client *c, uint32_t rkey, uint64_t event);
+/* Since issue event `event` (issued): 1 no other event on that key, 0 removed (or issued) since; since
+ * removal event `event` (!issued): 1 never issued again, 0 issued again; -1 unknown (aged out). */
+int walk_key_since(struct walk_client *c, uint32_t rkey, uint64_t event, bool issued);
 
 /* actions.c */
 /* Returns 1 done (issued), 0 precondition not met (redraw). */
 int walk_do_action(struct walk_client *c, enum walk_action a);
-/* RESET -> INIT -> RTR -> RTS, each transition with the attributes the model (model_qp_masks) says it
- * requires: a UD QP's Q_Key; a connected QP's access flags and its peer, QP peer_qpn of client `peer`. */
-int walk_qp_to_rts(struct walk_client *c, struct ibv_qp *qp, uint32_t qkey, uint32_t access, int peer,
-		   uint32_t peer_qpn);
+/* RESET -> INIT -> RTR -> RTS, up to state `last`, each transition with the attributes the model
+ * (model_qp_masks) says it requires: a UD QP's Q_Key; a connected QP's access flags and its peer, QP peer_qpn
+ * of client `peer`. */
+int walk_qp_to(struct walk_client *c, struct ibv_qp *qp, enum ibv_qp_state last, uint32_t qkey,
+	       uint32_t access, int peer, uint32_t peer_qpn);
 void walk_fill_ah_attr(struct walk_client *c, int target, struct ibv_ah_attr *ah); /* toward client target */
 void walk_atomic_check_done(struct walk_client *c, enum ibv_wc_status st);
 

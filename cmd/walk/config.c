@@ -28,21 +28,17 @@ int walk_action_from_name(const char *name)
 
 int walk_preset(const char *name, uint32_t *weight)
 {
+	bool control = strcmp(name, "control") == 0;
+
 	memcpy(weight, default_weight, sizeof(default_weight));
 	if (strcmp(name, "default") == 0)
 		return 0;
-	if (strcmp(name, "control") == 0) {
-		for (size_t i = 0; i < sizeof(data_path) / sizeof(data_path[0]); i++)
-			weight[data_path[i]] = 0;
-		return 0;
-	}
-	if (strcmp(name, "rdma") == 0) {
-		/* Enough control actions to keep objects churning, 5x the traffic. */
-		for (size_t i = 0; i < sizeof(data_path) / sizeof(data_path[0]); i++)
-			weight[data_path[i]] *= 5;
-		return 0;
-	}
-	return -1;
+	if (!control && strcmp(name, "rdma"))
+		return -1;
+	/* control: no data path; rdma: enough control actions to keep objects churning, 5x the traffic. */
+	for (size_t i = 0; i < sizeof(data_path) / sizeof(data_path[0]); i++)
+		weight[data_path[i]] = control ? 0 : weight[data_path[i]] * 5;
+	return 0;
 }
 
 int walk_apply_weight(const char *spec, uint32_t *weight, char *why, size_t why_len)
@@ -86,13 +82,8 @@ bool walk_drop_type2(uint32_t *weight)
 
 bool walk_msg_valid(const struct walk_msg *m, int clients)
 {
-	if (m->type < MSG_ADD_RKEY || m->type >= MSG_TYPE_MAX)
-		return false;
-	if (m->src >= clients || m->dst >= clients)
-		return false;
-	if ((m->type == MSG_ADD_RKEY || m->type == MSG_REMOVE_RKEY) && m->kind > 2)
-		return false;
-	return true;
+	return m->type >= MSG_ADD_RKEY && m->type < MSG_TYPE_MAX && m->src < clients && m->dst < clients &&
+	       (m->kind <= 2 || (m->type != MSG_ADD_RKEY && m->type != MSG_REMOVE_RKEY));
 }
 
 /* Every field from issued[] to outbox_full is a uint64_t count (walk.h): they add up. */
@@ -141,13 +132,11 @@ void walk_stats_fail(struct walk_stats *s, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (s->nfailures >= WALK_MAX_FAILURES) {
-		s->nfailures++;
-		return;
+	if (s->nfailures < WALK_MAX_FAILURES) { /* beyond: only counted */
+		va_start(ap, fmt);
+		vsnprintf(s->failures + WALK_FAILURE_LEN * s->nfailures, WALK_FAILURE_LEN, fmt, ap);
+		va_end(ap);
 	}
-	va_start(ap, fmt);
-	vsnprintf(s->failures + WALK_FAILURE_LEN * s->nfailures, WALK_FAILURE_LEN, fmt, ap);
-	va_end(ap);
 	s->nfailures++;
 }
 

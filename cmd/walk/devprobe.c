@@ -2,10 +2,7 @@
 /*
  * --verify device probes: short scripts of phases on objects and a random stream of their own, one at a time
  * per client, the kinds in turn.  The model predicts every completion; a queue completes in order, each WR
- * once.  What each kind checks (rdmatool-walk(1)): CQ_FULL, a CQ filled by exactly its capacity of UD sends;
- * UD_SQE and UNSIGNALED, a chain of UD sends (maybe one breaking a local rule), all signaled or (sq_sig_all
- * 0) some and the last, filling the send queue; NOTIFY, a CQ on a completion channel, armed, solicited_only
- * or not; UC, two UC QPs connected to each other, and what a UC responder drops.
+ * once.  What each kind checks is in rdmatool-walk(1) and at each script below.
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"
@@ -27,30 +24,41 @@
 #define RQ_BIT	     0x80u /* in a wr_id: a receive */
 #define UC_PATTERN   0x5a
 #define IMM(d, i)    ((uint32_t)(d)->base ^ (i))
+#define RNR_HOLD_NS  (50 * 1000000ull) /* RC_RNR: far more than 8 RNR timers of 0.64 ms */
 
-enum { CQ_FULL, UD_SQE, UNSIGNALED, NOTIFY, UC, KINDS };
+enum { CQ_FULL, UD_SQE, UNSIGNALED, NOTIFY, UC, RC, RULES, KINDS };
+enum { RC_READ, RC_SHORT, RC_PAST, RC_INV1, RC_RNR, RC_VARIANTS }; /* RC: the rule tried */
 enum { EV_NONE, EV_MUST, EV_NEVER };
 
-static const char *const names[KINDS] = {
-    "probe of a CQ filled to its capacity", "probe of a UD send error (SQE)",
-    "probe of unsignaled sends (sq_sig_all 0)", "probe of CQ notification (a completion channel)",
-    "probe of a UC QP pair"};
+static const char *const names[KINDS] = {"probe of a CQ filled to its capacity",
+					 "probe of a UD send error (SQE)",
+					 "probe of unsignaled sends (sq_sig_all 0)",
+					 "probe of CQ notification (a completion channel)",
+					 "probe of a UC QP pair",
+					 "probe of an RC QP pair",
+					 "probe of verb rules"};
 
 struct walk_devprobe {
 	struct rng rng; /* its own stream: the walk's stays the same */
 	uint64_t next_ns, next_step;
 	unsigned started;
 	bool on, other_pd, sol_only, evented, watch; /* watch: UC, the phase waits for its WRITE to land */
+	bool hold; /* RC_RNR: the receive is posted RNR_HOLD_NS after the send */
 	int kind, phase, nexp, seen, next[2], late, event, bad; /* bad: the broken WR (-1: none) */
+	int variant;						/* RC: the rule tried */
+	uint32_t dqkey; /* a UD send's remote Q_Key (0: the probe's own) */
 	struct ibv_pd *pd[2];
-	struct ibv_mr *mr[2]; /* MR i on PD i; MR 0 also takes remote writes */
+	struct ibv_mr *mr[3]; /* MR i on PD i; MR 0 also takes remote writes; RC: MR 2 on PD 0 is read-only */
+	struct ibv_mw *mw;
+	struct ibv_srq *srq;
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq;
+	struct ibv_cq_ex *cqx; /* now and then the CQ is an extended one, polled by ibv_start_poll(3) */
 	struct ibv_qp *qp[2];
 	struct ibv_ah *ah;
 	struct ibv_qp_cap cap;
 	uint64_t base, t0, done_ns;
-	unsigned char buf[2][64];
+	unsigned char buf[3][64];
 	struct {
 		uint64_t id;
 		struct model_wc e;
@@ -68,6 +76,12 @@ static void devprobe_free(struct walk_devprobe *d)
 			hw_destroy_qp(d->qp[i]);
 	if (d->ah)
 		hw_destroy_ah(d->ah);
+	if (d->mw)
+		hw_dealloc_mw(d->mw);
+	if (d->srq)
+		hw_destroy_srq(d->srq);
+	if (d->mr[2])
+		hw_dereg_mr(d->mr[2]);
 	if (d->cq)
 		hw_destroy_cq(d->cq);
 	if (d->ch)
@@ -106,20 +120,13 @@ static void state_is(struct walk_client *c, struct ibv_qp *qp, enum ibv_qp_state
 	struct ibv_qp_init_attr init;
 
 	if (hw_query_qp(qp, &attr, IBV_QP_STATE, &init) == 0)
-		walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_ATTR,
-						  .verb = "the state",
-						  .what = what,
-						  .rc = attr.qp_state,
-						  .want = (int)want});
+		walk_judge_attr(c, "the state", what, attr.qp_state, (int)want);
 }
 
 /* A verb's return against the model's `want` (0, or -1: an error); true if it returned 0. */
 static bool verb(struct walk_client *c, const char *name, const char *what, int rc, int want)
 {
-	return walk_oracle(c,
-			   &(struct walk_obs){
-			       .kind = WALK_OBS_VERB, .verb = name, .what = what, .rc = rc, .want = want}) &&
-	       !rc;
+	return walk_judge_verb(c, name, what, rc, want) && !rc;
 }
 
 /* Chained UD sends to the other QP, or to our own with another Q_Key (dropped: the receives stay). */
@@ -131,7 +138,7 @@ static int post_ud(struct walk_devprobe *d, struct ibv_send_wr *wr, uint32_t n)
 		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
 		wr[i].wr.ud.ah = d->ah;
 		wr[i].wr.ud.remote_qpn = d->qp[d->qp[1] != NULL]->qp_num;
-		wr[i].wr.ud.remote_qkey = d->qp[1] ? QKEY : QKEY ^ 1;
+		wr[i].wr.ud.remote_qkey = d->dqkey ? d->dqkey : d->qp[1] ? QKEY : QKEY ^ 1;
 	}
 	return hw_post_send(d->qp[0], wr, &bad);
 }
@@ -144,19 +151,18 @@ static int post_recv(struct walk_devprobe *d, int qp, uint32_t id)
 	return hw_post_recv(d->qp[qp], &wr, &bad);
 }
 
-/* An 8-byte WR from buffer 0; a broken one through MR 1 (another PD) or 1 to 4 bytes past MR 0's end. */
+/* An 8-byte WR from buffer 0; a broken one through MR 1 (another PD), or 1-4 bytes past or before MR 0. */
 static uint64_t one(struct walk_devprobe *d, struct ibv_send_wr *wr, struct ibv_sge *sge, uint32_t id,
 		    enum ibv_wr_opcode op, unsigned flags, bool broken)
 {
-	int k = broken && d->other_pd;
+	int k = broken && d->other_pd, r = (int)(d->base >> 8) & 7, off = r & 4 ? 57 + r % 4 : -1 - r % 4;
 	struct model_key key = {.valid = true,
 				.addr = (uintptr_t)d->buf[k],
 				.length = sizeof(d->buf[k]),
 				.access = IBV_ACCESS_LOCAL_WRITE,
 				.pd = (uint32_t)k};
 
-	*sge =
-	    (struct ibv_sge){(uintptr_t)d->buf[k] + (broken && !k ? 57 + d->base % 4 : 0), 8, d->mr[k]->lkey};
+	*sge = (struct ibv_sge){(uintptr_t)d->buf[k] + (broken && !k ? off : 0), 8, d->mr[k]->lkey};
 	*wr = (struct ibv_send_wr){
 	    .wr_id = d->base + id, .sg_list = sge, .num_sge = 1, .opcode = op, .send_flags = flags};
 	wr->imm_data = htobe32(IMM(d, id));
@@ -263,13 +269,10 @@ static bool uc_recv(struct walk_client *c, struct walk_devprobe *d, int opcode)
 	uint32_t id = (uint32_t)d->phase;
 	struct model_wc *e = expect(d, id, MODEL_ST(IBV_WC_SUCCESS), true);
 
-	*e = (struct model_wc){e->statuses,
-			       opcode,
-			       opcode == IBV_WC_RECV ? 8 : 0,
-			       opcode == IBV_WC_RECV ? 8 : MODEL_ANY_LEN,
-			       e->qp_num,
-			       IBV_WC_WITH_IMM,
-			       0};
+	e->opcode = opcode; /* flags_clear stays 0 (a UC receive, model_recv_wc) */
+	e->len_min = opcode == IBV_WC_RECV ? 8 : 0;
+	e->len_max = opcode == IBV_WC_RECV ? 8 : MODEL_ANY_LEN;
+	e->flags_set = IBV_WC_WITH_IMM;
 	d->exp[d->nexp - 1].imm = IMM(d, id);
 	return verb(c, "ibv_post_recv", "a UC QP", post_recv(d, 1, id), 0);
 }
@@ -282,6 +285,101 @@ static void uc_check(struct walk_client *c, struct walk_devprobe *d, bool landed
 		fail(c, "a WRITE through an rkey without remote write changed its memory");
 	for (int i = 0; i < 2; i++)
 		state_is(c, d->qp[i], IBV_QPS_RTS, "a UC QP whose messages the responder dropped");
+}
+
+/* RC: one rule of the data path, its completions predicted; all but RC_RNR end the QPs in ERR. */
+static bool rc_rule(struct walk_client *c, struct walk_devprobe *d)
+{
+	struct model_key k = {true, (uintptr_t)d->buf[0], sizeof(d->buf[0]), IBV_ACCESS_LOCAL_WRITE, 0, 0};
+	struct ibv_sge sge, rsge = {(uintptr_t)d->buf[0] + 8, 56, d->mr[0]->lkey};
+	struct ibv_recv_wr rwr = {.wr_id = d->base + RQ_BIT, .sg_list = &rsge, .num_sge = 1}, *rbad;
+	struct ibv_mw_bind b = {.wr_id = d->base, .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_send_wr wr, *bad;
+	uint64_t rst = IBV_WC_SUCCESS, any_err = ~MODEL_ST(IBV_WC_SUCCESS);
+	struct model_wc *e;
+
+	one(d, &wr, &sge, 0, IBV_WR_SEND, IBV_SEND_SIGNALED, false);
+	switch (d->variant) {
+	case RC_READ: /* into an MR without local write */
+		k.addr = sge.addr = (uintptr_t)d->buf[2];
+		k.access = 0;
+		sge.lkey = d->mr[2]->lkey;
+		wr.opcode = IBV_WR_RDMA_READ;
+		wr.wr.rdma.remote_addr = (uintptr_t)d->buf[0];
+		wr.wr.rdma.rkey = d->mr[0]->rkey;
+		expect(d, 0, MODEL_ST(model_local_sge(&k, 0, sge.addr, sge.length, true)), false)->opcode =
+		    IBV_WC_RDMA_READ;
+		return verb(c, "ibv_post_send", "an RC QP (a READ)", hw_post_send(d->qp[0], &wr, &bad), 0);
+	case RC_INV1: /* a LOCAL_INV of a bound type-1 window */
+		if (!(d->mw = hw_alloc_mw(d->pd[0], IBV_MW_TYPE_1)))
+			return false; /* no type-1 windows: not a finding */
+		b.bind_info =
+		    (struct ibv_mw_bind_info){d->mr[0], (uintptr_t)d->buf[0], 64, IBV_ACCESS_REMOTE_WRITE};
+		e = expect(d, 0, 0, false);
+		model_send_wc(e, IBV_WR_BIND_MW, 0, d->qp[0]->qp_num);
+		if (!verb(c, "ibv_bind_mw", "a type-1 window", hw_bind_mw(d->qp[0], d->mw, &b), 0))
+			return false;
+		wr = (struct ibv_send_wr){.wr_id = d->base + 1,
+					  .opcode = IBV_WR_LOCAL_INV,
+					  .send_flags = IBV_SEND_SIGNALED,
+					  .invalidate_rkey = d->mw->rkey};
+		rst = model_invalidate_mw(1, false);
+		expect(d, 1, rst ? any_err : MODEL_ST(rst), false)->opcode = IBV_WC_LOCAL_INV;
+		return verb(c, "ibv_post_send", "an RC QP (a LOCAL_INV)", hw_post_send(d->qp[0], &wr, &bad),
+			    0);
+	case RC_SHORT: /* a receive one byte shorter than the SEND */
+		rsge.length = sge.length - 1;
+		rst = model_recv_fits(rsge.length, sge.length);
+		break;
+	case RC_PAST: /* a receive SGE ending one byte past its MR */
+		sge.length = rsge.length = sizeof(d->buf[0]) - 56 + 1;
+		rsge.addr = (uintptr_t)d->buf[0] + 56;
+		rst = model_local_sge(&k, 0, rsge.addr, rsge.length, true);
+		break;
+	default: /* RC_RNR: the receive comes after 8 RNR timers (rnr_retry 7: retried for ever) */
+		d->hold = true;
+	}
+	if (!d->hold && !verb(c, "ibv_post_recv", "an RC QP", hw_post_recv(d->qp[1], &rwr, &rbad), 0))
+		return false;
+	expect(d, 0, rst ? any_err : MODEL_ST(rst), false);
+	e = expect(d, 0, MODEL_ST(rst), true);
+	e->len_min = e->len_max = sge.length;
+	return verb(c, "ibv_post_send", "an RC QP", hw_post_send(d->qp[0], &wr, &bad), 0);
+}
+
+/* RULES: verb returns on a UD QP in RTS (qp 0), one in RTR (qp 1) and an SRQ; a privileged Q_Key's send. */
+static bool rules(struct walk_client *c, struct walk_devprobe *d)
+{
+	struct ibv_srq_init_attr si = {.attr = {.max_wr = (uint32_t)rng_range(&d->rng, 1, 16), .max_sge = 1}};
+	struct ibv_sge sge, rsge = {(uintptr_t)d->buf[0] + 8, 56, d->mr[0]->lkey};
+	struct ibv_recv_wr rwr = {.sg_list = &rsge, .num_sge = 1}, *rbad;
+	struct ibv_send_wr wr, *bad;
+	int rc = 0;
+	char what[96];
+
+	one(d, &wr, &sge, 1, IBV_WR_SEND, IBV_SEND_SIGNALED, false);
+	wr.wr.ud.ah = d->ah;
+	wr.wr.ud.remote_qpn = d->qp[0]->qp_num;
+	wr.wr.ud.remote_qkey = QKEY;
+	verb(c, "ibv_post_send", "a UD QP in RTR (the send queue starts in RTS)",
+	     hw_post_send(d->qp[1], &wr, &bad), model_can_post_send(IBV_QPS_RTR) ? 0 : -1);
+	if ((d->srq = hw_create_srq(d->pd[0], &si)) && hw_query_srq(d->srq, &si.attr) == 0)
+		for (uint32_t n = 0; n <= si.attr.max_wr && !rc; n++) {
+			snprintf(what, sizeof(what), "an SRQ of max_wr %u holding %u receives",
+				 si.attr.max_wr, n);
+			rc = hw_post_srq_recv(d->srq, &rwr, &rbad);
+			if (!walk_judge_verb(c, "ibv_post_srq_recv", what, rc,
+					     model_post_srq_recv(n, si.attr.max_wr) ? -1 : 0))
+				return false;
+		}
+	d->dqkey = 0x80000000u | (uint32_t)rng_range(&d->rng, 0, 0xffffff);
+	if (!verb(c, "ibv_post_recv", "a UD QP in RTR", post_recv(d, 1, 2), 0))
+		return false;
+	expect(d, 2, MODEL_ST(IBV_WC_SUCCESS), false);
+	if (model_ud_qkey(d->dqkey, QKEY) == QKEY) /* the receiver's: it must arrive */
+		expect(d, 2, MODEL_ST(IBV_WC_SUCCESS), true);
+	one(d, &wr, &sge, 2, IBV_WR_SEND, IBV_SEND_SIGNALED, false);
+	return verb(c, "ibv_post_send", "a UD QP, with a privileged remote Q_Key", post_ud(d, &wr, 1), 0);
 }
 
 /* The next phase of the script: false when it is over. */
@@ -306,8 +404,7 @@ static bool next_phase(struct walk_client *c, struct walk_devprobe *d)
 	case UC * 8: /* a READ or atomic refused, then a SEND with no receive posted: dropped */
 		uc_send(c, d, d->bad >= 0 ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_RDMA_READ, 0);
 		return d->phase == 7 || uc_send(c, d, IBV_WR_SEND_WITH_IMM, 0);
-	case UC * 8 +
-	    1: /* a WRITE the rkey refuses (dropped), then one that lands: all before it were taken */
+	case UC * 8 + 1: /* a refused WRITE (dropped), then one that lands: all before it were taken */
 		d->watch = true;
 		return uc_send(c, d, IBV_WR_RDMA_WRITE, 1) && uc_send(c, d, IBV_WR_RDMA_WRITE, 0);
 	case UC * 8 + 2:
@@ -316,6 +413,10 @@ static bool next_phase(struct walk_client *c, struct walk_devprobe *d)
 	case UC * 8 + 3:
 		uc_check(c, d, true);
 		return uc_recv(c, d, IBV_WC_RECV) && uc_send(c, d, IBV_WR_SEND_WITH_IMM, 0);
+	case RC * 8:
+		return rc_rule(c, d);
+	case RULES * 8:
+		return rules(c, d);
 	default:
 		return false;
 	}
@@ -358,6 +459,29 @@ static bool match(struct walk_client *c, struct walk_devprobe *d, const struct i
 	return true;
 }
 
+/* Up to n completions through ibv_start_poll / ibv_next_poll, as ibv_poll_cq gives them; -1 on an error. */
+static int poll_ex(struct ibv_cq_ex *x, int n, struct ibv_wc *wc)
+{
+	struct ibv_poll_cq_attr pa = {0};
+	int i = 0, rc = ibv_start_poll(x, &pa);
+
+	if (rc)
+		return rc == ENOENT ? 0 : -1;
+	while (rc == 0) {
+		wc[i] = (struct ibv_wc){.wr_id = x->wr_id,
+					.status = x->status,
+					.opcode = ibv_wc_read_opcode(x),
+					.byte_len = ibv_wc_read_byte_len(x),
+					.imm_data = ibv_wc_read_imm_data(x),
+					.qp_num = ibv_wc_read_qp_num(x),
+					.src_qp = ibv_wc_read_src_qp(x),
+					.wc_flags = ibv_wc_read_wc_flags(x)};
+		rc = ++i < n ? ibv_next_poll(x) : ENOENT;
+	}
+	ibv_end_poll(x);
+	return rc == ENOENT ? i : -1;
+}
+
 /* The phase's completions and event: true when it is over (*ok: as predicted), false while it waits. */
 static bool phase_done(struct walk_client *c, struct walk_devprobe *d, bool *ok)
 {
@@ -366,7 +490,16 @@ static bool phase_done(struct walk_client *c, struct walk_devprobe *d, bool *ok)
 	void *ctx;
 	uint64_t now = clock_ns();
 	bool late = now - d->t0 > DEADLINE_NS && ++d->late > LATE_POLLS;
-	int n = d->kind == CQ_FULL && now - d->t0 < SETTLE_NS ? 0 : hw_poll_cq(d->cq, PROBE_EXP, wc);
+	int n = d->kind == CQ_FULL && now - d->t0 < SETTLE_NS ? 0
+		: d->cqx				      ? poll_ex(d->cqx, PROBE_EXP, wc)
+							      : hw_poll_cq(d->cq, PROBE_EXP, wc);
+
+	if (d->hold && now - d->t0 >= RNR_HOLD_NS) {
+		d->hold = false;
+		if (!verb(c, "ibv_post_recv", "an RC QP whose peer's SEND waits on RNR", post_recv(d, 1, 0),
+			  0))
+			return *ok = false, true;
+	}
 
 	for (int i = 0; i < n && *ok; i++)
 		*ok = match(c, d, &wc[i]);
@@ -391,8 +524,7 @@ static bool phase_done(struct walk_client *c, struct walk_devprobe *d, bool *ok)
 		d->evented = true;
 		return *ok = cq == d->cq, true;
 	}
-	late = now - d->done_ns > 5 * QUIET_NS &&
-	       ++d->late > LATE_POLLS; /* from the completions: an event is due */
+	late = now - d->done_ns > 5 * QUIET_NS && ++d->late > LATE_POLLS; /* from the completions: one due */
 	if (d->event == EV_MUST && late)
 		fail(c,
 		     "no event within %llu ms of a completion the armed CQ (solicited_only %d) had to signal",
@@ -412,8 +544,11 @@ static bool phase_done(struct walk_client *c, struct walk_devprobe *d, bool *ok)
 static int create(struct walk_client *c, struct walk_devprobe *d)
 {
 	int k = d->kind, cqe = k == CQ_FULL ? (int)rng_range(&d->rng, 1, PROBE_WR) : PROBE_EXP, rc = 0;
+	int rc_access = k == RC ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND : 0;
 	struct ibv_qp_init_attr init = {
-	    .qp_type = k == UC ? IBV_QPT_UC : IBV_QPT_UD,
+	    .qp_type = k == UC	 ? IBV_QPT_UC
+		       : k == RC ? IBV_QPT_RC
+				 : IBV_QPT_UD,
 	    .sq_sig_all = k != UNSIGNALED,
 	    .cap = {.max_send_wr = k == UNSIGNALED ? (uint32_t)rng_range(&d->rng, 2, 16) : PROBE_WR,
 		    .max_recv_wr = (uint32_t)rng_range(&d->rng, 1, PROBE_WR),
@@ -423,11 +558,19 @@ static int create(struct walk_client *c, struct walk_devprobe *d)
 
 	for (int i = 0; i < 2; i++)
 		if (!(d->pd[i] = hw_alloc_pd(c->ctx)) ||
-		    !(d->mr[i] = hw_reg_mr(d->pd[i], d->buf[i], sizeof(d->buf[i]),
-					   IBV_ACCESS_LOCAL_WRITE | (i ? 0 : IBV_ACCESS_REMOTE_WRITE))))
+		    !(d->mr[i] =
+			  hw_reg_mr(d->pd[i], d->buf[i], sizeof(d->buf[i]),
+				    IBV_ACCESS_LOCAL_WRITE | (i ? 0 : IBV_ACCESS_REMOTE_WRITE | rc_access))))
 			return -1;
+	if (k == RC && !(d->mr[2] = hw_reg_mr(d->pd[0], d->buf[2], sizeof(d->buf[2]), 0)))
+		return -1;
+	if (k != NOTIFY && rng_bernoulli(&d->rng, 0.5) &&
+	    (d->cqx = ibv_create_cq_ex(c->ctx, &(struct ibv_cq_init_attr_ex){
+						   .cqe = (uint32_t)cqe, .wc_flags = IBV_WC_STANDARD_FLAGS})))
+		d->cq = ibv_cq_ex_to_cq(d->cqx);
 	if ((k == NOTIFY && !(d->ch = hw_create_comp_channel(c->ctx))) ||
-	    !(d->cq = hw_create_cq(c->ctx, cqe, NULL, d->ch, 0)) || (k == CQ_FULL && d->cq->cqe > PROBE_WR))
+	    (!d->cq && !(d->cq = hw_create_cq(c->ctx, cqe, NULL, d->ch, 0))) ||
+	    (k == CQ_FULL && d->cq->cqe > PROBE_WR))
 		return -1;
 	init.send_cq = init.recv_cq = d->cq;
 	if (k == CQ_FULL)
@@ -437,8 +580,9 @@ static int create(struct walk_client *c, struct walk_devprobe *d)
 			return -1;
 	for (int i = 0; i < (k >= NOTIFY ? 2 : 1); i++)
 		if (!verb(c, "ibv_modify_qp", "a new QP to RTS, with the attributes each transition requires",
-			  walk_qp_to_rts(c, d->qp[i], QKEY, IBV_ACCESS_REMOTE_WRITE, k == UC ? c->id : -1,
-					 d->qp[!i] ? d->qp[!i]->qp_num : 0),
+			  walk_qp_to(c, d->qp[i], k == RULES && i ? IBV_QPS_RTR : IBV_QPS_RTS, QKEY,
+				     IBV_ACCESS_REMOTE_WRITE | (rc_access & IBV_ACCESS_REMOTE_READ),
+				     k == UC || k == RC ? c->id : -1, d->qp[!i] ? d->qp[!i]->qp_num : 0),
 			  0))
 			return -1;
 	d->cap = init.cap;
@@ -450,7 +594,7 @@ static int create(struct walk_client *c, struct walk_devprobe *d)
 	walk_fill_ah_attr(c, c->id, &ah);
 	if (k == NOTIFY && (rc = hw_req_notify_cq(d->cq, d->sol_only)) == 0 && event_ready(d))
 		fail(c, "an event on a CQ armed (solicited_only %d) with no completion in it", d->sol_only);
-	return rc || (k != UC && !(d->ah = hw_create_ah(d->pd[0], &ah))) ? -1 : 0;
+	return rc || (k != UC && k != RC && !(d->ah = hw_create_ah(d->pd[0], &ah))) ? -1 : 0;
 }
 
 static void devprobe_start(struct walk_client *c, struct walk_devprobe *d)
@@ -462,18 +606,20 @@ static void devprobe_start(struct walk_client *c, struct walk_devprobe *d)
 		   (d->kind != UD_SQE && rng_bernoulli(&d->rng, d->kind == NOTIFY ? .75 : .5)));
 	d->other_pd = rng_bernoulli(&d->rng, 0.5);
 	d->sol_only = rng_bernoulli(&d->rng, 0.5);
-	d->evented = false;
+	d->evented = d->hold = false;
+	d->variant = (int)rng_range(&d->rng, 0, RC_VARIANTS - 1);
+	d->dqkey = 0;
 	d->on = true;
+	memset(d->buf, 0, sizeof(d->buf));
 	memset(d->buf[1], UC_PATTERN, sizeof(d->buf[1]));
-	memset(d->buf[0], 0, sizeof(d->buf[0]));
 	walk_fill_pattern(d->buf[0], 8, d->base);
 	if (create(c, d) || !next_phase(c, d)) { /* a device may refuse a resource: not a finding */
 		devprobe_free(d);
 		return;
 	}
 	c->stats.devprobes[d->kind]++;
-	LOG(c, "c%d #%llu %s: qp=%u bad=%d other_pd=%d solicited_only=%d", c->id, (unsigned long long)c->seq,
-	    names[d->kind], d->qp[0]->qp_num, d->bad, d->other_pd, d->sol_only);
+	LOG_STEP(c, "%s: qp=%u bad=%d other_pd=%d solicited_only=%d variant=%d", names[d->kind],
+		 d->qp[0]->qp_num, d->bad, d->other_pd, d->sol_only, d->variant);
 }
 
 void walk_devprobe_step(struct walk_client *c)

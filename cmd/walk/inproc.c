@@ -118,8 +118,7 @@ int walk_run_inproc(const struct walk_config *cfg, struct walk_result *res, cons
 					    .stop = &walk_stop,
 					    .barrier = thread_barrier,
 					    .barrier_arg = &barrier};
-		err = walk_client_open(&c[i]);
-		if (err) {
+		if ((err = walk_client_open(&c[i]))) {
 			rc = run_error(cmd, "client %d cannot open device %s: %s; check 'rdmatool devices'",
 				       i, cfg->device ? cfg->device : "(default)", strerror(-err));
 			n = i + 1;
@@ -147,13 +146,12 @@ int walk_run_inproc(const struct walk_config *cfg, struct walk_result *res, cons
 		res->per_client[i] = c[i].stats;
 		walk_stats_merge(&res->total, &c[i].stats);
 	}
-	if (res->total.nfailures || atomic_load(&walk_stop_signal) || cfg->history_file)
-		for (int i = 0; i < n; i++) {
-			if (res->total.nfailures || atomic_load(&walk_stop_signal))
-				walk_history_dump(&c[i].hist, STDERR_FILENO, i);
-			if (cfg->history_file)
-				walk_write_history_file(cfg->history_file, &c[i].hist, i);
-		}
+	for (int i = 0; i < n; i++) {
+		if (res->total.nfailures || atomic_load(&walk_stop_signal))
+			walk_history_dump(&c[i].hist, STDERR_FILENO, i);
+		if (cfg->history_file)
+			walk_write_history_file(cfg->history_file, &c[i].hist, i);
+	}
 	walk_register_crash_histories(NULL, 0);
 close:
 	pthread_barrier_destroy(&barrier);

@@ -45,8 +45,7 @@ static unsigned char *cell(struct walk_client *c, uint32_t slot)
 	return c->buf + MSG_CELL_OFF(slot);
 }
 
-/* The SGEs of len bytes: all in the slot's cell (m < 0), or its first `head` bytes there, the rest from MR m.
- */
+/* SGEs of len bytes: all in the slot's cell (m < 0), or its first `head` bytes there, the rest from MR m. */
 static int cell_sges(struct walk_client *c, uint32_t lkey, uint32_t max_sge, uint32_t slot, uint32_t len,
 		     int m, uint32_t start, uint32_t head, struct ibv_sge *sge)
 {
@@ -85,8 +84,7 @@ void walk_msg_fill(struct walk_client *c, int q, uint32_t slot, struct ibv_send_
 	wr->sg_list = sge;
 	wr->num_sge = cell_sges(c, lkey, r->cap.max_send_sge, slot, len, m, start, MSG_HDR, sge);
 	if (m < 0 && len <= r->cap.max_inline_data && rng_bernoulli(&c->rng, 0.5)) {
-		wr->send_flags |=
-		    IBV_SEND_INLINE; /* the data is taken at the post, its lkeys never looked at */
+		wr->send_flags |= IBV_SEND_INLINE; /* taken at the post, its lkeys never looked at */
 		for (int i = 0; i < wr->num_sge; i++)
 			sge[i].lkey = 0;
 	}

@@ -86,6 +86,14 @@ int model_modify_qp(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_st
 	return 0;
 }
 
+int model_modify_qp_claimed(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state claimed,
+			    enum ibv_qp_state next, int mask)
+{
+	if ((mask & IBV_QP_CUR_STATE) && claimed != cur)
+		return EINVAL;
+	return model_modify_qp(type, cur, next, mask);
+}
+
 bool model_can_post_send(enum ibv_qp_state state)
 {
 	return state == IBV_QPS_RTS || state == IBV_QPS_SQD || state == IBV_QPS_SQE || state == IBV_QPS_ERR;
@@ -111,6 +119,26 @@ enum ibv_wc_status model_local_sge(const struct model_key *k, uint32_t pd, uint6
 	if (write && !(k->access & IBV_ACCESS_LOCAL_WRITE))
 		return IBV_WC_LOC_PROT_ERR;
 	return IBV_WC_SUCCESS;
+}
+
+enum ibv_wc_status model_invalidate_mw(int mw_type, bool remote)
+{
+	return mw_type == 2 ? IBV_WC_SUCCESS : remote ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_LOC_QP_OP_ERR;
+}
+
+uint32_t model_ud_qkey(uint32_t dqkey, uint32_t own)
+{
+	return dqkey & 0x80000000u ? own : dqkey;
+}
+
+enum ibv_wc_status model_recv_fits(uint32_t recv_bytes, uint32_t msg_bytes)
+{
+	return msg_bytes > recv_bytes ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
+}
+
+int model_post_srq_recv(uint32_t posted, uint32_t max_wr)
+{
+	return posted >= max_wr ? ENOMEM : 0;
 }
 
 enum ibv_wc_status model_remote_access(const struct model_key *k, uint32_t pd, uint32_t qpn,

@@ -17,12 +17,14 @@
 
 /* ---- the QP state machine ---- */
 
-/* ibv_modify_qp(3): 0 if moving a `type` QP from `cur` to `next` with attr_mask `mask` is legal, else EINVAL.
- */
+/* ibv_modify_qp(3): 0 if moving a `type` QP from `cur` to `next` with `mask` is legal, else EINVAL. */
 int model_modify_qp(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next, int mask);
 /* The attributes a transition requires, and those it also accepts (IBV_QP_STATE excluded); false: illegal. */
 bool model_qp_masks(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next, int *required,
 		    int *optional);
+/* The same with the state the caller claims the QP is in (IBV_QP_CUR_STATE in mask): EINVAL if it is not. */
+int model_modify_qp_claimed(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state claimed,
+			    enum ibv_qp_state next, int mask);
 /* Whether a QP in `state` accepts work: posting sends (RTS, SQD; ERR and SQE flush) and receives. */
 bool model_can_post_send(enum ibv_qp_state state);
 bool model_can_post_recv(enum ibv_qp_state state);
@@ -57,6 +59,17 @@ uint32_t model_access_for(enum ibv_wr_opcode op);
  * (windows bound to the MR). */
 int model_rereg_mr(int flags, int access, int windows_bound);
 
+/* A local invalidate (LOCAL_INV, or remote: SEND_WITH_INV) of a valid window of `mw_type` on the QP's PD:
+ * only type 2 may be invalidated. */
+enum ibv_wc_status model_invalidate_mw(int mw_type, bool remote);
+/* The Q_Key a UD send with remote Q_Key `dqkey` carries from a QP whose own Q_Key is `own` (ibv_post_send(3):
+ * a privileged one, high bit set, is replaced by the QP's). */
+uint32_t model_ud_qkey(uint32_t dqkey, uint32_t own);
+/* A receive of recv_bytes taking a message of msg_bytes (RC, UC): LOC_LEN_ERR if it does not fit. */
+enum ibv_wc_status model_recv_fits(uint32_t recv_bytes, uint32_t msg_bytes);
+/* ibv_post_srq_recv(3) with `posted` receives outstanding on an SRQ of max_wr: ENOMEM when full. */
+int model_post_srq_recv(uint32_t posted, uint32_t max_wr);
+
 /* ---- completions ---- */
 
 #define MODEL_ANY_LEN UINT32_MAX
@@ -71,11 +84,6 @@ struct model_wc {
 };
 
 #define MODEL_ST(s) (1ull << (s))
-/* The statuses a peer's life or a previous error may always bring to a connected QP's send. */
-#define MODEL_ST_REMOTE_GONE                                                                                 \
-	(MODEL_ST(IBV_WC_WR_FLUSH_ERR) | MODEL_ST(IBV_WC_RETRY_EXC_ERR) |                                    \
-	 MODEL_ST(IBV_WC_RNR_RETRY_EXC_ERR) | MODEL_ST(IBV_WC_RESP_TIMEOUT_ERR) |                            \
-	 MODEL_ST(IBV_WC_REM_OP_ERR) | MODEL_ST(IBV_WC_REM_ABORT_ERR))
 
 /* The completion a posted send WR earns; racy statuses added by the caller. */
 void model_send_wc(struct model_wc *e, enum ibv_wr_opcode op, uint32_t sge_bytes, uint32_t qp_num);

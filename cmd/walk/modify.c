@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * --verify: random RTS-to-RTS ibv_modify_qp(3) of a live QP, with the attributes the transition accepts and
- * now and then one it does not, the return as the model predicts and ibv_query_qp showing the change (or
- * none).  Changes then take effect on the data path: a UD QP's new Q_Key is what its peers send with (the old
- * one must be dropped), an RC QP's narrowed access flags what its peer's probes find refused.  Also
- * ibv_resize_cq(3) of a CQ in use (any size holding the work in flight; its completions kept, in order) and
- * ibv_rereg_mr(3) of an MR (actions_objects.c).
+ * now and then one it does not (or IBV_QP_CUR_STATE naming another state), the return as the model predicts
+ * and ibv_query_qp showing the change (or none).  Changes then take effect on the data path: a UD QP's new
+ * Q_Key is what its peers send with (the old one must be dropped), an RC QP's narrowed access flags what its
+ * peer's probes find refused.  Also ibv_resize_cq(3) of a CQ in use (any size holding the work in flight; its
+ * completions kept, in order) and ibv_rereg_mr(3) of an MR (actions_objects.c).
  */
 #include "cmd/walk/actions.h"
 #include "cmd/walk/model.h"
@@ -55,8 +55,7 @@ static bool query(struct walk_client *c, int q, struct ibv_qp_attr *got)
 	struct ibv_qp_init_attr init;
 	int rc = hw_query_qp(c->qp[q].qp, got, IBV_QP_STATE | IBV_QP_QKEY | IBV_QP_ACCESS_FLAGS, &init);
 
-	walk_oracle(c, &(struct walk_obs){
-			   .kind = WALK_OBS_VERB, .verb = "ibv_query_qp", .what = "a live QP", .rc = rc});
+	walk_judge_verb(c, "ibv_query_qp", "a live QP", rc, 0);
 	return rc == 0;
 }
 
@@ -86,15 +85,9 @@ static void resize_cq(struct walk_client *c)
 	c->stats.cq_resizes++;
 	snprintf(what, sizeof(what), "a CQ of %d entries with %d in flight, to %d", c->cq[i].cqe,
 		 c->cq[i].outstanding, cqe);
-	if (!walk_oracle(c, &(struct walk_obs){
-				.kind = WALK_OBS_VERB, .verb = "ibv_resize_cq", .what = what, .rc = rc}))
+	if (!walk_judge_verb(c, "ibv_resize_cq", what, rc, 0))
 		return;
-	/* it holds at least what was asked */
-	walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_ATTR,
-					  .verb = "the CQ's cqe",
-					  .what = what,
-					  .rc = imin(c->cq[i].cq->cqe, cqe),
-					  .want = cqe});
+	walk_judge_attr(c, "the CQ's cqe", what, imin(c->cq[i].cq->cqe, cqe), cqe); /* at least as asked */
 	c->cq[i].cqe = cqe;
 }
 
@@ -104,7 +97,7 @@ void walk_modify_step(struct walk_client *c)
 	struct qp_rec *r;
 	int q, mask = IBV_QP_STATE, bad = 0, want, rc;
 	uint32_t old_qkey;
-	char what[96];
+	char what[160];
 
 	if (!c->cfg->verify || c->faults || !rng_bernoulli(&c->rng, MODIFY_STEP_PROBABILITY))
 		return;
@@ -120,9 +113,12 @@ void walk_modify_step(struct walk_client *c)
 		return;
 	r = &c->qp[q];
 	if (!query(c, q, &got) || got.qp_state != IBV_QPS_RTS)
-		return; /* it left RTS by itself (an error completion not polled yet) */
-	if (rng_bernoulli(&c->rng, 0.5))
+		return;			   /* it left RTS by itself (an error completion not polled yet) */
+	if (rng_bernoulli(&c->rng, 0.5)) { /* now and then claiming a state the QP is not in */
 		mask |= IBV_QP_CUR_STATE;
+		if (rng_bernoulli(&c->rng, ILLEGAL_PROBABILITY))
+			attr.cur_qp_state = r->type == IBV_QPT_UD ? IBV_QPS_SQE : IBV_QPS_SQD;
+	}
 	if (r->type == IBV_QPT_UD && rng_bernoulli(&c->rng, 0.7)) {
 		mask |= IBV_QP_QKEY;
 		attr.qkey = (uint32_t)rng_next(&c->rng) & 0x7fffffffu; /* never a privileged Q_Key */
@@ -136,7 +132,7 @@ void walk_modify_step(struct walk_client *c)
 	}
 	if (rng_bernoulli(&c->rng, ILLEGAL_PROBABILITY))
 		mask |= bad = illegal_attr(c, r, &attr);
-	want = model_modify_qp(r->type, IBV_QPS_RTS, IBV_QPS_RTS, mask);
+	want = model_modify_qp_claimed(r->type, IBV_QPS_RTS, attr.cur_qp_state, IBV_QPS_RTS, mask);
 	old_qkey = r->qkey;
 	rc = hw_modify_qp(r->qp, &attr, mask);
 	c->stats.modifies++;
@@ -146,14 +142,11 @@ void walk_modify_step(struct walk_client *c)
 		return;
 	if (rc && !want && got.qp_state != IBV_QPS_RTS)
 		return; /* racy: it left RTS between the two calls; any return is right */
-	snprintf(what, sizeof(what), "%s QP %u, RTS to RTS, attr_mask %#x%s",
+	snprintf(what, sizeof(what), "%s QP %u, RTS to RTS, attr_mask %#x%s%s",
 		 r->type == IBV_QPT_UD ? "UD" : "RC", r->qp->qp_num, mask,
-		 bad ? " (one attribute the transition does not accept)" : "");
-	walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_VERB,
-					  .verb = "ibv_modify_qp",
-					  .what = what,
-					  .rc = rc,
-					  .want = want ? -1 : 0});
+		 bad ? " (one attribute the transition does not accept)" : "",
+		 attr.cur_qp_state != IBV_QPS_RTS ? " (IBV_QP_CUR_STATE: not its state)" : "");
+	walk_judge_verb(c, "ibv_modify_qp", what, rc, want ? -1 : 0);
 	if (rc == 0 && (mask & IBV_QP_QKEY) && r->type == IBV_QPT_UD)
 		r->qkey = attr.qkey;
 	if (rc == 0 && (mask & IBV_QP_ACCESS_FLAGS) && r->type == IBV_QPT_RC &&
@@ -166,12 +159,9 @@ void walk_modify_step(struct walk_client *c)
 						   .peer_qpn = r->peer_qpn,
 						   .access = r->access});
 	}
-	walk_oracle(c, &(struct walk_obs){.kind = WALK_OBS_ATTR,
-					  .verb = r->type == IBV_QPT_UD ? "ibv_query_qp's qkey"
-									: "ibv_query_qp's access",
-					  .what = what,
-					  .rc = (int)(r->type == IBV_QPT_UD ? got.qkey : got.qp_access_flags),
-					  .want = (int)(r->type == IBV_QPT_UD ? r->qkey : r->access)});
+	walk_judge_attr(c, r->type == IBV_QPT_UD ? "ibv_query_qp's qkey" : "ibv_query_qp's access", what,
+			(int)(r->type == IBV_QPT_UD ? got.qkey : got.qp_access_flags),
+			(int)(r->type == IBV_QPT_UD ? r->qkey : r->access));
 	if (r->qkey != old_qkey) { /* the peers send with the new Q_Key from now on */
 		c->stats.qkey_changes++;
 		announce_qkey(c, q);

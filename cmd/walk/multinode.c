@@ -67,7 +67,6 @@ static int wait_table(struct oob_conn *conn, struct walk_peer_addr *peers, int c
 	return -ETIMEDOUT;
 }
 
-/* CPUs this process may run on (a cpuset or taskset limits it below the online count). */
 static int child_main(const struct walk_config *cfg, int id, int port, uint64_t token)
 {
 	struct walk_peer_addr *peers = calloc((size_t)cfg->clients, sizeof(*peers));
@@ -267,9 +266,8 @@ static int hub_accept(struct hub *h, struct oob_listener *l, struct walk_peer_ad
 		for (int i = 0; i < np; i++)
 			fds[1 + i] = (struct pollfd){.fd = oob_conn_fd(pend[i]), .events = POLLIN};
 		n = poll(fds, (nfds_t)(1 + np), 250);
-		if (n == 0) {
+		if (n == 0)
 			rc = hub_child_died(h);
-		}
 		now = clock_ns();
 		for (int i = np - 1; i >= 0; i--) {
 			int ready =
@@ -344,6 +342,7 @@ static void hub_drop(struct hub *h, int i, const char *why)
  */
 static void hub_heartbeat(struct hub *h, uint64_t now, uint64_t *last_sent)
 {
+	uint64_t beat_ns = (uint64_t)h->heartbeat_s * 1000000000ull;
 	char did[64], why[128];
 
 	if (now - *last_sent >= 1000000000ull) {
@@ -351,28 +350,24 @@ static void hub_heartbeat(struct hub *h, uint64_t now, uint64_t *last_sent)
 		*last_sent = now;
 	}
 	for (int i = 0; i < h->n; i++) {
-		/* Heartbeats alone do not prove progress: once the run is over, every report has a deadline.
-		 */
-		if (!h->cl[i].gone && !h->cl[i].reported && h->go_down_ns &&
+		if (h->cl[i].gone)
+			continue;
+		/* Heartbeats do not prove progress: once the run is over, every report has a deadline. */
+		if (!h->cl[i].reported && h->go_down_ns &&
 		    now - h->go_down_ns >= (uint64_t)REPORT_TIMEOUT_MS * 1000000ull) {
 			snprintf(did, sizeof(did), "did not report within %d s of the end",
 				 REPORT_TIMEOUT_MS / 1000);
 			hub_kill(h, i, did, "did not report at the end of the run; its process was killed");
-			continue;
-		}
-		if (!h->cl[i].gone && oob_pending(h->cl[i].conn) &&
-		    now - h->cl[i].sent_ns >= (uint64_t)h->heartbeat_s * 1000000000ull) {
+		} else if (oob_pending(h->cl[i].conn) && now - h->cl[i].sent_ns >= beat_ns) {
 			snprintf(did, sizeof(did), "took no message for %d s", h->heartbeat_s);
 			snprintf(why, sizeof(why), "%s (stopped or hung); its process was killed", did);
 			hub_kill(h, i, did, why);
-			continue;
+		} else if (now - h->cl[i].last_seen_ns >= beat_ns) {
+			snprintf(did, sizeof(did), "was silent for %d s", h->heartbeat_s);
+			snprintf(why, sizeof(why),
+				 "silent for %d s (stopped or hung); its process was killed", h->heartbeat_s);
+			hub_kill(h, i, did, why);
 		}
-		if (h->cl[i].gone || now - h->cl[i].last_seen_ns < (uint64_t)h->heartbeat_s * 1000000000ull)
-			continue;
-		snprintf(did, sizeof(did), "was silent for %d s", h->heartbeat_s);
-		snprintf(why, sizeof(why), "silent for %d s (stopped or hung); its process was killed",
-			 h->heartbeat_s);
-		hub_kill(h, i, did, why);
 	}
 }
 
@@ -402,7 +397,6 @@ static void hub_stop(struct hub *h, uint64_t now)
 				 "still running when the walk was stopped; its process was killed");
 }
 
-/* Forwards frames until every client reported its statistics (or died, or went silent). */
 /*
  * Forwards the messages of one frame from client src, batched per destination (one frame to each, not one per
  * message).  A message that is not valid, or claims another source, is dropped.

@@ -55,7 +55,6 @@ int walk_count_qp(struct walk_client *c, enum ibv_qp_type type, bool initiated_o
  */
 int walk_alloc_wr(struct walk_client *c, enum walk_action a, int qp, int mr, uint64_t *wr_id)
 {
-	struct wr_rec *w;
 	uint32_t slot;
 
 	if (!c->nfree_wr)
@@ -72,16 +71,14 @@ int walk_alloc_wr(struct walk_client *c, enum walk_action a, int qp, int mr, uin
 	} else {
 		slot = c->free_wr[--c->nfree_wr];
 	}
-	w = &c->wr[slot];
-	memset(w, 0, sizeof(*w));
-	w->busy = true;
-	w->action = (uint8_t)a;
-	w->qp = (int8_t)qp;
-	w->mr = (int8_t)mr;
-	w->mw = -1;
-	w->srq = -1;
-	w->gen = ++c->gen;
-	*wr_id = (uint64_t)w->gen << 32 | slot;
+	c->wr[slot] = (struct wr_rec){.busy = true,
+				      .action = (uint8_t)a,
+				      .qp = (int8_t)qp,
+				      .mr = (int8_t)mr,
+				      .mw = -1,
+				      .srq = -1,
+				      .gen = ++c->gen};
+	*wr_id = (uint64_t)c->gen << 32 | slot;
 	c->inflight++;
 	return (int)slot;
 }
@@ -106,8 +103,7 @@ void walk_publish(struct walk_client *c, struct walk_msg *m)
 		int cap = c->outcap ? c->outcap * 2 : 64;
 		struct walk_msg *grown = realloc(c->outbox, (size_t)cap * sizeof(*grown));
 
-		if (!grown) {
-			/* Out of memory: the update is lost, and said so. */
+		if (!grown) { /* the update is lost, and said so */
 			WALK_FAIL(c, "out of memory queueing an update");
 			return;
 		}
@@ -204,28 +200,16 @@ void walk_note_key(struct walk_client *c, uint32_t rkey, bool issued)
  * removed again looks removed when the hit arrives.  So the hit names the removal it probed, and only an
  * issue of the same value after that removal excuses it.
  */
-int walk_key_live_since(struct walk_client *c, uint32_t rkey, uint64_t event)
+int walk_key_since(struct walk_client *c, uint32_t rkey, uint64_t event, bool issued)
 {
 	uint64_t first = c->nkey_events > KEY_EVENTS ? c->nkey_events - KEY_EVENTS : 0;
 
 	if (event < first || event >= c->nkey_events || c->key_event[event % KEY_EVENTS].rkey != rkey ||
-	    !c->key_event[event % KEY_EVENTS].issued)
+	    c->key_event[event % KEY_EVENTS].issued != issued)
 		return -1;
-	for (uint64_t n = event + 1; n < c->nkey_events; n++)
-		if (c->key_event[n % KEY_EVENTS].rkey == rkey)
-			return 0;
-	return 1;
-}
-
-int walk_key_removed_since(struct walk_client *c, uint32_t rkey, uint64_t event)
-{
-	uint64_t first = c->nkey_events > KEY_EVENTS ? c->nkey_events - KEY_EVENTS : 0;
-
-	if (event < first || event >= c->nkey_events || c->key_event[event % KEY_EVENTS].rkey != rkey ||
-	    c->key_event[event % KEY_EVENTS].issued)
-		return -1;
-	for (uint64_t n = event + 1; n < c->nkey_events; n++)
-		if (c->key_event[n % KEY_EVENTS].rkey == rkey && c->key_event[n % KEY_EVENTS].issued)
+	for (uint64_t n = event + 1; n < c->nkey_events; n++) /* removed: only an issue counts */
+		if (c->key_event[n % KEY_EVENTS].rkey == rkey &&
+		    (issued || c->key_event[n % KEY_EVENTS].issued))
 			return 0;
 	return 1;
 }

@@ -54,21 +54,10 @@ static void predict(struct walk_client *c, const struct wr_rec *w, const struct 
 	e->statuses |= ST_PEERS;
 	if (w->srq_recv && !model_srq_recv_may_fail(r->srq_failed)) /* the SRQ's receives are not flushed */
 		e->statuses = MODEL_ST(IBV_WC_SUCCESS);
-	if (w->probe && w->probe_kind == PROBE_LOCAL_SGE) /* an SGE past its MR: never sent */
-		e->statuses = MODEL_ST(IBV_WC_LOC_PROT_ERR) | MODEL_ST(IBV_WC_WR_FLUSH_ERR);
-	else if (!w->is_recv && r->sq_failed) /* send completions are in order; the error moved it to ERR */
+	if (!w->is_recv && r->sq_failed) /* send completions are in order; the error moved it to ERR */
 		e->statuses = MODEL_ST(IBV_WC_WR_FLUSH_ERR);
 	if (c->faults) /* the statuses a fault explains are not judged */
 		e->statuses = ~0ull;
-}
-
-static const char *wr_name(const struct wr_rec *w)
-{
-	if (w->is_recv)
-		return "receive";
-	if (w->probe && w->probe_kind == PROBE_LOCAL_SGE)
-		return "SEND from a local SGE outside its MR (or another PD's MR)";
-	return walk_action_names[w->action];
 }
 
 static const char *why_expected(const struct wr_rec *w, const struct qp_rec *r, enum ibv_wc_status st)
@@ -77,8 +66,6 @@ static const char *why_expected(const struct wr_rec *w, const struct qp_rec *r, 
 		return " (posted to a QP in ERR, it must never execute)";
 	if (w->srq_recv && r->srq_failed)
 		return " (one failed before: an ERR QP flushes at most the SRQ receive it was filling)";
-	if (w->probe && w->probe_kind == PROBE_LOCAL_SGE)
-		return " (a local SGE outside its MR, or of another PD, must fail before anything is sent)";
 	if (!w->is_recv && r->sq_failed)
 		return " (an error completion came before on the same send queue)";
 	if ((unsigned)st < 64 && (MODEL_ST(st) & ST_DEVICE_ONLY))
@@ -181,7 +168,7 @@ static bool oracle_wc(struct walk_client *c, uint32_t slot, const struct ibv_wc 
 	predict(c, w, r, wc, &e);
 	ok = model_wc_matches(&e, wc, why, sizeof(why));
 	if (!ok)
-		WALK_FAIL(c, "a %s %s QP %u %s%s", wr_name(w),
+		WALK_FAIL(c, "a %s %s QP %u %s%s", w->is_recv ? "receive" : walk_action_names[w->action],
 			  w->srq_recv ? "posted to an SRQ, taken by" : "posted to", r->qp->qp_num, why,
 			  why_expected(w, r, wc->status));
 	if (!w->is_recv && wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
@@ -240,13 +227,25 @@ bool walk_oracle(struct walk_client *c, const struct walk_obs *o)
 	}
 }
 
+bool walk_judge_verb(struct walk_client *c, const char *verb, const char *what, int rc, int want)
+{
+	return walk_oracle(
+	    c, &(struct walk_obs){WALK_OBS_VERB, .verb = verb, .what = what, .rc = rc, .want = want});
+}
+
+bool walk_judge_attr(struct walk_client *c, const char *attr, const char *what, int got, int want)
+{
+	return walk_oracle(
+	    c, &(struct walk_obs){WALK_OBS_ATTR, .verb = attr, .what = what, .rc = got, .want = want});
+}
+
 bool walk_verb_returned(struct walk_client *c, enum walk_action a, const char *verb, const char *what, int rc)
 {
+	c->stats.ok[a] += !rc;
 	if (!rc)
 		return true;
 	walk_count_error(c, a, rc);
 	if (c->cfg->verify)
-		walk_oracle(c,
-			    &(struct walk_obs){.kind = WALK_OBS_VERB, .verb = verb, .what = what, .rc = rc});
+		walk_judge_verb(c, verb, what, rc, 0);
 	return false;
 }

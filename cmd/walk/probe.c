@@ -22,7 +22,6 @@ static const char *const probe_names[PROBE_KINDS] = {
     [PROBE_UNALIGNED] = "on an address not 8-byte aligned through",
     [PROBE_QP_ACCESS] = "that the responder QP's access flags do not grant, through",
     [PROBE_INV_OTHER_QP] = "on a QP of the PD the type-2 window is not bound to, invalidating",
-    [PROBE_LOCAL_SGE] = "from a local SGE outside its MR, or through another PD's MR",
 };
 
 /* The opcodes a probe posts: their names, and the action each counts as. */
@@ -104,9 +103,8 @@ static int post_probe(struct walk_client *c, int q, enum walk_probe_kind kind, e
 		return 1;
 	c->probe_busy = true;
 	c->stats.probes[kind]++;
-	LOG(c, "c%d #%llu probe %s: %s rkey %x of c%d addr %llx len %u qp=%u", c->id,
-	    (unsigned long long)c->seq, probe_names[kind], opcode_name(op), k->rkey, k->owner,
-	    (unsigned long long)raddr, len, c->qp[q].qp->qp_num);
+	LOG_STEP(c, "probe %s: %s rkey %x of c%d addr %llx len %u qp=%u", probe_names[kind], opcode_name(op),
+		 k->rkey, k->owner, (unsigned long long)raddr, len, c->qp[q].qp->qp_num);
 	return 1;
 }
 
@@ -121,8 +119,8 @@ void walk_mark_inv_probe(struct walk_client *c, uint32_t slot, const struct rkey
 	c->wr[slot].probe_addr = k->addr;
 	c->probe_busy = true;
 	c->stats.probes[PROBE_INV_OTHER_QP]++;
-	LOG(c, "c%d #%llu probe SEND_WITH_INV of rkey %x (c%d's window on its QP %u) on qp=%u", c->id,
-	    (unsigned long long)c->seq, k->rkey, k->owner, k->qpn, c->qp[c->wr[slot].qp].qp->qp_num);
+	LOG_STEP(c, "probe SEND_WITH_INV of rkey %x (c%d's window on its QP %u) on qp=%u", k->rkey, k->owner,
+		 k->qpn, c->qp[c->wr[slot].qp].qp->qp_num);
 }
 
 /* After an owner removed an rkey, an access through it must fail with REM_ACCESS_ERR. */
@@ -197,68 +195,6 @@ static void qp_access_probe(struct walk_client *c, const struct rkey_rec *k)
 	post_probe(c, q, PROBE_QP_ACCESS, op, k, walk_remote_addr(k, (uint32_t)off), 8);
 }
 
-/* An MR of PD *arg (or, negated, of another PD) whose bytes around it are in the buffer, before the check
- * zone. */
-static bool mr_ends_early(struct walk_client *c, int i, const void *arg)
-{
-	const struct mr_rec *m = &c->mr[i];
-	int pd = *(const int *)arg;
-
-	return m->used && (pd >= 0 ? m->pd == pd : m->pd != ~pd) && m->len >= 8 && m->off &&
-	       m->off + m->len < ZONE_START;
-}
-
-/*
- * The send side of the local key rules: an RC SEND gathering from an SGE one byte past its MR's end or before
- * its start (alone, or behind a good SGE), or through an MR of another PD, must complete with LOC_PROT_ERR
- * before anything is sent (so it needs no receive credit; the QP goes to ERR).  Judged by the oracle: the key
- * is ours.
- */
-static void local_sge_probe(struct walk_client *c)
-{
-	struct qp_want qw = {IBV_QPT_RC, -1, true, false, false};
-	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND, .num_sge = 1};
-	int q, m, pd, slot, kind = (int)rng_range(&c->rng, 0, 3);
-	const struct mr_rec *mr;
-	struct ibv_sge sge[2], *bad = sge;
-	struct model_key k;
-
-	if ((q = walk_pick_index(c, MAX_QP, walk_qp_match, &qw)) < 0)
-		return;
-	pd = kind == 3 ? ~c->qp[q].pd : c->qp[q].pd;
-	if ((m = walk_pick_index(c, MAX_MR, mr_ends_early, &pd)) < 0)
-		return;
-	mr = &c->mr[m];
-	k = (struct model_key){.valid = true,
-			       .addr = (uintptr_t)(c->buf + mr->off),
-			       .length = mr->len,
-			       .access = (uint32_t)mr->access,
-			       .pd = (uint32_t)mr->pd};
-	if (kind == 2 && c->qp[q].cap.max_send_sge >= 2) { /* a good SGE first: every SGE is checked */
-		sge[0] = (struct ibv_sge){k.addr, 4, mr->mr->lkey};
-		bad = &sge[wr.num_sge++];
-	}
-	*bad = (struct ibv_sge){kind == 1   ? k.addr - 1
-				: kind == 3 ? k.addr
-					    : k.addr + k.length - 7,
-				8, mr->mr->lkey};
-	if (model_local_sge(&k, (uint32_t)c->qp[q].pd, bad->addr, bad->length, false) !=
-		IBV_WC_LOC_PROT_ERR ||
-	    (slot = walk_alloc_wr(c, ACT_SEND, q, m, &wr.wr_id)) < 0)
-		return;
-	c->wr[slot].probe = true;
-	c->wr[slot].probe_kind = PROBE_LOCAL_SGE;
-	c->wr[slot].probe_owner = c->id;
-	wr.sg_list = sge;
-	if (walk_post_send_wr(c, ACT_SEND, q, m, &wr, slot) != 0)
-		return;
-	c->probe_busy = true;
-	c->stats.probes[PROBE_LOCAL_SGE]++;
-	LOG(c, "c%d #%llu probe SEND %s (kind %d, %d SGEs, MR [%u, +%u) of pd[%d]) qp=%u", c->id,
-	    (unsigned long long)c->seq, probe_names[PROBE_LOCAL_SGE], kind, wr.num_sge, mr->off, mr->len,
-	    mr->pd, c->qp[q].qp->qp_num);
-}
-
 /* --verify: now and then, a step also posts one probe of a live key. */
 void walk_probe_step(struct walk_client *c)
 {
@@ -269,10 +205,6 @@ void walk_probe_step(struct walk_client *c)
 
 	if (!c->cfg->verify || c->probe_busy || !rng_bernoulli(&c->rng, PROBE_STEP_PROBABILITY))
 		return;
-	if (rng_range(&c->rng, 0, 3) == 3) { /* a local probe: no remote key needed */
-		local_sge_probe(c);
-		return;
-	}
 	if ((ki = walk_pick_index(c, MAX_REMOTE_KEYS, key_usable, NULL)) < 0)
 		return;
 	k = &c->rkeys[ki];
@@ -373,8 +305,6 @@ void walk_probe_done(struct walk_client *c, const struct wr_rec *w, enum ibv_wc_
 			       .probe_kind = w->probe_kind};
 
 	c->probe_busy = false;
-	if (w->probe_kind == PROBE_LOCAL_SGE)
-		return; /* our own key: the oracle judged it */
 	hit.access = w->opcode;
 	hit.qpn = c->qp[w->qp].peer_qpn;
 	if (w->probe_kind == PROBE_QP_ACCESS) {
@@ -410,7 +340,7 @@ void walk_probe_hit(struct walk_client *c, const struct walk_msg *m)
 	if (m->probe_kind >= PROBE_KINDS)
 		return;
 	if (m->probe_kind == PROBE_REMOVED) {
-		if (walk_key_removed_since(c, m->rkey, m->event) == 1)
+		if (walk_key_since(c, m->rkey, m->event, false) == 1)
 			WALK_FAIL(
 			    c,
 			    "client %d %s through rkey %x addr %llx worked after the key was removed (dereg, "
@@ -419,7 +349,7 @@ void walk_probe_hit(struct walk_client *c, const struct walk_msg *m)
 		return;
 	}
 	/* Excused if the key was removed (and maybe issued again) since the issue the prober saw. */
-	verdict = walk_key_live_since(c, m->rkey, m->event);
+	verdict = walk_key_since(c, m->rkey, m->event, true);
 	if (verdict != 1)
 		return;
 	for (int q = 0; m->probe_kind == PROBE_LAST_BYTE && q < MAX_QP; q++)
@@ -481,6 +411,5 @@ void walk_post_to_err(struct walk_client *c, int q)
 			walk_release_wr(c, (uint32_t)slot);
 		}
 	}
-	LOG(c, "c%d #%llu posted a send and a receive to qp=%u in ERR: they must flush", c->id,
-	    (unsigned long long)c->seq, r->qp->qp_num);
+	LOG_STEP(c, "posted a send and a receive to qp=%u in ERR: they must flush", r->qp->qp_num);
 }

@@ -19,6 +19,12 @@ static struct walk_hint hint_at(int pd, int qp)
 	return (struct walk_hint){.pd = pd, .qp = qp, .mr = -1, .mw = -1, .ah = -1, .peer = -1, .srq = -1};
 }
 
+/* A hint naming one object (an MR, window or AH; -1: none), nothing else. */
+static struct walk_hint hint_obj(int mr, int mw, int ah)
+{
+	return (struct walk_hint){.pd = -1, .qp = -1, .mr = mr, .mw = mw, .ah = ah, .peer = -1, .srq = -1};
+}
+
 /* Runs action a with the hint in place; if it cannot run either, a step toward it. */
 static int step(struct walk_client *c, enum walk_action a, struct walk_hint h, int depth)
 {
@@ -37,10 +43,8 @@ static int step(struct walk_client *c, enum walk_action a, struct walk_hint h, i
 
 static int dealloc_mw(struct walk_client *c, int i, int depth)
 {
-	struct walk_hint h = hint_at(-1, -1);
-
-	h.mw = i;
-	return step(c, c->mw[i].type == 1 ? ACT_DEALLOC_MW_TYPE1 : ACT_DEALLOC_MW_TYPE2, h, depth);
+	return step(c, c->mw[i].type == 1 ? ACT_DEALLOC_MW_TYPE1 : ACT_DEALLOC_MW_TYPE2, hint_obj(-1, i, -1),
+		    depth);
 }
 
 /* One step toward destroying QP q: ERR first, then release what pins it, then destroy. */
@@ -137,12 +141,8 @@ static int free_mr(struct walk_client *c, int m, int depth)
 static int strip_pd(struct walk_client *c, int p, int depth)
 {
 	for (int i = 0; i < MAX_AH; i++)
-		if (c->ah[i].used && c->ah[i].pd == p) {
-			struct walk_hint h = hint_at(-1, -1);
-
-			h.ah = i;
-			return step(c, ACT_DESTROY_AH, h, depth);
-		}
+		if (c->ah[i].used && c->ah[i].pd == p)
+			return step(c, ACT_DESTROY_AH, hint_obj(-1, -1, i), depth);
 	for (int i = 0; i < 2 * MAX_MW; i++)
 		if (c->mw[i].used && c->mw[i].pd == p && c->mw[i].state != MW_BINDING &&
 		    walk_count_mw(c, c->mw[i].type) > MIN_MW)
@@ -150,14 +150,9 @@ static int strip_pd(struct walk_client *c, int p, int depth)
 	if (retire_some_qp(c, qp_on_pd, &p, depth))
 		return 1;
 	for (int i = 0; i < MAX_MR; i++)
-		if (c->mr[i].used && c->mr[i].pd == p) {
-			struct walk_hint h = hint_at(-1, -1);
-
-			if (!walk_idle_mr(c, i, NULL))
-				return free_mr(c, i, depth);
-			h.mr = i;
-			return step(c, ACT_DEREG_MR, h, depth);
-		}
+		if (c->mr[i].used && c->mr[i].pd == p)
+			return walk_idle_mr(c, i, NULL) ? step(c, ACT_DEREG_MR, hint_obj(i, -1, -1), depth)
+							: free_mr(c, i, depth);
 	return 0;
 }
 
@@ -216,13 +211,8 @@ static int free_some_mr(struct walk_client *c, int depth)
 		if (best < 0)
 			break;
 		tried[best] = true;
-		if (walk_idle_mr(c, best, NULL)) {
-			/* Nothing holds it: deregister it now (free_mr only unbinds windows). */
-			struct walk_hint h = hint_at(-1, -1);
-
-			h.mr = best;
-			return step(c, ACT_DEREG_MR, h, depth);
-		}
+		if (walk_idle_mr(c, best, NULL)) /* nothing holds it: dereg it now (free_mr only unbinds) */
+			return step(c, ACT_DEREG_MR, hint_obj(best, -1, -1), depth);
 		if (free_mr(c, best, depth))
 			return 1;
 	}
@@ -490,8 +480,7 @@ static int toward(struct walk_client *c, enum walk_action a, int depth)
 		return srq_toward(c, true, depth);
 	case ACT_POST_SRQ_RECV:
 		return c->dattr.max_srq > 0 ? srq_toward(c, false, depth) : 0;
-	default: /* allocating and deallocating windows: only the cap stops them, each as likely as the other
-		  */
+	default: /* allocating and deallocating windows: only the cap stops them, each as likely */
 		return 0;
 	}
 }

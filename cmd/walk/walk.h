@@ -98,7 +98,6 @@ enum walk_probe_kind {
 	PROBE_UNALIGNED,    /* an atomic on an address that is not 8-byte aligned: must fail */
 	PROBE_QP_ACCESS,    /* an access the responder QP's access flags do not grant: must fail */
 	PROBE_INV_OTHER_QP, /* SEND_WITH_INV of a type-2 window bound to another QP of the PD: must fail */
-	PROBE_LOCAL_SGE,    /* a SEND from a local SGE outside its MR or through another PD's: LOC_PROT_ERR */
 	PROBE_KINDS
 };
 
@@ -115,13 +114,12 @@ struct walk_stats { /* issued[] .. outbox_full: uint64_t counts only (walk_stats
 	uint64_t toward[ACT_COUNT]; /* draws served by a step toward the action (toward.c) */
 	uint64_t errors[ACT_COUNT];
 	uint64_t wc[ACT_COUNT][WALK_WC_STATUSES];
-	uint64_t wc_other;	      /* a status outside the known enum */
-	uint64_t probes[PROBE_KINDS]; /* --verify probes posted, by kind */
-	uint64_t devprobes[5]; /* --verify device probes: CQ filled, UD send error, unsignaled, notify, UC */
-	uint64_t flush_posts;  /* --verify: WRs posted to a QP in ERR (they must flush) */
-	uint64_t modifies,
-	    qkey_changes;    /* --verify: random RTS-to-RTS modify_qp calls, and UD Q_Key changes */
-	uint64_t cq_resizes; /* --verify: ibv_resize_cq of CQs in use */
+	uint64_t wc_other;		      /* a status outside the known enum */
+	uint64_t probes[PROBE_KINDS];	      /* --verify probes posted, by kind */
+	uint64_t devprobes[7];		      /* --verify device probes, by kind (devprobe.c) */
+	uint64_t flush_posts;		      /* --verify: WRs posted to a QP in ERR (they must flush) */
+	uint64_t modifies, qkey_changes;      /* --verify: RTS-to-RTS modify_qp calls, UD Q_Key changes */
+	uint64_t cq_resizes;		      /* --verify: ibv_resize_cq of CQs in use */
 	uint64_t srq_recvs_checked, srq_busy; /* --verify: SRQ receives judged, destroy_srq refused (EBUSY) */
 	uint64_t atomics_checked;	      /* --verify: atomics on owned words whose result was compared */
 	uint64_t msgs_checked, msgs_content_checked; /* --verify: received headers, and payloads compared */
@@ -134,8 +132,7 @@ struct walk_stats { /* issued[] .. outbox_full: uint64_t counts only (walk_stats
 };
 
 void walk_stats_merge(struct walk_stats *into, const struct walk_stats *from);
-/* --verify: a data-path class issued often that never once succeeded is a failure (unless faults were asked).
- */
+/* --verify: a data-path class issued often that never succeeded is a failure (unless faults were asked). */
 void walk_check_classes(const struct walk_config *cfg, struct walk_stats *total);
 void walk_stats_fail(struct walk_stats *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *walk_stats_failure(const struct walk_stats *s, int i);
@@ -170,9 +167,8 @@ struct walk_msg {
 	uint32_t bytes;
 	uint64_t addr;
 	uint64_t length;
-	uint64_t event;	 /* ADD/REMOVE_RKEY: the owner's key event of the issue/removal; PROBE_HIT: the probed
-			    one */
-	uint32_t access; /* ADD_RKEY: the remote access flags; PROBE_HIT: the opcode */
+	uint64_t event;	     /* ADD/REMOVE_RKEY: the owner's key event of it; PROBE_HIT: the probed one */
+	uint32_t access;     /* ADD_RKEY: the remote access flags; PROBE_HIT: the opcode */
 	uint32_t probe_kind; /* PROBE_HIT: enum walk_probe_kind */
 };
 

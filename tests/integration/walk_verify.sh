@@ -13,7 +13,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 need='.messages_checked > 0 and .payloads_checked > 0 and .probe_cq_full > 0 and .probe_ud_sqe > 0 and
 	.probe_inv_other_qp > 0 and .probe_unsignaled > 0 and .probe_cq_notify > 0 and .probe_uc > 0 and
 	.modify_qp > 0 and .qkey_changes > 0 and .wr_api_posts > 0 and .write_imms > 0 and .mr_reregs > 0 and
-	.probe_local_sge > 0'
+	.probe_rc_pair > 0 and .probe_verb_rules > 0'
 v='{}'
 for seed in 5 15 25; do
 	out=$("$RDMATOOL" -j walk --clients=3 --steps=3000 --verify --seed=$seed 2>/dev/null) || fail "clean device: $out"
@@ -34,9 +34,13 @@ echo "$v" | jq -e '.probe_unsignaled > 0 and .probe_cq_notify > 0 and .probe_uc 
 	fail "no unsignaled, CQ notification or UC device probe: $v"
 # random RTS-to-RTS modify_qp calls, judged by the model, and UD Q_Key changes the peers then send with
 echo "$v" | jq -e '.modify_qp > 0 and .qkey_changes > 0' >/dev/null || fail "no modify_qp or Q_Key change: $v"
-# the ibv_wr_* API, RDMA_WRITE_WITH_IMM, ibv_rereg_mr and bad send SGEs are in the walk's vocabulary
-echo "$v" | jq -e '.wr_api_posts > 0 and .write_imms > 0 and .mr_reregs > 0 and .probe_local_sge > 0' \
-	>/dev/null || fail "no ibv_wr_* post, WRITE_WITH_IMM, rereg_mr or bad SGE: $v"
+# the ibv_wr_* API, RDMA_WRITE_WITH_IMM and ibv_rereg_mr are in the walk's vocabulary
+echo "$v" | jq -e '.wr_api_posts > 0 and .write_imms > 0 and .mr_reregs > 0' >/dev/null ||
+	fail "no ibv_wr_* post, WRITE_WITH_IMM or rereg_mr: $v"
+# the RC pair (the data path's rules: a READ into read-only memory, receives short or past their MR, a
+# type-1 LOCAL_INV, rnr_retry 7) and the verb rules (CUR_STATE, a send in RTR, an SRQ past max_wr, a
+# privileged Q_Key) ran; bad send SGEs are UD_SQE's broken WR
+echo "$v" | jq -e '.probe_rc_pair > 0 and .probe_verb_rules > 0' >/dev/null || fail "no RC pair or verb rules: $v"
 # walk --verify no longer runs conformance scripts: those are rdmatool conform's cases
 echo "$out" | jq -e '.verify | has("probe_rc") | not' >/dev/null || fail "walk still reports RC scripts: $out"
 
@@ -45,7 +49,8 @@ echo "$out" | jq -e '.verify | has("probe_rc") | not' >/dev/null || fail "walk s
 # takes some steps to finish: through libibverbs more).
 out=$("$RDMATOOL" -j walk --clients=1 --steps=1500 --verify --seed=8 2>/dev/null) || fail "one client: $out"
 echo "$out" | jq -e '.result == "pass" and (.verify | .probe_cq_full + .probe_ud_sqe + .probe_unsignaled +
-	.probe_cq_notify + .probe_uc) >= 2' >/dev/null || fail "1500 steps ran fewer than 2 device probes: $out"
+	.probe_cq_notify + .probe_uc + .probe_rc_pair + .probe_verb_rules) >= 2' >/dev/null ||
+	fail "1500 steps ran fewer than 2 device probes: $out"
 
 # GID index 1: the same probes with every packet through the soft NIC's wire to itself.
 out=$("$RDMATOOL" -j walk --clients=3 --steps=2000 --verify --seed=6 --gid-index=1 2>/dev/null) ||

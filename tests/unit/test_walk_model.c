@@ -252,6 +252,34 @@ static void test_srq(void **state)
 	assert_false(model_srq_recv_may_fail(2));
 }
 
+/* The rules the device probes added for the fresh bugs: a claimed current state, type-1 invalidation, a
+ * privileged Q_Key, a short receive, an SRQ at max_wr. */
+static void test_rules(void **state)
+{
+	int m = IBV_QP_STATE | IBV_QP_CUR_STATE;
+
+	(void)state;
+	assert_int_equal(model_modify_qp_claimed(IBV_QPT_UD, IBV_QPS_RTS, IBV_QPS_RTS, IBV_QPS_RTS, m), 0);
+	assert_int_equal(model_modify_qp_claimed(IBV_QPT_UD, IBV_QPS_RTS, IBV_QPS_SQE, IBV_QPS_RTS, m),
+			 EINVAL);
+	assert_int_equal(model_modify_qp_claimed(IBV_QPT_RC, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_RTS, m),
+			 EINVAL);
+	/* without IBV_QP_CUR_STATE the claim is not read */
+	assert_int_equal(
+	    model_modify_qp_claimed(IBV_QPT_UD, IBV_QPS_RTS, IBV_QPS_SQE, IBV_QPS_RTS, IBV_QP_STATE), 0);
+	assert_false(model_can_post_send(IBV_QPS_RTR));
+	assert_true(model_can_post_recv(IBV_QPS_RTR));
+	assert_int_equal(model_invalidate_mw(2, false), IBV_WC_SUCCESS);
+	assert_int_equal(model_invalidate_mw(1, false), IBV_WC_LOC_QP_OP_ERR);
+	assert_int_equal(model_invalidate_mw(1, true), IBV_WC_REM_INV_REQ_ERR);
+	assert_int_equal(model_ud_qkey(0x80000005u, 0x12), 0x12u);
+	assert_int_equal(model_ud_qkey(0x7fffffffu, 0x12), 0x7fffffffu);
+	assert_int_equal(model_recv_fits(7, 8), IBV_WC_LOC_LEN_ERR);
+	assert_int_equal(model_recv_fits(8, 8), IBV_WC_SUCCESS);
+	assert_int_equal(model_post_srq_recv(3, 4), 0);
+	assert_int_equal(model_post_srq_recv(4, 4), ENOMEM);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -263,6 +291,7 @@ int main(void)
 	    cmocka_unit_test(test_remote_access),
 	    cmocka_unit_test(test_predicted_completions),
 	    cmocka_unit_test(test_srq),
+	    cmocka_unit_test(test_rules),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
