@@ -10,7 +10,10 @@
 # Both programs of a pair poll without yielding: two that share a CPU take turns by time slice and
 # run several times slower, which the scheduler of a busy machine does now and then.  So every pair,
 # perftest's and core's alike, runs its server on the second CPU and its client on the first
-# (PERFTEST_PIN=0 leaves the placement to the scheduler).
+# (PERFTEST_PIN=0 leaves the placement to the scheduler).  And every server runs in a session of its
+# own, as from a second terminal: under autogroup scheduling one session's share is split between
+# the CPUs its threads keep busy, so a client spinning on its CPU halved the share of its own
+# server's NIC engine on the other, which the single-process floors (cma_bw) never pay.
 #   PERFTEST_TESTS (all six)  PERFTEST_ROUNDS (5)  PERFTEST_ITERS (latency iterations, 5000)  PERFTEST_BW_ITERS (5000)
 #   PERFTEST_PIN (1)
 # With write_lat, each round also runs ib_write_lat -c UC, whose targets never poll the wire.
@@ -45,7 +48,7 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
-export RDMATOOL_STATS_DIR=$dir
+export RDMATOOL_STATS_DIR=$dir VERBS_PAIR_SERVER_SESSION=1
 . "$top/tests/integration/lib/verbs_pair.sh"
 . "$top/tests/integration/lib/bench_server.sh"
 server_pin=() client_pin=()
@@ -94,7 +97,7 @@ perftest() {
 # core TEST: the same measurement by rdmatool bench against a bench server; appends to $dir/TEST.core.
 core() {
 	local t=$1
-	bench_server_start "$dir/server.err" "${server_pin[@]}" "$RDMATOOL" -q bench --server=127.0.0.1:0
+	bench_server_start "$dir/server.err" setsid "${server_pin[@]}" "$RDMATOOL" -q bench --server=127.0.0.1:0
 	case $t in
 	*_lat)
 		"${client_pin[@]}" "$RDMATOOL" -q -j bench "$t" -s 8 -n "$ITERS" --lock=striped --client="127.0.0.1:$port" \

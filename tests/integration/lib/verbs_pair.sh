@@ -9,6 +9,9 @@
 # (a TSan build beside other work ran ib_send_lat's 200 round trips in 160 s).  Needs $dir and
 # $RDMATOOL.
 # VERBS_PAIR_SERVER_CPU / VERBS_PAIR_CLIENT_CPU, when set, pin each side to that CPU (taskset).
+# VERBS_PAIR_SERVER_SESSION=1 starts the server in a session of its own (setsid), as from a second
+# terminal: with autogroup scheduling a session's CPU share is split between the CPUs its threads
+# keep busy, so a client spinning on one CPU would otherwise halve its own server's share on the other.
 
 # In a sanitizer build (make asan/tsan) the preload library needs its sanitizer's runtime,
 # which must come first in LD_PRELOAD (rdmatool exec keeps it there); the programs are not
@@ -44,7 +47,7 @@ verbs_pair() {
 	local name=$1 limit=$(($2 * ${VERBS_PAIR_SLOW:-1})) port i server
 	shift 2
 	port=$(free_port)
-	${VERBS_PAIR_SERVER_CPU:+taskset -c "$VERBS_PAIR_SERVER_CPU"} \
+	${VERBS_PAIR_SERVER_SESSION:+setsid} ${VERBS_PAIR_SERVER_CPU:+taskset -c "$VERBS_PAIR_SERVER_CPU"} \
 		timeout -k 5 "$limit" "$RDMATOOL" exec -- "$@" -p "$port" >"$dir/$name.server" 2>&1 &
 	server=$!
 	for ((i = 0; i < 400; i++)); do
