@@ -140,6 +140,78 @@ static inline void fx_ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
 	assert_int_equal(hw_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
 }
 
+/* What one side of a two-process test tells the other: where its QP and memory are. */
+struct fx_info {
+	union ibv_gid gid;
+	uint32_t qpn, rkey;
+	uint64_t addr;
+};
+
+/* One side of a two-process test: its own soft NIC, a CQ, one MR of len bytes and one RC QP. */
+struct fx_side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	uint8_t *buf;
+	size_t len;
+	struct ibv_mr *mr;
+	struct fx_info me, peer;
+};
+
+/*
+ * Opens soft0, registers len zeroed bytes (a whole number of pages) with
+ * access, swaps fx_info with the peer over fd and takes the RC QP to RTS
+ * towards the peer's.  -1 on any failure (the peer's side sees fd close).
+ */
+static inline int fx_side_open(struct fx_side *s, int fd, size_t len, int access)
+{
+	char msg[sizeof(struct fx_info)];
+
+	s->len = len;
+	s->ctx = hw_open_device("soft0", NULL);
+	if (!s->ctx)
+		return -1;
+	s->pd = hw_alloc_pd(s->ctx);
+	s->cq = hw_create_cq(s->ctx, 4096, NULL, NULL, 0);
+	s->buf = aligned_alloc(4096, len);
+	if (!s->pd || !s->cq || !s->buf)
+		return -1;
+	memset(s->buf, 0, len);
+	s->mr = hw_reg_mr(s->pd, s->buf, len, access);
+	s->qp = fx_qp(s->pd, s->cq, IBV_QPT_RC, 1);
+	if (!s->mr || !s->qp)
+		return -1;
+	hw_query_gid(s->ctx, 1, 0, &s->me.gid);
+	s->me.qpn = s->qp->qp_num;
+	s->me.rkey = s->mr->rkey;
+	s->me.addr = (uintptr_t)s->buf;
+	memcpy(msg, &s->me, sizeof(msg));
+	if (write(fd, msg, sizeof(msg)) != (ssize_t)sizeof(msg) ||
+	    read(fd, msg, sizeof(msg)) != (ssize_t)sizeof(msg))
+		return -1;
+	memcpy(&s->peer, msg, sizeof(msg));
+	fx_rc_to_rts(s->qp, s->peer.qpn, &s->peer.gid, 14, 7, 7, 1);
+	return 0;
+}
+
+/* Closes what fx_side_open made, however far it got; twice is harmless. */
+static inline void fx_side_close(struct fx_side *s)
+{
+	if (s->qp)
+		hw_destroy_qp(s->qp);
+	if (s->mr)
+		hw_dereg_mr(s->mr);
+	if (s->cq)
+		hw_destroy_cq(s->cq);
+	if (s->pd)
+		hw_dealloc_pd(s->pd);
+	if (s->ctx)
+		hw_close_device(s->ctx);
+	free(s->buf);
+	memset(s, 0, sizeof(*s));
+}
+
 /* The longest one step with a forked peer may take: a deadline against a hang, not a speed. */
 #define FX_PEER_WAIT_MS 60000
 

@@ -23,71 +23,9 @@
 #define BIG   (1u << 20)
 #define NSEND 60 /* within the 64 receives fx_qp allows */
 
-struct info {
-	union ibv_gid gid;
-	uint32_t qpn, rkey;
-	uint64_t addr;
-};
-
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	uint8_t *buf; /* BIG for the WRITE, then NSEND receive slots of 8 bytes */
-	struct ibv_mr *mr;
-	struct info me, peer;
-};
-
 #define BUF_LEN (BIG + 4096) /* the receive slots after the WRITE's MiB; aligned_alloc wants whole pages */
-
-static int side_open(struct side *s, int fd)
-{
-	s->ctx = hw_open_device("soft0", NULL);
-	if (!s->ctx)
-		return -1;
-	s->pd = hw_alloc_pd(s->ctx);
-	s->cq = hw_create_cq(s->ctx, 4096, NULL, NULL, 0);
-	s->buf = aligned_alloc(4096, BUF_LEN);
-	if (!s->pd || !s->cq || !s->buf)
-		return -1;
-	memset(s->buf, 0, BUF_LEN);
-	s->mr = hw_reg_mr(s->pd, s->buf, BUF_LEN,
-			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			      IBV_ACCESS_REMOTE_ATOMIC);
-	s->qp = fx_qp(s->pd, s->cq, IBV_QPT_RC, 1);
-	if (!s->mr || !s->qp)
-		return -1;
-	hw_query_gid(s->ctx, 1, 0, &s->me.gid);
-	s->me.qpn = s->qp->qp_num;
-	s->me.rkey = s->mr->rkey;
-	s->me.addr = (uintptr_t)s->buf;
-	char msg[sizeof(struct info)];
-
-	memcpy(msg, &s->me, sizeof(msg));
-	if (write(fd, msg, sizeof(msg)) != (ssize_t)sizeof(msg) ||
-	    read(fd, msg, sizeof(msg)) != (ssize_t)sizeof(msg))
-		return -1;
-	memcpy(&s->peer, msg, sizeof(msg));
-	fx_rc_to_rts(s->qp, s->peer.qpn, &s->peer.gid, 14, 7, 7, 1);
-	return 0;
-}
-
-static void side_close(struct side *s)
-{
-	if (s->qp)
-		hw_destroy_qp(s->qp);
-	if (s->mr)
-		hw_dereg_mr(s->mr);
-	if (s->cq)
-		hw_destroy_cq(s->cq);
-	if (s->pd)
-		hw_dealloc_pd(s->pd);
-	if (s->ctx)
-		hw_close_device(s->ctx);
-	free(s->buf);
-	memset(s, 0, sizeof(*s));
-}
+#define ACCESS_ALL                                                                                           \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 /*
  * This process's side and its forked peer.  Static, not on a test's stack:
@@ -95,7 +33,7 @@ static void side_close(struct side *s)
  * the peer and closes the device, so the next case opens a fresh NIC that
  * reads its environment again.
  */
-static struct side parent;
+static struct fx_side parent;
 static pid_t peer_pid;
 static int peer_fd = -1;
 
@@ -123,7 +61,7 @@ static int pair_teardown(void **state)
 	if (peer_fd >= 0)
 		close(peer_fd);
 	peer_fd = -1;
-	side_close(&parent);
+	fx_side_close(&parent);
 	unsetenv("RDMATOOL_SOFT_SHM");
 	unsetenv("RDMATOOL_SOFT_FAULTS");
 	return 0;
@@ -138,14 +76,14 @@ struct report {
 /* The target: posts NSEND receives and checks what came, then reports its counters over a WRITE. */
 static int target_main(int fd)
 {
-	struct side s = {0};
+	struct fx_side s = {0};
 	struct soft_nic *nic;
 	struct report r = {.ok = 1};
 	struct ibv_wc wc;
 	uint64_t payload0, copied0;
 	char c;
 
-	if (side_open(&s, fd))
+	if (fx_side_open(&s, fd, BUF_LEN, ACCESS_ALL))
 		return 10;
 	nic = soft_nic_of(s.ctx);
 	for (int i = 0; i < NSEND; i++)
@@ -172,7 +110,7 @@ static int target_main(int fd)
 	r.shm_conns = atomic_load(&nic->shm_conns);
 	if (write(fd, &r, sizeof(r)) != sizeof(r) || read(fd, &c, 1) != 1)
 		return 14;
-	side_close(&s);
+	fx_side_close(&s);
 	return 0;
 }
 
@@ -183,14 +121,14 @@ static int target_main(int fd)
  */
 static void run_pair(bool want_shm, struct report *r, uint64_t *copied, int32_t *shm_conns)
 {
-	struct side *s = &parent;
+	struct fx_side *s = &parent;
 	struct soft_nic *nic;
 	struct ibv_wc wc;
 	uint64_t copied0, end;
 	int fd = peer_start(target_main);
 	char c;
 
-	assert_int_equal(side_open(s, fd), 0);
+	assert_int_equal(fx_side_open(s, fd, BUF_LEN, ACCESS_ALL), 0);
 	nic = soft_nic_of(s->ctx);
 	for (uint32_t i = 0; i < BIG; i++)
 		s->buf[i] = (uint8_t)(i * 7 + 1);
@@ -219,7 +157,7 @@ static void run_pair(bool want_shm, struct report *r, uint64_t *copied, int32_t 
 	*shm_conns = atomic_load(&nic->shm_conns);
 	assert_int_equal(write(fd, "q", 1), 1);
 	peer_done();
-	side_close(s);
+	fx_side_close(s);
 }
 
 /* Two processes: the shared wire by default, data right, once each, one CPU copy per payload byte. */
@@ -407,12 +345,12 @@ static bool wait_shm(struct soft_nic *nic)
 /* The hostile peer: once on the rings, it scribbles impossible indices over both of them. */
 static int scribbler_main(int fd)
 {
-	struct side s = {0};
+	struct fx_side s = {0};
 	struct ibv_wc wc;
 	char c;
 
 	/* A second receive: our peer's next SEND may come on a new connection, once it gave this one up. */
-	if (side_open(&s, fd) || fx_post_recv(s.qp, 1, s.buf + BIG, 8, s.mr->lkey) ||
+	if (fx_side_open(&s, fd, BUF_LEN, ACCESS_ALL) || fx_post_recv(s.qp, 1, s.buf + BIG, 8, s.mr->lkey) ||
 	    fx_post_recv(s.qp, 2, s.buf + BIG + 8, 8, s.mr->lkey) || write(fd, "r", 1) != 1)
 		return 10;
 	fx_wait(s.cq, &wc, 10000);
@@ -428,7 +366,7 @@ static int scribbler_main(int fd)
 /* A peer that breaks the rings loses its connection (quarantined); the device survives and says so. */
 static void broken_peer_quarantined(void **state)
 {
-	struct side *s = &parent;
+	struct fx_side *s = &parent;
 	struct soft_nic *nic;
 	struct ibv_wc wc;
 	uint64_t end;
@@ -438,7 +376,7 @@ static void broken_peer_quarantined(void **state)
 	(void)state;
 	unsetenv("RDMATOOL_SOFT_SHM");
 	fd = peer_start(scribbler_main);
-	assert_int_equal(side_open(s, fd), 0);
+	assert_int_equal(fx_side_open(s, fd, BUF_LEN, ACCESS_ALL), 0);
 	nic = soft_nic_of(s->ctx);
 	assert_int_equal(read(fd, &c, 1), 1);
 	assert_int_equal(fx_post(s->qp, IBV_WR_SEND, 1, s->buf, 8, s->mr->lkey, 0, 0), 0);
@@ -461,28 +399,28 @@ static void broken_peer_quarantined(void **state)
 	assert_true(atomic_load(&nic->shm_quarantined) >= 1);
 	assert_int_equal(write(fd, "q", 1), 1);
 	peer_done();
-	side_close(s);
+	fx_side_close(s);
 }
 
 /* The faults hold on the shared wire: with drops every atomic still executes exactly once. */
 static int adder_target_main(int fd)
 {
-	struct side s = {0};
+	struct fx_side s = {0};
 	char c;
 
-	if (side_open(&s, fd) || write(fd, "r", 1) != 1 || read(fd, &c, 1) != 1)
+	if (fx_side_open(&s, fd, BUF_LEN, ACCESS_ALL) || write(fd, "r", 1) != 1 || read(fd, &c, 1) != 1)
 		return 10;
 	if (*(uint64_t *)s.buf != 40)
 		return 11;
 	if (write(fd, "y", 1) != 1 || read(fd, &c, 1) != 1)
 		return 12;
-	side_close(&s);
+	fx_side_close(&s);
 	return 0;
 }
 
 static void faults_on_the_shared_wire(void **state)
 {
-	struct side *s = &parent;
+	struct fx_side *s = &parent;
 	struct ibv_wc wc;
 	int fd;
 	char c;
@@ -491,7 +429,7 @@ static void faults_on_the_shared_wire(void **state)
 	unsetenv("RDMATOOL_SOFT_SHM");
 	setenv("RDMATOOL_SOFT_FAULTS", "drop=0.3,delay_us=50,seed=5", 1);
 	fd = peer_start(adder_target_main);
-	assert_int_equal(side_open(s, fd), 0);
+	assert_int_equal(fx_side_open(s, fd, BUF_LEN, ACCESS_ALL), 0);
 	unsetenv("RDMATOOL_SOFT_FAULTS");
 	assert_int_equal(read(fd, &c, 1), 1);
 	for (int i = 0; i < 40; i++) {
@@ -517,7 +455,7 @@ static void faults_on_the_shared_wire(void **state)
 	assert_int_equal(c, 'y');
 	assert_int_equal(write(fd, "q", 1), 1);
 	peer_done();
-	side_close(s);
+	fx_side_close(s);
 }
 
 /* One writer thread, one reader thread: every byte arrives once, in order (run under make tsan). */

@@ -28,78 +28,20 @@
 #define PAIRS	3
 #define WAIT_MS 20000
 
-struct info {
-	union ibv_gid gid;
-	uint32_t qpn, rkey;
-	uint64_t addr;
-};
-
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	uint8_t *buf;
-	size_t len;
-	struct ibv_mr *mr;
-	struct info me, peer;
-};
-
 /* WRITE msg carries slot msg % NSLOT's bytes, filled once: the poster does nothing else between posts. */
 static unsigned char pattern(uint32_t msg, uint32_t i)
 {
 	return (unsigned char)(i * 13 + (msg % NSLOT) * 7 + 1);
 }
 
-static int side_open(struct side *s, int fd, size_t len)
-{
-	char msg[sizeof(struct info)];
-
-	s->len = len;
-	s->ctx = hw_open_device("soft0", NULL);
-	if (!s->ctx)
-		return -1;
-	s->pd = hw_alloc_pd(s->ctx);
-	s->cq = hw_create_cq(s->ctx, 4096, NULL, NULL, 0);
-	s->buf = aligned_alloc(4096, len);
-	if (!s->pd || !s->cq || !s->buf)
-		return -1;
-	memset(s->buf, 0, len);
-	s->mr = hw_reg_mr(s->pd, s->buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	s->qp = fx_qp(s->pd, s->cq, IBV_QPT_RC, 1);
-	if (!s->mr || !s->qp)
-		return -1;
-	hw_query_gid(s->ctx, 1, 0, &s->me.gid);
-	s->me.qpn = s->qp->qp_num;
-	s->me.rkey = s->mr->rkey;
-	s->me.addr = (uintptr_t)s->buf;
-	memcpy(msg, &s->me, sizeof(msg));
-	if (write(fd, msg, sizeof(msg)) != (ssize_t)sizeof(msg) ||
-	    read(fd, msg, sizeof(msg)) != (ssize_t)sizeof(msg))
-		return -1;
-	memcpy(&s->peer, msg, sizeof(msg));
-	fx_rc_to_rts(s->qp, s->peer.qpn, &s->peer.gid, 14, 7, 7, 1);
-	return 0;
-}
-
-static void side_close(struct side *s)
-{
-	hw_destroy_qp(s->qp);
-	hw_dereg_mr(s->mr);
-	hw_destroy_cq(s->cq);
-	hw_dealloc_pd(s->pd);
-	hw_close_device(s->ctx);
-	free(s->buf);
-}
-
 /* The target: one MSG-byte MR; when told the stream ended, checks the last WRITE's bytes. */
 static int target_main(int fd)
 {
-	struct side s = {0};
+	struct fx_side s = {0};
 	int32_t report[2];
 	char c;
 
-	if (side_open(&s, fd, MSG))
+	if (fx_side_open(&s, fd, MSG, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return 10;
 	if (read(fd, &c, 1) != 1)
 		return 11;
@@ -110,11 +52,11 @@ static int target_main(int fd)
 	report[1] = atomic_load(&soft_nic_of(s.ctx)->shm_conns);
 	if (write(fd, report, sizeof(report)) != sizeof(report) || read(fd, &c, 1) != 1)
 		return 12;
-	side_close(&s);
+	fx_side_close(&s);
 	return 0;
 }
 
-static void post_write(struct side *s, uint32_t n)
+static void post_write(struct fx_side *s, uint32_t n)
 {
 	uint8_t *src = s->buf + (size_t)(n % NSLOT) * MSG;
 
@@ -124,7 +66,7 @@ static void post_write(struct side *s, uint32_t n)
 
 static void stream_pair(void)
 {
-	struct side s = {0};
+	struct fx_side s = {0};
 	struct soft_nic *nic;
 	struct ibv_wc wc;
 	uint64_t copied0 = 0;
@@ -134,7 +76,8 @@ static void stream_pair(void)
 	int fd;
 
 	fd = fx_fork_peer(target_main, &pid);
-	assert_int_equal(side_open(&s, fd, (size_t)NSLOT * MSG), 0);
+	assert_int_equal(
+	    fx_side_open(&s, fd, (size_t)NSLOT * MSG, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE), 0);
 	nic = soft_nic_of(s.ctx);
 	for (uint32_t n = 0; n < NSLOT; n++)
 		for (uint32_t i = 0; i < MSG; i++)
@@ -167,7 +110,7 @@ static void stream_pair(void)
 	assert_int_equal(write(fd, "q", 1), 1);
 	fx_expect_clean_exit(pid);
 	close(fd);
-	side_close(&s);
+	fx_side_close(&s);
 }
 
 static void stream_moves_onto_the_rings(void **state)
