@@ -10,10 +10,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # set -e stops at any command that fails: it says which, so no failure leaves an empty log.
 trap 'rc=$?; echo "FAIL: packaging.sh line $LINENO: \"$BASH_COMMAND\" exited $rc" >&2' ERR
 # A packager's build starts clean.  Under `make tsan` (or any make with variables on its command
-# line) the outer make's CFLAGS, SAN_CFLAGS and BUILD reach every make below it through MAKEFLAGS
-# and override the package's own flags: the packages were built with -fsanitize=thread and
-# without the packager's flags, and both builds failed.
-unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
+# line) the outer make's CFLAGS, SAN_CFLAGS and BUILD reach every make below it, through MAKEFLAGS
+# and through the environment (make exports command-line variables to its recipes): the packages
+# were built with -fsanitize=thread, and their unit tests failed as a TSan build fails under fork.
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES CFLAGS CPPFLAGS LDFLAGS SAN_CFLAGS BUILD WERROR
 for t in dpkg-buildpackage dh lintian rpmbuild rpm2cpio cpio; do
 	command -v "$t" >/dev/null || { echo "skipped: $t is not installed (make deps installs it)"; exit 77; }
 done
@@ -40,12 +40,23 @@ check_root() { # root what
 # not fail the build; -Werror is for developers and CI only.
 newer="-Wshadow -Wconversion -Wcast-qual"
 # Both packages build at once (each compiles and runs the unit tests): half the time on two cores.
-DEB_CFLAGS_APPEND=$newer "$RDMATOOL_TOP/packaging/build-deb.sh" "$dir/deb" >"$dir/deb.log" 2>&1 &
+# Each build's unit tests keep their processes' stats segments in a directory of their own: the two
+# run side by side, and each one's check for files left in /dev/shm would see the other's.
+mkdir -m 0700 "$dir/stats-deb" "$dir/stats-rpm"
+RDMATOOL_STATS_DIR=$dir/stats-deb DEB_CFLAGS_APPEND=$newer "$RDMATOOL_TOP/packaging/build-deb.sh" "$dir/deb" \
+	>"$dir/deb.log" 2>&1 &
 deb_pid=$!
-"$RDMATOOL_TOP/packaging/build-rpm.sh" "$dir/rpm" --define "optflags -O2 -g $newer" >"$dir/rpm.log" 2>&1 &
+RDMATOOL_STATS_DIR=$dir/stats-rpm "$RDMATOOL_TOP/packaging/build-rpm.sh" "$dir/rpm" --define "optflags -O2 -g $newer" \
+	>"$dir/rpm.log" 2>&1 &
 rpm_pid=$!
-wait "$deb_pid" || { wait "$rpm_pid" || true; tail -40 "$dir/deb.log"; fail "build-deb.sh with $newer"; }
+# A failed build: its failed tests' own lines (run-tests.sh prints them under each FAIL), then its end.
+build_failed() {
+	grep -A40 '^FAIL ' "$1" | head -120
+	tail -20 "$1"
+}
+wait "$deb_pid" || { wait "$rpm_pid" || true; build_failed "$dir/deb.log"; fail "build-deb.sh with $newer"; }
 grep -q -- "-Wconversion" "$dir/deb.log" || fail "deb: the packager's flags did not reach the compiler"
+! grep -q -- "-fsanitize" "$dir/deb.log" "$dir/rpm.log" || fail "a sanitizer flag of the outer build reached a package"
 ls "$dir"/deb/rdmatool_*.dsc "$dir"/deb/rdmatool_*.debian.tar.* >/dev/null || fail "no Debian source package"
 dpkg-deb -x "$dir"/deb/rdmatool_*_*.deb "$dir/root-deb"
 check_root "$dir/root-deb" deb
@@ -61,7 +72,7 @@ unit=$dir/root-deb/lib/systemd/system/rdmatool-agent.service
 grep -qx 'Type=simple' "$unit" && grep -q '^ExecStart=/usr/bin/rdmatool agent foreground' "$unit" ||
 	fail "deb: the agent's unit: $(cat "$unit")"
 
-wait "$rpm_pid" || { tail -40 "$dir/rpm.log"; fail "build-rpm.sh with $newer"; }
+wait "$rpm_pid" || { build_failed "$dir/rpm.log"; fail "build-rpm.sh with $newer"; }
 grep -q -- "-Wconversion" "$dir/rpm.log" || fail "rpm: the packager's flags did not reach the compiler"
 grep -Eq '^tests: [1-9][0-9]* passed, 0 failed' "$dir/rpm.log" || fail "rpm: %check ran no unit tests"
 ls "$dir"/rpm/SRPMS/rdmatool-*.src.rpm >/dev/null || fail "no source RPM"
