@@ -264,7 +264,9 @@ static inline int fx_fork_peer(int (*child)(int fd), pid_t *pid)
 	return sv[0];
 }
 
-/* Waits (at most FX_PEER_WAIT_MS, then kills it) for the forked peer, which must have exited with status 0.
+/*
+ * Waits for the forked peer, which must have exited with status 0; after
+ * FX_PEER_WAIT_MS it kills the peer and fails.
  */
 static inline void fx_expect_clean_exit(pid_t pid)
 {
